@@ -1,0 +1,4 @@
+//! Small helpers shared by the Ruby classes.
+
+pub mod constants;
+pub mod nogvl;

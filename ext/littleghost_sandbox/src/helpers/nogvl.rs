@@ -1,0 +1,1 @@
+//! Running blocking work without the GVL. Filled in by the process layer.

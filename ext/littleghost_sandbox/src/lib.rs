@@ -1,0 +1,12 @@
+//! Ruby binding of littleghost-sandbox. Defines the `LittleGhost` module tree;
+//! each Ruby class lives in one file under `ruby_api/` with its own `init`.
+
+mod helpers;
+mod ruby_api;
+
+use magnus::{Error, Ruby};
+
+#[magnus::init(name = "littleghost_sandbox")]
+fn init(ruby: &Ruby) -> Result<(), Error> {
+    ruby_api::init(ruby)
+}

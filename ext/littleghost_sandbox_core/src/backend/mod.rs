@@ -1,0 +1,1 @@
+//! Isolation backends: what differs between Unrestricted, Bubblewrap and Seatbelt.

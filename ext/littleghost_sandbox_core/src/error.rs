@@ -1,0 +1,72 @@
+//! One error type for the whole core. Each variant maps one-to-one onto a
+//! documented Ruby exception class (see the binding's `ruby_api/errors.rs`).
+
+use std::fmt;
+
+/// A failure the caller can act on; the message is what Ruby shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// `LittleGhost::ToolError`: expected per-operation failure, safe to show the model.
+    Tool(String),
+    /// `LittleGhost::PolicyError`: invalid policy, limits or declaration.
+    Policy(String),
+    /// `LittleGhost::CapabilityError`: a control cannot be enforced, or a scope tries to widen.
+    Capability(String),
+    /// `LittleGhost::DependencyError`: a provider or dependency is missing or unusable.
+    Dependency(String),
+    /// `LittleGhost::UnsupportedPlatformError`: the backend cannot run on this OS.
+    UnsupportedPlatform(String),
+    /// `LittleGhost::CleanupError`: a managed resource failed to close.
+    Cleanup(String),
+    /// Ruby `ArgumentError`: direct API misuse.
+    Argument(String),
+    /// Ruby `KeyError`: an unknown workspace path name.
+    Key(String),
+    /// Ruby `IOError`: a closed or broken process session stream.
+    Io(String),
+}
+
+/// Result alias used throughout the core.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// The message Ruby will show.
+    pub fn message(&self) -> &str {
+        match self {
+            Error::Tool(m)
+            | Error::Policy(m)
+            | Error::Capability(m)
+            | Error::Dependency(m)
+            | Error::UnsupportedPlatform(m)
+            | Error::Cleanup(m)
+            | Error::Argument(m)
+            | Error::Key(m)
+            | Error::Io(m) => m,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Shorthand constructors keep call sites short: `tool("Path does not exist")`.
+pub fn tool(message: impl Into<String>) -> Error {
+    Error::Tool(message.into())
+}
+/// See [`tool`].
+pub fn policy(message: impl Into<String>) -> Error {
+    Error::Policy(message.into())
+}
+/// See [`tool`].
+pub fn capability(message: impl Into<String>) -> Error {
+    Error::Capability(message.into())
+}
+/// See [`tool`].
+pub fn argument(message: impl Into<String>) -> Error {
+    Error::Argument(message.into())
+}

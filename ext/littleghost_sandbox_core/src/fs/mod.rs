@@ -1,0 +1,1 @@
+//! Filesystem broker over capability handles.

@@ -1,0 +1,16 @@
+//! Core of littleghost-sandbox: policy model, grants and scope narrowing, the
+//! filesystem broker, the process runner and the isolation backends.
+//!
+//! This crate knows nothing of Ruby. The binding crate converts Ruby values
+//! into these types and maps [`Error`] onto the documented Ruby exceptions.
+
+pub mod backend;
+pub mod error;
+pub mod fs;
+pub mod grants;
+pub mod paths;
+pub mod process;
+pub mod scope;
+pub mod workspace;
+
+pub use error::{Error, Result};

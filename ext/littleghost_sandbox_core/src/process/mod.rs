@@ -1,0 +1,1 @@
+//! Process runner, sessions and supervision.
