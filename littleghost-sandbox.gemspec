@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+require_relative "lib/littleghost/sandbox/version"
+
+Gem::Specification.new do |spec|
+  spec.name = "littleghost-sandbox"
+  spec.version = LittleGhost::Sandbox::VERSION
+  spec.summary = "Brokered filesystem and isolated child processes for LittleGhost agents"
+  spec.description = <<~TEXT
+    LittleGhost::Sandbox is the one gate through which LittleGhost agents read and edit files and run programs:
+    a Rust core (magnus) with a capability-handle filesystem broker, a process runner that owns the whole process
+    tree, and isolation backends (Bubblewrap on Linux, Seatbelt on macOS, and an honest unrestricted host backend).
+  TEXT
+  spec.authors = ["LittleGhost contributors"]
+  spec.license = "MIT"
+  spec.required_ruby_version = ">= 3.1"
+  spec.files = Dir[
+    "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.{rs,rb,toml}", "Cargo.toml", "Cargo.lock", "README.md"
+  ]
+  spec.require_paths = ["lib"]
+  spec.extensions = ["ext/littleghost_sandbox/extconf.rb"]
+  spec.metadata["rubygems_mfa_required"] = "true"
+end
