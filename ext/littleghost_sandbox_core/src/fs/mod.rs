@@ -1,1 +1,665 @@
-//! Filesystem broker over capability handles.
+//! Filesystem broker over capability handles (SPEC §14).
+//!
+//! Every tool-facing read, list, write and replace goes through [`Broker`].
+//! Paths arrive already resolved lexically by `Workspace#resolve`; the broker
+//! decides which grant governs them (14.4, 14.7), re-checks that grant roots
+//! are still the directories pinned at construction (14.3), and then touches
+//! the filesystem only through handles opened beneath the verified root,
+//! never following a symlink (14.5). Messages name the caller's logical path,
+//! never a host path (W10).
+
+mod walk;
+mod write;
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, FileType};
+use rustix::io::Errno;
+
+use crate::error::{tool, Error, Result};
+use crate::grants::{Access, Grant};
+use crate::paths;
+
+use walk::{Failure, Strategy, WalkError};
+
+const OUTSIDE: &str = "Path is outside the sandbox scope";
+const NOT_A_FILE: &str = "Path is not a file";
+const DOES_NOT_EXIST: &str = "Path does not exist";
+const TRAVERSES_SYMLINK: &str = "Path cannot traverse a symbolic link";
+const MULTIPLY_LINKED: &str = "Multiply-linked files are not accessible through sandbox tools";
+const SOURCE_CHANGED: &str = "Sandbox mount source changed after initialization";
+const READ_LIMIT: &str = "File exceeds the read limit";
+
+/// Size limits applied by the broker (from `Limits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsLimits {
+    /// Largest file `read`/`replace` accept, in bytes.
+    pub read_bytes: u64,
+    /// Largest content `write`/`replace` produce, in bytes.
+    pub write_bytes: u64,
+    /// Most entries a listed directory may hold.
+    pub list_entries: u64,
+}
+
+/// A brokered operation, as named by `allows?`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsOperation {
+    Read,
+    List,
+    Write,
+    Replace,
+}
+
+impl FsOperation {
+    fn writes(self) -> bool {
+        matches!(self, FsOperation::Write | FsOperation::Replace)
+    }
+}
+
+/// How a walk failure is worded: each operation has its own messages (14.8–14.10).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wording {
+    /// `read` and `replace`.
+    Read,
+    List,
+    Write,
+}
+
+/// A grant root pinned when the broker was built.
+#[derive(Debug)]
+struct Root {
+    /// Lexical workspace path the grant appears at.
+    target: PathBuf,
+    /// Canonical host path, pinned.
+    realpath: PathBuf,
+    dev: u64,
+    ino: u64,
+    /// Held so the pinned inode cannot be freed and its number reused by a new
+    /// directory, and so a deleted root can be told from a moved one.
+    handle: OwnedFd,
+    access: Access,
+    /// Tool-visible; false for runtime-only grants and deny markers.
+    visible: bool,
+    /// Physical aliases of this directory keep its rules (protect_aliases or hidden).
+    protecting: bool,
+}
+
+/// The grant that governs a path, and where the path lies below its root.
+struct Resolved<'b> {
+    lexical: &'b Root,
+    effective: &'b Root,
+    writable: bool,
+    /// Plain components below `effective.realpath`; empty for the root itself.
+    below: PathBuf,
+}
+
+/// The filesystem broker of one scope: its grants, deny markers and limits.
+#[derive(Debug)]
+pub struct Broker {
+    roots: Vec<Root>,
+    limits: FsLimits,
+    strategy: Strategy,
+}
+
+impl Broker {
+    /// grants: the scope's grants (tool-visible and runtime-only, source = realpath).
+    /// deny_markers: runtime-only grants to hide from tools (SC.8). Pins each
+    /// root's identity (14.3): a missing root raises "Sandbox mount source does not exist".
+    pub fn new(grants: Vec<Grant>, deny_markers: Vec<Grant>, limits: FsLimits) -> Result<Broker> {
+        let strategy = walk::kernel_strategy();
+        let marked = grants
+            .into_iter()
+            .map(|grant| (grant, false))
+            .chain(deny_markers.into_iter().map(|grant| (grant, true)));
+        let roots = marked
+            .map(|(grant, marker)| Root::pin(&grant, marker, strategy))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Broker {
+            roots,
+            limits,
+            strategy,
+        })
+    }
+
+    /// Forces the per-component fallback so tests cover both strategies.
+    #[cfg(test)]
+    fn with_component_walk(mut self) -> Broker {
+        self.strategy = Strategy::Components;
+        self
+    }
+
+    /// Reads a UTF-8 text file (14.8).
+    pub fn read(&self, physical: &Path, _logical: &str) -> Result<String> {
+        let resolved = self.resolve(physical, true)?;
+        let root = self.verify(&resolved, false)?;
+        let file = walk::open_beneath(
+            self.strategy,
+            root.as_fd(),
+            &resolved.below,
+            walk::FILE_READ,
+        )
+        .map_err(|error| walk_error(Wording::Read, error))?;
+        let bytes = self.read_regular(file)?;
+        String::from_utf8(bytes).map_err(|_| tool("File is not valid UTF-8 text"))
+    }
+
+    /// Lists a directory, one name a line, directories suffixed with `/` (14.9).
+    pub fn list(&self, physical: &Path, _logical: &str) -> Result<String> {
+        let path = lexical_path(physical)?;
+        let virtual_children = self.virtual_children(&path);
+        if !self.visible_covers(&path) && !virtual_children.is_empty() {
+            return Ok(join_listing(virtual_children));
+        }
+        let resolved = self.resolve_clean(&path, false)?;
+        let root = self.verify(&resolved, false)?;
+        let dir = walk::open_beneath(self.strategy, root.as_fd(), &resolved.below, walk::DIR_READ)
+            .map_err(|error| walk_error(Wording::List, error))?;
+        let listed_at = resolved.effective.realpath.join(&resolved.below);
+        let mut names = self.directory_entries(dir, &listed_at)?;
+        names.extend(virtual_children);
+        Ok(join_listing(names))
+    }
+
+    /// Writes `content` atomically, replacing any existing regular file (14.10).
+    pub fn write(&self, physical: &Path, logical: &str, content: &[u8]) -> Result<String> {
+        let resolved = self.resolve(physical, true)?;
+        if !resolved.writable {
+            return Err(tool("Sandbox scope is read-only"));
+        }
+        self.check_write_size(content)?;
+        let root = self.verify(&resolved, true)?;
+        let (parent, name) = self.open_parent(&root, &resolved.below, Wording::Write)?;
+        write::replace_file(parent.get(&root), name, content)?;
+        Ok(wrote(content, logical))
+    }
+
+    /// Replaces the single occurrence of `old_text` with `new_text` literally (14.11).
+    pub fn replace(
+        &self,
+        physical: &Path,
+        logical: &str,
+        old_text: &[u8],
+        new_text: &[u8],
+    ) -> Result<String> {
+        if old_text.is_empty() {
+            return Err(tool("Text to replace cannot be empty"));
+        }
+        let resolved = self.resolve(physical, true)?;
+        let root = self.verify(&resolved, true)?;
+        let (parent, name) = self.open_parent(&root, &resolved.below, Wording::Read)?;
+        let parent = parent.get(&root);
+        let file = rfs::openat(
+            parent,
+            name,
+            walk::FILE_READ | walk::ALWAYS,
+            rfs::Mode::empty(),
+        )
+        .map_err(|errno| walk_error(Wording::Read, explain_last(parent, name, errno)))?;
+        let content = self.read_regular(file)?;
+        let text = String::from_utf8(content).map_err(|_| tool("File is not valid UTF-8 text"))?;
+        let at = single_occurrence(&text, old_text, logical)?;
+        if !resolved.writable {
+            return Err(tool("Sandbox scope is read-only"));
+        }
+        let mut updated = Vec::with_capacity(text.len() - old_text.len() + new_text.len());
+        updated.extend_from_slice(&text.as_bytes()[..at]);
+        updated.extend_from_slice(new_text);
+        updated.extend_from_slice(&text.as_bytes()[at + old_text.len()..]);
+        self.check_write_size(&updated)?;
+        write::replace_file(parent, name, &updated)?;
+        Ok(wrote(&updated, logical))
+    }
+
+    /// Whether `operation` on `physical` would get past the broker (14.12).
+    pub fn allows(&self, operation: FsOperation, physical: &Path) -> bool {
+        self.allowed(operation, physical).unwrap_or(false)
+    }
+
+    fn allowed(&self, operation: FsOperation, physical: &Path) -> Result<bool> {
+        let path = lexical_path(physical)?;
+        if operation == FsOperation::List
+            && !self.visible_covers(&path)
+            && !self.virtual_children(&path).is_empty()
+        {
+            return Ok(true);
+        }
+        let resolved = self.resolve_clean(&path, false)?;
+        if operation.writes() && !resolved.writable {
+            return Ok(false);
+        }
+        let root = self.verify(&resolved, operation.writes())?;
+        let Some(name) = resolved.below.file_name() else {
+            return Ok(true); // a grant root: verify opened it as a directory
+        };
+        let parent_path = resolved.below.parent().unwrap_or(Path::new(""));
+        let parent_fd;
+        let parent = if parent_path.as_os_str().is_empty() {
+            root.as_fd()
+        } else {
+            match walk::open_beneath(self.strategy, root.as_fd(), parent_path, walk::DIR_HANDLE) {
+                Ok(fd) => {
+                    parent_fd = fd;
+                    parent_fd.as_fd()
+                }
+                Err(WalkError {
+                    failure: Failure::Os(Errno::ACCESS),
+                    ..
+                }) => return Ok(true),
+                Err(_) => return Ok(false),
+            }
+        };
+        Ok(match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) => FileType::from_raw_mode(stat.st_mode) != FileType::Symlink,
+            Err(Errno::NOENT) => operation.writes(),
+            Err(Errno::ACCESS) => true,
+            Err(_) => false,
+        })
+    }
+
+    // ---- resolution (14.1, 14.4, 14.7) ----
+
+    fn resolve(&self, physical: &Path, entry_required: bool) -> Result<Resolved<'_>> {
+        self.resolve_clean(&lexical_path(physical)?, entry_required)
+    }
+
+    fn resolve_clean(&self, path: &Path, entry_required: bool) -> Result<Resolved<'_>> {
+        let lexical = self
+            .roots
+            .iter()
+            .filter(|root| paths::is_within(path, &root.target))
+            .max_by_key(|root| root.target.components().count())
+            .ok_or_else(|| tool(OUTSIDE))?;
+        let remainder = paths::remainder(path, &lexical.target).unwrap_or(Path::new(""));
+        if entry_required && remainder.as_os_str().is_empty() {
+            return Err(tool("Path must identify a sandbox entry"));
+        }
+        let candidate = lexical.realpath.join(remainder);
+        let containing: Vec<&Root> = self
+            .roots
+            .iter()
+            .filter(|root| {
+                (std::ptr::eq(*root, lexical) || root.protecting)
+                    && candidate.starts_with(&root.realpath)
+            })
+            .collect();
+        let depth = |root: &Root| root.realpath.components().count();
+        let deepest = containing.iter().map(|root| depth(root)).max().unwrap_or(0);
+        let tied: Vec<&Root> = containing
+            .into_iter()
+            .filter(|root| depth(root) == deepest)
+            .collect();
+        // [DEV] tie: a tool-visible grant wins, read-only if any tied grant is.
+        let effective = tied
+            .iter()
+            .copied()
+            .find(|root| root.visible)
+            .ok_or_else(|| tool(OUTSIDE))?;
+        let writable = tied.iter().all(|root| root.access.writable());
+        let below = candidate
+            .strip_prefix(&effective.realpath)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        Ok(Resolved {
+            lexical,
+            effective,
+            writable,
+            below,
+        })
+    }
+
+    fn visible_covers(&self, path: &Path) -> bool {
+        self.roots
+            .iter()
+            .any(|root| root.visible && paths::is_within(path, &root.target))
+    }
+
+    /// First component below `path` of each tool-visible grant strictly beneath it, as `name/`.
+    fn virtual_children(&self, path: &Path) -> Vec<Vec<u8>> {
+        self.roots
+            .iter()
+            .filter(|root| root.visible)
+            .filter_map(|root| paths::remainder(&root.target, path)?.components().next())
+            .map(|first| {
+                let mut name = first.as_os_str().as_bytes().to_vec();
+                name.push(b'/');
+                name
+            })
+            .collect()
+    }
+
+    // ---- identity (14.3) ----
+
+    /// Opens the effective root afresh and checks it is the pinned directory
+    /// (and the lexical root too, when it differs). Grants nested in the
+    /// effective root that would change the outcome are checked as well, so
+    /// moving a hidden directory (or, for writes, a read-only one) elsewhere
+    /// inside a wider grant cannot shed its rules.
+    fn verify(&self, resolved: &Resolved<'_>, writes: bool) -> Result<OwnedFd> {
+        let root = self.open_pinned(resolved.effective)?;
+        if !std::ptr::eq(resolved.lexical, resolved.effective) {
+            self.open_pinned(resolved.lexical)?;
+        }
+        let base = &resolved.effective.realpath;
+        let guards = |r: &&Root| !r.visible || (writes && !r.access.writable());
+        for nested in self.roots.iter().filter(guards) {
+            let Some(relative) = paths::remainder(&nested.realpath, base) else {
+                continue;
+            };
+            if relative.as_os_str().is_empty() {
+                continue;
+            }
+            let same = walk::open_beneath(self.strategy, root.as_fd(), relative, walk::DIR_HANDLE)
+                .ok()
+                .and_then(|fd| rfs::fstat(&fd).ok())
+                .is_some_and(|stat| identity(&stat) == (nested.dev, nested.ino));
+            // A deleted directory no longer protects anything; a moved one does.
+            if !same && !nested.deleted() {
+                return Err(tool(SOURCE_CHANGED));
+            }
+        }
+        Ok(root)
+    }
+
+    fn open_pinned(&self, root: &Root) -> Result<OwnedFd> {
+        let fd = walk::open_absolute_dir(self.strategy, &root.realpath)
+            .map_err(|_| tool(SOURCE_CHANGED))?;
+        let stat = rfs::fstat(&fd).map_err(|_| tool(SOURCE_CHANGED))?;
+        if identity(&stat) != (root.dev, root.ino) {
+            return Err(tool(SOURCE_CHANGED));
+        }
+        Ok(fd)
+    }
+
+    // ---- helpers shared by the operations ----
+
+    /// Opens the directory holding the last component of `below` and returns
+    /// it with that component's name. The root itself is not an entry.
+    fn open_parent<'p>(
+        &self,
+        root: &OwnedFd,
+        below: &'p Path,
+        wording: Wording,
+    ) -> Result<(Parent, &'p OsStr)> {
+        let name = below.file_name().ok_or_else(|| tool(NOT_A_FILE))?;
+        let parent_path = below.parent().unwrap_or(Path::new(""));
+        if parent_path.as_os_str().is_empty() {
+            return Ok((Parent::Root, name));
+        }
+        let fd = walk::open_beneath(self.strategy, root.as_fd(), parent_path, walk::DIR_HANDLE)
+            .map_err(|error| {
+                walk_error(
+                    wording,
+                    WalkError {
+                        last: false,
+                        ..error
+                    },
+                )
+            })?;
+        Ok((Parent::Opened(fd), name))
+    }
+
+    /// Reads a regular, singly-linked file within the read limit (14.6, 14.8).
+    fn read_regular(&self, fd: OwnedFd) -> Result<Vec<u8>> {
+        let stat = rfs::fstat(&fd).map_err(io_error)?;
+        check_regular(&stat)?;
+        let limit = self.limits.read_bytes;
+        let size = u64::try_from(stat.st_size).unwrap_or(0);
+        if size > limit {
+            return Err(tool(READ_LIMIT));
+        }
+        const MAX_PREALLOCATION: u64 = 64 << 20;
+        let mut bytes = Vec::with_capacity(size.min(MAX_PREALLOCATION) as usize + 1);
+        std::fs::File::from(fd)
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|error| tool(format!("Could not read file: {error}")))?;
+        if bytes.len() as u64 > limit {
+            return Err(tool(READ_LIMIT));
+        }
+        Ok(bytes)
+    }
+
+    fn check_write_size(&self, content: &[u8]) -> Result<()> {
+        if content.len() as u64 > self.limits.write_bytes {
+            return Err(tool("Content exceeds the write limit"));
+        }
+        Ok(())
+    }
+
+    /// Entry names of an open directory, suffixed and filtered (14.9, W11).
+    fn directory_entries(&self, dir: OwnedFd, listed_at: &Path) -> Result<Vec<Vec<u8>>> {
+        let hidden: Vec<&Root> = self
+            .roots
+            .iter()
+            .filter(|root| {
+                !root.visible
+                    && !self
+                        .roots
+                        .iter()
+                        .any(|r| r.visible && r.realpath == root.realpath)
+            })
+            .collect();
+        let mut entries = rfs::Dir::new(dir).map_err(io_error)?;
+        let mut names = Vec::new();
+        let mut count: u64 = 0;
+        while let Some(entry) = entries.next() {
+            let entry = entry.map_err(io_error)?;
+            let lookup = entries.fd().map_err(io_error)?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            count += 1;
+            if count > self.limits.list_entries {
+                return Err(tool("Directory exceeds the listing limit"));
+            }
+            let name_os = OsStr::from_bytes(name);
+            let is_dir = match entry.file_type() {
+                FileType::Directory => true,
+                FileType::Unknown => rfs::statat(lookup, name_os, AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Directory)
+                    .unwrap_or(false),
+                _ => false,
+            };
+            if is_dir && self.is_hidden(&hidden, lookup, listed_at, name_os, entry.ino()) {
+                continue;
+            }
+            let mut shown = name.to_vec();
+            if is_dir {
+                shown.push(b'/');
+            }
+            names.push(shown);
+        }
+        Ok(names)
+    }
+
+    /// W11: a directory that is a runtime-only grant or deny marker is not listed.
+    fn is_hidden(
+        &self,
+        hidden: &[&Root],
+        dir: BorrowedFd<'_>,
+        listed_at: &Path,
+        name: &OsStr,
+        ino: u64,
+    ) -> bool {
+        if hidden.is_empty() {
+            return false;
+        }
+        let child = listed_at.join(name);
+        if hidden.iter().any(|root| root.realpath == child) {
+            return true;
+        }
+        // A hidden directory moved or reached another way: compare identities.
+        // (d_ino differs from st_ino only at mount points, covered above.)
+        hidden.iter().any(|root| root.ino == ino)
+            && rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                .map(|stat| {
+                    hidden
+                        .iter()
+                        .any(|root| identity(&stat) == (root.dev, root.ino))
+                })
+                .unwrap_or(true)
+    }
+}
+
+impl Root {
+    fn pin(grant: &Grant, marker: bool, strategy: Strategy) -> Result<Root> {
+        let missing = || tool("Sandbox mount source does not exist");
+        let realpath = std::fs::canonicalize(&grant.source).map_err(|_| missing())?;
+        let handle = walk::open_absolute_dir(strategy, &realpath).map_err(|errno| match errno {
+            Errno::NOTDIR => tool("Sandbox mount source is not a directory"),
+            _ => missing(),
+        })?;
+        let stat = rfs::fstat(&handle).map_err(|_| missing())?;
+        let visible = grant.tools && !marker;
+        let (dev, ino) = identity(&stat);
+        Ok(Root {
+            target: paths::clean(&grant.target),
+            realpath,
+            dev,
+            ino,
+            handle,
+            access: grant.access,
+            visible,
+            protecting: grant.protect_aliases || !visible,
+        })
+    }
+
+    /// True once the pinned directory has been removed (its link count drops to 0).
+    fn deleted(&self) -> bool {
+        rfs::fstat(&self.handle)
+            .map(|stat| stat.st_nlink == 0)
+            .unwrap_or(false)
+    }
+}
+
+/// The parent directory of an entry: the verified root itself, or a handle below it.
+enum Parent {
+    Root,
+    Opened(OwnedFd),
+}
+
+impl Parent {
+    fn get<'a>(&'a self, root: &'a OwnedFd) -> BorrowedFd<'a> {
+        match self {
+            Parent::Root => root.as_fd(),
+            Parent::Opened(fd) => fd.as_fd(),
+        }
+    }
+}
+
+/// 14.1: NUL and `..` are refused before anything else; the result is cleaned.
+fn lexical_path(physical: &Path) -> Result<PathBuf> {
+    if physical.as_os_str().as_bytes().contains(&0) {
+        return Err(tool("Path contains a null byte"));
+    }
+    if paths::has_parent_component(physical) {
+        return Err(tool("Path escapes the sandbox scope"));
+    }
+    if !physical.is_absolute() {
+        return Err(tool(OUTSIDE));
+    }
+    Ok(paths::clean(physical))
+}
+
+/// (st_dev, st_ino); their integer types differ between targets.
+#[allow(clippy::unnecessary_cast)]
+fn identity(stat: &rfs::Stat) -> (u64, u64) {
+    (stat.st_dev as u64, stat.st_ino as u64)
+}
+
+/// 14.6, on the open handle.
+fn check_regular(stat: &rfs::Stat) -> Result<()> {
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(tool(NOT_A_FILE));
+    }
+    if stat.st_nlink > 1 {
+        return Err(tool(MULTIPLY_LINKED));
+    }
+    Ok(())
+}
+
+/// Explains a failed open of a single entry `name` in `parent`.
+fn explain_last(parent: BorrowedFd<'_>, name: &OsStr, errno: Errno) -> WalkError {
+    let failure = match errno {
+        Errno::NOENT | Errno::LOOP => match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => {
+                Failure::Symlink
+            }
+            Err(Errno::NOENT) => Failure::Missing,
+            _ => Failure::Os(errno),
+        },
+        other => Failure::Os(other),
+    };
+    WalkError {
+        last: true,
+        failure,
+    }
+}
+
+/// The message for a failed walk, worded for the operation (14.5, 14.8–14.10).
+fn walk_error(wording: Wording, error: WalkError) -> Error {
+    let message = match (error.failure, wording) {
+        (Failure::Symlink, Wording::Read) if error.last => "Path cannot be a symbolic link",
+        (Failure::Symlink, Wording::Write) if error.last => {
+            "Write target cannot be a symbolic link"
+        }
+        (Failure::Symlink, _) => TRAVERSES_SYMLINK,
+        (Failure::Missing | Failure::NotDirectory, Wording::Write) => {
+            "Write target parent does not exist"
+        }
+        (Failure::NotDirectory, Wording::List) => "Path is not a directory",
+        (Failure::Missing | Failure::NotDirectory, _) => DOES_NOT_EXIST,
+        (Failure::Os(errno), _) => return errno_error(errno),
+    };
+    tool(message)
+}
+
+/// Maps an OS error on a sandbox entry to a message without host paths.
+fn errno_error(errno: Errno) -> Error {
+    match errno {
+        // A socket, a FIFO without a reader, a directory opened for writing...
+        Errno::ISDIR | Errno::NXIO | Errno::NODEV | Errno::OPNOTSUPP => tool(NOT_A_FILE),
+        other => io_error(other),
+    }
+}
+
+fn io_error(errno: Errno) -> Error {
+    tool(format!(
+        "Sandbox filesystem operation failed: {}",
+        std::io::Error::from(errno)
+    ))
+}
+
+/// Byte offset of the only non-overlapping occurrence of `old_text` (14.11).
+fn single_occurrence(text: &str, old_text: &[u8], logical: &str) -> Result<usize> {
+    let not_found = || tool(format!("Text was not found in {logical}"));
+    // Text that is not UTF-8 cannot match whole characters of UTF-8 content.
+    let needle = std::str::from_utf8(old_text).map_err(|_| not_found())?;
+    let mut occurrences = text.match_indices(needle).map(|(at, _)| at);
+    let first = occurrences.next().ok_or_else(not_found)?;
+    if occurrences.next().is_some() {
+        return Err(tool(format!("Text occurs more than once in {logical}")));
+    }
+    Ok(first)
+}
+
+fn wrote(content: &[u8], logical: &str) -> String {
+    format!("Wrote {} bytes to {}", content.len(), logical)
+}
+
+/// Sorts bytewise after suffixing, de-duplicates and joins with newlines.
+fn join_listing(mut names: Vec<Vec<u8>>) -> String {
+    names.sort();
+    names.dedup();
+    let joined = names.join(&b"\n"[..]);
+    String::from_utf8(joined)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+}

@@ -1,0 +1,165 @@
+//! Atomic replacement of one entry in an open directory (14.10, W7): the
+//! content goes to a fresh temporary file in the same directory, which is
+//! renamed over the target, so readers and crashes see the old or the new
+//! content and a rename never writes through a link into another file.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Gid, Mode, OFlags, Uid};
+use rustix::io::Errno;
+
+use super::{check_regular, errno_error, io_error, walk, NOT_A_FILE};
+use crate::error::{tool, Result};
+
+// Test hook: fail after the temporary file is written, before the rename.
+#[cfg(test)]
+thread_local! {
+    pub(super) static FAIL_BEFORE_RENAME: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+const WRITE_SYMLINK: &str = "Write target cannot be a symbolic link";
+
+/// Replaces (or creates) the regular file `name` in `parent` with `content`.
+pub(super) fn replace_file(parent: BorrowedFd<'_>, name: &OsStr, content: &[u8]) -> Result<()> {
+    let existing = inspect_target(parent, name)?;
+    // A new file gets 0644 & ~umask from the kernel; an existing file's mode
+    // is applied after its owner (below), so the temp starts private.
+    let create_mode = if existing.is_some() {
+        Mode::from_raw_mode(0o600)
+    } else {
+        Mode::from_raw_mode(0o644)
+    };
+    let temp = TempFile::create(parent, create_mode)?;
+    if let Some(stat) = &existing {
+        keep_owner_and_mode(&temp.fd, stat)?;
+    }
+    write_all(&temp.fd, content)?;
+    // Durable before it becomes visible, so a crash cannot expose an empty file.
+    sync_data(&temp.fd)?;
+    #[cfg(test)]
+    if FAIL_BEFORE_RENAME.with(|fail| fail.get()) {
+        return Err(tool("injected failure before rename"));
+    }
+    rfs::renameat(parent, &temp.name, parent, name).map_err(|errno| match errno {
+        // The target became a directory (or a mount point) in the meantime.
+        Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST | Errno::BUSY | Errno::NOTDIR => {
+            tool(NOT_A_FILE)
+        }
+        other => errno_error(other),
+    })?;
+    temp.keep();
+    Ok(())
+}
+
+/// 14.6 on the existing target, if any: a look without opening (so devices
+/// and FIFOs are never opened for writing), then the same checks on a
+/// write handle, which also enforces the file's own write permission.
+fn inspect_target(parent: BorrowedFd<'_>, name: &OsStr) -> Result<Option<rfs::Stat>> {
+    match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => check_target(&stat)?,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(errno) => return Err(errno_error(errno)),
+    }
+    let handle = match rfs::openat(parent, name, OFlags::WRONLY | walk::ALWAYS, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok(None), // removed meanwhile: we create it
+        Err(Errno::LOOP) => return Err(tool(WRITE_SYMLINK)),
+        Err(errno) => return Err(errno_error(errno)),
+    };
+    let stat = rfs::fstat(&handle).map_err(io_error)?;
+    check_target(&stat)?;
+    Ok(Some(stat))
+}
+
+fn check_target(stat: &rfs::Stat) -> Result<()> {
+    if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink {
+        return Err(tool(WRITE_SYMLINK));
+    }
+    check_regular(stat)
+}
+
+/// The replacement keeps the old file's owner (best effort: only root may
+/// give a file away) and its permission bits. Set-id bits are dropped so a
+/// privileged broker never mints a set-id file with new content.
+fn keep_owner_and_mode(fd: &OwnedFd, old: &rfs::Stat) -> Result<()> {
+    let now = rfs::fstat(fd).map_err(io_error)?;
+    if now.st_uid != old.st_uid || now.st_gid != old.st_gid {
+        let _ = rfs::fchown(
+            fd,
+            Some(Uid::from_raw(old.st_uid)),
+            Some(Gid::from_raw(old.st_gid)),
+        );
+    }
+    rfs::fchmod(fd, Mode::from_raw_mode(old.st_mode & 0o777)).map_err(io_error)
+}
+
+fn write_all(fd: &OwnedFd, mut content: &[u8]) -> Result<()> {
+    while !content.is_empty() {
+        match rustix::io::write(fd, content) {
+            Ok(0) => return Err(io_error(Errno::IO)),
+            Ok(written) => content = &content[written..],
+            Err(Errno::INTR) => continue,
+            Err(errno) => return Err(io_error(errno)),
+        }
+    }
+    Ok(())
+}
+
+fn sync_data(fd: &OwnedFd) -> Result<()> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let synced = rfs::fdatasync(fd);
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let synced = rfs::fsync(fd);
+    synced.map_err(io_error)
+}
+
+/// A temporary file that is removed on drop unless it was renamed into place.
+struct TempFile<'p> {
+    parent: BorrowedFd<'p>,
+    name: OsString,
+    fd: OwnedFd,
+    kept: bool,
+}
+
+impl<'p> TempFile<'p> {
+    fn create(parent: BorrowedFd<'p>, mode: Mode) -> Result<TempFile<'p>> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | walk::ALWAYS;
+        for _ in 0..64 {
+            let name = OsString::from(format!(
+                ".littleghost-{}-{:x}.tmp",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            match rfs::openat(parent, &name, flags, mode) {
+                Ok(fd) => {
+                    return Ok(TempFile {
+                        parent,
+                        name,
+                        fd,
+                        kept: false,
+                    })
+                }
+                Err(Errno::EXIST) => continue,
+                Err(errno) => return Err(errno_error(errno)),
+            }
+        }
+        Err(tool(
+            "Sandbox filesystem operation failed: no free temporary name",
+        ))
+    }
+
+    fn keep(mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for TempFile<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = rfs::unlinkat(self.parent, &self.name, AtFlags::empty());
+        }
+    }
+}
