@@ -1,3 +1,117 @@
 # frozen_string_literal: true
 
-# Placeholder: LittleGhost.configure is filled in with the configuration layer (SPEC §23).
+# The thin configuration layer (SPEC §23): LittleGhost.configure stores
+# validated sandbox and workspace declarations; Sandbox.build and
+# Workspace.build turn a declaration into an instance.
+module LittleGhost
+  class Sandbox
+    # Declarations: a Symbol, a callable, or a Hash with :provider (CF.2).
+    module Declaration
+      module_function
+
+      # Returns the declaration (a Hash gets Symbol keys and is frozen); raises ArgumentError otherwise.
+      def validate(declaration, base:, label:)
+        return declaration if declaration.nil? || declaration.is_a?(Symbol)
+        return validate_hash(declaration, base: base, label: label) if declaration.is_a?(Hash)
+        return declaration if declaration.respond_to?(:call)
+
+        raise ArgumentError, "#{label} declaration must be a Symbol, a callable, or a Hash with :provider, " \
+                             "got #{declaration.inspect}"
+      end
+
+      # Symbolises and freezes a Hash declaration after checking its :provider.
+      def validate_hash(declaration, base:, label:)
+        declaration = declaration.to_h { |key, value| [key.respond_to?(:to_sym) ? key.to_sym : key, value] }
+        unless declaration.key?(:provider)
+          raise ArgumentError, "#{label} declaration Hash needs :provider " \
+                               "(a Symbol, a callable, or a #{base} subclass)"
+        end
+        provider = declaration[:provider]
+        unless provider_like?(provider, base)
+          raise ArgumentError, "#{label} provider must be a Symbol, a callable, or a #{base} subclass, " \
+                               "got #{provider.inspect}"
+        end
+        declaration.freeze
+      end
+
+      # True for a Symbol, a callable, or a subclass of base.
+      def provider_like?(provider, base)
+        provider.is_a?(Symbol) || (provider.is_a?(Class) ? provider <= base : provider.respond_to?(:call))
+      end
+
+      # The provider as a Class or callable, resolving a Symbol through registry.
+      def resolve(provider, registry)
+        provider.is_a?(Symbol) ? registry.resolve_provider(provider) : provider
+      end
+
+      # klass.new(**options) or callable.call(**options), checked to return an instance of expected.
+      def instantiate(provider, options, expected:, label:)
+        result = provider.is_a?(Class) ? provider.new(**options) : provider.call(**options)
+        return result if result.is_a?(expected)
+
+        raise ConfigurationError, "#{label} provider returned #{result.class}, expected #{expected}"
+      end
+    end
+
+    # Holds what LittleGhost.configure sets (CF.1).
+    class Configuration
+      attr_reader :sandbox, :workspace
+
+      # Stores a validated sandbox declaration (nil means Sandboxes::Unrestricted).
+      def sandbox=(declaration)
+        @sandbox = Declaration.validate(declaration, base: Sandbox, label: "sandbox")
+      end
+
+      # Stores a validated workspace declaration.
+      def workspace=(declaration)
+        @workspace = Declaration.validate(declaration, base: Workspace, label: "workspace")
+      end
+    end
+
+    # Builds the sandbox a declaration describes for workspace (CF.3).
+    def self.build(declaration, workspace:)
+      declaration = Declaration.validate(declaration, base: Sandbox, label: "sandbox")
+      return Sandboxes::Unrestricted.new(workspace: workspace) if declaration.nil?
+
+      declaration = { provider: declaration } unless declaration.is_a?(Hash)
+      common = declaration.slice(*Policy::COMMON_KEYS)
+      options = declaration.reject { |key, _| key == :provider || key == :policy || common.key?(key) }
+      policy = Policy.coerce(declaration[:policy], **common)
+      provider = Declaration.resolve(declaration[:provider], Sandbox)
+      Declaration.instantiate(provider, { workspace: workspace, policy: policy, **options },
+                              expected: Sandbox, label: "sandbox")
+    end
+  end
+
+  class Workspace
+    # Builds the workspace a declaration describes (CF.4); :directory is Workspace itself.
+    def self.build(declaration)
+      declaration = Sandbox::Declaration.validate(declaration, base: Workspace, label: "workspace")
+      if declaration.nil?
+        raise ConfigurationError, "no workspace is configured; set config.workspace = " \
+                                  "{provider: :directory, root: \"...\"}"
+      end
+
+      declaration = { provider: declaration } unless declaration.is_a?(Hash)
+      provider = Sandbox::Declaration.resolve(declaration[:provider], Workspace)
+      Sandbox::Declaration.instantiate(provider, declaration.except(:provider),
+                                       expected: Workspace, label: "workspace")
+    end
+  end
+
+  # Defined only when the framework has not defined them already (0.3).
+  unless respond_to?(:configuration)
+    # The process-wide configuration.
+    def self.configuration
+      @configuration ||= Sandbox::Configuration.new
+    end
+  end
+
+  unless respond_to?(:configure)
+    # Yields the configuration and returns it.
+    def self.configure
+      yield configuration if block_given?
+      configuration
+    end
+  end
+end

@@ -2,3 +2,4 @@
 
 pub mod constants;
 pub mod nogvl;
+pub mod value_object;

@@ -1,0 +1,315 @@
+//! Shared plumbing for the frozen value objects (Capabilities, Limits,
+//! EnvironmentPolicy, NetworkPolicy, Policy, Mount) and Workspace: Ruby
+//! coercions that must match Ruby exactly, freezing, value equality over
+//! instance variables and a readable `inspect`.
+//!
+//! Declared from `policy.rs` with `#[path]` so it stays owned by the value
+//! object files; it can move under `helpers/` once `mod.rs` lists it.
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use magnus::{prelude::*, value::ReprValue, Error, RArray, RClass, RHash, RObject, RString, Ruby, Symbol, Value};
+
+/// `Kernel#name(value)`, e.g. `Integer("10")` or `String(:a)`.
+pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
+    ruby.module_kernel().funcall(name, (value,))
+}
+
+/// `File.expand_path(path, base)` (Ruby semantics, including `~`).
+pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RString, Error> {
+    let file: RClass = ruby.class_object().const_get("File")?;
+    match base {
+        Some(base) => file.funcall("expand_path", (path, base)),
+        None => file.funcall("expand_path", (path,)),
+    }
+}
+
+/// A frozen Ruby String holding `path`'s bytes (UTF-8 when they are valid).
+pub fn path_to_ruby(ruby: &Ruby, path: &Path) -> RString {
+    let bytes = path.as_os_str().as_bytes();
+    let string = match std::str::from_utf8(bytes) {
+        Ok(text) => ruby.str_new(text),
+        Err(_) => ruby.str_from_slice(bytes),
+    };
+    string.freeze();
+    string
+}
+
+/// The bytes of a Ruby String as a path (no lossy conversion).
+pub fn ruby_to_path(string: RString) -> PathBuf {
+    // SAFETY: the bytes are copied before any other Ruby call can run.
+    let bytes = unsafe { string.as_slice() }.to_vec();
+    PathBuf::from(OsString::from_vec(bytes))
+}
+
+/// A frozen Ruby String.
+pub fn frozen_str(ruby: &Ruby, text: &str) -> RString {
+    let string = ruby.str_new(text);
+    string.freeze();
+    string
+}
+
+/// Whether `value` responds to the public method `name`.
+pub fn responds(value: Value, name: &str) -> bool {
+    value.respond_to(name, false).unwrap_or(false)
+}
+
+/// `value.to_sym`, or `None` when it has no `to_sym`.
+pub fn try_to_sym(value: Value) -> Result<Option<Symbol>, Error> {
+    if let Some(symbol) = Symbol::from_value(value) {
+        return Ok(Some(symbol));
+    }
+    if !responds(value, "to_sym") {
+        return Ok(None);
+    }
+    let result: Value = value.funcall("to_sym", ())?;
+    Ok(Symbol::from_value(result))
+}
+
+/// The pairs of anything with `each_pair` (Hash, Struct, ENV), in order.
+/// Derefs to a slice; it keeps a temporary pair Array marked so values that
+/// only it references (ENV's fresh Strings) survive GC while in use.
+pub struct Pairs {
+    items: Vec<(Value, Value)>,
+    _keep_alive: Option<magnus::value::BoxValue<RArray>>,
+}
+
+impl std::ops::Deref for Pairs {
+    type Target = [(Value, Value)];
+    fn deref(&self) -> &Self::Target {
+        &self.items
+    }
+}
+
+impl IntoIterator for Pairs {
+    type Item = (Value, Value);
+    type IntoIter = PairsIter;
+    fn into_iter(self) -> PairsIter {
+        PairsIter { items: self.items.into_iter(), _keep_alive: self._keep_alive }
+    }
+}
+
+/// Iterator over [`Pairs`] that still keeps the temporary Array marked.
+pub struct PairsIter {
+    items: std::vec::IntoIter<(Value, Value)>,
+    _keep_alive: Option<magnus::value::BoxValue<RArray>>,
+}
+
+impl Iterator for PairsIter {
+    type Item = (Value, Value);
+    fn next(&mut self) -> Option<(Value, Value)> {
+        self.items.next()
+    }
+}
+
+/// See [`Pairs`].
+pub fn pairs(value: Value) -> Result<Pairs, Error> {
+    if let Some(hash) = RHash::from_value(value) {
+        // The caller holds the Hash, which keeps its keys and values alive.
+        return Ok(Pairs { items: hash_pairs(hash)?, _keep_alive: None });
+    }
+    let enumerator: Value = value.funcall("each_pair", ())?;
+    let array: RArray = enumerator.funcall("to_a", ())?;
+    let keep_alive = magnus::value::BoxValue::new(array);
+    let mut items = Vec::with_capacity(array.len());
+    for pair in array.into_iter() {
+        let pair = RArray::try_convert(pair)?;
+        items.push((pair.entry(0)?, pair.entry(1)?));
+    }
+    Ok(Pairs { items, _keep_alive: Some(keep_alive) })
+}
+
+/// The pairs of a Hash, in order. The Hash keeps them alive for the GC.
+pub fn hash_pairs(hash: RHash) -> Result<Vec<(Value, Value)>, Error> {
+    let mut out = Vec::with_capacity(hash.len());
+    hash.foreach(|key: Value, value: Value| {
+        out.push((key, value));
+        Ok(magnus::r_hash::ForEach::Continue)
+    })?;
+    Ok(out)
+}
+
+/// True iff `value.is_a?(Hash)`.
+pub fn is_hash(ruby: &Ruby, value: Value) -> bool {
+    value.is_kind_of(ruby.class_hash())
+}
+
+/// A new Hash with every key passed through `to_sym` (keys without it are kept).
+pub fn symbolize_keys(ruby: &Ruby, hash: Value) -> Result<RHash, Error> {
+    let out = ruby.hash_new();
+    for (key, value) in pairs(hash)? {
+        match try_to_sym(key)? {
+            Some(symbol) => out.aset(symbol, value)?,
+            None => out.aset(key, value)?,
+        }
+    }
+    Ok(out)
+}
+
+/// The name of a Symbol (`:foo` → `"foo"`).
+pub fn sym_name(symbol: Symbol) -> Result<String, Error> {
+    Ok(symbol.name()?.into_owned())
+}
+
+/// `:a, :b` for a message listing Symbols.
+pub fn symbol_list(symbols: &[Symbol]) -> Result<String, Error> {
+    let names = symbols
+        .iter()
+        .map(|s| s.name().map(|n| format!(":{n}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(names.join(", "))
+}
+
+/// A frozen Array of Symbols.
+pub fn frozen_symbols(ruby: &Ruby, symbols: &[Symbol]) -> RArray {
+    let array = ruby.ary_from_iter(symbols.iter().copied());
+    array.freeze();
+    array
+}
+
+/// Reads an instance variable (nil when unset).
+pub fn ivar(object: Value, name: &str) -> Result<Value, Error> {
+    match RObject::from_value(object) {
+        Some(object) => object.ivar_get(name),
+        None => Err(Error::new(
+            Ruby::get_with(object).exception_type_error(),
+            "expected a plain Ruby object",
+        )),
+    }
+}
+
+/// `value.inspect`, but Symbol-keyed Hashes read `{root: :read_only}` on every Ruby.
+#[allow(clippy::only_used_in_recursion)]
+pub fn inspect_value(ruby: &Ruby, value: Value) -> Result<String, Error> {
+    if let Some(hash) = RHash::from_value(value) {
+        let mut parts = Vec::new();
+        for (key, item) in hash_pairs(hash)? {
+            let item = inspect_value(ruby, item)?;
+            match Symbol::from_value(key) {
+                Some(symbol) if simple_symbol(&symbol.name()?) => {
+                    parts.push(format!("{}: {item}", symbol.name()?))
+                }
+                _ => parts.push(format!("{} => {item}", inspect_value(ruby, key)?)),
+            }
+        }
+        return Ok(format!("{{{}}}", parts.join(", ")));
+    }
+    if let Some(array) = RArray::from_value(value) {
+        let parts = array
+            .into_iter()
+            .map(|item| inspect_value(ruby, item))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(format!("[{}]", parts.join(", ")));
+    }
+    let text: RString = value.funcall("inspect", ())?;
+    text.to_string()
+}
+
+fn simple_symbol(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// `#<Class a=1 b=:x>` from (label, ivar) pairs.
+pub fn inspect_object(ruby: &Ruby, object: Value, fields: &[(&str, &str)]) -> Result<String, Error> {
+    let class_name: RString = object.class().funcall("to_s", ())?;
+    let mut out = format!("#<{}", class_name.to_string()?);
+    for (label, name) in fields {
+        out.push_str(&format!(" {label}={}", inspect_value(ruby, ivar(object, name)?)?));
+    }
+    out.push('>');
+    Ok(out)
+}
+
+/// Value equality: the same class and every listed ivar equal under `method` (`==` or `eql?`).
+pub fn equal_by(object: Value, other: Value, ivars: &[&str], method: &str) -> Result<bool, Error> {
+    // Identity, not `==` (rb_equal would call back into this method).
+    if identical(object, other)? {
+        return Ok(true);
+    }
+    if !identical(other.class().as_value(), object.class().as_value())? {
+        return Ok(false);
+    }
+    for name in ivars {
+        let mine = ivar(object, name)?;
+        let theirs = ivar(other, name)?;
+        let same: bool = mine.funcall(method, (theirs,))?;
+        if !same {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `a.equal?(b)`: object identity.
+pub fn identical(a: Value, b: Value) -> Result<bool, Error> {
+    a.funcall("equal?", (b,))
+}
+
+/// `[class, *ivars].hash`, consistent with [`equal_by`] using `eql?`.
+pub fn hash_by(ruby: &Ruby, object: Value, ivars: &[&str]) -> Result<Value, Error> {
+    let array = ruby.ary_new_capa(ivars.len() + 1);
+    array.push(object.class())?;
+    for name in ivars {
+        array.push(ivar(object, name)?)?;
+    }
+    array.funcall("hash", ())
+}
+
+/// Defines `==`, `eql?`, `hash` and `inspect` over a fixed ivar list.
+/// Usage: `value_methods!(IVARS, INSPECT_FIELDS);` then `define_value_methods(class)?`.
+macro_rules! value_methods {
+    ($ivars:expr, $fields:expr) => {
+        /// Value equality with another instance of the same class.
+        fn value_eq(rb_self: magnus::Value, other: magnus::Value) -> Result<bool, magnus::Error> {
+            crate::helpers::value_object::equal_by(rb_self, other, $ivars, "==")
+        }
+
+        /// Strict value equality (used by Hash keys).
+        fn value_eql(rb_self: magnus::Value, other: magnus::Value) -> Result<bool, magnus::Error> {
+            crate::helpers::value_object::equal_by(rb_self, other, $ivars, "eql?")
+        }
+
+        /// Hash code consistent with `eql?`.
+        fn value_hash(ruby: &magnus::Ruby, rb_self: magnus::Value) -> Result<magnus::Value, magnus::Error> {
+            crate::helpers::value_object::hash_by(ruby, rb_self, $ivars)
+        }
+
+        /// A readable one-line description of the value.
+        fn value_inspect(ruby: &magnus::Ruby, rb_self: magnus::Value) -> Result<String, magnus::Error> {
+            crate::helpers::value_object::inspect_object(ruby, rb_self, $fields)
+        }
+
+        fn define_value_methods(class: magnus::RClass) -> Result<(), magnus::Error> {
+            use magnus::Module;
+            class.define_method("==", magnus::method!(value_eq, 1))?;
+            class.define_method("eql?", magnus::method!(value_eql, 1))?;
+            class.define_method("hash", magnus::method!(value_hash, 0))?;
+            class.define_method("inspect", magnus::method!(value_inspect, 0))?;
+            class.define_alias("to_s", "inspect")?;
+            Ok(())
+        }
+    };
+}
+pub(crate) use value_methods;
+
+/// A reader method body: the ivar of the same name.
+macro_rules! ivar_reader {
+    ($fn_name:ident, $ivar:literal, $doc:literal) => {
+        #[doc = $doc]
+        fn $fn_name(rb_self: magnus::RObject) -> Result<magnus::Value, magnus::Error> {
+            use magnus::Object;
+            rb_self.ivar_get($ivar)
+        }
+    };
+}
+pub(crate) use ivar_reader;
+
+/// Maps a keyword-less Ruby exception raised by a conversion onto `make(message)`.
+pub fn is_standard_error(ruby: &Ruby, error: &Error) -> bool {
+    error.is_kind_of(ruby.exception_standard_error())
+}
