@@ -1,7 +1,395 @@
-//! Not yet implemented.
+//! `LittleGhost::Sandbox::ProcessRunner` (17.13): runs a host argv to
+//! completion and returns an Execution. Every backend launches through
+//! [`run`] (directly from Rust) or [`crate::ruby_api::process_session::start`].
+//!
+//! This file also holds the waiting discipline shared with ProcessSession
+//! (0.7, 0.8, 17.12): [`Waiter`] waits in slices of at most 10 ms, either
+//! without the GVL on the child's notification fd or, under a fiber
+//! scheduler, through the scheduler's sleep so sibling fibers run; interrupts
+//! and `context.check!` are handled between slices with the GVL held.
 
-use magnus::{Error, RClass, Ruby};
+use std::os::fd::BorrowedFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-pub fn init(_ruby: &Ruby, _sandbox: RClass) -> Result<(), Error> {
+use littleghost_sandbox_core::process::{
+    self as core_process, group::GroupSignal as Signal, CaptureMode, Exit, Launch, Notifier, PollFlags,
+    RunningProcess, SpawnError, SpawnOptions,
+};
+use magnus::{
+    function, prelude::*, scan_args::{get_kwargs, scan_args}, value::ReprValue, Error, KwArgs, RClass, RHash,
+    RString, Ruby, Value,
+};
+
+use crate::helpers::constants;
+use crate::helpers::nogvl::{self, Wake};
+use crate::ruby_api::errors::{argument_error, core_result, tool_error};
+
+/// A host argv to run to completion (17.13), as backends hand it over.
+pub struct RunRequest {
+    pub argv: Vec<String>,
+    /// Seconds, already validated by [`validate_timeout`].
+    pub timeout: f64,
+    /// nil or an object answering `check!`.
+    pub context: Option<Value>,
+    pub max_output_bytes: u64,
+    /// The explicit environment (later entries win).
+    pub environment: Vec<(String, String)>,
+    /// The caller already applied the double opt-in of 17.6.
+    pub inherit_environment: bool,
+    pub chdir: Option<PathBuf>,
+    pub spawn_options: SpawnOptions,
+}
+
+pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
+    let runner = sandbox.define_module("ProcessRunner")?;
+    runner.define_singleton_method("run", function!(ruby_run, -1))?;
+    let _ = ruby;
     Ok(())
+}
+
+/// Runs `command` without a shell and returns its Execution, raising ToolError on timeout.
+fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
+    let kw = get_kwargs::<_, (Value, Value), (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>), ()>(
+        args.keywords,
+        &["command", "timeout"],
+        &["context", "max_output_bytes", "environment", "inherit_environment", "chdir"],
+    )?;
+    let (command, timeout) = kw.required;
+    let (context, max_output_bytes, environment, inherit_environment, chdir) = kw.optional;
+    let request = RunRequest {
+        argv: argv_from(ruby, command)?,
+        timeout: validate_timeout(ruby, timeout)?,
+        context: context.filter(|value| !value.is_nil()),
+        max_output_bytes: validate_output_bytes(ruby, max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()), 1_000_000)?,
+        environment: environment_from(ruby, environment)?,
+        inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
+        chdir: chdir_from(ruby, chdir)?,
+        spawn_options: SpawnOptions::default(),
+    };
+    run(ruby, request)
+}
+
+/// 17.1: `Array(command).map(&:to_s)`.
+pub fn argv_from(ruby: &Ruby, command: Value) -> Result<Vec<String>, Error> {
+    let array: magnus::RArray = ruby.module_kernel().funcall("Array", (command,))?;
+    let mut argv = Vec::with_capacity(array.len());
+    for item in array.into_iter() {
+        let text: RString = item.funcall("to_s", ())?;
+        argv.push(text.to_string()?);
+    }
+    Ok(argv)
+}
+
+/// An `environment:` Hash (or nil) as String pairs, converted with `to_s`.
+pub fn environment_from(ruby: &Ruby, environment: Option<Value>) -> Result<Vec<(String, String)>, Error> {
+    let Some(environment) = environment.filter(|value| !value.is_nil()) else {
+        return Ok(Vec::new());
+    };
+    let hash: RHash = ruby.module_kernel().funcall("Hash", (environment,))?;
+    let mut pairs = Vec::with_capacity(hash.len());
+    hash.foreach(|name: Value, value: Value| {
+        let name: RString = name.funcall("to_s", ())?;
+        let value: RString = value.funcall("to_s", ())?;
+        pairs.push((name.to_string()?, value.to_string()?));
+        Ok(magnus::r_hash::ForEach::Continue)
+    })?;
+    Ok(pairs)
+}
+
+/// A `chdir:` value (or nil) expanded like Ruby's `File.expand_path`.
+pub fn chdir_from(ruby: &Ruby, chdir: Option<Value>) -> Result<Option<PathBuf>, Error> {
+    let Some(chdir) = chdir.filter(|value| !value.is_nil()) else {
+        return Ok(None);
+    };
+    let file: RClass = ruby.class_object().const_get("File")?;
+    let expanded: RString = file.funcall("expand_path", (chdir,))?;
+    // SAFETY: the bytes are copied before any other Ruby call.
+    let bytes = unsafe { expanded.as_slice() }.to_vec();
+    Ok(Some(PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes))))
+}
+
+/// 17.3: `Float(value)`, positive and finite; otherwise ArgumentError "timeout must be positive".
+pub fn validate_timeout(ruby: &Ruby, value: Value) -> Result<f64, Error> {
+    let seconds = ruby
+        .module_kernel()
+        .funcall::<_, _, f64>("Float", (value,))
+        .map_err(|_| argument_error(ruby, "timeout must be positive"))?;
+    if seconds > 0.0 && seconds.is_finite() {
+        Ok(seconds)
+    } else {
+        Err(argument_error(ruby, "timeout must be positive"))
+    }
+}
+
+/// 17.3: `max_output_bytes` through `Integer()` and positive; nil means `default`.
+pub fn validate_output_bytes(ruby: &Ruby, value: Value, default: u64) -> Result<u64, Error> {
+    if value.is_nil() {
+        return Ok(default);
+    }
+    positive_integer(ruby, value, "max_output_bytes")
+}
+
+/// `Integer(value)` that must be positive; ArgumentError "NAME must be a positive Integer" otherwise.
+pub fn positive_integer(ruby: &Ruby, value: Value, name: &str) -> Result<u64, Error> {
+    let message = || argument_error(ruby, format!("{name} must be a positive Integer"));
+    let integer: magnus::Integer = ruby.module_kernel().funcall("Integer", (value,)).map_err(|_| message())?;
+    if !integer.funcall::<_, _, bool>("positive?", ())? {
+        return Err(message());
+    }
+    // Anything beyond u64 is as good as unlimited.
+    Ok(integer.to_u64().unwrap_or(u64::MAX))
+}
+
+/// `context&.check!` on the calling thread with the GVL held (0.8).
+pub fn check_context(context: Option<Value>) -> Result<(), Error> {
+    match context {
+        Some(context) if !context.is_nil() => context.funcall::<_, _, Value>("check!", ()).map(|_| ()),
+        _ => Ok(()),
+    }
+}
+
+/// Runs `request` to completion (17.2–17.12) and returns an Execution.
+pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
+    core_result(ruby, core_process::validate_argv(&request.argv))?;
+    core_result(ruby, core_process::validate_environment(&request.environment))?;
+    check_context(request.context)?;
+    let launch = Launch {
+        argv: request.argv,
+        environment: request.environment,
+        inherit_environment: request.inherit_environment,
+        chdir: request.chdir,
+        cpu_seconds: None,
+        file_bytes: None,
+        spawn_options: request.spawn_options,
+    };
+    let limit = usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX);
+    let started =
+        nogvl::blocking(ruby, || RunningProcess::start(&launch, CaptureMode::PerStream { limit }, false))?;
+    let argv0 = &launch.argv[0];
+    let process = match started {
+        Ok(process) => process,
+        Err(SpawnError::NotFound) => {
+            return execution(ruby, "", &format!("{argv0}: command not found\n"), Some(127), None)
+        }
+        Err(SpawnError::NotExecutable) => {
+            return execution(ruby, "", &format!("{argv0}: permission denied\n"), Some(126), None)
+        }
+        Err(error @ SpawnError::WorkingDirectory(_)) => {
+            return Err(with_errno_cause(ruby, "Working directory is not available", error.errno()))
+        }
+        Err(error) => return Err(with_errno_cause(ruby, "Command could not be started", error.errno())),
+    };
+    let exit = supervise(ruby, &process, request.timeout, request.context)?;
+    let (stdout, stderr) = process.take_output();
+    execution(ruby, &stdout, &stderr, exit.code(), exit.signal())
+}
+
+/// `Execution.new(stdout:, stderr:, exit_code:, error: nil[, signal:])`
+/// through Ruby dispatch, with frozen Strings.
+fn execution(ruby: &Ruby, stdout: &str, stderr: &str, exit_code: Option<i32>, signal: Option<i32>) -> Result<Value, Error> {
+    let class = constants::class(ruby, "LittleGhost::Sandbox::Execution")?;
+    let kwargs = ruby.hash_new();
+    kwargs.aset(ruby.to_symbol("stdout"), frozen(ruby, stdout))?;
+    kwargs.aset(ruby.to_symbol("stderr"), frozen(ruby, stderr))?;
+    kwargs.aset(ruby.to_symbol("exit_code"), exit_code)?;
+    kwargs.aset(ruby.to_symbol("error"), ruby.qnil())?;
+    if let Some(signal) = signal {
+        kwargs.aset(ruby.to_symbol("signal"), signal)?;
+    }
+    class.funcall("new", (KwArgs(kwargs),))
+}
+
+fn frozen(ruby: &Ruby, text: &str) -> RString {
+    let string = ruby.str_new(text);
+    string.freeze();
+    string
+}
+
+/// ToolError "MESSAGE (Errno::EXXX)" whose `cause` is that Errno (1.2: no errno text).
+fn with_errno_cause(ruby: &Ruby, message: &str, errno: i32) -> Error {
+    let build = || -> Result<Error, Error> {
+        let cause: Value = ruby.exception_system_call_error().funcall("new", (ruby.qnil(), errno))?;
+        let class_name: String = cause.class().funcall("name", ())?;
+        let class = constants::class(ruby, "LittleGhost::ToolError")?;
+        error_with_cause(ruby, class, &format!("{message} ({class_name})"), cause)
+    };
+    build().unwrap_or_else(|error| error)
+}
+
+/// An exception of `class` with `message` whose `cause` is `cause`, made by
+/// raising it once (Ruby has no other way to set a cause).
+pub fn error_with_cause(ruby: &Ruby, class: RClass, message: &str, cause: Value) -> Result<Error, Error> {
+    let kwargs = ruby.hash_new();
+    kwargs.aset(ruby.to_symbol("cause"), cause)?;
+    match ruby.module_kernel().funcall::<_, _, Value>("raise", (class, message, KwArgs(kwargs))) {
+        Err(error) => Ok(error),
+        Ok(_) => Err(Error::new(ruby.exception_runtime_error(), "raise returned")),
+    }
+}
+
+/// Waits until the child finished (17.8), polling `context` every slice;
+/// terminates the group on timeout (17.10) or on any error (17.11).
+fn supervise(ruby: &Ruby, process: &RunningProcess, timeout: f64, context: Option<Value>) -> Result<Exit, Error> {
+    let started = Instant::now();
+    let deadline = Duration::try_from_secs_f64(timeout).ok().and_then(|limit| started.checked_add(limit));
+    let mut waiter = Waiter::new(process);
+    loop {
+        if process.finished() {
+            return Ok(process.exit().unwrap_or(Exit::Unknown));
+        }
+        let now = Instant::now();
+        let slice = match deadline {
+            Some(deadline) if now >= deadline => {
+                terminate_group(ruby, &mut waiter, process)?;
+                let seconds: RString = ruby.float_from_f64(timeout).funcall("to_s", ())?;
+                return Err(tool_error(ruby, format!("Command timed out after {} seconds", seconds.to_string()?)));
+            }
+            Some(deadline) => core_process::POLL_INTERVAL.min(deadline - now),
+            None => core_process::POLL_INTERVAL,
+        };
+        if let Err(error) = waiter.wait(ruby, slice).and_then(|()| check_context(context)) {
+            // 17.11: clean up, then hand back the very same exception (or kill).
+            let _ = terminate_group(ruby, &mut waiter, process);
+            return Err(error);
+        }
+    }
+}
+
+/// 17.12: TERM the group, poll every 10 ms for up to 0.5 s, KILL if still
+/// alive, reap the leader. The grace wait follows 0.7. A second interrupt
+/// during the grace cuts it short (straight to KILL); under a fiber scheduler,
+/// where that interrupt arrives as an exception, it is returned as `Err`
+/// after the cleanup finished.
+pub fn terminate_group(ruby: &Ruby, waiter: &mut Waiter, process: &RunningProcess) -> Result<(), Error> {
+    let mut interruption = None;
+    process.signal_group(Signal::TERM);
+    let grace_end = Instant::now() + core_process::TERMINATION_GRACE;
+    loop {
+        process.try_reap();
+        if !process.group_alive() {
+            break;
+        }
+        let now = Instant::now();
+        if now >= grace_end {
+            process.signal_group(Signal::KILL);
+            break;
+        }
+        match waiter.pause(ruby, core_process::POLL_INTERVAL.min(grace_end - now)) {
+            Pause::Slept => {}
+            Pause::Interrupted(error) => {
+                interruption = error;
+                process.signal_group(Signal::KILL);
+                break;
+            }
+        }
+    }
+    reap_leader(ruby, waiter, process);
+    interruption.map_or(Ok(()), Err)
+}
+
+/// Waits (without the GVL, ignoring interrupts) until the leader is reaped.
+/// After SIGKILL this takes microseconds; if the kernel keeps the process
+/// longer, the background exit watcher still reaps it.
+pub fn reap_leader(ruby: &Ruby, waiter: &mut Waiter, process: &RunningProcess) {
+    let give_up = Instant::now() + Duration::from_secs(2);
+    while process.try_reap().is_none() && Instant::now() < give_up {
+        waiter.pause_quietly(ruby, core_process::POLL_INTERVAL);
+    }
+}
+
+/// Outcome of a pause inside termination.
+pub enum Pause {
+    Slept,
+    /// Ruby wants the thread back; under a scheduler, with the exception.
+    Interrupted(Option<Error>),
+}
+
+/// Waits on one child's notification fd in short slices, the way 0.7 asks.
+///
+/// Under a fiber scheduler the wait is `Kernel#sleep` (the scheduler's
+/// `kernel_sleep`), in slices growing from 1 ms to 10 ms, rather than
+/// `IO#wait_readable` on the notification fd: async 1.30's `io_wait` rescues
+/// every `Async::TimeoutError`, so a caller's `task.with_timeout` would be
+/// swallowed by an IO wait, while a sleep lets it through.
+pub struct Waiter<'a> {
+    notifier: &'a Notifier,
+    wake: Wake,
+    scheduler_slice: Duration,
+}
+
+/// Whether a fiber scheduler is active for the current (non-blocking) fiber.
+pub fn fiber_scheduler_active() -> bool {
+    // SAFETY: plain C API call with the GVL held; nil means none (or a blocking fiber).
+    !rb_sys::NIL_P(unsafe { rb_sys::rb_fiber_scheduler_current() })
+}
+
+impl<'a> Waiter<'a> {
+    pub fn new(process: &'a RunningProcess) -> Self {
+        let notifier = process.notifier();
+        Waiter { notifier, wake: Wake::new(notifier.raw_write_fd()), scheduler_slice: Duration::from_millis(1) }
+    }
+
+    /// Sleeps through the fiber scheduler so sibling fibers run.
+    fn scheduler_sleep(&mut self, ruby: &Ruby, slice: Duration) -> Result<(), Error> {
+        let nap = self.scheduler_slice.min(slice);
+        self.scheduler_slice = (self.scheduler_slice * 2).min(core_process::POLL_INTERVAL);
+        let _: Value = ruby.module_kernel().funcall("sleep", (nap.as_secs_f64(),))?;
+        self.notifier.clear();
+        Ok(())
+    }
+
+    /// Waits up to `slice` for news from the child (or for `extra` to become
+    /// ready), then runs pending interrupts. Errors are interrupts, unchanged.
+    pub fn wait_for(&mut self, ruby: &Ruby, slice: Duration, extra: Option<(BorrowedFd<'_>, PollFlags)>) -> Result<(), Error> {
+        if fiber_scheduler_active() {
+            // `extra` (stdin room) is simply retried after the nap.
+            self.scheduler_sleep(ruby, slice)?;
+        } else {
+            self.wake.reset();
+            let notifier = self.notifier;
+            nogvl::without_gvl(ruby, || notifier.wait(slice, extra), &self.wake)?;
+        }
+        nogvl::check_interrupts(ruby)
+    }
+
+    /// [`wait_for`](Self::wait_for) on the notification fd alone.
+    pub fn wait(&mut self, ruby: &Ruby, slice: Duration) -> Result<(), Error> {
+        self.wait_for(ruby, slice, None)
+    }
+
+    /// A grace-period pause: wakes early on child news; reports an interrupt
+    /// without running it (it stays pending for Ruby to raise later), except
+    /// under a scheduler where the wait itself raises.
+    pub fn pause(&mut self, ruby: &Ruby, slice: Duration) -> Pause {
+        if fiber_scheduler_active() {
+            return match self.scheduler_sleep(ruby, slice) {
+                Ok(()) => Pause::Slept,
+                Err(error) => Pause::Interrupted(Some(error)),
+            };
+        }
+        self.pause_nogvl(ruby, slice)
+    }
+
+    /// A pause that leaves interrupts pending (used only while reaping after
+    /// KILL, which takes microseconds).
+    pub fn pause_quietly(&mut self, ruby: &Ruby, slice: Duration) {
+        if let Pause::Interrupted(_) = self.pause_nogvl(ruby, slice) {
+            // An interrupt is pending, so Ruby will not release the GVL; keep
+            // the wait short instead of spinning.
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn pause_nogvl(&mut self, ruby: &Ruby, slice: Duration) -> Pause {
+        self.wake.reset();
+        let notifier = self.notifier;
+        let ran = nogvl::without_gvl(ruby, || notifier.wait(slice, None), &self.wake);
+        match ran {
+            Ok(Some(())) if !self.wake.interrupted() => Pause::Slept,
+            Ok(_) => Pause::Interrupted(None),
+            Err(error) => Pause::Interrupted(Some(error)),
+        }
+    }
 }

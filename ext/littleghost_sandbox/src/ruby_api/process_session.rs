@@ -1,7 +1,769 @@
-//! Not yet implemented.
+//! `LittleGhost::Sandbox::ProcessSession` (§18): a long-lived child with
+//! stdin, bounded combined output, optional rlimits and memory supervision;
+//! plus `ProcessSession::Chunk` (18.11, Data-like) and
+//! `ProcessSession::Status` (what `wait`/`terminate` return, shaped like
+//! `Process::Status`).
+//!
+//! Output is drained in the background into a buffer bounded by
+//! `output_bytes` (combined), so a child that nobody reads from never blocks
+//! on a full pipe (W15); passing the bound terminates the group and is
+//! reported by the next `alive?`, `read` or `wait`, like a memory error.
+//!
+//! Ruby values the session needs (the recorded resource error, the monitor
+//! thread, the memory reader) live in hidden instance variables, so the GC
+//! sees them without custom marking.
 
-use magnus::{Error, RClass, Ruby};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
-pub fn init(_ruby: &Ruby, _sandbox: RClass) -> Result<(), Error> {
+use littleghost_sandbox_core::process::{
+    self as core_process, group::GroupSignal as Signal, procfs::DefaultReader, write_stdin, CaptureMode, Exit,
+    Launch, PollFlags, RunningProcess, SpawnError, SpawnOptions,
+};
+use magnus::{
+    error::ErrorType, method, prelude::*, scan_args::{get_kwargs, scan_args}, typed_data::Obj, value::ReprValue,
+    Error, Exception, ExceptionClass, RClass, RHash, RString, Ruby, Value,
+};
+
+use crate::helpers::constants;
+use crate::helpers::nogvl;
+use crate::ruby_api::errors::{argument_error, core_result, from_core, tool_error};
+use crate::ruby_api::execution::{define_data_class, DataShape};
+use crate::ruby_api::process_runner::{
+    argv_from, chdir_from, check_context, environment_from, error_with_cause, positive_integer, reap_leader,
+    terminate_group, validate_timeout, Waiter,
+};
+
+/// Bytes taken from each stream per read pass (18.5).
+const READ_PASS_BYTES: usize = 16 * 1024;
+/// Memory sampling period (18.9).
+const SAMPLE_PERIOD: f64 = 0.1;
+/// Consecutive reader failures that fail closed (18.9).
+const FAILURE_LIMIT: u32 = 3;
+
+const RESOURCE_ERROR: &str = "__resource_error";
+const MONITOR: &str = "__monitor";
+const MEMORY_READER: &str = "__memory_reader";
+
+/// A session launch as backends hand it over (18.1).
+pub struct SessionRequest {
+    pub argv: Vec<String>,
+    pub environment: Vec<(String, String)>,
+    pub inherit_environment: bool,
+    pub chdir: Option<std::path::PathBuf>,
+    pub output_bytes: u64,
+    pub memory_bytes: Option<u64>,
+    /// Any callable `(pid) -> bytes`; nil/None picks the platform reader.
+    pub memory_reader: Option<Value>,
+    pub cpu_seconds: Option<u64>,
+    pub file_bytes: Option<u64>,
+    pub spawn_options: SpawnOptions,
+}
+
+/// ProcessSession::Chunk: `stdout`, `stderr`, `eof`.
+pub struct ChunkShape;
+
+impl DataShape for ChunkShape {
+    const MEMBERS: &'static [&'static str] = &["stdout", "stderr", "eof"];
+    const OPTIONAL: &'static [&'static str] = &[];
+    const EXTRAS: &'static [&'static str] = &[];
+}
+
+struct SessionState {
+    process: RunningProcess,
+    output_bytes: u64,
+    closed: AtomicBool,
+    monitor_stop: AtomicBool,
+    /// The write mutex of 18.4, taken without holding a lock across GVL releases.
+    writing: AtomicBool,
+}
+
+#[magnus::wrap(class = "LittleGhost::Sandbox::ProcessSession", free_immediately, size)]
+#[derive(Default)]
+pub struct ProcessSession {
+    state: OnceLock<SessionState>,
+}
+
+/// The result of `wait` and `terminate`, shaped like `Process::Status`.
+#[magnus::wrap(class = "LittleGhost::Sandbox::ProcessSession::Status", free_immediately, size)]
+pub struct SessionStatus {
+    pid: i32,
+    exit: Exit,
+}
+
+pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
+    let class = sandbox.define_class("ProcessSession", ruby.class_object())?;
+    class.define_alloc_func::<ProcessSession>();
+    class.define_method("initialize", method!(initialize, -1))?;
+    class.define_method("pid", method!(pid, 0))?;
+    class.define_method("alive?", method!(alive, 0))?;
+    class.define_method("write", method!(write, 1))?;
+    class.define_method("close_write", method!(close_write, 0))?;
+    class.define_method("read", method!(read, -1))?;
+    class.define_method("wait", method!(wait, -1))?;
+    class.define_method("terminate", method!(terminate, 0))?;
+    class.define_method("close", method!(close, 0))?;
+    class.define_method("closed?", method!(is_closed, 0))?;
+
+    let chunk = class.define_class("Chunk", ruby.class_object())?;
+    define_data_class!(ruby, chunk, ChunkShape);
+
+    let status = class.define_class("Status", ruby.class_object())?;
+    status.undef_default_alloc_func();
+    status.define_method("pid", method!(SessionStatus::pid, 0))?;
+    status.define_method("to_i", method!(SessionStatus::to_i, 0))?;
+    status.define_method("exitstatus", method!(SessionStatus::exitstatus, 0))?;
+    status.define_method("success?", method!(SessionStatus::success, 0))?;
+    status.define_method("exited?", method!(SessionStatus::exited, 0))?;
+    status.define_method("signaled?", method!(SessionStatus::signaled, 0))?;
+    status.define_method("termsig", method!(SessionStatus::termsig, 0))?;
+    status.define_method("stopped?", method!(SessionStatus::stopped, 0))?;
+    status.define_method("inspect", method!(SessionStatus::inspect, 0))?;
+    status.define_method("to_s", method!(SessionStatus::inspect, 0))?;
+    status.define_method("==", method!(SessionStatus::equal, 1))?;
     Ok(())
+}
+
+
+impl SessionStatus {
+    /// The pid of the session's leader.
+    fn pid(&self) -> i32 {
+        self.pid
+    }
+    /// The raw wait status (nil if another waiter reaped the child).
+    fn to_i(&self) -> Option<i32> {
+        self.exit.raw()
+    }
+    /// The exit status, or nil if the child did not exit normally.
+    fn exitstatus(&self) -> Option<i32> {
+        self.exit.code()
+    }
+    /// True for exit 0, false for another status, nil if it did not exit.
+    fn success(&self) -> Option<bool> {
+        self.exit.code().map(|code| code == 0)
+    }
+    /// Whether the child exited normally.
+    fn exited(&self) -> bool {
+        self.exit.code().is_some()
+    }
+    /// Whether a signal killed the child.
+    fn signaled(&self) -> bool {
+        self.exit.signal().is_some()
+    }
+    /// The signal that killed the child, or nil.
+    fn termsig(&self) -> Option<i32> {
+        self.exit.signal()
+    }
+    /// Always false: sessions never report stopped children.
+    fn stopped(&self) -> bool {
+        false
+    }
+    /// `#<LittleGhost::Sandbox::ProcessSession::Status: pid N exit C>` or `... SIGNAME (signal S)`.
+    fn inspect(&self) -> String {
+        let detail = match (self.exit.code(), self.exit.signal()) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(signal)) => format!("signal {signal}"),
+            _ => "status unknown".to_string(),
+        };
+        format!("#<LittleGhost::Sandbox::ProcessSession::Status: pid {} {detail}>", self.pid)
+    }
+    /// Equal to another Status with the same pid and raw status, or to an Integer equal to `to_i`.
+    fn equal(&self, other: Value) -> bool {
+        if let Ok(other) = <&SessionStatus>::try_convert(other) {
+            return other.pid == self.pid && other.exit == self.exit;
+        }
+        match (i64::try_convert(other), self.exit.raw()) {
+            (Ok(number), Some(raw)) => number == i64::from(raw),
+            _ => false,
+        }
+    }
+}
+
+/// `Obj<ProcessSession>` with helpers.
+type Session = Obj<ProcessSession>;
+
+fn io_error(ruby: &Ruby, message: &str) -> Error {
+    Error::new(ruby.exception_io_error(), message.to_string())
+}
+
+impl ProcessSession {
+    /// The running state; IOError if the session never started or belongs
+    /// to the parent of a forked process.
+    fn state(&self, ruby: &Ruby) -> Result<&SessionState, Error> {
+        let state = self.state.get().ok_or_else(|| io_error(ruby, "process session was not started"))?;
+        if !state.process.owned_here() {
+            return Err(io_error(ruby, "process session belongs to the process that started it"));
+        }
+        Ok(state)
+    }
+}
+
+/// Starts a session from Rust (backends' `start_program`). The caller has
+/// already called `context&.check!` (2.4; see `process_runner::check_context`).
+#[allow(dead_code)] // called by the backends' start_program
+pub fn start(ruby: &Ruby, request: SessionRequest) -> Result<Value, Error> {
+    let class = constants::class(ruby, "LittleGhost::Sandbox::ProcessSession")?;
+    let session: Session = ruby.obj_wrap_as(ProcessSession::default(), class);
+    setup(ruby, session, request)?;
+    Ok(session.as_value())
+}
+
+/// Spawns `command` in a new process group with pipes, limits and optional memory supervision (18.1).
+fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error> {
+    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
+    type Optional = (
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+    );
+    let kw = get_kwargs::<_, (Value,), Optional, ()>(
+        args.keywords,
+        &["command"],
+        &[
+            "environment",
+            "inherit_environment",
+            "chdir",
+            "output_bytes",
+            "memory_bytes",
+            "memory_reader",
+            "cpu_seconds",
+            "file_bytes",
+        ],
+    )?;
+    let (command,) = kw.required;
+    let (environment, inherit_environment, chdir, output_bytes, memory_bytes, memory_reader, cpu_seconds, file_bytes) =
+        kw.optional;
+    let optional_positive = |value: Option<Value>, name: &str| -> Result<Option<u64>, Error> {
+        match value.filter(|value| !value.is_nil()) {
+            None => Ok(None),
+            Some(value) => positive_integer(ruby, value, name).map(Some),
+        }
+    };
+    let memory_reader = memory_reader.filter(|value| !value.is_nil());
+    if let Some(reader) = memory_reader {
+        if !reader.respond_to("call", false)? {
+            return Err(argument_error(ruby, "memory_reader must respond to call"));
+        }
+    }
+    let request = SessionRequest {
+        argv: argv_from(ruby, command)?,
+        environment: environment_from(ruby, environment)?,
+        inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
+        chdir: chdir_from(ruby, chdir)?,
+        output_bytes: match output_bytes {
+            None => 1_000_000,
+            Some(value) => positive_integer(ruby, value, "output_bytes")?,
+        },
+        memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
+        memory_reader,
+        cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
+        file_bytes: optional_positive(file_bytes, "file_bytes")?,
+        spawn_options: SpawnOptions::default(),
+    };
+    setup(ruby, rb_self, request)
+}
+
+fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), Error> {
+    core_result(ruby, core_process::validate_argv(&request.argv))?;
+    core_result(ruby, core_process::validate_environment(&request.environment))?;
+    if session.state.get().is_some() {
+        return Err(Error::new(ruby.exception_runtime_error(), "process session already started"));
+    }
+    // 18.9: the reader is chosen before anything is spawned.
+    let default_reader = match (request.memory_bytes, request.memory_reader) {
+        (Some(_), None) => Some(core_result(ruby, DefaultReader::choose())?),
+        _ => None,
+    };
+    let launch = Launch {
+        argv: request.argv,
+        environment: request.environment,
+        inherit_environment: request.inherit_environment,
+        chdir: request.chdir,
+        cpu_seconds: request.cpu_seconds,
+        file_bytes: request.file_bytes,
+        spawn_options: request.spawn_options,
+    };
+    let mode = CaptureMode::Combined { limit: request.output_bytes };
+    let started = nogvl::blocking(ruby, || RunningProcess::start(&launch, mode, true))?;
+    let process = match started {
+        Ok(process) => process,
+        Err(error) => {
+            let subject = match error {
+                SpawnError::WorkingDirectory(_) => "chdir",
+                _ => launch.argv[0].as_str(),
+            };
+            let errno: Value = ruby.exception_system_call_error().funcall("new", (subject, error.errno()))?;
+            return Err(Error::from(Exception::try_convert(errno)?));
+        }
+    };
+    let state = SessionState {
+        process,
+        output_bytes: request.output_bytes,
+        closed: AtomicBool::new(false),
+        monitor_stop: AtomicBool::new(false),
+        writing: AtomicBool::new(false),
+    };
+    if session.state.set(state).is_err() {
+        return Err(Error::new(ruby.exception_runtime_error(), "process session already started"));
+    }
+    if let Some(limit) = request.memory_bytes {
+        start_monitor(ruby, session, request.memory_reader, default_reader, limit)?;
+    }
+    Ok(())
+}
+
+/// The OS pid of the child, which is also its process group id.
+fn pid(ruby: &Ruby, rb_self: Session) -> Result<i32, Error> {
+    Ok(rb_self.state(ruby)?.process.pid())
+}
+
+/// Whether the session has been closed.
+fn is_closed(rb_self: Session) -> bool {
+    rb_self.state.get().is_none_or(|state| state.closed.load(Ordering::SeqCst))
+}
+
+/// Raises a recorded resource error (memory, output bound), if any.
+fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> Result<(), Error> {
+    let recorded: Value = session.ivar_get(RESOURCE_ERROR)?;
+    if !recorded.is_nil() {
+        return Err(Error::from(Exception::try_convert(recorded)?));
+    }
+    if state.process.overflowed() {
+        let error = tool_error(ruby, format!("Program output exceeded {} bytes", state.output_bytes));
+        if let Some(exception) = exception_of(ruby, &error) {
+            record(session, exception)?;
+            return Err(Error::from(Exception::try_convert(exception)?));
+        }
+        return Err(error);
+    }
+    Ok(())
+}
+
+/// Stores the first resource error; later ones are dropped.
+fn record(session: Session, exception: Value) -> Result<(), Error> {
+    let recorded: Value = session.ivar_get(RESOURCE_ERROR)?;
+    if recorded.is_nil() {
+        session.ivar_set(RESOURCE_ERROR, exception)?;
+    }
+    Ok(())
+}
+
+/// The exception object behind an error (instantiating Rust-made ones).
+fn exception_of(ruby: &Ruby, error: &Error) -> Option<Value> {
+    match error.error_type() {
+        ErrorType::Jump(_) => None,
+        ErrorType::Exception(exception) => Some(exception.as_value()),
+        ErrorType::Error(class, message) => {
+            class.new_instance((ruby.str_new(message),)).ok().map(|exception| exception.as_value())
+        }
+    }
+}
+
+fn alive_checked(ruby: &Ruby, session: Session, state: &SessionState) -> Result<bool, Error> {
+    raise_resource_error(ruby, session, state)?;
+    Ok(state.process.alive())
+}
+
+/// True while the leader is unreaped or any member of its group lives; raises a recorded resource error first.
+fn alive(ruby: &Ruby, rb_self: Session) -> Result<bool, Error> {
+    let state = rb_self.state(ruby)?;
+    alive_checked(ruby, rb_self, state)
+}
+
+/// Releases the write flag when dropped.
+struct WriteTurn<'a>(&'a AtomicBool);
+
+impl Drop for WriteTurn<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Writes `String(value)` to the child's stdin (unbuffered, so already flushed) and returns the byte count.
+fn write(ruby: &Ruby, rb_self: Session, value: Value) -> Result<usize, Error> {
+    let state = rb_self.state(ruby)?;
+    if state.closed.load(Ordering::SeqCst) {
+        return Err(io_error(ruby, "process session is closed"));
+    }
+    let text: RString = ruby.module_kernel().funcall("String", (value,))?;
+    // SAFETY: copied before any other Ruby call.
+    let bytes = unsafe { text.as_slice() }.to_vec();
+    let mut waiter = Waiter::new(&state.process);
+    while state.writing.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+        waiter.wait(ruby, Duration::from_millis(1))?;
+    }
+    let _turn = WriteTurn(&state.writing);
+    let mut written = 0;
+    while written < bytes.len() {
+        if state.closed.load(Ordering::SeqCst) {
+            return Err(io_error(ruby, "process session is closed"));
+        }
+        let Some(stdin) = state.process.stdin() else {
+            return Err(io_error(ruby, "process session stdin is closed"));
+        };
+        match write_stdin(&stdin, &bytes[written..]) {
+            Ok(count) => written += count,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                waiter.wait_for(ruby, core_process::POLL_INTERVAL, Some((stdin.as_fd(), PollFlags::OUT)))?;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(io_error(ruby, "sandboxed process has exited")),
+        }
+    }
+    Ok(written)
+}
+
+/// Closes the child's stdin so it reads EOF; idempotent.
+fn close_write(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
+    rb_self.state(ruby)?.process.close_stdin();
+    Ok(())
+}
+
+fn binary(ruby: &Ruby, bytes: &[u8]) -> RString {
+    let string = ruby.str_from_slice(bytes);
+    string.freeze();
+    string
+}
+
+/// Collects output for up to `timeout` seconds (one pass for 0) and returns a Chunk; raises once the combined output bound is passed.
+fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
+    let kw = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["timeout"])?;
+    let timeout = match kw.optional.0.filter(|value| !value.is_nil()) {
+        None => 0.0,
+        Some(value) => ruby.module_kernel().funcall::<_, _, f64>("Float", (value,))?.max(0.0),
+    };
+    let state = rb_self.state(ruby)?;
+    if state.closed.load(Ordering::SeqCst) {
+        return Err(io_error(ruby, "process session is closed"));
+    }
+    raise_resource_error(ruby, rb_self, state)?;
+    let deadline = Duration::try_from_secs_f64(timeout).ok().and_then(|limit| Instant::now().checked_add(limit));
+    let mut waiter = Waiter::new(&state.process);
+    state.process.try_reap();
+    settle_output(ruby, &mut waiter, state)?;
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let both_closed = loop {
+        let chunk = state.process.read_chunk(READ_PASS_BYTES);
+        stdout.extend_from_slice(&chunk.stdout);
+        stderr.extend_from_slice(&chunk.stderr);
+        if state.process.overflowed() {
+            // 18.5: terminate, then raise (the background already sent TERM).
+            terminate_group(ruby, &mut waiter, &state.process)?;
+            raise_resource_error(ruby, rb_self, state)?;
+        }
+        let now = Instant::now();
+        if chunk.stdout_closed && chunk.stderr_closed {
+            // Pipes close a moment before the leader becomes reapable; within
+            // the timeout, give the exit a chance so `eof` reflects it.
+            match deadline {
+                Some(deadline) if now < deadline && state.process.alive() => {
+                    waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?;
+                    continue;
+                }
+                _ => break true,
+            }
+        }
+        match deadline {
+            Some(deadline) if now < deadline => waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?,
+            Some(_) => break false,
+            None => waiter.wait(ruby, core_process::POLL_INTERVAL)?,
+        }
+    };
+    let eof = both_closed && !alive_checked(ruby, rb_self, state)?;
+    let chunk = constants::class(ruby, "LittleGhost::Sandbox::ProcessSession::Chunk")?;
+    let kwargs = ruby.hash_new();
+    kwargs.aset(ruby.to_symbol("stdout"), binary(ruby, &stdout))?;
+    kwargs.aset(ruby.to_symbol("stderr"), binary(ruby, &stderr))?;
+    kwargs.aset(ruby.to_symbol("eof"), eof)?;
+    chunk.funcall("new", (magnus::KwArgs(kwargs),))
+}
+
+/// Once the whole group is gone, EOF on the pipes is a moment away (unless a
+/// process outside the group holds them): wait up to 100 ms for it, so that
+/// `wait` followed by `read` sees everything the child wrote.
+fn settle_output(ruby: &Ruby, waiter: &mut Waiter, state: &SessionState) -> Result<(), Error> {
+    let give_up = Instant::now() + Duration::from_millis(100);
+    while !state.process.output_complete() && state.process.exit().is_some() && !state.process.group_alive() {
+        let now = Instant::now();
+        if now >= give_up {
+            break;
+        }
+        waiter.wait(ruby, core_process::POLL_INTERVAL.min(give_up - now))?;
+    }
+    Ok(())
+}
+
+fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
+    state.process.exit().map(|exit| ruby.obj_wrap(SessionStatus { pid: state.process.pid(), exit }))
+}
+
+enum Step {
+    Exited,
+    TimedOut,
+    Waiting,
+}
+
+/// Waits while the session is alive, calling `context.check!` about every 10 ms; terminates on timeout or error when `terminate` is true.
+fn wait(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Option<Obj<SessionStatus>>, Error> {
+    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
+    let kw = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>), ()>(
+        args.keywords,
+        &[],
+        &["timeout", "context", "terminate"],
+    )?;
+    let (timeout, context, terminate) = kw.optional;
+    let timeout = timeout.filter(|value| !value.is_nil());
+    let context = context.filter(|value| !value.is_nil());
+    let terminate = terminate.is_none_or(|value| value.to_bool());
+    let state = rb_self.state(ruby)?;
+    let deadline = match timeout {
+        None => None,
+        Some(value) => {
+            let seconds = validate_timeout(ruby, value)?;
+            Duration::try_from_secs_f64(seconds).ok().and_then(|limit| Instant::now().checked_add(limit))
+        }
+    };
+    let mut waiter = Waiter::new(&state.process);
+    loop {
+        let step = (|| -> Result<Step, Error> {
+            if !alive_checked(ruby, rb_self, state)? {
+                return Ok(Step::Exited);
+            }
+            check_context(context)?;
+            let now = Instant::now();
+            match deadline {
+                Some(deadline) if now >= deadline => Ok(Step::TimedOut),
+                Some(deadline) => {
+                    waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?;
+                    Ok(Step::Waiting)
+                }
+                None => {
+                    waiter.wait(ruby, core_process::POLL_INTERVAL)?;
+                    Ok(Step::Waiting)
+                }
+            }
+        })();
+        match step {
+            Ok(Step::Waiting) => {}
+            Ok(Step::Exited) => {
+                settle_output(ruby, &mut waiter, state)?;
+                return Ok(status_of(ruby, state));
+            }
+            Ok(Step::TimedOut) => {
+                if terminate {
+                    terminate_group(ruby, &mut waiter, &state.process)?;
+                }
+                let shown: RString = timeout.map_or(Ok(ruby.str_new("")), |value| value.funcall("to_s", ()))?;
+                return Err(tool_error(ruby, format!("Program timed out after {} seconds", shown.to_string()?)));
+            }
+            Err(error) => {
+                if terminate {
+                    let _ = terminate_group(ruby, &mut waiter, &state.process);
+                }
+                return Err(error);
+            }
+        }
+    }
+}
+
+/// Terminates the group (TERM, 0.5 s grace, KILL) if alive, reaps the leader and returns its status.
+fn terminate(ruby: &Ruby, rb_self: Session) -> Result<Option<Obj<SessionStatus>>, Error> {
+    let Some(state) = rb_self.state.get() else { return Ok(None) };
+    let state = if state.process.owned_here() { state } else { return Ok(None) };
+    let mut waiter = Waiter::new(&state.process);
+    if state.process.alive() {
+        terminate_group(ruby, &mut waiter, &state.process)?;
+    }
+    reap_leader(ruby, &mut waiter, &state.process);
+    Ok(status_of(ruby, state))
+}
+
+/// Terminates if alive, stops the memory monitor and closes every pipe; idempotent, returns nil.
+fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
+    let Some(state) = rb_self.state.get() else { return Ok(()) };
+    if !state.process.owned_here() || state.closed.swap(true, Ordering::SeqCst) {
+        return Ok(());
+    }
+    let mut waiter = Waiter::new(&state.process);
+    let mut interruption = None;
+    if state.process.alive() {
+        if let Err(error) = terminate_group(ruby, &mut waiter, &state.process) {
+            state.process.signal_group(Signal::KILL);
+            let io_or_tool = error.is_kind_of(ruby.exception_io_error())
+                || constants::class(ruby, "LittleGhost::ToolError").is_ok_and(|tool| error.is_kind_of(tool));
+            if !io_or_tool {
+                interruption = Some(error);
+            }
+        }
+    }
+    state.monitor_stop.store(true, Ordering::SeqCst);
+    if let Err(error) = stop_monitor(ruby, rb_self) {
+        state.process.signal_group(Signal::KILL);
+        interruption.get_or_insert(error);
+    }
+    state.process.close_stdin();
+    state.process.close_output();
+    interruption.map_or(Ok(()), Err)
+}
+
+fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
+    let thread: Value = session.ivar_get(MONITOR)?;
+    if thread.is_nil() || !thread.funcall::<_, _, bool>("alive?", ())? {
+        return Ok(());
+    }
+    let current = ruby.thread_current();
+    if thread.funcall::<_, _, bool>("equal?", (current,))? {
+        return Ok(());
+    }
+    let _ = thread.funcall::<_, _, Value>("wakeup", ());
+    let joined: Value = thread.funcall("join", (1.0,))?;
+    if joined.is_nil() {
+        let _: Value = thread.funcall("kill", ())?;
+        let _: Value = thread.funcall("join", (1.0,))?;
+    }
+    Ok(())
+}
+
+/// 18.9: a Ruby thread samples every 100 ms while the session is alive.
+fn start_monitor(
+    ruby: &Ruby,
+    session: Session,
+    reader: Option<Value>,
+    default_reader: Option<DefaultReader>,
+    limit: u64,
+) -> Result<(), Error> {
+    let body = ruby.proc_from_fn(move |ruby, args, _block| -> Result<Value, Error> {
+        let session = Session::try_convert(args[0])?;
+        let reader = Some(args[1]).filter(|value| !value.is_nil());
+        match monitor(ruby, session, reader, default_reader, limit) {
+            Ok(()) => Ok(ruby.qnil().as_value()),
+            // Thread#kill (from close) ends the thread normally.
+            Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => Err(error),
+            // Anything unexpected fails closed.
+            Err(error) => {
+                fail_closed(ruby, session, &error)?;
+                Ok(ruby.qnil().as_value())
+            }
+        }
+    });
+    let reader_value = reader.unwrap_or_else(|| ruby.qnil().as_value());
+    session.ivar_set(MEMORY_READER, reader_value)?;
+    let thread: Value = ruby.class_thread().funcall_with_block("new", (session, reader_value), body)?;
+    let _: Value = thread.funcall("report_on_exception=", (false,))?;
+    session.ivar_set(MONITOR, thread)?;
+    Ok(())
+}
+
+fn monitor(
+    ruby: &Ruby,
+    session: Session,
+    reader: Option<Value>,
+    default_reader: Option<DefaultReader>,
+    limit: u64,
+) -> Result<(), Error> {
+    let state = session.state(ruby)?;
+    let pid = state.process.pid();
+    let mut failures = 0;
+    let stopped = || state.monitor_stop.load(Ordering::SeqCst);
+    loop {
+        if stopped() || !state.process.alive() {
+            return Ok(());
+        }
+        match sample(ruby, pid, reader, default_reader, limit) {
+            Ok(false) => failures = 0,
+            Ok(true) => {
+                let error = tool_error(ruby, format!("Program memory exceeded {limit} bytes"));
+                if let Some(exception) = exception_of(ruby, &error) {
+                    record(session, exception)?;
+                }
+                state.process.signal_group(Signal::TERM);
+                let _: Value = ruby.module_kernel().funcall("sleep", (SAMPLE_PERIOD,))?;
+                if state.process.group_alive() {
+                    state.process.signal_group(Signal::KILL);
+                }
+                return Ok(());
+            }
+            Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => return Err(error),
+            Err(error) => {
+                failures += 1;
+                if failures >= FAILURE_LIMIT {
+                    return fail_closed(ruby, session, &error);
+                }
+            }
+        }
+        if stopped() {
+            return Ok(());
+        }
+        let _: Value = ruby.module_kernel().funcall("sleep", (SAMPLE_PERIOD,))?;
+    }
+}
+
+/// Records "Program memory supervisor failed (Class)" with the failure as
+/// `cause` (its message stays out, 1.2) and SIGKILLs the group.
+fn fail_closed(ruby: &Ruby, session: Session, error: &Error) -> Result<(), Error> {
+    if let Some(state) = session.state.get() {
+        state.process.signal_group(Signal::KILL);
+    }
+    let cause = exception_of(ruby, error).unwrap_or_else(|| ruby.qnil().as_value());
+    let class_name: String = if cause.is_nil() {
+        "unknown".to_string()
+    } else {
+        cause.class().funcall::<_, _, Value>("name", ())?.funcall::<_, _, RString>("to_s", ())?.to_string()?
+    };
+    let tool = constants::class(ruby, "LittleGhost::ToolError")?;
+    let failure = error_with_cause(ruby, tool, &format!("Program memory supervisor failed ({class_name})"), cause)?;
+    if let Some(exception) = exception_of(ruby, &failure) {
+        record(session, exception)?;
+    }
+    Ok(())
+}
+
+/// One sample: true if above `limit`. Errors are reader failures.
+fn sample(
+    ruby: &Ruby,
+    pid: i32,
+    reader: Option<Value>,
+    default_reader: Option<DefaultReader>,
+    limit: u64,
+) -> Result<bool, Error> {
+    let bytes: Value = match (reader, default_reader) {
+        (Some(reader), _) => {
+            let raw: Value = reader.funcall("call", (pid,))?;
+            ruby.module_kernel().funcall("Integer", (raw,))?
+        }
+        (None, Some(default_reader)) => {
+            let sampled = nogvl::blocking(ruby, || default_reader.sample(pid as u32))?;
+            match sampled {
+                Ok(bytes) => ruby.integer_from_u64(bytes).as_value(),
+                Err(failure) => return Err(sample_error(ruby, &failure)),
+            }
+        }
+        (None, None) => return Err(from_core(ruby, littleghost_sandbox_core::Error::Dependency(
+            "process memory supervision has no reader".into(),
+        ))),
+    };
+    bytes.funcall(">", (limit,))
+}
+
+/// DependencyError with the documented message and the OS error as `cause`.
+fn sample_error(ruby: &Ruby, failure: &core_process::procfs::SampleError) -> Error {
+    let build = || -> Result<Error, Error> {
+        let class = constants::class(ruby, "LittleGhost::DependencyError")?;
+        match failure.cause().and_then(|cause| cause.raw_os_error()) {
+            Some(errno) => {
+                let cause: Value = ruby.exception_system_call_error().funcall("new", (ruby.qnil(), errno))?;
+                error_with_cause(ruby, class, &failure.message(), cause)
+            }
+            None => Ok(Error::new(ExceptionClass::from_value(class.as_value()).unwrap_or_else(|| ruby.exception_runtime_error()), failure.message())),
+        }
+    };
+    build().unwrap_or_else(|error| error)
 }

@@ -1,1 +1,72 @@
-//! Process runner, sessions and supervision.
+//! Process runner, sessions and supervision: the one place every backend
+//! launches a host process.
+//!
+//! - [`program`]: argv and environment checks, and finding the program (127/126).
+//! - [`spawn`]: building the `std::process::Command` (no shell, new process
+//!   group, explicit environment, closed stdin, rlimits, kept fds).
+//! - [`capture`]: bounded output buffers, UTF-8 scrubbing and the truncation marker.
+//! - [`running`]: a spawned child whose pipes and exit are watched by the
+//!   shared tokio runtime, with a notification fd callers can wait on.
+//! - [`group`]: process-group signals and liveness (17.12 building blocks).
+//! - [`runtime`]: the per-process tokio runtime, re-created after `fork`.
+//! - [`procfs`]: memory readers (`/proc` snapshot parser, `ps` rows).
+//!
+//! Waiting is left to the caller (the Ruby binding), which must keep Ruby
+//! responsive: it waits on [`Notifier`] in short slices and decides when to
+//! terminate. Nothing here installs a signal handler.
+
+pub mod capture;
+pub mod group;
+pub mod notify;
+pub mod procfs;
+pub mod program;
+pub mod running;
+pub mod runtime;
+pub mod spawn;
+
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use capture::{CaptureMode, Stream, TRUNCATION_MARKER};
+pub use notify::Notifier;
+pub use rustix::event::PollFlags;
+pub use program::{validate_argv, validate_environment};
+pub use running::{write_stdin, Exit, OutputChunk, RunningProcess};
+pub use spawn::SpawnError;
+
+/// How often waiters poll (17.8, 18.6): a bound on how late a timeout,
+/// cancellation or interrupt is noticed.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+/// Grace between SIGTERM and SIGKILL when a group is terminated (17.12).
+pub const TERMINATION_GRACE: Duration = Duration::from_millis(500);
+
+/// Backend extras for a launch. Small on purpose.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpawnOptions {
+    /// File descriptors that stay open in the child under the same number
+    /// (for example a seccomp program passed as `bwrap --seccomp FD`). Their
+    /// close-on-exec flag is cleared in the child only.
+    pub keep_fds: Vec<RawFd>,
+}
+
+/// Everything needed to start one child process.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// The program and its arguments; `argv[0]` is executed directly (17.1).
+    pub argv: Vec<String>,
+    /// Explicit environment; later entries win over earlier ones and over inherited values.
+    pub environment: Vec<(String, String)>,
+    /// Start from the host environment instead of an empty one (the caller
+    /// has already applied the double opt-in of 17.6).
+    pub inherit_environment: bool,
+    /// Working directory of the child.
+    pub chdir: Option<PathBuf>,
+    /// `RLIMIT_CPU` (soft and hard), applied in the child before exec.
+    pub cpu_seconds: Option<u64>,
+    /// `RLIMIT_FSIZE` (soft and hard), applied in the child before exec.
+    pub file_bytes: Option<u64>,
+    /// Backend extras.
+    pub spawn_options: SpawnOptions,
+}

@@ -1,0 +1,85 @@
+//! Process-group signals and liveness, the building blocks of 17.12.
+//!
+//! Liveness starts from `kill(0, -pgid)` (ESRCH: gone, EPERM: alive). A
+//! member that already died but was orphaned stays in the group as a zombie
+//! until init reaps it, which `kill` cannot tell apart from a live process;
+//! on Linux a "yes" is therefore confirmed from `/proc`, so a group whose
+//! members are all dead is not waited on (or signalled) for the full grace.
+
+use rustix::io::Errno;
+use rustix::process::{kill_process_group, test_kill_process_group, Signal};
+
+use super::spawn::pid_of;
+
+pub use rustix::process::Signal as GroupSignal;
+
+/// Sends `signal` to every member of group `pgid`; ESRCH (gone) and EPERM
+/// are ignored (17.12 step 3).
+pub fn signal_group(pgid: i32, signal: Signal) {
+    let _ = kill_process_group(pid_of(pgid), signal);
+}
+
+/// Whether any process of group `pgid` is alive (zombies do not count).
+pub fn group_alive(pgid: i32) -> bool {
+    match test_kill_process_group(pid_of(pgid)) {
+        Ok(()) | Err(Errno::PERM) => live_member_listed(pgid).unwrap_or(true),
+        Err(_) => false,
+    }
+}
+
+/// Scans `/proc` for a non-zombie member of `pgid`; None if `/proc` is unusable.
+fn live_member_listed(pgid: i32) -> Option<bool> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let listing = std::fs::read_dir("/proc").ok()?;
+    let mut saw_any = false;
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        saw_any = true;
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else { continue };
+        if let Some((state, group)) = parse_stat(&stat) {
+            if group == pgid && !matches!(state, 'Z' | 'X' | 'x') {
+                return Some(true);
+            }
+        }
+    }
+    // An empty listing means /proc is not what we think it is: do not trust it.
+    saw_any.then_some(false)
+}
+
+/// `(state, pgrp)` from a `/proc/N/stat` line: "pid (comm) S ppid pgrp ...".
+/// The command may contain spaces and parentheses, so fields start after the
+/// last `)`.
+pub fn parse_stat(stat: &str) -> Option<(char, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_odd_command_names() {
+        assert_eq!(parse_stat("123 (sleep) S 1 123 123 0 -1"), Some(('S', 123)));
+        assert_eq!(parse_stat("124 (a) b (c)) Z 1 99 99 0"), Some(('Z', 99)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn a_group_without_members_is_dead_and_our_own_is_alive() {
+        let me = rustix::process::getpgrp().as_raw_nonzero().get();
+        assert!(group_alive(me));
+        // pid 0x3ffffff is far above any pid_max default.
+        assert!(!group_alive(0x3ff_ffff));
+    }
+}

@@ -1,0 +1,59 @@
+# frozen_string_literal: true
+
+# Observations of the real process table for the process specs. Zombies are
+# not "alive": an orphaned grandchild that died waits for init to reap it,
+# which here can take a second or two.
+module ProcessHelpers
+  module_function
+
+  def proc_stats
+    Dir["/proc/[0-9]*/stat"].filter_map do |path|
+      text = File.read(path)
+      fields = text[(text.rindex(")") + 2)..].split
+      { pid: path[%r{/proc/(\d+)/}, 1].to_i, state: fields[0], ppid: fields[1].to_i, pgrp: fields[2].to_i }
+    rescue Errno::ENOENT, Errno::ESRCH
+      nil
+    end
+  end
+
+  # Live (non-zombie) processes in process group +pgid+.
+  def live_group_members(pgid)
+    proc_stats.select { |stat| stat[:pgrp] == pgid && !%w[Z X].include?(stat[:state]) }
+  end
+
+  def process_alive?(pid)
+    stat = proc_stats.find { |entry| entry[:pid] == pid }
+    !stat.nil? && !%w[Z X].include?(stat[:state])
+  end
+
+  # Children of this Ruby process that exited but were never reaped.
+  def zombie_children
+    proc_stats.select { |stat| stat[:ppid] == Process.pid && stat[:state] == "Z" }
+  end
+
+  def open_fds
+    Dir.children("/proc/self/fd").size
+  end
+
+  def rss_bytes
+    File.read("/proc/self/status")[/^VmRSS:\s+(\d+) kB/, 1].to_i * 1024
+  end
+
+  # Retries +block+ until it is truthy or +seconds+ pass (for things the
+  # kernel finishes asynchronously, like closing an aborted task's pipes).
+  def eventually(seconds = 3)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+    loop do
+      result = yield
+      return result if result || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep 0.02
+    end
+  end
+
+  # Waits for a file a child writes (its pid) and returns the Integer in it.
+  def read_pid(path, seconds = 5)
+    eventually(seconds) { File.exist?(path) && !File.read(path).strip.empty? }
+    File.read(path).to_i
+  end
+end
