@@ -115,7 +115,7 @@ impl Layout {
     pub fn resolve(&self, reference: &OsStr) -> Result<PathBuf> {
         let bytes = reference.as_bytes();
         if bytes.contains(&0) {
-            return Err(argument("workspace path must not contain a NUL byte"));
+            return Err(argument("Path contains a null byte"));
         }
         if bytes.starts_with(b"/") {
             return Err(argument(
@@ -214,12 +214,47 @@ impl Layout {
     pub fn validate(&self, recorded: &[(String, Identity)]) -> Result<()> {
         for (name, identity) in recorded {
             let dir = if name == ROOT_NAME { Some(self.root.as_path()) } else { self.path(name).ok() };
-            let current = dir.and_then(Identity::capture);
-            if current.as_ref() != Some(identity) {
+            let unchanged = dir.is_some_and(|dir| {
+                still_pinned(dir, identity) || Identity::capture(dir).as_ref() == Some(identity)
+            });
+            if !unchanged {
                 return Err(tool(format!("workspace path changed after opening: {name}")));
             }
         }
         Ok(())
+    }
+}
+
+/// A cheaper proof of `Identity::capture(dir) == Some(identity)`, used on
+/// every `resolve` (3.3). When `dir` is literally its recorded realpath, an
+/// open that refuses symlinks in every component succeeds only if `dir` has
+/// no symlink component now, so its realpath is still `dir` itself (it is
+/// absolute and clean, being a realpath); `fstat` of that very handle then
+/// gives (dev, ino) with no window between the two checks. One open, fstat and
+/// close replace `realpath(3)`'s readlink per component plus a stat. `false`
+/// means "not proven": the caller falls back to the full comparison, so the
+/// answer is always exactly the full comparison's.
+fn still_pinned(dir: &Path, identity: &Identity) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use rustix::fs::{self as rfs, Mode, OFlags, ResolveFlags};
+        if dir != identity.realpath {
+            return false;
+        }
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let Ok(handle) = rfs::openat2(rfs::CWD, dir, flags, Mode::empty(), resolve) else {
+            return false; // ENOSYS on old kernels, or a symlink: not proven
+        };
+        #[allow(clippy::unnecessary_cast)]
+        rfs::fstat(&handle).is_ok_and(|stat| {
+            (stat.st_dev as u64, stat.st_ino as u64) == (identity.dev, identity.ino)
+        })
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = (dir, identity);
+        false
     }
 }
 

@@ -1,7 +1,617 @@
-//! Not yet implemented.
+//! `LittleGhost::Sandbox::Scope` (SPEC §13): a non-owning view of a sandbox
+//! that can only narrow it. The narrowing rules live in the core
+//! (`littleghost_sandbox_core::scope`); this file gathers the parent's state
+//! through Ruby calls, hands it to the core, and keeps the resulting
+//! filesystem broker in a hidden TypedData.
 
-use magnus::{Error, RClass, Ruby};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
 
-pub fn init(_ruby: &Ruby, _sandbox: RClass) -> Result<(), Error> {
+use littleghost_sandbox_core::fs::{Broker, FsLimits, FsOperation};
+use littleghost_sandbox_core::grants::{Grant, Identity};
+use littleghost_sandbox_core::scope::{
+    self as core_scope, NetworkChoice, NetworkMode, NetworkRequest, Request,
+};
+use magnus::{
+    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
+    value::LazyId, Error, IntoValue, KwArgs, RArray, RClass, RHash, RObject, RString, Ruby, Symbol,
+    Value,
+};
+
+use crate::helpers::{constants, nogvl};
+use crate::ruby_api::errors::{self, core_result};
+use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby, parse_access};
+use crate::ruby_api::sandbox::{error_message, keywords_only, kwargs, truthy};
+
+/// Rust state behind a Scope: its grants, deny markers, pinned identities and broker.
+#[magnus::wrap(class = "LittleGhost::Sandbox::Scope::State", free_immediately, size)]
+pub struct ScopeState {
+    broker: Broker,
+    grants: Vec<Grant>,
+    deny_markers: Vec<Grant>,
+    identities: Vec<Identity>,
+}
+
+/// Hidden instance variable (no `@`, so Ruby code and `inspect` never see it).
+const STATE: &str = "__littleghost_scope_state";
+
+// Names used on every file operation, interned once rather than per call
+// (interning showed up in profiles of `read`).
+static STATE_ID: LazyId = LazyId::new(STATE);
+static SUPPORTS: LazyId = LazyId::new("supports?");
+static CAPABILITIES: LazyId = LazyId::new("capabilities");
+static WORKSPACE: LazyId = LazyId::new("workspace");
+static RESOLVE: LazyId = LazyId::new("resolve");
+static TO_S: LazyId = LazyId::new("to_s");
+static FILESYSTEM_READ: LazyId = LazyId::new("filesystem_read");
+static FILESYSTEM_LIST: LazyId = LazyId::new("filesystem_list");
+static FILESYSTEM_WRITE: LazyId = LazyId::new("filesystem_write");
+static FILESYSTEM_REPLACE: LazyId = LazyId::new("filesystem_replace");
+
+pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
+    let class = sandbox.define_class("Scope", ruby.class_object())?;
+    let state = class.define_class("State", ruby.class_object())?;
+    state.undef_default_alloc_func();
+    class.define_method("initialize", method!(initialize, -1))?;
+    class.define_method("sandbox", method!(reader_sandbox, 0))?;
+    class.define_method("workspace", method!(reader_workspace, 0))?;
+    class.define_method("capabilities", method!(reader_capabilities, 0))?;
+    class.define_method("network", method!(reader_network, 0))?;
+    class.define_method("process_grants", method!(reader_process_grants, 0))?;
+    class.define_method("policy", method!(effective_policy, 0))?;
+    class.define_method("effective_policy", method!(effective_policy, 0))?;
+    class.define_method("supports?", method!(supports, -1))?;
+    class.define_method("writable?", method!(writable, 0))?;
+    class.define_method("allows?", method!(allows, -1))?;
+    class.define_method("read", method!(read, -1))?;
+    class.define_method("list", method!(list, -1))?;
+    class.define_method("write", method!(write, -1))?;
+    class.define_method("replace", method!(replace, -1))?;
+    class.define_method("execute", method!(execute, -1))?;
+    class.define_method("execute_program", method!(execute_program, -1))?;
+    class.define_method("start_program", method!(start_program, -1))?;
+    class.define_method("scope", method!(scope, -1))?;
+    class.define_method("open", method!(open, -1))?;
+    class.define_method("close", method!(close, 0))?;
+    class.define_method("validate!", method!(validate, 0))?;
+    class.define_method("inspect", method!(inspect, 0))?;
     Ok(())
+}
+
+fn state(ruby: &Ruby, rb_self: RObject) -> Result<Obj<ScopeState>, Error> {
+    let value: Value = rb_self.ivar_get(*STATE_ID)?;
+    Obj::<ScopeState>::try_convert(value)
+        .map_err(|_| errors::type_error(ruby, "uninitialized sandbox scope"))
+}
+
+fn nil(ruby: &Ruby) -> Value {
+    ruby.qnil().as_value()
+}
+
+fn string_to_path(string: RString) -> PathBuf {
+    // SAFETY: the bytes are copied before any other Ruby call can run.
+    PathBuf::from(OsString::from_vec(unsafe { string.as_slice() }.to_vec()))
+}
+
+fn bytes_of(string: RString) -> Vec<u8> {
+    // SAFETY: as above, copied immediately.
+    unsafe { string.as_slice() }.to_vec()
+}
+
+// ---------------------------------------------------------------------------
+// Construction (SC.1–SC.10).
+
+/// Scope.new(sandbox:, files: nil, runtime_paths: nil, capabilities: nil, network: nil, parent_scope: nil): a view that can only narrow its parent.
+fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+    let options = keywords_only(args)?;
+    type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    let parsed = get_kwargs::<_, (Value,), Optional, ()>(
+        options,
+        &["sandbox"],
+        &["files", "runtime_paths", "capabilities", "network", "parent_scope"],
+    )?;
+    let (sandbox,) = parsed.required;
+    // An explicit nil means the same as an absent keyword.
+    let present = |value: Option<Value>| value.filter(|v| !v.is_nil());
+    let (files, runtime_paths, capabilities, network, parent_scope) = parsed.optional;
+    let (files, runtime_paths, capabilities, parent_scope) =
+        (present(files), present(runtime_paths), present(capabilities), present(parent_scope));
+    let workspace: Value = sandbox.funcall("workspace", ())?;
+
+    // SC.2: what the parent has.
+    let (parent_mounts, parent_capabilities, parent_network, parent_markers): (RArray, Value, Value, Vec<Grant>) =
+        match parent_scope {
+            Some(parent) => {
+                let markers = RObject::from_value(parent)
+                    .and_then(|p| state(ruby, p).ok())
+                    .map(|s| s.deny_markers.clone())
+                    .unwrap_or_default();
+                (
+                    parent.funcall("process_grants", ())?,
+                    parent.funcall("capabilities", ())?,
+                    parent.funcall("network", ())?,
+                    markers,
+                )
+            }
+            None => {
+                let policy: Value = sandbox.funcall("effective_policy", ())?;
+                (
+                    policy.funcall("process_grants", (workspace,))?,
+                    sandbox.funcall("capabilities", ())?,
+                    policy.funcall("network", ())?,
+                    Vec::new(),
+                )
+            }
+        };
+    let parent_grants = parent_mounts
+        .into_iter()
+        .map(|mount| grant_from_ruby(ruby, mount))
+        .collect::<Result<Vec<Grant>, Error>>()?;
+
+    // SC.3–SC.8: grants and deny markers.
+    let files = requests(ruby, workspace, files, "files")?;
+    let runtime = requests(ruby, workspace, runtime_paths, "runtime_paths")?;
+    let narrowed = core_result(
+        ruby,
+        core_scope::narrow_grants(&parent_grants, &parent_markers, files.as_deref(), runtime.as_deref()),
+    )?;
+
+    // SC.9–SC.10b: capabilities and network.
+    let mut scope_capabilities = narrow_capabilities(ruby, parent_capabilities, capabilities)?;
+    let (network, mode) = narrow_network(ruby, parent_capabilities, parent_network, network)?;
+    if let Some(mode) = mode {
+        scope_capabilities = with_network_modes(ruby, scope_capabilities, &[mode.name()])?;
+    }
+
+    // The broker (§14) and the identities validate! compares against (SC.16).
+    let limits: Value = sandbox.funcall("limits", ())?;
+    let fs_limits = FsLimits {
+        read_bytes: limits.funcall("read_bytes", ())?,
+        write_bytes: limits.funcall("write_bytes", ())?,
+        list_entries: limits.funcall("list_entries", ())?,
+    };
+    let identities = core_result(ruby, core_scope::capture_identities(&narrowed.grants))?;
+    let broker = core_result(
+        ruby,
+        Broker::new(narrowed.grants.clone(), narrowed.deny_markers.clone(), fs_limits),
+    )?;
+    let process_grants = ruby.ary_new();
+    for grant in &narrowed.grants {
+        process_grants.push(grant_to_ruby(ruby, grant)?)?;
+    }
+    process_grants.freeze();
+
+    rb_self.ivar_set("@sandbox", sandbox)?;
+    rb_self.ivar_set("@workspace", workspace)?;
+    rb_self.ivar_set("@capabilities", scope_capabilities)?;
+    rb_self.ivar_set("@network", network)?;
+    rb_self.ivar_set("@process_grants", process_grants)?;
+    let state = ScopeState {
+        broker,
+        grants: narrowed.grants,
+        deny_markers: narrowed.deny_markers,
+        identities,
+    };
+    rb_self.ivar_set(STATE, ruby.obj_wrap(state))?;
+    Ok(())
+}
+
+/// SC.3: nil keeps the category; a Hash, an Array of names or of `[name, access]` pairs replaces it.
+fn requests(ruby: &Ruby, workspace: Value, value: Option<Value>, category: &str) -> Result<Option<Vec<Request>>, Error> {
+    let Some(value) = value else { return Ok(None) };
+    let entries: RArray = if value.respond_to("each_pair", false)? {
+        value.funcall("to_a", ())?
+    } else if let Some(array) = RArray::from_value(value) {
+        array
+    } else {
+        return Err(errors::policy_error(
+            ruby,
+            format!("sandbox scope {category} must be a Hash or an Array"),
+        ));
+    };
+    let mut requests = Vec::new();
+    for entry in entries {
+        let (name, access) = match RArray::from_value(entry) {
+            Some(pair) if pair.len() == 2 => (pair.entry::<Value>(0)?, Some(pair.entry::<Value>(1)?)),
+            Some(_) => {
+                return Err(errors::policy_error(
+                    ruby,
+                    format!("sandbox scope {category} entries must be names or [name, access] pairs"),
+                ))
+            }
+            None => (entry, None),
+        };
+        let access = access.map(|a| parse_access(ruby, a)).transpose()?;
+        requests.push(Request::new(directory_of(ruby, workspace, name)?, access));
+    }
+    Ok(Some(requests))
+}
+
+/// The workspace directory a grant name stands for (8.5); unknown names raise KeyError.
+fn directory_of(ruby: &Ruby, workspace: Value, name: Value) -> Result<PathBuf, Error> {
+    let name: Symbol = name.funcall("to_sym", ())?;
+    let directory: Value = if name.name()? == "root" {
+        workspace.funcall("root", ())?
+    } else {
+        workspace.funcall("path", (name,))?
+    };
+    let directory: RString = ruby.module_kernel().funcall("String", (directory,))?;
+    Ok(string_to_path(directory))
+}
+
+/// SC.9: nil keeps the parent's; a Capabilities intersects; an Array keeps the parent's features it names.
+fn narrow_capabilities(ruby: &Ruby, parent: Value, requested: Option<Value>) -> Result<Value, Error> {
+    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
+    let Some(requested) = requested else { return Ok(parent) };
+    if requested.is_kind_of(class) {
+        return parent.funcall("intersect", (requested,));
+    }
+    let Some(list) = RArray::from_value(requested) else {
+        return Err(errors::policy_error(
+            ruby,
+            "sandbox scope capabilities must be an Array or Sandbox::Capabilities",
+        ));
+    };
+    let wanted = ruby.ary_new();
+    for feature in list {
+        wanted.push(class.funcall::<_, _, Value>("normalize", (feature,))?)?;
+    }
+    let parent_features: RArray = parent.funcall("features", ())?;
+    let features: RArray = parent_features.funcall("&", (wanted,))?;
+    let options = kwargs(
+        ruby,
+        &[
+            ("features", features.as_value()),
+            ("network_modes", parent.funcall("network_modes", ())?),
+            ("isolation", parent.funcall("isolation", ())?),
+        ],
+    )?;
+    class.funcall("new", (KwArgs(options),))
+}
+
+fn with_network_modes(ruby: &Ruby, capabilities: Value, modes: &[&str]) -> Result<Value, Error> {
+    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
+    let modes = ruby.ary_from_iter(modes.iter().map(|m| ruby.to_symbol(m)));
+    let options = kwargs(
+        ruby,
+        &[
+            ("features", capabilities.funcall("features", ())?),
+            ("network_modes", modes.as_value()),
+            ("isolation", capabilities.funcall("isolation", ())?),
+        ],
+    )?;
+    class.funcall("new", (KwArgs(options),))
+}
+
+fn mode_of(network: Value) -> Result<Option<NetworkMode>, Error> {
+    if network.is_nil() {
+        return Ok(None);
+    }
+    let mode: Value = network.funcall("mode", ())?;
+    let name: String = mode.funcall("to_s", ())?;
+    Ok(NetworkMode::parse(&name))
+}
+
+/// SC.10/SC.10b: the scope's network and its mode; the table itself is the core's.
+fn narrow_network(
+    ruby: &Ruby,
+    parent_capabilities: Value,
+    parent: Value,
+    requested: Option<Value>,
+) -> Result<(Value, Option<NetworkMode>), Error> {
+    let coerced = match requested {
+        None => None,
+        Some(value) if value.is_nil() || value.equal(ruby.qtrue())? => None,
+        Some(value) => {
+            let class = constants::class(ruby, "LittleGhost::Sandbox::NetworkPolicy")?;
+            let value = if value.equal(ruby.qfalse())? { ruby.to_symbol("none").as_value() } else { value };
+            Some(class.funcall::<_, _, Value>("coerce", (value,))?)
+        }
+    };
+    let request = match coerced {
+        None => NetworkRequest::Parent,
+        Some(policy) => {
+            let Some(mode) = mode_of(policy)? else {
+                return Err(errors::capability_error(ruby, "sandbox scope cannot widen network access"));
+            };
+            let same_as_parent = !parent.is_nil() && truthy(policy.funcall("==", (parent,))?);
+            NetworkRequest::Mode { mode, same_as_parent }
+        }
+    };
+    let supported_values: RArray = parent_capabilities.funcall("network_modes", ())?;
+    let mut supported = Vec::new();
+    for mode in supported_values {
+        let name: String = mode.funcall("to_s", ())?;
+        supported.extend(NetworkMode::parse(&name));
+    }
+    let (choice, mode) = core_result(ruby, core_scope::narrow_network(mode_of(parent)?, request, &supported))?;
+    let network = match (choice, coerced) {
+        (NetworkChoice::Requested, Some(policy)) => policy,
+        _ => parent,
+    };
+    Ok((network, mode))
+}
+
+// ---------------------------------------------------------------------------
+// Readers (SC.11).
+
+/// The sandbox this scope narrows.
+fn reader_sandbox(rb_self: RObject) -> Result<Value, Error> {
+    rb_self.ivar_get("@sandbox")
+}
+
+/// The sandbox's Workspace.
+fn reader_workspace(rb_self: RObject) -> Result<Value, Error> {
+    rb_self.ivar_get("@workspace")
+}
+
+/// The features and network modes this scope allows.
+fn reader_capabilities(rb_self: RObject) -> Result<Value, Error> {
+    rb_self.ivar_get("@capabilities")
+}
+
+/// The scope's NetworkPolicy, or nil when it keeps the backend's default.
+fn reader_network(rb_self: RObject) -> Result<Value, Error> {
+    rb_self.ivar_get("@network")
+}
+
+/// The scope's grants as frozen Mounts, longest target first.
+fn reader_process_grants(rb_self: RObject) -> Result<Value, Error> {
+    rb_self.ivar_get("@process_grants")
+}
+
+/// The policy the sandbox enforces (`sandbox.effective_policy`).
+fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
+    let sandbox: Value = rb_self.ivar_get("@sandbox")?;
+    sandbox.funcall("effective_policy", ())
+}
+
+/// Whether this scope allows `feature` (and, for `:network`, the mode `value`).
+fn supports(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
+    let (feature,) = args.required;
+    let (value,) = args.optional;
+    let capabilities: Value = rb_self.funcall(*CAPABILITIES, ())?;
+    capabilities.funcall(*SUPPORTS, (feature, value))
+}
+
+fn supports_feature(ruby: &Ruby, rb_self: RObject, feature: &str) -> Result<bool, Error> {
+    let interned = match feature {
+        "filesystem_read" => Some(&FILESYSTEM_READ),
+        "filesystem_list" => Some(&FILESYSTEM_LIST),
+        "filesystem_write" => Some(&FILESYSTEM_WRITE),
+        "filesystem_replace" => Some(&FILESYSTEM_REPLACE),
+        _ => None,
+    };
+    let symbol = match interned {
+        Some(id) => (**id).into_value_with(ruby),
+        None => ruby.to_symbol(feature).as_value(),
+    };
+    let answer: Value = rb_self.funcall(*SUPPORTS, (symbol,))?;
+    Ok(truthy(answer))
+}
+
+/// True iff the scope allows filesystem writes and some tool-visible grant is writable.
+fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
+    if !supports_feature(ruby, rb_self, "filesystem_write")? {
+        return Ok(false);
+    }
+    let state = state(ruby, rb_self)?;
+    Ok(state.grants.iter().any(|g| g.tools && g.access.writable()))
+}
+
+/// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
+fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> {
+    let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
+    let (operation,) = args.required;
+    let path = args.optional.0.filter(|p| !p.is_nil());
+    match allows_or_raise(ruby, rb_self, operation, path) {
+        Ok(answer) => Ok(answer),
+        Err(error) if is_refusal(ruby, &error)? => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+/// The errors SC.13 turns into `false`.
+fn is_refusal(ruby: &Ruby, error: &Error) -> Result<bool, Error> {
+    Ok(error.is_kind_of(constants::class(ruby, "LittleGhost::PolicyError")?)
+        || error.is_kind_of(constants::class(ruby, "LittleGhost::ToolError")?)
+        || error.is_kind_of(ruby.exception_key_error())
+        || error.is_kind_of(ruby.exception_arg_error()))
+}
+
+fn allows_or_raise(ruby: &Ruby, rb_self: RObject, operation: Value, path: Option<Value>) -> Result<bool, Error> {
+    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
+    let operation: Symbol = class.funcall("normalize", (operation,))?;
+    let supported: Value = rb_self.funcall("supports?", (operation,))?;
+    let Some(path) = path else { return Ok(truthy(supported)) };
+    if !truthy(supported) {
+        return Ok(false);
+    }
+    let physical = resolve(ruby, rb_self, path)?;
+    let operation = match operation.name()?.as_ref() {
+        "filesystem_write" => FsOperation::Write,
+        "filesystem_replace" => FsOperation::Replace,
+        "filesystem_list" => FsOperation::List,
+        // Anything else asks only whether the path is visible.
+        _ => FsOperation::Read,
+    };
+    Ok(state(ruby, rb_self)?.broker.allows(operation, &physical))
+}
+
+// ---------------------------------------------------------------------------
+// File operations (SC.12). The broker's I/O runs without the GVL; it never
+// blocks indefinitely (every open is non-blocking), so it need not be woken.
+
+/// The steps every file operation shares before the broker: check!, capability, resolve.
+fn prepare(ruby: &Ruby, rb_self: RObject, context: Option<Value>, feature: &str, path: Value) -> Result<(PathBuf, String), Error> {
+    if let Some(context) = context.filter(|c| !c.is_nil()) {
+        // The exception raised by check! propagates as the same object (1.3).
+        context.funcall::<_, _, Value>("check!", ())?;
+    }
+    if !supports_feature(ruby, rb_self, feature)? {
+        return Err(errors::tool_error(
+            ruby,
+            format!("Sandbox scope does not allow {}", feature.replace('_', " ")),
+        ));
+    }
+    let physical = resolve(ruby, rb_self, path)?;
+    let logical: RString = path.funcall(*TO_S, ())?;
+    Ok((physical, String::from_utf8_lossy(&bytes_of(logical)).into_owned()))
+}
+
+/// `workspace.resolve(path)` through Ruby; its ArgumentError and KeyError become ToolError with the same message.
+fn resolve(ruby: &Ruby, rb_self: RObject, path: Value) -> Result<PathBuf, Error> {
+    let workspace: Value = rb_self.funcall(*WORKSPACE, ())?;
+    match workspace.funcall::<_, _, RString>(*RESOLVE, (path,)) {
+        Ok(physical) => Ok(string_to_path(physical)),
+        Err(error) if error.is_kind_of(ruby.exception_arg_error()) || error.is_kind_of(ruby.exception_key_error()) => {
+            Err(errors::tool_error(ruby, error_message(&error)))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
+    let parsed = get_kwargs::<_, (), (Option<Value>,), ()>(args, &[], &["context"])?;
+    Ok(parsed.optional.0)
+}
+
+/// Reads UTF-8 text at a logical `path` through the broker.
+fn read(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+    let context = context_keyword(args.keywords)?;
+    let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_read", args.required.0)?;
+    let state = state(ruby, rb_self)?;
+    core_result(ruby, nogvl::blocking(ruby, || state.broker.read(&physical, &logical))?)
+}
+
+/// Lists the directory at a logical `path` (default ".") through the broker.
+fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+    let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
+    let context = context_keyword(args.keywords)?;
+    let path = args.optional.0.unwrap_or_else(|| ruby.str_new(".").as_value());
+    let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_list", path)?;
+    let state = state(ruby, rb_self)?;
+    core_result(ruby, nogvl::blocking(ruby, || state.broker.list(&physical, &logical))?)
+}
+
+/// Writes the String `content` to a logical `path` through the broker.
+fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+    let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
+    let context = context_keyword(args.keywords)?;
+    let (path, content) = args.required;
+    let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_write", path)?;
+    let content = bytes_of(RString::try_convert(content)?);
+    let state = state(ruby, rb_self)?;
+    core_result(ruby, nogvl::blocking(ruby, || state.broker.write(&physical, &logical, &content))?)
+}
+
+/// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`.
+fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+    let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
+    let context = context_keyword(args.keywords)?;
+    let (path, old_text, new_text) = args.required;
+    let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_replace", path)?;
+    let old_text = bytes_of(RString::try_convert(old_text)?);
+    let new_text = bytes_of(RString::try_convert(new_text)?);
+    let state = state(ruby, rb_self)?;
+    core_result(
+        ruby,
+        nogvl::blocking(ruby, || state.broker.replace(&physical, &logical, &old_text, &new_text))?,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Processes (SC.14).
+
+fn delegate_process(ruby: &Ruby, rb_self: RObject, args: &[Value], method: &str) -> Result<Value, Error> {
+    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+    if !supports_feature(ruby, rb_self, "process_execute")? {
+        return Err(errors::tool_error(ruby, "Sandbox scope does not allow process execute"));
+    }
+    let options = args.keywords;
+    options.aset(ruby.to_symbol("scope"), rb_self)?;
+    let sandbox: Value = rb_self.funcall("sandbox", ())?;
+    sandbox.funcall(method, (args.required.0, KwArgs(options)))
+}
+
+/// Runs `command` through the sandbox's shell (`sandbox.execute`) within this scope.
+fn execute(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    delegate_process(ruby, rb_self, args, "execute")
+}
+
+/// Runs an argument vector through `sandbox.execute_program` within this scope.
+fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    delegate_process(ruby, rb_self, args, "execute_program")
+}
+
+/// Starts a ProcessSession through `sandbox.start_program` within this scope.
+fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    delegate_process(ruby, rb_self, args, "start_program")
+}
+
+// ---------------------------------------------------------------------------
+// Nesting and lifecycle (SC.15, SC.16).
+
+/// A nested scope that narrows this one's current grants, capabilities and network.
+fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let options = keywords_only(args)?;
+    let names = ["files", "runtime_paths", "capabilities", "network"];
+    let parsed = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>, Option<Value>), ()>(
+        options, &[], &names,
+    )?;
+    let (files, runtime_paths, capabilities, network) = parsed.optional;
+    let nil = nil(ruby);
+    let sandbox: Value = rb_self.ivar_get("@sandbox")?;
+    let pairs = [
+        ("sandbox", sandbox),
+        ("files", files.unwrap_or(nil)),
+        ("runtime_paths", runtime_paths.unwrap_or(nil)),
+        ("capabilities", capabilities.unwrap_or(nil)),
+        ("network", network.unwrap_or(nil)),
+        ("parent_scope", rb_self.as_value()),
+    ];
+    let class: Value = rb_self.funcall("class", ())?;
+    class.funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
+}
+
+/// Returns self; a scope owns nothing and never touches its parent.
+fn open(rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
+    let options = keywords_only(args)?;
+    get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
+    Ok(rb_self)
+}
+
+/// Returns nil; a scope owns nothing.
+fn close(_rb_self: RObject) {}
+
+/// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
+fn validate(ruby: &Ruby, rb_self: RObject) -> Result<RObject, Error> {
+    let state = state(ruby, rb_self)?;
+    core_result(ruby, core_scope::validate_identities(&state.grants, &state.identities))?;
+    Ok(rb_self)
+}
+
+/// A short description listing the scope's grant targets and access, without the sandbox.
+fn inspect(ruby: &Ruby, rb_self: RObject) -> Result<String, Error> {
+    let class: Value = rb_self.funcall("class", ())?;
+    let grants = match state(ruby, rb_self) {
+        Ok(state) => state
+            .grants
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}:{}{}",
+                    g.target.display(),
+                    g.access.name(),
+                    if g.tools { "" } else { "(runtime)" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => "uninitialized".to_owned(),
+    };
+    Ok(format!("#<{} grants=[{}]>", class.inspect(), grants))
 }

@@ -1,11 +1,406 @@
-//! `LittleGhost::Sandboxes::Unrestricted` (not yet implemented beyond its definition).
+//! `LittleGhost::Sandboxes::Unrestricted` (SPEC §15): file operations go
+//! through a cached default Scope, so the broker's rules apply in full;
+//! processes run on the host with no isolation, and the capabilities say so.
 
-use magnus::{prelude::*, Error, RModule, Ruby};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use littleghost_sandbox_core::process::SpawnOptions;
+use magnus::{
+    value::LazyId,
+    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs, RArray, RHash,
+    RModule, RObject, RString, Ruby, Value,
+};
 
 use crate::helpers::constants;
+use crate::ruby_api::capabilities;
+use crate::ruby_api::errors;
+use crate::ruby_api::process_runner::{
+    self, argv_from, check_context, environment_from, positive_integer, validate_output_bytes, validate_timeout,
+    RunRequest,
+};
+use crate::ruby_api::process_session::{self, SessionRequest};
+use crate::ruby_api::sandbox::{assign, error_message, keywords_only, kwargs, truthy};
+
+/// Hidden instance variables (no `@`): invisible to Ruby code and `inspect`.
+const ROOT_IDENTITY: &str = "__littleghost_root_identity";
+const DEFAULT_SCOPE: &str = "__littleghost_default_scope";
+/// Interned once: looked up on every file operation.
+static DEFAULT_SCOPE_ID: LazyId = LazyId::new(DEFAULT_SCOPE);
+
+/// Features every Unrestricted sandbox has; write and replace follow `files` (15.3).
+const BASE_FEATURES: [&str; 4] = ["filesystem_read", "filesystem_list", "process_execute", "process_spawn"];
+const WRITE_FEATURES: [&str; 2] = ["filesystem_write", "filesystem_replace"];
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    sandboxes.define_class("Unrestricted", constants::class(ruby, "LittleGhost::Sandbox")?)?;
+    let class = sandboxes.define_class("Unrestricted", constants::class(ruby, "LittleGhost::Sandbox")?)?;
+    class.define_singleton_method("probe", method!(probe, -1))?;
+    class.define_method("initialize", method!(initialize, -1))?;
+    class.define_method("effective_policy", method!(effective_policy, 0))?;
+    class.define_method("writable?", method!(writable, 0))?;
+    class.define_method("capabilities", method!(capabilities_of, 0))?;
+    class.define_method("open", method!(open, -1))?;
+    class.define_method("close", method!(close, 0))?;
+    class.define_method("read", method!(read, -1))?;
+    class.define_method("list", method!(list, -1))?;
+    class.define_method("write", method!(write, -1))?;
+    class.define_method("replace", method!(replace, -1))?;
+    class.define_method("allows?", method!(allows, -1))?;
+    class.define_method("execute_program", method!(execute_program, -1))?;
+    class.define_method("start_program", method!(start_program, -1))?;
     Ok(())
+}
+
+fn capabilities_for(ruby: &Ruby, writable: bool) -> Result<Value, Error> {
+    let mut features: Vec<&str> = BASE_FEATURES.to_vec();
+    if writable {
+        features.extend(WRITE_FEATURES);
+    }
+    capabilities::build(ruby, &features, &["inherit"], "none")
+}
+
+/// Unrestricted.probe: always available, reporting the capabilities a default Unrestricted sandbox has.
+fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
+    let options = keywords_only(args)?;
+    if !options.is_empty() {
+        return Err(errors::argument_error(
+            ruby,
+            "sandbox provider :unrestricted does not accept probe options",
+        ));
+    }
+    // The default policy is `files: {root: :read_only}`: nothing writable.
+    kwargs(
+        ruby,
+        &[
+            ("available", ruby.qtrue().as_value()),
+            ("reason", ruby.qnil().as_value()),
+            ("capabilities", capabilities_for(ruby, false)?),
+        ],
+    )
+}
+
+/// Unrestricted.new(workspace:, policy: nil, profiles: {}, limits: {}): refuses any network it cannot enforce.
+fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+    let options = keywords_only(args)?;
+    let parsed = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>, Option<Value>), ()>(
+        options,
+        &["workspace"],
+        &["policy", "profiles", "limits"],
+    )?;
+    let (workspace,) = parsed.required;
+    let (policy, profiles, limits) = parsed.optional;
+    let policy_class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
+    let policy = match policy.filter(|p| !p.is_nil()) {
+        Some(policy) => policy,
+        None => {
+            let files = ruby.hash_new();
+            files.aset(ruby.to_symbol("root"), ruby.to_symbol("read_only"))?;
+            let options = kwargs(
+                ruby,
+                &[
+                    ("files", files.as_value()),
+                    ("root_filesystem", ruby.to_symbol("read_write").as_value()),
+                    ("network", ruby.to_symbol("inherit").as_value()),
+                ],
+            )?;
+            policy_class.funcall("new", (KwArgs(options),))?
+        }
+    };
+    assign(ruby, rb_self, workspace, Some(policy), profiles, limits)?;
+
+    let requested: Value = rb_self.ivar_get("@policy")?;
+    let network: Value = requested.funcall("network", ())?;
+    if !network.is_nil() {
+        let mode: String = network.funcall::<_, _, Value>("mode", ())?.funcall("to_s", ())?;
+        if mode != "inherit" {
+            return Err(errors::capability_error(
+                ruby,
+                format!("the unrestricted sandbox cannot enforce network mode :{mode}"),
+            ));
+        }
+    }
+    let effective = kwargs(
+        ruby,
+        &[
+            ("files", requested.funcall("files", ())?),
+            ("runtime_paths", requested.funcall("runtime_paths", ())?),
+            ("environment", requested.funcall("environment", ())?),
+            ("root_filesystem", ruby.to_symbol("read_write").as_value()),
+            ("network", ruby.to_symbol("inherit").as_value()),
+        ],
+    )?;
+    let effective: Value = policy_class.funcall("new", (KwArgs(effective),))?;
+    rb_self.ivar_set("@effective_policy", effective)?;
+
+    if let Some((dev, ino)) = root_identity(workspace)? {
+        rb_self.ivar_set(ROOT_IDENTITY, ruby.ary_new_from_values(&[ruby.into_value(dev), ruby.into_value(ino)]))?;
+    }
+    Ok(())
+}
+
+/// The (dev, ino) of the workspace root, or None when it does not exist.
+fn root_identity(workspace: Value) -> Result<Option<(u64, u64)>, Error> {
+    let root: RString = workspace.funcall("root", ())?;
+    let root = PathBuf::from(root.to_string()?);
+    Ok(std::fs::metadata(root).ok().map(|m| (m.dev(), m.ino())))
+}
+
+/// The files, runtime paths and environment requested, with `root_filesystem: :read_write` and `network: :inherit`, which it cannot avoid.
+fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
+    rb_self.ivar_get("@effective_policy")
+}
+
+/// True iff some tool-visible (`files`) grant of the effective policy is writable.
+fn tool_grant_writable(rb_self: RObject) -> Result<bool, Error> {
+    let policy: Value = rb_self.funcall("effective_policy", ())?;
+    let files: Value = policy.funcall("files", ())?;
+    let accesses: RArray = files.funcall("values", ())?;
+    for access in accesses {
+        let name: String = access.funcall("to_s", ())?;
+        if name == "read_write" {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// True iff `filesystem_write` is supported and some tool-visible grant is writable (runtime-only grants do not count).
+fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
+    if !tool_grant_writable(rb_self)? {
+        return Ok(false);
+    }
+    let answer: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
+    Ok(truthy(answer))
+}
+
+/// Read, list, execute and spawn (plus write and replace when a file grant is writable), network `:inherit`, isolation `:none`.
+fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+    // Never process_tree_ownership: a descendant that calls setsid escapes cleanup.
+    capabilities_for(ruby, tool_grant_writable(rb_self)?)
+}
+
+/// Verifies (or first records) the workspace root's identity and returns self.
+fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
+    let options = keywords_only(args)?;
+    get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
+    let workspace: Value = rb_self.funcall("workspace", ())?;
+    let current = root_identity(workspace)?;
+    let recorded: Option<RArray> = rb_self.ivar_get::<_, Option<RArray>>(ROOT_IDENTITY)?;
+    let changed = match (recorded, current) {
+        (_, None) => true,
+        (None, Some((dev, ino))) => {
+            rb_self.ivar_set(ROOT_IDENTITY, ruby.ary_new_from_values(&[ruby.into_value(dev), ruby.into_value(ino)]))?;
+            false
+        }
+        (Some(recorded), Some((dev, ino))) => {
+            recorded.entry::<u64>(0)? != dev || recorded.entry::<u64>(1)? != ino
+        }
+    };
+    if changed {
+        return Err(errors::tool_error(ruby, "Workspace root changed after initialization"));
+    }
+    // A (re)opened run gets a scope pinned to the directories as they are now.
+    rb_self.ivar_set(DEFAULT_SCOPE, ruby.qnil())?;
+    Ok(rb_self)
+}
+
+/// Returns nil; processes are owned by their sessions, not by the sandbox.
+fn close(_rb_self: RObject) {}
+
+/// The lazily built, cached default scope every file operation goes through.
+fn default_scope(rb_self: RObject) -> Result<Value, Error> {
+    let cached: Option<Value> = rb_self.ivar_get::<_, Option<Value>>(*DEFAULT_SCOPE_ID)?;
+    if let Some(scope) = cached {
+        return Ok(scope);
+    }
+    let scope: Value = rb_self.funcall("scope", ())?;
+    rb_self.ivar_set(*DEFAULT_SCOPE_ID, scope)?;
+    Ok(scope)
+}
+
+/// Calls `context&.check!` before any I/O (2.2), including building the
+/// default scope. The scope is then called without `context:`, so the check
+/// runs once per operation.
+fn checked(keywords: RHash) -> Result<(), Error> {
+    let parsed = get_kwargs::<_, (), (Option<Value>,), ()>(keywords, &[], &["context"])?;
+    if let Some(context) = parsed.optional.0.filter(|c| !c.is_nil()) {
+        context.funcall::<_, _, Value>("check!", ())?;
+    }
+    Ok(())
+}
+
+static READ: LazyId = LazyId::new("read");
+static LIST: LazyId = LazyId::new("list");
+static WRITE: LazyId = LazyId::new("write");
+static REPLACE: LazyId = LazyId::new("replace");
+
+/// Reads UTF-8 text at a logical `path` through the default scope.
+fn read(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+    checked(args.keywords)?;
+    default_scope(rb_self)?.funcall(*READ, (args.required.0,))
+}
+
+/// Lists the directory at a logical `path` (default ".") through the default scope.
+fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
+    checked(args.keywords)?;
+    let path = args.optional.0.unwrap_or_else(|| ruby.str_new(".").as_value());
+    default_scope(rb_self)?.funcall(*LIST, (path,))
+}
+
+/// Writes `content` to a logical `path` through the default scope.
+fn write(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
+    checked(args.keywords)?;
+    let (path, content) = args.required;
+    default_scope(rb_self)?.funcall(*WRITE, (path, content))
+}
+
+/// Replaces one exact occurrence of `old_text` at a logical `path` through the default scope.
+fn replace(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
+    checked(args.keywords)?;
+    let (path, old_text, new_text) = args.required;
+    default_scope(rb_self)?.funcall(*REPLACE, (path, old_text, new_text))
+}
+
+/// Whether an operation is allowed, optionally on a logical `path`, answered by the cached default scope; never raises for a path or scope problem.
+fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> {
+    let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
+    let (operation,) = args.required;
+    let answer = match args.optional.0.filter(|p| !p.is_nil()) {
+        None => rb_self.funcall::<_, _, Value>("supports?", (operation,)),
+        Some(path) => default_scope(rb_self).and_then(|scope| scope.funcall("allows?", (operation, path))),
+    };
+    match answer {
+        Ok(answer) => Ok(truthy(answer)),
+        Err(error) if error.is_kind_of(ruby.exception_standard_error()) => Ok(false),
+        Err(error) => Err(error),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Processes (15.6, 15.7): on the host, in a new process group, with only the
+// explicit environment. Grants are not enforced for processes here.
+
+/// 16.4: workspace variables, then the policy's values, then the call's; later entries win.
+fn child_environment(ruby: &Ruby, rb_self: RObject, environment: Option<Value>) -> Result<Vec<(String, String)>, Error> {
+    let workspace: Value = rb_self.funcall("workspace", ())?;
+    let policy: Value = rb_self.funcall("effective_policy", ())?;
+    let policy_environment: Value = policy.funcall("environment", ())?;
+    let mut pairs = environment_from(ruby, Some(workspace.funcall("environment", ())?))?;
+    pairs.extend(environment_from(ruby, Some(policy_environment.funcall("values", ())?))?);
+    pairs.extend(environment_from(ruby, environment)?);
+    Ok(pairs)
+}
+
+/// 17.6: the host environment only when both the policy and the call opt in.
+fn inherits_environment(rb_self: RObject, requested: Option<Value>) -> Result<bool, Error> {
+    if !requested.is_some_and(truthy) {
+        return Ok(false);
+    }
+    let policy: Value = rb_self.funcall("effective_policy", ())?;
+    let environment: Value = policy.funcall("environment", ())?;
+    Ok(truthy(environment.funcall("inherit?", ())?))
+}
+
+/// The child's working directory: root, or `cwd` resolved as a logical workspace path.
+fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Result<PathBuf, Error> {
+    let workspace: Value = rb_self.funcall("workspace", ())?;
+    let directory: RString = match cwd.filter(|c| !c.is_nil()) {
+        None => workspace.funcall("root", ())?,
+        Some(cwd) => match workspace.funcall::<_, _, RString>("resolve", (cwd,)) {
+            Ok(directory) => directory,
+            Err(error)
+                if error.is_kind_of(ruby.exception_arg_error()) || error.is_kind_of(ruby.exception_key_error()) =>
+            {
+                return Err(errors::tool_error(ruby, error_message(&error)))
+            }
+            Err(error) => return Err(error),
+        },
+    };
+    Ok(PathBuf::from(directory.to_string()?))
+}
+
+fn output_limit(rb_self: RObject) -> Result<u64, Error> {
+    let limits: Value = rb_self.funcall("limits", ())?;
+    limits.funcall("output_bytes", ())
+}
+
+/// Runs an argument vector on the host without a shell and returns its Execution; the scope, if any, has already checked process_execute.
+fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+    type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    let parsed = get_kwargs::<_, (Value,), Optional, ()>(
+        args.keywords,
+        &["timeout"],
+        &["context", "max_output_bytes", "environment", "inherit_environment", "scope", "cwd"],
+    )?;
+    let (timeout,) = parsed.required;
+    let (context, max_output_bytes, environment, inherit_environment, _scope, cwd) = parsed.optional;
+    let timeout = validate_timeout(ruby, timeout)?;
+    let max_output_bytes = validate_output_bytes(
+        ruby,
+        max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
+        output_limit(rb_self)?,
+    )?;
+    let request = RunRequest {
+        argv: argv_from(ruby, args.required.0)?,
+        timeout,
+        context: context.filter(|c| !c.is_nil()),
+        max_output_bytes,
+        environment: child_environment(ruby, rb_self, environment)?,
+        inherit_environment: inherits_environment(rb_self, inherit_environment)?,
+        chdir: Some(working_directory(ruby, rb_self, cwd)?),
+        spawn_options: SpawnOptions::default(),
+    };
+    process_runner::run(ruby, request)
+}
+
+/// Starts an owned, duplex ProcessSession on the host; `allow_subprocesses: false` cannot be enforced and raises CapabilityError.
+fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+    // More keywords than one get_kwargs call takes: the first collects the rest.
+    type Five = (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    let first = get_kwargs::<_, (), Five, RHash>(
+        args.keywords,
+        &[],
+        &["context", "environment", "inherit_environment", "scope", "cwd"],
+    )?;
+    let second = get_kwargs::<_, (), Five, ()>(
+        first.splat,
+        &[],
+        &["output_bytes", "memory_bytes", "cpu_seconds", "file_bytes", "allow_subprocesses"],
+    )?;
+    let (context, environment, inherit_environment, _scope, cwd) = first.optional;
+    let (output_bytes, memory_bytes, cpu_seconds, file_bytes, allow_subprocesses) = second.optional;
+    if allow_subprocesses.is_some_and(|allow| !truthy(allow)) {
+        return Err(errors::capability_error(
+            ruby,
+            "the unrestricted sandbox cannot prohibit subprocess creation",
+        ));
+    }
+    let optional_positive = |value: Option<Value>, name: &str| -> Result<Option<u64>, Error> {
+        value.filter(|v| !v.is_nil()).map(|v| positive_integer(ruby, v, name)).transpose()
+    };
+    let request = SessionRequest {
+        argv: argv_from(ruby, args.required.0)?,
+        environment: child_environment(ruby, rb_self, environment)?,
+        inherit_environment: inherits_environment(rb_self, inherit_environment)?,
+        chdir: Some(working_directory(ruby, rb_self, cwd)?),
+        output_bytes: match optional_positive(output_bytes, "output_bytes")? {
+            Some(bytes) => bytes,
+            None => output_limit(rb_self)?,
+        },
+        memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
+        memory_reader: None,
+        cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
+        file_bytes: optional_positive(file_bytes, "file_bytes")?,
+        spawn_options: SpawnOptions::default(),
+    };
+    // 2.4: once, before spawning.
+    check_context(context)?;
+    process_session::start(ruby, request)
 }
