@@ -42,7 +42,7 @@ Dir.mktmpdir("littleghost-demo") do |dir|
   show("write through the read-only grant") { sandbox.write("source/app.rb", "system('rm -rf ~')") }
 
   puts "\nA real child process:"
-  execution = sandbox.execute_program(["/bin/sh", "-c", "echo hello from $(id -un) in $(pwd); ls"], timeout: 10)
+  execution = sandbox.execute_program(["/bin/sh", "-c", "echo hello from uid $(id -u) in $(pwd); ls"], timeout: 10)
   puts "  exit #{execution.exit_code}: #{execution.stdout.strip.tr("\n", " ")}"
 
   if provider == :native
