@@ -39,6 +39,13 @@ RSpec.describe "process ownership" do
     end.tap { family_pids }
   end
 
+  it "terminates members a finished leader left behind before returning" do
+    daemon = ["/bin/sh", "-c", "sleep 30 >/dev/null 2>&1 </dev/null & echo $$ $! > #{pid_file}"]
+    result = runner.run(command: daemon, timeout: 10, environment: path_env)
+    expect(result.exit_code).to eq(0)
+    expect_family_gone
+  end
+
   it "cleans up on Thread#raise and delivers the very same exception promptly" do
     thread = run_family_in_thread
     error = RuntimeError.new("stop now")

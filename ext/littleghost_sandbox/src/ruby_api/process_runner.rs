@@ -237,6 +237,12 @@ fn supervise(ruby: &Ruby, process: &RunningProcess, timeout: f64, context: Optio
     let mut waiter = Waiter::new(process);
     loop {
         if process.finished() {
+            // The call owns the whole group: members a finished leader left
+            // behind (a backgrounded daemon that closed its output) are
+            // terminated before returning, so nothing outlives the call.
+            if process.group_alive() {
+                terminate_group(ruby, &mut waiter, process)?;
+            }
             return Ok(process.exit().unwrap_or(Exit::Unknown));
         }
         let now = Instant::now();
