@@ -781,7 +781,14 @@ fn wrap_command(
     let executable = string_of(ruby, rb_self.ivar_get("@bubblewrap")?)?;
     let exec_argv0 = command[0].as_bytes().to_vec();
     let mut full = vec![executable];
-    full.extend(options.iter().map(|o| o.to_string_lossy().into_owned()));
+    // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
+    // different path (a mask on a renamed twin leaves the real one visible).
+    for option in options {
+        let option = option
+            .into_string()
+            .map_err(|_| errors::policy_error(ruby, "sandbox mount path must be valid UTF-8"))?;
+        full.push(option);
+    }
     full.push("--".into());
     full.extend(command);
     let host = HostCommand {
