@@ -270,12 +270,41 @@ fn beneath(base: &Path, relative: &[u8]) -> Result<PathBuf> {
     if relative.starts_with(b"~") {
         return Err(argument("workspace path escapes its root"));
     }
+    // The usual reference (`notes/a.md` beneath an expanded root) is already
+    // clean: joining bytes gives what cleaning would, without splitting both
+    // paths into components on every file operation.
+    if is_clean_absolute(base.as_os_str().as_bytes()) && is_clean_relative(relative) {
+        let mut joined = base.as_os_str().as_bytes().to_vec();
+        if joined != b"/" {
+            joined.push(b'/');
+        }
+        joined.extend_from_slice(relative);
+        return Ok(PathBuf::from(OsString::from_vec(joined)));
+    }
     let base = paths::clean(base);
     let joined = paths::clean(&base.join(OsStr::from_bytes(relative)));
     if !paths::is_within(&joined, &base) {
         return Err(argument("workspace path escapes its root"));
     }
     Ok(joined)
+}
+
+/// `/`, or an absolute path whose components are all plain names (no empty,
+/// `.` or `..` component, no trailing slash): what `paths::clean` keeps as is.
+fn is_clean_absolute(bytes: &[u8]) -> bool {
+    match bytes {
+        b"/" => true,
+        [b'/', rest @ ..] => is_clean_relative(rest),
+        _ => false,
+    }
+}
+
+/// A non-empty relative path of plain names only.
+fn is_clean_relative(bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && bytes
+            .split(|b| *b == b'/')
+            .all(|part| !part.is_empty() && part != b"." && part != b"..")
 }
 
 #[cfg(test)]
@@ -320,7 +349,7 @@ mod tests {
         assert!(message(resolve("..")).contains("traversal is not allowed"));
         assert!(message(resolve("workspace://home/../w")).contains("traversal is not allowed"));
         assert!(message(resolve("~/x")).contains("escapes its root"));
-        assert!(message(resolve("a\0b")).contains("NUL"));
+        assert!(message(resolve("a\0b")).contains("null byte"));
         assert!(matches!(resolve("workspace://nope/x"), Err(Error::Key(_))));
         assert!(matches!(resolve("workspace://root"), Err(Error::Key(_))));
         assert!(matches!(resolve(".."), Err(Error::Argument(_))));
@@ -425,6 +454,52 @@ mod tests {
         std::fs::remove_dir(root.join("b")).unwrap();
         let err = clean.validate(&ids).unwrap_err();
         assert!(err.message().contains(": b"));
+    }
+
+    #[test]
+    fn workspace_validate_sees_a_directory_moved_behind_a_symlink() {
+        // The path still leads to the very same directory (same dev and ino),
+        // but through a symlink now, so its realpath changed (3.7).
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("parent/ws")).unwrap();
+        let layout = Layout { root: base.join("parent/ws"), paths: vec![] };
+        let ids = layout.capture_identities().unwrap();
+        layout.validate(&ids).unwrap();
+        std::fs::rename(base.join("parent"), base.join("moved")).unwrap();
+        std::os::unix::fs::symlink(base.join("moved"), base.join("parent")).unwrap();
+        let err = layout.validate(&ids).unwrap_err();
+        assert_eq!(err, Error::Tool("workspace path changed after opening: root".into()));
+    }
+
+    #[test]
+    fn workspace_validate_accepts_a_root_configured_through_a_symlink() {
+        // Such a root is not its own realpath, so validation takes the full
+        // realpath comparison; it passes until the target is swapped.
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(base.join("real")).unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+        let layout = Layout { root: base.join("link"), paths: vec![] };
+        let ids = layout.capture_identities().unwrap();
+        assert_eq!(ids[0].1.realpath, base.join("real"));
+        layout.validate(&ids).unwrap();
+        std::fs::rename(base.join("real"), base.join("old")).unwrap();
+        std::fs::create_dir(base.join("real")).unwrap();
+        let err = layout.validate(&ids).unwrap_err();
+        assert!(err.message().ends_with(": root"));
+    }
+
+    #[test]
+    fn workspace_resolve_joins_clean_references_like_cleaning_would() {
+        let cases = [("/", "a/b"), ("/w", "a"), ("/w", "a/b.c/d"), ("/w/x", "..a/b..")];
+        for (root, reference) in cases {
+            let layout = Layout { root: PathBuf::from(root), paths: vec![] };
+            let expected = paths::clean(&Path::new(root).join(reference));
+            assert_eq!(layout.resolve(OsStr::new(reference)).unwrap(), expected, "{root} {reference}");
+        }
+        let unclean = Layout { root: PathBuf::from("/w//x/"), paths: vec![] };
+        assert_eq!(unclean.resolve(OsStr::new("a//b/")).unwrap(), PathBuf::from("/w/x/a/b"));
     }
 
     #[test]

@@ -223,6 +223,9 @@ fn default_scope(rb_self: RObject) -> Result<Value, Error> {
 /// default scope. The scope is then called without `context:`, so the check
 /// runs once per operation.
 fn checked(keywords: RHash) -> Result<(), Error> {
+    if keywords.is_empty() {
+        return Ok(()); // the usual call; get_kwargs would intern its names
+    }
     let parsed = get_kwargs::<_, (), (Option<Value>,), ()>(keywords, &[], &["context"])?;
     if let Some(context) = parsed.optional.0.filter(|c| !c.is_nil()) {
         context.funcall::<_, _, Value>("check!", ())?;

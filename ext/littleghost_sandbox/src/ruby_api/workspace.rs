@@ -3,6 +3,7 @@
 //! workspace provider registry. Path rules live in the core's `workspace.rs`;
 //! this file adds Ruby semantics (`File.expand_path`, callbacks).
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::grants::Identity;
@@ -12,12 +13,30 @@ use magnus::{
     RHash, RModule, RObject, RString, Ruby, Symbol, Value,
 };
 
+use magnus::{typed_data::Obj, value::LazyId};
+
 use crate::helpers::constants;
 use crate::ruby_api::errors;
 use crate::helpers::value_object as vo;
 
+// `resolve` runs (with `validate!`) on every file operation: interning these
+// names once instead of on every call is a measurable part of its cost.
+static ROOT: LazyId = LazyId::new("root");
+static PATHS: LazyId = LazyId::new("paths");
+static VALIDATE: LazyId = LazyId::new("validate!");
+static ACTIVE: LazyId = LazyId::new("@active");
+/// Hidden (no `@`): the identities pinned by `open`, kept in Rust form so
+/// `validate!` need not convert them back from Ruby objects on every call.
+static IDENTITIES: LazyId = LazyId::new("__littleghost_workspace_identities");
+
+/// The (name, realpath, dev, ino) records `open` pinned (3.6 step 5).
+#[magnus::wrap(class = "LittleGhost::Workspace::Identities", free_immediately, size)]
+struct Identities(Vec<(String, Identity)>);
+
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let class = little_ghost.define_class("Workspace", ruby.class_object())?;
+    let identities = class.define_class("Identities", ruby.class_object())?;
+    identities.undef_default_alloc_func();
     class.define_singleton_method("register_provider", function!(register_provider, 2))?;
     class.define_singleton_method("resolve_provider", function!(resolve_provider, 1))?;
     class.define_method("initialize", method!(initialize, -1))?;
@@ -151,7 +170,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     rb_self.ivar_set("@teardown", check_callable(ruby, teardown, "teardown")?)?;
     rb_self.ivar_set("@active", false)?;
     rb_self.ivar_set("@run", ruby.qnil())?;
-    rb_self.ivar_set("@identities", ruby.qnil())?;
+    rb_self.ivar_set(*IDENTITIES, ruby.qnil())?;
     Ok(())
 }
 
@@ -174,28 +193,39 @@ fn path(rb_self: RObject, name: Value) -> Result<Value, Error> {
 
 /// The core layout, read through Ruby dispatch so subclass overrides of `root`/`paths` win.
 fn layout(rb_self: RObject) -> Result<Layout, Error> {
-    let root = RString::try_convert(rb_self.funcall::<_, _, Value>("root", ())?)?;
-    let table: Value = rb_self.funcall("paths", ())?;
-    let mut named = Vec::new();
+    let mut layout = root_layout(rb_self)?;
+    let table: Value = rb_self.funcall(*PATHS, ())?;
     for (name, dir) in vo::pairs(table)? {
         let name = vo::sym_name(Symbol::try_convert(name)?)?;
-        named.push((name, vo::ruby_to_path(RString::try_convert(dir)?)));
+        layout.paths.push((name, vo::ruby_to_path(RString::try_convert(dir)?)));
     }
-    Ok(Layout { root: vo::ruby_to_path(root), paths: named })
+    Ok(layout)
+}
+
+/// The layout without named paths: all a root-relative reference needs.
+fn root_layout(rb_self: RObject) -> Result<Layout, Error> {
+    let root = RString::try_convert(rb_self.funcall::<_, _, Value>(*ROOT, ())?)?;
+    Ok(Layout { root: vo::ruby_to_path(root), paths: Vec::new() })
 }
 
 fn active(rb_self: RObject) -> Result<bool, Error> {
-    Ok(rb_self.ivar_get::<_, Value>("@active")?.to_bool())
+    Ok(rb_self.ivar_get::<_, Value>(*ACTIVE)?.to_bool())
 }
 
 /// resolve(reference): the physical path of a logical one (`notes/a.md`, `workspace://NAME/REL`), checked lexically.
 fn resolve(ruby: &Ruby, rb_self: RObject, reference: Value) -> Result<RString, Error> {
     if active(rb_self)? {
-        let _: Value = rb_self.funcall("validate!", ())?;
+        let _: Value = rb_self.funcall(*VALIDATE, ())?;
     }
-    let reference = RString::try_convert(vo::kernel(ruby, "String", reference)?)?;
+    // Kernel#String returns any String (subclasses included) unchanged.
+    let reference = match RString::from_value(reference) {
+        Some(string) => string,
+        None => RString::try_convert(vo::kernel(ruby, "String", reference)?)?,
+    };
     let reference = vo::ruby_to_path(reference);
-    let physical = errors::core_result(ruby, layout(rb_self)?.resolve(reference.as_os_str()))?;
+    let named = reference.as_os_str().as_bytes().starts_with(core::SCHEME.as_bytes());
+    let layout = if named { layout(rb_self)? } else { root_layout(rb_self)? };
+    let physical = errors::core_result(ruby, layout.resolve(reference.as_os_str()))?;
     Ok(vo::path_to_ruby(ruby, &physical))
 }
 
@@ -259,7 +289,7 @@ fn open_steps(ruby: &Ruby, rb_self: RObject, run: Value) -> Result<(), Error> {
         }
     }
     let identities = errors::core_result(ruby, layout.capture_identities())?;
-    rb_self.ivar_set("@identities", identities_to_ruby(ruby, &identities)?)?;
+    rb_self.ivar_set(*IDENTITIES, Identities(identities))?;
     Ok(())
 }
 
@@ -292,45 +322,15 @@ fn run(rb_self: RObject) -> Result<Value, Error> {
     rb_self.ivar_get("@run")
 }
 
-fn identities_to_ruby(ruby: &Ruby, identities: &[(String, Identity)]) -> Result<RArray, Error> {
-    let array = ruby.ary_new();
-    for (name, identity) in identities {
-        let entry = ruby.ary_new();
-        entry.push(vo::frozen_str(ruby, name))?;
-        entry.push(vo::path_to_ruby(ruby, &identity.realpath))?;
-        entry.push(identity.dev)?;
-        entry.push(identity.ino)?;
-        entry.freeze();
-        array.push(entry)?;
-    }
-    array.freeze();
-    Ok(array)
-}
-
-fn identities_from_ruby(array: RArray) -> Result<Vec<(String, Identity)>, Error> {
-    let mut out = Vec::new();
-    for entry in array.into_iter() {
-        let entry = RArray::try_convert(entry)?;
-        let name: String = entry.entry(0)?;
-        let realpath: RString = entry.entry(1)?;
-        out.push((
-            name,
-            Identity { realpath: vo::ruby_to_path(realpath), dev: entry.entry(2)?, ino: entry.entry(3)? },
-        ));
-    }
-    Ok(out)
-}
-
 /// validate!: raises ToolError if root or any path was replaced, moved or removed since `open`; returns self.
 fn validate(ruby: &Ruby, rb_self: RObject) -> Result<RObject, Error> {
     if !active(rb_self)? {
         return Ok(rb_self);
     }
-    let Some(recorded) = rb_self.ivar_get::<_, Option<RArray>>("@identities")? else {
+    let Some(recorded) = rb_self.ivar_get::<_, Option<Obj<Identities>>>(*IDENTITIES)? else {
         return Ok(rb_self); // still inside `open`, before identities are pinned
     };
-    let recorded = identities_from_ruby(recorded)?;
-    errors::core_result(ruby, layout(rb_self)?.validate(&recorded))?;
+    errors::core_result(ruby, layout(rb_self)?.validate(&recorded.0))?;
     Ok(rb_self)
 }
 
@@ -350,7 +350,7 @@ fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
     };
     rb_self.ivar_set("@active", false)?;
     rb_self.ivar_set("@run", ruby.qnil())?;
-    rb_self.ivar_set("@identities", ruby.qnil())?;
+    rb_self.ivar_set(*IDENTITIES, ruby.qnil())?;
     result
 }
 

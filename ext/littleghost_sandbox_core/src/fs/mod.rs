@@ -79,6 +79,9 @@ struct Root {
     target: PathBuf,
     /// Canonical host path, pinned.
     realpath: PathBuf,
+    /// Component counts of `target` and `realpath`, used to pick the deepest grant.
+    target_depth: usize,
+    realpath_depth: usize,
     dev: u64,
     ino: u64,
     /// Held so the pinned inode cannot be freed and its number reused by a new
@@ -273,37 +276,33 @@ impl Broker {
         let lexical = self
             .roots
             .iter()
-            .filter(|root| paths::is_within(path, &root.target))
-            .max_by_key(|root| root.target.components().count())
+            .filter(|root| clean_remainder(path, &root.target).is_some())
+            .max_by_key(|root| root.target_depth)
             .ok_or_else(|| tool(OUTSIDE))?;
-        let remainder = paths::remainder(path, &lexical.target).unwrap_or(Path::new(""));
+        let remainder = clean_remainder(path, &lexical.target).unwrap_or(Path::new(""));
         if entry_required && remainder.as_os_str().is_empty() {
             return Err(tool("Path must identify a sandbox entry"));
         }
-        let candidate = lexical.realpath.join(remainder);
-        let containing: Vec<&Root> = self
-            .roots
-            .iter()
-            .filter(|root| {
+        // `join("")` would add a trailing slash, which the byte comparisons below must not see.
+        let candidate = if remainder.as_os_str().is_empty() {
+            lexical.realpath.clone()
+        } else {
+            lexical.realpath.join(remainder)
+        };
+        // Iterators rather than collected Vecs: this runs on every operation.
+        let containing = || {
+            self.roots.iter().filter(|root| {
                 (std::ptr::eq(*root, lexical) || root.protecting)
-                    && candidate.starts_with(&root.realpath)
+                    && clean_remainder(&candidate, &root.realpath).is_some()
             })
-            .collect();
-        let depth = |root: &Root| root.realpath.components().count();
-        let deepest = containing.iter().map(|root| depth(root)).max().unwrap_or(0);
-        let tied: Vec<&Root> = containing
-            .into_iter()
-            .filter(|root| depth(root) == deepest)
-            .collect();
+        };
+        let depth = |root: &Root| root.realpath_depth;
+        let deepest = containing().map(depth).max().unwrap_or(0);
+        let tied = || containing().filter(|root| depth(root) == deepest);
         // [DEV] tie: a tool-visible grant wins, read-only if any tied grant is.
-        let effective = tied
-            .iter()
-            .copied()
-            .find(|root| root.visible)
-            .ok_or_else(|| tool(OUTSIDE))?;
-        let writable = tied.iter().all(|root| root.access.writable());
-        let below = candidate
-            .strip_prefix(&effective.realpath)
+        let effective = tied().find(|root| root.visible).ok_or_else(|| tool(OUTSIDE))?;
+        let writable = tied().all(|root| root.access.writable());
+        let below = clean_remainder(&candidate, &effective.realpath)
             .unwrap_or(Path::new(""))
             .to_path_buf();
         Ok(Resolved {
@@ -349,7 +348,7 @@ impl Broker {
         let base = &resolved.effective.realpath;
         let guards = |r: &&Root| !r.visible || (writes && !r.access.writable());
         for nested in self.roots.iter().filter(guards) {
-            let Some(relative) = paths::remainder(&nested.realpath, base) else {
+            let Some(relative) = clean_remainder(&nested.realpath, base) else {
                 continue;
             };
             if relative.as_os_str().is_empty() {
@@ -520,8 +519,11 @@ impl Root {
         let stat = rfs::fstat(&handle).map_err(|_| missing())?;
         let visible = grant.tools && !marker;
         let (dev, ino) = identity(&stat);
+        let target = paths::clean(&grant.target);
         Ok(Root {
-            target: paths::clean(&grant.target),
+            target_depth: target.components().count(),
+            realpath_depth: realpath.components().count(),
+            target,
             realpath,
             dev,
             ino,
@@ -557,16 +559,52 @@ impl Parent {
 
 /// 14.1: NUL and `..` are refused before anything else; the result is cleaned.
 fn lexical_path(physical: &Path) -> Result<PathBuf> {
-    if physical.as_os_str().as_bytes().contains(&0) {
+    let bytes = physical.as_os_str().as_bytes();
+    if bytes.contains(&0) {
         return Err(tool("Path contains a null byte"));
     }
-    if paths::has_parent_component(physical) {
+    if bytes.split(|b| *b == b'/').any(|part| part == b"..") {
         return Err(tool("Path escapes the sandbox scope"));
     }
     if !physical.is_absolute() {
         return Err(tool(OUTSIDE));
     }
+    // `Workspace#resolve` hands over clean paths; clean only what is not.
+    if is_clean_absolute(bytes) {
+        return Ok(physical.to_path_buf());
+    }
     Ok(paths::clean(physical))
+}
+
+/// True for `/` and for absolute paths without empty, `.` or `..`
+/// components or a trailing slash: what `paths::clean` returns unchanged.
+fn is_clean_absolute(bytes: &[u8]) -> bool {
+    match bytes {
+        b"/" => true,
+        [b'/', rest @ ..] => rest
+            .split(|b| *b == b'/')
+            .all(|part| !part.is_empty() && part != b"." && part != b".."),
+        _ => false,
+    }
+}
+
+/// `Path::strip_prefix` for clean absolute paths (see [`is_clean_absolute`]),
+/// which every path the broker compares is: lexical paths, grant targets,
+/// canonical roots and their joins. Comparing bytes gives the same answer
+/// as comparing components, without splitting paths on every operation.
+fn clean_remainder<'a>(path: &'a Path, base: &Path) -> Option<&'a Path> {
+    let path = path.as_os_str().as_bytes();
+    let base = base.as_os_str().as_bytes();
+    let rest = if base == b"/" {
+        path.strip_prefix(b"/")?
+    } else {
+        match path.strip_prefix(base)? {
+            [] => &[],
+            [b'/', rest @ ..] => rest,
+            _ => return None,
+        }
+    };
+    Some(Path::new(OsStr::from_bytes(rest)))
 }
 
 /// (st_dev, st_ino); their integer types differ between targets.

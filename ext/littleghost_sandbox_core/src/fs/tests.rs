@@ -1387,3 +1387,35 @@ fn openat2_is_used_on_this_kernel() {
     // the fallback is in use and still covered by every two-strategy test.
     assert_eq!(walk::kernel_strategy(), walk::Strategy::Beneath);
 }
+
+#[test]
+fn byte_path_comparisons_agree_with_component_comparisons() {
+    let clean = [
+        "/", "/a", "/ab", "/a/b", "/a/bc", "/a/b/c", "/ab/c", "/b", "/a/b/c/d.txt", "/a.b/c",
+    ];
+    for path in clean {
+        assert!(is_clean_absolute(path.as_bytes()), "{path}");
+        for base in clean {
+            let expected = Path::new(path).strip_prefix(base).ok();
+            assert_eq!(clean_remainder(Path::new(path), Path::new(base)), expected, "{path} - {base}");
+        }
+    }
+    for unclean in ["", "a", "//", "/a/", "/a//b", "/a/./b", "/a/../b", "/.", "/a/.."] {
+        assert!(!is_clean_absolute(unclean.as_bytes()), "{unclean:?}");
+    }
+}
+
+#[test]
+fn unclean_physical_paths_are_still_cleaned_and_checked() {
+    let tree = Tree::new();
+    let ws = tree.path("ws");
+    tree.file("ws/d/a.txt", "text");
+    for broker in brokers(&[grant(&ws, RO)], &[]) {
+        let doubled = PathBuf::from(format!("{}//d/./a.txt", ws.display()));
+        assert_eq!(broker.read(&doubled, "d/a.txt").unwrap(), "text");
+        let escaping = PathBuf::from(format!("{}/d/../../outside/x", ws.display()));
+        assert_tool(broker.read(&escaping, "x"), "Path escapes the sandbox scope");
+        let sibling = PathBuf::from(format!("{}x/a.txt", ws.display()));
+        assert_tool(broker.read(&sibling, "x"), OUTSIDE);
+    }
+}
