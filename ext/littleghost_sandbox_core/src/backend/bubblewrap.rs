@@ -50,25 +50,8 @@ impl RootFilesystem {
     }
 }
 
-/// The network mode a launch enforces (7.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NetworkMode {
-    Inherit,
-    None,
-    Allowlist,
-}
-
-impl NetworkMode {
-    /// Parses the Ruby symbol name.
-    pub fn parse(name: &str) -> Option<NetworkMode> {
-        match name {
-            "inherit" => Some(NetworkMode::Inherit),
-            "none" => Some(NetworkMode::None),
-            "allowlist" => Some(NetworkMode::Allowlist),
-            _ => None,
-        }
-    }
-}
+/// The network mode a launch enforces (7.2): the same type the scope rules narrow.
+pub use crate::scope::NetworkMode;
 
 /// The `proc:` option of B.4.
 #[derive(Debug, Clone, PartialEq, Eq)]
