@@ -126,9 +126,11 @@ impl<'p> TempFile<'p> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | walk::ALWAYS;
         for _ in 0..64 {
+            // A random part, so a process that can watch a writable directory
+            // cannot pre-create the next names and starve our writes.
             let name = OsString::from(format!(
-                ".littleghost-{}-{:x}.tmp",
-                std::process::id(),
+                ".littleghost-{:016x}{:x}.tmp",
+                random_u64(),
                 COUNTER.fetch_add(1, Ordering::Relaxed)
             ));
             match rfs::openat(parent, &name, flags, mode) {
@@ -159,5 +161,14 @@ impl Drop for TempFile<'_> {
         if !self.kept {
             let _ = rfs::unlinkat(self.parent, &self.name, AtFlags::empty());
         }
+    }
+}
+
+/// 64 bits from the kernel's CSPRNG; the counter alone keeps names unique if it fails.
+fn random_u64() -> u64 {
+    let mut bytes = [0u8; 8];
+    match rustix::rand::getrandom(&mut bytes, rustix::rand::GetRandomFlags::empty()) {
+        Ok(8) => u64::from_ne_bytes(bytes),
+        _ => 0,
     }
 }
