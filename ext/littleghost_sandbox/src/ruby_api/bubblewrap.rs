@@ -775,7 +775,8 @@ fn wrap_command(
     }
 
     let filter = if allow_subprocesses { None } else { Some(errors::core_result(ruby, seccomp::filter_fd())?) };
-    let seccomp_fd = filter.as_ref().map(|fd| fd.as_raw_fd());
+    // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
+    let seccomp_fd = filter.as_ref().map(|_| SpawnOptions::child_fd(0));
     let inputs = LaunchInputs { selected, cwd, environment: merged, inherit_environment, network, seccomp_fd };
     let options = launch_options(ruby, rb_self, inputs)?;
     let executable = string_of(ruby, rb_self.ivar_get("@bubblewrap")?)?;
@@ -797,7 +798,7 @@ fn wrap_command(
         environment: Vec::new(),
         inherit_environment,
         chdir: None,
-        keep_fds: seccomp_fd.into_iter().collect(),
+        keep_fds: filter.as_ref().map(|fd| fd.as_raw_fd()).into_iter().collect(),
         exec_argv0: Some((exec_argv0, display_argv0)),
     };
     Ok((host, filter))
@@ -864,7 +865,7 @@ pub(crate) fn run_host(ruby: &Ruby, host: HostCommand, timeout: f64, context: Op
         environment: host.environment.clone(),
         inherit_environment: host.inherit_environment,
         chdir: host.chdir.clone(),
-        spawn_options: SpawnOptions { keep_fds: host.keep_fds.clone() },
+        spawn_options: SpawnOptions { inherited_fds: host.keep_fds.clone() },
     };
     let execution = process_runner::run(ruby, request)?;
     reinterpret_exec_failure(ruby, &host, execution)
@@ -909,7 +910,7 @@ pub(crate) fn start_host(ruby: &Ruby, host: HostCommand, limits: SessionLimits) 
             memory_reader: None,
             cpu_seconds: limits.cpu_seconds,
             file_bytes: limits.file_bytes,
-            spawn_options: SpawnOptions { keep_fds: host.keep_fds },
+            spawn_options: SpawnOptions { inherited_fds: host.keep_fds },
         },
     )
 }

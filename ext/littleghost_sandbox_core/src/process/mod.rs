@@ -2,8 +2,9 @@
 //! launches a host process.
 //!
 //! - [`program`]: argv and environment checks, and finding the program (127/126).
-//! - [`spawn`]: building the `std::process::Command` (no shell, new process
-//!   group, explicit environment, closed stdin, rlimits, kept fds).
+//! - [`spawn`]: starting the child (no shell, new process group, explicit
+//!   environment, closed stdin, rlimits, inherited fds): `posix_spawn` when
+//!   no rlimits are asked for, else a fork of our own.
 //! - [`capture`]: bounded output buffers, UTF-8 scrubbing and the truncation marker.
 //! - [`running`]: a spawned child whose pipes and exit are watched by the
 //!   shared tokio runtime, with a notification fd callers can wait on.
@@ -18,6 +19,8 @@
 pub mod capture;
 pub mod group;
 pub mod notify;
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod posix_spawn;
 pub mod procfs;
 pub mod program;
 pub mod running;
@@ -45,10 +48,18 @@ pub const TERMINATION_GRACE: Duration = Duration::from_millis(500);
 /// Backend extras for a launch. Small on purpose.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SpawnOptions {
-    /// File descriptors that stay open in the child under the same number
-    /// (for example a seccomp program passed as `bwrap --seccomp FD`). Their
-    /// close-on-exec flag is cleared in the child only.
-    pub keep_fds: Vec<RawFd>,
+    /// Parent descriptors handed to the child, which sees them as 3, 4, ...
+    /// in this order ([`SpawnOptions::child_fd`]); for example a seccomp
+    /// program passed as `bwrap --seccomp 3`. Every other descriptor above
+    /// stderr is closed in the child. The parent's descriptors are untouched.
+    pub inherited_fds: Vec<RawFd>,
+}
+
+impl SpawnOptions {
+    /// The descriptor number the child sees for `inherited_fds[index]`.
+    pub fn child_fd(index: usize) -> RawFd {
+        3 + index as RawFd
+    }
 }
 
 /// Everything needed to start one child process.
