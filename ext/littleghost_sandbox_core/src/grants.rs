@@ -117,8 +117,7 @@ impl Identity {
 
 /// `realpath(3)` with the scope error messages of 9.4.
 pub fn realpath(path: &Path) -> Result<PathBuf> {
-    std::fs::canonicalize(path)
-        .map_err(|_| capability("sandbox scope mount source is unavailable"))
+    std::fs::canonicalize(path).map_err(|_| capability("sandbox scope mount source is unavailable"))
 }
 
 #[cfg(test)]
@@ -143,7 +142,9 @@ mod tests {
         let ro = grant(&root, Access::ReadOnly);
         let err = ro.narrow(&root.join("sub"), Access::ReadWrite).unwrap_err();
         assert!(err.message().contains("read-only mount writable"));
-        let err = ro.narrow(Path::new("/elsewhere"), Access::ReadOnly).unwrap_err();
+        let err = ro
+            .narrow(Path::new("/elsewhere"), Access::ReadOnly)
+            .unwrap_err();
         assert!(err.message().contains("outside its parent mount"));
         let narrowed = ro.narrow(&root.join("sub"), Access::ReadOnly).unwrap();
         assert_eq!(narrowed.source, root.join("sub"));
@@ -158,7 +159,9 @@ mod tests {
         let rw = grant(&root, Access::ReadWrite);
         let err = rw.narrow(&root.join("link"), Access::ReadOnly).unwrap_err();
         assert!(err.message().contains("escapes its parent"));
-        let err = rw.narrow(&root.join("missing"), Access::ReadOnly).unwrap_err();
+        let err = rw
+            .narrow(&root.join("missing"), Access::ReadOnly)
+            .unwrap_err();
         assert!(err.message().contains("unavailable"));
     }
 }

@@ -20,7 +20,10 @@ pub struct Request {
 
 impl Request {
     pub fn new(target: impl Into<PathBuf>, access: Option<Access>) -> Request {
-        Request { target: target.into(), access }
+        Request {
+            target: target.into(),
+            access,
+        }
     }
 }
 
@@ -55,7 +58,10 @@ pub fn narrow_grants(
         .collect::<Result<Vec<Grant>>>()?;
     sort_longest_first(&mut grants);
     let deny_markers = deny_markers(parent, parent_markers, &grants);
-    Ok(Narrowed { grants, deny_markers })
+    Ok(Narrowed {
+        grants,
+        deny_markers,
+    })
 }
 
 /// SC.3–SC.5: picks the requested grants of each visibility.
@@ -96,7 +102,10 @@ fn select_one(parent: &[Grant], tools: bool, request: &Request) -> Result<Grant>
             "sandbox scope cannot make a read-only mount writable",
         ));
     }
-    Ok(Grant { access, ..matching.clone() })
+    Ok(Grant {
+        access,
+        ..matching.clone()
+    })
 }
 
 /// The same name requested twice keeps the more restrictive access.
@@ -177,7 +186,9 @@ fn deny_markers(parent: &[Grant], parent_markers: &[Grant], grants: &[Grant]) ->
         let root = canonical(&candidate.source);
         let covered = grants.iter().any(|g| {
             g.covers(&candidate.target)
-                || root.as_deref().is_some_and(|r| paths::is_within(r, &g.source))
+                || root
+                    .as_deref()
+                    .is_some_and(|r| paths::is_within(r, &g.source))
         });
         if covered {
             markers.push(Grant {
@@ -279,7 +290,10 @@ impl NetworkMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetworkRequest {
     Parent,
-    Mode { mode: NetworkMode, same_as_parent: bool },
+    Mode {
+        mode: NetworkMode,
+        same_as_parent: bool,
+    },
 }
 
 /// Which network object the scope keeps.
@@ -303,7 +317,10 @@ pub fn narrow_network(
     let widen = || capability("sandbox scope cannot widen network access");
     let (choice, mode) = match request {
         NetworkRequest::Parent => (NetworkChoice::Parent, parent),
-        NetworkRequest::Mode { mode, same_as_parent } => match (parent, mode) {
+        NetworkRequest::Mode {
+            mode,
+            same_as_parent,
+        } => match (parent, mode) {
             (Option::None, _) => return Err(widen()),
             (Some(_), M::None) => (NetworkChoice::Requested, Some(M::None)),
             (Some(M::Inherit), M::Inherit) => (NetworkChoice::Requested, Some(M::Inherit)),
@@ -379,7 +396,10 @@ mod tests {
     }
 
     fn summary(grants: &[Grant]) -> Vec<(PathBuf, Access, bool)> {
-        grants.iter().map(|g| (g.target.clone(), g.access, g.tools)).collect()
+        grants
+            .iter()
+            .map(|g| (g.target.clone(), g.access, g.tools))
+            .collect()
     }
 
     #[test]
@@ -395,7 +415,10 @@ mod tests {
                 (l.root.clone(), RW, true),
             ]
         );
-        assert!(n.deny_markers.is_empty(), "kept runtime grants need no markers");
+        assert!(
+            n.deny_markers.is_empty(),
+            "kept runtime grants need no markers"
+        );
     }
 
     #[test]
@@ -412,8 +435,13 @@ mod tests {
     fn a_name_keeps_the_parent_access_and_may_narrow_it() {
         let l = layout();
         let parent = policy_grants(&l);
-        let n = narrow_grants(&parent, &[], Some(&[Request::new(&l.root, None)]), Some(&[]))
-            .unwrap();
+        let n = narrow_grants(
+            &parent,
+            &[],
+            Some(&[Request::new(&l.root, None)]),
+            Some(&[]),
+        )
+        .unwrap();
         // source stays read-only through the overlay of SC.6.
         assert_eq!(
             summary(&n.grants),
@@ -434,31 +462,50 @@ mod tests {
         let l = layout();
         let parent = policy_grants(&l);
         // read-only -> read-write
-        let err = narrow_grants(&parent, &[], Some(&[Request::new(&l.source, Some(RW))]), None)
-            .unwrap_err();
+        let err = narrow_grants(
+            &parent,
+            &[],
+            Some(&[Request::new(&l.source, Some(RW))]),
+            None,
+        )
+        .unwrap_err();
         assert!(err.message().contains("read-only mount writable"), "{err}");
         // runtime grant promoted to a file grant
-        let err = narrow_grants(&parent, &[], Some(&[Request::new(&l.cache, None)]), None)
-            .unwrap_err();
+        let err =
+            narrow_grants(&parent, &[], Some(&[Request::new(&l.cache, None)]), None).unwrap_err();
         assert_eq!(err.message(), OUTSIDE_PARENT);
         // file grant demoted to runtime-only
-        let err = narrow_grants(&parent, &[], None, Some(&[Request::new(&l.source, None)]))
-            .unwrap_err();
+        let err =
+            narrow_grants(&parent, &[], None, Some(&[Request::new(&l.source, None)])).unwrap_err();
         assert_eq!(err.message(), OUTSIDE_PARENT);
         // a directory the parent never granted, even beneath a granted one
         let sub = l.root.join("sub");
         fs::create_dir(&sub).unwrap();
-        let err = narrow_grants(&parent, &[], Some(&[Request::new(&sub, None)]), None)
-            .unwrap_err();
+        let err = narrow_grants(&parent, &[], Some(&[Request::new(&sub, None)]), None).unwrap_err();
         assert_eq!(err.message(), OUTSIDE_PARENT);
         // a nested scope cannot get back what its parent dropped
-        let child = narrow_grants(&parent, &[], Some(&[Request::new(&l.source, None)]), Some(&[]))
-            .unwrap();
-        let err = narrow_grants(&child.grants, &child.deny_markers, Some(&[Request::new(&l.root, None)]), None)
-            .unwrap_err();
+        let child = narrow_grants(
+            &parent,
+            &[],
+            Some(&[Request::new(&l.source, None)]),
+            Some(&[]),
+        )
+        .unwrap();
+        let err = narrow_grants(
+            &child.grants,
+            &child.deny_markers,
+            Some(&[Request::new(&l.root, None)]),
+            None,
+        )
+        .unwrap_err();
         assert_eq!(err.message(), OUTSIDE_PARENT);
-        let err = narrow_grants(&child.grants, &child.deny_markers, None, Some(&[Request::new(&l.cache, None)]))
-            .unwrap_err();
+        let err = narrow_grants(
+            &child.grants,
+            &child.deny_markers,
+            None,
+            Some(&[Request::new(&l.cache, None)]),
+        )
+        .unwrap_err();
         assert_eq!(err.message(), OUTSIDE_PARENT);
     }
 
@@ -470,10 +517,17 @@ mod tests {
             vec![],
             vec![Request::new(&l.root, None)],
             vec![Request::new(&l.source, None)],
-            vec![Request::new(&l.root, Some(RO)), Request::new(&l.source, None)],
+            vec![
+                Request::new(&l.root, Some(RO)),
+                Request::new(&l.source, None),
+            ],
         ];
         for files in &requests {
-            for runtime in [None, Some(&[][..]), Some(&[Request::new(&l.home, Some(RO))][..])] {
+            for runtime in [
+                None,
+                Some(&[][..]),
+                Some(&[Request::new(&l.home, Some(RO))][..]),
+            ] {
                 let n = narrow_grants(&parent, &[], Some(files), runtime).unwrap();
                 for g in &n.grants {
                     let origin = parent
@@ -490,7 +544,10 @@ mod tests {
     fn duplicate_names_keep_the_more_restrictive_access() {
         let l = layout();
         let parent = policy_grants(&l);
-        let files = [Request::new(&l.root, Some(RW)), Request::new(&l.root.join("."), Some(RO))];
+        let files = [
+            Request::new(&l.root, Some(RW)),
+            Request::new(&l.root.join("."), Some(RO)),
+        ];
         let n = narrow_grants(&parent, &[], Some(&files), Some(&[])).unwrap();
         assert_eq!(summary(&n.grants), vec![(l.root.clone(), RO, true)]);
     }
@@ -506,23 +563,40 @@ mod tests {
         std::os::unix::fs::symlink(&l.source, &writable_alias).unwrap();
         let parent = vec![
             grant(&l.source, RO, true),
-            Grant { source: writable_alias.clone(), ..grant(&writable_alias, RW, true) },
+            Grant {
+                source: writable_alias.clone(),
+                ..grant(&writable_alias, RW, true)
+            },
             grant(&l.root, RO, true),
         ];
-        let n = narrow_grants(&parent, &[], Some(&[Request::new(&writable_alias, None)]), None)
-            .unwrap();
+        let n = narrow_grants(
+            &parent,
+            &[],
+            Some(&[Request::new(&writable_alias, None)]),
+            None,
+        )
+        .unwrap();
         assert!(
             summary(&n.grants).contains(&(l.source.clone(), RO, true)),
             "the read-only original is kept beside its writable alias"
         );
         // The writable alias is re-derived with its realpath as source.
-        let w = n.grants.iter().find(|g| g.target == writable_alias).unwrap();
+        let w = n
+            .grants
+            .iter()
+            .find(|g| g.target == writable_alias)
+            .unwrap();
         assert_eq!(w.source, l.source);
         // Without protect_aliases a file grant is not re-added through an alias.
         let mut unprotected = parent.clone();
         unprotected[0].protect_aliases = false;
-        let n = narrow_grants(&unprotected, &[], Some(&[Request::new(&writable_alias, None)]), None)
-            .unwrap();
+        let n = narrow_grants(
+            &unprotected,
+            &[],
+            Some(&[Request::new(&writable_alias, None)]),
+            None,
+        )
+        .unwrap();
         assert!(!n.grants.iter().any(|g| g.target == l.source));
     }
 
@@ -530,18 +604,39 @@ mod tests {
     fn runtime_paths_under_a_selected_grant_become_deny_markers() {
         let l = layout();
         let parent = policy_grants(&l);
-        let n = narrow_grants(&parent, &[], Some(&[Request::new(&l.root, None)]), Some(&[]))
-            .unwrap();
+        let n = narrow_grants(
+            &parent,
+            &[],
+            Some(&[Request::new(&l.root, None)]),
+            Some(&[]),
+        )
+        .unwrap();
         assert_eq!(summary(&n.deny_markers), vec![(l.cache.clone(), RW, false)]);
-        assert!(n.grants.iter().all(|g| g.tools), "markers are never process grants");
+        assert!(
+            n.grants.iter().all(|g| g.tools),
+            "markers are never process grants"
+        );
         // `home` lies outside every selected grant: no marker.
         // A nested scope keeps hiding it.
-        let nested = narrow_grants(&n.grants, &n.deny_markers, Some(&[Request::new(&l.root, Some(RO))]), None)
-            .unwrap();
-        assert_eq!(summary(&nested.deny_markers), vec![(l.cache.clone(), RW, false)]);
+        let nested = narrow_grants(
+            &n.grants,
+            &n.deny_markers,
+            Some(&[Request::new(&l.root, Some(RO))]),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            summary(&nested.deny_markers),
+            vec![(l.cache.clone(), RW, false)]
+        );
         // A scope holding only `source` does not cover `cache`.
-        let n = narrow_grants(&parent, &[], Some(&[Request::new(&l.source, None)]), Some(&[]))
-            .unwrap();
+        let n = narrow_grants(
+            &parent,
+            &[],
+            Some(&[Request::new(&l.source, None)]),
+            Some(&[]),
+        )
+        .unwrap();
         assert!(n.deny_markers.is_empty());
     }
 
@@ -550,10 +645,19 @@ mod tests {
         let l = layout();
         let link = l.home.join("ws-cache");
         std::os::unix::fs::symlink(&l.cache, &link).unwrap();
-        let parent = vec![grant(&l.root, RW, true), Grant { source: link.clone(), ..grant(&link, RW, false) }];
+        let parent = vec![
+            grant(&l.root, RW, true),
+            Grant {
+                source: link.clone(),
+                ..grant(&link, RW, false)
+            },
+        ];
         let n = narrow_grants(&parent, &[], None, Some(&[])).unwrap();
         assert_eq!(n.deny_markers.len(), 1);
-        assert_eq!(n.deny_markers[0].source, l.cache, "physical coverage uses the realpath");
+        assert_eq!(
+            n.deny_markers[0].source, l.cache,
+            "physical coverage uses the realpath"
+        );
     }
 
     #[test]
@@ -562,7 +666,9 @@ mod tests {
         let parent = policy_grants(&l);
         fs::remove_dir(&l.cache).unwrap();
         let err = narrow_grants(&parent, &[], None, None).unwrap_err();
-        assert!(err.message().contains("sandbox scope mount source is unavailable"));
+        assert!(err
+            .message()
+            .contains("sandbox scope mount source is unavailable"));
     }
 
     #[test]
@@ -574,9 +680,15 @@ mod tests {
         fs::rename(&l.source, l.root.join("old")).unwrap();
         fs::create_dir(&l.source).unwrap();
         let err = validate_identities(&n.grants, &ids).unwrap_err();
-        assert_eq!(err.message(), "sandbox scope mount source changed after initialization");
+        assert_eq!(
+            err.message(),
+            "sandbox scope mount source changed after initialization"
+        );
         fs::remove_dir(&l.source).unwrap();
-        assert!(validate_identities(&n.grants, &ids).is_err(), "a missing root is a change");
+        assert!(
+            validate_identities(&n.grants, &ids).is_err(),
+            "a missing root is a change"
+        );
     }
 
     #[test]
@@ -585,9 +697,17 @@ mod tests {
         use NetworkMode::*;
         let all = [Inherit, None, Allowlist];
         let same = NetworkRequest::Parent;
-        let req = |mode| NetworkRequest::Mode { mode, same_as_parent: false };
-        let equal_allowlist = NetworkRequest::Mode { mode: Allowlist, same_as_parent: true };
-        let ok = |parent, request| narrow_network(parent, request, &all).map_err(|e| e.message().to_owned());
+        let req = |mode| NetworkRequest::Mode {
+            mode,
+            same_as_parent: false,
+        };
+        let equal_allowlist = NetworkRequest::Mode {
+            mode: Allowlist,
+            same_as_parent: true,
+        };
+        let ok = |parent, request| {
+            narrow_network(parent, request, &all).map_err(|e| e.message().to_owned())
+        };
         let widen = Err("sandbox scope cannot widen network access".to_owned());
 
         // parent nil
@@ -611,16 +731,29 @@ mod tests {
         assert_eq!(ok(Some(Allowlist), same), Ok((P, Some(Allowlist))));
         assert_eq!(ok(Some(Allowlist), req(None)), Ok((R, Some(None))));
         assert_eq!(ok(Some(Allowlist), req(Inherit)), widen);
-        assert_eq!(ok(Some(Allowlist), equal_allowlist), Ok((P, Some(Allowlist))));
+        assert_eq!(
+            ok(Some(Allowlist), equal_allowlist),
+            Ok((P, Some(Allowlist)))
+        );
         assert_eq!(ok(Some(Allowlist), req(Allowlist)), widen);
     }
 
     #[test]
     fn the_result_mode_must_be_enforceable_by_the_parent() {
         use NetworkMode::*;
-        let err = narrow_network(Some(Inherit), NetworkRequest::Mode { mode: None, same_as_parent: false }, &[Inherit])
-            .unwrap_err();
-        assert_eq!(err.message(), "sandbox backend cannot enforce scoped network mode :none");
+        let err = narrow_network(
+            Some(Inherit),
+            NetworkRequest::Mode {
+                mode: None,
+                same_as_parent: false,
+            },
+            &[Inherit],
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message(),
+            "sandbox backend cannot enforce scoped network mode :none"
+        );
         assert!(narrow_network(Some(Inherit), NetworkRequest::Parent, &[Inherit]).is_ok());
         assert!(narrow_network(Option::None, NetworkRequest::Parent, &[]).is_ok());
     }

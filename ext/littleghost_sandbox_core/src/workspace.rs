@@ -28,7 +28,13 @@ pub fn variable_name(name: &str) -> String {
     let suffix: String = name
         .to_uppercase()
         .chars()
-        .map(|c| if c.is_ascii_uppercase() || c.is_ascii_digit() { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_uppercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     format!("LITTLE_GHOST_WORKSPACE_{suffix}")
 }
@@ -108,7 +114,11 @@ impl Layout {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, p)| p.as_path())
-            .ok_or_else(|| Error::Key(format!("key not found: :{name} (no workspace path of that name)")))
+            .ok_or_else(|| {
+                Error::Key(format!(
+                    "key not found: :{name} (no workspace path of that name)"
+                ))
+            })
     }
 
     /// Maps a logical path to a physical one, lexically (3.3).
@@ -195,7 +205,9 @@ impl Layout {
         let mut out: Vec<(String, Identity)> = Vec::new();
         for (name, dir) in self.entries() {
             let identity = Identity::capture(dir).ok_or_else(|| {
-                argument(format!("workspace path :{name} is not an accessible directory"))
+                argument(format!(
+                    "workspace path :{name} is not an accessible directory"
+                ))
             })?;
             if let Some((other, _)) = out
                 .iter()
@@ -213,12 +225,18 @@ impl Layout {
     /// Re-checks every recorded identity (3.7).
     pub fn validate(&self, recorded: &[(String, Identity)]) -> Result<()> {
         for (name, identity) in recorded {
-            let dir = if name == ROOT_NAME { Some(self.root.as_path()) } else { self.path(name).ok() };
+            let dir = if name == ROOT_NAME {
+                Some(self.root.as_path())
+            } else {
+                self.path(name).ok()
+            };
             let unchanged = dir.is_some_and(|dir| {
                 still_pinned(dir, identity) || Identity::capture(dir).as_ref() == Some(identity)
             });
             if !unchanged {
-                return Err(tool(format!("workspace path changed after opening: {name}")));
+                return Err(tool(format!(
+                    "workspace path changed after opening: {name}"
+                )));
             }
         }
         Ok(())
@@ -332,11 +350,20 @@ mod tests {
 
     #[test]
     fn workspace_resolve_relative_and_named() {
-        assert_eq!(resolve("notes/a.md").unwrap(), PathBuf::from("/w/notes/a.md"));
+        assert_eq!(
+            resolve("notes/a.md").unwrap(),
+            PathBuf::from("/w/notes/a.md")
+        );
         assert_eq!(resolve(".").unwrap(), PathBuf::from("/w"));
         assert_eq!(resolve("a//b/./c").unwrap(), PathBuf::from("/w/a/b/c"));
-        assert_eq!(resolve("workspace://home").unwrap(), PathBuf::from("/home/agent"));
-        assert_eq!(resolve("workspace://home/.x/y").unwrap(), PathBuf::from("/home/agent/.x/y"));
+        assert_eq!(
+            resolve("workspace://home").unwrap(),
+            PathBuf::from("/home/agent")
+        );
+        assert_eq!(
+            resolve("workspace://home/.x/y").unwrap(),
+            PathBuf::from("/home/agent/.x/y")
+        );
     }
 
     #[test]
@@ -363,10 +390,22 @@ mod tests {
     #[test]
     fn workspace_reference_prefers_the_longest_named_path() {
         let l = layout();
-        assert_eq!(l.reference(Path::new("/w/src/deep/x")).unwrap(), "workspace://deep/x");
-        assert_eq!(l.reference(Path::new("/w/src/deep")).unwrap(), "workspace://deep");
-        assert_eq!(l.reference(Path::new("/w/src/a")).unwrap(), "workspace://source/a");
-        assert_eq!(l.reference(Path::new("/w/notes/a.md")).unwrap(), "notes/a.md");
+        assert_eq!(
+            l.reference(Path::new("/w/src/deep/x")).unwrap(),
+            "workspace://deep/x"
+        );
+        assert_eq!(
+            l.reference(Path::new("/w/src/deep")).unwrap(),
+            "workspace://deep"
+        );
+        assert_eq!(
+            l.reference(Path::new("/w/src/a")).unwrap(),
+            "workspace://source/a"
+        );
+        assert_eq!(
+            l.reference(Path::new("/w/notes/a.md")).unwrap(),
+            "notes/a.md"
+        );
         assert_eq!(l.reference(Path::new("/w")).unwrap(), ".");
         assert_eq!(l.reference(Path::new("/w/srcx")).unwrap(), "srcx");
         let err = l.reference(Path::new("/etc")).unwrap_err();
@@ -386,7 +425,10 @@ mod tests {
     #[test]
     fn workspace_variable_names() {
         assert_eq!(variable_name("source"), "LITTLE_GHOST_WORKSPACE_SOURCE");
-        assert_eq!(variable_name("foo-bar.2"), "LITTLE_GHOST_WORKSPACE_FOO_BAR_2");
+        assert_eq!(
+            variable_name("foo-bar.2"),
+            "LITTLE_GHOST_WORKSPACE_FOO_BAR_2"
+        );
         assert_eq!(variable_name("é"), "LITTLE_GHOST_WORKSPACE__");
     }
 
@@ -394,7 +436,13 @@ mod tests {
     fn workspace_environment_lists_root_then_paths() {
         let env = layout().environment();
         assert_eq!(env[0], (ROOT_VARIABLE.to_owned(), PathBuf::from("/w")));
-        assert_eq!(env[3], ("LITTLE_GHOST_WORKSPACE_HOME".to_owned(), PathBuf::from("/home/agent")));
+        assert_eq!(
+            env[3],
+            (
+                "LITTLE_GHOST_WORKSPACE_HOME".to_owned(),
+                PathBuf::from("/home/agent")
+            )
+        );
         assert_eq!(env.len(), 4);
     }
 
@@ -415,7 +463,10 @@ mod tests {
         let ok = check_environment_entry(OsStr::new("A"), OsStr::new("b=c"));
         assert!(ok.is_ok());
         for bad in ["", "A=B", "A\0"] {
-            assert!(check_environment_entry(OsStr::new(bad), OsStr::new("x")).is_err(), "{bad:?}");
+            assert!(
+                check_environment_entry(OsStr::new(bad), OsStr::new("x")).is_err(),
+                "{bad:?}"
+            );
         }
         assert!(check_environment_entry(OsStr::new("A"), OsStr::new("x\0y")).is_err());
     }
@@ -425,7 +476,9 @@ mod tests {
         assert!(check_relative_path("c", Path::new("/w"), Path::new("/w/cache")).is_ok());
         assert!(check_relative_path("c", Path::new("/w"), Path::new("/w")).is_ok());
         let err = check_relative_path("c", Path::new("/w"), Path::new("/cache")).unwrap_err();
-        assert!(err.message().contains("relative workspace path :c must remain beneath"));
+        assert!(err
+            .message()
+            .contains("relative workspace path :c must remain beneath"));
         assert!(check_relative_path("c", Path::new("/w"), Path::new("/wx")).is_err());
     }
 
@@ -438,19 +491,31 @@ mod tests {
         std::os::unix::fs::symlink(root.join("a"), root.join("link")).unwrap();
         let aliased = Layout {
             root: root.clone(),
-            paths: vec![("a".into(), root.join("a")), ("l".into(), root.join("link"))],
+            paths: vec![
+                ("a".into(), root.join("a")),
+                ("l".into(), root.join("link")),
+            ],
         };
         let err = aliased.capture_identities().unwrap_err();
-        assert_eq!(err.message(), "workspace paths must not alias the same directory: a, l");
+        assert_eq!(
+            err.message(),
+            "workspace paths must not alias the same directory: a, l"
+        );
 
-        let clean = Layout { root: root.clone(), paths: vec![("a".into(), root.join("a")), ("b".into(), root.join("b"))] };
+        let clean = Layout {
+            root: root.clone(),
+            paths: vec![("a".into(), root.join("a")), ("b".into(), root.join("b"))],
+        };
         let ids = clean.capture_identities().unwrap();
         assert_eq!(ids.len(), 3);
         clean.validate(&ids).unwrap();
         std::fs::rename(root.join("b"), root.join("b-old")).unwrap();
         std::fs::create_dir(root.join("b")).unwrap();
         let err = clean.validate(&ids).unwrap_err();
-        assert_eq!(err, Error::Tool("workspace path changed after opening: b".into()));
+        assert_eq!(
+            err,
+            Error::Tool("workspace path changed after opening: b".into())
+        );
         std::fs::remove_dir(root.join("b")).unwrap();
         let err = clean.validate(&ids).unwrap_err();
         assert!(err.message().contains(": b"));
@@ -463,13 +528,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(base.join("parent/ws")).unwrap();
-        let layout = Layout { root: base.join("parent/ws"), paths: vec![] };
+        let layout = Layout {
+            root: base.join("parent/ws"),
+            paths: vec![],
+        };
         let ids = layout.capture_identities().unwrap();
         layout.validate(&ids).unwrap();
         std::fs::rename(base.join("parent"), base.join("moved")).unwrap();
         std::os::unix::fs::symlink(base.join("moved"), base.join("parent")).unwrap();
         let err = layout.validate(&ids).unwrap_err();
-        assert_eq!(err, Error::Tool("workspace path changed after opening: root".into()));
+        assert_eq!(
+            err,
+            Error::Tool("workspace path changed after opening: root".into())
+        );
     }
 
     #[test]
@@ -480,7 +551,10 @@ mod tests {
         let base = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir(base.join("real")).unwrap();
         std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
-        let layout = Layout { root: base.join("link"), paths: vec![] };
+        let layout = Layout {
+            root: base.join("link"),
+            paths: vec![],
+        };
         let ids = layout.capture_identities().unwrap();
         assert_eq!(ids[0].1.realpath, base.join("real"));
         layout.validate(&ids).unwrap();
@@ -492,20 +566,41 @@ mod tests {
 
     #[test]
     fn workspace_resolve_joins_clean_references_like_cleaning_would() {
-        let cases = [("/", "a/b"), ("/w", "a"), ("/w", "a/b.c/d"), ("/w/x", "..a/b..")];
+        let cases = [
+            ("/", "a/b"),
+            ("/w", "a"),
+            ("/w", "a/b.c/d"),
+            ("/w/x", "..a/b.."),
+        ];
         for (root, reference) in cases {
-            let layout = Layout { root: PathBuf::from(root), paths: vec![] };
+            let layout = Layout {
+                root: PathBuf::from(root),
+                paths: vec![],
+            };
             let expected = paths::clean(&Path::new(root).join(reference));
-            assert_eq!(layout.resolve(OsStr::new(reference)).unwrap(), expected, "{root} {reference}");
+            assert_eq!(
+                layout.resolve(OsStr::new(reference)).unwrap(),
+                expected,
+                "{root} {reference}"
+            );
         }
-        let unclean = Layout { root: PathBuf::from("/w//x/"), paths: vec![] };
-        assert_eq!(unclean.resolve(OsStr::new("a//b/")).unwrap(), PathBuf::from("/w/x/a/b"));
+        let unclean = Layout {
+            root: PathBuf::from("/w//x/"),
+            paths: vec![],
+        };
+        assert_eq!(
+            unclean.resolve(OsStr::new("a//b/")).unwrap(),
+            PathBuf::from("/w/x/a/b")
+        );
     }
 
     #[test]
     fn workspace_root_alias_names_root() {
         let dir = tempfile::tempdir().unwrap();
-        let layout = Layout { root: dir.path().to_path_buf(), paths: vec![("here".into(), dir.path().to_path_buf())] };
+        let layout = Layout {
+            root: dir.path().to_path_buf(),
+            paths: vec![("here".into(), dir.path().to_path_buf())],
+        };
         let err = layout.capture_identities().unwrap_err();
         assert!(err.message().ends_with(": root, here"));
     }

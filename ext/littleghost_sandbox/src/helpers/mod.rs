@@ -1,5 +1,8 @@
 //! Small helpers shared by the Ruby classes.
 
+pub mod args;
 pub mod constants;
 pub mod nogvl;
+pub mod probe;
+pub mod scoped_files;
 pub mod value_object;

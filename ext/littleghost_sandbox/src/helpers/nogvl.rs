@@ -33,7 +33,10 @@ impl Wake {
     /// `fd` is written to (8 bytes, eventfd style) when Ruby interrupts; it
     /// must stay open while the work runs.
     pub fn new(fd: RawFd) -> Self {
-        Wake { interrupted: AtomicBool::new(false), fd }
+        Wake {
+            interrupted: AtomicBool::new(false),
+            fd,
+        }
     }
 
     /// Whether Ruby asked for the thread back since the last [`reset`](Self::reset).
@@ -75,8 +78,15 @@ enum Ran<W, R> {
     NotRun(W),
 }
 
-fn call_without_gvl<W: FnOnce() -> R, R>(ruby: &Ruby, work: W, waker: Option<&Wake>) -> Result<Ran<W, R>, Error> {
-    let mut call = Call { work: Some(work), result: None };
+fn call_without_gvl<W: FnOnce() -> R, R>(
+    ruby: &Ruby,
+    work: W,
+    waker: Option<&Wake>,
+) -> Result<Ran<W, R>, Error> {
+    let mut call = Call {
+        work: Some(work),
+        result: None,
+    };
     let (ubf, ubf_data, flags) = match waker {
         Some(waker) => (
             Some(wake as unsafe extern "C" fn(*mut c_void)),
@@ -99,7 +109,9 @@ fn call_without_gvl<W: FnOnce() -> R, R>(ruby: &Ruby, work: W, waker: Option<&Wa
     match call.result {
         Some(Ok(value)) => Ok(Ran::Done(value)),
         Some(Err(panic)) => Err(panic_error(ruby, panic)),
-        None => Ok(Ran::NotRun(call.work.take().expect("work not run is still present"))),
+        None => Ok(Ran::NotRun(
+            call.work.take().expect("work not run is still present"),
+        )),
     }
 }
 
@@ -109,13 +121,20 @@ fn panic_error(ruby: &Ruby, panic: Box<dyn Any + Send>) -> Error {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "panic".to_string());
-    Error::new(ruby.exception_runtime_error(), format!("littleghost-sandbox internal error: {detail}"))
+    Error::new(
+        ruby.exception_runtime_error(),
+        format!("littleghost-sandbox internal error: {detail}"),
+    )
 }
 
 /// Runs `work` without the GVL, waking it through `waker` when Ruby wants the
 /// thread back. Returns `Ok(None)` if an interrupt was pending so the work
 /// never ran. Never raises; call [`check_interrupts`] afterwards.
-pub fn without_gvl<R>(ruby: &Ruby, work: impl FnOnce() -> R, waker: &Wake) -> Result<Option<R>, Error> {
+pub fn without_gvl<R>(
+    ruby: &Ruby,
+    work: impl FnOnce() -> R,
+    waker: &Wake,
+) -> Result<Option<R>, Error> {
     match call_without_gvl(ruby, work, Some(waker))? {
         Ran::Done(value) => Ok(Some(value)),
         Ran::NotRun(_) => Ok(None),

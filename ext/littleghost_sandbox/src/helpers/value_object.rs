@@ -1,17 +1,17 @@
 //! Shared plumbing for the frozen value objects (Capabilities, Limits,
 //! EnvironmentPolicy, NetworkPolicy, Policy, Mount) and Workspace: Ruby
 //! coercions that must match Ruby exactly, freezing, value equality over
-//! instance variables and a readable `inspect`.
-//!
-//! Declared from `policy.rs` with `#[path]` so it stays owned by the value
-//! object files; it can move under `helpers/` once `mod.rs` lists it.
+//! instance variables, `to_h` and a readable `inspect`.
 #![allow(dead_code)]
 
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use magnus::{prelude::*, value::ReprValue, Error, RArray, RClass, RHash, RObject, RString, Ruby, Symbol, Value};
+use magnus::{
+    prelude::*, value::ReprValue, Error, RArray, RClass, RHash, RObject, RString, Ruby, Symbol,
+    Value,
+};
 
 /// `Kernel#name(value)`, e.g. `Integer("10")` or `String(:a)`.
 pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
@@ -88,7 +88,10 @@ impl IntoIterator for Pairs {
     type Item = (Value, Value);
     type IntoIter = PairsIter;
     fn into_iter(self) -> PairsIter {
-        PairsIter { items: self.items.into_iter(), _keep_alive: self._keep_alive }
+        PairsIter {
+            items: self.items.into_iter(),
+            _keep_alive: self._keep_alive,
+        }
     }
 }
 
@@ -109,7 +112,10 @@ impl Iterator for PairsIter {
 pub fn pairs(value: Value) -> Result<Pairs, Error> {
     if let Some(hash) = RHash::from_value(value) {
         // The caller holds the Hash, which keeps its keys and values alive.
-        return Ok(Pairs { items: hash_pairs(hash)?, _keep_alive: None });
+        return Ok(Pairs {
+            items: hash_pairs(hash)?,
+            _keep_alive: None,
+        });
     }
     let enumerator: Value = value.funcall("each_pair", ())?;
     let array: RArray = enumerator.funcall("to_a", ())?;
@@ -119,7 +125,10 @@ pub fn pairs(value: Value) -> Result<Pairs, Error> {
         let pair = RArray::try_convert(pair)?;
         items.push((pair.entry(0)?, pair.entry(1)?));
     }
-    Ok(Pairs { items, _keep_alive: Some(keep_alive) })
+    Ok(Pairs {
+        items,
+        _keep_alive: Some(keep_alive),
+    })
 }
 
 /// The pairs of a Hash, in order. The Hash keeps them alive for the GC.
@@ -215,14 +224,31 @@ fn simple_symbol(name: &str) -> bool {
 }
 
 /// `#<Class a=1 b=:x>` from (label, ivar) pairs.
-pub fn inspect_object(ruby: &Ruby, object: Value, fields: &[(&str, &str)]) -> Result<String, Error> {
+pub fn inspect_object(
+    ruby: &Ruby,
+    object: Value,
+    fields: &[(&str, &str)],
+) -> Result<String, Error> {
     let class_name: RString = object.class().funcall("to_s", ())?;
     let mut out = format!("#<{}", class_name.to_string()?);
     for (label, name) in fields {
-        out.push_str(&format!(" {label}={}", inspect_value(ruby, ivar(object, name)?)?));
+        out.push_str(&format!(
+            " {label}={}",
+            inspect_value(ruby, ivar(object, name)?)?
+        ));
     }
     out.push('>');
     Ok(out)
+}
+
+/// A frozen Hash of each field's label (as a Symbol) to its ivar, in `fields` order.
+pub fn fields_hash(ruby: &Ruby, object: RObject, fields: &[(&str, &str)]) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    for (label, name) in fields {
+        hash.aset(ruby.to_symbol(label), object.ivar_get::<_, Value>(*name)?)?;
+    }
+    hash.freeze();
+    Ok(hash)
 }
 
 /// Value equality: the same class and every listed ivar equal under `method` (`==` or `eql?`).
@@ -275,12 +301,18 @@ macro_rules! value_methods {
         }
 
         /// Hash code consistent with `eql?`.
-        fn value_hash(ruby: &magnus::Ruby, rb_self: magnus::Value) -> Result<magnus::Value, magnus::Error> {
+        fn value_hash(
+            ruby: &magnus::Ruby,
+            rb_self: magnus::Value,
+        ) -> Result<magnus::Value, magnus::Error> {
             crate::helpers::value_object::hash_by(ruby, rb_self, $ivars)
         }
 
         /// A readable one-line description of the value.
-        fn value_inspect(ruby: &magnus::Ruby, rb_self: magnus::Value) -> Result<String, magnus::Error> {
+        fn value_inspect(
+            ruby: &magnus::Ruby,
+            rb_self: magnus::Value,
+        ) -> Result<String, magnus::Error> {
             crate::helpers::value_object::inspect_object(ruby, rb_self, $fields)
         }
 

@@ -16,23 +16,35 @@ use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::seccomp;
 use littleghost_sandbox_core::grants::{Grant, Identity};
 use magnus::{
-    function, method, prelude::*, scan_args::scan_args, Error, KwArgs, RArray, RHash, RModule, RObject,
-    RString, Ruby, Symbol, Value,
+    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RObject, RString, Ruby,
+    Symbol, Value,
 };
 
+use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
 use crate::helpers::constants;
+use crate::helpers::probe;
+use crate::helpers::scoped_files;
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 use crate::ruby_api::mount;
-use crate::helpers::value_object as vo;
 use crate::ruby_api::{capabilities, process_runner, process_session, sandbox};
 use littleghost_sandbox_core::process::SpawnOptions;
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    let class = sandboxes.define_class("Bubblewrap", constants::class(ruby, "LittleGhost::Sandbox")?)?;
-    class.const_set("DEFAULT_EXECUTABLE", vo::frozen_str(ruby, bw::DEFAULT_EXECUTABLE))?;
+    let class = sandboxes.define_class(
+        "Bubblewrap",
+        constants::class(ruby, "LittleGhost::Sandbox")?,
+    )?;
+    class.const_set(
+        "DEFAULT_EXECUTABLE",
+        vo::frozen_str(ruby, bw::DEFAULT_EXECUTABLE),
+    )?;
     class.const_set("RUNTIME_ROOTS", frozen_strings(ruby, &bw::RUNTIME_ROOTS))?;
-    class.const_set("COMPATIBILITY_ROOTS", frozen_strings(ruby, &bw::COMPATIBILITY_ROOTS))?;
+    class.const_set(
+        "COMPATIBILITY_ROOTS",
+        frozen_strings(ruby, &bw::COMPATIBILITY_ROOTS),
+    )?;
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
     class.define_method("initialize", method!(initialize, -1))?;
@@ -41,10 +53,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("writable?", method!(writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
-    class.define_method("read", method!(read, -1))?;
-    class.define_method("list", method!(list, -1))?;
-    class.define_method("write", method!(write, -1))?;
-    class.define_method("replace", method!(replace, -1))?;
+    scoped_files::define(class)?;
     class.define_method("execute_program", method!(execute_program, -1))?;
     class.define_method("start_program", method!(start_program, -1))?;
     class.define_method("bubblewrap_args", method!(bubblewrap_args, -1))?;
@@ -61,56 +70,36 @@ pub(crate) fn frozen_strings(ruby: &Ruby, items: &[&str]) -> RArray {
     array
 }
 
-/// Keyword arguments checked against the accepted names, as Ruby would:
-/// ArgumentError for an unknown or a missing required keyword. Returns the
-/// value of each name in `names` order (None when absent).
-pub(crate) fn keywords(ruby: &Ruby, hash: RHash, required: &[&str], optional: &[&str]) -> Result<Vec<Option<Value>>, Error> {
-    let mut unknown = Vec::new();
-    hash.foreach(|key: Value, _value: Value| {
-        let known = Symbol::from_value(key)
-            .and_then(|s| s.name().ok().map(|n| required.contains(&n.as_ref()) || optional.contains(&n.as_ref())))
-            .unwrap_or(false);
-        if !known {
-            unknown.push(key.inspect());
-        }
-        Ok(magnus::r_hash::ForEach::Continue)
-    })?;
-    if !unknown.is_empty() {
-        let noun = if unknown.len() == 1 { "keyword" } else { "keywords" };
-        return Err(errors::argument_error(ruby, format!("unknown {noun}: {}", unknown.join(", "))));
+/// The `platform:` option as given, or Ruby's `RUBY_PLATFORM` when it is absent or nil.
+pub(crate) fn platform_or_host(ruby: &Ruby, platform: Option<Value>) -> Result<Value, Error> {
+    match platform.filter(|v| !v.is_nil()) {
+        Some(platform) => Ok(platform),
+        None => ruby.class_object().const_get("RUBY_PLATFORM"),
     }
-    let mut values = Vec::new();
-    for name in required {
-        match hash.get(ruby.to_symbol(name)) {
-            Some(value) => values.push(Some(value)),
-            None => return Err(errors::argument_error(ruby, format!("missing keyword: :{name}"))),
-        }
-    }
-    for name in optional {
-        values.push(hash.get(ruby.to_symbol(name)));
-    }
-    Ok(values)
-}
-
-/// Ruby's `RUBY_PLATFORM`.
-pub(crate) fn ruby_platform(ruby: &Ruby) -> Result<Value, Error> {
-    ruby.class_object().const_get("RUBY_PLATFORM")
 }
 
 /// `String(value)` as Rust text (lossy only for display).
 pub(crate) fn string_of(ruby: &Ruby, value: Value) -> Result<String, Error> {
     let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
-    Ok(String::from_utf8_lossy(&vo::ruby_to_path(string).into_os_string().into_encoded_bytes()).into_owned())
+    Ok(String::from_utf8_lossy(
+        &vo::ruby_to_path(string)
+            .into_os_string()
+            .into_encoded_bytes(),
+    )
+    .into_owned())
 }
 
 /// `String(value)` as a path, byte for byte.
 pub(crate) fn path_of(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
-    Ok(vo::ruby_to_path(RString::try_convert(vo::kernel(ruby, "String", value)?)?))
+    Ok(vo::ruby_to_path(RString::try_convert(vo::kernel(
+        ruby, "String", value,
+    )?)?))
 }
 
 /// `Array(command).map(&:to_s)`; ToolError for an empty argv or argv[0] (17.1, 17.2).
 pub(crate) fn command_argv(ruby: &Ruby, command: Value) -> Result<Vec<RString>, Error> {
-    let array: RArray = vo::kernel(ruby, "Array", command)?.funcall("map", ())
+    let array: RArray = vo::kernel(ruby, "Array", command)?
+        .funcall("map", ())
         .and_then(|enumerator: Value| enumerator.funcall("to_a", ()))?;
     let mut argv = Vec::with_capacity(array.len());
     for item in array.into_iter() {
@@ -118,13 +107,20 @@ pub(crate) fn command_argv(ruby: &Ruby, command: Value) -> Result<Vec<RString>, 
     }
     let empty_first = argv.first().map(|s| s.len() == 0).unwrap_or(true);
     if empty_first {
-        return Err(errors::tool_error(ruby, "Command must contain an executable"));
+        return Err(errors::tool_error(
+            ruby,
+            "Command must contain an executable",
+        ));
     }
     Ok(argv)
 }
 
 /// The child's variables in the merge order of 16.4: workspace, policy, call.
-pub(crate) fn merged_environment(ruby: &Ruby, rb_self: Value, call: Option<Value>) -> Result<Vec<(String, String)>, Error> {
+pub(crate) fn merged_environment(
+    ruby: &Ruby,
+    rb_self: Value,
+    call: Option<Value>,
+) -> Result<Vec<(String, String)>, Error> {
     let mut merged: Vec<(String, String)> = Vec::new();
     let mut put = |name: String, value: String| match merged.iter_mut().find(|(n, _)| *n == name) {
         Some(slot) => slot.1 = value,
@@ -151,13 +147,17 @@ pub(crate) fn merged_environment(ruby: &Ruby, rb_self: Value, call: Option<Value
 pub(crate) fn inherits_environment(rb_self: Value, call: Option<Value>) -> Result<bool, Error> {
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let environment: Value = policy.funcall("environment", ())?;
-    let policy_inherits: bool = environment.funcall::<_, _, Value>("inherit?", ())?.to_bool();
+    let policy_inherits: bool = environment
+        .funcall::<_, _, Value>("inherit?", ())?
+        .to_bool();
     Ok(policy_inherits && call.map(|v| v.to_bool()).unwrap_or(false))
 }
 
 /// Whether some tool-visible grant of the effective policy is writable (16.2).
-pub(crate) fn has_writable_tool_grant(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
-    Ok(policy_grants(ruby, rb_self)?.iter().any(|g| g.tools && g.access.writable()))
+fn has_writable_tool_grant(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
+    Ok(policy_grants(ruby, rb_self)?
+        .iter()
+        .any(|g| g.tools && g.access.writable()))
 }
 
 /// `effective_policy.process_grants(workspace)` as core grants.
@@ -165,7 +165,10 @@ pub(crate) fn policy_grants(ruby: &Ruby, rb_self: Value) -> Result<Vec<Grant>, E
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let workspace: Value = rb_self.funcall("workspace", ())?;
     let grants: RArray = policy.funcall("process_grants", (workspace,))?;
-    grants.into_iter().map(|m| mount::grant_from_ruby(ruby, m)).collect()
+    grants
+        .into_iter()
+        .map(|m| mount::grant_from_ruby(ruby, m))
+        .collect()
 }
 
 /// The effective policy with a nil network replaced by `:none` (16.1).
@@ -175,7 +178,7 @@ pub(crate) fn policy_with_network_default(ruby: &Ruby, policy: Value) -> Result<
         return Ok(policy);
     }
     let class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
-    let options = sandbox::kwargs(
+    let options = kwargs(
         ruby,
         &[
             ("files", policy.funcall("files", ())?),
@@ -189,7 +192,11 @@ pub(crate) fn policy_with_network_default(ruby: &Ruby, policy: Value) -> Result<
 }
 
 /// The network mode of a launch: the scope's when it has one, else the policy's.
-pub(crate) fn launch_network(ruby: &Ruby, rb_self: Value, scope: Option<Value>) -> Result<bw::NetworkMode, Error> {
+pub(crate) fn launch_network(
+    ruby: &Ruby,
+    rb_self: Value,
+    scope: Option<Value>,
+) -> Result<bw::NetworkMode, Error> {
     let mut network: Value = ruby.qnil().as_value();
     if let Some(scope) = scope {
         network = scope.funcall("network", ())?;
@@ -209,7 +216,11 @@ pub(crate) fn launch_network(ruby: &Ruby, rb_self: Value, scope: Option<Value>) 
 
 /// The working directory of a launch (B.7): nil is the workspace root; a
 /// relative value resolves logically; an absolute one is an in-sandbox path.
-pub(crate) fn launch_cwd(ruby: &Ruby, rb_self: Value, cwd: Option<Value>) -> Result<PathBuf, Error> {
+pub(crate) fn launch_cwd(
+    ruby: &Ruby,
+    rb_self: Value,
+    cwd: Option<Value>,
+) -> Result<PathBuf, Error> {
     let workspace: Value = rb_self.funcall("workspace", ())?;
     let cwd = match cwd.filter(|v| !v.is_nil()) {
         None => return path_of(ruby, workspace.funcall("root", ())?),
@@ -222,43 +233,6 @@ pub(crate) fn launch_cwd(ruby: &Ruby, rb_self: Value, cwd: Option<Value>) -> Res
         workspace.funcall("resolve", (cwd,))?
     };
     path_of(ruby, resolved)
-}
-
-/// Calls `receiver.name(*positionals, **keywords)`.
-pub(crate) fn call_with(receiver: Value, name: &str, positionals: &[Value], keywords: RHash) -> Result<Value, Error> {
-    let kw = KwArgs(keywords);
-    match positionals {
-        [] => receiver.funcall(name, (kw,)),
-        [a] => receiver.funcall(name, (*a, kw)),
-        [a, b] => receiver.funcall(name, (*a, *b, kw)),
-        [a, b, c] => receiver.funcall(name, (*a, *b, *c, kw)),
-        [a, b, c, d] => receiver.funcall(name, (*a, *b, *c, *d, kw)),
-        _ => receiver.funcall(name, positionals),
-    }
-}
-
-/// Splits a `-1` arity call into its positionals and keywords.
-pub(crate) fn split_args(args: &[Value]) -> Result<(Vec<Value>, RHash), Error> {
-    let parsed = scan_args::<(), (), RArray, (), RHash, ()>(args)?;
-    Ok((parsed.splat.into_iter().collect(), parsed.keywords))
-}
-
-/// The cached default scope of 16.3 (`Scope.new(sandbox: self)`), built on first use.
-pub(crate) fn default_scope(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
-    if let Some(scope) = rb_self.ivar_get::<_, Option<Value>>("@__default_scope")?.filter(|v| !v.is_nil()) {
-        return Ok(scope);
-    }
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Scope")?;
-    let scope: Value = class.funcall("new", (KwArgs(sandbox::kwargs(ruby, &[("sandbox", rb_self.as_value())])?),))?;
-    rb_self.ivar_set("@__default_scope", scope)?;
-    Ok(scope)
-}
-
-/// A file operation through the cached default scope (so §14 applies in full).
-pub(crate) fn through_scope(ruby: &Ruby, rb_self: RObject, name: &str, args: &[Value]) -> Result<Value, Error> {
-    let (positionals, keywords) = split_args(args)?;
-    let scope = default_scope(ruby, rb_self)?;
-    call_with(scope, name, &positionals, keywords)
 }
 
 /// The scope argument of a launch: nil or a Scope, which is validated (16.5 step 1).
@@ -301,37 +275,32 @@ fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
     capabilities::build(ruby, &feature_names(), &NETWORK_MODES, "namespace")
 }
 
-fn probe_hash(ruby: &Ruby, reason: Option<String>) -> Result<RHash, Error> {
-    let capabilities = match reason {
-        None => backend_capabilities(ruby)?,
-        Some(_) => capabilities::empty(ruby)?,
-    };
-    sandbox::kwargs(
-        ruby,
-        &[
-            ("available", ruby.into_value(reason.is_none())),
-            ("reason", reason.map(|r| ruby.str_new(&r).as_value()).unwrap_or_else(|| ruby.qnil().as_value())),
-            ("capabilities", capabilities),
-        ],
-    )
+/// The probe Hash: the backend capabilities unless there is a reason it is unavailable.
+fn probe_result(ruby: &Ruby, unavailable: Option<String>) -> Result<RHash, Error> {
+    probe::result(ruby, unavailable, || backend_capabilities(ruby))
 }
 
 /// Reports whether bwrap can create the namespaces a sandbox needs, with an actionable reason when not.
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
-    let options = sandbox::keywords_only(args)?;
-    let values = keywords(ruby, options, &[], &["executable", "bubblewrap", "platform"])?;
+    let options = keywords_only(args)?;
+    let values = keywords(
+        ruby,
+        options,
+        &[],
+        &["executable", "bubblewrap", "platform"],
+    )?;
     let executable = match values[0].or(values[1]).filter(|v| !v.is_nil()) {
         Some(value) => path_of(ruby, value)?,
         None => PathBuf::from(bw::DEFAULT_EXECUTABLE),
     };
-    let platform = string_of(ruby, values[2].filter(|v| !v.is_nil()).map(Ok).unwrap_or_else(|| ruby_platform(ruby))?)?;
+    let platform = string_of(ruby, platform_or_host(ruby, values[2])?)?;
     if !platform.contains("linux") {
-        return probe_hash(ruby, Some("Bubblewrap is supported only on Linux".into()));
+        return probe_result(ruby, Some("Bubblewrap is supported only on Linux".into()));
     }
     if !bw::is_executable_file(&executable) {
-        return probe_hash(ruby, Some(bw::missing_reason(&executable)));
+        return probe_result(ruby, Some(bw::missing_reason(&executable)));
     }
-    probe_hash(ruby, bw::functional_probe(&executable).err())
+    probe_result(ruby, bw::functional_probe(&executable).err())
 }
 
 // ---------------------------------------------------------------------------
@@ -356,29 +325,49 @@ const OPTIONS: [&str; 14] = [
 
 /// Records the backend options of B.4 without touching the host; a nil policy counts as `{}`.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
-    let options = sandbox::keywords_only(args)?;
+    let options = keywords_only(args)?;
     let values = keywords(ruby, options, &["workspace"], &OPTIONS)?;
     let get = |name: &str| -> Option<Value> {
         let index = OPTIONS.iter().position(|o| *o == name).unwrap() + 1;
         values[index].filter(|v| !v.is_nil())
     };
     let workspace = values[0].unwrap();
-    sandbox::assign(ruby, rb_self, workspace, get("policy"), get("profiles"), get("limits"))?;
+    sandbox::assign(
+        ruby,
+        rb_self,
+        workspace,
+        get("policy"),
+        get("profiles"),
+        get("limits"),
+    )?;
 
     let executable = match get("bubblewrap") {
         Some(value) => vo::kernel(ruby, "String", value)?,
         None => vo::frozen_str(ruby, bw::DEFAULT_EXECUTABLE).as_value(),
     };
     rb_self.ivar_set("@bubblewrap", executable)?;
-    rb_self.ivar_set("@platform", get("platform").map(Ok).unwrap_or_else(|| ruby_platform(ruby))?)?;
+    rb_self.ivar_set("@platform", platform_or_host(ruby, get("platform"))?)?;
     rb_self.ivar_set("@relay", get("relay"))?;
-    rb_self.ivar_set("@gateway_options", get("gateway_options").unwrap_or_else(|| ruby.hash_new().as_value()))?;
+    rb_self.ivar_set(
+        "@gateway_options",
+        get("gateway_options").unwrap_or_else(|| ruby.hash_new().as_value()),
+    )?;
     rb_self.ivar_set("@command_wrapper", get("command_wrapper"))?;
     rb_self.ivar_set("@proc", normalize_proc(ruby, get("proc"))?)?;
     let default_tmpfs = frozen_strings(ruby, &["/tmp", "/run"]).as_value();
-    rb_self.ivar_set("@tmpfs", normalized_targets(ruby, get("tmpfs").unwrap_or(default_tmpfs))?)?;
-    rb_self.ivar_set("@masks", normalized_targets(ruby, get("masks").unwrap_or_else(|| ruby.ary_new().as_value()))?)?;
-    let runtime_roots = get("runtime_roots").unwrap_or_else(|| frozen_strings(ruby, &bw::RUNTIME_ROOTS).as_value());
+    rb_self.ivar_set(
+        "@tmpfs",
+        normalized_targets(ruby, get("tmpfs").unwrap_or(default_tmpfs))?,
+    )?;
+    rb_self.ivar_set(
+        "@masks",
+        normalized_targets(
+            ruby,
+            get("masks").unwrap_or_else(|| ruby.ary_new().as_value()),
+        )?,
+    )?;
+    let runtime_roots =
+        get("runtime_roots").unwrap_or_else(|| frozen_strings(ruby, &bw::RUNTIME_ROOTS).as_value());
     let expanded = ruby.ary_new();
     for root in RArray::try_convert(vo::kernel(ruby, "Array", runtime_roots)?)?.into_iter() {
         let root = vo::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
@@ -406,7 +395,9 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
 
 /// `proc:` is `:new`, `:none`, or a mount declaration whose target is forced to `/proc`.
 fn normalize_proc(ruby: &Ruby, value: Option<Value>) -> Result<Value, Error> {
-    let Some(value) = value else { return Ok(ruby.to_symbol("new").as_value()) };
+    let Some(value) = value else {
+        return Ok(ruby.to_symbol("new").as_value());
+    };
     if let Some(symbol) = vo::try_to_sym(value)? {
         let name = symbol.name()?;
         if name == "new" || name == "none" {
@@ -419,7 +410,10 @@ fn normalize_proc(ruby: &Ruby, value: Option<Value>) -> Result<Value, Error> {
         let class = constants::class(ruby, "LittleGhost::Sandbox::Mount")?;
         return class.funcall("coerce", (declaration,));
     }
-    Err(errors::policy_error(ruby, "bubblewrap proc must be :new, :none, or a mount Hash"))
+    Err(errors::policy_error(
+        ruby,
+        "bubblewrap proc must be :new, :none, or a mount Hash",
+    ))
 }
 
 /// Mount targets normalised as in 9.1 (absolute, no NUL, no `..`, cleaned), frozen.
@@ -438,15 +432,18 @@ fn id_option(ruby: &Ruby, name: &str, value: Option<Value>) -> Result<Option<u32
     let Some(value) = value else { return Ok(None) };
     match magnus::Integer::from_value(value).and_then(|i| i.to_u32().ok()) {
         Some(id) => Ok(Some(id)),
-        None => Err(errors::policy_error(ruby, format!("bubblewrap {name} must be an integer >= 0"))),
+        None => Err(errors::policy_error(
+            ruby,
+            format!("bubblewrap {name} must be an integer >= 0"),
+        )),
     }
 }
 
 // ---------------------------------------------------------------------------
 // Readers (16.1, 16.2, B.3).
 
-/// The requested policy, with a nil network filled in as `:none`.
-fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
+/// The requested policy, with a nil network filled in as `:none` (also Seatbelt's).
+pub(crate) fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
     rb_self.ivar_get("@effective_policy")
 }
 
@@ -455,8 +452,8 @@ fn capabilities_of(ruby: &Ruby, _rb_self: RObject) -> Result<Value, Error> {
     backend_capabilities(ruby)
 }
 
-/// True iff writes are supported and some tool-visible grant is writable.
-fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
+/// True iff writes are supported and some tool-visible grant is writable (also Seatbelt's).
+pub(crate) fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
     let supports: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
     Ok(supports.to_bool() && has_writable_tool_grant(ruby, rb_self.as_value())?)
 }
@@ -465,28 +462,39 @@ fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
 // Lifecycle (B.5).
 
 fn opened(rb_self: RObject) -> Result<bool, Error> {
-    Ok(rb_self.ivar_get::<_, Option<bool>>("@__opened")?.unwrap_or(false))
+    Ok(rb_self
+        .ivar_get::<_, Option<bool>>("@__opened")?
+        .unwrap_or(false))
 }
 
 /// Checks platform, bwrap, grant sources and the functional probe, pinning grant identities; idempotent.
 fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
-    let options = sandbox::keywords_only(args)?;
+    let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
     if opened(rb_self)? {
         return Ok(rb_self);
     }
     let platform = string_of(ruby, rb_self.ivar_get("@platform")?)?;
     if !platform.contains("linux") {
-        return Err(errors::unsupported_platform_error(ruby, "Bubblewrap sandboxing is supported only on Linux"));
+        return Err(errors::unsupported_platform_error(
+            ruby,
+            "Bubblewrap sandboxing is supported only on Linux",
+        ));
     }
     let executable = path_of(ruby, rb_self.ivar_get("@bubblewrap")?)?;
     if !bw::is_executable_file(&executable) {
-        return Err(errors::dependency_error(ruby, bw::missing_reason(&executable)));
+        return Err(errors::dependency_error(
+            ruby,
+            bw::missing_reason(&executable),
+        ));
     }
     let grants = policy_grants(ruby, rb_self.as_value())?;
     for grant in &grants {
         if grant.source.exists() && !grant.source.is_dir() {
-            return Err(errors::policy_error(ruby, "sandbox mount source is not a directory"));
+            return Err(errors::policy_error(
+                ruby,
+                "sandbox mount source is not a directory",
+            ));
         }
     }
     let pins = capture_pins(ruby, &grants)?;
@@ -510,7 +518,10 @@ fn capture_pins(ruby: &Ruby, grants: &[Grant]) -> Result<Pins, Error> {
         .iter()
         .map(|g| match Identity::capture(&g.source) {
             Some(identity) => Ok((g.source.clone(), identity)),
-            None => Err(errors::policy_error(ruby, "sandbox mount source is unavailable")),
+            None => Err(errors::policy_error(
+                ruby,
+                "sandbox mount source is unavailable",
+            )),
         })
         .collect()
 }
@@ -531,13 +542,19 @@ fn store_pins(ruby: &Ruby, rb_self: RObject, pins: &Pins) -> Result<(), Error> {
 }
 
 fn load_pins(rb_self: RObject) -> Result<Option<Pins>, Error> {
-    let Some(array) = rb_self.ivar_get::<_, Option<RArray>>("@__pins")? else { return Ok(None) };
+    let Some(array) = rb_self.ivar_get::<_, Option<RArray>>("@__pins")? else {
+        return Ok(None);
+    };
     let mut pins = Vec::with_capacity(array.len());
     for entry in array.into_iter() {
         let entry = RArray::try_convert(entry)?;
         pins.push((
             vo::ruby_to_path(entry.entry(0)?),
-            Identity { realpath: vo::ruby_to_path(entry.entry(1)?), dev: entry.entry(2)?, ino: entry.entry(3)? },
+            Identity {
+                realpath: vo::ruby_to_path(entry.entry(1)?),
+                dev: entry.entry(2)?,
+                ino: entry.entry(3)?,
+            },
         ));
     }
     Ok(Some(pins))
@@ -555,9 +572,15 @@ fn verify_pins(ruby: &Ruby, rb_self: RObject, grants: &[Grant]) -> Result<(), Er
         }
     };
     for grant in grants {
-        let pinned = pins.iter().find(|(source, _)| *source == grant.source).map(|(_, id)| id);
+        let pinned = pins
+            .iter()
+            .find(|(source, _)| *source == grant.source)
+            .map(|(_, id)| id);
         if pinned.is_none() || Identity::capture(&grant.source).as_ref() != pinned {
-            return Err(errors::policy_error(ruby, "sandbox mount source changed after opening"));
+            return Err(errors::policy_error(
+                ruby,
+                "sandbox mount source changed after opening",
+            ));
         }
     }
     Ok(())
@@ -568,29 +591,6 @@ fn ensure_open(rb_self: RObject) -> Result<(), Error> {
         let _: Value = rb_self.funcall("open", ())?;
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// File operations (16.3).
-
-/// Reads UTF-8 text at a logical path through the sandbox's default scope.
-fn read(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    through_scope(ruby, rb_self, "read", args)
-}
-
-/// Lists a directory at a logical path through the sandbox's default scope.
-fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    through_scope(ruby, rb_self, "list", args)
-}
-
-/// Writes a file at a logical path through the sandbox's default scope.
-fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    through_scope(ruby, rb_self, "write", args)
-}
-
-/// Replaces one exact occurrence of text through the sandbox's default scope.
-fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    through_scope(ruby, rb_self, "replace", args)
 }
 
 // ---------------------------------------------------------------------------
@@ -607,7 +607,11 @@ struct LaunchInputs {
 }
 
 /// Builds the bwrap options for a launch from Ruby state plus `inputs`.
-fn launch_options(ruby: &Ruby, rb_self: RObject, inputs: LaunchInputs) -> Result<Vec<OsString>, Error> {
+fn launch_options(
+    ruby: &Ruby,
+    rb_self: RObject,
+    inputs: LaunchInputs,
+) -> Result<Vec<OsString>, Error> {
     let host = bw::RealHost;
     let policy_grants = policy_grants(ruby, rb_self.as_value())?;
     verify_pins(ruby, rb_self, &policy_grants)?;
@@ -619,7 +623,11 @@ fn launch_options(ruby: &Ruby, rb_self: RObject, inputs: LaunchInputs) -> Result
     let root_filesystem = bw::RootFilesystem::parse(&root.name()?)
         .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
 
-    let mut launch = bw::Launch::new(root_filesystem, grants, launch_cwd(ruby, rb_self.as_value(), inputs.cwd)?);
+    let mut launch = bw::Launch::new(
+        root_filesystem,
+        grants,
+        launch_cwd(ruby, rb_self.as_value(), inputs.cwd)?,
+    );
     launch.masks = paths_of(ruby, rb_self.ivar_get("@masks")?)?;
     for mask in bw::scope_masks(&policy_grants, &launch.grants, &host) {
         if !launch.masks.contains(&mask) {
@@ -644,15 +652,25 @@ fn launch_options(ruby: &Ruby, rb_self: RObject, inputs: LaunchInputs) -> Result
 }
 
 fn paths_of(ruby: &Ruby, array: Value) -> Result<Vec<PathBuf>, Error> {
-    RArray::try_convert(array)?.into_iter().map(|v| path_of(ruby, v)).collect()
+    RArray::try_convert(array)?
+        .into_iter()
+        .map(|v| path_of(ruby, v))
+        .collect()
 }
 
 fn proc_mount(ruby: &Ruby, value: Value) -> Result<bw::ProcMount, Error> {
     if let Some(symbol) = Symbol::from_value(value) {
-        return Ok(if symbol.name()? == "none" { bw::ProcMount::None } else { bw::ProcMount::New });
+        return Ok(if symbol.name()? == "none" {
+            bw::ProcMount::None
+        } else {
+            bw::ProcMount::New
+        });
     }
     let grant = mount::grant_from_ruby(ruby, value)?;
-    Ok(bw::ProcMount::Bind { source: grant.source, access: grant.access })
+    Ok(bw::ProcMount::Bind {
+        source: grant.source,
+        access: grant.access,
+    })
 }
 
 fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {
@@ -664,9 +682,21 @@ fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {
 
 /// The bwrap options (before `--`) for the given mounts, cwd, environment and network; works before `open`.
 fn bubblewrap_args(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RArray, Error> {
-    let options = sandbox::keywords_only(args)?;
-    let values = keywords(ruby, options, &[], &["mounts", "cwd", "environment", "inherit_environment", "network"])?;
-    let [mounts, cwd, environment, inherit, network] = [values[0], values[1], values[2], values[3], values[4]];
+    let options = keywords_only(args)?;
+    let values = keywords(
+        ruby,
+        options,
+        &[],
+        &[
+            "mounts",
+            "cwd",
+            "environment",
+            "inherit_environment",
+            "network",
+        ],
+    )?;
+    let [mounts, cwd, environment, inherit, network] =
+        [values[0], values[1], values[2], values[3], values[4]];
     let selected = match mounts.filter(|v| !v.is_nil()) {
         None => None,
         Some(mounts) => Some(
@@ -690,7 +720,9 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RArr
     };
     let inherit_environment = match inherit.filter(|v| !v.is_nil()) {
         Some(value) => value.to_bool(),
-        None => policy_environment.funcall::<_, _, Value>("inherit?", ())?.to_bool(),
+        None => policy_environment
+            .funcall::<_, _, Value>("inherit?", ())?
+            .to_bool(),
     };
     let network = match network.filter(|v| !v.is_nil()) {
         None => launch_network(ruby, rb_self.as_value(), None)?,
@@ -701,7 +733,14 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RArr
             bw::NetworkMode::parse(&mode.name()?).unwrap_or(bw::NetworkMode::None)
         }
     };
-    let inputs = LaunchInputs { selected, cwd, environment, inherit_environment, network, seccomp_fd: None };
+    let inputs = LaunchInputs {
+        selected,
+        cwd,
+        environment,
+        inherit_environment,
+        network,
+        seccomp_fd: None,
+    };
     let options = launch_options(ruby, rb_self, inputs)?;
     let out = ruby.ary_new();
     for option in &options {
@@ -752,32 +791,61 @@ fn wrap_command(
     };
     let network = launch_network(ruby, rb_self.as_value(), scope)?;
     if network == bw::NetworkMode::Allowlist {
-        return Err(errors::capability_error(ruby, "allowlist networking is not implemented yet"));
+        return Err(errors::capability_error(
+            ruby,
+            "allowlist networking is not implemented yet",
+        ));
     }
     let merged = merged_environment(ruby, rb_self.as_value(), environment)?;
     let inherit_environment = inherits_environment(rb_self.as_value(), inherit)?;
 
     let display_argv0 = RString::to_string(argv[0])?;
-    let mut command: Vec<String> = argv.iter().map(|s| RString::to_string(*s)).collect::<Result<_, _>>()?;
-    let wrapper: Option<Value> = rb_self.ivar_get::<_, Option<Value>>("@command_wrapper")?.filter(|v| !v.is_nil());
+    let mut command: Vec<String> = argv
+        .iter()
+        .map(|s| RString::to_string(*s))
+        .collect::<Result<_, _>>()?;
+    let wrapper: Option<Value> = rb_self
+        .ivar_get::<_, Option<Value>>("@command_wrapper")?
+        .filter(|v| !v.is_nil());
     if let Some(wrapper) = wrapper {
         let rb_argv = ruby.ary_from_iter(argv.iter().copied());
         let wrapped: Value = if wrapper.respond_to("call", false)? {
             let workspace: Value = rb_self.funcall("workspace", ())?;
             let scope_value = scope.unwrap_or_else(|| ruby.qnil().as_value());
-            let kw = sandbox::kwargs(ruby, &[("argv", rb_argv.as_value()), ("workspace", workspace), ("scope", scope_value)])?;
+            let kw = kwargs(
+                ruby,
+                &[
+                    ("argv", rb_argv.as_value()),
+                    ("workspace", workspace),
+                    ("scope", scope_value),
+                ],
+            )?;
             wrapper.funcall("call", (KwArgs(kw),))?
         } else {
             let prefix = RArray::try_convert(vo::kernel(ruby, "Array", wrapper)?)?;
             prefix.funcall("+", (rb_argv,))?
         };
-        command = command_argv(ruby, wrapped)?.iter().map(|s| RString::to_string(*s)).collect::<Result<_, _>>()?;
+        command = command_argv(ruby, wrapped)?
+            .iter()
+            .map(|s| RString::to_string(*s))
+            .collect::<Result<_, _>>()?;
     }
 
-    let filter = if allow_subprocesses { None } else { Some(errors::core_result(ruby, seccomp::filter_fd())?) };
+    let filter = if allow_subprocesses {
+        None
+    } else {
+        Some(errors::core_result(ruby, seccomp::filter_fd())?)
+    };
     // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
     let seccomp_fd = filter.as_ref().map(|_| SpawnOptions::child_fd(0));
-    let inputs = LaunchInputs { selected, cwd, environment: merged, inherit_environment, network, seccomp_fd };
+    let inputs = LaunchInputs {
+        selected,
+        cwd,
+        environment: merged,
+        inherit_environment,
+        network,
+        seccomp_fd,
+    };
     let options = launch_options(ruby, rb_self, inputs)?;
     let executable = string_of(ruby, rb_self.ivar_get("@bubblewrap")?)?;
     let exec_argv0 = command[0].as_bytes().to_vec();
@@ -798,7 +866,11 @@ fn wrap_command(
         environment: Vec::new(),
         inherit_environment,
         chdir: None,
-        keep_fds: filter.as_ref().map(|fd| fd.as_raw_fd()).into_iter().collect(),
+        keep_fds: filter
+            .as_ref()
+            .map(|fd| fd.as_raw_fd())
+            .into_iter()
+            .collect(),
         exec_argv0: Some((exec_argv0, display_argv0)),
     };
     Ok((host, filter))
@@ -807,42 +879,70 @@ fn wrap_command(
 fn scope_allows_spawn(ruby: &Ruby, scope: Option<Value>) -> Result<bool, Error> {
     match scope.filter(|v| !v.is_nil()) {
         None => Ok(true),
-        Some(scope) => Ok(scope.funcall::<_, _, Value>("supports?", (ruby.to_symbol("process_spawn"),))?.to_bool()),
+        Some(scope) => Ok(scope
+            .funcall::<_, _, Value>("supports?", (ruby.to_symbol("process_spawn"),))?
+            .to_bool()),
     }
 }
 
 /// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
 fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    let parsed = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let (command,) = parsed.required;
-    let values = keywords(
+    let (command, values) = command_call(ruby, args, &["timeout"], &EXECUTE_KEYS)?;
+    let [timeout, context, max_output_bytes, environment, inherit, scope, cwd] = [
+        values[0], values[1], values[2], values[3], values[4], values[5], values[6],
+    ];
+    let (timeout, max_output_bytes) = run_limits(
         ruby,
-        parsed.keywords,
-        &["timeout"],
-        &["context", "max_output_bytes", "environment", "inherit_environment", "scope", "cwd"],
+        rb_self,
+        timeout.unwrap(),
+        max_output_bytes.filter(|v| !v.is_nil()),
     )?;
-    let [timeout, context, max_output_bytes, environment, inherit, scope, cwd] =
-        [values[0], values[1], values[2], values[3], values[4], values[5], values[6]];
-    let (timeout, max_output_bytes) = run_limits(ruby, rb_self, timeout.unwrap(), max_output_bytes.filter(|v| !v.is_nil()))?;
     let allow = scope_allows_spawn(ruby, scope)?;
-    let (host, _filter) = wrap_command(ruby, rb_self, command, scope, cwd, environment, inherit, allow)?;
-    run_host(ruby, host, timeout, context.filter(|v| !v.is_nil()), max_output_bytes)
+    let (host, _filter) = wrap_command(
+        ruby,
+        rb_self,
+        command,
+        scope,
+        cwd,
+        environment,
+        inherit,
+        allow,
+    )?;
+    run_host(
+        ruby,
+        host,
+        timeout,
+        context.filter(|v| !v.is_nil()),
+        max_output_bytes,
+    )
 }
 
 /// 17.4: bwrap's own execvp failure becomes exit 127/126 with a shell-style message.
-fn reinterpret_exec_failure(ruby: &Ruby, host: &HostCommand, execution: Value) -> Result<Value, Error> {
-    let Some((exec_argv0, display_argv0)) = &host.exec_argv0 else { return Ok(execution) };
+fn reinterpret_exec_failure(
+    ruby: &Ruby,
+    host: &HostCommand,
+    execution: Value,
+) -> Result<Value, Error> {
+    let Some((exec_argv0, display_argv0)) = &host.exec_argv0 else {
+        return Ok(execution);
+    };
     let exit_code: Option<i32> = execution.funcall("exit_code", ())?;
     let stdout: RString = execution.funcall("stdout", ())?;
     let stderr: RString = execution.funcall("stderr", ())?;
-    let failure = bw::classify_exec_failure(exit_code, &bytes_of(stdout), &bytes_of(stderr), exec_argv0);
-    let Some(failure) = failure else { return Ok(execution) };
+    let failure =
+        bw::classify_exec_failure(exit_code, &bytes_of(stdout), &bytes_of(stderr), exec_argv0);
+    let Some(failure) = failure else {
+        return Ok(execution);
+    };
     let class = constants::class(ruby, "LittleGhost::Sandbox::Execution")?;
-    let kw = sandbox::kwargs(
+    let kw = kwargs(
         ruby,
         &[
             ("stdout", ruby.str_new("").as_value()),
-            ("stderr", ruby.str_new(&failure.message(display_argv0)).as_value()),
+            (
+                "stderr",
+                ruby.str_new(&failure.message(display_argv0)).as_value(),
+            ),
             ("exit_code", ruby.into_value(failure.exit_code())),
         ],
     )?;
@@ -856,7 +956,13 @@ pub(crate) fn bytes_of(string: RString) -> Vec<u8> {
 }
 
 /// Runs a wrapped host command through the shared process runner (§17).
-pub(crate) fn run_host(ruby: &Ruby, host: HostCommand, timeout: f64, context: Option<Value>, max_output_bytes: u64) -> Result<Value, Error> {
+pub(crate) fn run_host(
+    ruby: &Ruby,
+    host: HostCommand,
+    timeout: f64,
+    context: Option<Value>,
+    max_output_bytes: u64,
+) -> Result<Value, Error> {
     let request = process_runner::RunRequest {
         argv: host.argv.clone(),
         timeout,
@@ -865,7 +971,9 @@ pub(crate) fn run_host(ruby: &Ruby, host: HostCommand, timeout: f64, context: Op
         environment: host.environment.clone(),
         inherit_environment: host.inherit_environment,
         chdir: host.chdir.clone(),
-        spawn_options: SpawnOptions { inherited_fds: host.keep_fds.clone() },
+        spawn_options: SpawnOptions {
+            inherited_fds: host.keep_fds.clone(),
+        },
     };
     let execution = process_runner::run(ruby, request)?;
     reinterpret_exec_failure(ruby, &host, execution)
@@ -880,13 +988,21 @@ pub(crate) struct SessionLimits {
 }
 
 /// `output_bytes` (default `limits.output_bytes`) and the optional limits, each a positive Integer.
-pub(crate) fn session_limits(ruby: &Ruby, rb_self: RObject, get: &dyn Fn(&str) -> Option<Value>) -> Result<SessionLimits, Error> {
+pub(crate) fn session_limits(
+    ruby: &Ruby,
+    rb_self: RObject,
+    get: &dyn Fn(&str) -> Option<Value>,
+) -> Result<SessionLimits, Error> {
     let optional = |name: &str| -> Result<Option<u64>, Error> {
-        get(name).map(|v| process_runner::positive_integer(ruby, v, name)).transpose()
+        get(name)
+            .map(|v| process_runner::positive_integer(ruby, v, name))
+            .transpose()
     };
     let output_bytes = match get("output_bytes") {
         Some(value) => process_runner::positive_integer(ruby, value, "output_bytes")?,
-        None => rb_self.funcall::<_, _, Value>("limits", ())?.funcall("output_bytes", ())?,
+        None => rb_self
+            .funcall::<_, _, Value>("limits", ())?
+            .funcall("output_bytes", ())?,
     };
     Ok(SessionLimits {
         output_bytes,
@@ -897,7 +1013,11 @@ pub(crate) fn session_limits(ruby: &Ruby, rb_self: RObject, get: &dyn Fn(&str) -
 }
 
 /// Starts a wrapped host command as a shared ProcessSession (§18).
-pub(crate) fn start_host(ruby: &Ruby, host: HostCommand, limits: SessionLimits) -> Result<Value, Error> {
+pub(crate) fn start_host(
+    ruby: &Ruby,
+    host: HostCommand,
+    limits: SessionLimits,
+) -> Result<Value, Error> {
     process_session::start(
         ruby,
         process_session::SessionRequest {
@@ -910,19 +1030,43 @@ pub(crate) fn start_host(ruby: &Ruby, host: HostCommand, limits: SessionLimits) 
             memory_reader: None,
             cpu_seconds: limits.cpu_seconds,
             file_bytes: limits.file_bytes,
-            spawn_options: SpawnOptions { inherited_fds: host.keep_fds },
+            spawn_options: SpawnOptions {
+                inherited_fds: host.keep_fds,
+            },
         },
     )
 }
 
 /// `max_output_bytes` (default `limits.output_bytes`) and `timeout`, validated before anything is opened or spawned (17.3).
-pub(crate) fn run_limits(ruby: &Ruby, rb_self: RObject, timeout: Value, max_output_bytes: Option<Value>) -> Result<(f64, u64), Error> {
+pub(crate) fn run_limits(
+    ruby: &Ruby,
+    rb_self: RObject,
+    timeout: Value,
+    max_output_bytes: Option<Value>,
+) -> Result<(f64, u64), Error> {
     let timeout = process_runner::validate_timeout(ruby, timeout)?;
-    let default: u64 = rb_self.funcall::<_, _, Value>("limits", ())?.funcall("output_bytes", ())?;
-    let max = process_runner::validate_output_bytes(ruby, max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()), default)?;
+    let default: u64 = rb_self
+        .funcall::<_, _, Value>("limits", ())?
+        .funcall("output_bytes", ())?;
+    let max = process_runner::validate_output_bytes(
+        ruby,
+        max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
+        default,
+    )?;
     Ok((timeout, max))
 }
 
+/// The optional keywords of `execute_program`, after the required `timeout`.
+pub(crate) const EXECUTE_KEYS: [&str; 6] = [
+    "context",
+    "max_output_bytes",
+    "environment",
+    "inherit_environment",
+    "scope",
+    "cwd",
+];
+
+/// The keywords of `start_program`, all optional.
 pub(crate) const START_KEYS: [&str; 10] = [
     "context",
     "environment",
@@ -938,18 +1082,29 @@ pub(crate) const START_KEYS: [&str; 10] = [
 
 /// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.
 fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    let parsed = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let (command,) = parsed.required;
-    let values = keywords(ruby, parsed.keywords, &[], &START_KEYS)?;
-    let get = |name: &str| values[START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil());
+    let (command, values) = command_call(ruby, args, &[], &START_KEYS)?;
+    let get = |name: &str| {
+        values[START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())
+    };
     let allow = values[9].map(|v| v.to_bool()).unwrap_or(true);
     let scope = get("scope");
     if allow && !scope_allows_spawn(ruby, scope)? {
-        return Err(errors::capability_error(ruby, "sandbox scope does not allow subprocess creation"));
+        return Err(errors::capability_error(
+            ruby,
+            "sandbox scope does not allow subprocess creation",
+        ));
     }
     let limits = session_limits(ruby, rb_self, &get)?;
     process_runner::check_context(get("context"))?;
-    let (host, _filter) =
-        wrap_command(ruby, rb_self, command, scope, get("cwd"), get("environment"), get("inherit_environment"), allow)?;
+    let (host, _filter) = wrap_command(
+        ruby,
+        rb_self,
+        command,
+        scope,
+        get("cwd"),
+        get("environment"),
+        get("inherit_environment"),
+        allow,
+    )?;
     start_host(ruby, host, limits)
 }

@@ -1,13 +1,13 @@
 //! `LittleGhost::Sandbox::Capabilities` (SPEC §4): what a backend can enforce.
 
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray, RClass,
-    RHash, RObject, Ruby, Symbol, Value,
+    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray,
+    RClass, RHash, RObject, Ruby, Symbol, Value,
 };
 
 use crate::helpers::constants;
-use crate::ruby_api::errors;
 use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+use crate::ruby_api::errors;
 
 /// The features a backend reports when it is not told otherwise (4.1).
 pub const DEFAULT_FEATURES: [&str; 3] = ["filesystem_read", "filesystem_list", "process_execute"];
@@ -51,10 +51,18 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
 
 /// A frozen Capabilities built from Rust names (for backends and probes).
 #[allow(dead_code)] // used by the sandbox and backend files
-pub fn build(ruby: &Ruby, features: &[&str], network_modes: &[&str], isolation: &str) -> Result<Value, Error> {
+pub fn build(
+    ruby: &Ruby,
+    features: &[&str],
+    network_modes: &[&str],
+    isolation: &str,
+) -> Result<Value, Error> {
     let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
     let kwargs = ruby.hash_new();
-    kwargs.aset(ruby.to_symbol("features"), ruby.ary_from_iter(symbols(ruby, features)))?;
+    kwargs.aset(
+        ruby.to_symbol("features"),
+        ruby.ary_from_iter(symbols(ruby, features)),
+    )?;
     kwargs.aset(
         ruby.to_symbol("network_modes"),
         ruby.ary_from_iter(symbols(ruby, network_modes)),
@@ -151,7 +159,10 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     }
     let isolation = match isolation {
         Some(value) => vo::try_to_sym(value)?.ok_or_else(|| {
-            errors::argument_error(ruby, "capability isolation must be a Symbol such as :none or :namespace")
+            errors::argument_error(
+                ruby,
+                "capability isolation must be a Symbol such as :none or :namespace",
+            )
         })?,
         None => ruby.to_symbol("none"),
     };
@@ -162,9 +173,21 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     Ok(())
 }
 
-ivar_reader!(features, "@features", "The supported features, a frozen Array of Symbols.");
-ivar_reader!(network_modes, "@network_modes", "The network modes the backend can enforce, a frozen Array of Symbols.");
-ivar_reader!(isolation, "@isolation", "A descriptive Symbol naming the isolation mechanism (:none, :namespace, ...).");
+ivar_reader!(
+    features,
+    "@features",
+    "The supported features, a frozen Array of Symbols."
+);
+ivar_reader!(
+    network_modes,
+    "@network_modes",
+    "The network modes the backend can enforce, a frozen Array of Symbols."
+);
+ivar_reader!(
+    isolation,
+    "@isolation",
+    "A descriptive Symbol naming the isolation mechanism (:none, :namespace, ...)."
+);
 
 fn includes(list: Value, symbol: Symbol) -> Result<bool, Error> {
     list.funcall("include?", (symbol,))
@@ -203,16 +226,14 @@ fn intersect(ruby: &Ruby, rb_self: RObject, other: Value) -> Result<Value, Error
     let kwargs = ruby.hash_new();
     kwargs.aset(ruby.to_symbol("features"), features)?;
     kwargs.aset(ruby.to_symbol("network_modes"), modes)?;
-    kwargs.aset(ruby.to_symbol("isolation"), rb_self.ivar_get::<_, Value>("@isolation")?)?;
+    kwargs.aset(
+        ruby.to_symbol("isolation"),
+        rb_self.ivar_get::<_, Value>("@isolation")?,
+    )?;
     rb_self.class().funcall("new", (magnus::KwArgs(kwargs),))
 }
 
 /// to_h: `{features:, network_modes:, isolation:}`, frozen.
 fn to_h(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (label, name) in FIELDS {
-        hash.aset(ruby.to_symbol(label), rb_self.ivar_get::<_, Value>(*name)?)?;
-    }
-    hash.freeze();
-    Ok(hash)
+    vo::fields_hash(ruby, rb_self, FIELDS)
 }

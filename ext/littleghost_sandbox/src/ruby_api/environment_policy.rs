@@ -2,13 +2,13 @@
 //! process gets, and whether it inherits the parent's environment.
 
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass, RHash,
-    RObject, RString, Ruby, Value,
+    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass,
+    RHash, RObject, RString, Ruby, Value,
 };
 
 use crate::helpers::constants;
-use crate::ruby_api::errors;
 use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+use crate::ruby_api::errors;
 
 const IVARS: &[&str] = &["@inherit", "@values"];
 const FIELDS: &[(&str, &str)] = &[("inherit", "@inherit"), ("values", "@values")];
@@ -33,10 +33,16 @@ fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
         return Ok(value);
     }
     let Some(hash) = RHash::from_value(value).filter(|_| vo::is_hash(ruby, value)) else {
-        return Err(errors::policy_error(ruby, "sandbox environment must be a Hash"));
+        return Err(errors::policy_error(
+            ruby,
+            "sandbox environment must be a Hash",
+        ));
     };
     let key = |name: &str| -> [Value; 2] {
-        [ruby.to_symbol(name).as_value(), ruby.str_new(name).as_value()]
+        [
+            ruby.to_symbol(name).as_value(),
+            ruby.str_new(name).as_value(),
+        ]
     };
     let has_key = |name: &str| -> Result<bool, Error> {
         for candidate in key(name) {
@@ -78,12 +84,19 @@ fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
 /// EnvironmentPolicy.new(inherit: false, values: {}): a frozen set of String variables.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(args.keywords, &[], &["inherit", "values"])?;
+    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(
+        args.keywords,
+        &[],
+        &["inherit", "values"],
+    )?;
     let (inherit, values) = kwargs.optional;
     let table = ruby.hash_new();
     if let Some(values) = values {
         if !vo::is_hash(ruby, values) {
-            return Err(errors::policy_error(ruby, "sandbox environment values must be a Hash"));
+            return Err(errors::policy_error(
+                ruby,
+                "sandbox environment values must be a Hash",
+            ));
         }
         for (name, value) in vo::pairs(values)? {
             let name = RString::try_convert(vo::kernel(ruby, "String", name)?)?;
@@ -99,5 +112,13 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     Ok(())
 }
 
-ivar_reader!(values, "@values", "The variables to set: a frozen Hash of frozen Strings.");
-ivar_reader!(inherit, "@inherit", "Whether processes start from the parent's environment.");
+ivar_reader!(
+    values,
+    "@values",
+    "The variables to set: a frozen Hash of frozen Strings."
+);
+ivar_reader!(
+    inherit,
+    "@inherit",
+    "Whether processes start from the parent's environment."
+);

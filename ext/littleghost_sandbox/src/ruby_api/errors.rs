@@ -115,6 +115,9 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
 }
 
 /// `result.map_err(into_ruby)` in one call: `core_result(ruby, broker.read(..))?`.
-pub fn core_result<T>(ruby: &Ruby, result: littleghost_sandbox_core::Result<T>) -> Result<T, Error> {
+pub fn core_result<T>(
+    ruby: &Ruby,
+    result: littleghost_sandbox_core::Result<T>,
+) -> Result<T, Error> {
     result.map_err(|error| from_core(ruby, error))
 }

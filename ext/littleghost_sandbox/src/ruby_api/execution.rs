@@ -12,8 +12,8 @@
 //! members; `with` carries it over.
 
 use magnus::{
-    method, prelude::*, scan_args::scan_args, value::ReprValue, Error, RArray, RClass, RHash, RString,
-    Ruby, Symbol, Value,
+    method, prelude::*, scan_args::scan_args, value::ReprValue, Error, RArray, RClass, RHash,
+    RString, Ruby, Symbol, Value,
 };
 
 use crate::ruby_api::errors::argument_error;
@@ -41,8 +41,8 @@ impl DataShape for ExecutionShape {
 macro_rules! define_data_class {
     ($ruby:expr, $class:expr, $shape:ty) => {{
         let ruby: &magnus::Ruby = $ruby;
-        use $crate::ruby_api::execution::data;
         use magnus::{function, method, Module, Object};
+        use $crate::ruby_api::execution::data;
         let class: magnus::RClass = $class;
         for name in <$shape as $crate::ruby_api::execution::DataShape>::MEMBERS
             .iter()
@@ -62,7 +62,10 @@ macro_rules! define_data_class {
         class.define_method("inspect", method!(data::inspect::<$shape>, 0))?;
         class.define_method("to_s", method!(data::inspect::<$shape>, 0))?;
         class.define_method("deconstruct", method!(data::deconstruct::<$shape>, 0))?;
-        class.define_method("deconstruct_keys", method!(data::deconstruct_keys::<$shape>, 1))?;
+        class.define_method(
+            "deconstruct_keys",
+            method!(data::deconstruct_keys::<$shape>, 1),
+        )?;
     }};
 }
 #[allow(unused_imports)]
@@ -85,7 +88,6 @@ fn success(rb_self: Value) -> Result<bool, Error> {
     Ok(code.funcall::<_, _, bool>("==", (0,))?)
 }
 
-
 /// Generic method bodies; see [`define_data_class`].
 pub mod data {
     use super::*;
@@ -95,7 +97,11 @@ pub mod data {
     }
 
     fn symbol_list(names: &[&str]) -> String {
-        names.iter().map(|name| format!(":{name}")).collect::<Vec<_>>().join(", ")
+        names
+            .iter()
+            .map(|name| format!(":{name}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// Strings become frozen copies (0.5); other values are kept as given.
@@ -123,14 +129,22 @@ pub mod data {
     }
 
     /// Builds the value from keywords (or positional values in member order) and freezes it.
-    pub fn initialize<S: DataShape>(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
+    pub fn initialize<S: DataShape>(
+        ruby: &Ruby,
+        rb_self: Value,
+        args: &[Value],
+    ) -> Result<(), Error> {
         let args = scan_args::<(), (), RArray, (), RHash, ()>(args)?;
         let positional = args.splat;
         let keywords = args.keywords;
         if positional.len() > S::MEMBERS.len() {
             return Err(argument_error(
                 ruby,
-                format!("wrong number of arguments (given {}, expected 0..{})", positional.len(), S::MEMBERS.len()),
+                format!(
+                    "wrong number of arguments (given {}, expected 0..{})",
+                    positional.len(),
+                    S::MEMBERS.len()
+                ),
             ));
         }
         let mut values: Vec<Option<Value>> = vec![None; S::MEMBERS.len() + S::EXTRAS.len()];
@@ -143,7 +157,11 @@ pub mod data {
                 Some(symbol) => symbol.name()?.into_owned(),
                 None => key.funcall::<_, _, RString>("to_s", ())?.to_string()?,
             };
-            match S::MEMBERS.iter().chain(S::EXTRAS).position(|member| *member == name) {
+            match S::MEMBERS
+                .iter()
+                .chain(S::EXTRAS)
+                .position(|member| *member == name)
+            {
                 Some(index) if values[index].is_some() => {
                     return Err(argument_error(ruby, format!("duplicate value for :{name}")));
                 }
@@ -154,8 +172,15 @@ pub mod data {
         })?;
         if !unknown.is_empty() {
             let names: Vec<&str> = unknown.iter().map(String::as_str).collect();
-            let noun = if names.len() == 1 { "keyword" } else { "keywords" };
-            return Err(argument_error(ruby, format!("unknown {noun}: {}", symbol_list(&names))));
+            let noun = if names.len() == 1 {
+                "keyword"
+            } else {
+                "keywords"
+            };
+            return Err(argument_error(
+                ruby,
+                format!("unknown {noun}: {}", symbol_list(&names)),
+            ));
         }
         let missing: Vec<&str> = S::MEMBERS
             .iter()
@@ -164,8 +189,15 @@ pub mod data {
             .map(|(name, _)| *name)
             .collect();
         if !missing.is_empty() {
-            let noun = if missing.len() == 1 { "keyword" } else { "keywords" };
-            return Err(argument_error(ruby, format!("missing {noun}: {}", symbol_list(&missing))));
+            let noun = if missing.len() == 1 {
+                "keyword"
+            } else {
+                "keywords"
+            };
+            return Err(argument_error(
+                ruby,
+                format!("missing {noun}: {}", symbol_list(&missing)),
+            ));
         }
         let object = magnus::RObject::try_convert(rb_self)?;
         for (name, value) in S::MEMBERS.iter().chain(S::EXTRAS).zip(values) {
@@ -178,7 +210,10 @@ pub mod data {
 
     fn member_values<S: DataShape>(rb_self: Value) -> Result<Vec<Value>, Error> {
         let object = magnus::RObject::try_convert(rb_self)?;
-        S::MEMBERS.iter().map(|name| object.ivar_get::<_, Value>(ivar_name(name).as_str())).collect()
+        S::MEMBERS
+            .iter()
+            .map(|name| object.ivar_get::<_, Value>(ivar_name(name).as_str()))
+            .collect()
     }
 
     /// A Hash of member names to values; a block maps each pair like `Hash#to_h`.
@@ -200,7 +235,10 @@ pub mod data {
         if !args.splat.is_empty() {
             return Err(argument_error(
                 ruby,
-                format!("wrong number of arguments (given {}, expected 0)", args.splat.len()),
+                format!(
+                    "wrong number of arguments (given {}, expected 0)",
+                    args.splat.len()
+                ),
             ));
         }
         if args.keywords.is_empty() {
@@ -222,7 +260,10 @@ pub mod data {
     }
 
     fn same_class(rb_self: Value, other: Value) -> bool {
-        rb_self.class().funcall::<_, _, bool>("equal?", (other.class(),)).unwrap_or(false)
+        rb_self
+            .class()
+            .funcall::<_, _, bool>("equal?", (other.class(),))
+            .unwrap_or(false)
     }
 
     fn compare<S: DataShape>(rb_self: Value, other: Value, method: &str) -> Result<bool, Error> {
@@ -232,7 +273,10 @@ pub mod data {
         if !same_class(rb_self, other) {
             return Ok(false);
         }
-        for (mine, theirs) in member_values::<S>(rb_self)?.into_iter().zip(member_values::<S>(other)?) {
+        for (mine, theirs) in member_values::<S>(rb_self)?
+            .into_iter()
+            .zip(member_values::<S>(other)?)
+        {
             if !mine.funcall::<_, _, bool>(method, (theirs,))? {
                 return Ok(false);
             }
@@ -288,9 +332,17 @@ pub mod data {
     }
 
     /// The requested members as a Hash (hash pattern matching); nil means all.
-    pub fn deconstruct_keys<S: DataShape>(ruby: &Ruby, rb_self: Value, keys: Value) -> Result<RHash, Error> {
+    pub fn deconstruct_keys<S: DataShape>(
+        ruby: &Ruby,
+        rb_self: Value,
+        keys: Value,
+    ) -> Result<RHash, Error> {
         let hash = ruby.hash_new();
-        let wanted: Option<RArray> = if keys.is_nil() { None } else { Some(RArray::try_convert(keys)?) };
+        let wanted: Option<RArray> = if keys.is_nil() {
+            None
+        } else {
+            Some(RArray::try_convert(keys)?)
+        };
         for (name, value) in S::MEMBERS.iter().zip(member_values::<S>(rb_self)?) {
             let symbol = ruby.to_symbol(name);
             let include = match wanted {

@@ -2,14 +2,13 @@
 //! operations and captured output.
 
 use magnus::{
-    IntoValue,
-    function, method, prelude::*, scan_args::scan_args, Error, RClass, RHash, RObject, Ruby, Symbol,
-    Value,
+    function, method, prelude::*, scan_args::scan_args, Error, IntoValue, RClass, RHash, RObject,
+    Ruby, Symbol, Value,
 };
 
 use crate::helpers::constants;
-use crate::ruby_api::errors;
 use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+use crate::ruby_api::errors;
 
 /// The limit names and their defaults (5.1).
 pub const DEFAULTS: [(&str, i64); 4] = [
@@ -19,7 +18,12 @@ pub const DEFAULTS: [(&str, i64); 4] = [
     ("output_bytes", 1_000_000),
 ];
 
-const IVARS: &[&str] = &["@read_bytes", "@write_bytes", "@list_entries", "@output_bytes"];
+const IVARS: &[&str] = &[
+    "@read_bytes",
+    "@write_bytes",
+    "@list_entries",
+    "@output_bytes",
+];
 const FIELDS: &[(&str, &str)] = &[
     ("read_bytes", "@read_bytes"),
     ("write_bytes", "@write_bytes"),
@@ -73,7 +77,10 @@ fn positive_integer(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Erro
     })?;
     let positive: bool = integer.funcall("positive?", ())?;
     if !positive {
-        return Err(errors::policy_error(ruby, format!("sandbox {name} must be positive")));
+        return Err(errors::policy_error(
+            ruby,
+            format!("sandbox {name} must be positive"),
+        ));
     }
     Ok(integer)
 }
@@ -120,17 +127,28 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     Ok(())
 }
 
-ivar_reader!(read_bytes, "@read_bytes", "The largest file `read` returns, in bytes.");
-ivar_reader!(write_bytes, "@write_bytes", "The largest content `write` or `replace` accepts, in bytes.");
-ivar_reader!(list_entries, "@list_entries", "The most entries `list` returns.");
-ivar_reader!(output_bytes, "@output_bytes", "The most bytes of process output captured per stream.");
+ivar_reader!(
+    read_bytes,
+    "@read_bytes",
+    "The largest file `read` returns, in bytes."
+);
+ivar_reader!(
+    write_bytes,
+    "@write_bytes",
+    "The largest content `write` or `replace` accepts, in bytes."
+);
+ivar_reader!(
+    list_entries,
+    "@list_entries",
+    "The most entries `list` returns."
+);
+ivar_reader!(
+    output_bytes,
+    "@output_bytes",
+    "The most bytes of process output captured per stream."
+);
 
 /// to_h: every limit by name, frozen.
 fn to_h(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (label, name) in FIELDS {
-        hash.aset(ruby.to_symbol(label), rb_self.ivar_get::<_, Value>(*name)?)?;
-    }
-    hash.freeze();
-    Ok(hash)
+    vo::fields_hash(ruby, rb_self, FIELDS)
 }

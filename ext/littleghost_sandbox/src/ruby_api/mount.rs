@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::paths;
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass, RHash,
-    RObject, RString, Ruby, Value,
+    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass,
+    RHash, RObject, RString, Ruby, Value,
 };
 
 use crate::helpers::constants;
-use crate::ruby_api::errors;
 use crate::helpers::value_object::{self as vo, ivar_reader};
+use crate::ruby_api::errors;
 
 const FIELDS: &[(&str, &str)] = &[
     ("source", "@source"),
@@ -110,18 +110,27 @@ pub fn normalize_target(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
     let path = vo::ruby_to_path(string);
     let bytes = path.as_os_str().as_bytes();
     if bytes.contains(&0) {
-        return Err(errors::policy_error(ruby, "mount target must not contain a NUL byte"));
+        return Err(errors::policy_error(
+            ruby,
+            "mount target must not contain a NUL byte",
+        ));
     }
     if !path.is_absolute() {
         return Err(errors::policy_error(
             ruby,
-            format!("mount target must be an absolute path, got {:?}", path.display().to_string()),
+            format!(
+                "mount target must be an absolute path, got {:?}",
+                path.display().to_string()
+            ),
         ));
     }
     if paths::has_parent_component(&path) {
         return Err(errors::policy_error(
             ruby,
-            format!("mount target must not contain '..', got {:?}", path.display().to_string()),
+            format!(
+                "mount target must not contain '..', got {:?}",
+                path.display().to_string()
+            ),
         ));
     }
     Ok(paths::clean(&path))
@@ -130,7 +139,12 @@ pub fn normalize_target(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
 /// Mount.new(source:, target:, access: :read_only, protect_aliases: false, tools: true, root: nil): a frozen grant object.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (Value, Value), (Option<Value>, Option<Value>, Option<Value>, Option<Value>), ()>(
+    let kwargs = get_kwargs::<
+        _,
+        (Value, Value),
+        (Option<Value>, Option<Value>, Option<Value>, Option<Value>),
+        (),
+    >(
         args.keywords,
         &["source", "target"],
         &["access", "protect_aliases", "tools", "root"],
@@ -177,11 +191,27 @@ fn coerce(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     class.funcall("new", (magnus::KwArgs(options),))
 }
 
-ivar_reader!(source, "@source", "The host directory, an expanded frozen String.");
-ivar_reader!(target, "@target", "Where the directory appears, a cleaned absolute frozen String.");
+ivar_reader!(
+    source,
+    "@source",
+    "The host directory, an expanded frozen String."
+);
+ivar_reader!(
+    target,
+    "@target",
+    "Where the directory appears, a cleaned absolute frozen String."
+);
 ivar_reader!(access, "@access", "`:read_only` or `:read_write`.");
-ivar_reader!(protect_aliases, "@protect_aliases", "Whether physical aliases of this directory keep its access.");
-ivar_reader!(tools, "@tools", "Whether file tools may see this grant (false for a process-only runtime grant).");
+ivar_reader!(
+    protect_aliases,
+    "@protect_aliases",
+    "Whether physical aliases of this directory keep its access."
+);
+ivar_reader!(
+    tools,
+    "@tools",
+    "Whether file tools may see this grant (false for a process-only runtime grant)."
+);
 
 /// read_only?: true for a `:read_only` mount.
 fn is_read_only(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
@@ -202,7 +232,11 @@ fn covers(ruby: &Ruby, rb_self: RObject, path: Value) -> Result<bool, Error> {
 /// narrow(target: self.target, access: self.access): a narrower Mount whose source is the real directory; raises CapabilityError on widening or escape.
 fn narrow(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(args.keywords, &[], &["target", "access"])?;
+    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(
+        args.keywords,
+        &[],
+        &["target", "access"],
+    )?;
     let (target, access) = kwargs.optional;
     let grant = grant_from_ruby(ruby, rb_self.as_value())?;
     let target = match target {

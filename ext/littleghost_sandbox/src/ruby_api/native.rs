@@ -4,13 +4,16 @@
 
 use magnus::{function, method, prelude::*, Error, RHash, RModule, RObject, Ruby, Value};
 
+use crate::helpers::args::{call_with, keywords_only, split_args};
 use crate::helpers::constants;
-use crate::ruby_api::bubblewrap::{call_with, ruby_platform, split_args, string_of};
-use crate::ruby_api::{capabilities, sandbox};
+use crate::helpers::probe;
+use crate::ruby_api::bubblewrap::{platform_or_host, string_of};
+use crate::ruby_api::capabilities;
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    let class = sandboxes.define_class("Native", constants::class(ruby, "LittleGhost::Sandbox")?)?;
+    let class =
+        sandboxes.define_class("Native", constants::class(ruby, "LittleGhost::Sandbox")?)?;
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("backend", method!(backend, 0))?;
@@ -48,48 +51,46 @@ fn unavailable(platform: &str) -> String {
 
 /// Delegates to `Seatbelt.probe` on macOS and `Bubblewrap.probe` on Linux; unavailable elsewhere.
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
-    let options: RHash = sandbox::keywords_only(args)?;
-    let platform_value = match options.delete::<_, Option<Value>>(ruby.to_symbol("platform"))? {
-        Some(value) if !value.is_nil() => value,
-        _ => ruby_platform(ruby)?,
-    };
+    let options: RHash = keywords_only(args)?;
+    let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
     let platform = string_of(ruby, platform_value)?;
     match platform_backend(ruby, &platform)? {
         Some(class) => {
             options.aset(ruby.to_symbol("platform"), platform_value)?;
             call_with(class, "probe", &[], options)
         }
-        None => Ok(sandbox::kwargs(
-            ruby,
-            &[
-                ("available", ruby.qfalse().as_value()),
-                ("reason", ruby.str_new(&unavailable(&platform)).as_value()),
-                ("capabilities", capabilities::empty(ruby)?),
-            ],
-        )?
+        None => Ok(probe::result(ruby, Some(unavailable(&platform)), || {
+            capabilities::empty(ruby)
+        })?
         .as_value()),
     }
 }
 
 /// Builds the platform backend with `(workspace:, platform:, **options)`; raises UnsupportedPlatformError elsewhere.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
-    let options: RHash = sandbox::keywords_only(args)?;
+    let options: RHash = keywords_only(args)?;
     let Some(workspace) = options.delete::<_, Option<Value>>(ruby.to_symbol("workspace"))? else {
-        return Err(crate::ruby_api::errors::argument_error(ruby, "missing keyword: :workspace"));
+        return Err(crate::ruby_api::errors::argument_error(
+            ruby,
+            "missing keyword: :workspace",
+        ));
     };
-    let platform_value = match options.delete::<_, Option<Value>>(ruby.to_symbol("platform"))? {
-        Some(value) if !value.is_nil() => value,
-        _ => ruby_platform(ruby)?,
-    };
+    let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
     let platform = string_of(ruby, platform_value)?;
     let Some(class) = platform_backend(ruby, &platform)? else {
-        return Err(crate::ruby_api::errors::unsupported_platform_error(ruby, unavailable(&platform)));
+        return Err(crate::ruby_api::errors::unsupported_platform_error(
+            ruby,
+            unavailable(&platform),
+        ));
     };
     options.aset(ruby.to_symbol("workspace"), workspace)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
     let backend = call_with(class, "new", &[], options)?;
     rb_self.ivar_set("@backend", backend)?;
-    rb_self.ivar_set("@workspace", backend.funcall::<_, _, Value>("workspace", ())?)?;
+    rb_self.ivar_set(
+        "@workspace",
+        backend.funcall::<_, _, Value>("workspace", ())?,
+    )?;
     rb_self.ivar_set("@policy", backend.funcall::<_, _, Value>("policy", ())?)?;
     rb_self.ivar_set("@limits", backend.funcall::<_, _, Value>("limits", ())?)?;
     rb_self.ivar_set("@profiles", ruby.hash_new())?;

@@ -2,13 +2,13 @@
 //! no network, or an allowlist enforced by a gateway.
 
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray, RClass,
-    RHash, RObject, RString, Ruby, Symbol, Value,
+    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray,
+    RClass, RHash, RObject, RString, Ruby, Symbol, Value,
 };
 
 use crate::helpers::constants;
-use crate::ruby_api::errors;
 use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+use crate::ruby_api::errors;
 
 const MODES: [&str; 3] = ["inherit", "none", "allowlist"];
 const INSPECTIONS: [&str; 2] = ["connect", "http"];
@@ -81,7 +81,9 @@ fn one_of(value: Value, allowed: &[&str]) -> Result<Option<Symbol>, Error> {
     let Some(symbol) = vo::try_to_sym(value)? else {
         return Ok(None);
     };
-    Ok(allowed.contains(&vo::sym_name(symbol)?.as_str()).then_some(symbol))
+    Ok(allowed
+        .contains(&vo::sym_name(symbol)?.as_str())
+        .then_some(symbol))
 }
 
 fn array_of(ruby: &Ruby, value: Option<Value>) -> Result<RArray, Error> {
@@ -100,7 +102,10 @@ fn allow_entries(ruby: &Ruby, list: RArray) -> Result<RArray, Error> {
             let text: RString = text.funcall("downcase", ())?;
             let text = text.to_string()?;
             if text.is_empty() {
-                return Err(errors::policy_error(ruby, "network allowlist entries cannot be empty"));
+                return Err(errors::policy_error(
+                    ruby,
+                    "network allowlist entries cannot be empty",
+                ));
             }
             if text.chars().any(char::is_whitespace) {
                 return Err(errors::policy_error(
@@ -125,8 +130,13 @@ fn header_names(ruby: &Ruby, label: &str, list: RArray) -> Result<RArray, Error>
     for entry in list.into_iter() {
         let text: RString = vo::kernel(ruby, "String", entry)?.funcall("downcase", ())?;
         let text = text.to_string()?;
-        let valid = text.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        let valid = text
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
         if !valid {
             return Err(errors::policy_error(
                 ruby,
@@ -145,14 +155,29 @@ fn header_names(ruby: &Ruby, label: &str, list: RArray) -> Result<RArray, Error>
 /// NetworkPolicy.new(mode:, allow: [], inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []): a frozen network rule.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    type Optional = (
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+    );
     let kwargs = get_kwargs::<_, (Value,), Optional, ()>(
         args.keywords,
         &["mode"],
-        &["allow", "inspection", "gateway", "authorizer", "forward_headers", "mutation_headers"],
+        &[
+            "allow",
+            "inspection",
+            "gateway",
+            "authorizer",
+            "forward_headers",
+            "mutation_headers",
+        ],
     )?;
     let (mode_value,) = kwargs.required;
-    let (allow, inspection, gateway, authorizer, forward_headers, mutation_headers) = kwargs.optional;
+    let (allow, inspection, gateway, authorizer, forward_headers, mutation_headers) =
+        kwargs.optional;
     let nil = ruby.qnil().as_value();
     let gateway = gateway.unwrap_or(nil);
     let authorizer = authorizer.unwrap_or(nil);
@@ -199,10 +224,16 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         ));
     }
     if http && !allowlist {
-        return Err(errors::policy_error(ruby, "network inspection :http requires mode: :allowlist"));
+        return Err(errors::policy_error(
+            ruby,
+            "network inspection :http requires mode: :allowlist",
+        ));
     }
     if http && authorizer.is_nil() {
-        return Err(errors::policy_error(ruby, "network inspection :http requires an authorizer"));
+        return Err(errors::policy_error(
+            ruby,
+            "network inspection :http requires an authorizer",
+        ));
     }
     if allowlist && allow.is_empty() {
         return Err(errors::policy_error(
@@ -215,19 +246,49 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     rb_self.ivar_set("@inspection", inspection)?;
     rb_self.ivar_set("@gateway", gateway)?;
     rb_self.ivar_set("@authorizer", authorizer)?;
-    rb_self.ivar_set("@forward_headers", header_names(ruby, "forward_headers", forward_headers)?)?;
-    rb_self.ivar_set("@mutation_headers", header_names(ruby, "mutation_headers", mutation_headers)?)?;
+    rb_self.ivar_set(
+        "@forward_headers",
+        header_names(ruby, "forward_headers", forward_headers)?,
+    )?;
+    rb_self.ivar_set(
+        "@mutation_headers",
+        header_names(ruby, "mutation_headers", mutation_headers)?,
+    )?;
     rb_self.freeze();
     Ok(())
 }
 
 ivar_reader!(mode, "@mode", "`:inherit`, `:none` or `:allowlist`.");
-ivar_reader!(allow, "@allow", "The allowed destinations: a frozen Array of down-cased Strings.");
-ivar_reader!(inspection, "@inspection", "`:connect` (tunnel by host:port) or `:http` (inspect each request).");
-ivar_reader!(gateway, "@gateway", "The gateway that enforces an allowlist, or nil for the built-in one.");
-ivar_reader!(authorizer, "@authorizer", "The callable that authorises inspected HTTP requests, or nil.");
-ivar_reader!(forward_headers, "@forward_headers", "Request headers forwarded to the authorizer: a frozen Array of Strings.");
-ivar_reader!(mutation_headers, "@mutation_headers", "Headers the authorizer may set: a frozen Array of Strings.");
+ivar_reader!(
+    allow,
+    "@allow",
+    "The allowed destinations: a frozen Array of down-cased Strings."
+);
+ivar_reader!(
+    inspection,
+    "@inspection",
+    "`:connect` (tunnel by host:port) or `:http` (inspect each request)."
+);
+ivar_reader!(
+    gateway,
+    "@gateway",
+    "The gateway that enforces an allowlist, or nil for the built-in one."
+);
+ivar_reader!(
+    authorizer,
+    "@authorizer",
+    "The callable that authorises inspected HTTP requests, or nil."
+);
+ivar_reader!(
+    forward_headers,
+    "@forward_headers",
+    "Request headers forwarded to the authorizer: a frozen Array of Strings."
+);
+ivar_reader!(
+    mutation_headers,
+    "@mutation_headers",
+    "Headers the authorizer may set: a frozen Array of Strings."
+);
 
 fn mode_is(ruby: &Ruby, rb_self: RObject, name: &str) -> Result<bool, Error> {
     let mode: Value = rb_self.ivar_get("@mode")?;

@@ -4,25 +4,36 @@
 use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::paths;
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass, RHash,
-    RObject, RString, Ruby, Symbol, Value,
+    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass,
+    RHash, RObject, RString, Ruby, Symbol, Value,
 };
 
 use crate::helpers::constants;
 use crate::ruby_api::errors;
 use crate::ruby_api::mount;
 
-
 use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
 
 /// The declaration keys every backend understands (8.1, CF.3).
-pub const COMMON_KEYS: [&str; 5] = ["files", "runtime_paths", "root_filesystem", "environment", "network"];
+pub const COMMON_KEYS: [&str; 5] = [
+    "files",
+    "runtime_paths",
+    "root_filesystem",
+    "environment",
+    "network",
+];
 /// How a grant may be used (8.1).
 pub const ACCESS_MODES: [&str; 2] = ["read_only", "read_write"];
 /// What a process sees outside its grants (8.1).
 pub const ROOT_FILESYSTEM_MODES: [&str; 3] = ["isolated", "read_only", "read_write"];
 
-const IVARS: &[&str] = &["@files", "@runtime_paths", "@root_filesystem", "@environment", "@network"];
+const IVARS: &[&str] = &[
+    "@files",
+    "@runtime_paths",
+    "@root_filesystem",
+    "@environment",
+    "@network",
+];
 const FIELDS: &[(&str, &str)] = &[
     ("files", "@files"),
     ("runtime_paths", "@runtime_paths"),
@@ -35,7 +46,12 @@ value_methods!(IVARS, FIELDS);
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Policy", ruby.class_object())?;
-    let symbols = |names: &[&str]| vo::frozen_symbols(ruby, &names.iter().map(|n| ruby.to_symbol(n)).collect::<Vec<_>>());
+    let symbols = |names: &[&str]| {
+        vo::frozen_symbols(
+            ruby,
+            &names.iter().map(|n| ruby.to_symbol(n)).collect::<Vec<_>>(),
+        )
+    };
     class.const_set("COMMON_KEYS", symbols(&COMMON_KEYS))?;
     class.const_set("ACCESS_MODES", symbols(&ACCESS_MODES))?;
     class.const_set("ROOT_FILESYSTEM_MODES", symbols(&ROOT_FILESYSTEM_MODES))?;
@@ -86,7 +102,10 @@ fn coerce(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
 /// A frozen Symbol→Symbol grant Hash from `files:` or `runtime_paths:` (8.3).
 fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<RHash, Error> {
     if !vo::responds(value, "each_pair") {
-        return Err(errors::policy_error(ruby, format!("sandbox {label} must be a Hash")));
+        return Err(errors::policy_error(
+            ruby,
+            format!("sandbox {label} must be a Hash"),
+        ));
     }
     let table = ruby.hash_new();
     for (name, access) in vo::pairs(value)? {
@@ -125,7 +144,13 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     let kwargs = get_kwargs::<
         _,
         (),
-        (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>),
+        (
+            Option<Value>,
+            Option<Value>,
+            Option<Value>,
+            Option<Value>,
+            Option<Value>,
+        ),
         (),
     >(args.keywords, &[], &COMMON_KEYS)?;
     let (files, runtime_paths, root_filesystem, environment, network) = kwargs.optional;
@@ -183,11 +208,31 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     Ok(())
 }
 
-ivar_reader!(files, "@files", "The tool-visible grants: a frozen Hash of workspace path name to access Symbol.");
-ivar_reader!(runtime_paths, "@runtime_paths", "The process-only grants: a frozen Hash of workspace path name to access Symbol.");
-ivar_reader!(root_filesystem, "@root_filesystem", "What a process sees outside its grants: :isolated, :read_only or :read_write.");
-ivar_reader!(environment, "@environment", "The EnvironmentPolicy for processes.");
-ivar_reader!(network, "@network", "The NetworkPolicy, or nil for the backend's secure default.");
+ivar_reader!(
+    files,
+    "@files",
+    "The tool-visible grants: a frozen Hash of workspace path name to access Symbol."
+);
+ivar_reader!(
+    runtime_paths,
+    "@runtime_paths",
+    "The process-only grants: a frozen Hash of workspace path name to access Symbol."
+);
+ivar_reader!(
+    root_filesystem,
+    "@root_filesystem",
+    "What a process sees outside its grants: :isolated, :read_only or :read_write."
+);
+ivar_reader!(
+    environment,
+    "@environment",
+    "The EnvironmentPolicy for processes."
+);
+ivar_reader!(
+    network,
+    "@network",
+    "The NetworkPolicy, or nil for the backend's secure default."
+);
 
 /// workspace_writable?: true iff the workspace root is granted `:read_write` to tools.
 fn workspace_writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
@@ -199,7 +244,11 @@ fn workspace_writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
 }
 
 /// The absolute directory of a policy name in `workspace` (`root` or `workspace.path(name)`).
-fn workspace_directory(ruby: &Ruby, workspace: Value, name: Symbol) -> Result<std::path::PathBuf, Error> {
+fn workspace_directory(
+    ruby: &Ruby,
+    workspace: Value,
+    name: Symbol,
+) -> Result<std::path::PathBuf, Error> {
     let path: Value = if vo::sym_name(name)? == "root" {
         workspace.funcall("root", ())?
     } else {
@@ -215,7 +264,13 @@ fn workspace_directory(ruby: &Ruby, workspace: Value, name: Symbol) -> Result<st
     Ok(paths::clean(&path))
 }
 
-fn grants_of(ruby: &Ruby, table: RHash, workspace: Value, tools: bool, out: &mut Vec<Grant>) -> Result<(), Error> {
+fn grants_of(
+    ruby: &Ruby,
+    table: RHash,
+    workspace: Value,
+    tools: bool,
+    out: &mut Vec<Grant>,
+) -> Result<(), Error> {
     for (name, access) in vo::hash_pairs(table)? {
         let name = Symbol::try_convert(name)?;
         let access = Symbol::try_convert(access)?;
@@ -234,8 +289,20 @@ fn grants_of(ruby: &Ruby, table: RHash, workspace: Value, tools: bool, out: &mut
 /// process_grants(workspace): a frozen Array of Mounts for every file and runtime grant, longest target first.
 fn process_grants(ruby: &Ruby, rb_self: RObject, workspace: Value) -> Result<Value, Error> {
     let mut grants = Vec::new();
-    grants_of(ruby, rb_self.ivar_get("@files")?, workspace, true, &mut grants)?;
-    grants_of(ruby, rb_self.ivar_get("@runtime_paths")?, workspace, false, &mut grants)?;
+    grants_of(
+        ruby,
+        rb_self.ivar_get("@files")?,
+        workspace,
+        true,
+        &mut grants,
+    )?;
+    grants_of(
+        ruby,
+        rb_self.ivar_get("@runtime_paths")?,
+        workspace,
+        false,
+        &mut grants,
+    )?;
     // Stable: equal lengths keep file grants before runtime grants, in declaration order.
     grants.sort_by_key(|grant| std::cmp::Reverse(grant.target.as_os_str().len()));
     let array = ruby.ary_new_capa(grants.len());
@@ -248,10 +315,5 @@ fn process_grants(ruby: &Ruby, rb_self: RObject, workspace: Value) -> Result<Val
 
 /// to_h: the policy as the keyword Hash `Policy.new` accepts, frozen.
 fn to_h(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (label, name) in FIELDS {
-        hash.aset(ruby.to_symbol(label), rb_self.ivar_get::<_, Value>(*name)?)?;
-    }
-    hash.freeze();
-    Ok(hash)
+    vo::fields_hash(ruby, rb_self, FIELDS)
 }

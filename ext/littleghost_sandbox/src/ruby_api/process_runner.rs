@@ -13,12 +13,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, group::GroupSignal as Signal, CaptureMode, Exit, Launch, Notifier, PollFlags,
-    RunningProcess, SpawnError, SpawnOptions,
+    self as core_process, group::GroupSignal as Signal, CaptureMode, Exit, Launch, Notifier,
+    PollFlags, RunningProcess, SpawnError, SpawnOptions,
 };
 use magnus::{
-    function, prelude::*, scan_args::{get_kwargs, scan_args}, value::ReprValue, Error, KwArgs, RClass, RHash,
-    RString, Ruby, Value,
+    function,
+    prelude::*,
+    scan_args::{get_kwargs, scan_args},
+    value::ReprValue,
+    Error, KwArgs, RClass, RHash, RString, Ruby, Value,
 };
 
 use crate::helpers::constants;
@@ -51,10 +54,27 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
 /// Runs `command` without a shell and returns its Execution, raising ToolError on timeout.
 fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kw = get_kwargs::<_, (Value, Value), (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>), ()>(
+    let kw = get_kwargs::<
+        _,
+        (Value, Value),
+        (
+            Option<Value>,
+            Option<Value>,
+            Option<Value>,
+            Option<Value>,
+            Option<Value>,
+        ),
+        (),
+    >(
         args.keywords,
         &["command", "timeout"],
-        &["context", "max_output_bytes", "environment", "inherit_environment", "chdir"],
+        &[
+            "context",
+            "max_output_bytes",
+            "environment",
+            "inherit_environment",
+            "chdir",
+        ],
     )?;
     let (command, timeout) = kw.required;
     let (context, max_output_bytes, environment, inherit_environment, chdir) = kw.optional;
@@ -62,7 +82,11 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
         argv: argv_from(ruby, command)?,
         timeout: validate_timeout(ruby, timeout)?,
         context: context.filter(|value| !value.is_nil()),
-        max_output_bytes: validate_output_bytes(ruby, max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()), 1_000_000)?,
+        max_output_bytes: validate_output_bytes(
+            ruby,
+            max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
+            1_000_000,
+        )?,
         environment: environment_from(ruby, environment)?,
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
         chdir: chdir_from(ruby, chdir)?,
@@ -83,7 +107,10 @@ pub fn argv_from(ruby: &Ruby, command: Value) -> Result<Vec<String>, Error> {
 }
 
 /// An `environment:` Hash (or nil) as String pairs, converted with `to_s`.
-pub fn environment_from(ruby: &Ruby, environment: Option<Value>) -> Result<Vec<(String, String)>, Error> {
+pub fn environment_from(
+    ruby: &Ruby,
+    environment: Option<Value>,
+) -> Result<Vec<(String, String)>, Error> {
     let Some(environment) = environment.filter(|value| !value.is_nil()) else {
         return Ok(Vec::new());
     };
@@ -107,7 +134,9 @@ pub fn chdir_from(ruby: &Ruby, chdir: Option<Value>) -> Result<Option<PathBuf>, 
     let expanded: RString = file.funcall("expand_path", (chdir,))?;
     // SAFETY: the bytes are copied before any other Ruby call.
     let bytes = unsafe { expanded.as_slice() }.to_vec();
-    Ok(Some(PathBuf::from(<std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes))))
+    Ok(Some(PathBuf::from(
+        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes),
+    )))
 }
 
 /// 17.3: `Float(value)`, positive and finite; otherwise ArgumentError "timeout must be positive".
@@ -134,7 +163,10 @@ pub fn validate_output_bytes(ruby: &Ruby, value: Value, default: u64) -> Result<
 /// `Integer(value)` that must be positive; ArgumentError "NAME must be a positive Integer" otherwise.
 pub fn positive_integer(ruby: &Ruby, value: Value, name: &str) -> Result<u64, Error> {
     let message = || argument_error(ruby, format!("{name} must be a positive Integer"));
-    let integer: magnus::Integer = ruby.module_kernel().funcall("Integer", (value,)).map_err(|_| message())?;
+    let integer: magnus::Integer = ruby
+        .module_kernel()
+        .funcall("Integer", (value,))
+        .map_err(|_| message())?;
     if !integer.funcall::<_, _, bool>("positive?", ())? {
         return Err(message());
     }
@@ -145,7 +177,9 @@ pub fn positive_integer(ruby: &Ruby, value: Value, name: &str) -> Result<u64, Er
 /// `context&.check!` on the calling thread with the GVL held (0.8).
 pub fn check_context(context: Option<Value>) -> Result<(), Error> {
     match context {
-        Some(context) if !context.is_nil() => context.funcall::<_, _, Value>("check!", ()).map(|_| ()),
+        Some(context) if !context.is_nil() => {
+            context.funcall::<_, _, Value>("check!", ()).map(|_| ())
+        }
         _ => Ok(()),
     }
 }
@@ -153,7 +187,10 @@ pub fn check_context(context: Option<Value>) -> Result<(), Error> {
 /// Runs `request` to completion (17.2–17.12) and returns an Execution.
 pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
     core_result(ruby, core_process::validate_argv(&request.argv))?;
-    core_result(ruby, core_process::validate_environment(&request.environment))?;
+    core_result(
+        ruby,
+        core_process::validate_environment(&request.environment),
+    )?;
     check_context(request.context)?;
     let launch = Launch {
         argv: request.argv,
@@ -165,21 +202,44 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
         spawn_options: request.spawn_options,
     };
     let limit = usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX);
-    let started =
-        nogvl::blocking(ruby, || RunningProcess::start(&launch, CaptureMode::PerStream { limit }, false))?;
+    let started = nogvl::blocking(ruby, || {
+        RunningProcess::start(&launch, CaptureMode::PerStream { limit }, false)
+    })?;
     let argv0 = &launch.argv[0];
     let process = match started {
         Ok(process) => process,
         Err(SpawnError::NotFound) => {
-            return execution(ruby, "", &format!("{argv0}: command not found\n"), Some(127), None)
+            return execution(
+                ruby,
+                "",
+                &format!("{argv0}: command not found\n"),
+                Some(127),
+                None,
+            )
         }
         Err(SpawnError::NotExecutable) => {
-            return execution(ruby, "", &format!("{argv0}: permission denied\n"), Some(126), None)
+            return execution(
+                ruby,
+                "",
+                &format!("{argv0}: permission denied\n"),
+                Some(126),
+                None,
+            )
         }
         Err(error @ SpawnError::WorkingDirectory(_)) => {
-            return Err(with_errno_cause(ruby, "Working directory is not available", error.errno()))
+            return Err(with_errno_cause(
+                ruby,
+                "Working directory is not available",
+                error.errno(),
+            ))
         }
-        Err(error) => return Err(with_errno_cause(ruby, "Command could not be started", error.errno())),
+        Err(error) => {
+            return Err(with_errno_cause(
+                ruby,
+                "Command could not be started",
+                error.errno(),
+            ))
+        }
     };
     let exit = supervise(ruby, &process, request.timeout, request.context)?;
     let (stdout, stderr) = process.take_output();
@@ -188,7 +248,13 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
 
 /// `Execution.new(stdout:, stderr:, exit_code:, error: nil[, signal:])`
 /// through Ruby dispatch, with frozen Strings.
-fn execution(ruby: &Ruby, stdout: &str, stderr: &str, exit_code: Option<i32>, signal: Option<i32>) -> Result<Value, Error> {
+fn execution(
+    ruby: &Ruby,
+    stdout: &str,
+    stderr: &str,
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+) -> Result<Value, Error> {
     let class = constants::class(ruby, "LittleGhost::Sandbox::Execution")?;
     let kwargs = ruby.hash_new();
     kwargs.aset(ruby.to_symbol("stdout"), frozen(ruby, stdout))?;
@@ -210,7 +276,9 @@ fn frozen(ruby: &Ruby, text: &str) -> RString {
 /// ToolError "MESSAGE (Errno::EXXX)" whose `cause` is that Errno (1.2: no errno text).
 fn with_errno_cause(ruby: &Ruby, message: &str, errno: i32) -> Error {
     let build = || -> Result<Error, Error> {
-        let cause: Value = ruby.exception_system_call_error().funcall("new", (ruby.qnil(), errno))?;
+        let cause: Value = ruby
+            .exception_system_call_error()
+            .funcall("new", (ruby.qnil(), errno))?;
         let class_name: String = cause.class().funcall("name", ())?;
         let class = constants::class(ruby, "LittleGhost::ToolError")?;
         error_with_cause(ruby, class, &format!("{message} ({class_name})"), cause)
@@ -220,10 +288,18 @@ fn with_errno_cause(ruby: &Ruby, message: &str, errno: i32) -> Error {
 
 /// An exception of `class` with `message` whose `cause` is `cause`, made by
 /// raising it once (Ruby has no other way to set a cause).
-pub fn error_with_cause(ruby: &Ruby, class: RClass, message: &str, cause: Value) -> Result<Error, Error> {
+pub fn error_with_cause(
+    ruby: &Ruby,
+    class: RClass,
+    message: &str,
+    cause: Value,
+) -> Result<Error, Error> {
     let kwargs = ruby.hash_new();
     kwargs.aset(ruby.to_symbol("cause"), cause)?;
-    match ruby.module_kernel().funcall::<_, _, Value>("raise", (class, message, KwArgs(kwargs))) {
+    match ruby
+        .module_kernel()
+        .funcall::<_, _, Value>("raise", (class, message, KwArgs(kwargs)))
+    {
         Err(error) => Ok(error),
         Ok(_) => Err(Error::new(ruby.exception_runtime_error(), "raise returned")),
     }
@@ -231,9 +307,16 @@ pub fn error_with_cause(ruby: &Ruby, class: RClass, message: &str, cause: Value)
 
 /// Waits until the child finished (17.8), polling `context` every slice;
 /// terminates the group on timeout (17.10) or on any error (17.11).
-fn supervise(ruby: &Ruby, process: &RunningProcess, timeout: f64, context: Option<Value>) -> Result<Exit, Error> {
+fn supervise(
+    ruby: &Ruby,
+    process: &RunningProcess,
+    timeout: f64,
+    context: Option<Value>,
+) -> Result<Exit, Error> {
     let started = Instant::now();
-    let deadline = Duration::try_from_secs_f64(timeout).ok().and_then(|limit| started.checked_add(limit));
+    let deadline = Duration::try_from_secs_f64(timeout)
+        .ok()
+        .and_then(|limit| started.checked_add(limit));
     let mut waiter = Waiter::new(process);
     loop {
         if process.finished() {
@@ -250,12 +333,18 @@ fn supervise(ruby: &Ruby, process: &RunningProcess, timeout: f64, context: Optio
             Some(deadline) if now >= deadline => {
                 terminate_group(ruby, &mut waiter, process)?;
                 let seconds: RString = ruby.float_from_f64(timeout).funcall("to_s", ())?;
-                return Err(tool_error(ruby, format!("Command timed out after {} seconds", seconds.to_string()?)));
+                return Err(tool_error(
+                    ruby,
+                    format!("Command timed out after {} seconds", seconds.to_string()?),
+                ));
             }
             Some(deadline) => core_process::POLL_INTERVAL.min(deadline - now),
             None => core_process::POLL_INTERVAL,
         };
-        if let Err(error) = waiter.wait(ruby, slice).and_then(|()| check_context(context)) {
+        if let Err(error) = waiter
+            .wait(ruby, slice)
+            .and_then(|()| check_context(context))
+        {
             // 17.11: clean up, then hand back the very same exception (or kill).
             let _ = terminate_group(ruby, &mut waiter, process);
             return Err(error);
@@ -268,7 +357,11 @@ fn supervise(ruby: &Ruby, process: &RunningProcess, timeout: f64, context: Optio
 /// during the grace cuts it short (straight to KILL); under a fiber scheduler,
 /// where that interrupt arrives as an exception, it is returned as `Err`
 /// after the cleanup finished.
-pub fn terminate_group(ruby: &Ruby, waiter: &mut Waiter, process: &RunningProcess) -> Result<(), Error> {
+pub fn terminate_group(
+    ruby: &Ruby,
+    waiter: &mut Waiter,
+    process: &RunningProcess,
+) -> Result<(), Error> {
     let mut interruption = None;
     process.signal_group(Signal::TERM);
     let grace_end = Instant::now() + core_process::TERMINATION_GRACE;
@@ -334,21 +427,32 @@ pub fn fiber_scheduler_active() -> bool {
 impl<'a> Waiter<'a> {
     pub fn new(process: &'a RunningProcess) -> Self {
         let notifier = process.notifier();
-        Waiter { notifier, wake: Wake::new(notifier.raw_write_fd()), scheduler_slice: Duration::from_millis(1) }
+        Waiter {
+            notifier,
+            wake: Wake::new(notifier.raw_write_fd()),
+            scheduler_slice: Duration::from_millis(1),
+        }
     }
 
     /// Sleeps through the fiber scheduler so sibling fibers run.
     fn scheduler_sleep(&mut self, ruby: &Ruby, slice: Duration) -> Result<(), Error> {
         let nap = self.scheduler_slice.min(slice);
         self.scheduler_slice = (self.scheduler_slice * 2).min(core_process::POLL_INTERVAL);
-        let _: Value = ruby.module_kernel().funcall("sleep", (nap.as_secs_f64(),))?;
+        let _: Value = ruby
+            .module_kernel()
+            .funcall("sleep", (nap.as_secs_f64(),))?;
         self.notifier.clear();
         Ok(())
     }
 
     /// Waits up to `slice` for news from the child (or for `extra` to become
     /// ready), then runs pending interrupts. Errors are interrupts, unchanged.
-    pub fn wait_for(&mut self, ruby: &Ruby, slice: Duration, extra: Option<(BorrowedFd<'_>, PollFlags)>) -> Result<(), Error> {
+    pub fn wait_for(
+        &mut self,
+        ruby: &Ruby,
+        slice: Duration,
+        extra: Option<(BorrowedFd<'_>, PollFlags)>,
+    ) -> Result<(), Error> {
         if fiber_scheduler_active() {
             // `extra` (stdin room) is simply retried after the nap.
             self.scheduler_sleep(ruby, slice)?;

@@ -19,11 +19,16 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, group::GroupSignal as Signal, procfs::DefaultReader, write_stdin, CaptureMode, Exit,
-    Launch, PollFlags, RunningProcess, SpawnError, SpawnOptions,
+    self as core_process, group::GroupSignal as Signal, procfs::DefaultReader, write_stdin,
+    CaptureMode, Exit, Launch, PollFlags, RunningProcess, SpawnError, SpawnOptions,
 };
 use magnus::{
-    error::ErrorType, method, prelude::*, scan_args::{get_kwargs, scan_args}, typed_data::Obj, value::ReprValue,
+    error::ErrorType,
+    method,
+    prelude::*,
+    scan_args::{get_kwargs, scan_args},
+    typed_data::Obj,
+    value::ReprValue,
     Error, Exception, ExceptionClass, RClass, RHash, RString, Ruby, Value,
 };
 
@@ -32,8 +37,8 @@ use crate::helpers::nogvl;
 use crate::ruby_api::errors::{argument_error, core_result, from_core, tool_error};
 use crate::ruby_api::execution::{define_data_class, DataShape};
 use crate::ruby_api::process_runner::{
-    argv_from, chdir_from, check_context, environment_from, error_with_cause, positive_integer, reap_leader,
-    terminate_group, validate_timeout, Waiter,
+    argv_from, chdir_from, check_context, environment_from, error_with_cause, positive_integer,
+    reap_leader, terminate_group, validate_timeout, Waiter,
 };
 
 /// Bytes taken from each stream per read pass (18.5).
@@ -87,7 +92,11 @@ pub struct ProcessSession {
 }
 
 /// The result of `wait` and `terminate`, shaped like `Process::Status`.
-#[magnus::wrap(class = "LittleGhost::Sandbox::ProcessSession::Status", free_immediately, size)]
+#[magnus::wrap(
+    class = "LittleGhost::Sandbox::ProcessSession::Status",
+    free_immediately,
+    size
+)]
 pub struct SessionStatus {
     pid: i32,
     exit: Exit,
@@ -125,7 +134,6 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     status.define_method("==", method!(SessionStatus::equal, 1))?;
     Ok(())
 }
-
 
 impl SessionStatus {
     /// The pid of the session's leader.
@@ -167,7 +175,10 @@ impl SessionStatus {
             (None, Some(signal)) => format!("signal {signal}"),
             _ => "status unknown".to_string(),
         };
-        format!("#<LittleGhost::Sandbox::ProcessSession::Status: pid {} {detail}>", self.pid)
+        format!(
+            "#<LittleGhost::Sandbox::ProcessSession::Status: pid {} {detail}>",
+            self.pid
+        )
     }
     /// Equal to another Status with the same pid and raw status, or to an Integer equal to `to_i`.
     fn equal(&self, other: Value) -> bool {
@@ -192,9 +203,15 @@ impl ProcessSession {
     /// The running state; IOError if the session never started or belongs
     /// to the parent of a forked process.
     fn state(&self, ruby: &Ruby) -> Result<&SessionState, Error> {
-        let state = self.state.get().ok_or_else(|| io_error(ruby, "process session was not started"))?;
+        let state = self
+            .state
+            .get()
+            .ok_or_else(|| io_error(ruby, "process session was not started"))?;
         if !state.process.owned_here() {
-            return Err(io_error(ruby, "process session belongs to the process that started it"));
+            return Err(io_error(
+                ruby,
+                "process session belongs to the process that started it",
+            ));
         }
         Ok(state)
     }
@@ -238,8 +255,16 @@ fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error
         ],
     )?;
     let (command,) = kw.required;
-    let (environment, inherit_environment, chdir, output_bytes, memory_bytes, memory_reader, cpu_seconds, file_bytes) =
-        kw.optional;
+    let (
+        environment,
+        inherit_environment,
+        chdir,
+        output_bytes,
+        memory_bytes,
+        memory_reader,
+        cpu_seconds,
+        file_bytes,
+    ) = kw.optional;
     let optional_positive = |value: Option<Value>, name: &str| -> Result<Option<u64>, Error> {
         match value.filter(|value| !value.is_nil()) {
             None => Ok(None),
@@ -272,9 +297,15 @@ fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error
 
 fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), Error> {
     core_result(ruby, core_process::validate_argv(&request.argv))?;
-    core_result(ruby, core_process::validate_environment(&request.environment))?;
+    core_result(
+        ruby,
+        core_process::validate_environment(&request.environment),
+    )?;
     if session.state.get().is_some() {
-        return Err(Error::new(ruby.exception_runtime_error(), "process session already started"));
+        return Err(Error::new(
+            ruby.exception_runtime_error(),
+            "process session already started",
+        ));
     }
     // 18.9: the reader is chosen before anything is spawned.
     let default_reader = match (request.memory_bytes, request.memory_reader) {
@@ -290,7 +321,9 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         file_bytes: request.file_bytes,
         spawn_options: request.spawn_options,
     };
-    let mode = CaptureMode::Combined { limit: request.output_bytes };
+    let mode = CaptureMode::Combined {
+        limit: request.output_bytes,
+    };
     let started = nogvl::blocking(ruby, || RunningProcess::start(&launch, mode, true))?;
     let process = match started {
         Ok(process) => process,
@@ -299,7 +332,9 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
                 SpawnError::WorkingDirectory(_) => "chdir",
                 _ => launch.argv[0].as_str(),
             };
-            let errno: Value = ruby.exception_system_call_error().funcall("new", (subject, error.errno()))?;
+            let errno: Value = ruby
+                .exception_system_call_error()
+                .funcall("new", (subject, error.errno()))?;
             return Err(Error::from(Exception::try_convert(errno)?));
         }
     };
@@ -311,7 +346,10 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         writing: AtomicBool::new(false),
     };
     if session.state.set(state).is_err() {
-        return Err(Error::new(ruby.exception_runtime_error(), "process session already started"));
+        return Err(Error::new(
+            ruby.exception_runtime_error(),
+            "process session already started",
+        ));
     }
     if let Some(limit) = request.memory_bytes {
         start_monitor(ruby, session, request.memory_reader, default_reader, limit)?;
@@ -326,7 +364,10 @@ fn pid(ruby: &Ruby, rb_self: Session) -> Result<i32, Error> {
 
 /// Whether the session has been closed.
 fn is_closed(rb_self: Session) -> bool {
-    rb_self.state.get().is_none_or(|state| state.closed.load(Ordering::SeqCst))
+    rb_self
+        .state
+        .get()
+        .is_none_or(|state| state.closed.load(Ordering::SeqCst))
 }
 
 /// Raises a recorded resource error (memory, output bound), if any.
@@ -336,7 +377,10 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
         return Err(Error::from(Exception::try_convert(recorded)?));
     }
     if state.process.overflowed() {
-        let error = tool_error(ruby, format!("Program output exceeded {} bytes", state.output_bytes));
+        let error = tool_error(
+            ruby,
+            format!("Program output exceeded {} bytes", state.output_bytes),
+        );
         if let Some(exception) = exception_of(ruby, &error) {
             record(session, exception)?;
             return Err(Error::from(Exception::try_convert(exception)?));
@@ -360,9 +404,10 @@ fn exception_of(ruby: &Ruby, error: &Error) -> Option<Value> {
     match error.error_type() {
         ErrorType::Jump(_) => None,
         ErrorType::Exception(exception) => Some(exception.as_value()),
-        ErrorType::Error(class, message) => {
-            class.new_instance((ruby.str_new(message),)).ok().map(|exception| exception.as_value())
-        }
+        ErrorType::Error(class, message) => class
+            .new_instance((ruby.str_new(message),))
+            .ok()
+            .map(|exception| exception.as_value()),
     }
 }
 
@@ -396,7 +441,11 @@ fn write(ruby: &Ruby, rb_self: Session, value: Value) -> Result<usize, Error> {
     // SAFETY: copied before any other Ruby call.
     let bytes = unsafe { text.as_slice() }.to_vec();
     let mut waiter = Waiter::new(&state.process);
-    while state.writing.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+    while state
+        .writing
+        .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
         waiter.wait(ruby, Duration::from_millis(1))?;
     }
     let _turn = WriteTurn(&state.writing);
@@ -411,7 +460,11 @@ fn write(ruby: &Ruby, rb_self: Session, value: Value) -> Result<usize, Error> {
         match write_stdin(&stdin, &bytes[written..]) {
             Ok(count) => written += count,
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                waiter.wait_for(ruby, core_process::POLL_INTERVAL, Some((stdin.as_fd(), PollFlags::OUT)))?;
+                waiter.wait_for(
+                    ruby,
+                    core_process::POLL_INTERVAL,
+                    Some((stdin.as_fd(), PollFlags::OUT)),
+                )?;
             }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return Err(io_error(ruby, "sandboxed process has exited")),
@@ -438,14 +491,19 @@ fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Value, Error> {
     let kw = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["timeout"])?;
     let timeout = match kw.optional.0.filter(|value| !value.is_nil()) {
         None => 0.0,
-        Some(value) => ruby.module_kernel().funcall::<_, _, f64>("Float", (value,))?.max(0.0),
+        Some(value) => ruby
+            .module_kernel()
+            .funcall::<_, _, f64>("Float", (value,))?
+            .max(0.0),
     };
     let state = rb_self.state(ruby)?;
     if state.closed.load(Ordering::SeqCst) {
         return Err(io_error(ruby, "process session is closed"));
     }
     raise_resource_error(ruby, rb_self, state)?;
-    let deadline = Duration::try_from_secs_f64(timeout).ok().and_then(|limit| Instant::now().checked_add(limit));
+    let deadline = Duration::try_from_secs_f64(timeout)
+        .ok()
+        .and_then(|limit| Instant::now().checked_add(limit));
     let mut waiter = Waiter::new(&state.process);
     state.process.try_reap();
     settle_output(ruby, &mut waiter, state)?;
@@ -472,7 +530,9 @@ fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Value, Error> {
             }
         }
         match deadline {
-            Some(deadline) if now < deadline => waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?,
+            Some(deadline) if now < deadline => {
+                waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?
+            }
             Some(_) => break false,
             None => waiter.wait(ruby, core_process::POLL_INTERVAL)?,
         }
@@ -491,7 +551,10 @@ fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Value, Error> {
 /// `wait` followed by `read` sees everything the child wrote.
 fn settle_output(ruby: &Ruby, waiter: &mut Waiter, state: &SessionState) -> Result<(), Error> {
     let give_up = Instant::now() + Duration::from_millis(100);
-    while !state.process.output_complete() && state.process.exit().is_some() && !state.process.group_alive() {
+    while !state.process.output_complete()
+        && state.process.exit().is_some()
+        && !state.process.group_alive()
+    {
         let now = Instant::now();
         if now >= give_up {
             break;
@@ -502,7 +565,12 @@ fn settle_output(ruby: &Ruby, waiter: &mut Waiter, state: &SessionState) -> Resu
 }
 
 fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
-    state.process.exit().map(|exit| ruby.obj_wrap(SessionStatus { pid: state.process.pid(), exit }))
+    state.process.exit().map(|exit| {
+        ruby.obj_wrap(SessionStatus {
+            pid: state.process.pid(),
+            exit,
+        })
+    })
 }
 
 enum Step {
@@ -512,7 +580,11 @@ enum Step {
 }
 
 /// Waits while the session is alive, calling `context.check!` about every 10 ms; terminates on timeout or error when `terminate` is true.
-fn wait(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Option<Obj<SessionStatus>>, Error> {
+fn wait(
+    ruby: &Ruby,
+    rb_self: Session,
+    args: &[Value],
+) -> Result<Option<Obj<SessionStatus>>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     let kw = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>), ()>(
         args.keywords,
@@ -528,7 +600,9 @@ fn wait(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Option<Obj<Sess
         None => None,
         Some(value) => {
             let seconds = validate_timeout(ruby, value)?;
-            Duration::try_from_secs_f64(seconds).ok().and_then(|limit| Instant::now().checked_add(limit))
+            Duration::try_from_secs_f64(seconds)
+                .ok()
+                .and_then(|limit| Instant::now().checked_add(limit))
         }
     };
     let mut waiter = Waiter::new(&state.process);
@@ -561,8 +635,12 @@ fn wait(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Option<Obj<Sess
                 if terminate {
                     terminate_group(ruby, &mut waiter, &state.process)?;
                 }
-                let shown: RString = timeout.map_or(Ok(ruby.str_new("")), |value| value.funcall("to_s", ()))?;
-                return Err(tool_error(ruby, format!("Program timed out after {} seconds", shown.to_string()?)));
+                let shown: RString =
+                    timeout.map_or(Ok(ruby.str_new("")), |value| value.funcall("to_s", ()))?;
+                return Err(tool_error(
+                    ruby,
+                    format!("Program timed out after {} seconds", shown.to_string()?),
+                ));
             }
             Err(error) => {
                 if terminate {
@@ -576,8 +654,14 @@ fn wait(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Option<Obj<Sess
 
 /// Terminates the group (TERM, 0.5 s grace, KILL) if alive, reaps the leader and returns its status.
 fn terminate(ruby: &Ruby, rb_self: Session) -> Result<Option<Obj<SessionStatus>>, Error> {
-    let Some(state) = rb_self.state.get() else { return Ok(None) };
-    let state = if state.process.owned_here() { state } else { return Ok(None) };
+    let Some(state) = rb_self.state.get() else {
+        return Ok(None);
+    };
+    let state = if state.process.owned_here() {
+        state
+    } else {
+        return Ok(None);
+    };
     let mut waiter = Waiter::new(&state.process);
     if state.process.alive() {
         terminate_group(ruby, &mut waiter, &state.process)?;
@@ -588,7 +672,9 @@ fn terminate(ruby: &Ruby, rb_self: Session) -> Result<Option<Obj<SessionStatus>>
 
 /// Terminates if alive, stops the memory monitor and closes every pipe; idempotent, returns nil.
 fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
-    let Some(state) = rb_self.state.get() else { return Ok(()) };
+    let Some(state) = rb_self.state.get() else {
+        return Ok(());
+    };
     if !state.process.owned_here() || state.closed.swap(true, Ordering::SeqCst) {
         return Ok(());
     }
@@ -598,7 +684,8 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
         if let Err(error) = terminate_group(ruby, &mut waiter, &state.process) {
             state.process.signal_group(Signal::KILL);
             let io_or_tool = error.is_kind_of(ruby.exception_io_error())
-                || constants::class(ruby, "LittleGhost::ToolError").is_ok_and(|tool| error.is_kind_of(tool));
+                || constants::class(ruby, "LittleGhost::ToolError")
+                    .is_ok_and(|tool| error.is_kind_of(tool));
             if !io_or_tool {
                 interruption = Some(error);
             }
@@ -656,7 +743,9 @@ fn start_monitor(
     });
     let reader_value = reader.unwrap_or_else(|| ruby.qnil().as_value());
     session.ivar_set(MEMORY_READER, reader_value)?;
-    let thread: Value = ruby.class_thread().funcall_with_block("new", (session, reader_value), body)?;
+    let thread: Value =
+        ruby.class_thread()
+            .funcall_with_block("new", (session, reader_value), body)?;
     let _: Value = thread.funcall("report_on_exception=", (false,))?;
     session.ivar_set(MONITOR, thread)?;
     Ok(())
@@ -716,10 +805,19 @@ fn fail_closed(ruby: &Ruby, session: Session, error: &Error) -> Result<(), Error
     let class_name: String = if cause.is_nil() {
         "unknown".to_string()
     } else {
-        cause.class().funcall::<_, _, Value>("name", ())?.funcall::<_, _, RString>("to_s", ())?.to_string()?
+        cause
+            .class()
+            .funcall::<_, _, Value>("name", ())?
+            .funcall::<_, _, RString>("to_s", ())?
+            .to_string()?
     };
     let tool = constants::class(ruby, "LittleGhost::ToolError")?;
-    let failure = error_with_cause(ruby, tool, &format!("Program memory supervisor failed ({class_name})"), cause)?;
+    let failure = error_with_cause(
+        ruby,
+        tool,
+        &format!("Program memory supervisor failed ({class_name})"),
+        cause,
+    )?;
     if let Some(exception) = exception_of(ruby, &failure) {
         record(session, exception)?;
     }
@@ -746,9 +844,14 @@ fn sample(
                 Err(failure) => return Err(sample_error(ruby, &failure)),
             }
         }
-        (None, None) => return Err(from_core(ruby, littleghost_sandbox_core::Error::Dependency(
-            "process memory supervision has no reader".into(),
-        ))),
+        (None, None) => {
+            return Err(from_core(
+                ruby,
+                littleghost_sandbox_core::Error::Dependency(
+                    "process memory supervision has no reader".into(),
+                ),
+            ))
+        }
     };
     bytes.funcall(">", (limit,))
 }
@@ -759,10 +862,16 @@ fn sample_error(ruby: &Ruby, failure: &core_process::procfs::SampleError) -> Err
         let class = constants::class(ruby, "LittleGhost::DependencyError")?;
         match failure.cause().and_then(|cause| cause.raw_os_error()) {
             Some(errno) => {
-                let cause: Value = ruby.exception_system_call_error().funcall("new", (ruby.qnil(), errno))?;
+                let cause: Value = ruby
+                    .exception_system_call_error()
+                    .funcall("new", (ruby.qnil(), errno))?;
                 error_with_cause(ruby, class, &failure.message(), cause)
             }
-            None => Ok(Error::new(ExceptionClass::from_value(class.as_value()).unwrap_or_else(|| ruby.exception_runtime_error()), failure.message())),
+            None => Ok(Error::new(
+                ExceptionClass::from_value(class.as_value())
+                    .unwrap_or_else(|| ruby.exception_runtime_error()),
+                failure.message(),
+            )),
         }
     };
     build().unwrap_or_else(|error| error)

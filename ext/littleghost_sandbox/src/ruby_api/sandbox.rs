@@ -8,6 +8,7 @@ use magnus::{
     RClass, RHash, RObject, Ruby, Symbol, Value,
 };
 
+use crate::helpers::args::{keywords_only, kwargs, unknown_keys};
 use crate::helpers::constants;
 use crate::ruby_api::errors;
 
@@ -39,20 +40,6 @@ pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
 
 // ---------------------------------------------------------------------------
 // Small conveniences shared by the Sandbox, Scope and Unrestricted bindings.
-
-/// A Symbol-keyed Hash built from `(name, value)` pairs, for keyword calls.
-pub(crate) fn kwargs(ruby: &Ruby, pairs: &[(&str, Value)]) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (name, value) in pairs {
-        hash.aset(ruby.to_symbol(name), *value)?;
-    }
-    Ok(hash)
-}
-
-/// Parses `args` as keywords only (no positionals), returning the Hash (empty when none were given).
-pub(crate) fn keywords_only(args: &[Value]) -> Result<RHash, Error> {
-    Ok(scan_args::<(), (), (), (), RHash, ()>(args)?.keywords)
-}
 
 /// The message of a Ruby error, whether it was raised in Ruby or built in Rust.
 pub(crate) fn error_message(error: &Error) -> String {
@@ -87,8 +74,11 @@ fn name_of_class(value: Value) -> String {
 // ---------------------------------------------------------------------------
 // Construction and readers (10.1, 10.2).
 
-/// Binds the sandbox to `workspace`, normalising `policy`, `profiles` and `limits`; performs no filesystem I/O.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+/// `workspace`, `policy`, `profiles` and `limits` as given to `Sandbox.new`.
+pub(crate) type BaseOptions = (Value, Option<Value>, Option<Value>, Option<Value>);
+
+/// Parses the keywords of `Sandbox.new` (workspace, policy, profiles, limits) as Ruby would.
+pub(crate) fn base_options(args: &[Value]) -> Result<BaseOptions, Error> {
     let options = keywords_only(args)?;
     let parsed = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>, Option<Value>), ()>(
         options,
@@ -97,6 +87,12 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     )?;
     let (workspace,) = parsed.required;
     let (policy, profiles, limits) = parsed.optional;
+    Ok((workspace, policy, profiles, limits))
+}
+
+/// Binds the sandbox to `workspace`, normalising `policy`, `profiles` and `limits`; performs no filesystem I/O.
+fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+    let (workspace, policy, profiles, limits) = base_options(args)?;
     assign(ruby, rb_self, workspace, policy, profiles, limits)
 }
 
@@ -129,7 +125,10 @@ fn normalize_profiles(ruby: &Ruby, profiles: Option<Value>) -> Result<RHash, Err
     let normalized = ruby.hash_new();
     if let Some(profiles) = profiles {
         if !profiles.respond_to("to_h", false)? {
-            return Err(errors::policy_error(ruby, "sandbox profiles must be a Hash"));
+            return Err(errors::policy_error(
+                ruby,
+                "sandbox profiles must be a Hash",
+            ));
         }
         let hash: RHash = profiles.funcall("to_h", ())?;
         hash.foreach(|key: Value, value: Value| {
@@ -182,7 +181,9 @@ fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
     let answer = match path {
-        None => rb_self.funcall::<_, _, Value>("supports?", (operation,)).map(truthy),
+        None => rb_self
+            .funcall::<_, _, Value>("supports?", (operation,))
+            .map(truthy),
         Some(path) => rb_self
             .funcall::<_, _, Value>("scope", ())
             .and_then(|scope| scope.funcall::<_, _, Value>("allows?", (operation, path)))
@@ -211,11 +212,12 @@ fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> 
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     let (profile,) = args.optional;
     let options = args.keywords;
-    let parsed = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>, Option<Value>), ()>(
-        options,
-        &[],
-        &PROFILE_KEYS,
-    )?;
+    let parsed = get_kwargs::<
+        _,
+        (),
+        (Option<Value>, Option<Value>, Option<Value>, Option<Value>),
+        (),
+    >(options, &[], &PROFILE_KEYS)?;
     let (files, runtime_paths, capabilities, network) = parsed.optional;
     // An explicit nil means the same as an absent keyword.
     let explicit = [files, runtime_paths, capabilities, network].map(|v| v.filter(|v| !v.is_nil()));
@@ -240,7 +242,11 @@ fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> 
 }
 
 /// Looks up a profile and returns its four options in PROFILE_KEYS order.
-fn profile_options(ruby: &Ruby, rb_self: RObject, profile: Value) -> Result<[Option<Value>; 4], Error> {
+fn profile_options(
+    ruby: &Ruby,
+    rb_self: RObject,
+    profile: Value,
+) -> Result<[Option<Value>; 4], Error> {
     let name: Symbol = profile.funcall("to_sym", ())?;
     let profiles: RHash = rb_self.ivar_get("@profiles")?;
     let Some(mut options) = profiles.get(name) else {
@@ -256,24 +262,21 @@ fn profile_options(ruby: &Ruby, rb_self: RObject, profile: Value) -> Result<[Opt
         options = options.funcall("call", (KwArgs(call_options),))?;
     }
     if !options.respond_to("transform_keys", false)? {
-        return Err(errors::policy_error(ruby, "sandbox scope profile must be a Hash"));
+        return Err(errors::policy_error(
+            ruby,
+            "sandbox scope profile must be a Hash",
+        ));
     }
     let to_sym: magnus::block::Proc = ruby.to_symbol("to_sym").funcall("to_proc", ())?;
     let options: RHash = options.funcall_with_block("transform_keys", (), to_sym)?;
-    let mut unknown = Vec::new();
-    options.foreach(|key: Value, _value: Value| {
-        let known = Symbol::from_value(key)
-            .and_then(|symbol| symbol.name().ok().map(|n| PROFILE_KEYS.contains(&n.as_ref())))
-            .unwrap_or(false);
-        if !known {
-            unknown.push(key.inspect());
-        }
-        Ok(magnus::r_hash::ForEach::Continue)
-    })?;
+    let unknown = unknown_keys(options, |name| PROFILE_KEYS.contains(&name))?;
     if !unknown.is_empty() {
         return Err(errors::policy_error(
             ruby,
-            format!("unknown sandbox scope profile options: {}", unknown.join(", ")),
+            format!(
+                "unknown sandbox scope profile options: {}",
+                unknown.join(", ")
+            ),
         ));
     }
     let mut selection = [None; 4];
@@ -311,7 +314,10 @@ fn execute(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> 
     let nil = ruby.qnil().as_value();
     options.aset(ruby.to_symbol("timeout"), timeout)?;
     options.aset(ruby.to_symbol("context"), context.unwrap_or(nil))?;
-    options.aset(ruby.to_symbol("max_output_bytes"), max_output_bytes.unwrap_or(nil))?;
+    options.aset(
+        ruby.to_symbol("max_output_bytes"),
+        max_output_bytes.unwrap_or(nil),
+    )?;
     let script: Value = ruby.module_kernel().funcall("String", (command,))?;
     let argv = ruby.ary_new_from_values(&[
         ruby.str_new("/bin/sh").as_value(),
@@ -382,7 +388,10 @@ fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<
         .map(|class| class.as_value().equal(base).unwrap_or(false) || class.is_inherited(base))
         .unwrap_or(false);
     if !is_sandbox_class {
-        return Err(errors::argument_error(ruby, "sandbox provider must be a Sandbox class"));
+        return Err(errors::argument_error(
+            ruby,
+            "sandbox provider must be a Sandbox class",
+        ));
     }
     let key: Symbol = name.funcall("to_sym", ())?;
     registry(ruby)?.aset(key, implementation)?;
@@ -402,7 +411,12 @@ fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
 }
 
 /// `{available:, reason:, capabilities:}` for `value` with the given reason.
-fn probe_result(ruby: &Ruby, available: bool, reason: Option<String>, capabilities: Value) -> Result<RHash, Error> {
+fn probe_result(
+    ruby: &Ruby,
+    available: bool,
+    reason: Option<String>,
+    capabilities: Value,
+) -> Result<RHash, Error> {
     let reason = match reason {
         Some(reason) => ruby.str_new(&reason).as_value(),
         None => ruby.qnil().as_value(),
@@ -425,7 +439,12 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
     let dependency_error = constants::class(ruby, "LittleGhost::DependencyError")?;
     let unavailable = |error: Error| -> Result<RHash, Error> {
         if error.is_kind_of(dependency_error) {
-            probe_result(ruby, false, Some(error_message(&error)), empty_capabilities(ruby)?)
+            probe_result(
+                ruby,
+                false,
+                Some(error_message(&error)),
+                empty_capabilities(ruby)?,
+            )
         } else {
             Err(error)
         }
@@ -444,7 +463,10 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
         let key: Symbol = name.funcall("to_sym", ())?;
         return Err(errors::argument_error(
             ruby,
-            format!("sandbox provider :{} does not accept probe options", key.name()?),
+            format!(
+                "sandbox provider :{} does not accept probe options",
+                key.name()?
+            ),
         ));
     }
     probe_result(ruby, true, None, empty_capabilities(ruby)?)

@@ -19,10 +19,11 @@ use magnus::{
     Value,
 };
 
+use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::{constants, nogvl};
 use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby, parse_access};
-use crate::ruby_api::sandbox::{error_message, keywords_only, kwargs, truthy};
+use crate::ruby_api::sandbox::{error_message, truthy};
 
 /// Rust state behind a Scope: its grants, deny markers, pinned identities and broker.
 #[magnus::wrap(class = "LittleGhost::Sandbox::Scope::State", free_immediately, size)]
@@ -105,45 +106,65 @@ fn bytes_of(string: RString) -> Vec<u8> {
 /// Scope.new(sandbox:, files: nil, runtime_paths: nil, capabilities: nil, network: nil, parent_scope: nil): a view that can only narrow its parent.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
-    type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    type Optional = (
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+    );
     let parsed = get_kwargs::<_, (Value,), Optional, ()>(
         options,
         &["sandbox"],
-        &["files", "runtime_paths", "capabilities", "network", "parent_scope"],
+        &[
+            "files",
+            "runtime_paths",
+            "capabilities",
+            "network",
+            "parent_scope",
+        ],
     )?;
     let (sandbox,) = parsed.required;
     // An explicit nil means the same as an absent keyword.
     let present = |value: Option<Value>| value.filter(|v| !v.is_nil());
     let (files, runtime_paths, capabilities, network, parent_scope) = parsed.optional;
-    let (files, runtime_paths, capabilities, parent_scope) =
-        (present(files), present(runtime_paths), present(capabilities), present(parent_scope));
+    let (files, runtime_paths, capabilities, parent_scope) = (
+        present(files),
+        present(runtime_paths),
+        present(capabilities),
+        present(parent_scope),
+    );
     let workspace: Value = sandbox.funcall("workspace", ())?;
 
     // SC.2: what the parent has.
-    let (parent_mounts, parent_capabilities, parent_network, parent_markers): (RArray, Value, Value, Vec<Grant>) =
-        match parent_scope {
-            Some(parent) => {
-                let markers = RObject::from_value(parent)
-                    .and_then(|p| state(ruby, p).ok())
-                    .map(|s| s.deny_markers.clone())
-                    .unwrap_or_default();
-                (
-                    parent.funcall("process_grants", ())?,
-                    parent.funcall("capabilities", ())?,
-                    parent.funcall("network", ())?,
-                    markers,
-                )
-            }
-            None => {
-                let policy: Value = sandbox.funcall("effective_policy", ())?;
-                (
-                    policy.funcall("process_grants", (workspace,))?,
-                    sandbox.funcall("capabilities", ())?,
-                    policy.funcall("network", ())?,
-                    Vec::new(),
-                )
-            }
-        };
+    let (parent_mounts, parent_capabilities, parent_network, parent_markers): (
+        RArray,
+        Value,
+        Value,
+        Vec<Grant>,
+    ) = match parent_scope {
+        Some(parent) => {
+            let markers = RObject::from_value(parent)
+                .and_then(|p| state(ruby, p).ok())
+                .map(|s| s.deny_markers.clone())
+                .unwrap_or_default();
+            (
+                parent.funcall("process_grants", ())?,
+                parent.funcall("capabilities", ())?,
+                parent.funcall("network", ())?,
+                markers,
+            )
+        }
+        None => {
+            let policy: Value = sandbox.funcall("effective_policy", ())?;
+            (
+                policy.funcall("process_grants", (workspace,))?,
+                sandbox.funcall("capabilities", ())?,
+                policy.funcall("network", ())?,
+                Vec::new(),
+            )
+        }
+    };
     let parent_grants = parent_mounts
         .into_iter()
         .map(|mount| grant_from_ruby(ruby, mount))
@@ -154,7 +175,12 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     let runtime = requests(ruby, workspace, runtime_paths, "runtime_paths")?;
     let narrowed = core_result(
         ruby,
-        core_scope::narrow_grants(&parent_grants, &parent_markers, files.as_deref(), runtime.as_deref()),
+        core_scope::narrow_grants(
+            &parent_grants,
+            &parent_markers,
+            files.as_deref(),
+            runtime.as_deref(),
+        ),
     )?;
 
     // SC.9–SC.10b: capabilities and network.
@@ -174,7 +200,11 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     let identities = core_result(ruby, core_scope::capture_identities(&narrowed.grants))?;
     let broker = core_result(
         ruby,
-        Broker::new(narrowed.grants.clone(), narrowed.deny_markers.clone(), fs_limits),
+        Broker::new(
+            narrowed.grants.clone(),
+            narrowed.deny_markers.clone(),
+            fs_limits,
+        ),
     )?;
     let process_grants = ruby.ary_new();
     for grant in &narrowed.grants {
@@ -198,7 +228,12 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
 }
 
 /// SC.3: nil keeps the category; a Hash, an Array of names or of `[name, access]` pairs replaces it.
-fn requests(ruby: &Ruby, workspace: Value, value: Option<Value>, category: &str) -> Result<Option<Vec<Request>>, Error> {
+fn requests(
+    ruby: &Ruby,
+    workspace: Value,
+    value: Option<Value>,
+    category: &str,
+) -> Result<Option<Vec<Request>>, Error> {
     let Some(value) = value else { return Ok(None) };
     let entries: RArray = if value.respond_to("each_pair", false)? {
         value.funcall("to_a", ())?
@@ -213,11 +248,15 @@ fn requests(ruby: &Ruby, workspace: Value, value: Option<Value>, category: &str)
     let mut requests = Vec::new();
     for entry in entries {
         let (name, access) = match RArray::from_value(entry) {
-            Some(pair) if pair.len() == 2 => (pair.entry::<Value>(0)?, Some(pair.entry::<Value>(1)?)),
+            Some(pair) if pair.len() == 2 => {
+                (pair.entry::<Value>(0)?, Some(pair.entry::<Value>(1)?))
+            }
             Some(_) => {
                 return Err(errors::policy_error(
                     ruby,
-                    format!("sandbox scope {category} entries must be names or [name, access] pairs"),
+                    format!(
+                        "sandbox scope {category} entries must be names or [name, access] pairs"
+                    ),
                 ))
             }
             None => (entry, None),
@@ -241,9 +280,15 @@ fn directory_of(ruby: &Ruby, workspace: Value, name: Value) -> Result<PathBuf, E
 }
 
 /// SC.9: nil keeps the parent's; a Capabilities intersects; an Array keeps the parent's features it names.
-fn narrow_capabilities(ruby: &Ruby, parent: Value, requested: Option<Value>) -> Result<Value, Error> {
+fn narrow_capabilities(
+    ruby: &Ruby,
+    parent: Value,
+    requested: Option<Value>,
+) -> Result<Value, Error> {
     let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
-    let Some(requested) = requested else { return Ok(parent) };
+    let Some(requested) = requested else {
+        return Ok(parent);
+    };
     if requested.is_kind_of(class) {
         return parent.funcall("intersect", (requested,));
     }
@@ -305,7 +350,11 @@ fn narrow_network(
         Some(value) if value.is_nil() || value.equal(ruby.qtrue())? => None,
         Some(value) => {
             let class = constants::class(ruby, "LittleGhost::Sandbox::NetworkPolicy")?;
-            let value = if value.equal(ruby.qfalse())? { ruby.to_symbol("none").as_value() } else { value };
+            let value = if value.equal(ruby.qfalse())? {
+                ruby.to_symbol("none").as_value()
+            } else {
+                value
+            };
             Some(class.funcall::<_, _, Value>("coerce", (value,))?)
         }
     };
@@ -313,10 +362,16 @@ fn narrow_network(
         None => NetworkRequest::Parent,
         Some(policy) => {
             let Some(mode) = mode_of(policy)? else {
-                return Err(errors::capability_error(ruby, "sandbox scope cannot widen network access"));
+                return Err(errors::capability_error(
+                    ruby,
+                    "sandbox scope cannot widen network access",
+                ));
             };
             let same_as_parent = !parent.is_nil() && truthy(policy.funcall("==", (parent,))?);
-            NetworkRequest::Mode { mode, same_as_parent }
+            NetworkRequest::Mode {
+                mode,
+                same_as_parent,
+            }
         }
     };
     let supported_values: RArray = parent_capabilities.funcall("network_modes", ())?;
@@ -325,7 +380,10 @@ fn narrow_network(
         let name: String = mode.funcall("to_s", ())?;
         supported.extend(NetworkMode::parse(&name));
     }
-    let (choice, mode) = core_result(ruby, core_scope::narrow_network(mode_of(parent)?, request, &supported))?;
+    let (choice, mode) = core_result(
+        ruby,
+        core_scope::narrow_network(mode_of(parent)?, request, &supported),
+    )?;
     let network = match (choice, coerced) {
         (NetworkChoice::Requested, Some(policy)) => policy,
         _ => parent,
@@ -417,17 +475,26 @@ fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> 
 
 /// The errors SC.13 turns into `false`.
 fn is_refusal(ruby: &Ruby, error: &Error) -> Result<bool, Error> {
-    Ok(error.is_kind_of(constants::class(ruby, "LittleGhost::PolicyError")?)
-        || error.is_kind_of(constants::class(ruby, "LittleGhost::ToolError")?)
-        || error.is_kind_of(ruby.exception_key_error())
-        || error.is_kind_of(ruby.exception_arg_error()))
+    Ok(
+        error.is_kind_of(constants::class(ruby, "LittleGhost::PolicyError")?)
+            || error.is_kind_of(constants::class(ruby, "LittleGhost::ToolError")?)
+            || error.is_kind_of(ruby.exception_key_error())
+            || error.is_kind_of(ruby.exception_arg_error()),
+    )
 }
 
-fn allows_or_raise(ruby: &Ruby, rb_self: RObject, operation: Value, path: Option<Value>) -> Result<bool, Error> {
+fn allows_or_raise(
+    ruby: &Ruby,
+    rb_self: RObject,
+    operation: Value,
+    path: Option<Value>,
+) -> Result<bool, Error> {
     let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
     let operation: Symbol = class.funcall("normalize", (operation,))?;
     let supported: Value = rb_self.funcall("supports?", (operation,))?;
-    let Some(path) = path else { return Ok(truthy(supported)) };
+    let Some(path) = path else {
+        return Ok(truthy(supported));
+    };
     if !truthy(supported) {
         return Ok(false);
     }
@@ -450,7 +517,13 @@ fn allows_or_raise(ruby: &Ruby, rb_self: RObject, operation: Value, path: Option
 // than guess a size threshold.
 
 /// The steps every file operation shares before the broker: check!, capability, resolve.
-fn prepare(ruby: &Ruby, rb_self: RObject, context: Option<Value>, feature: &str, path: Value) -> Result<(PathBuf, String), Error> {
+fn prepare(
+    ruby: &Ruby,
+    rb_self: RObject,
+    context: Option<Value>,
+    feature: &str,
+    path: Value,
+) -> Result<(PathBuf, String), Error> {
     if let Some(context) = context.filter(|c| !c.is_nil()) {
         // The exception raised by check! propagates as the same object (1.3).
         context.funcall::<_, _, Value>("check!", ())?;
@@ -463,7 +536,10 @@ fn prepare(ruby: &Ruby, rb_self: RObject, context: Option<Value>, feature: &str,
     }
     let physical = resolve(ruby, rb_self, path)?;
     let logical: RString = path.funcall(*TO_S, ())?;
-    Ok((physical, String::from_utf8_lossy(&bytes_of(logical)).into_owned()))
+    Ok((
+        physical,
+        String::from_utf8_lossy(&bytes_of(logical)).into_owned(),
+    ))
 }
 
 /// `workspace.resolve(path)` through Ruby; its ArgumentError and KeyError become ToolError with the same message.
@@ -471,7 +547,10 @@ fn resolve(ruby: &Ruby, rb_self: RObject, path: Value) -> Result<PathBuf, Error>
     let workspace: Value = rb_self.funcall(*WORKSPACE, ())?;
     match workspace.funcall::<_, _, RString>(*RESOLVE, (path,)) {
         Ok(physical) => Ok(string_to_path(physical)),
-        Err(error) if error.is_kind_of(ruby.exception_arg_error()) || error.is_kind_of(ruby.exception_key_error()) => {
+        Err(error)
+            if error.is_kind_of(ruby.exception_arg_error())
+                || error.is_kind_of(ruby.exception_key_error()) =>
+        {
             Err(errors::tool_error(ruby, error_message(&error)))
         }
         Err(error) => Err(error),
@@ -492,17 +571,26 @@ fn read(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> 
     let context = context_keyword(args.keywords)?;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_read", args.required.0)?;
     let state = state(ruby, rb_self)?;
-    core_result(ruby, nogvl::blocking(ruby, || state.broker.read(&physical, &logical))?)
+    core_result(
+        ruby,
+        nogvl::blocking(ruby, || state.broker.read(&physical, &logical))?,
+    )
 }
 
 /// Lists the directory at a logical `path` (default ".") through the broker.
 fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
-    let path = args.optional.0.unwrap_or_else(|| ruby.str_new(".").as_value());
+    let path = args
+        .optional
+        .0
+        .unwrap_or_else(|| ruby.str_new(".").as_value());
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_list", path)?;
     let state = state(ruby, rb_self)?;
-    core_result(ruby, nogvl::blocking(ruby, || state.broker.list(&physical, &logical))?)
+    core_result(
+        ruby,
+        nogvl::blocking(ruby, || state.broker.list(&physical, &logical))?,
+    )
 }
 
 /// Writes the String `content` to a logical `path` through the broker.
@@ -513,7 +601,10 @@ fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error>
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_write", path)?;
     let content = bytes_of(RString::try_convert(content)?);
     let state = state(ruby, rb_self)?;
-    core_result(ruby, nogvl::blocking(ruby, || state.broker.write(&physical, &logical, &content))?)
+    core_result(
+        ruby,
+        nogvl::blocking(ruby, || state.broker.write(&physical, &logical, &content))?,
+    )
 }
 
 /// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`.
@@ -527,17 +618,29 @@ fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Erro
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,
-        nogvl::blocking(ruby, || state.broker.replace(&physical, &logical, &old_text, &new_text))?,
+        nogvl::blocking(ruby, || {
+            state
+                .broker
+                .replace(&physical, &logical, &old_text, &new_text)
+        })?,
     )
 }
 
 // ---------------------------------------------------------------------------
 // Processes (SC.14).
 
-fn delegate_process(ruby: &Ruby, rb_self: RObject, args: &[Value], method: &str) -> Result<Value, Error> {
+fn delegate_process(
+    ruby: &Ruby,
+    rb_self: RObject,
+    args: &[Value],
+    method: &str,
+) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     if !supports_feature(ruby, rb_self, "process_execute")? {
-        return Err(errors::tool_error(ruby, "Sandbox scope does not allow process execute"));
+        return Err(errors::tool_error(
+            ruby,
+            "Sandbox scope does not allow process execute",
+        ));
     }
     let options = args.keywords;
     options.aset(ruby.to_symbol("scope"), rb_self)?;
@@ -567,9 +670,12 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
 fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     let names = ["files", "runtime_paths", "capabilities", "network"];
-    let parsed = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>, Option<Value>), ()>(
-        options, &[], &names,
-    )?;
+    let parsed = get_kwargs::<
+        _,
+        (),
+        (Option<Value>, Option<Value>, Option<Value>, Option<Value>),
+        (),
+    >(options, &[], &names)?;
     let (files, runtime_paths, capabilities, network) = parsed.optional;
     let nil = nil(ruby);
     let sandbox: Value = rb_self.ivar_get("@sandbox")?;
@@ -598,7 +704,10 @@ fn close(_rb_self: RObject) {}
 /// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
 fn validate(ruby: &Ruby, rb_self: RObject) -> Result<RObject, Error> {
     let state = state(ruby, rb_self)?;
-    core_result(ruby, core_scope::validate_identities(&state.grants, &state.identities))?;
+    core_result(
+        ruby,
+        core_scope::validate_identities(&state.grants, &state.identities),
+    )?;
     Ok(rb_self)
 }
 

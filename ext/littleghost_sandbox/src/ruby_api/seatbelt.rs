@@ -8,34 +8,37 @@ use std::path::PathBuf;
 use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
 use littleghost_sandbox_core::backend::seatbelt as sb;
 use magnus::{
-    function, method, prelude::*, scan_args::scan_args, Error, KwArgs, RArray, RHash, RModule, RObject, Ruby,
-    Symbol, Value,
+    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RObject, Ruby, Symbol,
+    Value,
 };
 
+use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
 use crate::helpers::constants;
-use crate::ruby_api::bubblewrap::{
-    self as shared, command_argv, has_writable_tool_grant, keywords, launch_cwd, merged_environment, path_of,
-    string_of, through_scope, HostCommand,
-};
+use crate::helpers::probe;
+use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::bubblewrap::{
+    self as shared, command_argv, launch_cwd, merged_environment, path_of, string_of, HostCommand,
+};
 use crate::ruby_api::{capabilities, errors, mount, sandbox};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    let class = sandboxes.define_class("Seatbelt", constants::class(ruby, "LittleGhost::Sandbox")?)?;
-    class.const_set("DEFAULT_EXECUTABLE", vo::frozen_str(ruby, sb::DEFAULT_EXECUTABLE))?;
+    let class =
+        sandboxes.define_class("Seatbelt", constants::class(ruby, "LittleGhost::Sandbox")?)?;
+    class.const_set(
+        "DEFAULT_EXECUTABLE",
+        vo::frozen_str(ruby, sb::DEFAULT_EXECUTABLE),
+    )?;
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("effective_policy", method!(effective_policy, 0))?;
+    class.define_method("effective_policy", method!(shared::effective_policy, 0))?;
     class.define_method("capabilities", method!(capabilities_of, 0))?;
-    class.define_method("writable?", method!(writable, 0))?;
+    class.define_method("writable?", method!(shared::writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
-    class.define_method("read", method!(read, -1))?;
-    class.define_method("list", method!(list, -1))?;
-    class.define_method("write", method!(write, -1))?;
-    class.define_method("replace", method!(replace, -1))?;
+    scoped_files::define(class)?;
     class.define_method("execute_program", method!(execute_program, -1))?;
     class.define_method("start_program", method!(start_program, -1))?;
     Ok(())
@@ -63,33 +66,27 @@ fn requires_macos(executable: &str) -> String {
 
 /// Reports whether `sandbox-exec` is usable here: only on macOS with the executable present.
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
-    let options = sandbox::keywords_only(args)?;
+    let options = keywords_only(args)?;
     let values = keywords(ruby, options, &[], &["executable", "platform"])?;
     let executable = match values[0].filter(|v| !v.is_nil()) {
         Some(value) => path_of(ruby, value)?,
         None => PathBuf::from(sb::DEFAULT_EXECUTABLE),
     };
-    let platform = match values[1].filter(|v| !v.is_nil()) {
-        Some(value) => string_of(ruby, value)?,
-        None => string_of(ruby, shared::ruby_platform(ruby)?)?,
-    };
+    let platform = string_of(ruby, shared::platform_or_host(ruby, values[1])?)?;
     let available = platform.contains("darwin") && executable.exists();
-    let reason = if available {
-        ruby.qnil().as_value()
-    } else {
-        ruby.str_new(&requires_macos(&executable.to_string_lossy())).as_value()
-    };
-    let capabilities = if available { backend_capabilities(ruby)? } else { capabilities::empty(ruby)? };
-    sandbox::kwargs(
-        ruby,
-        &[("available", ruby.into_value(available)), ("reason", reason), ("capabilities", capabilities)],
-    )
+    let unavailable = (!available).then(|| requires_macos(&executable.to_string_lossy()));
+    probe::result(ruby, unavailable, || backend_capabilities(ruby))
 }
 
 /// Records the executable and platform (SB.3) without touching the host.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
-    let options = sandbox::keywords_only(args)?;
-    let values = keywords(ruby, options, &["workspace"], &["policy", "profiles", "limits", "executable", "platform"])?;
+    let options = keywords_only(args)?;
+    let values = keywords(
+        ruby,
+        options,
+        &["workspace"],
+        &["policy", "profiles", "limits", "executable", "platform"],
+    )?;
     let get = |i: usize| values[i].filter(|v| !v.is_nil());
     sandbox::assign(ruby, rb_self, values[0].unwrap(), get(1), get(2), get(3))?;
     let executable = match get(4) {
@@ -97,16 +94,14 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         None => vo::frozen_str(ruby, sb::DEFAULT_EXECUTABLE).as_value(),
     };
     rb_self.ivar_set("@executable", executable)?;
-    rb_self.ivar_set("@platform", get(5).map(Ok).unwrap_or_else(|| shared::ruby_platform(ruby))?)?;
+    rb_self.ivar_set("@platform", shared::platform_or_host(ruby, get(5))?)?;
     let requested: Value = rb_self.ivar_get("@policy")?;
-    rb_self.ivar_set("@effective_policy", shared::policy_with_network_default(ruby, requested)?)?;
+    rb_self.ivar_set(
+        "@effective_policy",
+        shared::policy_with_network_default(ruby, requested)?,
+    )?;
     rb_self.ivar_set("@__temp_dir", ())?;
     Ok(())
-}
-
-/// The requested policy, with a nil network filled in as `:none`.
-fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@effective_policy")
 }
 
 /// SB.2: the backend capabilities, without `process_spawn` under an isolated root.
@@ -114,25 +109,25 @@ fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let root: Symbol = policy.funcall("root_filesystem", ())?;
     if root.name()? == "isolated" {
-        let features: Vec<&str> = FEATURES.iter().copied().filter(|f| *f != "process_spawn").collect();
+        let features: Vec<&str> = FEATURES
+            .iter()
+            .copied()
+            .filter(|f| *f != "process_spawn")
+            .collect();
         return capabilities::build(ruby, &features, &NETWORK_MODES, "seatbelt");
     }
     backend_capabilities(ruby)
 }
 
-/// True iff writes are supported and some tool-visible grant is writable.
-fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
-    let supports: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
-    Ok(supports.to_bool() && has_writable_tool_grant(ruby, rb_self.as_value())?)
-}
-
 fn temp_dir(rb_self: RObject) -> Result<Option<Value>, Error> {
-    Ok(rb_self.ivar_get::<_, Option<Value>>("@__temp_dir")?.filter(|v| !v.is_nil()))
+    Ok(rb_self
+        .ivar_get::<_, Option<Value>>("@__temp_dir")?
+        .filter(|v| !v.is_nil()))
 }
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
 fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
-    let options = sandbox::keywords_only(args)?;
+    let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
     if temp_dir(rb_self)?.is_some() {
         return Ok(rb_self);
@@ -140,15 +135,24 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
     let executable = string_of(ruby, rb_self.ivar_get("@executable")?)?;
     let platform = string_of(ruby, rb_self.ivar_get("@platform")?)?;
     if !platform.contains("darwin") {
-        return Err(errors::unsupported_platform_error(ruby, requires_macos(&executable)));
+        return Err(errors::unsupported_platform_error(
+            ruby,
+            requires_macos(&executable),
+        ));
     }
     if !std::path::Path::new(&executable).exists() {
-        return Err(errors::dependency_error(ruby, format!("Seatbelt executable is missing: {executable}")));
+        return Err(errors::dependency_error(
+            ruby,
+            format!("Seatbelt executable is missing: {executable}"),
+        ));
     }
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let network: Value = policy.funcall("network", ())?;
     if network.funcall::<_, _, Value>("allowlist?", ())?.to_bool() {
-        return Err(errors::capability_error(ruby, "Seatbelt does not implement allowlisted network egress"));
+        return Err(errors::capability_error(
+            ruby,
+            "Seatbelt does not implement allowlisted network egress",
+        ));
     }
     let workspace: Value = rb_self.funcall("workspace", ())?;
     let _: Value = workspace.funcall("validate!", ())?;
@@ -176,26 +180,6 @@ fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
     Ok(())
 }
 
-/// Reads UTF-8 text at a logical path through the sandbox's default scope.
-fn read(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    through_scope(ruby, rb_self, "read", args)
-}
-
-/// Lists a directory at a logical path through the sandbox's default scope.
-fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    through_scope(ruby, rb_self, "list", args)
-}
-
-/// Writes a file at a logical path through the sandbox's default scope.
-fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    through_scope(ruby, rb_self, "write", args)
-}
-
-/// Replaces one exact occurrence of text through the sandbox's default scope.
-fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    through_scope(ruby, rb_self, "replace", args)
-}
-
 /// SB.6 runtime roots: system trees, Ruby's prefix and libdir and Homebrew's
 /// gmp, each in expanded and realpath form.
 fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
@@ -205,7 +189,10 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
     let config: RHash = rbconfig.funcall("const_get", ("CONFIG",))?;
     for key in ["prefix", "libdir"] {
         if let Some(value) = config.get(key) {
-            roots.push(path_of(ruby, vo::expand_path(ruby, value, None)?.as_value())?);
+            roots.push(path_of(
+                ruby,
+                vo::expand_path(ruby, value, None)?.as_value(),
+            )?);
         }
     }
     roots.push("/opt/homebrew/opt/gmp".into());
@@ -243,14 +230,22 @@ fn seatbelt_command(
         Some(scope) => scope,
         None => {
             let class = constants::class(ruby, "LittleGhost::Sandbox::Scope")?;
-            class.funcall("new", (KwArgs(sandbox::kwargs(ruby, &[("sandbox", rb_self.as_value())])?),))?
+            class.funcall(
+                "new",
+                (KwArgs(kwargs(ruby, &[("sandbox", rb_self.as_value())])?),),
+            )?
         }
     };
     let _: Value = scope.funcall("validate!", ())?;
-    let scope_spawns: bool = scope.funcall::<_, _, Value>("supports?", (ruby.to_symbol("process_spawn"),))?.to_bool();
+    let scope_spawns: bool = scope
+        .funcall::<_, _, Value>("supports?", (ruby.to_symbol("process_spawn"),))?
+        .to_bool();
     let allow = allow_subprocesses.unwrap_or(scope_spawns);
     if allow && !scope_spawns {
-        return Err(errors::capability_error(ruby, "sandbox scope does not allow subprocess creation"));
+        return Err(errors::capability_error(
+            ruby,
+            "sandbox scope does not allow subprocess creation",
+        ));
     }
     let grants = RArray::try_convert(scope.funcall("process_grants", ())?)?
         .into_iter()
@@ -258,8 +253,8 @@ fn seatbelt_command(
         .collect::<Result<Vec<_>, _>>()?;
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let root: Symbol = policy.funcall("root_filesystem", ())?;
-    let root_filesystem =
-        RootFilesystem::parse(&root.name()?).ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
+    let root_filesystem = RootFilesystem::parse(&root.name()?)
+        .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
     let network = shared::launch_network(ruby, rb_self.as_value(), Some(scope))?;
     let temp = path_of(ruby, temp_dir(rb_self)?.unwrap())?;
     let profile = sb::profile(&sb::Profile {
@@ -268,7 +263,8 @@ fn seatbelt_command(
         runtime_roots: runtime_roots(ruby)?,
         temp_dir: temp.clone(),
         allow_subprocesses: allow,
-        network_inherit: network == littleghost_sandbox_core::backend::bubblewrap::NetworkMode::Inherit,
+        network_inherit: network
+            == littleghost_sandbox_core::backend::bubblewrap::NetworkMode::Inherit,
     });
     let mut environment = merged_environment(ruby, rb_self.as_value(), environment)?;
     environment.retain(|(name, _)| name != "TMPDIR");
@@ -290,25 +286,31 @@ fn seatbelt_command(
 
 /// Runs `command` (no shell) under sandbox-exec and returns its Execution (SB.7).
 fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    let parsed = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let (command,) = parsed.required;
-    let values = keywords(
+    let (command, values) = command_call(ruby, args, &["timeout"], &shared::EXECUTE_KEYS)?;
+    let (timeout, max_output_bytes) = shared::run_limits(
         ruby,
-        parsed.keywords,
-        &["timeout"],
-        &["context", "max_output_bytes", "environment", "inherit_environment", "scope", "cwd"],
+        rb_self,
+        values[0].unwrap(),
+        values[2].filter(|v| !v.is_nil()),
     )?;
-    let (timeout, max_output_bytes) = shared::run_limits(ruby, rb_self, values[0].unwrap(), values[2].filter(|v| !v.is_nil()))?;
-    let host = seatbelt_command(ruby, rb_self, command, values[5], values[6], values[3], values[4], None)?;
-    shared::run_host(ruby, host, timeout, values[1].filter(|v| !v.is_nil()), max_output_bytes)
+    let host = seatbelt_command(
+        ruby, rb_self, command, values[5], values[6], values[3], values[4], None,
+    )?;
+    shared::run_host(
+        ruby,
+        host,
+        timeout,
+        values[1].filter(|v| !v.is_nil()),
+        max_output_bytes,
+    )
 }
 
 /// Starts `command` under sandbox-exec as an owned ProcessSession; subprocesses are denied unless asked for (SB.5).
 fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
-    let parsed = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let (command,) = parsed.required;
-    let values = keywords(ruby, parsed.keywords, &[], &shared::START_KEYS)?;
-    let get = |name: &str| values[shared::START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil());
+    let (command, values) = command_call(ruby, args, &[], &shared::START_KEYS)?;
+    let get = |name: &str| {
+        values[shared::START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())
+    };
     let allow = values[9].map(|v| v.to_bool()).unwrap_or(false);
     let limits = shared::session_limits(ruby, rb_self, &get)?;
     crate::ruby_api::process_runner::check_context(get("context"))?;

@@ -7,20 +7,21 @@ use std::path::PathBuf;
 
 use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{
-    value::LazyId,
-    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs, RArray, RHash,
-    RModule, RObject, RString, Ruby, Value,
+    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId, Error, KwArgs,
+    RArray, RHash, RModule, RObject, RString, Ruby, Value,
 };
 
+use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::constants;
+use crate::helpers::probe;
 use crate::ruby_api::capabilities;
 use crate::ruby_api::errors;
 use crate::ruby_api::process_runner::{
-    self, argv_from, check_context, environment_from, positive_integer, validate_output_bytes, validate_timeout,
-    RunRequest,
+    self, argv_from, check_context, environment_from, positive_integer, validate_output_bytes,
+    validate_timeout, RunRequest,
 };
 use crate::ruby_api::process_session::{self, SessionRequest};
-use crate::ruby_api::sandbox::{assign, error_message, keywords_only, kwargs, truthy};
+use crate::ruby_api::sandbox::{assign, base_options, error_message, truthy};
 
 /// Hidden instance variables (no `@`): invisible to Ruby code and `inspect`.
 const ROOT_IDENTITY: &str = "__littleghost_root_identity";
@@ -29,12 +30,20 @@ const DEFAULT_SCOPE: &str = "__littleghost_default_scope";
 static DEFAULT_SCOPE_ID: LazyId = LazyId::new(DEFAULT_SCOPE);
 
 /// Features every Unrestricted sandbox has; write and replace follow `files` (15.3).
-const BASE_FEATURES: [&str; 4] = ["filesystem_read", "filesystem_list", "process_execute", "process_spawn"];
+const BASE_FEATURES: [&str; 4] = [
+    "filesystem_read",
+    "filesystem_list",
+    "process_execute",
+    "process_spawn",
+];
 const WRITE_FEATURES: [&str; 2] = ["filesystem_write", "filesystem_replace"];
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    let class = sandboxes.define_class("Unrestricted", constants::class(ruby, "LittleGhost::Sandbox")?)?;
+    let class = sandboxes.define_class(
+        "Unrestricted",
+        constants::class(ruby, "LittleGhost::Sandbox")?,
+    )?;
     class.define_singleton_method("probe", method!(probe, -1))?;
     class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("effective_policy", method!(effective_policy, 0))?;
@@ -70,26 +79,12 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
         ));
     }
     // The default policy is `files: {root: :read_only}`: nothing writable.
-    kwargs(
-        ruby,
-        &[
-            ("available", ruby.qtrue().as_value()),
-            ("reason", ruby.qnil().as_value()),
-            ("capabilities", capabilities_for(ruby, false)?),
-        ],
-    )
+    probe::result(ruby, None, || capabilities_for(ruby, false))
 }
 
 /// Unrestricted.new(workspace:, policy: nil, profiles: {}, limits: {}): refuses any network it cannot enforce.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
-    let options = keywords_only(args)?;
-    let parsed = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>, Option<Value>), ()>(
-        options,
-        &["workspace"],
-        &["policy", "profiles", "limits"],
-    )?;
-    let (workspace,) = parsed.required;
-    let (policy, profiles, limits) = parsed.optional;
+    let (workspace, policy, profiles, limits) = base_options(args)?;
     let policy_class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
     let policy = match policy.filter(|p| !p.is_nil()) {
         Some(policy) => policy,
@@ -112,7 +107,9 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     let requested: Value = rb_self.ivar_get("@policy")?;
     let network: Value = requested.funcall("network", ())?;
     if !network.is_nil() {
-        let mode: String = network.funcall::<_, _, Value>("mode", ())?.funcall("to_s", ())?;
+        let mode: String = network
+            .funcall::<_, _, Value>("mode", ())?
+            .funcall("to_s", ())?;
         if mode != "inherit" {
             return Err(errors::capability_error(
                 ruby,
@@ -134,7 +131,10 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     rb_self.ivar_set("@effective_policy", effective)?;
 
     if let Some((dev, ino)) = root_identity(workspace)? {
-        rb_self.ivar_set(ROOT_IDENTITY, ruby.ary_new_from_values(&[ruby.into_value(dev), ruby.into_value(ino)]))?;
+        rb_self.ivar_set(
+            ROOT_IDENTITY,
+            ruby.ary_new_from_values(&[ruby.into_value(dev), ruby.into_value(ino)]),
+        )?;
     }
     Ok(())
 }
@@ -190,7 +190,10 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
     let changed = match (recorded, current) {
         (_, None) => true,
         (None, Some((dev, ino))) => {
-            rb_self.ivar_set(ROOT_IDENTITY, ruby.ary_new_from_values(&[ruby.into_value(dev), ruby.into_value(ino)]))?;
+            rb_self.ivar_set(
+                ROOT_IDENTITY,
+                ruby.ary_new_from_values(&[ruby.into_value(dev), ruby.into_value(ino)]),
+            )?;
             false
         }
         (Some(recorded), Some((dev, ino))) => {
@@ -198,7 +201,10 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
         }
     };
     if changed {
-        return Err(errors::tool_error(ruby, "Workspace root changed after initialization"));
+        return Err(errors::tool_error(
+            ruby,
+            "Workspace root changed after initialization",
+        ));
     }
     // A (re)opened run gets a scope pinned to the directories as they are now.
     rb_self.ivar_set(DEFAULT_SCOPE, ruby.qnil())?;
@@ -249,7 +255,10 @@ fn read(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
 fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     checked(args.keywords)?;
-    let path = args.optional.0.unwrap_or_else(|| ruby.str_new(".").as_value());
+    let path = args
+        .optional
+        .0
+        .unwrap_or_else(|| ruby.str_new(".").as_value());
     default_scope(rb_self)?.funcall(*LIST, (path,))
 }
 
@@ -275,7 +284,9 @@ fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> 
     let (operation,) = args.required;
     let answer = match args.optional.0.filter(|p| !p.is_nil()) {
         None => rb_self.funcall::<_, _, Value>("supports?", (operation,)),
-        Some(path) => default_scope(rb_self).and_then(|scope| scope.funcall("allows?", (operation, path))),
+        Some(path) => {
+            default_scope(rb_self).and_then(|scope| scope.funcall("allows?", (operation, path)))
+        }
     };
     match answer {
         Ok(answer) => Ok(truthy(answer)),
@@ -289,12 +300,19 @@ fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> 
 // explicit environment. Grants are not enforced for processes here.
 
 /// 16.4: workspace variables, then the policy's values, then the call's; later entries win.
-fn child_environment(ruby: &Ruby, rb_self: RObject, environment: Option<Value>) -> Result<Vec<(String, String)>, Error> {
+fn child_environment(
+    ruby: &Ruby,
+    rb_self: RObject,
+    environment: Option<Value>,
+) -> Result<Vec<(String, String)>, Error> {
     let workspace: Value = rb_self.funcall("workspace", ())?;
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let policy_environment: Value = policy.funcall("environment", ())?;
     let mut pairs = environment_from(ruby, Some(workspace.funcall("environment", ())?))?;
-    pairs.extend(environment_from(ruby, Some(policy_environment.funcall("values", ())?))?);
+    pairs.extend(environment_from(
+        ruby,
+        Some(policy_environment.funcall("values", ())?),
+    )?);
     pairs.extend(environment_from(ruby, environment)?);
     Ok(pairs)
 }
@@ -317,7 +335,8 @@ fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Resul
         Some(cwd) => match workspace.funcall::<_, _, RString>("resolve", (cwd,)) {
             Ok(directory) => directory,
             Err(error)
-                if error.is_kind_of(ruby.exception_arg_error()) || error.is_kind_of(ruby.exception_key_error()) =>
+                if error.is_kind_of(ruby.exception_arg_error())
+                    || error.is_kind_of(ruby.exception_key_error()) =>
             {
                 return Err(errors::tool_error(ruby, error_message(&error)))
             }
@@ -335,14 +354,29 @@ fn output_limit(rb_self: RObject) -> Result<u64, Error> {
 /// Runs an argument vector on the host without a shell and returns its Execution; the scope, if any, has already checked process_execute.
 fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    type Optional = (
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+    );
     let parsed = get_kwargs::<_, (Value,), Optional, ()>(
         args.keywords,
         &["timeout"],
-        &["context", "max_output_bytes", "environment", "inherit_environment", "scope", "cwd"],
+        &[
+            "context",
+            "max_output_bytes",
+            "environment",
+            "inherit_environment",
+            "scope",
+            "cwd",
+        ],
     )?;
     let (timeout,) = parsed.required;
-    let (context, max_output_bytes, environment, inherit_environment, _scope, cwd) = parsed.optional;
+    let (context, max_output_bytes, environment, inherit_environment, _scope, cwd) =
+        parsed.optional;
     let timeout = validate_timeout(ruby, timeout)?;
     let max_output_bytes = validate_output_bytes(
         ruby,
@@ -366,16 +400,34 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
 fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     // More keywords than one get_kwargs call takes: the first collects the rest.
-    type Five = (Option<Value>, Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    type Five = (
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+    );
     let first = get_kwargs::<_, (), Five, RHash>(
         args.keywords,
         &[],
-        &["context", "environment", "inherit_environment", "scope", "cwd"],
+        &[
+            "context",
+            "environment",
+            "inherit_environment",
+            "scope",
+            "cwd",
+        ],
     )?;
     let second = get_kwargs::<_, (), Five, ()>(
         first.splat,
         &[],
-        &["output_bytes", "memory_bytes", "cpu_seconds", "file_bytes", "allow_subprocesses"],
+        &[
+            "output_bytes",
+            "memory_bytes",
+            "cpu_seconds",
+            "file_bytes",
+            "allow_subprocesses",
+        ],
     )?;
     let (context, environment, inherit_environment, _scope, cwd) = first.optional;
     let (output_bytes, memory_bytes, cpu_seconds, file_bytes, allow_subprocesses) = second.optional;
@@ -386,7 +438,10 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
         ));
     }
     let optional_positive = |value: Option<Value>, name: &str| -> Result<Option<u64>, Error> {
-        value.filter(|v| !v.is_nil()).map(|v| positive_integer(ruby, v, name)).transpose()
+        value
+            .filter(|v| !v.is_nil())
+            .map(|v| positive_integer(ruby, v, name))
+            .transpose()
     };
     let request = SessionRequest {
         argv: argv_from(ruby, args.required.0)?,

@@ -9,15 +9,15 @@ use std::path::PathBuf;
 use littleghost_sandbox_core::grants::Identity;
 use littleghost_sandbox_core::workspace::{self as core, Layout};
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray, RClass,
-    RHash, RModule, RObject, RString, Ruby, Symbol, Value,
+    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray,
+    RClass, RHash, RModule, RObject, RString, Ruby, Symbol, Value,
 };
 
 use magnus::{typed_data::Obj, value::LazyId};
 
 use crate::helpers::constants;
-use crate::ruby_api::errors;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::errors;
 
 // `resolve` runs (with `validate!`) on every file operation: interning these
 // names once instead of on every call is a measurable part of its cost.
@@ -52,7 +52,11 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("validate!", method!(validate, 0))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("inspect", method!(inspect, 0))?;
-    register_provider(ruby, ruby.to_symbol("directory").as_value(), class.as_value())?;
+    register_provider(
+        ruby,
+        ruby.to_symbol("directory").as_value(),
+        class.as_value(),
+    )?;
     Ok(())
 }
 
@@ -109,7 +113,10 @@ fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Valu
     match value {
         None => Ok(ruby.qnil().as_value()),
         Some(value) if value.is_nil() || vo::responds(value, "call") => Ok(value),
-        Some(_) => Err(errors::argument_error(ruby, format!("workspace {label} must be callable"))),
+        Some(_) => Err(errors::argument_error(
+            ruby,
+            format!("workspace {label} must be callable"),
+        )),
     }
 }
 
@@ -132,7 +139,10 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     let mut names: Vec<String> = Vec::new();
     if let Some(paths_value) = paths_value {
         if !vo::responds(paths_value, "each_pair") {
-            return Err(errors::argument_error(ruby, "workspace paths must be a Hash"));
+            return Err(errors::argument_error(
+                ruby,
+                "workspace paths must be a Hash",
+            ));
         }
         for (name, value) in vo::pairs(paths_value)? {
             let name: Symbol = name.funcall("to_sym", ())?;
@@ -148,7 +158,8 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
             let expanded = if is_absolute {
                 vo::expand_path(ruby, text.as_value(), None)?
             } else {
-                let expanded = vo::expand_path(ruby, text.as_value(), Some(root_string.as_value()))?;
+                let expanded =
+                    vo::expand_path(ruby, text.as_value(), Some(root_string.as_value()))?;
                 errors::core_result(
                     ruby,
                     core::check_relative_path(&label, &root_path, &vo::ruby_to_path(expanded)),
@@ -160,7 +171,10 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
             names.push(label);
         }
     }
-    errors::core_result(ruby, core::check_path_names(names.iter().map(String::as_str)))?;
+    errors::core_result(
+        ruby,
+        core::check_path_names(names.iter().map(String::as_str)),
+    )?;
     table.freeze();
     relative.freeze();
     rb_self.ivar_set("@root", root_string)?;
@@ -197,7 +211,9 @@ fn layout(rb_self: RObject) -> Result<Layout, Error> {
     let table: Value = rb_self.funcall(*PATHS, ())?;
     for (name, dir) in vo::pairs(table)? {
         let name = vo::sym_name(Symbol::try_convert(name)?)?;
-        layout.paths.push((name, vo::ruby_to_path(RString::try_convert(dir)?)));
+        layout
+            .paths
+            .push((name, vo::ruby_to_path(RString::try_convert(dir)?)));
     }
     Ok(layout)
 }
@@ -205,7 +221,10 @@ fn layout(rb_self: RObject) -> Result<Layout, Error> {
 /// The layout without named paths: all a root-relative reference needs.
 fn root_layout(rb_self: RObject) -> Result<Layout, Error> {
     let root = RString::try_convert(rb_self.funcall::<_, _, Value>(*ROOT, ())?)?;
-    Ok(Layout { root: vo::ruby_to_path(root), paths: Vec::new() })
+    Ok(Layout {
+        root: vo::ruby_to_path(root),
+        paths: Vec::new(),
+    })
 }
 
 fn active(rb_self: RObject) -> Result<bool, Error> {
@@ -223,8 +242,15 @@ fn resolve(ruby: &Ruby, rb_self: RObject, reference: Value) -> Result<RString, E
         None => RString::try_convert(vo::kernel(ruby, "String", reference)?)?,
     };
     let reference = vo::ruby_to_path(reference);
-    let named = reference.as_os_str().as_bytes().starts_with(core::SCHEME.as_bytes());
-    let layout = if named { layout(rb_self)? } else { root_layout(rb_self)? };
+    let named = reference
+        .as_os_str()
+        .as_bytes()
+        .starts_with(core::SCHEME.as_bytes());
+    let layout = if named {
+        layout(rb_self)?
+    } else {
+        root_layout(rb_self)?
+    };
     let physical = errors::core_result(ruby, layout.resolve(reference.as_os_str()))?;
     Ok(vo::path_to_ruby(ruby, &physical))
 }
@@ -240,7 +266,10 @@ fn reference(ruby: &Ruby, rb_self: RObject, physical: Value) -> Result<RString, 
 fn environment(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
     let hash = ruby.hash_new();
     for (variable, dir) in layout(rb_self)?.environment() {
-        hash.aset(vo::frozen_str(ruby, &variable), vo::path_to_ruby(ruby, &dir))?;
+        hash.aset(
+            vo::frozen_str(ruby, &variable),
+            vo::path_to_ruby(ruby, &dir),
+        )?;
     }
     hash.freeze();
     Ok(hash)
@@ -279,8 +308,9 @@ fn open_steps(ruby: &Ruby, rb_self: RObject, run: Value) -> Result<(), Error> {
         .map_err(|e| system_call_error(ruby, e, "could not create the workspace root".into()))?;
     for (name, dir) in &layout.paths {
         if relative.contains(name) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| system_call_error(ruby, e, format!("could not create workspace path :{name}")))?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                system_call_error(ruby, e, format!("could not create workspace path :{name}"))
+            })?;
         } else if !dir.is_dir() {
             return Err(errors::argument_error(
                 ruby,
@@ -346,7 +376,9 @@ fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
         let kwargs = ruby.hash_new();
         kwargs.aset(ruby.to_symbol("workspace"), rb_self)?;
         kwargs.aset(ruby.to_symbol("run"), rb_self.ivar_get::<_, Value>("@run")?)?;
-        teardown.funcall::<_, _, Value>("call", (magnus::KwArgs(kwargs),)).map(|_| ())
+        teardown
+            .funcall::<_, _, Value>("call", (magnus::KwArgs(kwargs),))
+            .map(|_| ())
     };
     rb_self.ivar_set("@active", false)?;
     rb_self.ivar_set("@run", ruby.qnil())?;
@@ -356,7 +388,11 @@ fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
 
 /// inspect: `#<LittleGhost::Workspace root="/w" paths={source: "/w/src"}>`.
 fn inspect(ruby: &Ruby, rb_self: RObject) -> Result<String, Error> {
-    let mut text = vo::inspect_object(ruby, rb_self.as_value(), &[("root", "@root"), ("paths", "@paths")])?;
+    let mut text = vo::inspect_object(
+        ruby,
+        rb_self.as_value(),
+        &[("root", "@root"), ("paths", "@paths")],
+    )?;
     if active(rb_self)? {
         text.insert_str(text.len() - 1, " open");
     }

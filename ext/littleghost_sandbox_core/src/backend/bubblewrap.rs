@@ -169,13 +169,23 @@ fn sort_shortest_first(grants: &mut [Grant]) {
 /// selected writable grant, re-added read-only at the matching target even
 /// if the scope omitted it. On duplicate targets the read-only entry wins.
 /// The result is ordered shortest target first.
-pub fn launch_grants(selected: &[Grant], policy_grants: &[Grant], host: &dyn HostProbe) -> Vec<Grant> {
+pub fn launch_grants(
+    selected: &[Grant],
+    policy_grants: &[Grant],
+    host: &dyn HostProbe,
+) -> Vec<Grant> {
     let mut candidates: Vec<Grant> = selected.to_vec();
     for readonly in policy_grants.iter().filter(|g| !g.access.writable()) {
-        let Some(inner) = host.realpath(&readonly.source) else { continue };
+        let Some(inner) = host.realpath(&readonly.source) else {
+            continue;
+        };
         for writable in selected.iter().filter(|g| g.access.writable()) {
-            let Some(outer) = host.realpath(&writable.source) else { continue };
-            let Some(relative) = paths::remainder(&inner, &outer) else { continue };
+            let Some(outer) = host.realpath(&writable.source) else {
+                continue;
+            };
+            let Some(relative) = paths::remainder(&inner, &outer) else {
+                continue;
+            };
             candidates.push(Grant {
                 source: inner.clone(),
                 target: writable.target.join(relative),
@@ -205,14 +215,20 @@ pub fn launch_grants(selected: &[Grant], policy_grants: &[Grant], host: &dyn Hos
 /// physically inside a launch grant is masked (an empty read-only tmpfs at
 /// the place it appears), so a process sees no more than its scope. With no
 /// scope every policy grant is selected and nothing is masked.
-pub fn scope_masks(policy_grants: &[Grant], launch: &[Grant], host: &dyn HostProbe) -> Vec<PathBuf> {
+pub fn scope_masks(
+    policy_grants: &[Grant],
+    launch: &[Grant],
+    host: &dyn HostProbe,
+) -> Vec<PathBuf> {
     let launched: Vec<(PathBuf, &Grant)> = launch
         .iter()
         .filter_map(|g| host.realpath(&g.source).map(|root| (root, g)))
         .collect();
     let mut masks: Vec<PathBuf> = Vec::new();
     for dropped in policy_grants {
-        let Some(inner) = host.realpath(&dropped.source) else { continue };
+        let Some(inner) = host.realpath(&dropped.source) else {
+            continue;
+        };
         if launched.iter().any(|(root, _)| *root == inner) {
             continue;
         }
@@ -248,8 +264,16 @@ pub fn validate_cwd(
     }
     let cwd = paths::clean(cwd);
     let depth = |p: &Path| p.as_os_str().len();
-    let grant_depth = grants.iter().filter(|g| g.covers(&cwd)).map(|g| depth(&g.target)).max();
-    let mask_depth = masks.iter().filter(|m| cwd.starts_with(m)).map(|m| depth(m)).max();
+    let grant_depth = grants
+        .iter()
+        .filter(|g| g.covers(&cwd))
+        .map(|g| depth(&g.target))
+        .max();
+    let mask_depth = masks
+        .iter()
+        .filter(|m| cwd.starts_with(m))
+        .map(|m| depth(m))
+        .max();
     match (grant_depth, mask_depth) {
         (Some(g), Some(m)) if g > m => return Ok(cwd),
         (Some(_), None) => return Ok(cwd),
@@ -257,7 +281,10 @@ pub fn validate_cwd(
         (None, None) => {}
     }
     let in_clean_tmpfs = tmpfs.iter().any(|t| {
-        cwd.starts_with(t) && !workspace_paths.iter().any(|w| paths::clean(w).starts_with(t))
+        cwd.starts_with(t)
+            && !workspace_paths
+                .iter()
+                .any(|w| paths::clean(w).starts_with(t))
     });
     if in_clean_tmpfs {
         Ok(cwd)
@@ -276,7 +303,9 @@ pub fn validate_environment(environment: &[(String, String)]) -> Result<()> {
             )));
         }
         if value.contains('\0') {
-            return Err(argument(format!("environment variable {name} must not contain NUL")));
+            return Err(argument(format!(
+                "environment variable {name} must not contain NUL"
+            )));
         }
     }
     Ok(())
@@ -303,7 +332,11 @@ impl Argv {
         self.0.push(second.to_owned());
     }
     fn bind(&mut self, grant: &Grant) {
-        let flag = if grant.access.writable() { "--bind" } else { "--ro-bind" };
+        let flag = if grant.access.writable() {
+            "--bind"
+        } else {
+            "--ro-bind"
+        };
         self.two(flag, grant.source.as_os_str(), grant.target.as_os_str());
     }
 }
@@ -327,7 +360,13 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
         }
     }
     masks.sort_by_key(|m| m.as_os_str().len());
-    let cwd = validate_cwd(&launch.cwd, &grants, &masks, &launch.tmpfs, &launch.workspace_paths)?;
+    let cwd = validate_cwd(
+        &launch.cwd,
+        &grants,
+        &masks,
+        &launch.tmpfs,
+        &launch.workspace_paths,
+    )?;
     let isolated = launch.root_filesystem == RootFilesystem::Isolated;
     let mut argv = Argv::default();
 
@@ -366,7 +405,9 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
         }
         for root in &launch.compatibility_roots {
             match host.entry(root) {
-                HostEntry::Symlink(target) => argv.two("--symlink", target.as_os_str(), root.as_os_str()),
+                HostEntry::Symlink(target) => {
+                    argv.two("--symlink", target.as_os_str(), root.as_os_str())
+                }
                 HostEntry::Directory => argv.two("--ro-bind", root.as_os_str(), root.as_os_str()),
                 HostEntry::Other | HostEntry::Missing => {}
             }
@@ -379,7 +420,11 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
         ProcMount::New => argv.path("--proc", Path::new("/proc")),
         ProcMount::None => {}
         ProcMount::Bind { source, access } => {
-            let flag = if access.writable() { "--bind" } else { "--ro-bind" };
+            let flag = if access.writable() {
+                "--bind"
+            } else {
+                "--ro-bind"
+            };
             argv.two(flag, source.as_os_str(), OsStr::new("/proc"));
         }
     }
@@ -399,7 +444,11 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
         .chain(masks.iter().map(PathBuf::as_path))
         .chain(std::iter::once(cwd.as_path()));
     for path in wanted {
-        let mut ancestors: Vec<&Path> = path.ancestors().skip(1).filter(|a| *a != Path::new("/")).collect();
+        let mut ancestors: Vec<&Path> = path
+            .ancestors()
+            .skip(1)
+            .filter(|a| *a != Path::new("/"))
+            .collect();
         ancestors.reverse();
         for ancestor in ancestors {
             let missing = isolated || launch.tmpfs.iter().any(|t| strictly_beneath(ancestor, t));
@@ -535,7 +584,12 @@ static PROBED: Mutex<Option<HashSet<(PathBuf, u64, u64, i64)>>> = Mutex::new(Non
 
 fn probe_key(executable: &Path) -> Option<(PathBuf, u64, u64, i64)> {
     let meta = std::fs::metadata(executable).ok()?;
-    Some((executable.to_path_buf(), meta.dev(), meta.ino(), meta.mtime()))
+    Some((
+        executable.to_path_buf(),
+        meta.dev(),
+        meta.ino(),
+        meta.mtime(),
+    ))
 }
 
 /// B.2 and B.5 step 6: runs the functional probe (5 s, 16 KiB of stderr)
@@ -545,7 +599,10 @@ fn probe_key(executable: &Path) -> Option<(PathBuf, u64, u64, i64)> {
 pub fn functional_probe(executable: &Path) -> std::result::Result<(), String> {
     let key = probe_key(executable);
     let cached = |key: &(PathBuf, u64, u64, i64)| {
-        PROBED.lock().map(|set| set.as_ref().is_some_and(|s| s.contains(key))).unwrap_or(false)
+        PROBED
+            .lock()
+            .map(|set| set.as_ref().is_some_and(|s| s.contains(key)))
+            .unwrap_or(false)
     };
     if key.as_ref().is_some_and(cached) {
         return Ok(());
@@ -558,7 +615,9 @@ pub fn functional_probe(executable: &Path) -> std::result::Result<(), String> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn();
-    let Ok(mut child) = spawned else { return Err(probe_failure_reason(b"")) };
+    let Ok(mut child) = spawned else {
+        return Err(probe_failure_reason(b""));
+    };
     let deadline = Instant::now() + Duration::from_secs(5);
     let status = loop {
         match child.try_wait() {
@@ -617,15 +676,24 @@ impl ExecFailure {
 /// exactly `bwrap: execvp ARGV0: STRERROR\n` on stderr and nothing on stdout
 /// (its environment is empty, so the C locale's wording applies). Anything
 /// else is the program's own result and is left alone.
-pub fn classify_exec_failure(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8], exec_argv0: &[u8]) -> Option<ExecFailure> {
+pub fn classify_exec_failure(
+    exit_code: Option<i32>,
+    stdout: &[u8],
+    stderr: &[u8],
+    exec_argv0: &[u8],
+) -> Option<ExecFailure> {
     if exit_code != Some(1) || !stdout.is_empty() {
         return None;
     }
     let prefix = [b"bwrap: execvp ".as_slice(), exec_argv0, b": "].concat();
-    let reason = stderr.strip_prefix(prefix.as_slice())?.strip_suffix(b"\n")?;
+    let reason = stderr
+        .strip_prefix(prefix.as_slice())?
+        .strip_suffix(b"\n")?;
     match reason {
         b"No such file or directory" | b"Not a directory" => Some(ExecFailure::NotFound),
-        b"Permission denied" | b"Exec format error" | b"Operation not permitted" => Some(ExecFailure::NotExecutable),
+        b"Permission denied" | b"Exec format error" | b"Operation not permitted" => {
+            Some(ExecFailure::NotExecutable)
+        }
         _ => None,
     }
 }
@@ -647,8 +715,14 @@ mod tests {
         fn debian() -> FakeHost {
             let mut host = FakeHost::default();
             host.entries.insert("/usr".into(), HostEntry::Directory);
-            for (link, target) in [("/bin", "usr/bin"), ("/sbin", "usr/sbin"), ("/lib", "usr/lib"), ("/lib64", "usr/lib64")] {
-                host.entries.insert(link.into(), HostEntry::Symlink(target.into()));
+            for (link, target) in [
+                ("/bin", "usr/bin"),
+                ("/sbin", "usr/sbin"),
+                ("/lib", "usr/lib"),
+                ("/lib64", "usr/lib64"),
+            ] {
+                host.entries
+                    .insert(link.into(), HostEntry::Symlink(target.into()));
             }
             host
         }
@@ -660,18 +734,32 @@ mod tests {
 
     impl HostProbe for FakeHost {
         fn entry(&self, path: &Path) -> HostEntry {
-            self.entries.get(path).cloned().unwrap_or(HostEntry::Missing)
+            self.entries
+                .get(path)
+                .cloned()
+                .unwrap_or(HostEntry::Missing)
         }
         fn is_dir(&self, path: &Path) -> bool {
             matches!(self.entries.get(path), Some(HostEntry::Directory))
         }
         fn realpath(&self, path: &Path) -> Option<PathBuf> {
-            Some(self.realpaths.get(path).cloned().unwrap_or_else(|| path.to_path_buf()))
+            Some(
+                self.realpaths
+                    .get(path)
+                    .cloned()
+                    .unwrap_or_else(|| path.to_path_buf()),
+            )
         }
     }
 
     fn grant(path: &str, access: Access, tools: bool) -> Grant {
-        Grant { source: path.into(), target: path.into(), access, tools, protect_aliases: true }
+        Grant {
+            source: path.into(),
+            target: path.into(),
+            access,
+            tools,
+            protect_aliases: true,
+        }
     }
     fn rw(path: &str) -> Grant {
         grant(path, Access::ReadWrite, true)
@@ -684,14 +772,18 @@ mod tests {
     }
 
     fn strings(argv: &[OsString]) -> Vec<String> {
-        argv.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        argv.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
     fn args(launch: &Launch, host: &FakeHost) -> Vec<String> {
         strings(&bubblewrap_args(launch, host).unwrap())
     }
     /// True iff `needle` occurs as a contiguous run in `haystack`.
     fn has(haystack: &[String], needle: &[&str]) -> bool {
-        haystack.windows(needle.len()).any(|w| w.iter().zip(needle).all(|(a, b)| a == b))
+        haystack
+            .windows(needle.len())
+            .any(|w| w.iter().zip(needle).all(|(a, b)| a == b))
     }
     fn position(haystack: &[String], needle: &[&str]) -> usize {
         haystack
@@ -711,23 +803,57 @@ mod tests {
         launch.environment = vec![("LITTLE_GHOST_WORKSPACE_ROOT".into(), "/w".into())];
         let argv = args(&launch, &FakeHost::debian());
         let expected: Vec<&str> = vec![
-            "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--new-session", "--die-with-parent", "--cap-drop", "ALL",
-            "--tmpfs", "/",
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--new-session",
+            "--die-with-parent",
+            "--cap-drop",
+            "ALL",
+            "--tmpfs",
+            "/",
             "--unshare-net",
-            "--ro-bind", "/usr", "/usr",
-            "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-            "--dev", "/dev",
-            "--proc", "/proc",
-            "--tmpfs", "/tmp", "--tmpfs", "/run",
-            "--dir", "/w",
-            "--bind", "/w", "/w",
-            "--ro-bind", "/w/skills", "/w/skills",
-            "--chdir", "/w",
-            "--remount-ro", "/",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--symlink",
+            "usr/bin",
+            "/bin",
+            "--symlink",
+            "usr/sbin",
+            "/sbin",
+            "--symlink",
+            "usr/lib",
+            "/lib",
+            "--symlink",
+            "usr/lib64",
+            "/lib64",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--tmpfs",
+            "/tmp",
+            "--tmpfs",
+            "/run",
+            "--dir",
+            "/w",
+            "--bind",
+            "/w",
+            "/w",
+            "--ro-bind",
+            "/w/skills",
+            "/w/skills",
+            "--chdir",
+            "/w",
+            "--remount-ro",
+            "/",
             "--clearenv",
-            "--setenv", "LITTLE_GHOST_WORKSPACE_ROOT", "/w",
+            "--setenv",
+            "LITTLE_GHOST_WORKSPACE_ROOT",
+            "/w",
         ];
         assert_eq!(argv, expected);
     }
@@ -736,7 +862,10 @@ mod tests {
     fn read_only_root_binds_the_host_read_only_without_runtime_roots() {
         let launch = Launch::new(RootFilesystem::ReadOnly, vec![rw("/w")], "/w".into());
         let argv = args(&launch, &FakeHost::debian());
-        assert_eq!(&argv[9..14], &["--ro-bind", "/", "/", "--unshare-net", "--dev"]);
+        assert_eq!(
+            &argv[9..14],
+            &["--ro-bind", "/", "/", "--unshare-net", "--dev"]
+        );
         assert!(!has(&argv, &["--ro-bind", "/usr", "/usr"]));
         assert!(!argv.iter().any(|a| a == "--symlink"));
         assert!(!has(&argv, &["--remount-ro", "/"]));
@@ -754,23 +883,44 @@ mod tests {
 
     #[test]
     fn only_inherit_keeps_the_host_network() {
-        for (mode, unshared) in [(NetworkMode::None, true), (NetworkMode::Allowlist, true), (NetworkMode::Inherit, false)] {
+        for (mode, unshared) in [
+            (NetworkMode::None, true),
+            (NetworkMode::Allowlist, true),
+            (NetworkMode::Inherit, false),
+        ] {
             let mut launch = isolated_workspace();
             launch.network = mode;
             let argv = args(&launch, &FakeHost::debian());
-            assert_eq!(argv.iter().any(|a| a == "--unshare-net"), unshared, "{mode:?}");
+            assert_eq!(
+                argv.iter().any(|a| a == "--unshare-net"),
+                unshared,
+                "{mode:?}"
+            );
         }
     }
 
     #[test]
     fn namespaces_session_and_capabilities_always_come_first() {
-        for root in [RootFilesystem::Isolated, RootFilesystem::ReadOnly, RootFilesystem::ReadWrite] {
+        for root in [
+            RootFilesystem::Isolated,
+            RootFilesystem::ReadOnly,
+            RootFilesystem::ReadWrite,
+        ] {
             let launch = Launch::new(root, vec![rw("/w")], "/w".into());
             let argv = args(&launch, &FakeHost::debian());
             assert_eq!(
                 &argv[..9],
-                &["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                  "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+                &[
+                    "--unshare-user",
+                    "--unshare-pid",
+                    "--unshare-ipc",
+                    "--unshare-uts",
+                    "--unshare-cgroup-try",
+                    "--new-session",
+                    "--die-with-parent",
+                    "--cap-drop",
+                    "ALL"
+                ]
             );
             assert!(has(&argv, &["--dev", "/dev"]));
         }
@@ -778,30 +928,59 @@ mod tests {
 
     #[test]
     fn upstream_example_dirs_beneath_a_tmpfs_under_read_only() {
-        let launch = Launch::new(RootFilesystem::ReadOnly, vec![rw("/tmp/tenant/runs/123")], "/tmp/tenant/runs/123".into());
+        let launch = Launch::new(
+            RootFilesystem::ReadOnly,
+            vec![rw("/tmp/tenant/runs/123")],
+            "/tmp/tenant/runs/123".into(),
+        );
         let argv = args(&launch, &FakeHost::debian());
-        let dirs: Vec<&String> = argv.windows(2).filter(|w| w[0] == "--dir").map(|w| &w[1]).collect();
+        let dirs: Vec<&String> = argv
+            .windows(2)
+            .filter(|w| w[0] == "--dir")
+            .map(|w| &w[1])
+            .collect();
         assert_eq!(dirs, vec!["/tmp/tenant", "/tmp/tenant/runs"]);
         assert!(position(&argv, &["--tmpfs", "/tmp"]) < position(&argv, &["--dir", "/tmp/tenant"]));
-        assert!(position(&argv, &["--dir", "/tmp/tenant/runs"]) < position(&argv, &["--bind", "/tmp/tenant/runs/123", "/tmp/tenant/runs/123"]));
+        assert!(
+            position(&argv, &["--dir", "/tmp/tenant/runs"])
+                < position(
+                    &argv,
+                    &["--bind", "/tmp/tenant/runs/123", "/tmp/tenant/runs/123"]
+                )
+        );
     }
 
     #[test]
     fn isolated_dirs_cover_every_proper_ancestor_once() {
-        let mut launch = Launch::new(RootFilesystem::Isolated, vec![rw("/srv/w"), ro("/srv/w/a/b")], "/srv/w".into());
+        let mut launch = Launch::new(
+            RootFilesystem::Isolated,
+            vec![rw("/srv/w"), ro("/srv/w/a/b")],
+            "/srv/w".into(),
+        );
         launch.masks = vec!["/srv/w/c".into()];
         let argv = args(&launch, &FakeHost::debian());
-        let dirs: Vec<&String> = argv.windows(2).filter(|w| w[0] == "--dir").map(|w| &w[1]).collect();
+        let dirs: Vec<&String> = argv
+            .windows(2)
+            .filter(|w| w[0] == "--dir")
+            .map(|w| &w[1])
+            .collect();
         assert_eq!(dirs, vec!["/srv", "/srv/w", "/srv/w/a"]);
     }
 
     #[test]
     fn upstream_examples_identity_binds() {
-        let launch = Launch::new(RootFilesystem::Isolated, vec![ro("/w/skills"), rw("/w")], "/w".into());
+        let launch = Launch::new(
+            RootFilesystem::Isolated,
+            vec![ro("/w/skills"), rw("/w")],
+            "/w".into(),
+        );
         let argv = args(&launch, &FakeHost::debian());
         assert!(has(&argv, &["--bind", "/w", "/w"]));
         assert!(has(&argv, &["--ro-bind", "/w/skills", "/w/skills"]));
-        assert!(position(&argv, &["--bind", "/w", "/w"]) < position(&argv, &["--ro-bind", "/w/skills", "/w/skills"]));
+        assert!(
+            position(&argv, &["--bind", "/w", "/w"])
+                < position(&argv, &["--ro-bind", "/w/skills", "/w/skills"])
+        );
     }
 
     #[test]
@@ -810,10 +989,22 @@ mod tests {
         let mut launch = isolated_workspace();
         launch.proc_mount = ProcMount::None;
         assert!(!args(&launch, &host).iter().any(|a| a == "/proc"));
-        launch.proc_mount = ProcMount::Bind { source: "/srv/proc".into(), access: Access::ReadOnly };
-        assert!(has(&args(&launch, &host), &["--ro-bind", "/srv/proc", "/proc"]));
-        launch.proc_mount = ProcMount::Bind { source: "/srv/proc".into(), access: Access::ReadWrite };
-        assert!(has(&args(&launch, &host), &["--bind", "/srv/proc", "/proc"]));
+        launch.proc_mount = ProcMount::Bind {
+            source: "/srv/proc".into(),
+            access: Access::ReadOnly,
+        };
+        assert!(has(
+            &args(&launch, &host),
+            &["--ro-bind", "/srv/proc", "/proc"]
+        ));
+        launch.proc_mount = ProcMount::Bind {
+            source: "/srv/proc".into(),
+            access: Access::ReadWrite,
+        };
+        assert!(has(
+            &args(&launch, &host),
+            &["--bind", "/srv/proc", "/proc"]
+        ));
         launch.proc_mount = ProcMount::New;
         let argv = args(&launch, &host);
         assert!(position(&argv, &["--dev", "/dev"]) + 2 == position(&argv, &["--proc", "/proc"]));
@@ -828,7 +1019,13 @@ mod tests {
         assert!(has(&argv, &["--tmpfs", "/scratch"]));
         assert!(!has(&argv, &["--tmpfs", "/tmp"]));
         launch.tmpfs.clear();
-        assert_eq!(args(&launch, &host).iter().filter(|a| *a == "--tmpfs").count(), 1); // only the root
+        assert_eq!(
+            args(&launch, &host)
+                .iter()
+                .filter(|a| *a == "--tmpfs")
+                .count(),
+            1
+        ); // only the root
     }
 
     #[test]
@@ -843,7 +1040,9 @@ mod tests {
         assert!(!argv.iter().any(|a| a == "/lib64" || a == "/sbin"));
         // A runtime root that is not a directory is skipped.
         host.entries.remove(Path::new("/usr"));
-        assert!(!args(&isolated_workspace(), &host).iter().any(|a| a == "/usr"));
+        assert!(!args(&isolated_workspace(), &host)
+            .iter()
+            .any(|a| a == "/usr"));
     }
 
     #[test]
@@ -858,7 +1057,11 @@ mod tests {
 
     #[test]
     fn a_grant_kept_beneath_a_mask_is_bound_before_the_mask_turns_read_only() {
-        let mut launch = Launch::new(RootFilesystem::Isolated, vec![rw("/w"), ro("/w/a/b")], "/w".into());
+        let mut launch = Launch::new(
+            RootFilesystem::Isolated,
+            vec![rw("/w"), ro("/w/a/b")],
+            "/w".into(),
+        );
         launch.masks = vec!["/w/a".into()];
         let argv = args(&launch, &FakeHost::debian());
         let tmpfs = position(&argv, &["--tmpfs", "/w/a"]);
@@ -878,11 +1081,33 @@ mod tests {
         launch.seccomp_fd = Some(7);
         let argv = args(&launch, &host);
         assert!(!argv.iter().any(|a| a == "--clearenv"));
-        let tail: Vec<&str> = argv[position(&argv, &["--setenv", "A"])..].iter().map(String::as_str).collect();
-        assert_eq!(tail, vec!["--setenv", "A", "1", "--setenv", "B", "two words", "--uid", "1000", "--gid", "0", "--seccomp", "7"]);
+        let tail: Vec<&str> = argv[position(&argv, &["--setenv", "A"])..]
+            .iter()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            tail,
+            vec![
+                "--setenv",
+                "A",
+                "1",
+                "--setenv",
+                "B",
+                "two words",
+                "--uid",
+                "1000",
+                "--gid",
+                "0",
+                "--seccomp",
+                "7"
+            ]
+        );
         launch.inherit_environment = false;
         let argv = args(&launch, &host);
-        assert_eq!(position(&argv, &["--clearenv"]) + 1, position(&argv, &["--setenv", "A"]));
+        assert_eq!(
+            position(&argv, &["--clearenv"]) + 1,
+            position(&argv, &["--setenv", "A"])
+        );
     }
 
     #[test]
@@ -900,8 +1125,14 @@ mod tests {
         let grants = vec![rw("/w"), ro("/w/src")];
         let tmpfs = vec![PathBuf::from("/tmp"), PathBuf::from("/run")];
         let ws = vec![PathBuf::from("/w"), PathBuf::from("/w/src")];
-        assert_eq!(validate_cwd(Path::new("/w/src/x"), &grants, &[], &tmpfs, &ws).unwrap(), PathBuf::from("/w/src/x"));
-        assert_eq!(validate_cwd(Path::new("/w/./a/../b"), &grants, &[], &tmpfs, &ws).unwrap(), PathBuf::from("/w/b"));
+        assert_eq!(
+            validate_cwd(Path::new("/w/src/x"), &grants, &[], &tmpfs, &ws).unwrap(),
+            PathBuf::from("/w/src/x")
+        );
+        assert_eq!(
+            validate_cwd(Path::new("/w/./a/../b"), &grants, &[], &tmpfs, &ws).unwrap(),
+            PathBuf::from("/w/b")
+        );
         assert!(validate_cwd(Path::new("/tmp/scratch"), &grants, &[], &tmpfs, &ws).is_ok());
         for outside in ["/etc", "/w2", "relative"] {
             let err = validate_cwd(Path::new(outside), &grants, &[], &tmpfs, &ws).unwrap_err();
@@ -922,17 +1153,26 @@ mod tests {
     fn argv_refuses_a_cwd_outside_the_launch() {
         let mut launch = isolated_workspace();
         launch.cwd = "/etc".into();
-        assert_eq!(bubblewrap_args(&launch, &FakeHost::debian()).unwrap_err(), policy(CWD_OUTSIDE_SCOPE));
+        assert_eq!(
+            bubblewrap_args(&launch, &FakeHost::debian()).unwrap_err(),
+            policy(CWD_OUTSIDE_SCOPE)
+        );
     }
 
     #[test]
     fn overlays_re_add_read_only_grants_beneath_a_selected_writable_grant() {
         let host = FakeHost::debian();
-        let policy_grants = vec![rw("/w"), ro("/w/source"), runtime("/w/.cache", Access::ReadOnly)];
+        let policy_grants = vec![
+            rw("/w"),
+            ro("/w/source"),
+            runtime("/w/.cache", Access::ReadOnly),
+        ];
         // The scope selected only the writable root.
         let launch = launch_grants(&[rw("/w")], &policy_grants, &host);
-        let summary: Vec<(String, Access, bool)> =
-            launch.iter().map(|g| (g.target.display().to_string(), g.access, g.tools)).collect();
+        let summary: Vec<(String, Access, bool)> = launch
+            .iter()
+            .map(|g| (g.target.display().to_string(), g.access, g.tools))
+            .collect();
         assert_eq!(
             summary,
             vec![
@@ -949,10 +1189,19 @@ mod tests {
         let host = FakeHost::debian().alias("/data/ref", "/w/vendor/ref");
         let policy_grants = vec![rw("/w"), ro("/data/ref")];
         let launch = launch_grants(&[rw("/w"), rw("/w/vendor/ref")], &policy_grants, &host);
-        let at = launch.iter().find(|g| g.target == Path::new("/w/vendor/ref")).unwrap();
+        let at = launch
+            .iter()
+            .find(|g| g.target == Path::new("/w/vendor/ref"))
+            .unwrap();
         assert_eq!(at.access, Access::ReadOnly);
         assert_eq!(at.source, PathBuf::from("/w/vendor/ref"));
-        assert_eq!(launch.iter().filter(|g| g.target == Path::new("/w/vendor/ref")).count(), 1);
+        assert_eq!(
+            launch
+                .iter()
+                .filter(|g| g.target == Path::new("/w/vendor/ref"))
+                .count(),
+            1
+        );
     }
 
     #[test]
@@ -966,9 +1215,17 @@ mod tests {
     #[test]
     fn scope_masks_hide_dropped_policy_grants_nested_in_selected_ones() {
         let host = FakeHost::debian();
-        let policy_grants = vec![rw("/w"), runtime("/w/.secrets", Access::ReadWrite), rw("/w/cache"), rw("/elsewhere")];
+        let policy_grants = vec![
+            rw("/w"),
+            runtime("/w/.secrets", Access::ReadWrite),
+            rw("/w/cache"),
+            rw("/elsewhere"),
+        ];
         let selected = launch_grants(&[rw("/w"), rw("/w/cache")], &policy_grants, &host);
-        assert_eq!(scope_masks(&policy_grants, &selected, &host), vec![PathBuf::from("/w/.secrets")]);
+        assert_eq!(
+            scope_masks(&policy_grants, &selected, &host),
+            vec![PathBuf::from("/w/.secrets")]
+        );
         // Without a scope everything is selected and nothing is masked.
         let all = launch_grants(&policy_grants, &policy_grants, &host);
         assert!(scope_masks(&policy_grants, &all, &host).is_empty());
@@ -979,15 +1236,28 @@ mod tests {
         let host = FakeHost::debian().alias("/home/u/.cargo", "/w/tools/cargo");
         let policy_grants = vec![rw("/w"), runtime("/home/u/.cargo", Access::ReadWrite)];
         let selected = launch_grants(&[rw("/w")], &policy_grants, &host);
-        assert_eq!(scope_masks(&policy_grants, &selected, &host), vec![PathBuf::from("/w/tools/cargo")]);
+        assert_eq!(
+            scope_masks(&policy_grants, &selected, &host),
+            vec![PathBuf::from("/w/tools/cargo")]
+        );
     }
 
     #[test]
     fn probe_argv_is_the_functional_check_of_b2() {
         assert_eq!(
             strings(&probe_argv(Path::new("/usr/bin/bwrap"))),
-            vec!["/usr/bin/bwrap", "--unshare-user", "--unshare-pid", "--new-session", "--die-with-parent",
-                 "--ro-bind", "/", "/", "--", "/bin/true"]
+            vec![
+                "/usr/bin/bwrap",
+                "--unshare-user",
+                "--unshare-pid",
+                "--new-session",
+                "--die-with-parent",
+                "--ro-bind",
+                "/",
+                "/",
+                "--",
+                "/bin/true"
+            ]
         );
     }
 
@@ -999,7 +1269,10 @@ mod tests {
         assert_eq!(functional_probe(Path::new(DEFAULT_EXECUTABLE)), Ok(()));
         // /bin/false "probes" unsuccessfully: the reason names the generic failure.
         let reason = functional_probe(Path::new("/bin/false")).unwrap_err();
-        assert!(reason.contains("installed but unavailable: the namespace probe failed"), "{reason}");
+        assert!(
+            reason.contains("installed but unavailable: the namespace probe failed"),
+            "{reason}"
+        );
         assert!(is_executable_file(Path::new(DEFAULT_EXECUTABLE)));
         assert!(!is_executable_file(Path::new("/nonexistent/bwrap")));
         assert!(!is_executable_file(Path::new("/usr")));
@@ -1010,7 +1283,8 @@ mod tests {
         let missing = missing_reason(Path::new("/nonexistent/bwrap"));
         assert!(missing.starts_with("Bubblewrap is not installed at /nonexistent/bwrap"));
         assert!(missing.contains("apt-get install bubblewrap"));
-        let failed = probe_failure_reason(b"\nbwrap: No permissions to creating new namespace\nmore\n");
+        let failed =
+            probe_failure_reason(b"\nbwrap: No permissions to creating new namespace\nmore\n");
         assert!(failed.starts_with("Bubblewrap is installed but unavailable: bwrap: No permissions to creating new namespace ("));
         assert!(failed.contains("user namespaces"));
         assert!(probe_failure_reason(b"").contains("unavailable: the namespace probe failed"));
@@ -1019,23 +1293,50 @@ mod tests {
     #[test]
     fn exec_failures_are_read_as_shell_statuses() {
         let missing = b"bwrap: execvp nope: No such file or directory\n";
-        assert_eq!(classify_exec_failure(Some(1), b"", missing, b"nope"), Some(ExecFailure::NotFound));
+        assert_eq!(
+            classify_exec_failure(Some(1), b"", missing, b"nope"),
+            Some(ExecFailure::NotFound)
+        );
         let denied = b"bwrap: execvp /w/x.sh: Permission denied\n";
-        assert_eq!(classify_exec_failure(Some(1), b"", denied, b"/w/x.sh"), Some(ExecFailure::NotExecutable));
+        assert_eq!(
+            classify_exec_failure(Some(1), b"", denied, b"/w/x.sh"),
+            Some(ExecFailure::NotExecutable)
+        );
         assert_eq!(ExecFailure::NotFound.exit_code(), 127);
-        assert_eq!(ExecFailure::NotFound.message("nope"), "nope: command not found\n");
+        assert_eq!(
+            ExecFailure::NotFound.message("nope"),
+            "nope: command not found\n"
+        );
         assert_eq!(ExecFailure::NotExecutable.exit_code(), 126);
-        assert_eq!(ExecFailure::NotExecutable.message("x"), "x: permission denied\n");
+        assert_eq!(
+            ExecFailure::NotExecutable.message("x"),
+            "x: permission denied\n"
+        );
         // The program's own output is never reinterpreted.
-        assert_eq!(classify_exec_failure(Some(1), b"out", missing, b"nope"), None);
+        assert_eq!(
+            classify_exec_failure(Some(1), b"out", missing, b"nope"),
+            None
+        );
         assert_eq!(classify_exec_failure(Some(2), b"", missing, b"nope"), None);
         assert_eq!(classify_exec_failure(Some(1), b"", missing, b"other"), None);
-        assert_eq!(classify_exec_failure(Some(1), b"", b"prefix\nbwrap: execvp nope: No such file or directory\n", b"nope"), None);
+        assert_eq!(
+            classify_exec_failure(
+                Some(1),
+                b"",
+                b"prefix\nbwrap: execvp nope: No such file or directory\n",
+                b"nope"
+            ),
+            None
+        );
         assert_eq!(classify_exec_failure(None, b"", missing, b"nope"), None);
     }
 
     /// Runs the real bwrap (when installed) with `argv` and returns (exit code, stdout, stderr).
-    fn run_bwrap(options: &[OsString], command: &[&str], keep_fd: Option<RawFd>) -> Option<(Option<i32>, String, String)> {
+    fn run_bwrap(
+        options: &[OsString],
+        command: &[&str],
+        keep_fd: Option<RawFd>,
+    ) -> Option<(Option<i32>, String, String)> {
         use std::os::unix::process::CommandExt;
         if !Path::new(DEFAULT_EXECUTABLE).exists() {
             eprintln!("skipped: bwrap is not installed");
@@ -1082,8 +1383,11 @@ mod tests {
         launch.seccomp_fd = Some(filter.as_raw_fd());
         let options = bubblewrap_args(&launch, &RealHost).unwrap();
         // Builtins only until the last line: under the filter the shell cannot fork.
-        let script = "echo hidden/*; read line < hidden/kept/file; echo $line; /bin/true; echo spawned";
-        let Some((code, stdout, stderr)) = run_bwrap(&options, &["/bin/sh", "-c", script], launch.seccomp_fd) else {
+        let script =
+            "echo hidden/*; read line < hidden/kept/file; echo $line; /bin/true; echo spawned";
+        let Some((code, stdout, stderr)) =
+            run_bwrap(&options, &["/bin/sh", "-c", script], launch.seccomp_fd)
+        else {
             return;
         };
         assert_eq!(stdout, "hidden/kept\nk\n", "{stderr}");
@@ -1095,9 +1399,16 @@ mod tests {
     fn real_bwrap_exec_failures_match_the_classifier() {
         let launch = Launch::new(RootFilesystem::Isolated, vec![ro("/usr")], "/usr".into());
         let options = bubblewrap_args(&launch, &RealHost).unwrap();
-        let Some((code, stdout, stderr)) = run_bwrap(&options, &["no-such-program"], None) else { return };
+        let Some((code, stdout, stderr)) = run_bwrap(&options, &["no-such-program"], None) else {
+            return;
+        };
         assert_eq!(
-            classify_exec_failure(code, stdout.as_bytes(), stderr.as_bytes(), b"no-such-program"),
+            classify_exec_failure(
+                code,
+                stdout.as_bytes(),
+                stderr.as_bytes(),
+                b"no-such-program"
+            ),
             Some(ExecFailure::NotFound),
             "{code:?} {stderr}"
         );

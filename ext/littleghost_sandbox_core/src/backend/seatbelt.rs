@@ -78,7 +78,11 @@ fn ancestors(path: &Path) -> Vec<PathBuf> {
 
 /// SB.6: the profile text.
 pub fn profile(spec: &Profile) -> String {
-    let mut lines: Vec<String> = vec!["(version 1)".into(), "(deny default)".into(), "(allow process-exec)".into()];
+    let mut lines: Vec<String> = vec![
+        "(version 1)".into(),
+        "(deny default)".into(),
+        "(allow process-exec)".into(),
+    ];
 
     if spec.allow_subprocesses {
         lines.push("(allow process-fork)".into());
@@ -154,13 +158,22 @@ mod tests {
     use crate::grants::Access;
 
     fn grant(path: &str, access: Access) -> Grant {
-        Grant { source: path.into(), target: path.into(), access, tools: true, protect_aliases: true }
+        Grant {
+            source: path.into(),
+            target: path.into(),
+            access,
+            tools: true,
+            protect_aliases: true,
+        }
     }
 
     fn base(root: RootFilesystem) -> Profile {
         Profile {
             root_filesystem: root,
-            grants: vec![grant("/Users/u/w", Access::ReadWrite), grant("/Users/u/w/src", Access::ReadOnly)],
+            grants: vec![
+                grant("/Users/u/w", Access::ReadWrite),
+                grant("/Users/u/w/src", Access::ReadOnly),
+            ],
             runtime_roots: vec!["/usr".into(), "/opt/homebrew/opt/ruby".into()],
             temp_dir: "/private/tmp/little-ghost-seatbelt-1".into(),
             allow_subprocesses: false,
@@ -175,7 +188,10 @@ mod tests {
     #[test]
     fn denies_by_default_and_allows_exec_sysctl_and_the_root_entry() {
         let text = profile(&base(RootFilesystem::Isolated));
-        assert_eq!(&lines(&text)[..3], &["(version 1)", "(deny default)", "(allow process-exec)"]);
+        assert_eq!(
+            &lines(&text)[..3],
+            &["(version 1)", "(deny default)", "(allow process-exec)"]
+        );
         assert!(text.contains("(allow sysctl-read)\n"));
         assert!(text.contains("(allow file-read* (literal \"/\"))\n"));
         assert!(text.ends_with('\n'));
@@ -184,7 +200,9 @@ mod tests {
     #[test]
     fn isolated_reads_only_runtime_roots_plus_ancestor_metadata() {
         let text = profile(&base(RootFilesystem::Isolated));
-        assert!(text.contains("(allow file-read* (subpath \"/usr\") (subpath \"/opt/homebrew/opt/ruby\"))\n"));
+        assert!(text.contains(
+            "(allow file-read* (subpath \"/usr\") (subpath \"/opt/homebrew/opt/ruby\"))\n"
+        ));
         assert!(text.contains(
             "(allow file-read-metadata (literal \"/opt\") (literal \"/opt/homebrew\") (literal \"/opt/homebrew/opt\") \
              (literal \"/Users\") (literal \"/Users/u\") (literal \"/Users/u/w\"))\n"
@@ -214,10 +232,18 @@ mod tests {
 
     #[test]
     fn grants_are_read_writable_grants_written_and_read_only_grants_denied_last() {
-        for root in [RootFilesystem::Isolated, RootFilesystem::ReadOnly, RootFilesystem::ReadWrite] {
+        for root in [
+            RootFilesystem::Isolated,
+            RootFilesystem::ReadOnly,
+            RootFilesystem::ReadWrite,
+        ] {
             let text = profile(&base(root));
             let all = lines(&text);
-            let find = |line: &str| all.iter().position(|l| *l == line).unwrap_or_else(|| panic!("{line} in {text}"));
+            let find = |line: &str| {
+                all.iter()
+                    .position(|l| *l == line)
+                    .unwrap_or_else(|| panic!("{line} in {text}"))
+            };
             find("(allow file-read* (subpath \"/Users/u/w\"))");
             let write_root = find("(allow file-write* (subpath \"/Users/u/w\"))");
             find("(allow file-read* (subpath \"/Users/u/w/src\"))");
@@ -242,8 +268,12 @@ mod tests {
             protect_aliases: true,
         }];
         let text = profile(&spec);
-        assert!(text.contains("(allow file-read* (subpath \"/private/var/w\") (subpath \"/var/w\"))\n"));
-        assert!(text.contains("(deny file-write* (subpath \"/private/var/w\") (subpath \"/var/w\"))\n"));
+        assert!(
+            text.contains("(allow file-read* (subpath \"/private/var/w\") (subpath \"/var/w\"))\n")
+        );
+        assert!(
+            text.contains("(deny file-write* (subpath \"/private/var/w\") (subpath \"/var/w\"))\n")
+        );
     }
 
     #[test]
@@ -273,10 +303,15 @@ mod tests {
     fn string_literals_escape_backslash_and_quote() {
         assert_eq!(quote(r#"/a "b" \c"#), r#""/a \"b\" \\c""#);
         let mut spec = base(RootFilesystem::ReadOnly);
-        spec.grants = vec![grant("/w/evil\") (allow file-write* (subpath \"/", Access::ReadOnly)];
+        spec.grants = vec![grant(
+            "/w/evil\") (allow file-write* (subpath \"/",
+            Access::ReadOnly,
+        )];
         let text = profile(&spec);
         assert!(text.contains(r#"(subpath "/w/evil\") (allow file-write* (subpath \"/")"#));
         // The injected text stays inside one literal: no extra top-level rule appeared.
-        assert!(!text.lines().any(|l| l.starts_with("(allow file-write* (subpath \"/\")")));
+        assert!(!text
+            .lines()
+            .any(|l| l.starts_with("(allow file-write* (subpath \"/\")")));
     }
 }

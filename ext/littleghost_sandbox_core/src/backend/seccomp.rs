@@ -109,8 +109,18 @@ struct Table {
 
 fn table(arch: Arch) -> Table {
     match arch {
-        Arch::X86_64 => Table { fork: Some(57), vfork: Some(58), clone: 56, clone3: 435 },
-        Arch::Aarch64 => Table { fork: None, vfork: None, clone: 220, clone3: 435 },
+        Arch::X86_64 => Table {
+            fork: Some(57),
+            vfork: Some(58),
+            clone: 56,
+            clone3: 435,
+        },
+        Arch::Aarch64 => Table {
+            fork: None,
+            vfork: None,
+            clone: 220,
+            clone3: 435,
+        },
     }
 }
 
@@ -119,19 +129,49 @@ pub fn program(arch: Arch) -> Vec<Instruction> {
     let table = table(arch);
     let mut steps = vec![
         Step::Load(OFFSET_ARCH),
-        Step::Jump { code: BPF_JMP_JEQ_K, k: arch.audit(), yes: To::Next, no: To::Kill },
+        Step::Jump {
+            code: BPF_JMP_JEQ_K,
+            k: arch.audit(),
+            yes: To::Next,
+            no: To::Kill,
+        },
         Step::Load(OFFSET_NR),
     ];
     if arch == Arch::X86_64 {
-        steps.push(Step::Jump { code: BPF_JMP_JSET_K, k: X32_SYSCALL_BIT, yes: To::Kill, no: To::Next });
+        steps.push(Step::Jump {
+            code: BPF_JMP_JSET_K,
+            k: X32_SYSCALL_BIT,
+            yes: To::Kill,
+            no: To::Next,
+        });
     }
     for nr in [table.fork, table.vfork].into_iter().flatten() {
-        steps.push(Step::Jump { code: BPF_JMP_JEQ_K, k: nr, yes: To::Deny, no: To::Next });
+        steps.push(Step::Jump {
+            code: BPF_JMP_JEQ_K,
+            k: nr,
+            yes: To::Deny,
+            no: To::Next,
+        });
     }
-    steps.push(Step::Jump { code: BPF_JMP_JEQ_K, k: table.clone3, yes: To::NoSys, no: To::Next });
-    steps.push(Step::Jump { code: BPF_JMP_JEQ_K, k: table.clone, yes: To::Next, no: To::Allow });
+    steps.push(Step::Jump {
+        code: BPF_JMP_JEQ_K,
+        k: table.clone3,
+        yes: To::NoSys,
+        no: To::Next,
+    });
+    steps.push(Step::Jump {
+        code: BPF_JMP_JEQ_K,
+        k: table.clone,
+        yes: To::Next,
+        no: To::Allow,
+    });
     steps.push(Step::Load(OFFSET_ARG0_LOW));
-    steps.push(Step::Jump { code: BPF_JMP_JSET_K, k: CLONE_THREAD, yes: To::Allow, no: To::Deny });
+    steps.push(Step::Jump {
+        code: BPF_JMP_JSET_K,
+        k: CLONE_THREAD,
+        yes: To::Allow,
+        no: To::Deny,
+    });
 
     // The four returns follow the steps, in this order.
     let returns = [
@@ -156,11 +196,26 @@ pub fn program(arch: Arch) -> Vec<Instruction> {
         .iter()
         .enumerate()
         .map(|(here, step)| match *step {
-            Step::Load(at) => Instruction { code: BPF_LD_W_ABS, jt: 0, jf: 0, k: at },
-            Step::Jump { code, k, yes, no } => Instruction { code, jt: offset(here, yes), jf: offset(here, no), k },
+            Step::Load(at) => Instruction {
+                code: BPF_LD_W_ABS,
+                jt: 0,
+                jf: 0,
+                k: at,
+            },
+            Step::Jump { code, k, yes, no } => Instruction {
+                code,
+                jt: offset(here, yes),
+                jf: offset(here, no),
+                k,
+            },
         })
         .collect();
-    program.extend(returns.iter().map(|&k| Instruction { code: BPF_RET_K, jt: 0, jf: 0, k }));
+    program.extend(returns.iter().map(|&k| Instruction {
+        code: BPF_RET_K,
+        jt: 0,
+        jf: 0,
+        k,
+    }));
     program
 }
 
@@ -195,8 +250,11 @@ pub fn native_filter_bytes() -> Result<Vec<u8>> {
 /// one per launch: bwrap reads from the shared file offset.
 pub fn filter_fd() -> Result<OwnedFd> {
     let bytes = native_filter_bytes()?;
-    let unavailable =
-        |_| capability("the bubblewrap sandbox cannot prepare its subprocess filter (memfd_create failed)");
+    let unavailable = |_| {
+        capability(
+            "the bubblewrap sandbox cannot prepare its subprocess filter (memfd_create failed)",
+        )
+    };
     let fd = rustix::fs::memfd_create("littleghost-seccomp", rustix::fs::MemfdFlags::CLOEXEC)
         .map_err(unavailable)?;
     let mut file = std::fs::File::from(fd);
@@ -221,13 +279,26 @@ mod tests {
         let program = program(Arch::native().expect("supported arch"));
         let filters: Vec<libc::sock_filter> = program
             .iter()
-            .map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k })
+            .map(|i| libc::sock_filter {
+                code: i.code,
+                jt: i.jt,
+                jf: i.jf,
+                k: i.k,
+            })
             .collect();
-        let fprog = libc::sock_fprog { len: filters.len() as u16, filter: filters.as_ptr() as *mut _ };
+        let fprog = libc::sock_fprog {
+            len: filters.len() as u16,
+            filter: filters.as_ptr() as *mut _,
+        };
         unsafe {
             assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
             assert_eq!(
-                libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &fprog as *const _),
+                libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    0,
+                    &fprog as *const _
+                ),
                 0,
                 "seccomp: {}",
                 std::io::Error::last_os_error()
@@ -258,7 +329,8 @@ mod tests {
 
     #[test]
     fn a_filtered_process_cannot_fork_but_can_start_threads() {
-        const NAME: &str = "backend::seccomp::tests::a_filtered_process_cannot_fork_but_can_start_threads";
+        const NAME: &str =
+            "backend::seccomp::tests::a_filtered_process_cannot_fork_but_can_start_threads";
         if std::env::var(CHILD_MODE).as_deref() == Ok("fork") {
             install_native_filter();
             // glibc's fork() is clone(SIGCHLD) without CLONE_THREAD.
@@ -269,11 +341,18 @@ mod tests {
             println!("fork: {}", errno_name(forked as i64));
             #[cfg(target_arch = "x86_64")]
             {
-                println!("sys_fork: {}", errno_name(unsafe { libc::syscall(libc::SYS_fork) }));
-                println!("sys_vfork: {}", errno_name(unsafe { libc::syscall(libc::SYS_vfork) }));
+                println!(
+                    "sys_fork: {}",
+                    errno_name(unsafe { libc::syscall(libc::SYS_fork) })
+                );
+                println!(
+                    "sys_vfork: {}",
+                    errno_name(unsafe { libc::syscall(libc::SYS_vfork) })
+                );
             }
             // Without the filter a null clone_args gives EFAULT.
-            let clone3 = unsafe { libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 88usize) };
+            let clone3 =
+                unsafe { libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 88usize) };
             println!("clone3: {}", errno_name(clone3));
             let spawned = Command::new("/bin/true").status();
             println!("spawn: {}", if spawned.is_ok() { "ok" } else { "refused" });
@@ -284,7 +363,11 @@ mod tests {
 
         let out = run_child(NAME, "fork");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "child failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "child failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(stdout.contains("fork: EPERM"), "{stdout}");
         #[cfg(target_arch = "x86_64")]
         {
@@ -330,13 +413,29 @@ mod tests {
     fn the_program_checks_the_arch_first_and_ends_in_four_returns() {
         for arch in [Arch::X86_64, Arch::Aarch64] {
             let p = program(arch);
-            assert_eq!(p[0], Instruction { code: BPF_LD_W_ABS, jt: 0, jf: 0, k: OFFSET_ARCH });
+            assert_eq!(
+                p[0],
+                Instruction {
+                    code: BPF_LD_W_ABS,
+                    jt: 0,
+                    jf: 0,
+                    k: OFFSET_ARCH
+                }
+            );
             assert_eq!(p[1].code, BPF_JMP_JEQ_K);
             assert_eq!(p[1].k, arch.audit());
             // The mismatch branch lands on the kill return, the last instruction.
             assert_eq!(2 + p[1].jf as usize, p.len() - 1);
             let tail: Vec<u32> = p[p.len() - 4..].iter().map(|i| i.k).collect();
-            assert_eq!(tail, vec![SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | 1, SECCOMP_RET_ERRNO | 38, SECCOMP_RET_KILL_PROCESS]);
+            assert_eq!(
+                tail,
+                vec![
+                    SECCOMP_RET_ALLOW,
+                    SECCOMP_RET_ERRNO | 1,
+                    SECCOMP_RET_ERRNO | 38,
+                    SECCOMP_RET_KILL_PROCESS
+                ]
+            );
             // Every jump stays inside the program.
             for (here, insn) in p.iter().enumerate() {
                 if insn.code & 0x07 == 0x05 {
@@ -346,7 +445,10 @@ mod tests {
             }
         }
         // aarch64 has no fork/vfork and no x32 ABI: two fewer checks, one fewer guard.
-        assert_eq!(program(Arch::X86_64).len(), program(Arch::Aarch64).len() + 3);
+        assert_eq!(
+            program(Arch::X86_64).len(),
+            program(Arch::Aarch64).len() + 3
+        );
     }
 
     #[test]

@@ -300,7 +300,9 @@ impl Broker {
         let deepest = containing().map(depth).max().unwrap_or(0);
         let tied = || containing().filter(|root| depth(root) == deepest);
         // [DEV] tie: a tool-visible grant wins, read-only if any tied grant is.
-        let effective = tied().find(|root| root.visible).ok_or_else(|| tool(OUTSIDE))?;
+        let effective = tied()
+            .find(|root| root.visible)
+            .ok_or_else(|| tool(OUTSIDE))?;
         let writable = tied().all(|root| root.access.writable());
         let below = clean_remainder(&candidate, &effective.realpath)
             .unwrap_or(Path::new(""))

@@ -1391,16 +1391,31 @@ fn openat2_is_used_on_this_kernel() {
 #[test]
 fn byte_path_comparisons_agree_with_component_comparisons() {
     let clean = [
-        "/", "/a", "/ab", "/a/b", "/a/bc", "/a/b/c", "/ab/c", "/b", "/a/b/c/d.txt", "/a.b/c",
+        "/",
+        "/a",
+        "/ab",
+        "/a/b",
+        "/a/bc",
+        "/a/b/c",
+        "/ab/c",
+        "/b",
+        "/a/b/c/d.txt",
+        "/a.b/c",
     ];
     for path in clean {
         assert!(is_clean_absolute(path.as_bytes()), "{path}");
         for base in clean {
             let expected = Path::new(path).strip_prefix(base).ok();
-            assert_eq!(clean_remainder(Path::new(path), Path::new(base)), expected, "{path} - {base}");
+            assert_eq!(
+                clean_remainder(Path::new(path), Path::new(base)),
+                expected,
+                "{path} - {base}"
+            );
         }
     }
-    for unclean in ["", "a", "//", "/a/", "/a//b", "/a/./b", "/a/../b", "/.", "/a/.."] {
+    for unclean in [
+        "", "a", "//", "/a/", "/a//b", "/a/./b", "/a/../b", "/.", "/a/..",
+    ] {
         assert!(!is_clean_absolute(unclean.as_bytes()), "{unclean:?}");
     }
 }
@@ -1414,7 +1429,10 @@ fn unclean_physical_paths_are_still_cleaned_and_checked() {
         let doubled = PathBuf::from(format!("{}//d/./a.txt", ws.display()));
         assert_eq!(broker.read(&doubled, "d/a.txt").unwrap(), "text");
         let escaping = PathBuf::from(format!("{}/d/../../outside/x", ws.display()));
-        assert_tool(broker.read(&escaping, "x"), "Path escapes the sandbox scope");
+        assert_tool(
+            broker.read(&escaping, "x"),
+            "Path escapes the sandbox scope",
+        );
         let sibling = PathBuf::from(format!("{}x/a.txt", ws.display()));
         assert_tool(broker.read(&sibling, "x"), OUTSIDE);
     }

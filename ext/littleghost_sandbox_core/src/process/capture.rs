@@ -44,7 +44,12 @@ pub struct Capture {
 
 impl Capture {
     pub fn new(mode: CaptureMode) -> Self {
-        Capture { mode, streams: Default::default(), total: 0, overflowed: false }
+        Capture {
+            mode,
+            streams: Default::default(),
+            total: 0,
+            overflowed: false,
+        }
     }
 
     /// Records `bytes` read from `stream`. Returns true the first time a
@@ -162,7 +167,10 @@ mod tests {
         let mut capture = Capture::new(CaptureMode::PerStream { limit: 3 });
         capture.accept(Stream::Stdout, "abé".as_bytes());
         capture.accept(Stream::Stdout, b"more");
-        assert_eq!(capture.render(Stream::Stdout), "ab\u{fffd}\n[output truncated]");
+        assert_eq!(
+            capture.render(Stream::Stdout),
+            "ab\u{fffd}\n[output truncated]"
+        );
     }
 
     #[test]

@@ -41,7 +41,9 @@ fn live_member_listed(pgid: i32) -> Option<bool> {
             continue;
         }
         saw_any = true;
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{name}/stat")) else {
+            continue;
+        };
         if let Some((state, group)) = parse_stat(&stat) {
             if group == pgid && !matches!(state, 'Z' | 'X' | 'x') {
                 return Some(true);

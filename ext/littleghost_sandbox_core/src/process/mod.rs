@@ -33,9 +33,9 @@ use std::time::Duration;
 
 pub use capture::{CaptureMode, Stream, TRUNCATION_MARKER};
 pub use notify::Notifier;
-pub use rustix::event::PollFlags;
 pub use program::{validate_argv, validate_environment};
 pub use running::{write_stdin, Exit, OutputChunk, RunningProcess};
+pub use rustix::event::PollFlags;
 pub use spawn::SpawnError;
 
 /// How often waiters poll (17.8, 18.6): a bound on how late a timeout,

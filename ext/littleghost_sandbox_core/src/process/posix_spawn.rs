@@ -21,11 +21,15 @@ pub(super) fn spawn(plan: &ChildPlan) -> Result<i32, i32> {
     }
     if let Some(dir) = &plan.chdir {
         // SAFETY: glibc copies the NUL-terminated path.
-        check(unsafe { libc::posix_spawn_file_actions_addchdir_np(actions.as_mut(), dir.as_ptr()) })?;
+        check(unsafe {
+            libc::posix_spawn_file_actions_addchdir_np(actions.as_mut(), dir.as_ptr())
+        })?;
     }
     // Closes every other descriptor, including the pipe ends' originals.
     // SAFETY: an initialised actions object.
-    check(unsafe { libc::posix_spawn_file_actions_addclosefrom_np(actions.as_mut(), plan.first_free) })?;
+    check(unsafe {
+        libc::posix_spawn_file_actions_addclosefrom_np(actions.as_mut(), plan.first_free)
+    })?;
 
     let mut attributes = Attributes::new()?;
     let mut empty = MaybeUninit::<libc::sigset_t>::uninit();
@@ -38,12 +42,23 @@ pub(super) fn spawn(plan: &ChildPlan) -> Result<i32, i32> {
         // ones): ignored ones (SIGPIPE, SIGINT under nohup...) would
         // otherwise survive exec.
         libc::sigfillset(every.as_mut_ptr());
-        let flags = libc::POSIX_SPAWN_SETPGROUP | libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
-        check(libc::posix_spawnattr_setflags(attributes.as_mut(), flags as libc::c_short))?;
+        let flags = libc::POSIX_SPAWN_SETPGROUP
+            | libc::POSIX_SPAWN_SETSIGMASK
+            | libc::POSIX_SPAWN_SETSIGDEF;
+        check(libc::posix_spawnattr_setflags(
+            attributes.as_mut(),
+            flags as libc::c_short,
+        ))?;
         // Group 0: the child leads a new process group (17.7).
         check(libc::posix_spawnattr_setpgroup(attributes.as_mut(), 0))?;
-        check(libc::posix_spawnattr_setsigmask(attributes.as_mut(), empty.as_ptr()))?;
-        check(libc::posix_spawnattr_setsigdefault(attributes.as_mut(), every.as_ptr()))?;
+        check(libc::posix_spawnattr_setsigmask(
+            attributes.as_mut(),
+            empty.as_ptr(),
+        ))?;
+        check(libc::posix_spawnattr_setsigdefault(
+            attributes.as_mut(),
+            every.as_ptr(),
+        ))?;
     }
 
     let mut pid: libc::pid_t = 0;

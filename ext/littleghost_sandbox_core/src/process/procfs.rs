@@ -32,7 +32,9 @@ impl SampleError {
     /// The documented message (18.10).
     pub fn message(&self) -> String {
         match self {
-            SampleError::Snapshot(_) => "process memory supervisor cannot snapshot /proc".to_string(),
+            SampleError::Snapshot(_) => {
+                "process memory supervisor cannot snapshot /proc".to_string()
+            }
             SampleError::Root(pid, _) => {
                 format!("process memory supervisor cannot read root process /proc/{pid}/status")
             }
@@ -59,11 +61,19 @@ pub fn parse_status(text: &str) -> Option<ProcEntry> {
         if let Some(value) = line.strip_prefix("PPid:") {
             ppid = Some(value.trim().parse::<u32>().ok()?);
         } else if let Some(value) = line.strip_prefix("VmRSS:") {
-            let kb = value.trim().strip_suffix("kB")?.trim().parse::<u64>().ok()?;
+            let kb = value
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse::<u64>()
+                .ok()?;
             rss_bytes = kb.checked_mul(1024)?;
         }
     }
-    Some(ProcEntry { ppid: ppid?, rss_bytes })
+    Some(ProcEntry {
+        ppid: ppid?,
+        rss_bytes,
+    })
 }
 
 /// Sums RSS over `root` and every process whose parent chain reaches it.
@@ -99,7 +109,10 @@ pub fn tree_rss_from_snapshot(
 ) -> std::result::Result<u64, SampleError> {
     let root_text = root_status.map_err(|error| SampleError::Root(root, error))?;
     let root_entry = parse_status(&root_text).ok_or_else(|| {
-        SampleError::Root(root, io::Error::new(io::ErrorKind::InvalidData, "malformed status"))
+        SampleError::Root(
+            root,
+            io::Error::new(io::ErrorKind::InvalidData, "malformed status"),
+        )
     })?;
     let others = entries
         .into_iter()
@@ -114,11 +127,18 @@ pub fn read_tree_rss(root: u32) -> std::result::Result<u64, SampleError> {
     let mut entries = Vec::new();
     for entry in listing {
         let Ok(entry) = entry else { continue };
-        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<u32>().ok())
+        else {
             continue;
         };
         if pid != root {
-            entries.push((pid, std::fs::read_to_string(entry.path().join("status")).ok()));
+            entries.push((
+                pid,
+                std::fs::read_to_string(entry.path().join("status")).ok(),
+            ));
         }
     }
     // Read the root directly, so it counts even if the listing omitted it.
@@ -130,12 +150,21 @@ pub fn read_tree_rss(root: u32) -> std::result::Result<u64, SampleError> {
 pub fn parse_ps_rows(text: &str) -> HashMap<u32, ProcEntry> {
     text.lines()
         .filter_map(|line| {
-            let mut fields = line.split_whitespace().map(|field| field.parse::<u64>().ok());
-            let (Some(Some(pid)), Some(Some(ppid)), Some(Some(rss_kb))) = (fields.next(), fields.next(), fields.next())
+            let mut fields = line
+                .split_whitespace()
+                .map(|field| field.parse::<u64>().ok());
+            let (Some(Some(pid)), Some(Some(ppid)), Some(Some(rss_kb))) =
+                (fields.next(), fields.next(), fields.next())
             else {
                 return None;
             };
-            Some((u32::try_from(pid).ok()?, ProcEntry { ppid: u32::try_from(ppid).ok()?, rss_bytes: rss_kb * 1024 }))
+            Some((
+                u32::try_from(pid).ok()?,
+                ProcEntry {
+                    ppid: u32::try_from(ppid).ok()?,
+                    rss_bytes: rss_kb * 1024,
+                },
+            ))
         })
         .collect()
 }
@@ -164,17 +193,25 @@ impl DefaultReader {
     pub fn choose() -> Result<Self> {
         if cfg!(target_os = "linux") {
             let usable = std::fs::metadata("/proc").is_ok_and(|meta| meta.is_dir())
-                && rustix::fs::access("/proc", rustix::fs::Access::READ_OK | rustix::fs::Access::EXEC_OK).is_ok();
+                && rustix::fs::access(
+                    "/proc",
+                    rustix::fs::Access::READ_OK | rustix::fs::Access::EXEC_OK,
+                )
+                .is_ok();
             if usable {
                 Ok(DefaultReader::Proc)
             } else {
-                Err(Error::Dependency("process memory supervision requires /proc".into()))
+                Err(Error::Dependency(
+                    "process memory supervision requires /proc".into(),
+                ))
             }
         } else if cfg!(target_os = "macos") {
             if rustix::fs::access("/bin/ps", rustix::fs::Access::EXEC_OK).is_ok() {
                 Ok(DefaultReader::Ps)
             } else {
-                Err(Error::Dependency("process memory supervision requires an executable /bin/ps".into()))
+                Err(Error::Dependency(
+                    "process memory supervision requires an executable /bin/ps".into(),
+                ))
             }
         } else {
             Err(Error::UnsupportedPlatform(
@@ -197,7 +234,9 @@ mod tests {
     use super::*;
 
     fn status(ppid: u32, rss_kb: u64) -> String {
-        format!("Name:\tx\nState:\tS (sleeping)\nPPid:\t{ppid}\nVmRSS:\t   {rss_kb} kB\nThreads:\t1\n")
+        format!(
+            "Name:\tx\nState:\tS (sleeping)\nPPid:\t{ppid}\nVmRSS:\t   {rss_kb} kB\nThreads:\t1\n"
+        )
     }
 
     #[test]
@@ -208,9 +247,9 @@ mod tests {
             (1, Some(status(0, 5000))),
             (104, Some(status(100, 20))),
             (105, Some(status(104, 30))),
-            (106, None),                                    // vanished or EACCES
+            (106, None),                                        // vanished or EACCES
             (107, Some("Name:\tbroken\nPPid:\tnope\n".into())), // malformed
-            (108, Some(status(1, 999))),                    // unrelated
+            (108, Some(status(1, 999))),                        // unrelated
         ];
         let total = tree_rss_from_snapshot(100, Ok(status(1, 10)), entries).unwrap();
         assert_eq!(total, 61440);
@@ -218,19 +257,39 @@ mod tests {
 
     #[test]
     fn the_root_is_required_and_counts_even_if_not_listed() {
-        let error = tree_rss_from_snapshot(100, Err(io::Error::from_raw_os_error(libc::ENOENT)), vec![]).unwrap_err();
-        assert_eq!(error.message(), "process memory supervisor cannot read root process /proc/100/status");
+        let error =
+            tree_rss_from_snapshot(100, Err(io::Error::from_raw_os_error(libc::ENOENT)), vec![])
+                .unwrap_err();
+        assert_eq!(
+            error.message(),
+            "process memory supervisor cannot read root process /proc/100/status"
+        );
         assert_eq!(error.cause().unwrap().raw_os_error(), Some(libc::ENOENT));
         let malformed = tree_rss_from_snapshot(100, Ok("garbage".into()), vec![]).unwrap_err();
         assert!(matches!(malformed, SampleError::Root(100, _)));
-        assert_eq!(tree_rss_from_snapshot(100, Ok(status(1, 7)), vec![]).unwrap(), 7 * 1024);
+        assert_eq!(
+            tree_rss_from_snapshot(100, Ok(status(1, 7)), vec![]).unwrap(),
+            7 * 1024
+        );
     }
 
     #[test]
     fn status_parsing() {
-        assert_eq!(parse_status(&status(42, 3)), Some(ProcEntry { ppid: 42, rss_bytes: 3072 }));
+        assert_eq!(
+            parse_status(&status(42, 3)),
+            Some(ProcEntry {
+                ppid: 42,
+                rss_bytes: 3072
+            })
+        );
         // A zombie has no VmRSS line.
-        assert_eq!(parse_status("PPid:\t1\n"), Some(ProcEntry { ppid: 1, rss_bytes: 0 }));
+        assert_eq!(
+            parse_status("PPid:\t1\n"),
+            Some(ProcEntry {
+                ppid: 1,
+                rss_bytes: 0
+            })
+        );
         assert_eq!(parse_status("VmRSS:\t1 kB\n"), None);
         assert_eq!(parse_status("PPid:\t1\nVmRSS:\tmany kB\n"), None);
     }

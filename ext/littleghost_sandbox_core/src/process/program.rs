@@ -38,7 +38,9 @@ pub fn validate_environment(environment: &[(String, String)]) -> Result<()> {
             )));
         }
         if value.contains('\0') {
-            return Err(argument(format!("environment variable {name} must not contain NUL bytes")));
+            return Err(argument(format!(
+                "environment variable {name} must not contain NUL bytes"
+            )));
         }
     }
     Ok(())
@@ -96,7 +98,11 @@ pub(crate) fn resolve(
     let mut denied = false;
     for dir in std::env::split_paths(&search_path(environment)) {
         // An empty PATH entry means the current directory, as in execvp.
-        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
         let candidate = relative_to_child(dir.join(argv0));
         match inspect(&candidate) {
             Candidate::Executable => return Ok(candidate),
@@ -104,7 +110,11 @@ pub(crate) fn resolve(
             Candidate::Missing => {}
         }
     }
-    Err(if denied { SpawnError::NotExecutable } else { SpawnError::NotFound })
+    Err(if denied {
+        SpawnError::NotExecutable
+    } else {
+        SpawnError::NotFound
+    })
 }
 
 #[cfg(test)]
@@ -112,21 +122,38 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn argv_needs_an_executable() {
-        assert_eq!(validate_argv(&[]).unwrap_err().message(), "Command must contain an executable");
+        assert_eq!(
+            validate_argv(&[]).unwrap_err().message(),
+            "Command must contain an executable"
+        );
         assert!(validate_argv(&["".into(), "x".into()]).is_err());
-        assert!(matches!(validate_argv(&["a\0b".into()]), Err(crate::Error::Argument(_))));
+        assert!(matches!(
+            validate_argv(&["a\0b".into()]),
+            Err(crate::Error::Argument(_))
+        ));
         assert!(validate_argv(&["true".into()]).is_ok());
     }
 
     #[test]
     fn environment_names_and_values_are_checked() {
-        for bad in [env(&[("", "x")]), env(&[("A=B", "x")]), env(&[("A\0", "x")]), env(&[("A", "x\0y")])] {
-            assert!(matches!(validate_environment(&bad), Err(crate::Error::Argument(_))), "{bad:?}");
+        for bad in [
+            env(&[("", "x")]),
+            env(&[("A=B", "x")]),
+            env(&[("A\0", "x")]),
+            env(&[("A", "x\0y")]),
+        ] {
+            assert!(
+                matches!(validate_environment(&bad), Err(crate::Error::Argument(_))),
+                "{bad:?}"
+            );
         }
         assert!(validate_environment(&env(&[("A", "x=y"), ("B", "")])).is_ok());
     }
@@ -139,11 +166,26 @@ mod tests {
         std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
         let path = env(&[("PATH", dir.path().to_str().unwrap())]);
         assert_eq!(resolve("only-here", &path, None).unwrap(), tool);
-        assert!(matches!(resolve("only-here", &[], None), Err(SpawnError::NotFound)));
+        assert!(matches!(
+            resolve("only-here", &[], None),
+            Err(SpawnError::NotFound)
+        ));
         std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(matches!(resolve("only-here", &path, None), Err(SpawnError::NotExecutable)));
-        assert!(matches!(resolve(tool.to_str().unwrap(), &[], None), Err(SpawnError::NotExecutable)));
-        assert!(matches!(resolve("/nonexistent/x", &[], None), Err(SpawnError::NotFound)));
-        assert!(matches!(resolve("/tmp", &[], None), Err(SpawnError::NotExecutable)));
+        assert!(matches!(
+            resolve("only-here", &path, None),
+            Err(SpawnError::NotExecutable)
+        ));
+        assert!(matches!(
+            resolve(tool.to_str().unwrap(), &[], None),
+            Err(SpawnError::NotExecutable)
+        ));
+        assert!(matches!(
+            resolve("/nonexistent/x", &[], None),
+            Err(SpawnError::NotFound)
+        ));
+        assert!(matches!(
+            resolve("/tmp", &[], None),
+            Err(SpawnError::NotExecutable)
+        ));
     }
 }

@@ -87,7 +87,9 @@ struct Shared {
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not make the child unmanageable.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Shared {
@@ -129,7 +131,9 @@ async fn drain(shared: Arc<Shared>, fd: OwnedFd, stream: Stream) {
     let mut buffer = vec![0u8; READ_CHUNK];
     if let Some(pipe) = register(fd) {
         loop {
-            let Ok(mut ready) = pipe.readable().await else { break };
+            let Ok(mut ready) = pipe.readable().await else {
+                break;
+            };
             let result = ready.try_io(|pipe| {
                 rustix::io::read(pipe.get_ref(), &mut buffer[..]).map_err(io::Error::from)
             });
@@ -221,7 +225,10 @@ impl RunningProcess {
                 signal_group(pid, Signal::KILL);
                 let shared = Shared {
                     pid,
-                    state: Mutex::new(State { capture: Capture::new(mode), exit: None }),
+                    state: Mutex::new(State {
+                        capture: Capture::new(mode),
+                        exit: None,
+                    }),
                     notifier,
                     wake_on_data: false,
                 };
@@ -231,7 +238,10 @@ impl RunningProcess {
         }
         let shared = Arc::new(Shared {
             pid,
-            state: Mutex::new(State { capture: Capture::new(mode), exit: None }),
+            state: Mutex::new(State {
+                capture: Capture::new(mode),
+                exit: None,
+            }),
             notifier,
             wake_on_data: matches!(mode, CaptureMode::Combined { .. }),
         });
@@ -309,7 +319,10 @@ impl RunningProcess {
     /// The final stdout and stderr text (17.9); empties the buffers.
     pub fn take_output(&self) -> (String, String) {
         let mut state = lock(&self.shared.state);
-        (state.capture.render(Stream::Stdout), state.capture.render(Stream::Stderr))
+        (
+            state.capture.render(Stream::Stdout),
+            state.capture.render(Stream::Stderr),
+        )
     }
 
     /// Takes up to `max_each` buffered bytes from each stream (18.5).
@@ -407,7 +420,10 @@ mod tests {
         )
         .unwrap();
         wait_finished(&process);
-        assert_eq!(process.take_output(), ("out".to_string(), "err".to_string()));
+        assert_eq!(
+            process.take_output(),
+            ("out".to_string(), "err".to_string())
+        );
         assert_eq!(process.exit().unwrap().code(), Some(3));
     }
 
@@ -440,15 +456,24 @@ mod tests {
         wait_finished(&process);
         assert_eq!(process.take_output().0, "ONLY=this\n");
 
-        let cat = RunningProcess::start(&launch(&["cat"]), CaptureMode::PerStream { limit: 10 }, false).unwrap();
+        let cat = RunningProcess::start(
+            &launch(&["cat"]),
+            CaptureMode::PerStream { limit: 10 },
+            false,
+        )
+        .unwrap();
         wait_finished(&cat);
         assert_eq!(cat.exit().unwrap().code(), Some(0));
     }
 
     #[test]
     fn the_child_leads_a_new_group_and_a_signal_death_has_no_code() {
-        let process = RunningProcess::start(&launch(&["sleep", "30"]), CaptureMode::PerStream { limit: 10 }, false)
-            .unwrap();
+        let process = RunningProcess::start(
+            &launch(&["sleep", "30"]),
+            CaptureMode::PerStream { limit: 10 },
+            false,
+        )
+        .unwrap();
         let pgid = rustix::process::getpgid(Some(pid_of(process.pid()))).unwrap();
         assert_eq!(pgid.as_raw_nonzero().get(), process.pid());
         process.signal_group(Signal::KILL);
@@ -460,9 +485,17 @@ mod tests {
 
     #[test]
     fn missing_and_non_executable_programs_are_told_apart() {
-        let missing = RunningProcess::start(&launch(&["no-such-program-x"]), CaptureMode::PerStream { limit: 1 }, false);
+        let missing = RunningProcess::start(
+            &launch(&["no-such-program-x"]),
+            CaptureMode::PerStream { limit: 1 },
+            false,
+        );
         assert!(matches!(missing, Err(SpawnError::NotFound)));
-        let denied = RunningProcess::start(&launch(&["/etc/hostname"]), CaptureMode::PerStream { limit: 1 }, false);
+        let denied = RunningProcess::start(
+            &launch(&["/etc/hostname"]),
+            CaptureMode::PerStream { limit: 1 },
+            false,
+        );
         assert!(matches!(denied, Err(SpawnError::NotExecutable)));
     }
 }

@@ -94,9 +94,18 @@ pub fn spawn(launch: &Launch, keep_stdin: bool) -> Result<Spawned, SpawnError> {
             return Err(SpawnError::WorkingDirectory(error));
         }
     }
-    let program = program::resolve(&launch.argv[0], &launch.environment, launch.chdir.as_deref())?;
+    let program = program::resolve(
+        &launch.argv[0],
+        &launch.environment,
+        launch.chdir.as_deref(),
+    )?;
     let exec = DirectExec::new(&program, launch).map_err(SpawnError::Os)?;
-    let chdir = launch.chdir.as_deref().map(|dir| c_string(dir.as_os_str().as_bytes())).transpose().map_err(SpawnError::Os)?;
+    let chdir = launch
+        .chdir
+        .as_deref()
+        .map(|dir| c_string(dir.as_os_str().as_bytes()))
+        .transpose()
+        .map_err(SpawnError::Os)?;
 
     let inherited = &launch.spawn_options.inherited_fds;
     // The child's descriptors 0 ..= last inherited are targets of dup2; every
@@ -119,7 +128,11 @@ pub fn spawn(launch: &Launch, keep_stdin: bool) -> Result<Spawned, SpawnError> {
     let plan = ChildPlan {
         exec,
         chdir,
-        stdio: [stdin_child.as_raw_fd(), stdout_child.as_raw_fd(), stderr_child.as_raw_fd()],
+        stdio: [
+            stdin_child.as_raw_fd(),
+            stdout_child.as_raw_fd(),
+            stderr_child.as_raw_fd(),
+        ],
         inherited: sources,
         first_free,
         cpu_seconds: launch.cpu_seconds,
@@ -206,7 +219,11 @@ fn pipe_above(floor: RawFd, child_writes: bool) -> Result<(OwnedFd, OwnedFd), Sp
             dup_above(fd.as_raw_fd(), floor).map_err(SpawnError::Os)
         }
     };
-    Ok(if child_writes { (read, raise(write)?) } else { (raise(read)?, write) })
+    Ok(if child_writes {
+        (read, raise(write)?)
+    } else {
+        (raise(read)?, write)
+    })
 }
 
 /// A close-on-exec copy of `fd` numbered at least `floor`.
@@ -298,7 +315,9 @@ fn fork_exec(plan: &ChildPlan) -> Result<i32, SpawnError> {
 fn reap(pid: i32) {
     let mut status = 0;
     // SAFETY: waitpid on our own child, writing into a local.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {}
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
 }
 
 impl ChildPlan {
@@ -306,7 +325,9 @@ impl ChildPlan {
     /// before the fork. Never returns.
     unsafe fn run_in_fork(&self, report: RawFd) -> ! {
         let fail = |stage: ExecStage| -> ! {
-            let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+            let errno = io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO);
             let mut message = [0u8; 8];
             message[..4].copy_from_slice(&(stage as u32).to_ne_bytes());
             message[4..].copy_from_slice(&errno.to_ne_bytes());
@@ -374,19 +395,30 @@ pub(crate) struct DirectExec {
 impl DirectExec {
     /// argv as given; the environment is the explicit set, over the host's when inheriting.
     fn new(program: &Path, launch: &Launch) -> io::Result<DirectExec> {
-        let mut variables: Vec<(OsString, OsString)> =
-            if launch.inherit_environment { std::env::vars_os().collect() } else { Vec::new() };
+        let mut variables: Vec<(OsString, OsString)> = if launch.inherit_environment {
+            std::env::vars_os().collect()
+        } else {
+            Vec::new()
+        };
         for (name, value) in &launch.environment {
             variables.retain(|(existing, _)| existing.as_os_str() != OsStr::new(name));
             variables.push((name.into(), value.into()));
         }
-        let argv: Vec<CString> = launch.argv.iter().map(|arg| c_string(arg.as_bytes())).collect::<io::Result<_>>()?;
+        let argv: Vec<CString> = launch
+            .argv
+            .iter()
+            .map(|arg| c_string(arg.as_bytes()))
+            .collect::<io::Result<_>>()?;
         let envp: Vec<CString> = variables
             .iter()
             .map(|(name, value)| c_string(&[name.as_bytes(), b"=", value.as_bytes()].concat()))
             .collect::<io::Result<_>>()?;
         let pointers = |strings: &[CString]| -> Vec<*const libc::c_char> {
-            strings.iter().map(|s| s.as_ptr()).chain(std::iter::once(std::ptr::null())).collect()
+            strings
+                .iter()
+                .map(|s| s.as_ptr())
+                .chain(std::iter::once(std::ptr::null()))
+                .collect()
         };
         let (argv_pointers, envp_pointers) = (pointers(&argv), pointers(&envp));
         Ok(DirectExec {
@@ -400,7 +432,13 @@ impl DirectExec {
     /// Returns only if `execve` failed (errno says why).
     fn exec(&self) {
         // SAFETY: NUL-terminated strings and NULL-terminated arrays built in `new`.
-        unsafe { libc::execve(self.program.as_ptr(), self.argv.as_ptr(), self.envp.as_ptr()) };
+        unsafe {
+            libc::execve(
+                self.program.as_ptr(),
+                self.argv.as_ptr(),
+                self.envp.as_ptr(),
+            )
+        };
     }
 }
 
@@ -410,14 +448,22 @@ fn close_on_exec_from(first: RawFd) -> io::Result<()> {
     {
         // SAFETY: a raw syscall with integer arguments.
         let done = unsafe {
-            libc::syscall(libc::SYS_close_range, first as u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC)
+            libc::syscall(
+                libc::SYS_close_range,
+                first as u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
         };
         if done == 0 {
             return Ok(());
         }
         // ENOSYS or EINVAL before Linux 5.11: mark them one by one below.
     }
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit fills a local; fcntl takes descriptor numbers only.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
@@ -440,7 +486,10 @@ type Resource = libc::__rlimit_resource_t;
 type Resource = libc::c_int;
 
 fn set_limit(resource: Resource, value: u64) -> io::Result<()> {
-    let limit = libc::rlimit { rlim_cur: value as libc::rlim_t, rlim_max: value as libc::rlim_t };
+    let limit = libc::rlimit {
+        rlim_cur: value as libc::rlim_t,
+        rlim_max: value as libc::rlim_t,
+    };
     // SAFETY: setrlimit is a raw syscall wrapper taking a pointer to a local.
     if unsafe { libc::setrlimit(resource, &limit) } != 0 {
         return Err(io::Error::last_os_error());
@@ -468,10 +517,15 @@ mod tests {
         let spawned = spawn(launch, false).unwrap();
         assert_eq!(LAST_METHOD.with(|last| last.get()), Some(expected));
         let mut stdout = String::new();
-        std::fs::File::from(spawned.stdout).read_to_string(&mut stdout).unwrap();
+        std::fs::File::from(spawned.stdout)
+            .read_to_string(&mut stdout)
+            .unwrap();
         let mut status = 0;
         // SAFETY: waiting for our own child into a local.
-        assert_eq!(unsafe { libc::waitpid(spawned.pid, &mut status, 0) }, spawned.pid);
+        assert_eq!(
+            unsafe { libc::waitpid(spawned.pid, &mut status, 0) },
+            spawned.pid
+        );
         (libc::WEXITSTATUS(status), stdout)
     }
 
@@ -486,10 +540,22 @@ mod tests {
     #[test]
     fn posix_spawn_is_taken_without_rlimits_and_fork_with_them() {
         assert_eq!(method_for(&launch(&["true"], false)), Method::PosixSpawn);
-        assert_eq!(method_for(&Launch { file_bytes: Some(1), ..launch(&["true"], false) }), Method::Fork);
-        assert_eq!(run(&launch(&["sh", "-c", "exit 7"], false), Method::PosixSpawn).0, 7);
+        assert_eq!(
+            method_for(&Launch {
+                file_bytes: Some(1),
+                ..launch(&["true"], false)
+            }),
+            Method::Fork
+        );
+        assert_eq!(
+            run(&launch(&["sh", "-c", "exit 7"], false), Method::PosixSpawn).0,
+            7
+        );
         // The limit really reaches the forked child.
-        assert_eq!(run(&launch(&["sh", "-c", "ulimit -t"], true), Method::Fork), (0, "30\n".into()));
+        assert_eq!(
+            run(&launch(&["sh", "-c", "ulimit -t"], true), Method::Fork),
+            (0, "30\n".into())
+        );
     }
 
     #[test]
@@ -506,17 +572,33 @@ mod tests {
         let script = "ls /proc/$$/fd; readlink /proc/$$/fd/*";
         for (limits, method) in [(false, Method::PosixSpawn), (true, Method::Fork)] {
             let (_, listing) = run(&launch(&["sh", "-c", script], limits), method);
-            let numbers: Vec<&str> = listing.lines().filter(|line| line.parse::<u32>().is_ok()).collect();
+            let numbers: Vec<&str> = listing
+                .lines()
+                .filter(|line| line.parse::<u32>().is_ok())
+                .collect();
             assert_eq!(numbers, ["0", "1", "2"], "{method:?}: {listing}");
-            assert!(!listing.contains(leaked_path.to_str().unwrap()), "{method:?} leaked: {listing}");
+            assert!(
+                !listing.contains(leaked_path.to_str().unwrap()),
+                "{method:?} leaked: {listing}"
+            );
 
             let mut with_kept = launch(&["sh", "-c", script], limits);
             with_kept.spawn_options.inherited_fds = vec![kept.as_raw_fd()];
             let (_, listing) = run(&with_kept, method);
-            let numbers: Vec<&str> = listing.lines().filter(|line| line.parse::<u32>().is_ok()).collect();
+            let numbers: Vec<&str> = listing
+                .lines()
+                .filter(|line| line.parse::<u32>().is_ok())
+                .collect();
             assert_eq!(numbers, ["0", "1", "2", "3"], "{method:?}: {listing}");
-            assert_eq!(listing.lines().last(), Some(kept_path.to_str().unwrap()), "{method:?}: {listing}");
-            assert!(!listing.contains(leaked_path.to_str().unwrap()), "{method:?} leaked: {listing}");
+            assert_eq!(
+                listing.lines().last(),
+                Some(kept_path.to_str().unwrap()),
+                "{method:?}: {listing}"
+            );
+            assert!(
+                !listing.contains(leaked_path.to_str().unwrap()),
+                "{method:?} leaked: {listing}"
+            );
         }
         // The parent's descriptors are untouched.
         for fd in [&leaked, &kept] {
@@ -551,7 +633,11 @@ mod tests {
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         for limits in [false, true] {
             let result = spawn(&launch(&[script.to_str().unwrap()], limits), false);
-            assert!(matches!(result, Err(SpawnError::NotExecutable)), "limits {limits}: {:?}", result.err());
+            assert!(
+                matches!(result, Err(SpawnError::NotExecutable)),
+                "limits {limits}: {:?}",
+                result.err()
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
         assert!(!marker.exists());
@@ -561,8 +647,14 @@ mod tests {
     fn a_working_directory_is_applied_on_both_paths() {
         let dir = tempfile::tempdir().unwrap();
         for (limits, method) in [(false, Method::PosixSpawn), (true, Method::Fork)] {
-            let launch = Launch { chdir: Some(dir.path().to_path_buf()), ..launch(&["pwd"], limits) };
-            assert_eq!(run(&launch, method), (0, format!("{}\n", dir.path().display())));
+            let launch = Launch {
+                chdir: Some(dir.path().to_path_buf()),
+                ..launch(&["pwd"], limits)
+            };
+            assert_eq!(
+                run(&launch, method),
+                (0, format!("{}\n", dir.path().display()))
+            );
         }
     }
 }
