@@ -417,7 +417,21 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     // 5. and 6. Devices and /proc.
     argv.path("--dev", Path::new("/dev"));
     match &launch.proc_mount {
-        ProcMount::New => argv.path("--proc", Path::new("/proc")),
+        ProcMount::New => {
+            argv.path("--proc", Path::new("/proc"));
+            // The child's uid 0 maps to the host's root when the caller is
+            // root, and sysctl files check only the euid: without this a
+            // sandboxed root could set host-global sysctls such as
+            // kernel.core_pattern. bwrap skips its own cover of /proc/sys
+            // because the directory itself is mode 0555. Sysctl handlers
+            // read the caller's namespaces, so the host view shows the same
+            // values.
+            argv.two(
+                "--ro-bind",
+                OsStr::new("/proc/sys"),
+                OsStr::new("/proc/sys"),
+            );
+        }
         ProcMount::None => {}
         ProcMount::Bind { source, access } => {
             let flag = if access.writable() {
@@ -834,6 +848,9 @@ mod tests {
             "/dev",
             "--proc",
             "/proc",
+            "--ro-bind",
+            "/proc/sys",
+            "/proc/sys",
             "--tmpfs",
             "/tmp",
             "--tmpfs",
@@ -1008,6 +1025,11 @@ mod tests {
         launch.proc_mount = ProcMount::New;
         let argv = args(&launch, &host);
         assert!(position(&argv, &["--dev", "/dev"]) + 2 == position(&argv, &["--proc", "/proc"]));
+        // The fresh /proc's sysctls are frozen right after it is mounted.
+        assert_eq!(
+            position(&argv, &["--proc", "/proc"]) + 2,
+            position(&argv, &["--ro-bind", "/proc/sys", "/proc/sys"])
+        );
     }
 
     #[test]
@@ -1364,6 +1386,27 @@ mod tests {
     }
 
     #[test]
+    fn real_bwrap_keeps_host_sysctls_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let launch = Launch::new(
+            RootFilesystem::Isolated,
+            vec![rw(root.to_str().unwrap())],
+            root.clone(),
+        );
+        let options = bubblewrap_args(&launch, &RealHost).unwrap();
+        // Writes the current value back: harmless if the bind were missing.
+        let script = "v=$(cat /proc/sys/fs/lease-break-time); echo $v > /proc/sys/fs/lease-break-time && echo wrote; echo $v";
+        let Some((_, stdout, stderr)) = run_bwrap(&options, &["/bin/sh", "-c", script], None)
+        else {
+            return;
+        };
+        let host = std::fs::read_to_string("/proc/sys/fs/lease-break-time").unwrap();
+        assert_eq!(stdout, host, "{stderr}");
+        assert!(stderr.contains("Read-only file system"), "{stderr}");
+    }
+
+    #[test]
     fn real_bwrap_accepts_the_argv_and_enforces_masks_and_the_filter() {
         use std::os::fd::AsRawFd;
         let dir = tempfile::tempdir().unwrap();
@@ -1379,7 +1422,7 @@ mod tests {
         );
         launch.masks = vec![root.join("hidden")];
         launch.workspace_paths = vec![root.clone()];
-        let filter = crate::backend::seccomp::filter_fd().unwrap();
+        let filter = crate::backend::seccomp::filter_fd(true).unwrap();
         launch.seccomp_fd = Some(filter.as_raw_fd());
         let options = bubblewrap_args(&launch, &RealHost).unwrap();
         // Builtins only until the last line: under the filter the shell cannot fork.
