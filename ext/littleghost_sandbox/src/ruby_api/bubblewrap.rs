@@ -831,10 +831,13 @@ fn wrap_command(
             .collect::<Result<_, _>>()?;
     }
 
-    let filter = if allow_subprocesses {
-        None
-    } else {
-        Some(errors::core_result(ruby, seccomp::filter_fd())?)
+    // Every child runs under a filter: keyrings are denied always, processes
+    // too when they are not allowed. Where no filter exists for this
+    // architecture, only the subprocess denial is refused (it was promised).
+    let filter = match seccomp::filter_fd(!allow_subprocesses) {
+        Ok(fd) => Some(fd),
+        Err(_) if allow_subprocesses => None,
+        Err(error) => return Err(errors::from_core(ruby, error)),
     };
     // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
     let seccomp_fd = filter.as_ref().map(|_| SpawnOptions::child_fd(0));

@@ -1,9 +1,13 @@
-//! The subprocess-denial filter for `allow_subprocesses: false` (SPEC B.6, W2):
-//! a classic seccomp-BPF program that lets a process create threads but no
-//! processes. bwrap reads it from a file descriptor (`--seccomp FD`) and
-//! installs it just before the child's `execve`, after its own set-up.
+//! The seccomp-BPF program every Bubblewrap child runs under. bwrap reads it
+//! from a file descriptor (`--seccomp FD`) and installs it just before the
+//! child's `execve`, after its own set-up.
 //!
-//! Rules, for the native ABI only:
+//! Always, for the native ABI:
+//! - `keyctl`, `add_key` and `request_key` fail with EPERM. Keyrings are not
+//!   namespaced: without this a child reads (and changes) keys in the session
+//!   keyring of the Ruby process that launched it.
+//!
+//! With `allow_subprocesses: false` (SPEC B.6, W2), also:
 //! - `fork`, `vfork` (x86_64 only; aarch64 has neither) fail with EPERM;
 //! - `clone` is allowed only when its flags contain `CLONE_THREAD` (a thread
 //!   of the same process); otherwise EPERM;
@@ -101,6 +105,8 @@ enum Step {
 
 /// The syscall numbers the filter inspects.
 struct Table {
+    /// keyctl, add_key, request_key.
+    keyring: [u32; 3],
     fork: Option<u32>,
     vfork: Option<u32>,
     clone: u32,
@@ -110,12 +116,14 @@ struct Table {
 fn table(arch: Arch) -> Table {
     match arch {
         Arch::X86_64 => Table {
+            keyring: [250, 248, 249],
             fork: Some(57),
             vfork: Some(58),
             clone: 56,
             clone3: 435,
         },
         Arch::Aarch64 => Table {
+            keyring: [219, 217, 218],
             fork: None,
             vfork: None,
             clone: 220,
@@ -124,8 +132,8 @@ fn table(arch: Arch) -> Table {
     }
 }
 
-/// The filter program for `arch`.
-pub fn program(arch: Arch) -> Vec<Instruction> {
+/// The filter program for `arch`; `deny_subprocesses` adds the process rules.
+pub fn program(arch: Arch, deny_subprocesses: bool) -> Vec<Instruction> {
     let table = table(arch);
     let mut steps = vec![
         Step::Load(OFFSET_ARCH),
@@ -145,7 +153,7 @@ pub fn program(arch: Arch) -> Vec<Instruction> {
             no: To::Next,
         });
     }
-    for nr in [table.fork, table.vfork].into_iter().flatten() {
+    for nr in table.keyring {
         steps.push(Step::Jump {
             code: BPF_JMP_JEQ_K,
             k: nr,
@@ -153,25 +161,36 @@ pub fn program(arch: Arch) -> Vec<Instruction> {
             no: To::Next,
         });
     }
-    steps.push(Step::Jump {
-        code: BPF_JMP_JEQ_K,
-        k: table.clone3,
-        yes: To::NoSys,
-        no: To::Next,
-    });
-    steps.push(Step::Jump {
-        code: BPF_JMP_JEQ_K,
-        k: table.clone,
-        yes: To::Next,
-        no: To::Allow,
-    });
-    steps.push(Step::Load(OFFSET_ARG0_LOW));
-    steps.push(Step::Jump {
-        code: BPF_JMP_JSET_K,
-        k: CLONE_THREAD,
-        yes: To::Allow,
-        no: To::Deny,
-    });
+    // Without the process rules, falling through reaches the first return: allow.
+    if deny_subprocesses {
+        for nr in [table.fork, table.vfork].into_iter().flatten() {
+            steps.push(Step::Jump {
+                code: BPF_JMP_JEQ_K,
+                k: nr,
+                yes: To::Deny,
+                no: To::Next,
+            });
+        }
+        steps.push(Step::Jump {
+            code: BPF_JMP_JEQ_K,
+            k: table.clone3,
+            yes: To::NoSys,
+            no: To::Next,
+        });
+        steps.push(Step::Jump {
+            code: BPF_JMP_JEQ_K,
+            k: table.clone,
+            yes: To::Next,
+            no: To::Allow,
+        });
+        steps.push(Step::Load(OFFSET_ARG0_LOW));
+        steps.push(Step::Jump {
+            code: BPF_JMP_JSET_K,
+            k: CLONE_THREAD,
+            yes: To::Allow,
+            no: To::Deny,
+        });
+    }
 
     // The four returns follow the steps, in this order.
     let returns = [
@@ -234,22 +253,22 @@ pub fn to_bytes(program: &[Instruction]) -> Vec<u8> {
 
 /// The native filter's bytes, or CapabilityError where no filter exists for
 /// this architecture (so `allow_subprocesses: false` fails closed).
-pub fn native_filter_bytes() -> Result<Vec<u8>> {
+pub fn native_filter_bytes(deny_subprocesses: bool) -> Result<Vec<u8>> {
     let arch = Arch::native().ok_or_else(|| {
         capability(format!(
-            "the bubblewrap sandbox cannot prohibit subprocess creation on {}",
+            "the bubblewrap sandbox has no seccomp filter for {}",
             std::env::consts::ARCH
         ))
     })?;
-    Ok(to_bytes(&program(arch)))
+    Ok(to_bytes(&program(arch, deny_subprocesses)))
 }
 
 /// Writes the native filter into a fresh memfd, rewound to the start, and
 /// returns it. It is close-on-exec: the spawner keeps it open in bwrap only
 /// (`SpawnOptions::keep_fds`), so a concurrent spawn never inherits it. Use
 /// one per launch: bwrap reads from the shared file offset.
-pub fn filter_fd() -> Result<OwnedFd> {
-    let bytes = native_filter_bytes()?;
+pub fn filter_fd(deny_subprocesses: bool) -> Result<OwnedFd> {
+    let bytes = native_filter_bytes(deny_subprocesses)?;
     let unavailable = |_| {
         capability(
             "the bubblewrap sandbox cannot prepare its subprocess filter (memfd_create failed)",
@@ -276,7 +295,11 @@ mod tests {
     const CHILD_MODE: &str = "LITTLEGHOST_SECCOMP_CHILD";
 
     fn install_native_filter() {
-        let program = program(Arch::native().expect("supported arch"));
+        install_filter(true);
+    }
+
+    fn install_filter(deny_subprocesses: bool) {
+        let program = program(Arch::native().expect("supported arch"), deny_subprocesses);
         let filters: Vec<libc::sock_filter> = program
             .iter()
             .map(|i| libc::sock_filter {
@@ -325,6 +348,44 @@ mod tests {
             .env(CHILD_MODE, mode)
             .output()
             .unwrap()
+    }
+
+    #[test]
+    fn every_filter_denies_keyrings_and_only_the_strict_one_denies_processes() {
+        const NAME: &str = "backend::seccomp::tests::every_filter_denies_keyrings_and_only_the_strict_one_denies_processes";
+        if let Ok(mode) = std::env::var(CHILD_MODE) {
+            if mode == "keyring-strict" || mode == "keyring-lenient" {
+                install_filter(mode == "keyring-strict");
+                // KEYCTL_GET_KEYRING_ID (0) of the session keyring (-3): succeeds without the filter.
+                let keyctl = unsafe { libc::syscall(libc::SYS_keyctl, 0, -3i64, 0) };
+                println!("keyctl: {}", errno_name(keyctl));
+                let add_key = unsafe {
+                    libc::syscall(
+                        libc::SYS_add_key,
+                        c"user".as_ptr(),
+                        c"lg".as_ptr(),
+                        c"x".as_ptr(),
+                        1usize,
+                        -3i64,
+                    )
+                };
+                println!("add_key: {}", errno_name(add_key));
+                let spawned = Command::new("/bin/true").status();
+                println!("spawn: {}", if spawned.is_ok() { "ok" } else { "refused" });
+            }
+            return;
+        }
+        for (mode, spawn) in [
+            ("keyring-strict", "spawn: refused"),
+            ("keyring-lenient", "spawn: ok"),
+        ] {
+            let out = run_child(NAME, mode);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "{mode}: {stdout}");
+            assert!(stdout.contains("keyctl: EPERM"), "{mode}: {stdout}");
+            assert!(stdout.contains("add_key: EPERM"), "{mode}: {stdout}");
+            assert!(stdout.contains(spawn), "{mode}: {stdout}");
+        }
     }
 
     #[test]
@@ -412,7 +473,7 @@ mod tests {
     #[test]
     fn the_program_checks_the_arch_first_and_ends_in_four_returns() {
         for arch in [Arch::X86_64, Arch::Aarch64] {
-            let p = program(arch);
+            let p = program(arch, true);
             assert_eq!(
                 p[0],
                 Instruction {
@@ -446,18 +507,18 @@ mod tests {
         }
         // aarch64 has no fork/vfork and no x32 ABI: two fewer checks, one fewer guard.
         assert_eq!(
-            program(Arch::X86_64).len(),
-            program(Arch::Aarch64).len() + 3
+            program(Arch::X86_64, true).len(),
+            program(Arch::Aarch64, true).len() + 3
         );
     }
 
     #[test]
     fn the_fd_holds_the_sock_filter_bytes_from_offset_zero() {
-        let fd = filter_fd().unwrap();
+        let fd = filter_fd(true).unwrap();
         let mut file = std::fs::File::from(fd);
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).unwrap();
-        assert_eq!(bytes, native_filter_bytes().unwrap());
+        assert_eq!(bytes, native_filter_bytes(true).unwrap());
         assert_eq!(bytes.len() % 8, 0);
         let flags = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_GETFD) };
         assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
