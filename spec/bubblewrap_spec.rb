@@ -130,8 +130,8 @@ RSpec.describe LittleGhost::Sandboxes::Bubblewrap do
       skills_root = skills_workspace.root
       skills = File.join(skills_root, "skills")
       args = described_class.new(workspace: skills_workspace, policy: {files: {root: :read_write, skills: :read_only}}).bubblewrap_args
-      expect(args.first(9)).to eq(%w[--unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try
-                                     --new-session --die-with-parent --cap-drop ALL])
+      expect(args.first(10)).to eq(%w[--unshare-user --disable-userns --unshare-pid --unshare-ipc --unshare-uts
+                                      --unshare-cgroup-try --new-session --die-with-parent --cap-drop ALL])
       expect(args.each_cons(3).to_a).to include(["--bind", skills_root, skills_root], ["--ro-bind", skills, skills])
       expect(args.index("--bind")).to be < args.index(skills)
       expect(args).to include("--unshare-net", "--clearenv")

@@ -370,9 +370,12 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     let isolated = launch.root_filesystem == RootFilesystem::Isolated;
     let mut argv = Argv::default();
 
-    // 1. Namespaces and privileges.
+    // 1. Namespaces and privileges. `--disable-userns` (bwrap >= 0.8) stops
+    // the child from creating nested user namespaces, which is where most
+    // kernel attack surface reachable from an unprivileged sandbox lives.
     for flag in [
         "--unshare-user",
+        "--disable-userns",
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
@@ -550,8 +553,10 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
 /// B.2: the functional probe: can this bwrap create the namespaces we need?
 pub fn probe_argv(executable: &Path) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec![executable.as_os_str().to_owned()];
+    // --disable-userns is probed too: every launch uses it.
     for part in [
         "--unshare-user",
+        "--disable-userns",
         "--unshare-pid",
         "--new-session",
         "--die-with-parent",
@@ -818,6 +823,7 @@ mod tests {
         let argv = args(&launch, &FakeHost::debian());
         let expected: Vec<&str> = vec![
             "--unshare-user",
+            "--disable-userns",
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -880,7 +886,7 @@ mod tests {
         let launch = Launch::new(RootFilesystem::ReadOnly, vec![rw("/w")], "/w".into());
         let argv = args(&launch, &FakeHost::debian());
         assert_eq!(
-            &argv[9..14],
+            &argv[10..15],
             &["--ro-bind", "/", "/", "--unshare-net", "--dev"]
         );
         assert!(!has(&argv, &["--ro-bind", "/usr", "/usr"]));
@@ -894,7 +900,7 @@ mod tests {
     fn read_write_root_binds_the_host_writable() {
         let launch = Launch::new(RootFilesystem::ReadWrite, vec![rw("/w")], "/w".into());
         let argv = args(&launch, &FakeHost::debian());
-        assert_eq!(&argv[9..12], &["--bind", "/", "/"]);
+        assert_eq!(&argv[10..13], &["--bind", "/", "/"]);
         assert!(!has(&argv, &["--remount-ro", "/"]));
     }
 
@@ -926,9 +932,10 @@ mod tests {
             let launch = Launch::new(root, vec![rw("/w")], "/w".into());
             let argv = args(&launch, &FakeHost::debian());
             assert_eq!(
-                &argv[..9],
+                &argv[..10],
                 &[
                     "--unshare-user",
+                    "--disable-userns",
                     "--unshare-pid",
                     "--unshare-ipc",
                     "--unshare-uts",
@@ -1271,6 +1278,7 @@ mod tests {
             vec![
                 "/usr/bin/bwrap",
                 "--unshare-user",
+                "--disable-userns",
                 "--unshare-pid",
                 "--new-session",
                 "--die-with-parent",
