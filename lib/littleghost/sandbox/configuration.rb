@@ -21,7 +21,7 @@ module LittleGhost
 
       # Symbolises and freezes a Hash declaration after checking its :provider.
       def validate_hash(declaration, base:, label:)
-        declaration = declaration.to_h { |key, value| [key.respond_to?(:to_sym) ? key.to_sym : key, value] }
+        declaration = declaration.to_h { |key, value| [symbolize_key(key, label), value] }
         unless declaration.key?(:provider)
           raise ArgumentError, "#{label} declaration Hash needs :provider " \
                                "(a Symbol, a callable, or a #{base} subclass)"
@@ -32,6 +32,14 @@ module LittleGhost
                                "got #{provider.inspect}"
         end
         declaration.freeze
+      end
+
+      # A declaration key as a Symbol; a String that is not valid text raises ArgumentError, not EncodingError.
+      def symbolize_key(key, label)
+        return key unless key.respond_to?(:to_sym)
+        raise ArgumentError, "#{label} declaration key #{key.inspect} is not valid text" if key.is_a?(String) && !key.valid_encoding?
+
+        key.to_sym
       end
 
       # True for a Symbol, a callable, or a subclass of base.

@@ -57,7 +57,8 @@ pub fn responds(value: Value, name: &str) -> bool {
     value.respond_to(name, false).unwrap_or(false)
 }
 
-/// `value.to_sym`, or `None` when it has no `to_sym`.
+/// `value.to_sym`, or `None` when it has no `to_sym`. A String that is not
+/// valid in its encoding raises ArgumentError, not Ruby's EncodingError.
 pub fn try_to_sym(value: Value) -> Result<Option<Symbol>, Error> {
     if let Some(symbol) = Symbol::from_value(value) {
         return Ok(Some(symbol));
@@ -65,8 +66,53 @@ pub fn try_to_sym(value: Value) -> Result<Option<Symbol>, Error> {
     if !responds(value, "to_sym") {
         return Ok(None);
     }
+    if RString::from_value(value).is_some()
+        && !value.funcall::<_, _, bool>("valid_encoding?", ())?
+    {
+        let ruby = Ruby::get_with(value);
+        return Err(Error::new(
+            ruby.exception_arg_error(),
+            "name is not valid text in its encoding; pass a Symbol or a valid String",
+        ));
+    }
     let result: Value = value.funcall("to_sym", ())?;
     Ok(Symbol::from_value(result))
+}
+
+/// A name-ish argument (Symbol or String) as a Symbol: TypeError names `what`
+/// when `value` has no `to_sym`, so callers never see NoMethodError.
+pub fn name_to_sym(value: Value, what: &str) -> Result<Symbol, Error> {
+    try_to_sym(value)?.ok_or_else(|| {
+        let ruby = Ruby::get_with(value);
+        Error::new(
+            ruby.exception_type_error(),
+            format!(
+                "{what} must be a Symbol or String, not {}",
+                class_name(value)
+            ),
+        )
+    })
+}
+
+/// Raises TypeError unless `value` responds to every method in `methods`, so
+/// duck-typed collaborators fail with a clear message instead of NoMethodError.
+pub fn require_duck(value: Value, what: &str, methods: &[&str]) -> Result<(), Error> {
+    if methods.iter().all(|method| responds(value, method)) {
+        return Ok(());
+    }
+    let ruby = Ruby::get_with(value);
+    Err(Error::new(
+        ruby.exception_type_error(),
+        format!(
+            "{what} must respond to {}, not {}",
+            methods.join(", "),
+            class_name(value)
+        ),
+    ))
+}
+
+fn class_name(value: Value) -> String {
+    unsafe { value.classname() }.into_owned()
 }
 
 /// The pairs of anything with `each_pair` (Hash, Struct, ENV), in order.

@@ -219,6 +219,11 @@ fn supports(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error
 fn intersect(ruby: &Ruby, rb_self: RObject, other: Value) -> Result<Value, Error> {
     let mine_features: Value = rb_self.ivar_get("@features")?;
     let mine_modes: Value = rb_self.ivar_get("@network_modes")?;
+    vo::require_duck(
+        other,
+        "capabilities to intersect",
+        &["features", "network_modes"],
+    )?;
     let other_features: Value = other.funcall("features", ())?;
     let other_modes: Value = other.funcall("network_modes", ())?;
     let features: Value = mine_features.funcall("&", (other_features,))?;

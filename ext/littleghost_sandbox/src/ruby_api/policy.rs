@@ -288,6 +288,7 @@ fn grants_of(
 
 /// process_grants(workspace): a frozen Array of Mounts for every file and runtime grant, longest target first.
 fn process_grants(ruby: &Ruby, rb_self: RObject, workspace: Value) -> Result<Value, Error> {
+    vo::require_duck(workspace, "workspace", &["root", "path"])?;
     let mut grants = Vec::new();
     grants_of(
         ruby,

@@ -9,7 +9,7 @@ use magnus::{
 };
 
 use crate::helpers::args::{keywords_only, kwargs, unknown_keys};
-use crate::helpers::constants;
+use crate::helpers::{constants, value_object as vo};
 use crate::ruby_api::errors;
 
 pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
@@ -105,6 +105,7 @@ pub(crate) fn assign(
     profiles: Option<Value>,
     limits: Option<Value>,
 ) -> Result<(), Error> {
+    vo::require_duck(workspace, "sandbox workspace", &["root", "resolve"])?;
     let policy_class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
     let limits_class = constants::class(ruby, "LittleGhost::Sandbox::Limits")?;
     let policy: Value = policy_class.funcall("coerce", (policy,))?;
@@ -132,7 +133,7 @@ fn normalize_profiles(ruby: &Ruby, profiles: Option<Value>) -> Result<RHash, Err
         }
         let hash: RHash = profiles.funcall("to_h", ())?;
         hash.foreach(|key: Value, value: Value| {
-            let key: Symbol = key.funcall("to_sym", ())?;
+            let key: Symbol = vo::name_to_sym(key, "sandbox profile name")?;
             normalized.aset(key, value)?;
             Ok(magnus::r_hash::ForEach::Continue)
         })?;
@@ -247,7 +248,7 @@ fn profile_options(
     rb_self: RObject,
     profile: Value,
 ) -> Result<[Option<Value>; 4], Error> {
-    let name: Symbol = profile.funcall("to_sym", ())?;
+    let name: Symbol = vo::name_to_sym(profile, "sandbox profile name")?;
     let profiles: RHash = rb_self.ivar_get("@profiles")?;
     let Some(mut options) = profiles.get(name) else {
         return Err(errors::policy_error(
@@ -393,14 +394,14 @@ fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<
             "sandbox provider must be a Sandbox class",
         ));
     }
-    let key: Symbol = name.funcall("to_sym", ())?;
+    let key: Symbol = vo::name_to_sym(name, "sandbox provider name")?;
     registry(ruby)?.aset(key, implementation)?;
     Ok(implementation)
 }
 
 /// Resolves a registered backend class without ever falling back to another.
 fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
-    let key: Symbol = name.funcall("to_sym", ())?;
+    let key: Symbol = vo::name_to_sym(name, "sandbox provider name")?;
     match registry(ruby)?.get(key) {
         Some(class) => Ok(class),
         None => Err(errors::dependency_error(
@@ -460,7 +461,7 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
         };
     }
     if !options.is_empty() {
-        let key: Symbol = name.funcall("to_sym", ())?;
+        let key: Symbol = vo::name_to_sym(name, "sandbox provider name")?;
         return Err(errors::argument_error(
             ruby,
             format!(

@@ -20,7 +20,7 @@ use magnus::{
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
-use crate::helpers::{constants, nogvl};
+use crate::helpers::{constants, nogvl, value_object as vo};
 use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby, parse_access};
 use crate::ruby_api::sandbox::{error_message, truthy};
@@ -269,7 +269,7 @@ fn requests(
 
 /// The workspace directory a grant name stands for (8.5); unknown names raise KeyError.
 fn directory_of(ruby: &Ruby, workspace: Value, name: Value) -> Result<PathBuf, Error> {
-    let name: Symbol = name.funcall("to_sym", ())?;
+    let name: Symbol = vo::name_to_sym(name, "sandbox scope grant name")?;
     let directory: Value = if name.name()? == "root" {
         workspace.funcall("root", ())?
     } else {

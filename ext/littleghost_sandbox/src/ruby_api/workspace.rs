@@ -90,14 +90,14 @@ fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<
             ),
         ));
     }
-    let key: Symbol = name.funcall("to_sym", ())?;
+    let key: Symbol = vo::name_to_sym(name, "workspace provider name")?;
     registry(ruby)?.aset(key, implementation)?;
     Ok(implementation)
 }
 
 /// Workspace.resolve_provider(name): the registered class, or DependencyError.
 fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
-    let key: Symbol = name.funcall("to_sym", ())?;
+    let key: Symbol = vo::name_to_sym(name, "workspace provider name")?;
     registry(ruby)?.get(key).ok_or_else(|| {
         errors::dependency_error(
             ruby,
@@ -145,7 +145,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
             ));
         }
         for (name, value) in vo::pairs(paths_value)? {
-            let name: Symbol = name.funcall("to_sym", ())?;
+            let name: Symbol = vo::name_to_sym(name, "workspace path name")?;
             let label = vo::sym_name(name)?;
             let text: RString = value.funcall("to_s", ())?;
             if text.is_empty() {
@@ -200,7 +200,7 @@ fn paths(rb_self: RObject) -> Result<Value, Error> {
 
 /// path(name): the directory of a named path (`paths.fetch(name.to_sym)`), KeyError when unknown.
 fn path(rb_self: RObject, name: Value) -> Result<Value, Error> {
-    let key: Value = name.funcall("to_sym", ())?;
+    let key: Value = vo::name_to_sym(name, "workspace path name")?.as_value();
     let table: Value = rb_self.funcall("paths", ())?;
     table.funcall("fetch", (key,))
 }

@@ -667,6 +667,10 @@ fn errno_error(errno: Errno) -> Error {
     match errno {
         // A socket, a FIFO without a reader, a directory opened for writing...
         Errno::ISDIR | Errno::NXIO | Errno::NODEV | Errno::OPNOTSUPP => tool(NOT_A_FILE),
+        // Bad input the caller can fix: say what to change rather than echo the errno.
+        Errno::NAMETOOLONG => {
+            tool("Path name is too long; shorten each component to at most 255 bytes")
+        }
         other => io_error(other),
     }
 }
