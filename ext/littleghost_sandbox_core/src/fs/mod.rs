@@ -675,11 +675,16 @@ fn errno_error(errno: Errno) -> Error {
     }
 }
 
+/// An OS failure no rule of §14 names, in our own words: the OS's error text
+/// is never embedded (1.2), but the model still learns what it can act on.
 fn io_error(errno: Errno) -> Error {
-    tool(format!(
-        "Sandbox filesystem operation failed: {}",
-        std::io::Error::from(errno)
-    ))
+    let reason = match errno {
+        Errno::NOSPC | Errno::DQUOT => ": no space left on the host filesystem",
+        Errno::ROFS => ": the host filesystem is read-only",
+        Errno::ACCESS | Errno::PERM => ": the host refused access",
+        _ => "",
+    };
+    tool(format!("Sandbox filesystem operation failed{reason}"))
 }
 
 /// Byte offset of the only non-overlapping occurrence of `old_text` (14.11).

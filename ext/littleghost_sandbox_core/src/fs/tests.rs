@@ -1437,3 +1437,17 @@ fn unclean_physical_paths_are_still_cleaned_and_checked() {
         assert_tool(broker.read(&sibling, "x"), OUTSIDE);
     }
 }
+
+#[test]
+fn unnamed_os_failures_never_carry_the_os_error_text() {
+    use rustix::io::Errno;
+    let io = super::io_error(Errno::IO);
+    assert_eq!(io.message(), "Sandbox filesystem operation failed");
+    assert!(!io.message().contains("Input/output"));
+    let full = super::io_error(Errno::NOSPC);
+    assert_eq!(
+        full.message(),
+        "Sandbox filesystem operation failed: no space left on the host filesystem"
+    );
+    assert!(matches!(full, Error::Tool(_)));
+}
