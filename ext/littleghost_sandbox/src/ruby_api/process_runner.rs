@@ -101,9 +101,22 @@ pub fn argv_from(ruby: &Ruby, command: Value) -> Result<Vec<String>, Error> {
     let mut argv = Vec::with_capacity(array.len());
     for item in array.into_iter() {
         let text: RString = item.funcall("to_s", ())?;
-        argv.push(text.to_string()?);
+        argv.push(utf8_text(ruby, text, "command arguments")?);
     }
     Ok(argv)
+}
+
+/// A String as Rust text: transcoded when its encoding allows, otherwise its
+/// bytes when they are UTF-8 (a binary String read from a file or pipe), else
+/// ArgumentError rather than magnus's undocumented EncodingError.
+fn utf8_text(ruby: &Ruby, text: RString, what: &str) -> Result<String, Error> {
+    if let Ok(converted) = text.to_string() {
+        return Ok(converted);
+    }
+    // SAFETY: the bytes are copied before any other Ruby call.
+    let bytes = unsafe { text.as_slice() }.to_vec();
+    String::from_utf8(bytes)
+        .map_err(|_| argument_error(ruby, format!("{what} must be valid UTF-8")))
 }
 
 /// An `environment:` Hash (or nil) as String pairs, converted with `to_s`.
@@ -119,7 +132,10 @@ pub fn environment_from(
     hash.foreach(|name: Value, value: Value| {
         let name: RString = name.funcall("to_s", ())?;
         let value: RString = value.funcall("to_s", ())?;
-        pairs.push((name.to_string()?, value.to_string()?));
+        pairs.push((
+            utf8_text(ruby, name, "environment names")?,
+            utf8_text(ruby, value, "environment values")?,
+        ));
         Ok(magnus::r_hash::ForEach::Continue)
     })?;
     Ok(pairs)
