@@ -234,6 +234,13 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
       expect { run("print 1", cwd: "/tmp") }.to raise_error(LittleGhost::ToolError, /must be relative/)
     end
 
+    it "refuses a missing working directory the same way for execute_program and start_program" do
+      expect { run("print 1", cwd: "missing") }
+        .to raise_error(LittleGhost::ToolError, "Working directory is not available")
+      expect { sandbox.start_program(["/bin/true"], cwd: "missing") }
+        .to raise_error(LittleGhost::ToolError, "Working directory is not available")
+    end
+
     it "never uses a shell for an argv, but execute does" do
       execution = sandbox.execute_program(["echo hi; touch pwned"], timeout: 5)
       expect(execution.exit_code).to eq(127)

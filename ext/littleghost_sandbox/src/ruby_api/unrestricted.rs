@@ -343,7 +343,14 @@ fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Resul
             Err(error) => return Err(error),
         },
     };
-    Ok(PathBuf::from(directory.to_string()?))
+    let directory = PathBuf::from(directory.to_string()?);
+    // Checked here so execute_program and start_program refuse a missing
+    // working directory the same way (a session would otherwise raise the
+    // raw Errno from spawning). The message names no host path.
+    if !directory.is_dir() {
+        return Err(errors::tool_error(ruby, "Working directory is not available"));
+    }
+    Ok(directory)
 }
 
 fn output_limit(rb_self: RObject) -> Result<u64, Error> {
