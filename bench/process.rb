@@ -3,38 +3,16 @@
 # Process execution benchmarks (not part of the tests). Run with
 #   ruby -Ilib bench/process.rb
 # Every figure is a median of samples measured in this run, next to a Ruby
-# baseline measured in the same run; ratios are ours / baseline.
+# baseline measured in alternating rounds of the same run (BenchSupport.compare),
+# so both see the same machine state; ratios are ours / baseline.
 
+require_relative "support"
 require "littleghost/sandbox"
 require "open3"
 require "tmpdir"
 require "etc"
 
 def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-
-def median(samples)
-  sorted = samples.sort
-  mid = sorted.size / 2
-  sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
-end
-
-# Median seconds per call over +rounds+ rounds of +batch+ calls.
-def measure(rounds: 15, batch: 20)
-  2.times { yield } # warm up
-  samples = Array.new(rounds) do
-    started = now
-    batch.times { yield }
-    (now - started) / batch
-  end
-  median(samples)
-end
-
-def report(name, ours, baseline, baseline_name, target)
-  ratio = ours / baseline
-  verdict = ratio <= target ? "ok" : "ABOVE TARGET"
-  printf("%-44s %9.1f us  vs %-22s %9.1f us  ratio %.2f (target <= %.2f) %s\n",
-         name, ours * 1e6, baseline_name, baseline * 1e6, ratio, target, verdict)
-end
 
 def rss_bytes = File.read("/proc/self/status")[/^VmRSS:\s+(\d+) kB/, 1].to_i * 1024
 def open_fds = Dir.children("/proc/self/fd").size
@@ -62,27 +40,30 @@ Dir.mktmpdir("lg-bench") do |root|
   name, execute = executor(root)
   puts "littleghost-sandbox process bench (Ruby #{RUBY_VERSION}, #{Etc.respond_to?(:nprocessors) ? Etc.nprocessors : '?'} cpus)"
 
-  ours = measure { execute.call(["/bin/true"]) }
-  spawn_wait = measure { Process.wait(Process.spawn("/bin/true")) }
-  capture3 = measure { Open3.capture3("/bin/true") }
-  report("#{name}(/bin/true)", ours, spawn_wait, "Process.spawn+wait", 1.15)
-  report("#{name}(/bin/true)", ours, capture3, "Open3.capture3", 1.15)
+  true_run = -> { execute.call(["/bin/true"]) }
+  BenchSupport.compare("#{name}(/bin/true) vs Process.spawn+wait", iterations: 20, target: 1.15,
+                       ours: true_run, baseline: -> { Process.wait(Process.spawn("/bin/true")) })
+  BenchSupport.compare("#{name}(/bin/true) vs Open3.capture3", iterations: 20, target: 1.15,
+                       ours: true_run, baseline: -> { Open3.capture3("/bin/true") })
 
+  # A round trip polls read(timeout: 0): a positive timeout keeps collecting
+  # until its deadline (18.5), so it cannot return as soon as the line is back.
   session = LittleGhost::Sandbox::ProcessSession.new(command: ["cat"])
-  round_trip = measure(batch: 50) do
-    session.write("ping\n")
-    received = +""
-    received << session.read(timeout: 0).stdout until received.end_with?("ping\n")
-  end
-  session.close
-  popen_trip = IO.popen(["cat"], "r+") do |io|
-    measure(batch: 50) do
+  IO.popen(["cat"], "r+") do |io|
+    session_trip = lambda do
+      session.write("ping\n")
+      received = +""
+      received << session.read(timeout: 0).stdout until received.end_with?("ping\n")
+    end
+    popen_trip = lambda do
       io.write("ping\n")
       io.flush
       io.gets
     end
+    BenchSupport.compare("ProcessSession write+read (cat) vs IO.popen write+gets",
+                         iterations: 200, rounds: 21, target: 1.2, ours: session_trip, baseline: popen_trip)
   end
-  report("ProcessSession write+read (cat)", round_trip, popen_trip, "IO.popen write+gets", 1.2)
+  session.close
 
   serial_started = now
   20.times { execute.call(["/bin/sleep", "0.2"]) }

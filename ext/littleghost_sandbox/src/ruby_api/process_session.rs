@@ -28,8 +28,8 @@ use magnus::{
     prelude::*,
     scan_args::{get_kwargs, scan_args},
     typed_data::Obj,
-    value::ReprValue,
-    Error, Exception, ExceptionClass, RClass, RHash, RString, Ruby, Value,
+    value::{Lazy, LazyId, ReprValue},
+    Error, Exception, ExceptionClass, Fixnum, Float, RClass, RHash, RObject, RString, Ruby, Value,
 };
 
 use crate::helpers::constants;
@@ -49,6 +49,15 @@ const SAMPLE_PERIOD: f64 = 0.1;
 const FAILURE_LIMIT: u32 = 3;
 
 const RESOURCE_ERROR: &str = "__resource_error";
+
+/// `ProcessSession::Chunk`, looked up once (forced in `init`, where it is defined).
+static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
+    constants::class(ruby, "LittleGhost::Sandbox::ProcessSession::Chunk")
+        .expect("ProcessSession::Chunk is defined at load")
+});
+static STDOUT_IVAR: LazyId = LazyId::new("@stdout");
+static STDERR_IVAR: LazyId = LazyId::new("@stderr");
+static EOF_IVAR: LazyId = LazyId::new("@eof");
 const MONITOR: &str = "__monitor";
 const MEMORY_READER: &str = "__memory_reader";
 
@@ -118,6 +127,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
 
     let chunk = class.define_class("Chunk", ruby.class_object())?;
     define_data_class!(ruby, chunk, ChunkShape);
+    let _ = ruby.get_inner(&CHUNK_CLASS);
 
     let status = class.define_class("Status", ruby.class_object())?;
     status.undef_default_alloc_func();
@@ -485,17 +495,61 @@ fn binary(ruby: &Ruby, bytes: &[u8]) -> RString {
     string
 }
 
-/// Collects output for up to `timeout` seconds (one pass for 0) and returns a Chunk; raises once the combined output bound is passed.
-fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Value, Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kw = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["timeout"])?;
-    let timeout = match kw.optional.0.filter(|value| !value.is_nil()) {
+/// `Float(timeout)` clamped at 0; nil or absent means 0 (one pass).
+fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
+    let timeout = match args {
+        [] => None,
+        // `read(timeout: x)`, the polling call, without the general keyword
+        // parser; anything else (a positional Hash, other keys) goes through
+        // it for the usual errors.
+        // SAFETY: plain C API call with the GVL held, inside this method call.
+        [hash] if unsafe { rb_sys::rb_keyword_given_p() } != 0 => match RHash::from_value(*hash) {
+            Some(hash) if hash.len() == 1 => match hash.get(ruby.to_symbol("timeout")) {
+                Some(value) => Some(value),
+                None => parse_timeout_keyword(args)?,
+            },
+            _ => parse_timeout_keyword(args)?,
+        },
+        _ => parse_timeout_keyword(args)?,
+    };
+    let seconds = match timeout.filter(|value| !value.is_nil()) {
         None => 0.0,
+        // What `Float()` returns for these, without a Ruby call (round trips poll with 0).
+        Some(value) if Fixnum::from_value(value).is_some() => {
+            Fixnum::from_value(value).map_or(0.0, |number| number.to_i64() as f64)
+        }
+        Some(value) if Float::from_value(value).is_some() => {
+            Float::from_value(value).map_or(0.0, |number| number.to_f64())
+        }
         Some(value) => ruby
             .module_kernel()
-            .funcall::<_, _, f64>("Float", (value,))?
-            .max(0.0),
+            .funcall::<_, _, f64>("Float", (value,))?,
     };
+    Ok(seconds.max(0.0))
+}
+
+/// The `timeout:` keyword of `read`, through magnus's keyword parser.
+fn parse_timeout_keyword(args: &[Value]) -> Result<Option<Value>, Error> {
+    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
+    let kw = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["timeout"])?;
+    Ok(kw.optional.0)
+}
+
+/// A frozen Chunk, as `Chunk.new(stdout:, stderr:, eof:)` would build it from
+/// frozen Strings, without the Ruby dispatch and keyword parsing (this is on
+/// every poll of a round trip).
+fn new_chunk(ruby: &Ruby, stdout: &[u8], stderr: &[u8], eof: bool) -> Result<Value, Error> {
+    let chunk = RObject::try_convert(ruby.get_inner(&CHUNK_CLASS).obj_alloc()?)?;
+    chunk.ivar_set(*STDOUT_IVAR, binary(ruby, stdout))?;
+    chunk.ivar_set(*STDERR_IVAR, binary(ruby, stderr))?;
+    chunk.ivar_set(*EOF_IVAR, eof)?;
+    chunk.freeze();
+    Ok(chunk.as_value())
+}
+
+/// Collects output for up to `timeout` seconds (one pass for 0) and returns a Chunk; raises once the combined output bound is passed.
+fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Value, Error> {
+    let timeout = read_timeout(ruby, args)?;
     let state = rb_self.state(ruby)?;
     if state.closed.load(Ordering::SeqCst) {
         return Err(io_error(ruby, "process session is closed"));
@@ -538,12 +592,13 @@ fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Value, Error> {
         }
     };
     let eof = both_closed && !alive_checked(ruby, rb_self, state)?;
-    let chunk = constants::class(ruby, "LittleGhost::Sandbox::ProcessSession::Chunk")?;
-    let kwargs = ruby.hash_new();
-    kwargs.aset(ruby.to_symbol("stdout"), binary(ruby, &stdout))?;
-    kwargs.aset(ruby.to_symbol("stderr"), binary(ruby, &stderr))?;
-    kwargs.aset(ruby.to_symbol("eof"), eof)?;
-    chunk.funcall("new", (magnus::KwArgs(kwargs),))
+    if stdout.is_empty() && stderr.is_empty() && !both_closed {
+        // Callers poll `read(timeout: 0)` for a reply (a positive timeout
+        // waits out its deadline, 18.5). Spinning without yielding keeps the
+        // child off a busy CPU; an empty pass steps aside for a moment.
+        core_process::yield_cpu();
+    }
+    new_chunk(ruby, &stdout, &stderr, eof)
 }
 
 /// Once the whole group is gone, EOF on the pipes is a moment away (unless a

@@ -45,6 +45,13 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// Grace between SIGTERM and SIGKILL when a group is terminated (17.12).
 pub const TERMINATION_GRACE: Duration = Duration::from_millis(500);
 
+/// Gives the CPU to another runnable thread (`sched_yield`). A caller that
+/// polls a session in a loop and finds nothing calls this so the child it is
+/// waiting for, or the drain task, can run when the CPUs are busy.
+pub fn yield_cpu() {
+    rustix::thread::sched_yield();
+}
+
 /// Backend extras for a launch. Small on purpose.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SpawnOptions {

@@ -6,11 +6,18 @@
 //! reaps it. Both signal the [`Notifier`]; waiters never need a SIGCHLD
 //! handler. The exit task outlives everything else, so a child is reaped even
 //! when its owner gave up on it: no zombies.
+//!
+//! A session reader does not have to wait for the drain task to wake up:
+//! [`RunningProcess::read_chunk`] also reads the pipes itself, without
+//! blocking. Every read of a pipe, by either side, happens under the state
+//! lock together with storing what it read, so bytes keep their order and
+//! pass through the same bound. The drain task copes with a pipe emptied
+//! behind its back: its read sees EAGAIN and it waits for the next wake-up.
 
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions};
@@ -24,8 +31,14 @@ use super::notify::Notifier;
 use super::spawn::{self, pid_of, SpawnError};
 use super::{runtime, Launch, POLL_INTERVAL, TERMINATION_GRACE};
 
-/// Bytes read from a pipe per syscall.
+/// Bytes read from a pipe per syscall by the drain task.
 const READ_CHUNK: usize = 64 * 1024;
+/// Bytes a session reader reads from a pipe itself per pass (18.5's 16 KiB).
+const DIRECT_READ: usize = 16 * 1024;
+/// How often a drain task that left a pipe to a polling reader checks it,
+/// and how many empty checks it makes before watching the pipe again.
+const QUIET_CHECK: Duration = Duration::from_millis(1);
+const QUIET_CHECKS: u32 = 10;
 
 /// How the leader ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +88,47 @@ pub struct OutputChunk {
 struct State {
     capture: Capture,
     exit: Option<Exit>,
+    /// The read ends of stdout and stderr, shared with the drain task, until
+    /// EOF or `close_output`.
+    pipes: [Option<Arc<OwnedFd>>; 2],
+}
+
+/// What one non-blocking read of a pipe found.
+enum Pulled {
+    /// Bytes were stored; true if they passed the combined bound just now.
+    Data {
+        overflowed_now: bool,
+    },
+    Eof,
+    /// Nothing to read now (EAGAIN, EINTR).
+    Nothing,
+    /// The stream already ended (someone saw EOF) or output was closed.
+    Gone,
+    Failed,
+}
+
+impl State {
+    /// Reads `stream`'s pipe once into `buffer` and stores what came. Runs
+    /// under the state lock, which keeps every reader's bytes in order.
+    fn pull(&mut self, stream: Stream, buffer: &mut [u8]) -> Pulled {
+        let Some(pipe) = &self.pipes[stream as usize] else {
+            return Pulled::Gone;
+        };
+        match rustix::io::read(pipe, &mut *buffer) {
+            Ok(0) => Pulled::Eof,
+            Ok(n) => Pulled::Data {
+                overflowed_now: self.capture.accept(stream, &buffer[..n]),
+            },
+            Err(Errno::AGAIN | Errno::INTR) => Pulled::Nothing,
+            Err(_) => Pulled::Failed,
+        }
+    }
+
+    /// No more output will come from `stream`.
+    fn finish(&mut self, stream: Stream) {
+        self.capture.mark_eof(stream);
+        self.pipes[stream as usize] = None;
+    }
 }
 
 struct Shared {
@@ -110,43 +164,80 @@ impl Shared {
     }
 }
 
-fn accept(shared: &Arc<Shared>, stream: Stream, bytes: &[u8]) {
-    let overflowed_now = lock(&shared.state).capture.accept(stream, bytes);
-    if overflowed_now {
-        tokio::spawn(terminate_in_background(shared.clone()));
-    }
-    if shared.wake_on_data || overflowed_now {
-        shared.notifier.notify();
+impl Shared {
+    /// Reacts to bytes just stored: 18.5 terminates the group in the
+    /// background once the combined bound is passed; waiters hear about it.
+    fn stored(self: &Arc<Self>, overflowed_now: bool, wake: bool) {
+        if overflowed_now {
+            if let Ok(handle) = runtime::handle() {
+                handle.spawn(terminate_in_background(self.clone()));
+            }
+        }
+        if wake || overflowed_now {
+            self.notifier.notify();
+        }
     }
 }
 
-/// Registers a descriptor we own exclusively with the runtime's reactor.
-fn register(fd: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
-    // SAFETY: the AsyncFd takes ownership of `fd`, so the descriptor stays
-    // open exactly as long as it is registered and nobody else registers it.
+/// Registers a descriptor with the runtime's reactor. Only the task that
+/// registered it polls it; a session reader may read a shared pipe directly.
+fn register<T: AsRawFd>(fd: T) -> Option<AsyncFd<T>> {
+    // SAFETY: the AsyncFd owns `fd` (an OwnedFd, or a share of an Arc'd one),
+    // so the descriptor stays open and the same for as long as it is registered.
     unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.ok()
 }
 
-async fn drain(shared: Arc<Shared>, fd: OwnedFd, stream: Stream) {
+/// Drains one pipe into the capture until EOF.
+///
+/// A session caller polling `read` takes replies straight from the pipe, and
+/// each reply would also wake this task: an extra thread wake-up per round
+/// trip, which on a busy machine costs more than the round trip itself. So
+/// when a wake-up finds the pipe already emptied by such a reader, the task
+/// stops watching the pipe and checks it every [`QUIET_CHECK`] instead. It
+/// watches again as soon as it finds bytes the reader left, or after
+/// [`QUIET_CHECKS`] empty checks (a silent child costs no timer). Either way
+/// the pipe never goes unread for long, so a child nobody reads never blocks
+/// (W15), and every byte still passes the bound in order.
+async fn drain(shared: Arc<Shared>, pipe: Arc<OwnedFd>, stream: Stream) {
     let mut buffer = vec![0u8; READ_CHUNK];
-    if let Some(pipe) = register(fd) {
+    'watching: while let Some(watched) = register(pipe.clone()) {
         loop {
-            let Ok(mut ready) = pipe.readable().await else {
-                break;
+            let Ok(mut ready) = watched.readable().await else {
+                break 'watching;
             };
-            let result = ready.try_io(|pipe| {
-                rustix::io::read(pipe.get_ref(), &mut buffer[..]).map_err(io::Error::from)
-            });
-            match result {
-                Ok(Ok(0)) => break,
-                Ok(Ok(n)) => accept(&shared, stream, &buffer[..n]),
-                Ok(Err(error)) if error.kind() == io::ErrorKind::Interrupted => {}
-                Ok(Err(_)) => break,
-                Err(_would_block) => {}
+            let pulled = lock(&shared.state).pull(stream, &mut buffer);
+            match pulled {
+                Pulled::Data { overflowed_now } => {
+                    shared.stored(overflowed_now, shared.wake_on_data)
+                }
+                Pulled::Nothing => {
+                    ready.clear_ready();
+                    // Only session readers empty the pipe behind our back.
+                    if shared.wake_on_data {
+                        break;
+                    }
+                }
+                // Gone: a session reader saw EOF first. (Tokio never clears
+                // a closed readiness, so waiting on would spin.)
+                Pulled::Eof | Pulled::Gone | Pulled::Failed => break 'watching,
             }
         }
+        drop(watched);
+        for _ in 0..QUIET_CHECKS {
+            tokio::time::sleep(QUIET_CHECK).await;
+            let pulled = lock(&shared.state).pull(stream, &mut buffer);
+            match pulled {
+                Pulled::Data { overflowed_now } => {
+                    shared.stored(overflowed_now, shared.wake_on_data);
+                    continue 'watching;
+                }
+                Pulled::Nothing => {}
+                Pulled::Eof | Pulled::Gone | Pulled::Failed => break 'watching,
+            }
+        }
+        // A silent child: watch again rather than tick forever.
     }
-    lock(&shared.state).capture.mark_eof(stream);
+    lock(&shared.state).finish(stream);
     shared.notifier.notify();
 }
 
@@ -228,6 +319,7 @@ impl RunningProcess {
                     state: Mutex::new(State {
                         capture: Capture::new(mode),
                         exit: None,
+                        pipes: [None, None],
                     }),
                     notifier,
                     wake_on_data: false,
@@ -236,16 +328,18 @@ impl RunningProcess {
                 return Err(SpawnError::Os(error));
             }
         }
+        let stdout = Arc::new(spawned.stdout);
+        let stderr = Arc::new(spawned.stderr);
         let shared = Arc::new(Shared {
             pid,
             state: Mutex::new(State {
                 capture: Capture::new(mode),
                 exit: None,
+                pipes: [Some(stdout.clone()), Some(stderr.clone())],
             }),
             notifier,
             wake_on_data: matches!(mode, CaptureMode::Combined { .. }),
         });
-        let (stdout, stderr) = (spawned.stdout, spawned.stderr);
         let drains = {
             let shared = shared.clone();
             async move {
@@ -325,16 +419,44 @@ impl RunningProcess {
         )
     }
 
-    /// Takes up to `max_each` buffered bytes from each stream (18.5).
+    /// Takes up to `max_each` bytes from each stream (18.5): what the drain
+    /// task buffered, topped up by one non-blocking read of each pipe on the
+    /// caller's thread, so a reply is seen without waiting for the drain task.
     pub fn read_chunk(&self, max_each: usize) -> OutputChunk {
+        let mut buffer = [0u8; DIRECT_READ];
+        let mut overflowed_now = false;
+        let mut finished = false;
         let mut state = lock(&self.shared.state);
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let buffered = state.capture.stream(stream).data.len();
+            let room = max_each.saturating_sub(buffered).min(DIRECT_READ);
+            if room == 0 || state.capture.overflowed() {
+                continue;
+            }
+            match state.pull(stream, &mut buffer[..room]) {
+                Pulled::Data {
+                    overflowed_now: now,
+                } => overflowed_now |= now,
+                Pulled::Eof => {
+                    state.finish(stream);
+                    finished = true;
+                }
+                // Left to the drain task, which ends the stream on failure.
+                Pulled::Nothing | Pulled::Gone | Pulled::Failed => {}
+            }
+        }
         let capture = &mut state.capture;
-        OutputChunk {
+        let chunk = OutputChunk {
             stdout: capture.take(Stream::Stdout, max_each),
             stderr: capture.take(Stream::Stderr, max_each),
             stdout_closed: capture.closed(Stream::Stdout),
             stderr_closed: capture.closed(Stream::Stderr),
-        }
+        };
+        drop(state);
+        // The bytes went straight to this reader: only an overflow or an EOF
+        // is news for other waiters.
+        self.shared.stored(overflowed_now, finished);
+        chunk
     }
 
     /// The combined output bound was passed (sessions).
@@ -356,6 +478,7 @@ impl RunningProcess {
     /// Stops draining and closes stdout and stderr (idempotent). The exit
     /// watcher keeps running until the leader is reaped.
     pub fn close_output(&self) {
+        let pipes = std::mem::take(&mut lock(&self.shared.state).pipes);
         if let Some(task) = lock(&self.io_task).take() {
             if self.owned_here() && runtime::owned_by_this_process() {
                 task.abort();
@@ -363,6 +486,8 @@ impl RunningProcess {
                 std::mem::forget(task);
             }
         }
+        // The aborted task drops its share of each pipe; these are the rest.
+        drop(pipes);
     }
 }
 
@@ -379,6 +504,7 @@ impl Drop for RunningProcess {
             if let Some(task) = lock(&self.io_task).take() {
                 std::mem::forget(task);
             }
+            std::mem::forget(std::mem::take(&mut lock(&self.shared.state).pipes));
             return;
         }
         // Nobody will wait on an unreaped child any more: kill its group.
@@ -406,7 +532,12 @@ mod tests {
     fn wait_finished(process: &RunningProcess) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while !process.finished() {
-            assert!(Instant::now() < deadline, "child did not finish");
+            assert!(
+                Instant::now() < deadline,
+                "child did not finish: complete {} exit {:?}",
+                process.output_complete(),
+                process.exit()
+            );
             process.notifier().wait(POLL_INTERVAL, None);
         }
     }
@@ -481,6 +612,118 @@ mod tests {
         let exit = process.exit().unwrap();
         assert_eq!((exit.code(), exit.signal()), (None, Some(libc::SIGKILL)));
         assert!(!process.alive());
+    }
+
+    /// Reads a session's stdout with `read_chunk` until EOF, racing the drain task.
+    fn read_all_stdout(process: &RunningProcess, max_each: usize) -> Vec<u8> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut stdout = Vec::new();
+        loop {
+            let chunk = process.read_chunk(max_each);
+            assert!(chunk.stdout.len() <= max_each);
+            stdout.extend_from_slice(&chunk.stdout);
+            if chunk.stdout_closed {
+                return stdout;
+            }
+            assert!(Instant::now() < deadline, "no EOF on stdout");
+        }
+    }
+
+    #[test]
+    fn direct_reads_and_the_drain_task_keep_the_bytes_in_order() {
+        let expected: Vec<u8> = (1..=200_000)
+            .map(|n| format!("{n}\n"))
+            .collect::<String>()
+            .into_bytes();
+        for max_each in [7, 4096, 16 * 1024] {
+            let process = RunningProcess::start(
+                &launch(&["seq", "1", "200000"]),
+                CaptureMode::Combined { limit: 10_000_000 },
+                false,
+            )
+            .unwrap();
+            let stdout = read_all_stdout(&process, max_each);
+            assert!(stdout == expected, "bytes lost or reordered");
+            wait_finished(&process);
+        }
+    }
+
+    #[test]
+    fn a_child_is_still_drained_after_a_polling_reader_stops_reading() {
+        // 200 polled round trips (the drain task steps back while a reader
+        // polls), then 2 MB nobody reads: the child must still finish (W15).
+        let script = "for i in $(seq 200); do read line; echo \"$line\"; done; \
+                      sleep 0.2; head -c 2000000 /dev/zero";
+        let process = RunningProcess::start(
+            &launch(&["sh", "-c", script]),
+            CaptureMode::Combined { limit: 10_000_000 },
+            true,
+        )
+        .unwrap();
+        let stdin = process.stdin().unwrap();
+        for round in 0..200 {
+            let line = format!("{round}\n");
+            assert_eq!(write_stdin(&stdin, line.as_bytes()).unwrap(), line.len());
+            let mut received = Vec::new();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !received.ends_with(line.as_bytes()) {
+                received.extend(process.read_chunk(16 * 1024).stdout);
+                assert!(Instant::now() < deadline, "no echo of round {round}");
+            }
+            assert_eq!(received, line.as_bytes());
+        }
+        wait_finished(&process);
+        assert_eq!(process.exit().unwrap().code(), Some(0));
+        assert_eq!(process.read_chunk(usize::MAX).stdout.len(), 2_000_000);
+    }
+
+    #[test]
+    fn a_direct_read_past_the_combined_bound_terminates_the_group() {
+        let process = RunningProcess::start(
+            &launch(&["sh", "-c", "while :; do echo flood; done"]),
+            CaptureMode::Combined { limit: 1000 },
+            false,
+        )
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut kept = 0;
+        while !process.overflowed() {
+            kept += process.read_chunk(16 * 1024).stdout.len();
+            assert!(Instant::now() < deadline, "bound never passed");
+        }
+        assert!(kept <= 1000);
+        wait_finished(&process);
+        assert_eq!(process.exit().unwrap().signal(), Some(libc::SIGTERM));
+    }
+
+    #[test]
+    fn closing_output_closes_the_pipes_so_a_writer_gets_sigpipe() {
+        let process = RunningProcess::start(
+            &launch(&[
+                "sh",
+                "-c",
+                "sleep 0.3; while :; do echo more || exit 7; done",
+            ]),
+            CaptureMode::Combined { limit: 1 << 40 },
+            false,
+        )
+        .unwrap();
+        process.read_chunk(16);
+        process.close_output();
+        wait_finished_exit(&process);
+        let exit = process.exit().unwrap();
+        assert!(
+            exit.signal() == Some(libc::SIGPIPE) || exit.code() == Some(7),
+            "{exit:?}"
+        );
+    }
+
+    fn wait_finished_exit(process: &RunningProcess) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while process.try_reap().is_none() {
+            assert!(Instant::now() < deadline, "child did not exit");
+            process.notifier().wait(POLL_INTERVAL, None);
+        }
     }
 
     #[test]
