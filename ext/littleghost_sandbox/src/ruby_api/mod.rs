@@ -17,6 +17,9 @@ pub mod process_session;
 pub mod sandbox;
 pub mod scope;
 pub mod seatbelt;
+/// Deliberate panics for the specs (`rake compile` builds them; the gem does not).
+#[cfg(feature = "test-hooks")]
+pub mod test_hooks;
 pub mod unrestricted;
 pub mod workspace;
 
@@ -42,5 +45,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     bubblewrap::init(ruby, little_ghost)?;
     seatbelt::init(ruby, little_ghost)?;
     native::init(ruby, little_ghost)?;
+    #[cfg(feature = "test-hooks")]
+    test_hooks::init(ruby, sandbox)?;
     Ok(())
 }

@@ -348,7 +348,10 @@ fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Resul
     // working directory the same way (a session would otherwise raise the
     // raw Errno from spawning). The message names no host path.
     if !directory.is_dir() {
-        return Err(errors::tool_error(ruby, "Working directory is not available"));
+        return Err(errors::tool_error(
+            ruby,
+            "Working directory is not available",
+        ));
     }
     Ok(directory)
 }
