@@ -13,6 +13,7 @@ Gem::Specification.new do |spec|
   TEXT
   spec.authors = ["LittleGhost contributors"]
   spec.license = "MIT"
+  spec.homepage = "https://littleghostai.org/docs/LittleGhost/Sandbox.html"
   spec.required_ruby_version = ">= 3.1"
   spec.files = Dir[
     "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.{rs,rb,toml}", "Cargo.toml", "Cargo.lock", "README.md"
