@@ -4,5 +4,6 @@ pub mod args;
 pub mod constants;
 pub mod nogvl;
 pub mod probe;
+pub mod registry;
 pub mod scoped_files;
 pub mod value_object;

@@ -9,6 +9,7 @@ use magnus::{
 };
 
 use crate::helpers::args::{keywords_only, kwargs, unknown_keys};
+use crate::helpers::registry::Registry;
 use crate::helpers::{constants, value_object as vo};
 use crate::ruby_api::errors;
 
@@ -369,46 +370,21 @@ fn abstract_start_program(ruby: &Ruby, rb_self: Value, _args: &[Value]) -> Resul
 // Provider registry and probe (§12).
 
 /// The one provider registry shared by `Sandbox` and all its subclasses.
-fn registry(ruby: &Ruby) -> Result<RHash, Error> {
-    let base = constants::class(ruby, "LittleGhost::Sandbox")?;
-    let existing: Option<RHash> = base.ivar_get("@__providers").ok().flatten();
-    match existing {
-        Some(hash) => Ok(hash),
-        None => {
-            let hash = ruby.hash_new();
-            base.ivar_set("@__providers", hash)?;
-            Ok(hash)
-        }
-    }
-}
+const PROVIDERS: Registry = Registry {
+    base: "LittleGhost::Sandbox",
+    label: "sandbox",
+};
 
 /// Registers a trusted backend class under a configuration name.
 fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
-    let base = constants::class(ruby, "LittleGhost::Sandbox")?;
-    let is_sandbox_class = RClass::from_value(implementation)
-        .map(|class| class.as_value().equal(base).unwrap_or(false) || class.is_inherited(base))
-        .unwrap_or(false);
-    if !is_sandbox_class {
-        return Err(errors::argument_error(
-            ruby,
-            "sandbox provider must be a Sandbox class",
-        ));
-    }
-    let key: Symbol = vo::name_to_sym(name, "sandbox provider name")?;
-    registry(ruby)?.aset(key, implementation)?;
-    Ok(implementation)
+    PROVIDERS.register(ruby, name, implementation, || {
+        errors::argument_error(ruby, "sandbox provider must be a Sandbox class")
+    })
 }
 
 /// Resolves a registered backend class without ever falling back to another.
 fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
-    let key: Symbol = vo::name_to_sym(name, "sandbox provider name")?;
-    match registry(ruby)?.get(key) {
-        Some(class) => Ok(class),
-        None => Err(errors::dependency_error(
-            ruby,
-            format!("sandbox provider :{} is not available", key.name()?),
-        )),
-    }
+    PROVIDERS.resolve(ruby, name)
 }
 
 /// `{available:, reason:, capabilities:}` for `value` with the given reason.

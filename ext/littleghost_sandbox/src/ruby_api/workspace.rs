@@ -10,12 +10,12 @@ use littleghost_sandbox_core::grants::Identity;
 use littleghost_sandbox_core::workspace::{self as core, Layout};
 use magnus::{
     function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray,
-    RClass, RHash, RModule, RObject, RString, Ruby, Symbol, Value,
+    RHash, RModule, RObject, RString, Ruby, Symbol, Value,
 };
 
 use magnus::{typed_data::Obj, value::LazyId};
 
-use crate::helpers::constants;
+use crate::helpers::registry::Registry;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
@@ -60,53 +60,28 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-fn workspace_class(ruby: &Ruby) -> Result<RClass, Error> {
-    constants::class(ruby, "LittleGhost::Workspace")
-}
-
 /// The provider registry shared by `Workspace` and its subclasses.
-fn registry(ruby: &Ruby) -> Result<RHash, Error> {
-    let base = workspace_class(ruby)?;
-    if let Some(hash) = base.ivar_get::<_, Option<RHash>>("@__providers")? {
-        return Ok(hash);
-    }
-    let hash = ruby.hash_new();
-    base.ivar_set("@__providers", hash)?;
-    Ok(hash)
-}
+const PROVIDERS: Registry = Registry {
+    base: "LittleGhost::Workspace",
+    label: "workspace",
+};
 
 /// Workspace.register_provider(name, klass): registers a Workspace class under `name`.
 fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
-    let base = workspace_class(ruby)?;
-    let is_workspace_class = RClass::from_value(implementation)
-        .map(|class| class.as_value().equal(base).unwrap_or(false) || class.is_inherited(base))
-        .unwrap_or(false);
-    if !is_workspace_class {
-        return Err(errors::argument_error(
+    PROVIDERS.register(ruby, name, implementation, || {
+        errors::argument_error(
             ruby,
             format!(
                 "workspace provider must be a Workspace class, got {}",
                 vo::inspect_value(ruby, implementation).unwrap_or_default()
             ),
-        ));
-    }
-    let key: Symbol = vo::name_to_sym(name, "workspace provider name")?;
-    registry(ruby)?.aset(key, implementation)?;
-    Ok(implementation)
+        )
+    })
 }
 
 /// Workspace.resolve_provider(name): the registered class, or DependencyError.
 fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
-    let key: Symbol = vo::name_to_sym(name, "workspace provider name")?;
-    registry(ruby)?.get(key).ok_or_else(|| {
-        errors::dependency_error(
-            ruby,
-            format!(
-                "workspace provider :{} is not available",
-                key.name().map(|n| n.into_owned()).unwrap_or_default()
-            ),
-        )
-    })
+    PROVIDERS.resolve(ruby, name)
 }
 
 fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Value, Error> {

@@ -1,0 +1,66 @@
+//! The provider registries of `Sandbox` (§12) and `Workspace` (3.9): one
+//! table per base class, shared by all its subclasses, that never falls back.
+
+use magnus::{prelude::*, Error, RClass, RHash, Ruby, Symbol, Value};
+
+use crate::helpers::{constants, value_object as vo};
+use crate::ruby_api::errors;
+
+/// A registry kept on the base class named `base`; `label` starts its messages.
+pub struct Registry {
+    pub base: &'static str,
+    pub label: &'static str,
+}
+
+impl Registry {
+    /// The name → class table, created on first use.
+    fn table(&self, ruby: &Ruby) -> Result<RHash, Error> {
+        let base = constants::class(ruby, self.base)?;
+        if let Some(hash) = base.ivar_get::<_, Option<RHash>>("@__providers")? {
+            return Ok(hash);
+        }
+        let hash = ruby.hash_new();
+        base.ivar_set("@__providers", hash)?;
+        Ok(hash)
+    }
+
+    /// Stores `implementation` under `name` if it is the base class or a subclass;
+    /// otherwise returns `refusal` (each registry words its ArgumentError).
+    pub fn register(
+        &self,
+        ruby: &Ruby,
+        name: Value,
+        implementation: Value,
+        refusal: impl FnOnce() -> Error,
+    ) -> Result<Value, Error> {
+        let base = constants::class(ruby, self.base)?;
+        let is_member = RClass::from_value(implementation)
+            .map(|class| class.as_value().equal(base).unwrap_or(false) || class.is_inherited(base))
+            .unwrap_or(false);
+        if !is_member {
+            return Err(refusal());
+        }
+        let key = self.key(name)?;
+        self.table(ruby)?.aset(key, implementation)?;
+        Ok(implementation)
+    }
+
+    /// The registered class, or DependencyError "LABEL provider :NAME is not available".
+    pub fn resolve(&self, ruby: &Ruby, name: Value) -> Result<Value, Error> {
+        let key = self.key(name)?;
+        self.table(ruby)?.get(key).ok_or_else(|| {
+            errors::dependency_error(
+                ruby,
+                format!(
+                    "{} provider :{} is not available",
+                    self.label,
+                    key.name().map(|n| n.into_owned()).unwrap_or_default()
+                ),
+            )
+        })
+    }
+
+    fn key(&self, name: Value) -> Result<Symbol, Error> {
+        vo::name_to_sym(name, &format!("{} provider name", self.label))
+    }
+}
