@@ -38,11 +38,15 @@ pub fn path_to_ruby(ruby: &Ruby, path: &Path) -> RString {
     string
 }
 
+/// A copy of a Ruby String's bytes.
+pub fn bytes_of(string: RString) -> Vec<u8> {
+    // SAFETY: the bytes are copied before any other Ruby call can run.
+    unsafe { string.as_slice() }.to_vec()
+}
+
 /// The bytes of a Ruby String as a path (no lossy conversion).
 pub fn ruby_to_path(string: RString) -> PathBuf {
-    // SAFETY: the bytes are copied before any other Ruby call can run.
-    let bytes = unsafe { string.as_slice() }.to_vec();
-    PathBuf::from(OsString::from_vec(bytes))
+    PathBuf::from(OsString::from_vec(bytes_of(string)))
 }
 
 /// A frozen Ruby String.

@@ -115,51 +115,6 @@ pub(crate) fn command_argv(ruby: &Ruby, command: Value) -> Result<Vec<RString>, 
     Ok(argv)
 }
 
-/// The child's variables in the merge order of 16.4: workspace, policy, call.
-pub(crate) fn merged_environment(
-    ruby: &Ruby,
-    rb_self: Value,
-    call: Option<Value>,
-) -> Result<Vec<(String, String)>, Error> {
-    let mut merged: Vec<(String, String)> = Vec::new();
-    let mut put = |name: String, value: String| match merged.iter_mut().find(|(n, _)| *n == name) {
-        Some(slot) => slot.1 = value,
-        None => merged.push((name, value)),
-    };
-    let workspace: Value = rb_self.funcall("workspace", ())?;
-    for (name, value) in vo::pairs(workspace.funcall("environment", ())?)? {
-        put(string_of(ruby, name)?, string_of(ruby, value)?);
-    }
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let environment: Value = policy.funcall("environment", ())?;
-    for (name, value) in vo::pairs(environment.funcall("values", ())?)? {
-        put(string_of(ruby, name)?, string_of(ruby, value)?);
-    }
-    if let Some(call) = call.filter(|v| !v.is_nil()) {
-        for (name, value) in vo::pairs(call)? {
-            put(string_of(ruby, name)?, string_of(ruby, value)?);
-        }
-    }
-    Ok(merged)
-}
-
-/// The host environment is inherited only when the policy **and** the call ask (16.4).
-pub(crate) fn inherits_environment(rb_self: Value, call: Option<Value>) -> Result<bool, Error> {
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let environment: Value = policy.funcall("environment", ())?;
-    let policy_inherits: bool = environment
-        .funcall::<_, _, Value>("inherit?", ())?
-        .to_bool();
-    Ok(policy_inherits && call.map(|v| v.to_bool()).unwrap_or(false))
-}
-
-/// Whether some tool-visible grant of the effective policy is writable (16.2).
-fn has_writable_tool_grant(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
-    Ok(policy_grants(ruby, rb_self)?
-        .iter()
-        .any(|g| g.tools && g.access.writable()))
-}
-
 /// `effective_policy.process_grants(workspace)` as core grants.
 pub(crate) fn policy_grants(ruby: &Ruby, rb_self: Value) -> Result<Vec<Grant>, Error> {
     let policy: Value = rb_self.funcall("effective_policy", ())?;
@@ -455,7 +410,7 @@ fn capabilities_of(ruby: &Ruby, _rb_self: RObject) -> Result<Value, Error> {
 /// True iff writes are supported and some tool-visible grant is writable (also Seatbelt's).
 pub(crate) fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
     let supports: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
-    Ok(supports.to_bool() && has_writable_tool_grant(ruby, rb_self.as_value())?)
+    Ok(supports.to_bool() && sandbox::has_writable_file_grant(rb_self.as_value())?)
 }
 
 // ---------------------------------------------------------------------------
@@ -598,6 +553,8 @@ fn ensure_open(rb_self: RObject) -> Result<(), Error> {
 
 /// What one launch needs besides the command.
 struct LaunchInputs {
+    /// `effective_policy.process_grants(workspace)`, computed once per launch.
+    policy_grants: Vec<Grant>,
     selected: Option<Vec<Grant>>,
     cwd: Option<Value>,
     environment: Vec<(String, String)>,
@@ -613,7 +570,7 @@ fn launch_options(
     inputs: LaunchInputs,
 ) -> Result<Vec<OsString>, Error> {
     let host = bw::RealHost;
-    let policy_grants = policy_grants(ruby, rb_self.as_value())?;
+    let policy_grants = inputs.policy_grants;
     verify_pins(ruby, rb_self, &policy_grants)?;
     let selected = inputs.selected.unwrap_or_else(|| policy_grants.clone());
     let grants = bw::launch_grants(&selected, &policy_grants, &host);
@@ -734,6 +691,7 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RArr
         }
     };
     let inputs = LaunchInputs {
+        policy_grants: policy_grants(ruby, rb_self.as_value())?,
         selected,
         cwd,
         environment,
@@ -767,6 +725,8 @@ pub(crate) struct HostCommand {
 /// wrapper, add the filter when subprocesses are denied, build the argv.
 /// The returned fd holds the filter and must outlive the spawn.
 #[allow(clippy::too_many_arguments)]
+const MOUNT_PATH_NOT_UTF8: &str = "sandbox mount path must be valid UTF-8";
+
 fn wrap_command(
     ruby: &Ruby,
     rb_self: RObject,
@@ -796,8 +756,19 @@ fn wrap_command(
             "allowlist networking is not implemented yet",
         ));
     }
-    let merged = merged_environment(ruby, rb_self.as_value(), environment)?;
-    let inherit_environment = inherits_environment(rb_self.as_value(), inherit)?;
+    // Workspace paths become bind paths and LITTLE_GHOST_WORKSPACE_* values,
+    // and the runner takes UTF-8: refuse a path it cannot carry as the mount
+    // problem it is, before the environment reports it as a bad value.
+    let policy_grants = policy_grants(ruby, rb_self.as_value())?;
+    let carried = policy_grants.iter().chain(selected.iter().flatten());
+    if carried
+        .flat_map(|g| [&g.source, &g.target])
+        .any(|p| p.to_str().is_none())
+    {
+        return Err(errors::policy_error(ruby, MOUNT_PATH_NOT_UTF8));
+    }
+    let merged = sandbox::child_environment(ruby, rb_self.as_value(), environment)?;
+    let inherit_environment = sandbox::inherits_environment(rb_self.as_value(), inherit)?;
 
     let display_argv0 = RString::to_string(argv[0])?;
     let mut command: Vec<String> = argv
@@ -842,6 +813,7 @@ fn wrap_command(
     // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
     let seccomp_fd = filter.as_ref().map(|_| SpawnOptions::child_fd(0));
     let inputs = LaunchInputs {
+        policy_grants,
         selected,
         cwd,
         environment: merged,
@@ -858,7 +830,7 @@ fn wrap_command(
     for option in options {
         let option = option
             .into_string()
-            .map_err(|_| errors::policy_error(ruby, "sandbox mount path must be valid UTF-8"))?;
+            .map_err(|_| errors::policy_error(ruby, MOUNT_PATH_NOT_UTF8))?;
         full.push(option);
     }
     full.push("--".into());
@@ -932,8 +904,12 @@ fn reinterpret_exec_failure(
     let exit_code: Option<i32> = execution.funcall("exit_code", ())?;
     let stdout: RString = execution.funcall("stdout", ())?;
     let stderr: RString = execution.funcall("stderr", ())?;
-    let failure =
-        bw::classify_exec_failure(exit_code, &bytes_of(stdout), &bytes_of(stderr), exec_argv0);
+    let failure = bw::classify_exec_failure(
+        exit_code,
+        &vo::bytes_of(stdout),
+        &vo::bytes_of(stderr),
+        exec_argv0,
+    );
     let Some(failure) = failure else {
         return Ok(execution);
     };
@@ -950,12 +926,6 @@ fn reinterpret_exec_failure(
         ],
     )?;
     class.funcall("new", (KwArgs(kw),))
-}
-
-/// A copy of a Ruby String's bytes.
-pub(crate) fn bytes_of(string: RString) -> Vec<u8> {
-    // SAFETY: copied before any other Ruby call can run.
-    unsafe { string.as_slice() }.to_vec()
 }
 
 /// Runs a wrapped host command through the shared process runner (§17).

@@ -95,11 +95,6 @@ fn string_to_path(string: RString) -> PathBuf {
     PathBuf::from(OsString::from_vec(unsafe { string.as_slice() }.to_vec()))
 }
 
-fn bytes_of(string: RString) -> Vec<u8> {
-    // SAFETY: as above, copied immediately.
-    unsafe { string.as_slice() }.to_vec()
-}
-
 // ---------------------------------------------------------------------------
 // Construction (SC.1–SC.10).
 
@@ -538,7 +533,7 @@ fn prepare(
     let logical: RString = path.funcall(*TO_S, ())?;
     Ok((
         physical,
-        String::from_utf8_lossy(&bytes_of(logical)).into_owned(),
+        String::from_utf8_lossy(&vo::bytes_of(logical)).into_owned(),
     ))
 }
 
@@ -599,7 +594,7 @@ fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error>
     let context = context_keyword(args.keywords)?;
     let (path, content) = args.required;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_write", path)?;
-    let content = bytes_of(RString::try_convert(content)?);
+    let content = vo::bytes_of(RString::try_convert(content)?);
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,
@@ -613,8 +608,8 @@ fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Erro
     let context = context_keyword(args.keywords)?;
     let (path, old_text, new_text) = args.required;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_replace", path)?;
-    let old_text = bytes_of(RString::try_convert(old_text)?);
-    let new_text = bytes_of(RString::try_convert(new_text)?);
+    let old_text = vo::bytes_of(RString::try_convert(old_text)?);
+    let new_text = vo::bytes_of(RString::try_convert(new_text)?);
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,

@@ -18,7 +18,7 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{
-    self as shared, command_argv, launch_cwd, merged_environment, path_of, string_of, HostCommand,
+    self as shared, command_argv, launch_cwd, path_of, string_of, HostCommand,
 };
 use crate::ruby_api::{capabilities, errors, mount, sandbox};
 
@@ -266,7 +266,7 @@ fn seatbelt_command(
         network_inherit: network
             == littleghost_sandbox_core::backend::bubblewrap::NetworkMode::Inherit,
     });
-    let mut environment = merged_environment(ruby, rb_self.as_value(), environment)?;
+    let mut environment = sandbox::child_environment(ruby, rb_self.as_value(), environment)?;
     environment.retain(|(name, _)| name != "TMPDIR");
     environment.push(("TMPDIR".into(), temp.to_string_lossy().into_owned()));
     let executable = string_of(ruby, rb_self.ivar_get("@executable")?)?;
@@ -277,7 +277,7 @@ fn seatbelt_command(
     Ok(HostCommand {
         argv: full,
         environment,
-        inherit_environment: shared::inherits_environment(rb_self.as_value(), inherit)?,
+        inherit_environment: sandbox::inherits_environment(rb_self.as_value(), inherit)?,
         chdir: Some(launch_cwd(ruby, rb_self.as_value(), cwd)?),
         keep_fds: Vec::new(),
         exec_argv0: None,

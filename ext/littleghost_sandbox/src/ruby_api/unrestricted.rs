@@ -17,11 +17,11 @@ use crate::helpers::probe;
 use crate::ruby_api::capabilities;
 use crate::ruby_api::errors;
 use crate::ruby_api::process_runner::{
-    self, argv_from, check_context, environment_from, positive_integer, validate_output_bytes,
-    validate_timeout, RunRequest,
+    self, argv_from, check_context, positive_integer, validate_output_bytes, validate_timeout,
+    RunRequest,
 };
 use crate::ruby_api::process_session::{self, SessionRequest};
-use crate::ruby_api::sandbox::{assign, base_options, error_message, truthy};
+use crate::ruby_api::sandbox::{self, assign, base_options, error_message, truthy};
 
 /// Hidden instance variables (no `@`): invisible to Ruby code and `inspect`.
 const ROOT_IDENTITY: &str = "__littleghost_root_identity";
@@ -151,23 +151,9 @@ fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
     rb_self.ivar_get("@effective_policy")
 }
 
-/// True iff some tool-visible (`files`) grant of the effective policy is writable.
-fn tool_grant_writable(rb_self: RObject) -> Result<bool, Error> {
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let files: Value = policy.funcall("files", ())?;
-    let accesses: RArray = files.funcall("values", ())?;
-    for access in accesses {
-        let name: String = access.funcall("to_s", ())?;
-        if name == "read_write" {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
 /// True iff `filesystem_write` is supported and some tool-visible grant is writable (runtime-only grants do not count).
 fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
-    if !tool_grant_writable(rb_self)? {
+    if !sandbox::has_writable_file_grant(rb_self.as_value())? {
         return Ok(false);
     }
     let answer: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
@@ -177,7 +163,7 @@ fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
 /// Read, list, execute and spawn (plus write and replace when a file grant is writable), network `:inherit`, isolation `:none`.
 fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
     // Never process_tree_ownership: a descendant that calls setsid escapes cleanup.
-    capabilities_for(ruby, tool_grant_writable(rb_self)?)
+    capabilities_for(ruby, sandbox::has_writable_file_grant(rb_self.as_value())?)
 }
 
 /// Verifies (or first records) the workspace root's identity and returns self.
@@ -299,34 +285,6 @@ fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> 
 // Processes (15.6, 15.7): on the host, in a new process group, with only the
 // explicit environment. Grants are not enforced for processes here.
 
-/// 16.4: workspace variables, then the policy's values, then the call's; later entries win.
-fn child_environment(
-    ruby: &Ruby,
-    rb_self: RObject,
-    environment: Option<Value>,
-) -> Result<Vec<(String, String)>, Error> {
-    let workspace: Value = rb_self.funcall("workspace", ())?;
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let policy_environment: Value = policy.funcall("environment", ())?;
-    let mut pairs = environment_from(ruby, Some(workspace.funcall("environment", ())?))?;
-    pairs.extend(environment_from(
-        ruby,
-        Some(policy_environment.funcall("values", ())?),
-    )?);
-    pairs.extend(environment_from(ruby, environment)?);
-    Ok(pairs)
-}
-
-/// 17.6: the host environment only when both the policy and the call opt in.
-fn inherits_environment(rb_self: RObject, requested: Option<Value>) -> Result<bool, Error> {
-    if !requested.is_some_and(truthy) {
-        return Ok(false);
-    }
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let environment: Value = policy.funcall("environment", ())?;
-    Ok(truthy(environment.funcall("inherit?", ())?))
-}
-
 /// The child's working directory: root, or `cwd` resolved as a logical workspace path.
 fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Result<PathBuf, Error> {
     let workspace: Value = rb_self.funcall("workspace", ())?;
@@ -398,8 +356,11 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         timeout,
         context: context.filter(|c| !c.is_nil()),
         max_output_bytes,
-        environment: child_environment(ruby, rb_self, environment)?,
-        inherit_environment: inherits_environment(rb_self, inherit_environment)?,
+        environment: sandbox::child_environment(ruby, rb_self.as_value(), environment)?,
+        inherit_environment: sandbox::inherits_environment(
+            rb_self.as_value(),
+            inherit_environment,
+        )?,
         chdir: Some(working_directory(ruby, rb_self, cwd)?),
         spawn_options: SpawnOptions::default(),
     };
@@ -455,8 +416,11 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
     };
     let request = SessionRequest {
         argv: argv_from(ruby, args.required.0)?,
-        environment: child_environment(ruby, rb_self, environment)?,
-        inherit_environment: inherits_environment(rb_self, inherit_environment)?,
+        environment: sandbox::child_environment(ruby, rb_self.as_value(), environment)?,
+        inherit_environment: sandbox::inherits_environment(
+            rb_self.as_value(),
+            inherit_environment,
+        )?,
         chdir: Some(working_directory(ruby, rb_self, cwd)?),
         output_bytes: match optional_positive(output_bytes, "output_bytes")? {
             Some(bytes) => bytes,
