@@ -9,6 +9,7 @@ use magnus::{
 };
 
 use crate::helpers::args::{keywords_only, kwargs, unknown_keys};
+use crate::helpers::probe;
 use crate::helpers::registry::Registry;
 use crate::helpers::{constants, value_object as vo};
 use crate::ruby_api::errors;
@@ -388,27 +389,6 @@ fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
     PROVIDERS.resolve(ruby, name)
 }
 
-/// `{available:, reason:, capabilities:}` for `value` with the given reason.
-fn probe_result(
-    ruby: &Ruby,
-    available: bool,
-    reason: Option<String>,
-    capabilities: Value,
-) -> Result<RHash, Error> {
-    let reason = match reason {
-        Some(reason) => ruby.str_new(&reason).as_value(),
-        None => ruby.qnil().as_value(),
-    };
-    kwargs(
-        ruby,
-        &[
-            ("available", ruby.into_value(available)),
-            ("reason", reason),
-            ("capabilities", capabilities),
-        ],
-    )
-}
-
 /// Reports whether a registered backend could start here, without building or opening a sandbox.
 fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
@@ -417,12 +397,9 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
     let dependency_error = constants::class(ruby, "LittleGhost::DependencyError")?;
     let unavailable = |error: Error| -> Result<RHash, Error> {
         if error.is_kind_of(dependency_error) {
-            probe_result(
-                ruby,
-                false,
-                Some(error_message(&error)),
-                empty_capabilities(ruby)?,
-            )
+            probe::result(ruby, Some(error_message(&error)), || {
+                empty_capabilities(ruby)
+            })
         } else {
             Err(error)
         }
@@ -447,7 +424,7 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
             ),
         ));
     }
-    probe_result(ruby, true, None, empty_capabilities(ruby)?)
+    probe::result(ruby, None, || empty_capabilities(ruby))
 }
 
 /// True iff `class` (or an ancestor below Sandbox) defines its own singleton `probe`.
