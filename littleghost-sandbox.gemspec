@@ -16,9 +16,16 @@ Gem::Specification.new do |spec|
   spec.homepage = "https://littleghostai.org/docs/LittleGhost/Sandbox.html"
   spec.required_ruby_version = ">= 3.1"
   spec.files = Dir[
-    "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.{rs,rb,toml}", "Cargo.toml", "Cargo.lock", "README.md"
+    "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.{rs,rb,toml}", "Cargo.toml", "Cargo.lock", "README.md",
+    "LICENSE", "CHANGELOG.md"
   ]
   spec.require_paths = ["lib"]
   spec.extensions = ["ext/littleghost_sandbox/extconf.rb"]
+  # The project's public addresses; the documentation is the class documentation the homepage names.
+  spec.metadata["homepage_uri"] = spec.homepage
+  spec.metadata["documentation_uri"] = spec.homepage
+  spec.metadata["source_code_uri"] = "https://github.com/littleghostai/littleghost-sandbox"
+  spec.metadata["changelog_uri"] = "https://github.com/littleghostai/littleghost-sandbox/blob/main/CHANGELOG.md"
+  spec.metadata["bug_tracker_uri"] = "https://github.com/littleghostai/littleghost-sandbox/issues"
   spec.metadata["rubygems_mfa_required"] = "true"
 end

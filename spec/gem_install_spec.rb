@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "find"
 require "open3"
 require "rbconfig"
 
@@ -8,26 +9,68 @@ require "rbconfig"
 # `require "littleghost/sandbox"` from an unrelated directory.
 RSpec.describe "gem packaging" do
   root = File.expand_path("..", __dir__)
+  extconf = File.join(root, "ext", "littleghost_sandbox", "extconf.rb")
 
-  it "builds, installs into a fresh GEM_HOME and loads from any directory" do
+  def tree_bytes(dir)
+    Find.find(dir).sum { |path| File.file?(path) && !File.symlink?(path) ? File.size(path) : 0 }
+  end
+
+  it "builds, installs into a fresh GEM_HOME, holds the extension once and no build tree, and loads from any directory" do
     Dir.mktmpdir("lg-gem") do |tmp|
       gem_home = File.join(tmp, "home")
       out, status = Open3.capture2e("gem", "build", "littleghost-sandbox.gemspec", "--output", File.join(tmp, "lg.gem"), chdir: root)
       expect(status).to be_success, out
 
+      # A caller's shared target directory, with something of the caller's in it.
+      shared_target = File.join(root, "target", "gem-install")
+      FileUtils.mkdir_p(shared_target)
+      keepsake = File.join(shared_target, "callers-file")
+      File.write(keepsake, "mine")
       env = {
         "GEM_HOME" => gem_home, "GEM_PATH" => gem_home,
         # Reuse compiled dependencies; the gem's own crates still compile from the gem's copy.
-        "CARGO_TARGET_DIR" => File.join(root, "target", "gem-install")
+        "CARGO_TARGET_DIR" => shared_target
       }
       out, status = Open3.capture2e(env, "gem", "install", "--local", "--no-document", File.join(tmp, "lg.gem"), chdir: tmp)
       expect(status).to be_success, out
+      expect(File.read(keepsake)).to eq("mine")
 
       script = 'require "littleghost/sandbox"; print LittleGhost::Sandbox.resolve_provider(:unrestricted)'
       out, status = Open3.capture2e(env, RbConfig.ruby, "-e", script, chdir: tmp)
       expect(status).to be_success, out
       expect(out).to eq("LittleGhost::Sandboxes::Unrestricted")
-      expect(Dir[File.join(gem_home, "**", "littleghost_sandbox.so")]).not_to be_empty
+
+      gem_dir = Dir[File.join(gem_home, "gems", "littleghost-sandbox-*")].first
+      expect(Dir[File.join(gem_dir, "**", "littleghost_sandbox.so")].size).to eq(1)
+      expect(Dir[File.join(gem_dir, "**", "target")]).to be_empty
+      expect(tree_bytes(gem_dir)).to be < 40 * 1024 * 1024
+      %w[LICENSE CHANGELOG.md README.md].each { |file| expect(File).to exist(File.join(gem_dir, file)) }
+    end
+  end
+
+  it "never deletes a CARGO_TARGET_DIR it did not create when RubyGems runs make clean" do
+    Dir.mktmpdir("lg-clean") do |tmp|
+      callers = File.join(tmp, "shared-target")
+      FileUtils.mkdir_p(callers)
+      File.write(File.join(callers, "precious"), "x")
+      out, status = Open3.capture2e({ "CARGO_TARGET_DIR" => callers }, RbConfig.ruby, extconf, chdir: tmp)
+      expect(status).to be_success, out
+      out, status = Open3.capture2e("make", "clean", chdir: tmp)
+      expect(status).to be_success, out
+      expect(File.read(File.join(callers, "precious"))).to eq("x")
+    end
+  end
+
+  it "removes on make clean only the temporary target directory it made itself" do
+    Dir.mktmpdir("lg-clean") do |tmp|
+      out, status = Open3.capture2e({ "CARGO_TARGET_DIR" => nil }, RbConfig.ruby, extconf, chdir: tmp)
+      expect(status).to be_success, out
+      own = File.read(File.join(tmp, "Makefile"))[/rm -rf (\S*littleghost-sandbox-build-\S+)/, 1]
+      expect(own).not_to be_nil
+      expect(File.directory?(own)).to be(true)
+      out, status = Open3.capture2e("make", "clean", chdir: tmp)
+      expect(status).to be_success, out
+      expect(File.exist?(own)).to be(false)
     end
   end
 end

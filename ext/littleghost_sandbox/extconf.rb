@@ -2,22 +2,58 @@
 
 # Builds the Rust extension for `gem install`. The rb_sys gem is not available
 # everywhere we install (no RubyGems.org), so this drives cargo directly: it
-# writes a Makefile whose `all` target runs `cargo build --release` and whose
-# `install` target copies the library to where RubyGems collects it.
+# writes a Makefile whose `all` target runs cargo (through build.rb, which shows
+# cargo's progress on the terminal) and whose `install` target copies the
+# library to where RubyGems collects it.
+#
+# Where cargo builds:
+# - CARGO_TARGET_DIR, when the caller sets it (a shared target directory). It
+#   belongs to the caller: nothing here ever deletes it.
+# - Otherwise a fresh temporary directory made here. It is the only directory
+#   `make clean` and `make install` remove, so the installed gem holds the
+#   extension once and no 200 MB target tree.
 require "rbconfig"
 require "shellwords"
+require "tmpdir"
 
 ext_name = "littleghost_sandbox"
 gem_root = File.expand_path("../..", __dir__)
 manifest = File.join(gem_root, "Cargo.toml")
-# CARGO_TARGET_DIR lets a caller share compiled dependencies (the gem-install test does).
-target_dir = File.expand_path(ENV.fetch("CARGO_TARGET_DIR", "target"), Dir.pwd)
 dlext = RbConfig::CONFIG["DLEXT"]
-built = File.join(target_dir, "release", "lib#{ext_name}.#{RUBY_PLATFORM.include?("darwin") ? "dylib" : "so"}")
 install_dir = RbConfig::CONFIG["sitearchdir"]
 cargo = ENV.fetch("CARGO", "cargo")
 
-abort "littleghost-sandbox needs cargo (the Rust toolchain) to build its extension" unless system("#{cargo.shellescape} --version", out: File::NULL)
+# Fail before the long build, with the command that fixes it.
+unless system("#{cargo.shellescape} --version", out: File::NULL, err: File::NULL)
+  abort <<~TEXT
+    littleghost-sandbox needs cargo (the Rust toolchain, 1.75 or newer) to build its extension.
+    Install it with rustup (https://rustup.rs) or your system's package (Debian: apt-get install cargo), then retry.
+  TEXT
+end
+clang_dirs = [ENV["LIBCLANG_PATH"], *Dir["/usr/lib/llvm-*/lib"], "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+              "/usr/lib64", "/usr/lib", "/usr/local/lib", "/opt/homebrew/opt/llvm/lib", "/usr/local/opt/llvm/lib",
+              "/Library/Developer/CommandLineTools/usr/lib"].compact
+unless clang_dirs.any? { |dir| !Dir[File.join(dir, "libclang{,-[0-9]*}.{so,dylib}{,.[0-9]*}")].empty? }
+  abort <<~TEXT
+    littleghost-sandbox needs libclang to generate its Ruby bindings (bindgen) and found none.
+    Debian/Ubuntu: apt-get install libclang-dev. macOS: xcode-select --install. Or set LIBCLANG_PATH to its directory.
+  TEXT
+end
+unless File.exist?(File.join(RbConfig::CONFIG["rubyhdrdir"], "ruby.h"))
+  abort "littleghost-sandbox needs Ruby's C headers (Debian/Ubuntu: apt-get install ruby-dev)."
+end
+
+owned_target = ENV["CARGO_TARGET_DIR"].to_s.empty?
+target_dir =
+  if owned_target
+    Dir.mktmpdir("littleghost-sandbox-build-")
+  else
+    File.expand_path(ENV.fetch("CARGO_TARGET_DIR"), Dir.pwd)
+  end
+built = File.join(target_dir, "release", "lib#{ext_name}.#{RUBY_PLATFORM.include?("darwin") ? "dylib" : "so"}")
+# Only a directory this script created is ever removed.
+remove_target = owned_target ? "rm -rf #{target_dir.shellescape}" : "@true"
+build_script = File.join(__dir__, "build.rb")
 
 # RUBY tells rb-sys which Ruby's headers to compile against: the one running extconf.
 File.write("Makefile", <<~MAKE)
@@ -27,15 +63,18 @@ File.write("Makefile", <<~MAKE)
   all: #{ext_name}.#{dlext}
 
   #{ext_name}.#{dlext}:
-  \tRUBY=$(RUBY) $(CARGO) build --release --locked --manifest-path #{manifest.shellescape} -p #{ext_name} --target-dir #{target_dir.shellescape}
+  \tRUBY=$(RUBY) CARGO=$(CARGO) $(RUBY) #{build_script.shellescape} #{manifest.shellescape} #{ext_name} #{target_dir.shellescape}
   \tcp #{built.shellescape} #{ext_name}.#{dlext}
 
   install: all
   \tmkdir -p $(DESTDIR)#{install_dir.shellescape}
   \tcp #{ext_name}.#{dlext} $(DESTDIR)#{install_dir.shellescape}/#{ext_name}.#{dlext}
+  \trm -f #{ext_name}.#{dlext}
+  \t#{remove_target}
 
   clean:
-  \trm -rf #{target_dir.shellescape} #{ext_name}.#{dlext}
+  \trm -f #{ext_name}.#{dlext}
+  \t#{remove_target}
 
   .PHONY: all install clean
 MAKE
