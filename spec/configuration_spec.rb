@@ -92,16 +92,43 @@ RSpec.describe "LittleGhost configuration layer" do
     end
 
     it "rejects everything else with ArgumentError" do
-      expect { configuration.sandbox = "native" }.to raise_error(ArgumentError, /sandbox declaration must be/)
       expect { configuration.sandbox = { files: {} } }.to raise_error(ArgumentError, /needs :provider/)
-      expect { configuration.sandbox = { provider: "native" } }
+      expect { configuration.sandbox = { provider: 5 } }
         .to raise_error(ArgumentError, /sandbox provider must be a Symbol, a callable, or a LittleGhost::Sandbox subclass/)
+      expect { configuration.sandbox = "\xff".b.force_encoding("UTF-8") }.to raise_error(ArgumentError, /not valid text/)
       expect { configuration.sandbox = { provider: String } }.to raise_error(ArgumentError, /sandbox provider must be/)
       expect { configuration.sandbox = { provider: LittleGhost::Workspace } }
         .to raise_error(ArgumentError, /sandbox provider must be/)
       expect { configuration.workspace = { provider: recording_sandbox } }
         .to raise_error(ArgumentError, /workspace provider must be/)
       expect { configuration.workspace = 5 }.to raise_error(ArgumentError, /workspace declaration must be/)
+    end
+  end
+
+  describe "String provider names" do
+    it "accepts \"native\" wherever :native is accepted" do
+      configuration.sandbox = "native"
+      expect(configuration.sandbox).to eq(:native)
+      configuration.sandbox = { provider: "native", network: :none }
+      expect(configuration.sandbox).to eq(provider: :native, network: :none)
+      expect(LittleGhost::Sandbox.build("unrestricted", workspace: workspace))
+        .to be_an_instance_of(LittleGhost::Sandboxes::Unrestricted)
+      expect(LittleGhost::Sandbox.build({ provider: "unrestricted" }, workspace: workspace))
+        .to be_an_instance_of(LittleGhost::Sandboxes::Unrestricted)
+    end
+
+    it "says an unknown name is unknown and lists the registered ones, instead of sounding like a missing install" do
+      expect { LittleGhost::Sandbox.build(:bwrap, workspace: workspace) }
+        .to raise_error(LittleGhost::DependencyError, /:bwrap is not available; it is not a registered sandbox provider \(registered: .*:bubblewrap/)
+    end
+  end
+
+  describe "LittleGhost.reset_configuration!" do
+    it "gives the next example a fresh configuration, so settings never leak between tests" do
+      LittleGhost.configure { |config| config.sandbox = :bubblewrap }
+      LittleGhost.reset_configuration!
+      expect(LittleGhost.configuration.sandbox).to be_nil
+      expect(LittleGhost.configure).to equal(LittleGhost.configuration)
     end
   end
 
@@ -116,7 +143,7 @@ RSpec.describe "LittleGhost configuration layer" do
       expect(LittleGhost::Sandbox.build(:unrestricted, workspace: workspace))
         .to be_an_instance_of(LittleGhost::Sandboxes::Unrestricted)
       expect { LittleGhost::Sandbox.build(:no_such_backend, workspace: workspace) }
-        .to raise_error(LittleGhost::DependencyError, "sandbox provider :no_such_backend is not available")
+        .to raise_error(LittleGhost::DependencyError, /\Asandbox provider :no_such_backend is not available; it is not a registered sandbox provider \(registered: .*:bubblewrap, :native, .*:seatbelt, :unrestricted.*\)\z/)
     end
 
     it "merges the common keys over :policy and passes the rest to the class" do
@@ -173,7 +200,7 @@ RSpec.describe "LittleGhost configuration layer" do
     it "reports missing configuration, unknown providers and bad results" do
       expect { LittleGhost::Workspace.build(nil) }.to raise_error(LittleGhost::ConfigurationError, /no workspace/)
       expect { LittleGhost::Workspace.build(:s3) }
-        .to raise_error(LittleGhost::DependencyError, "workspace provider :s3 is not available")
+        .to raise_error(LittleGhost::DependencyError, /\Aworkspace provider :s3 is not available; it is not a registered workspace provider \(registered: .*:directory.*\)\z/)
       expect { LittleGhost::Workspace.build(->(**) { "/tmp" }) }
         .to raise_error(LittleGhost::ConfigurationError, "workspace provider returned String, expected LittleGhost::Workspace")
     end

@@ -245,7 +245,7 @@ RSpec.describe LittleGhost::Workspace do
       expect { described_class.register_provider(:bad, described_class.new(root: root)) }
         .to raise_error(ArgumentError, /Workspace class/)
       expect { described_class.resolve_provider(:s3) }
-        .to raise_error(LittleGhost::DependencyError, "workspace provider :s3 is not available")
+        .to raise_error(LittleGhost::DependencyError, /\Aworkspace provider :s3 is not available; it is not a registered workspace provider \(registered: .*:directory.*\)\z/)
     end
   end
 

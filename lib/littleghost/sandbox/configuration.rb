@@ -5,13 +5,15 @@
 # Workspace.build turn a declaration into an instance.
 module LittleGhost
   class Sandbox
-    # Declarations: a Symbol, a callable, or a Hash with :provider (CF.2).
+    # Declarations: a Symbol (or String) provider name, a callable, or a Hash with :provider (CF.2).
     module Declaration
       module_function
 
-      # Returns the declaration (a Hash gets Symbol keys and is frozen); raises ArgumentError otherwise.
+      # Returns the declaration (a String name becomes a Symbol; a Hash gets Symbol keys and is frozen);
+      # raises ArgumentError otherwise.
       def validate(declaration, base:, label:)
         return declaration if declaration.nil? || declaration.is_a?(Symbol)
+        return provider_name(declaration, label) if declaration.is_a?(String)
         return validate_hash(declaration, base: base, label: label) if declaration.is_a?(Hash)
         return declaration if declaration.respond_to?(:call)
 
@@ -22,6 +24,7 @@ module LittleGhost
       # Symbolises and freezes a Hash declaration after checking its :provider.
       def validate_hash(declaration, base:, label:)
         declaration = declaration.to_h { |key, value| [symbolize_key(key, label), value] }
+        declaration[:provider] = provider_name(declaration[:provider], label) if declaration[:provider].is_a?(String)
         unless declaration.key?(:provider)
           raise ArgumentError, "#{label} declaration Hash needs :provider " \
                                "(a Symbol, a callable, or a #{base} subclass)"
@@ -40,6 +43,13 @@ module LittleGhost
         raise ArgumentError, "#{label} declaration key #{key.inspect} is not valid text" if key.is_a?(String) && !key.valid_encoding?
 
         key.to_sym
+      end
+
+      # A String provider name ("native") as the Symbol the registry uses.
+      def provider_name(name, label)
+        raise ArgumentError, "#{label} provider name #{name.inspect} is not valid text" unless name.valid_encoding?
+
+        name.to_sym
       end
 
       # True for a Symbol, a callable, or a subclass of base.
@@ -112,6 +122,17 @@ module LittleGhost
     # The process-wide configuration.
     def self.configuration
       @configuration ||= Sandbox::Configuration.new
+    end
+
+    # Forgets every LittleGhost.configure setting, so the next LittleGhost.configuration is a fresh one.
+    # For test suites, so one example's configuration never leaks into the next:
+    #
+    #   RSpec.configure { |config| config.after { LittleGhost.reset_configuration! } }
+    #   # Minitest: def teardown = LittleGhost.reset_configuration!
+    #
+    # Defined only with our configuration: a framework that brings its own resets its own.
+    def self.reset_configuration!
+      @configuration = nil
     end
   end
 

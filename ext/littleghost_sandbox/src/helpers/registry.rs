@@ -45,19 +45,30 @@ impl Registry {
         Ok(implementation)
     }
 
-    /// The registered class, or DependencyError "LABEL provider :NAME is not available".
+    /// The registered class, or DependencyError "LABEL provider :NAME is not available; ..."
+    /// that says the name is unknown (not merely uninstalled) and lists the registered names.
     pub fn resolve(&self, ruby: &Ruby, name: Value) -> Result<Value, Error> {
         let key = self.key(name)?;
-        self.table(ruby)?.get(key).ok_or_else(|| {
-            errors::dependency_error(
-                ruby,
-                format!(
-                    "{} provider :{} is not available",
-                    self.label,
-                    key.name().map(|n| n.into_owned()).unwrap_or_default()
-                ),
-            )
-        })
+        let table = self.table(ruby)?;
+        if let Some(class) = table.get(key) {
+            return Ok(class);
+        }
+        let mut registered = Vec::new();
+        table.foreach(|name: Symbol, _: Value| {
+            registered.push(format!(":{}", name.name()?));
+            Ok(magnus::r_hash::ForEach::Continue)
+        })?;
+        registered.sort();
+        Err(errors::dependency_error(
+            ruby,
+            format!(
+                "{label} provider :{name} is not available; it is not a registered {label} provider \
+                 (registered: {list})",
+                label = self.label,
+                name = key.name().map(|n| n.into_owned()).unwrap_or_default(),
+                list = if registered.is_empty() { "none".to_string() } else { registered.join(", ") },
+            ),
+        ))
     }
 
     fn key(&self, name: Value) -> Result<Symbol, Error> {
