@@ -174,8 +174,7 @@ RSpec.describe "Bubblewrap escapes" do # rubocop:disable RSpec/DescribeClass
     token = "LG_TOKEN=daemon-#{Process.pid}-#{rand(1_000_000)}"
     script = "setsid /usr/bin/env #{token} /bin/sleep 30 </dev/null >/dev/null 2>&1 & sleep 0.2; echo started"
     expect(sh(sandbox_for, script).stdout).to eq("started\n")
-    sleep 0.2
-    expect(host_processes_with(token)).to eq(0)
+    expect(ProcessHelpers.eventually { host_processes_with(token).zero? }).to be(true)
   end
 
   it "ends a setsid daemon when the session closes" do
@@ -186,8 +185,7 @@ RSpec.describe "Bubblewrap escapes" do # rubocop:disable RSpec/DescribeClass
     expect(session.read(timeout: 5).stdout).to eq("started\n")
     expect(host_processes_with(token)).to eq(1) # the daemon is really running
     session.close
-    sleep 0.2
-    expect(host_processes_with(token)).to eq(0)
+    expect(ProcessHelpers.eventually { host_processes_with(token).zero? }).to be(true)
   end
 
   it "stops a fork bomb under allow_subprocesses: false while threads still work" do

@@ -4,7 +4,7 @@ require "spec_helper"
 
 # The Bubblewrap backend's contract (SPEC §16, §19): probe, construction,
 # open, argv, file operations and launches. The escape attempts live in
-# bubblewrap_escape_spec.rb.
+# bubblewrap_escape_spec.rb and bubblewrap_confinement_spec.rb.
 RSpec.describe LittleGhost::Sandboxes::Bubblewrap do
   bwrap_ready = described_class.probe[:available]
   before { skip "bubblewrap is unavailable here: #{described_class.probe[:reason]}" unless bwrap_ready }
@@ -49,6 +49,20 @@ RSpec.describe LittleGhost::Sandboxes::Bubblewrap do
       result = described_class.probe(executable: "/bin/false")
       expect(result[:available]).to be(false)
       expect(result[:reason]).to include("Bubblewrap is installed but unavailable", "user namespaces")
+    end
+
+    it "runs the functional probe once per executable and again after the binary changes" do
+      directory = temporary_directory
+      counter = File.join(directory, "probes")
+      wrapper = File.join(directory, "bwrap")
+      File.write(wrapper, "#!/bin/sh\necho probed >> #{counter}\nexec /usr/bin/bwrap \"$@\"\n")
+      File.chmod(0o755, wrapper)
+      2.times { expect(described_class.probe(executable: wrapper)[:available]).to be(true) }
+      expect(File.readlines(counter).size).to eq(1)
+      File.write(wrapper, File.read(wrapper) + "# replaced\n")
+      File.utime(Time.now + 5, Time.now + 5, wrapper)
+      expect(described_class.probe(executable: wrapper)[:available]).to be(true)
+      expect(File.readlines(counter).size).to eq(2)
     end
   end
 
@@ -272,9 +286,11 @@ RSpec.describe LittleGhost::Sandboxes::Bubblewrap do
       context = Object.new
       def context.check! = raise(LittleGhost::CancelledError, "The run was cancelled")
       marker = File.join(root, "started")
+      earlier = ProcessHelpers.live_children
       expect { sandbox.start_program(["/usr/bin/touch", marker], context: context) }
         .to raise_error(LittleGhost::CancelledError)
-      sleep 0.1
+      # A child, had one been spawned, would still be running or would have made the marker.
+      expect(ProcessHelpers.live_children - earlier).to be_empty
       expect(File.exist?(marker)).to be(false)
     end
   end

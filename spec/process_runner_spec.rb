@@ -222,7 +222,7 @@ RSpec.describe LittleGhost::Sandbox::ProcessRunner do
       context = Object.new
       context.define_singleton_method(:check!) { raise cancelled if flag }
       pid_file = File.join(dir, "leader")
-      Thread.new { sleep 0.3; flag = true }
+      Thread.new { read_pid(pid_file); flag = true } # cancel once the child is running
       expect { run(["/bin/sh", "-c", "echo $$ > #{pid_file}; sleep 30"], timeout: 30, context: context) }
         .to raise_error { |error| expect(error).to equal(cancelled) }
       expect(live_group_members(read_pid(pid_file))).to be_empty

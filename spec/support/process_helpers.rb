@@ -31,6 +31,11 @@ module ProcessHelpers
     proc_stats.select { |stat| stat[:ppid] == Process.pid && stat[:state] == "Z" }
   end
 
+  # Pids of this Ruby process's children that are still running (not zombies).
+  def live_children
+    proc_stats.filter_map { |stat| stat[:pid] if stat[:ppid] == Process.pid && !%w[Z X].include?(stat[:state]) }
+  end
+
   def open_fds
     Dir.children("/proc/self/fd").size
   end

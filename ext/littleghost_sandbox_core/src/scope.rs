@@ -546,7 +546,7 @@ mod tests {
         let parent = policy_grants(&l);
         let files = [
             Request::new(&l.root, Some(RW)),
-            Request::new(&l.root.join("."), Some(RO)),
+            Request::new(l.root.join("."), Some(RO)),
         ];
         let n = narrow_grants(&parent, &[], Some(&files), Some(&[])).unwrap();
         assert_eq!(summary(&n.grants), vec![(l.root.clone(), RO, true)]);

@@ -2,7 +2,6 @@
 //! EnvironmentPolicy, NetworkPolicy, Policy, Mount) and Workspace: Ruby
 //! coercions that must match Ruby exactly, freezing, value equality over
 //! instance variables, `to_h` and a readable `inspect`.
-#![allow(dead_code)]
 
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -116,6 +115,7 @@ pub fn require_duck(value: Value, what: &str, methods: &[&str]) -> Result<(), Er
 }
 
 fn class_name(value: Value) -> String {
+    // SAFETY: the borrowed name is copied before any other Ruby call can run.
     unsafe { value.classname() }.into_owned()
 }
 

@@ -105,7 +105,7 @@ pub(crate) fn command_argv(ruby: &Ruby, command: Value) -> Result<Vec<RString>, 
     for item in array.into_iter() {
         argv.push(RString::try_convert(item.funcall("to_s", ())?)?);
     }
-    let empty_first = argv.first().map(|s| s.len() == 0).unwrap_or(true);
+    let empty_first = argv.first().map(|s| s.is_empty()).unwrap_or(true);
     if empty_first {
         return Err(errors::tool_error(
             ruby,
@@ -721,12 +721,12 @@ pub(crate) struct HostCommand {
     pub exec_argv0: Option<(Vec<u8>, String)>,
 }
 
+const MOUNT_PATH_NOT_UTF8: &str = "sandbox mount path must be valid UTF-8";
+
 /// 16.5 and B.10: validate, merge the environment, apply the command
 /// wrapper, add the filter when subprocesses are denied, build the argv.
 /// The returned fd holds the filter and must outlive the spawn.
-#[allow(clippy::too_many_arguments)]
-const MOUNT_PATH_NOT_UTF8: &str = "sandbox mount path must be valid UTF-8";
-
+#[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through as they are
 fn wrap_command(
     ruby: &Ruby,
     rb_self: RObject,

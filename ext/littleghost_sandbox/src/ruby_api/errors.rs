@@ -1,6 +1,5 @@
 //! The error hierarchy of SPEC §1, and the one place where core errors become
 //! Ruby exceptions.
-#![allow(dead_code)] // some constructors are used only once each class lands
 
 use littleghost_sandbox_core::Error as CoreError;
 use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
@@ -50,7 +49,6 @@ error_class!(CAPABILITY_ERROR, "CapabilityError");
 error_class!(DEPENDENCY_ERROR, "DependencyError");
 error_class!(UNSUPPORTED_PLATFORM_ERROR, "UnsupportedPlatformError");
 error_class!(CLEANUP_ERROR, "CleanupError");
-error_class!(CONFIGURATION_ERROR, "ConfigurationError");
 error_class!(ABSTRACT_METHOD_ERROR, "AbstractMethodError");
 
 /// `LittleGhost::ToolError` with `message`.
@@ -76,11 +74,6 @@ pub fn dependency_error(ruby: &Ruby, message: impl Into<String>) -> Error {
 /// `LittleGhost::UnsupportedPlatformError` with `message`.
 pub fn unsupported_platform_error(ruby: &Ruby, message: impl Into<String>) -> Error {
     Error::new(ruby.get_inner(&UNSUPPORTED_PLATFORM_ERROR), message.into())
-}
-
-/// `LittleGhost::ConfigurationError` with `message`.
-pub fn configuration_error(ruby: &Ruby, message: impl Into<String>) -> Error {
-    Error::new(ruby.get_inner(&CONFIGURATION_ERROR), message.into())
 }
 
 /// `LittleGhost::AbstractMethodError` with `message`.

@@ -68,7 +68,6 @@ macro_rules! define_data_class {
         )?;
     }};
 }
-#[allow(unused_imports)]
 pub(crate) use define_data_class;
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
@@ -85,7 +84,7 @@ fn success(rb_self: Value) -> Result<bool, Error> {
         return Ok(false);
     }
     let code: Value = rb_self.funcall("exit_code", ())?;
-    Ok(code.funcall::<_, _, bool>("==", (0,))?)
+    code.funcall::<_, _, bool>("==", (0,))
 }
 
 /// Generic method bodies; see [`define_data_class`].

@@ -212,6 +212,7 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
 }
 
 /// The sandbox-exec command for `command` under `scope` (SB.5, SB.6).
+#[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through as they are
 fn seatbelt_command(
     ruby: &Ruby,
     rb_self: RObject,

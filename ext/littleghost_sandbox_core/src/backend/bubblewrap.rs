@@ -597,11 +597,14 @@ pub fn is_executable_file(path: &Path) -> bool {
     path.is_file() && rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_ok()
 }
 
+/// A probed executable's path and file identity: device, inode, mtime.
+type ProbeKey = (PathBuf, u64, u64, i64);
+
 /// Executables whose functional probe passed, keyed by path and file
 /// identity, so a replaced binary is probed again (W18).
-static PROBED: Mutex<Option<HashSet<(PathBuf, u64, u64, i64)>>> = Mutex::new(None);
+static PROBED: Mutex<Option<HashSet<ProbeKey>>> = Mutex::new(None);
 
-fn probe_key(executable: &Path) -> Option<(PathBuf, u64, u64, i64)> {
+fn probe_key(executable: &Path) -> Option<ProbeKey> {
     let meta = std::fs::metadata(executable).ok()?;
     Some((
         executable.to_path_buf(),
@@ -1293,9 +1296,7 @@ mod tests {
 
     #[test]
     fn the_functional_probe_passes_here_and_fails_for_a_non_bwrap() {
-        if !Path::new(DEFAULT_EXECUTABLE).exists() {
-            return;
-        }
+        require_bwrap();
         assert_eq!(functional_probe(Path::new(DEFAULT_EXECUTABLE)), Ok(()));
         // /bin/false "probes" unsuccessfully: the reason names the generic failure.
         let reason = functional_probe(Path::new("/bin/false")).unwrap_err();
@@ -1361,21 +1362,31 @@ mod tests {
         assert_eq!(classify_exec_failure(None, b"", missing, b"nope"), None);
     }
 
-    /// Runs the real bwrap (when installed) with `argv` and returns (exit code, stdout, stderr).
+    /// Fails the test (never passes it silently) where bwrap is missing: these
+    /// tests are the only proof that the argv works with the real binary.
+    fn require_bwrap() {
+        assert!(
+            Path::new(DEFAULT_EXECUTABLE).exists(),
+            "this test runs the real bwrap, which is not installed at {DEFAULT_EXECUTABLE} \
+             (run bin/setup, or `apt-get install bubblewrap`)"
+        );
+    }
+
+    /// Runs the real bwrap with `argv` and returns (exit code, stdout, stderr).
     fn run_bwrap(
         options: &[OsString],
         command: &[&str],
         keep_fd: Option<RawFd>,
-    ) -> Option<(Option<i32>, String, String)> {
+    ) -> (Option<i32>, String, String) {
         use std::os::unix::process::CommandExt;
-        if !Path::new(DEFAULT_EXECUTABLE).exists() {
-            eprintln!("skipped: bwrap is not installed");
-            return None;
-        }
+        require_bwrap();
         let mut cmd = std::process::Command::new(DEFAULT_EXECUTABLE);
         cmd.args(options).arg("--").args(command).env_clear();
         if let Some(fd) = keep_fd {
             // Keep only this fd across bwrap's exec.
+            // SAFETY: the closure runs between fork and exec and only calls
+            // fcntl, which is async-signal-safe; it allocates nothing and
+            // touches no lock.
             unsafe {
                 cmd.pre_exec(move || {
                     if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
@@ -1386,11 +1397,11 @@ mod tests {
             }
         }
         let out = cmd.output().unwrap();
-        Some((
+        (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
-        ))
+        )
     }
 
     #[test]
@@ -1405,10 +1416,7 @@ mod tests {
         let options = bubblewrap_args(&launch, &RealHost).unwrap();
         // Writes the current value back: harmless if the bind were missing.
         let script = "v=$(cat /proc/sys/fs/lease-break-time); echo $v > /proc/sys/fs/lease-break-time && echo wrote; echo $v";
-        let Some((_, stdout, stderr)) = run_bwrap(&options, &["/bin/sh", "-c", script], None)
-        else {
-            return;
-        };
+        let (_, stdout, stderr) = run_bwrap(&options, &["/bin/sh", "-c", script], None);
         let host = std::fs::read_to_string("/proc/sys/fs/lease-break-time").unwrap();
         assert_eq!(stdout, host, "{stderr}");
         assert!(stderr.contains("Read-only file system"), "{stderr}");
@@ -1436,11 +1444,8 @@ mod tests {
         // Builtins only until the last line: under the filter the shell cannot fork.
         let script =
             "echo hidden/*; read line < hidden/kept/file; echo $line; /bin/true; echo spawned";
-        let Some((code, stdout, stderr)) =
-            run_bwrap(&options, &["/bin/sh", "-c", script], launch.seccomp_fd)
-        else {
-            return;
-        };
+        let (code, stdout, stderr) =
+            run_bwrap(&options, &["/bin/sh", "-c", script], launch.seccomp_fd);
         assert_eq!(stdout, "hidden/kept\nk\n", "{stderr}");
         assert!(stderr.contains("Cannot fork"), "{stderr}");
         assert_ne!(code, Some(0));
@@ -1450,9 +1455,7 @@ mod tests {
     fn real_bwrap_exec_failures_match_the_classifier() {
         let launch = Launch::new(RootFilesystem::Isolated, vec![ro("/usr")], "/usr".into());
         let options = bubblewrap_args(&launch, &RealHost).unwrap();
-        let Some((code, stdout, stderr)) = run_bwrap(&options, &["no-such-program"], None) else {
-            return;
-        };
+        let (code, stdout, stderr) = run_bwrap(&options, &["no-such-program"], None);
         assert_eq!(
             classify_exec_failure(
                 code,
@@ -1463,7 +1466,7 @@ mod tests {
             Some(ExecFailure::NotFound),
             "{code:?} {stderr}"
         );
-        let (code, stdout, stderr) = run_bwrap(&options, &["/usr/share"], None).unwrap();
+        let (code, stdout, stderr) = run_bwrap(&options, &["/usr/share"], None);
         assert_eq!(
             classify_exec_failure(code, stdout.as_bytes(), stderr.as_bytes(), b"/usr/share"),
             Some(ExecFailure::NotExecutable),
