@@ -20,6 +20,10 @@ Gem::Specification.new do |spec|
     "LICENSE", "CHANGELOG.md"
   ]
   spec.require_paths = ["lib"]
+  # The native classes are documented in lib/littleghost/sandbox/documentation/*.rb (RDoc directives only), which
+  # `gem install` feeds to rdoc/ri with the require paths; README.md is the main page of the generated site.
+  spec.extra_rdoc_files = ["README.md", "CHANGELOG.md", "LICENSE"]
+  spec.rdoc_options = ["--main", "README.md", "--title", "littleghost-sandbox"]
   spec.extensions = ["ext/littleghost_sandbox/extconf.rb"]
   # The project's public addresses; the documentation is the class documentation the homepage names.
   spec.metadata["homepage_uri"] = spec.homepage

@@ -1,8 +1,10 @@
 # frozen_string_literal: true
 
+#--
 # The thin configuration layer (SPEC §23): LittleGhost.configure stores
 # validated sandbox and workspace declarations; Sandbox.build and
 # Workspace.build turn a declaration into an instance.
+#++
 module LittleGhost
   class Sandbox
     # Declarations: a Symbol (or String) provider name, a callable, or a Hash with :provider (CF.2).
@@ -71,22 +73,60 @@ module LittleGhost
       end
     end
 
-    # Holds what LittleGhost.configure sets (CF.1).
+    # Holds what LittleGhost.configure sets (CF.1): the sandbox and workspace declarations.
+    #
+    #   LittleGhost.configure do |config|
+    #     config.workspace = {provider: :directory, root: "/srv/agent", paths: {source: "source"}}
+    #     config.sandbox = {provider: :native, files: {root: :read_write, source: :read_only}, network: :none}
+    #   end
     class Configuration
-      attr_reader :sandbox, :workspace
+      # The sandbox declaration (nil until set): a Symbol provider name, a callable, or a frozen Hash with
+      # <tt>:provider</tt>; pass it to Sandbox.build.
+      #
+      #   LittleGhost.configuration.sandbox   # => {provider: :native, files: {...}, network: :none}
+      attr_reader :sandbox
 
-      # Stores a validated sandbox declaration (nil means Sandboxes::Unrestricted).
+      # The workspace declaration (nil until set); pass it to Workspace.build.
+      #
+      #   LittleGhost.configuration.workspace   # => {provider: :directory, root: "/srv/agent"}
+      attr_reader :workspace
+
+      # Stores a validated sandbox declaration (nil means Sandboxes::Unrestricted): a provider name (Symbol or
+      # String), a callable, or a Hash with <tt>:provider</tt> plus Policy keys, +limits+, +profiles+ and backend
+      # options. Raises ArgumentError for anything else.
+      #
+      #   config.sandbox = {provider: "native", files: {root: :read_write}, tmpfs_size: 64 << 20}
       def sandbox=(declaration)
         @sandbox = Declaration.validate(declaration, base: Sandbox, label: "sandbox")
       end
 
-      # Stores a validated workspace declaration.
+      # Stores a validated workspace declaration: a Hash with <tt>:provider</tt> (<tt>:directory</tt> is
+      # Workspace) and the keywords of Workspace.new, a provider name, or a callable. Raises ArgumentError for
+      # anything else.
+      #
+      #   config.workspace = {provider: :directory, root: "/srv/agent", paths: {source: "source"}}
       def workspace=(declaration)
         @workspace = Declaration.validate(declaration, base: Workspace, label: "workspace")
       end
     end
 
-    # Builds the sandbox a declaration describes for workspace (CF.3).
+    # :call-seq:
+    #   build(declaration, workspace:) -> Sandbox
+    #
+    # Builds the sandbox a declaration describes for +workspace+ (CF.3), unopened. +declaration+ is nil
+    # (Sandboxes::Unrestricted), a provider name (Symbol or String, resolved with ::resolve_provider), a callable, or
+    # a Hash with <tt>:provider</tt>: its Policy keys (+files+, +runtime_paths+, +root_filesystem+, +environment+,
+    # +network+) become the policy and the rest (+limits+, +profiles+, backend options) go to the backend's +new+.
+    #
+    # Raises ArgumentError for a malformed declaration, LittleGhost::DependencyError for an unknown provider
+    # (listing the registered ones), LittleGhost::ConfigurationError when a callable returns something else than a
+    # Sandbox, and what the backend's constructor raises (LittleGhost::PolicyError, LittleGhost::CapabilityError).
+    #
+    #   sandbox = LittleGhost::Sandbox.build(
+    #     {provider: :native, files: {root: :read_write, source: :read_only}, network: :none, limits: {read_bytes: 65_536}},
+    #     workspace: workspace
+    #   )
+    #   sandbox.class   # => LittleGhost::Sandboxes::Native
     def self.build(declaration, workspace:)
       declaration = Declaration.validate(declaration, base: Sandbox, label: "sandbox")
       return Sandboxes::Unrestricted.new(workspace: workspace) if declaration.nil?
@@ -102,7 +142,16 @@ module LittleGhost
   end
 
   class Workspace
-    # Builds the workspace a declaration describes (CF.4); :directory is Workspace itself.
+    # :call-seq:
+    #   build(declaration) -> Workspace
+    #
+    # Builds the (unopened) workspace a declaration describes (CF.4): a Hash with <tt>:provider</tt>
+    # (<tt>:directory</tt> is Workspace itself) and the keywords of ::new, a provider name or a callable.
+    #
+    # Raises LittleGhost::ConfigurationError "no workspace is configured" for nil, LittleGhost::DependencyError for
+    # an unknown provider, ArgumentError for a malformed declaration.
+    #
+    #   workspace = LittleGhost::Workspace.build({provider: :directory, root: "/srv/agent", paths: {source: "source"}})
     def self.build(declaration)
       declaration = Sandbox::Declaration.validate(declaration, base: Workspace, label: "workspace")
       if declaration.nil?
@@ -119,7 +168,9 @@ module LittleGhost
 
   # Defined only when the framework has not defined them already (0.3).
   unless respond_to?(:configuration)
-    # The process-wide configuration.
+    # The process-wide LittleGhost::Sandbox::Configuration (created on first use).
+    #
+    #   LittleGhost::Sandbox.build(LittleGhost.configuration.sandbox, workspace: workspace)
     def self.configuration
       @configuration ||= Sandbox::Configuration.new
     end
@@ -137,7 +188,14 @@ module LittleGhost
   end
 
   unless respond_to?(:configure)
-    # Yields the configuration and returns it.
+    # :call-seq:
+    #   configure { |config| ... } -> Configuration
+    #
+    # Yields the process-wide LittleGhost::Sandbox::Configuration and returns it.
+    #
+    #   LittleGhost.configure do |config|
+    #     config.sandbox = {provider: :native, files: {root: :read_write}, network: :none}
+    #   end
     def self.configure
       yield configuration if block_given?
       configuration

@@ -1,0 +1,205 @@
+# frozen_string_literal: true
+
+#--
+# Documentation only: LittleGhost::Sandboxes::Bubblewrap is defined by the Rust extension. This file defines nothing.
+#++
+
+module LittleGhost
+  module Sandboxes
+    # Provider <tt>:bubblewrap</tt> (Linux): every program runs in fresh user, pid, ipc, uts, cgroup and (unless
+    # the network is <tt>:inherit</tt>) network namespaces through +bwrap+, seeing only the granted workspace paths
+    # (identity binds, read-only where the policy says so), read-only <tt>/usr</tt> and a fresh <tt>/dev</tt>,
+    # <tt>/proc</tt> and size-bounded tmpfs <tt>/tmp</tt> and <tt>/run</tt>; with all capabilities dropped, no
+    # nested user namespaces, and a seccomp filter. The PID namespace ends every descendant with the sandbox
+    # (<tt>:process_tree_ownership</tt>). File operations go through the broker. Network: <tt>:none</tt> (the
+    # default) or <tt>:inherit</tt>.
+    #
+    # Needs the +bubblewrap+ package and unprivileged user namespaces; if either is missing, #open (and ::probe)
+    # says what to install or enable, and nothing runs unsandboxed.
+    #
+    #   sandbox = LittleGhost::Sandboxes::Bubblewrap.new(
+    #     workspace: workspace,
+    #     policy: {files: {root: :read_write}, network: :none},
+    #     tmpfs_size: 64 * 1024 * 1024
+    #   ).open
+    #   sandbox.execute_program(["ls", "/"], timeout: 10).stdout   # only what the sandbox shows
+    class Bubblewrap < LittleGhost::Sandbox
+      ##
+      # :singleton-method: new
+      # :call-seq:
+      #   new(workspace:, policy: nil, profiles: {}, limits: {}, bubblewrap: DEFAULT_EXECUTABLE, platform: RUBY_PLATFORM, command_wrapper: nil, proc: :new, tmpfs: ["/tmp", "/run"], tmpfs_size: 268_435_456, masks: [], runtime_roots: RUNTIME_ROOTS, uid: nil, gid: nil, relay: nil, gateway_options: {}) -> sandbox
+      #
+      # Records the options without touching the host (see Sandbox.new for the common ones):
+      #
+      # +bubblewrap+:: path of the +bwrap+ executable (<tt>"/usr/bin/bwrap"</tt>).
+      # +platform+:: the platform to assume (tests).
+      # +command_wrapper+:: an argv prefix Array, or a callable <tt>call(argv:, workspace:, scope:) -> argv</tt>,
+      #                     applied to every command inside the sandbox.
+      # +proc+:: <tt>:new</tt> (a fresh <tt>/proc</tt>), <tt>:none</tt>, or a Mount Hash mounted at <tt>/proc</tt>.
+      # +tmpfs+:: paths that get an empty, writable tmpfs.
+      # +tmpfs_size+:: the size in bytes of each tmpfs (default 256 MiB), a positive Integer.
+      # +masks+:: paths hidden behind an empty read-only tmpfs.
+      # +runtime_roots+:: host directories bound read-only under <tt>root_filesystem: :isolated</tt>
+      #                   (<tt>["/usr"]</tt>).
+      # +uid+, +gid+:: the ids the child sees (Integers >= 0).
+      # +relay+, +gateway_options+:: the allowlist gateway (not implemented yet).
+      #
+      # Raises LittleGhost::PolicyError for a bad +proc+, +tmpfs_size+, mount path, +uid+ or +gid+;
+      # LittleGhost::CapabilityError for <tt>network: :allowlist</tt> ("allowlist networking is not implemented
+      # yet", at construction or #open); ArgumentError for an unknown keyword.
+      #
+      #   LittleGhost::Sandboxes::Bubblewrap.new(workspace: workspace, masks: ["/srv/agent/secrets"], tmpfs_size: 32 << 20)
+
+      ##
+      # :singleton-method: probe
+      # :call-seq:
+      #   probe(executable: nil, bubblewrap: nil, platform: nil) -> {available:, reason:, capabilities:}
+      #
+      # Runs +bwrap+ once with the namespaces a sandbox needs and reports the result; the reason of an
+      # unavailable probe is actionable ("Bubblewrap is not installed at PATH", "Bubblewrap is supported only on
+      # Linux", "Bubblewrap is installed but unavailable: ..."). Never raises for an unusable host.
+      #
+      #   LittleGhost::Sandboxes::Bubblewrap.probe[:available]   # => true where user namespaces work
+
+      ##
+      # :singleton-method: backend_capabilities
+      # :call-seq:
+      #   backend_capabilities -> Capabilities
+      #
+      # What every Bubblewrap sandbox enforces, whatever its policy: all file operations, execute, spawn,
+      # <tt>:process_tree_ownership</tt>, <tt>:process_spawn_denial</tt> (x86_64 and aarch64), network
+      # <tt>[:inherit, :none]</tt>, isolation <tt>:namespace</tt>.
+      #
+      #   LittleGhost::Sandboxes::Bubblewrap.backend_capabilities.isolation   # => :namespace
+
+      ##
+      # :method: effective_policy
+      # :call-seq:
+      #   effective_policy -> Policy
+      #
+      # The requested policy with a nil network as <tt>:none</tt>.
+      #
+      #   sandbox.effective_policy.network.mode   # => :none
+
+      ##
+      # :method: capabilities
+      # :call-seq:
+      #   capabilities -> Capabilities
+      #
+      # Same as ::backend_capabilities.
+      #
+      #   sandbox.capabilities.supports?(:process_tree_ownership)   # => true
+
+      ##
+      # :method: writable?
+      # :call-seq:
+      #   writable? -> true or false
+      #
+      # True when some tool-visible grant is read-write.
+      #
+      #   sandbox.writable?   # => true
+
+      ##
+      # :method: open
+      # :call-seq:
+      #   open(run: nil) -> self
+      #   open(run: nil) { |sandbox| ... } -> result of the block
+      #
+      # Checks the platform, the +bwrap+ executable and the grant directories, pins their identities, and runs the
+      # functional probe (cached per executable); idempotent. See Sandbox#open for the block form.
+      #
+      # Raises LittleGhost::UnsupportedPlatformError "Bubblewrap sandboxing is supported only on Linux",
+      # LittleGhost::DependencyError (bwrap missing, or user namespaces blocked, with what to do),
+      # LittleGhost::PolicyError "sandbox mount source is not a directory" / "is unavailable".
+      #
+      #   sandbox.open { |box| box.execute_program(["true"], timeout: 5).success? }   # => true
+
+      ##
+      # :method: close
+      # :call-seq:
+      #   close -> nil
+      #
+      # Terminates every live process and session this sandbox or its scopes started and marks it unopened;
+      # idempotent. See Sandbox#close.
+      #
+      #   sandbox.close   # => nil
+
+      ##
+      # :method: read
+      # :call-seq:
+      #   read(path, context: nil) -> String
+      #
+      # Reads through the broker (no process is started); see Sandbox#read.
+      #
+      #   sandbox.read("notes.md")   # => "hello\n"
+
+      ##
+      # :method: list
+      # :call-seq:
+      #   list(path = ".", context: nil) -> String
+      #
+      # Lists through the broker; see Sandbox#list.
+      #
+      #   sandbox.list("source")   # => "app.rb"
+
+      ##
+      # :method: write
+      # :call-seq:
+      #   write(path, content, context: nil) -> String
+      #
+      # Writes through the broker; see Sandbox#write.
+      #
+      #   sandbox.write("notes.md", "hi")   # => "Wrote 2 bytes to notes.md"
+
+      ##
+      # :method: replace
+      # :call-seq:
+      #   replace(path, old_text, new_text, context: nil) -> String
+      #
+      # Replaces through the broker; see Sandbox#replace.
+      #
+      #   sandbox.replace("notes.md", "hi", "yo")   # => "Wrote 2 bytes to notes.md"
+
+      ##
+      # :method: execute_program
+      # :call-seq:
+      #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil) -> Execution
+      #
+      # Runs +argv+ inside +bwrap+ (opening lazily); a bare program name is found inside the sandbox. +cwd+ is
+      # logical, or an absolute in-sandbox path, and must lie in a selected grant or a tmpfs. A scope without
+      # <tt>:process_spawn</tt> runs the child under the subprocess filter. See Sandbox#execute_program.
+      #
+      # Raises LittleGhost::PolicyError "sandbox working directory is outside the selected scope", "sandbox mount
+      # source changed after opening", and the errors of Sandbox#execute_program and #open.
+      #
+      #   sandbox.execute_program(["sh", "-c", "echo $HOME; ls /"], timeout: 10).stdout
+
+      ##
+      # :method: start_program
+      # :call-seq:
+      #   start_program(argv, allow_subprocesses: true, **options) -> ProcessSession
+      #
+      # Starts +argv+ inside +bwrap+ as a ProcessSession; <tt>allow_subprocesses: false</tt> installs a seccomp
+      # filter under which the child may create threads but no processes. See Sandbox#start_program.
+      #
+      # Raises LittleGhost::CapabilityError when the filter cannot be installed on this architecture.
+      #
+      #   session = sandbox.start_program(["sh", "-c", "sh -c true"], allow_subprocesses: false)
+      #   session.wait(timeout: 5).exitstatus   # => 2
+      #   session.read(timeout: 1).stderr      # => "sh: 1: Cannot fork\n"
+      #   session.close
+
+      ##
+      # :method: bubblewrap_args
+      # :call-seq:
+      #   bubblewrap_args(mounts: nil, cwd: nil, environment: nil, inherit_environment: nil, network: nil) -> Array of String
+      #
+      # The +bwrap+ options (everything before <tt>--</tt>) a launch would use, for inspection and tests; works
+      # before #open. Defaults: the policy's grants, the workspace root, the policy's environment and network.
+      #
+      # Raises LittleGhost::PolicyError like #execute_program.
+      #
+      #   sandbox.bubblewrap_args.first(3)   # => ["--unshare-user", "--disable-userns", "--unshare-pid"]
+    end
+  end
+end

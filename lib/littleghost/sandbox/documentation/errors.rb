@@ -1,0 +1,118 @@
+# frozen_string_literal: true
+
+#--
+# Documentation only: the LittleGhost error classes are defined by the Rust extension (reopened if the framework
+# defined them first). This file defines nothing.
+#++
+
+# The LittleGhost namespace. This gem (<tt>require "littleghost/sandbox"</tt>) provides LittleGhost::Sandbox, its
+# backends in LittleGhost::Sandboxes, LittleGhost::Workspace, the errors below, and LittleGhost.configure.
+#
+# Errors, all under LittleGhost::Error:
+#
+#   LittleGhost::Error < StandardError
+#     ConfigurationError           invalid trusted configuration
+#       SandboxConfigurationError  sandbox set-up problems found before any model work
+#         UnsupportedPlatformError the backend cannot run on this OS
+#         DependencyError          an unknown provider, or a missing or unusable dependency
+#         CapabilityError          a control cannot be enforced; a scope tries to widen
+#         PolicyError              an invalid policy, limits or declaration
+#     AbstractMethodError          a base-class operation a backend did not implement
+#     ToolError                    an expected per-operation failure; the message is safe to show a model
+#     CancelledError               cancellation observed
+#     DeadlineExceededError        a deadline observed
+#     CleanupError                 a managed resource failed to close
+#
+#   begin
+#     sandbox.read(path)
+#   rescue LittleGhost::ToolError => e
+#     "error: #{e.message}"            # hand it back to the model
+#   end
+module LittleGhost
+  # The base of every error this gem raises.
+  #
+  #   rescue LittleGhost::Error => e
+  class Error < StandardError
+  end
+
+  # Invalid trusted configuration (a bad declaration, a provider that returned the wrong class).
+  #
+  #   LittleGhost::Workspace.build(nil)
+  #   # LittleGhost::ConfigurationError: no workspace is configured; set config.workspace = {provider: :directory, root: "..."}
+  class ConfigurationError < Error
+  end
+
+  # A sandbox set-up problem detected before any model work: the base of UnsupportedPlatformError,
+  # DependencyError, CapabilityError and PolicyError. Rescue it around Sandbox.build and Sandbox#open.
+  #
+  #   begin
+  #     sandbox = LittleGhost::Sandbox.build(declaration, workspace: workspace).open
+  #   rescue LittleGhost::SandboxConfigurationError => e
+  #     abort "cannot start the sandbox: #{e.message}"
+  #   end
+  class SandboxConfigurationError < ConfigurationError
+  end
+
+  # The backend cannot run on this operating system.
+  #
+  #   LittleGhost::Sandboxes::Seatbelt.new(workspace: workspace).open   # on Linux
+  #   # LittleGhost::UnsupportedPlatformError: Seatbelt sandboxing requires macOS and /usr/bin/sandbox-exec
+  class UnsupportedPlatformError < SandboxConfigurationError
+  end
+
+  # A provider name that is not registered (the message lists the registered ones), or a dependency that is
+  # missing or unusable (the message says what to install or enable).
+  #
+  #   LittleGhost::Sandbox.resolve_provider(:bwrap)
+  #   # LittleGhost::DependencyError: sandbox provider :bwrap is not available; it is not a registered sandbox
+  #   #   provider (registered: :bubblewrap, :native, :seatbelt, :unrestricted)
+  class DependencyError < SandboxConfigurationError
+  end
+
+  # A control the backend cannot enforce, or a scope that would widen its parent.
+  #
+  #   sandbox.scope(files: {source: :read_write})   # source is read-only in the policy
+  #   # LittleGhost::CapabilityError: sandbox scope cannot make a read-only mount writable
+  class CapabilityError < SandboxConfigurationError
+  end
+
+  # An invalid policy, limits value or declaration.
+  #
+  #   LittleGhost::Sandbox::Limits.new(read_bytes: 0)
+  #   # LittleGhost::PolicyError: sandbox read_bytes must be positive
+  class PolicyError < SandboxConfigurationError
+  end
+
+  # An operation of the Sandbox base class that the backend does not implement.
+  #
+  #   LittleGhost::Sandbox.new(workspace: workspace).read("a")   # LittleGhost::AbstractMethodError
+  class AbstractMethodError < Error
+  end
+
+  # An expected failure of one operation (a refused or missing path, a limit, a timeout). Its message never
+  # embeds host paths or internal exception text, so it is safe to show a model.
+  #
+  #   sandbox.read("missing.md")   # LittleGhost::ToolError: Path does not exist
+  class ToolError < Error
+  end
+
+  # Raised by a context's <tt>check!</tt> once its run was cancelled; the sandbox kills the running program and
+  # re-raises it unchanged.
+  #
+  #   sandbox.execute_program(["sleep", "60"], timeout: 120, context: run_context)   # CancelledError when cancelled
+  class CancelledError < Error
+  end
+
+  # Raised by a context's <tt>check!</tt> once its deadline passed; handled like CancelledError.
+  #
+  #   raise LittleGhost::DeadlineExceededError, "The run deadline was reached"
+  class DeadlineExceededError < Error
+  end
+
+  # A managed resource failed to close.
+  #
+  #   rescue LittleGhost::CleanupError => e
+  #     logger.warn(e.message)
+  class CleanupError < Error
+  end
+end
