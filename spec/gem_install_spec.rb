@@ -42,6 +42,10 @@ RSpec.describe "gem packaging" do
 
       gem_dir = Dir[File.join(gem_home, "gems", "littleghost-sandbox-*")].first
       expect(Dir[File.join(gem_dir, "**", "littleghost_sandbox.so")].size).to eq(1)
+      helpers = Dir[File.join(gem_dir, "**", "littleghost-sandbox-helper")]
+      expect(helpers.size).to eq(1)
+      expect(File.dirname(helpers.first)).to eq(File.dirname(Dir[File.join(gem_dir, "**", "littleghost_sandbox.so")].first))
+      expect(File.executable?(helpers.first)).to be(true)
       expect(Dir[File.join(gem_dir, "**", "target")]).to be_empty
       expect(tree_bytes(gem_dir)).to be < 40 * 1024 * 1024
       %w[LICENSE CHANGELOG.md README.md].each { |file| expect(File).to exist(File.join(gem_dir, file)) }

@@ -7,10 +7,11 @@
 # runs on a terminal, cargo's progress goes to that terminal as well; the
 # captured log keeps it either way.
 #
-# Usage: ruby build.rb MANIFEST PACKAGE TARGET_DIR
-manifest, package, target_dir = ARGV
+# Usage: ruby build.rb MANIFEST TARGET_DIR PACKAGE...
+manifest, target_dir, *packages = ARGV
 cargo = ENV.fetch("CARGO", "cargo")
-command = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "-p", package, "--target-dir", target_dir]
+command = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target-dir", target_dir,
+           *packages.flat_map { |package| ["-p", package] }]
 
 terminal = begin
   File.open("/dev/tty", "w")

@@ -51,6 +51,9 @@ target_dir =
     File.expand_path(ENV.fetch("CARGO_TARGET_DIR"), Dir.pwd)
   end
 built = File.join(target_dir, "release", "lib#{ext_name}.#{RUBY_PLATFORM.include?("darwin") ? "dylib" : "so"}")
+# The helper executable is installed beside the extension, where the extension looks for it.
+helper = "littleghost-sandbox-helper"
+built_helper = File.join(target_dir, "release", helper)
 # Only a directory this script created is ever removed.
 remove_target = owned_target ? "rm -rf #{target_dir.shellescape}" : "@true"
 build_script = File.join(__dir__, "build.rb")

@@ -8,5 +8,8 @@ use magnus::{Error, Ruby};
 
 #[magnus::init(name = "littleghost_sandbox")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
+    if let Some(directory) = helpers::location::library_directory() {
+        littleghost_sandbox_core::helper::set_directory(&directory);
+    }
     ruby_api::init(ruby)
 }

@@ -8,6 +8,7 @@ pub mod backend;
 pub mod error;
 pub mod fs;
 pub mod grants;
+pub mod helper;
 pub mod paths;
 pub mod process;
 pub mod scope;
