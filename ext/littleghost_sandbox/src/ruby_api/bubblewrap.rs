@@ -802,10 +802,16 @@ fn wrap_command(
             .collect::<Result<_, _>>()?;
     }
 
-    // Every child runs under a filter: keyrings are denied always, processes
+    // Every child runs under one filter: keyrings and set-id, device,
+    // foreign-owner and xattr planting (H.2) are denied always, processes
     // too when they are not allowed. Where no filter exists for this
     // architecture, only the subprocess denial is refused (it was promised).
-    let filter = match seccomp::filter_fd(!allow_subprocesses) {
+    let rules = seccomp::Filter::for_launch(
+        !allow_subprocesses,
+        rb_self.ivar_get("@uid")?,
+        rb_self.ivar_get("@gid")?,
+    );
+    let filter = match seccomp::filter_fd(&rules) {
         Ok(fd) => Some(fd),
         Err(_) if allow_subprocesses => None,
         Err(error) => return Err(errors::from_core(ruby, error)),

@@ -1430,7 +1430,10 @@ mod tests {
         );
         launch.masks = vec![root.join("hidden")];
         launch.workspace_paths = vec![root.clone()];
-        let filter = crate::backend::seccomp::filter_fd(true).unwrap();
+        let filter = crate::backend::seccomp::filter_fd(
+            &crate::backend::seccomp::Filter::for_launch(true, None, None),
+        )
+        .unwrap();
         launch.seccomp_fd = Some(filter.as_raw_fd());
         let options = bubblewrap_args(&launch, &RealHost).unwrap();
         // Builtins only until the last line: under the filter the shell cannot fork.
