@@ -45,6 +45,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
         "COMPATIBILITY_ROOTS",
         frozen_strings(ruby, &bw::COMPATIBILITY_ROOTS),
     )?;
+    class.const_set("DEFAULT_TMPFS_SIZE", bw::DEFAULT_TMPFS_SIZE)?;
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
     class.define_method("initialize", method!(initialize, -1))?;
@@ -261,7 +262,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 // ---------------------------------------------------------------------------
 // Construction (B.4).
 
-const OPTIONS: [&str; 14] = [
+const OPTIONS: [&str; 15] = [
     "policy",
     "profiles",
     "limits",
@@ -276,6 +277,7 @@ const OPTIONS: [&str; 14] = [
     "runtime_roots",
     "uid",
     "gid",
+    "tmpfs_size",
 ];
 
 /// Records the backend options of B.4 without touching the host; a nil policy counts as `{}`.
@@ -333,6 +335,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     rb_self.ivar_set("@runtime_roots", expanded)?;
     rb_self.ivar_set("@uid", id_option(ruby, "uid", get("uid"))?)?;
     rb_self.ivar_set("@gid", id_option(ruby, "gid", get("gid"))?)?;
+    rb_self.ivar_set("@tmpfs_size", tmpfs_size_option(ruby, get("tmpfs_size"))?)?;
 
     let requested: Value = rb_self.ivar_get("@policy")?;
     let effective = policy_with_network_default(ruby, requested)?;
@@ -390,6 +393,23 @@ fn id_option(ruby: &Ruby, name: &str, value: Option<Value>) -> Result<Option<u32
         None => Err(errors::policy_error(
             ruby,
             format!("bubblewrap {name} must be an integer >= 0"),
+        )),
+    }
+}
+
+/// `tmpfs_size:` (H.3) must be a positive Integer (bytes); nil means the default.
+fn tmpfs_size_option(ruby: &Ruby, value: Option<Value>) -> Result<u64, Error> {
+    let Some(value) = value else {
+        return Ok(bw::DEFAULT_TMPFS_SIZE);
+    };
+    match magnus::Integer::from_value(value).and_then(|i| i.to_u64().ok()) {
+        Some(size) if size > 0 => Ok(size),
+        _ => Err(errors::policy_error(
+            ruby,
+            format!(
+                "bubblewrap tmpfs_size must be a positive Integer (bytes), got {}",
+                value.inspect()
+            ),
         )),
     }
 }
@@ -605,6 +625,7 @@ fn launch_options(
     launch.uid = rb_self.ivar_get("@uid")?;
     launch.gid = rb_self.ivar_get("@gid")?;
     launch.seccomp_fd = inputs.seccomp_fd;
+    launch.tmpfs_size = rb_self.ivar_get("@tmpfs_size")?;
     errors::core_result(ruby, bw::bubblewrap_args(&launch, &host))
 }
 
@@ -802,10 +823,16 @@ fn wrap_command(
             .collect::<Result<_, _>>()?;
     }
 
-    // Every child runs under a filter: keyrings are denied always, processes
+    // Every child runs under one filter: keyrings and set-id, device,
+    // foreign-owner and xattr planting (H.2) are denied always, processes
     // too when they are not allowed. Where no filter exists for this
     // architecture, only the subprocess denial is refused (it was promised).
-    let filter = match seccomp::filter_fd(!allow_subprocesses) {
+    let rules = seccomp::Filter::for_launch(
+        !allow_subprocesses,
+        rb_self.ivar_get("@uid")?,
+        rb_self.ivar_get("@gid")?,
+    );
+    let filter = match seccomp::filter_fd(&rules) {
         Ok(fd) => Some(fd),
         Err(_) if allow_subprocesses => None,
         Err(error) => return Err(errors::from_core(ruby, error)),

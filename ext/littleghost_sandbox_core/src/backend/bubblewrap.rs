@@ -28,6 +28,8 @@ pub const RUNTIME_ROOTS: [&str; 1] = ["/usr"];
 /// Merged-/usr compatibility entries: recreated as symlinks or bound (B.1, B.8 step 4b).
 pub const COMPATIBILITY_ROOTS: [&str; 4] = ["/bin", "/sbin", "/lib", "/lib64"];
 /// The message of B.7.
+/// H.3: the size of every tmpfs a launch mounts, unless `tmpfs_size:` says otherwise.
+pub const DEFAULT_TMPFS_SIZE: u64 = 256 * 1024 * 1024;
 pub const CWD_OUTSIDE_SCOPE: &str = "sandbox working directory is outside the selected scope";
 
 /// `Policy#root_filesystem` (8.1).
@@ -134,6 +136,8 @@ pub struct Launch {
     pub gid: Option<u32>,
     /// A file descriptor holding the filter of `seccomp.rs`, kept open across bwrap's exec.
     pub seccomp_fd: Option<RawFd>,
+    /// Bytes each tmpfs may hold (H.3): tmpfs pages are host memory.
+    pub tmpfs_size: u64,
 }
 
 impl Launch {
@@ -155,6 +159,7 @@ impl Launch {
             uid: None,
             gid: None,
             seccomp_fd: None,
+            tmpfs_size: DEFAULT_TMPFS_SIZE,
         }
     }
 }
@@ -312,24 +317,31 @@ pub fn validate_environment(environment: &[(String, String)]) -> Result<()> {
 }
 
 /// Accumulates an argv of OS strings.
-#[derive(Default)]
-struct Argv(Vec<OsString>);
+struct Argv {
+    args: Vec<OsString>,
+    tmpfs_size: u64,
+}
 
 impl Argv {
+    /// A tmpfs at `path`, never larger than the launch's size (H.3).
+    fn tmpfs(&mut self, path: &Path) {
+        self.value("--size", self.tmpfs_size.to_string());
+        self.path("--tmpfs", path);
+    }
     fn flag(&mut self, flag: &str) {
-        self.0.push(flag.into());
+        self.args.push(flag.into());
     }
     fn path(&mut self, flag: &str, path: &Path) {
         self.value(flag, path.as_os_str());
     }
     fn value(&mut self, flag: &str, value: impl AsRef<OsStr>) {
-        self.0.push(flag.into());
-        self.0.push(value.as_ref().to_owned());
+        self.args.push(flag.into());
+        self.args.push(value.as_ref().to_owned());
     }
     fn two(&mut self, flag: &str, first: &OsStr, second: &OsStr) {
-        self.0.push(flag.into());
-        self.0.push(first.to_owned());
-        self.0.push(second.to_owned());
+        self.args.push(flag.into());
+        self.args.push(first.to_owned());
+        self.args.push(second.to_owned());
     }
     fn bind(&mut self, grant: &Grant) {
         let flag = if grant.access.writable() {
@@ -368,7 +380,10 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
         &launch.workspace_paths,
     )?;
     let isolated = launch.root_filesystem == RootFilesystem::Isolated;
-    let mut argv = Argv::default();
+    let mut argv = Argv {
+        args: Vec::new(),
+        tmpfs_size: launch.tmpfs_size,
+    };
 
     // 1. Namespaces and privileges. `--disable-userns` (bwrap >= 0.8) stops
     // the child from creating nested user namespaces, which is where most
@@ -389,7 +404,7 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
 
     // 2. The root.
     match launch.root_filesystem {
-        RootFilesystem::Isolated => argv.path("--tmpfs", Path::new("/")),
+        RootFilesystem::Isolated => argv.tmpfs(Path::new("/")),
         RootFilesystem::ReadOnly => argv.two("--ro-bind", OsStr::new("/"), OsStr::new("/")),
         RootFilesystem::ReadWrite => argv.two("--bind", OsStr::new("/"), OsStr::new("/")),
     }
@@ -417,8 +432,11 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
         }
     }
 
-    // 5. and 6. Devices and /proc.
+    // 5. and 6. Devices and /proc. bwrap's /dev is a tmpfs it cannot size:
+    // it turns read-only in step 12, and /dev/shm (a plain directory in it)
+    // becomes a sized tmpfs of its own.
     argv.path("--dev", Path::new("/dev"));
+    argv.tmpfs(Path::new("/dev/shm"));
     match &launch.proc_mount {
         ProcMount::New => {
             argv.path("--proc", Path::new("/proc"));
@@ -448,7 +466,7 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
 
     // 7. Scratch space.
     for tmpfs in &launch.tmpfs {
-        argv.path("--tmpfs", tmpfs);
+        argv.tmpfs(tmpfs);
     }
 
     // 8. Missing ancestors: all of them in an empty root, otherwise only
@@ -506,7 +524,7 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
         match layer {
             Layer::Bind(grant) => argv.bind(grant),
             Layer::Mask(mask) => {
-                argv.path("--tmpfs", mask);
+                argv.tmpfs(mask);
                 let holds_later = layers[index + 1..].iter().any(|later| match later {
                     Layer::Bind(g) => strictly_beneath(&g.target, mask),
                     Layer::Mask(m) => strictly_beneath(m, mask),
@@ -523,8 +541,10 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
         argv.path("--remount-ro", mask);
     }
 
-    // 11. and 12. Working directory, then freeze the empty root.
+    // 11. and 12. Working directory, then freeze /dev (its mounts stay as
+    // they are) and the empty root.
     argv.path("--chdir", &cwd);
+    argv.path("--remount-ro", Path::new("/dev"));
     if isolated {
         argv.path("--remount-ro", Path::new("/"));
     }
@@ -547,7 +567,7 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     if let Some(fd) = launch.seccomp_fd {
         argv.value("--seccomp", fd.to_string());
     }
-    Ok(argv.0)
+    Ok(argv.args)
 }
 
 /// B.2: the functional probe: can this bwrap create the namespaces we need?
@@ -620,7 +640,7 @@ fn probe_key(executable: &Path) -> Option<ProbeKey> {
 /// bound only guards against a wedged kernel.
 pub fn functional_probe(executable: &Path) -> std::result::Result<(), String> {
     let key = probe_key(executable);
-    let cached = |key: &(PathBuf, u64, u64, i64)| {
+    let cached = |key: &ProbeKey| {
         PROBED
             .lock()
             .map(|set| set.as_ref().is_some_and(|s| s.contains(key)))
@@ -835,6 +855,8 @@ mod tests {
             "--die-with-parent",
             "--cap-drop",
             "ALL",
+            "--size",
+            "268435456",
             "--tmpfs",
             "/",
             "--unshare-net",
@@ -855,13 +877,21 @@ mod tests {
             "/lib64",
             "--dev",
             "/dev",
+            "--size",
+            "268435456",
+            "--tmpfs",
+            "/dev/shm",
             "--proc",
             "/proc",
             "--ro-bind",
             "/proc/sys",
             "/proc/sys",
+            "--size",
+            "268435456",
             "--tmpfs",
             "/tmp",
+            "--size",
+            "268435456",
             "--tmpfs",
             "/run",
             "--dir",
@@ -874,6 +904,8 @@ mod tests {
             "/w/skills",
             "--chdir",
             "/w",
+            "--remount-ro",
+            "/dev",
             "--remount-ro",
             "/",
             "--clearenv",
@@ -1034,7 +1066,7 @@ mod tests {
         ));
         launch.proc_mount = ProcMount::New;
         let argv = args(&launch, &host);
-        assert!(position(&argv, &["--dev", "/dev"]) + 2 == position(&argv, &["--proc", "/proc"]));
+        assert!(position(&argv, &["--dev", "/dev"]) + 6 == position(&argv, &["--proc", "/proc"]));
         // The fresh /proc's sysctls are frozen right after it is mounted.
         assert_eq!(
             position(&argv, &["--proc", "/proc"]) + 2,
@@ -1056,8 +1088,41 @@ mod tests {
                 .iter()
                 .filter(|a| *a == "--tmpfs")
                 .count(),
-            1
-        ); // only the root
+            2
+        ); // only the root and /dev/shm
+    }
+
+    #[test]
+    fn every_tmpfs_gets_the_launch_size_and_dev_turns_read_only() {
+        let host = FakeHost::debian();
+        for root in [
+            RootFilesystem::Isolated,
+            RootFilesystem::ReadOnly,
+            RootFilesystem::ReadWrite,
+        ] {
+            let mut launch = Launch::new(root, vec![rw("/w")], "/w".into());
+            launch.masks = vec!["/w/.git".into()];
+            launch.tmpfs_size = 8 * 1024 * 1024;
+            let argv = args(&launch, &host);
+            let tmpfs: Vec<usize> = (0..argv.len()).filter(|&i| argv[i] == "--tmpfs").collect();
+            let expected = if root == RootFilesystem::Isolated {
+                5
+            } else {
+                4
+            };
+            assert_eq!(tmpfs.len(), expected, "{root:?}: {argv:?}");
+            for i in tmpfs {
+                assert_eq!(argv[i - 2..i], ["--size", "8388608"], "{root:?}: {argv:?}");
+            }
+            assert!(has(&argv, &["--size", "8388608", "--tmpfs", "/dev/shm"]));
+            // /dev freezes after everything mounted into it.
+            assert!(position(&argv, &["--remount-ro", "/dev"]) > position(&argv, &["--chdir"]));
+        }
+        assert_eq!(
+            Launch::new(RootFilesystem::Isolated, vec![], "/".into()).tmpfs_size,
+            DEFAULT_TMPFS_SIZE
+        );
+        assert_eq!(DEFAULT_TMPFS_SIZE, 256 * 1024 * 1024);
     }
 
     #[test]
@@ -1438,7 +1503,10 @@ mod tests {
         );
         launch.masks = vec![root.join("hidden")];
         launch.workspace_paths = vec![root.clone()];
-        let filter = crate::backend::seccomp::filter_fd(true).unwrap();
+        let filter = crate::backend::seccomp::filter_fd(
+            &crate::backend::seccomp::Filter::for_launch(true, None, None),
+        )
+        .unwrap();
         launch.seccomp_fd = Some(filter.as_raw_fd());
         let options = bubblewrap_args(&launch, &RealHost).unwrap();
         // Builtins only until the last line: under the filter the shell cannot fork.
