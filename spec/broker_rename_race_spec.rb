@@ -43,7 +43,7 @@ RSpec.describe "brokered file operations while directories are being exchanged",
     File.write(File.join(root, "d", "lib", "main.rb"), "puts 1")
     FileUtils.mkdir_p(File.join(root, "e", "home"))
     File.write(File.join(root, "e", "home", "secret"), "decoy")
-    sandbox # pins the grants before anything moves
+    sandbox.list(".") # builds the default scope, whose broker pins the grants, before anything moves
     @source_identity = File.stat(source).ino
     @main_identity = File.stat(File.join(source, "main.rb")).ino
     @cfg_identity = File.stat(File.join(root, "cfg")).ino
