@@ -32,3 +32,26 @@ Dir.mktmpdir("lg-bench-fs") do |dir|
   sandbox.close
   workspace.close
 end
+
+# The same operations when the root grant holds a read-only and a runtime-only
+# grant: every directory on the way is then judged by its identity (H.1).
+Dir.mktmpdir("lg-bench-fs-nested") do |dir|
+  workspace = LittleGhost::Workspace.new(root: dir, paths: {source: "src/lib", home: "cfg/home"})
+  workspace.open
+  policy = {files: {root: :read_write, source: :read_only}, runtime_paths: {home: :read_write}}
+  sandbox = LittleGhost::Sandboxes::Unrestricted.new(workspace: workspace, policy: policy).open
+
+  deep = File.join(dir, "a", "b", "c")
+  FileUtils.mkdir_p(deep)
+  File.write(File.join(deep, "file.txt"), "x" * 4096)
+  content = "y" * 4096
+
+  BenchSupport.compare("nested grants: read 4 KiB, 3 dirs deep vs File.read", iterations: 2000, target: 2.0,
+    ours: -> { sandbox.read("a/b/c/file.txt") },
+    baseline: -> { File.read(File.join(deep, "file.txt")) })
+  BenchSupport.compare("nested grants: write 4 KiB vs File.write", iterations: 1000, target: 2.0,
+    ours: -> { sandbox.write("a/b/c/out.txt", content) },
+    baseline: -> { File.write(File.join(deep, "base.txt"), content) })
+  sandbox.close
+  workspace.close
+end

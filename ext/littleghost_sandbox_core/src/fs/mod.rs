@@ -7,6 +7,13 @@
 //! the filesystem only through handles opened beneath the verified root,
 //! never following a symlink (14.5). Messages name the caller's logical path,
 //! never a host path (W10).
+//!
+//! H.1: the path only predicts which grant governs an entry. Where a stricter
+//! grant (read-only, or hidden) could lie beneath the starting root, each
+//! directory is opened from its parent's handle and its identity (device,
+//! inode) decides the rule, so a concurrent rename can make an operation
+//! fail but never land on another grant's content. Elsewhere one
+//! `openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)` from the pinned root does.
 
 mod walk;
 mod write;
@@ -36,6 +43,35 @@ const TRAVERSES_SYMLINK: &str = "Path cannot traverse a symbolic link";
 const MULTIPLY_LINKED: &str = "Multiply-linked files are not accessible through sandbox tools";
 const SOURCE_CHANGED: &str = "Sandbox mount source changed after initialization";
 const READ_LIMIT: &str = "File exceeds the read limit";
+const READ_ONLY: &str = "Sandbox scope is read-only";
+
+/// What tools may do inside a directory, decided by its identity (H.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rule {
+    /// A runtime-only grant or deny marker: outside the scope for tools.
+    Hidden,
+    ReadOnly,
+    Writable,
+}
+
+impl Rule {
+    /// True when this rule refuses reading (or, with `writes`, writing).
+    fn refuses(self, writes: bool) -> bool {
+        match self {
+            Rule::Hidden => true,
+            Rule::ReadOnly => writes,
+            Rule::Writable => false,
+        }
+    }
+
+    fn check(self, writes: bool) -> Result<()> {
+        match self {
+            Rule::Hidden => Err(tool(OUTSIDE)),
+            Rule::ReadOnly if writes => Err(tool(READ_ONLY)),
+            _ => Ok(()),
+        }
+    }
+}
 
 /// Size limits applied by the broker (from `Limits`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +122,21 @@ struct Root {
     ino: u64,
     /// Held so the pinned inode cannot be freed and its number reused by a new
     /// directory, and so a deleted root can be told from a moved one.
-    handle: OwnedFd,
+    _handle: OwnedFd,
     access: Access,
     /// Tool-visible; false for runtime-only grants and deny markers.
     visible: bool,
     /// Physical aliases of this directory keep its rules (protect_aliases or hidden).
     protecting: bool,
+    /// Devices of the root and of each of its ancestors: a directory can only
+    /// be renamed beneath another one on a device its own chain touches.
+    chain_devs: Vec<u64>,
+    /// The rule of every grant with this root's identity (the 14.4 tie rule).
+    rule: Rule,
+    /// Whether a stricter grant could be (or be moved) beneath this root, so
+    /// that reads, or writes, must decide by identity at every directory.
+    guarded_reads: bool,
+    guarded_writes: bool,
 }
 
 /// The grant that governs a path, and where the path lies below its root.
@@ -107,6 +152,8 @@ struct Resolved<'b> {
 #[derive(Debug)]
 pub struct Broker {
     roots: Vec<Root>,
+    /// Each distinct root identity (dev, ino) with the rule it imposes.
+    identities: Vec<((u64, u64), Rule)>,
     limits: FsLimits,
     strategy: Strategy,
 }
@@ -121,11 +168,42 @@ impl Broker {
             .into_iter()
             .map(|grant| (grant, false))
             .chain(deny_markers.into_iter().map(|grant| (grant, true)));
-        let roots = marked
+        let mut roots = marked
             .map(|(grant, marker)| Root::pin(&grant, marker, strategy))
             .collect::<Result<Vec<_>>>()?;
+        let identities = identity_rules(&roots);
+        let rule_of = |id: (u64, u64)| {
+            identities
+                .iter()
+                .find(|(known, _)| *known == id)
+                .map_or(Rule::Hidden, |(_, rule)| *rule)
+        };
+        let decided: Vec<(Rule, bool, bool)> = roots
+            .iter()
+            .map(|root| {
+                let id = (root.dev, root.ino);
+                // Another identity, stricter than needed, on a chain that
+                // could reach beneath this root (same device somewhere).
+                let guarded = |writes: bool| {
+                    identities.iter().any(|(other, rule)| {
+                        *other != id
+                            && rule.refuses(writes)
+                            && roots.iter().any(|r| {
+                                (r.dev, r.ino) == *other && r.chain_devs.contains(&root.dev)
+                            })
+                    })
+                };
+                (rule_of(id), guarded(false), guarded(true))
+            })
+            .collect();
+        for (root, (rule, reads, writes)) in roots.iter_mut().zip(decided) {
+            root.rule = rule;
+            root.guarded_reads = reads;
+            root.guarded_writes = writes;
+        }
         Ok(Broker {
             roots,
+            identities,
             limits,
             strategy,
         })
@@ -141,14 +219,26 @@ impl Broker {
     /// Reads a UTF-8 text file (14.8).
     pub fn read(&self, physical: &Path, _logical: &str) -> Result<String> {
         let resolved = self.resolve(physical, true)?;
-        let root = self.verify(&resolved, false)?;
-        let file = walk::open_beneath(
-            self.strategy,
-            root.as_fd(),
-            &resolved.below,
-            walk::FILE_READ,
-        )
-        .map_err(|error| walk_error(Wording::Read, error))?;
+        let root = self.verify(&resolved)?;
+        let file = if resolved.effective.guarded_reads {
+            let (parent, name, _) = self.open_parent(&root, &resolved, Wording::Read, false)?;
+            let parent = parent.get(&root);
+            rfs::openat(
+                parent,
+                name,
+                walk::FILE_READ | walk::ALWAYS,
+                rfs::Mode::empty(),
+            )
+            .map_err(|errno| walk_error(Wording::Read, explain_last(parent, name, errno)))?
+        } else {
+            walk::open_beneath(
+                self.strategy,
+                root.as_fd(),
+                &resolved.below,
+                walk::FILE_READ,
+            )
+            .map_err(|error| walk_error(Wording::Read, error))?
+        };
         let bytes = self.read_regular(file)?;
         String::from_utf8(bytes).map_err(|_| tool("File is not valid UTF-8 text"))
     }
@@ -161,9 +251,21 @@ impl Broker {
             return Ok(join_listing(virtual_children));
         }
         let resolved = self.resolve_clean(&path, false)?;
-        let root = self.verify(&resolved, false)?;
-        let dir = walk::open_beneath(self.strategy, root.as_fd(), &resolved.below, walk::DIR_READ)
-            .map_err(|error| walk_error(Wording::List, error))?;
+        let root = self.verify(&resolved)?;
+        let dir = if resolved.effective.guarded_reads && !resolved.below.as_os_str().is_empty() {
+            let (dir, _) = self.open_dirs(
+                root.as_fd(),
+                resolved.effective.rule,
+                &resolved.below,
+                walk::DIR_READ,
+                Wording::List,
+                false,
+            )?;
+            dir.ok_or_else(|| tool(DOES_NOT_EXIST))?
+        } else {
+            walk::open_beneath(self.strategy, root.as_fd(), &resolved.below, walk::DIR_READ)
+                .map_err(|error| walk_error(Wording::List, error))?
+        };
         let listed_at = resolved.effective.realpath.join(&resolved.below);
         let mut names = self.directory_entries(dir, &listed_at)?;
         names.extend(virtual_children);
@@ -174,11 +276,11 @@ impl Broker {
     pub fn write(&self, physical: &Path, logical: &str, content: &[u8]) -> Result<String> {
         let resolved = self.resolve(physical, true)?;
         if !resolved.writable {
-            return Err(tool("Sandbox scope is read-only"));
+            return Err(tool(READ_ONLY));
         }
         self.check_write_size(content)?;
-        let root = self.verify(&resolved, true)?;
-        let (parent, name) = self.open_parent(&root, &resolved.below, Wording::Write)?;
+        let root = self.verify(&resolved)?;
+        let (parent, name, _) = self.open_parent(&root, &resolved, Wording::Write, true)?;
         write::replace_file(parent.get(&root), name, content)?;
         Ok(wrote(content, logical))
     }
@@ -195,8 +297,8 @@ impl Broker {
             return Err(tool("Text to replace cannot be empty"));
         }
         let resolved = self.resolve(physical, true)?;
-        let root = self.verify(&resolved, true)?;
-        let (parent, name) = self.open_parent(&root, &resolved.below, Wording::Read)?;
+        let root = self.verify(&resolved)?;
+        let (parent, name, rule) = self.open_parent(&root, &resolved, Wording::Read, false)?;
         let parent = parent.get(&root);
         let file = rfs::openat(
             parent,
@@ -209,8 +311,9 @@ impl Broker {
         let text = String::from_utf8(content).map_err(|_| tool("File is not valid UTF-8 text"))?;
         let at = single_occurrence(&text, old_text, logical)?;
         if !resolved.writable {
-            return Err(tool("Sandbox scope is read-only"));
+            return Err(tool(READ_ONLY));
         }
+        rule.check(true)?;
         let mut updated = Vec::with_capacity(text.len() - old_text.len() + new_text.len());
         updated.extend_from_slice(&text.as_bytes()[..at]);
         updated.extend_from_slice(new_text);
@@ -237,7 +340,7 @@ impl Broker {
         if operation.writes() && !resolved.writable {
             return Ok(false);
         }
-        let root = self.verify(&resolved, operation.writes())?;
+        let root = self.verify(&resolved)?;
         let Some(name) = resolved.below.file_name() else {
             return Ok(true); // a grant root: verify opened it as a directory
         };
@@ -246,7 +349,22 @@ impl Broker {
         let parent = if parent_path.as_os_str().is_empty() {
             root.as_fd()
         } else {
-            match walk::open_beneath(self.strategy, root.as_fd(), parent_path, walk::DIR_HANDLE) {
+            let opened = if self.guarded(resolved.effective, operation.writes()) {
+                match self.walk_dirs(
+                    root.as_fd(),
+                    resolved.effective.rule,
+                    parent_path,
+                    walk::DIR_HANDLE,
+                    operation.writes(),
+                ) {
+                    Ok((fd, _)) => Ok(fd),
+                    Err(Walked::Refused(_)) => return Ok(false),
+                    Err(Walked::Failed(error)) => Err(error),
+                }
+            } else {
+                walk::open_beneath(self.strategy, root.as_fd(), parent_path, walk::DIR_HANDLE)
+            };
+            match opened {
                 Ok(fd) => {
                     parent_fd = fd;
                     parent_fd.as_fd()
@@ -259,7 +377,13 @@ impl Broker {
             }
         };
         Ok(match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(stat) => FileType::from_raw_mode(stat.st_mode) != FileType::Symlink,
+            // A directory that is itself a stricter grant is judged by its identity.
+            Ok(stat) => {
+                FileType::from_raw_mode(stat.st_mode) != FileType::Symlink
+                    && !self
+                        .rule_of(identity(&stat))
+                        .is_some_and(|rule| rule.refuses(operation.writes()))
+            }
             Err(Errno::NOENT) => operation.writes(),
             Err(Errno::ACCESS) => true,
             Err(_) => false,
@@ -338,34 +462,85 @@ impl Broker {
     // ---- identity (14.3) ----
 
     /// Opens the effective root afresh and checks it is the pinned directory
-    /// (and the lexical root too, when it differs). Grants nested in the
-    /// effective root that would change the outcome are checked as well, so
-    /// moving a hidden directory (or, for writes, a read-only one) elsewhere
-    /// inside a wider grant cannot shed its rules.
-    fn verify(&self, resolved: &Resolved<'_>, writes: bool) -> Result<OwnedFd> {
+    /// (and the lexical root too, when it differs). What lies beneath is
+    /// decided while walking down from this handle (H.1).
+    fn verify(&self, resolved: &Resolved<'_>) -> Result<OwnedFd> {
         let root = self.open_pinned(resolved.effective)?;
         if !std::ptr::eq(resolved.lexical, resolved.effective) {
             self.open_pinned(resolved.lexical)?;
         }
-        let base = &resolved.effective.realpath;
-        let guards = |r: &&Root| !r.visible || (writes && !r.access.writable());
-        for nested in self.roots.iter().filter(guards) {
-            let Some(relative) = clean_remainder(&nested.realpath, base) else {
-                continue;
-            };
-            if relative.as_os_str().is_empty() {
-                continue;
-            }
-            let same = walk::open_beneath(self.strategy, root.as_fd(), relative, walk::DIR_HANDLE)
-                .ok()
-                .and_then(|fd| rfs::fstat(&fd).ok())
-                .is_some_and(|stat| identity(&stat) == (nested.dev, nested.ino));
-            // A deleted directory no longer protects anything; a moved one does.
-            if !same && !nested.deleted() {
-                return Err(tool(SOURCE_CHANGED));
-            }
-        }
         Ok(root)
+    }
+
+    /// Whether operations below `root` must decide by identity at every directory.
+    fn guarded(&self, root: &Root, writes: bool) -> bool {
+        if writes {
+            root.guarded_writes
+        } else {
+            root.guarded_reads
+        }
+    }
+
+    /// The rule of the grant whose root has this identity, if any.
+    fn rule_of(&self, id: (u64, u64)) -> Option<Rule> {
+        self.identities
+            .iter()
+            .find(|(known, _)| *known == id)
+            .map(|(_, rule)| *rule)
+    }
+
+    /// Opens each directory of `dirs` from its parent's handle, starting at
+    /// the verified root whose rule is `start`, with `last_flags` for the
+    /// last one. Each handle's identity decides the rule from there down
+    /// (H.1); the walk stops at the first directory that refuses the access.
+    /// Returns the last handle (None for an empty `dirs`) and its rule.
+    fn walk_dirs(
+        &self,
+        root: BorrowedFd<'_>,
+        start: Rule,
+        dirs: &Path,
+        last_flags: rfs::OFlags,
+        writes: bool,
+    ) -> std::result::Result<(OwnedFd, Rule), Walked> {
+        let mut rule = start;
+        let mut current: Option<OwnedFd> = None;
+        let parts = walk::components(dirs);
+        for (index, part) in parts.iter().enumerate() {
+            let last = index + 1 == parts.len();
+            let parent = current.as_ref().map_or(root, |fd| fd.as_fd());
+            let flags = if last { last_flags } else { walk::DIR_HANDLE };
+            let fd = walk::open_component(parent, part, flags, last).map_err(Walked::Failed)?;
+            let stat = rfs::fstat(&fd).map_err(|errno| Walked::Refused(io_error(errno)))?;
+            if let Some(found) = self.rule_of(identity(&stat)) {
+                rule = found;
+            }
+            rule.check(writes).map_err(Walked::Refused)?;
+            current = Some(fd);
+        }
+        match current {
+            Some(fd) => Ok((fd, rule)),
+            None => Err(Walked::Failed(WalkError {
+                last: true,
+                failure: Failure::Missing,
+            })),
+        }
+    }
+
+    /// [`Self::walk_dirs`] with its failures worded for `wording`.
+    fn open_dirs(
+        &self,
+        root: BorrowedFd<'_>,
+        start: Rule,
+        dirs: &Path,
+        last_flags: rfs::OFlags,
+        wording: Wording,
+        writes: bool,
+    ) -> Result<(Option<OwnedFd>, Rule)> {
+        match self.walk_dirs(root, start, dirs, last_flags, writes) {
+            Ok((fd, rule)) => Ok((Some(fd), rule)),
+            Err(Walked::Refused(error)) => Err(error),
+            Err(Walked::Failed(error)) => Err(walk_error(wording, error)),
+        }
     }
 
     fn open_pinned(&self, root: &Root) -> Result<OwnedFd> {
@@ -380,30 +555,46 @@ impl Broker {
 
     // ---- helpers shared by the operations ----
 
-    /// Opens the directory holding the last component of `below` and returns
-    /// it with that component's name. The root itself is not an entry.
+    /// Opens the directory holding the last component of `resolved.below`
+    /// and returns it with that component's name and the rule governing it
+    /// (checked for `writes`). The root itself is not an entry.
     fn open_parent<'p>(
         &self,
         root: &OwnedFd,
-        below: &'p Path,
+        resolved: &'p Resolved<'_>,
         wording: Wording,
-    ) -> Result<(Parent, &'p OsStr)> {
+        writes: bool,
+    ) -> Result<(Parent, &'p OsStr, Rule)> {
+        let below = &resolved.below;
+        let start = resolved.effective.rule;
         let name = below.file_name().ok_or_else(|| tool(NOT_A_FILE))?;
         let parent_path = below.parent().unwrap_or(Path::new(""));
         if parent_path.as_os_str().is_empty() {
-            return Ok((Parent::Root, name));
+            start.check(writes)?;
+            return Ok((Parent::Root, name, start));
+        }
+        let intermediate = |error: WalkError| {
+            walk_error(
+                wording,
+                WalkError {
+                    last: false,
+                    ..error
+                },
+            )
+        };
+        // Write and replace change the entry; read comes here only when its
+        // reads are guarded, which implies guarded writes.
+        if resolved.effective.guarded_writes {
+            return match self.walk_dirs(root.as_fd(), start, parent_path, walk::DIR_HANDLE, writes)
+            {
+                Ok((fd, rule)) => Ok((Parent::Opened(fd), name, rule)),
+                Err(Walked::Refused(error)) => Err(error),
+                Err(Walked::Failed(error)) => Err(intermediate(error)),
+            };
         }
         let fd = walk::open_beneath(self.strategy, root.as_fd(), parent_path, walk::DIR_HANDLE)
-            .map_err(|error| {
-                walk_error(
-                    wording,
-                    WalkError {
-                        last: false,
-                        ..error
-                    },
-                )
-            })?;
-        Ok((Parent::Opened(fd), name))
+            .map_err(intermediate)?;
+        Ok((Parent::Opened(fd), name, start))
     }
 
     /// Reads a regular, singly-linked file within the read limit (14.6, 14.8).
@@ -522,6 +713,13 @@ impl Root {
         let visible = grant.tools && !marker;
         let (dev, ino) = identity(&stat);
         let target = paths::clean(&grant.target);
+        let mut chain_devs: Vec<u64> = realpath
+            .ancestors()
+            .filter_map(|ancestor| std::fs::symlink_metadata(ancestor).ok())
+            .map(|meta| std::os::unix::fs::MetadataExt::dev(&meta))
+            .collect();
+        chain_devs.sort_unstable();
+        chain_devs.dedup();
         Ok(Root {
             target_depth: target.components().count(),
             realpath_depth: realpath.components().count(),
@@ -529,19 +727,47 @@ impl Root {
             realpath,
             dev,
             ino,
-            handle,
+            _handle: handle,
             access: grant.access,
             visible,
             protecting: grant.protect_aliases || !visible,
+            chain_devs,
+            // Decided in Broker::new, once every root is pinned.
+            rule: Rule::Hidden,
+            guarded_reads: true,
+            guarded_writes: true,
         })
     }
+}
 
-    /// True once the pinned directory has been removed (its link count drops to 0).
-    fn deleted(&self) -> bool {
-        rfs::fstat(&self.handle)
-            .map(|stat| stat.st_nlink == 0)
-            .unwrap_or(false)
+/// How an identity walk ended early.
+enum Walked {
+    /// A directory's identity refused the access, or could not be read.
+    Refused(Error),
+    /// A component could not be opened.
+    Failed(WalkError),
+}
+
+/// The rule of each distinct root identity: hidden unless some grant with
+/// that identity is tool-visible; read-only if any of them is (14.4 tie).
+fn identity_rules(roots: &[Root]) -> Vec<((u64, u64), Rule)> {
+    let mut rules: Vec<((u64, u64), Rule)> = Vec::new();
+    for root in roots {
+        let id = (root.dev, root.ino);
+        if rules.iter().any(|(known, _)| *known == id) {
+            continue;
+        }
+        let group = || roots.iter().filter(|r| (r.dev, r.ino) == id);
+        let rule = if !group().any(|r| r.visible) {
+            Rule::Hidden
+        } else if group().any(|r| !r.access.writable()) {
+            Rule::ReadOnly
+        } else {
+            Rule::Writable
+        };
+        rules.push((id, rule));
     }
+    rules
 }
 
 /// The parent directory of an entry: the verified root itself, or a handle below it.

@@ -252,18 +252,146 @@ fn moving_a_read_only_directory_within_a_writable_grant_does_not_shed_its_rules(
     tree.file("ws/src/keep.txt", "protected");
     for broker in brokers(&[grant(&ws, RW), grant(&src, RO)], &[]) {
         std::fs::rename(&src, tree.path("ws/moved")).unwrap();
+        // H.1: the moved directory's identity still makes it read-only...
         assert_tool(
             broker.write(&ws.join("moved/keep.txt"), "moved/keep.txt", b"owned"),
-            "changed after initialization",
+            "Sandbox scope is read-only",
         );
         assert_tool(
             broker.write(&ws.join("moved/new.txt"), "moved/new.txt", b"owned"),
-            "changed after initialization",
+            "Sandbox scope is read-only",
         );
+        assert_tool(
+            broker.replace(
+                &ws.join("moved/keep.txt"),
+                "moved/keep.txt",
+                b"protected",
+                b"x",
+            ),
+            "Sandbox scope is read-only",
+        );
+        assert!(!broker.allows(FsOperation::Write, &ws.join("moved/new.txt")));
+        // ...still readable, and the rest of the writable grant keeps working.
+        assert_eq!(
+            broker
+                .read(&ws.join("moved/keep.txt"), "moved/keep.txt")
+                .unwrap(),
+            "protected"
+        );
+        broker.write(&ws.join("a.txt"), "a.txt", b"ok").unwrap();
         assert_eq!(tree.content("ws/moved/keep.txt"), "protected");
         assert_eq!(entries(&tree.path("ws/moved")), ["keep.txt"]);
         std::fs::rename(tree.path("ws/moved"), &src).unwrap();
     }
+}
+
+/// Exchanges two directories atomically, as a concurrent attacker would.
+fn exchange(a: &Path, b: &Path) {
+    rfs::renameat_with(rfs::CWD, a, rfs::CWD, b, rfs::RenameFlags::EXCHANGE).unwrap();
+}
+
+#[test]
+fn a_decoy_exchanged_with_a_read_only_grants_parent_gets_the_grants_rules() {
+    let tree = Tree::new();
+    let ws = tree.path("ws");
+    let lib = tree.dir("ws/src/lib");
+    tree.file("ws/src/lib/main.rb", "puts 1");
+    tree.file("ws/d/lib/main.rb", "puts 1");
+    for broker in brokers(&[grant(&ws, RW), grant(&lib, RO)], &[]) {
+        exchange(&ws.join("src"), &ws.join("d"));
+        // ws/d/lib is now the read-only grant, whatever the path said.
+        let pwn = ws.join("d/lib/pwn");
+        assert_tool(broker.write(&pwn, "d/lib/pwn", b"x"), "read-only");
+        assert_tool(
+            broker.replace(&ws.join("d/lib/main.rb"), "d/lib/main.rb", b"1", b"2"),
+            "read-only",
+        );
+        assert!(!broker.allows(FsOperation::Write, &pwn));
+        assert!(!broker.allows(FsOperation::Replace, &ws.join("d/lib/main.rb")));
+        assert!(broker.allows(FsOperation::Read, &ws.join("d/lib/main.rb")));
+        assert_eq!(broker.list(&ws.join("d/lib"), "d/lib").unwrap(), "main.rb");
+        exchange(&ws.join("src"), &ws.join("d"));
+        // Back in place, the decoy is writable again.
+        broker.write(&pwn, "d/lib/pwn", b"x").unwrap();
+        std::fs::remove_file(&pwn).unwrap();
+    }
+    assert_eq!(entries(&lib), ["main.rb"]);
+    assert_eq!(tree.content("ws/src/lib/main.rb"), "puts 1");
+}
+
+#[test]
+fn a_decoy_exchanged_with_a_hidden_grants_parent_reveals_nothing() {
+    let tree = Tree::new();
+    let ws = tree.path("ws");
+    let home = tree.dir("ws/cfg/home");
+    tree.file("ws/cfg/home/secret", "runtime-secret");
+    tree.file("ws/e/home/secret", "decoy");
+    for broker in brokers(&[grant(&ws, RW), runtime(&home, RW)], &[]) {
+        assert_eq!(
+            broker
+                .read(&ws.join("e/home/secret"), "e/home/secret")
+                .unwrap(),
+            "decoy"
+        );
+        exchange(&ws.join("cfg"), &ws.join("e"));
+        let secret = ws.join("e/home/secret");
+        assert_tool(broker.read(&secret, "e/home/secret"), OUTSIDE);
+        assert_tool(broker.list(&ws.join("e/home"), "e/home"), OUTSIDE);
+        assert_tool(
+            broker.replace(&secret, "e/home/secret", b"runtime", b"x"),
+            OUTSIDE,
+        );
+        assert_tool(
+            broker.write(&ws.join("e/home/new"), "e/home/new", b"x"),
+            OUTSIDE,
+        );
+        // W11: listed by identity, the real home does not show under its new parent.
+        assert_eq!(broker.list(&ws.join("e"), "e").unwrap(), "");
+        assert!(!broker.allows(FsOperation::Read, &secret));
+        assert!(!broker.allows(FsOperation::List, &ws.join("e/home")));
+        exchange(&ws.join("cfg"), &ws.join("e"));
+    }
+    assert_eq!(entries(&home), ["secret"]);
+    assert_eq!(tree.content("ws/cfg/home/secret"), "runtime-secret");
+}
+
+#[test]
+fn only_grants_with_a_stricter_grant_on_their_device_walk_by_identity() {
+    let tree = Tree::new();
+    let ws = tree.path("ws");
+    let src = tree.dir("ws/src");
+    let rt = tree.dir("ws/rt");
+    let flags = |broker: &Broker| -> Vec<(Rule, bool, bool)> {
+        let roots = broker.roots.iter();
+        roots
+            .map(|root| (root.rule, root.guarded_reads, root.guarded_writes))
+            .collect()
+    };
+    // A lone grant: one openat2 for everything.
+    let alone = broker(&[grant(&ws, RW)]);
+    assert_eq!(flags(&alone), [(Rule::Writable, false, false)]);
+    // A read-only grant guards writes under the writable one, not reads.
+    let nested = broker(&[grant(&ws, RW), grant(&src, RO)]);
+    assert_eq!(
+        flags(&nested),
+        [
+            (Rule::Writable, false, true),
+            (Rule::ReadOnly, false, false)
+        ]
+    );
+    // A hidden grant guards reads and writes everywhere on its device.
+    let hidden = broker(&[grant(&ws, RW), grant(&src, RO), runtime(&rt, RW)]);
+    assert_eq!(
+        flags(&hidden),
+        [
+            (Rule::Writable, true, true),
+            (Rule::ReadOnly, true, true),
+            (Rule::Hidden, false, true)
+        ]
+    );
+    // The same directory as a file and a runtime grant: visible, and read-only if either is.
+    let tie = broker(&[grant(&ws, RW), grant(&rt, RW), runtime(&rt, RO)]);
+    assert_eq!(flags(&tie)[1].0, Rule::ReadOnly);
 }
 
 #[test]
@@ -873,19 +1001,26 @@ fn a_runtime_only_directory_inside_a_file_grant_is_hidden() {
 }
 
 #[test]
-fn moving_a_hidden_directory_blocks_its_parent_grant() {
+fn moving_a_hidden_directory_keeps_it_hidden_and_its_parent_usable() {
     let tree = Tree::new();
     let ws = tree.path("ws");
     let rt = tree.dir("ws/deep/rt");
     tree.file("ws/a.txt", "a");
-    let broker = broker(&[grant(&ws, RW), runtime(&rt, RW)]);
-    assert_eq!(broker.list(&ws.join("deep"), "deep").unwrap(), "");
-    // Moved elsewhere inside the writable grant, its contents would be exposed.
-    std::fs::rename(&rt, ws.join("deep/renamed")).unwrap();
-    assert_tool(
-        broker.list(&ws.join("deep"), "deep"),
-        "changed after initialization",
-    );
+    tree.file("ws/deep/rt/secret.txt", "runtime");
+    for broker in brokers(&[grant(&ws, RW), runtime(&rt, RW)], &[]) {
+        assert_eq!(broker.list(&ws.join("deep"), "deep").unwrap(), "");
+        // Moved elsewhere inside the writable grant, its identity still hides it.
+        std::fs::rename(&rt, ws.join("deep/renamed")).unwrap();
+        assert_eq!(broker.list(&ws.join("deep"), "deep").unwrap(), "");
+        let moved = ws.join("deep/renamed/secret.txt");
+        assert_tool(broker.read(&moved, "deep/renamed/secret.txt"), OUTSIDE);
+        assert_tool(
+            broker.list(&ws.join("deep/renamed"), "deep/renamed"),
+            OUTSIDE,
+        );
+        assert_eq!(broker.read(&ws.join("a.txt"), "a.txt").unwrap(), "a");
+        std::fs::rename(ws.join("deep/renamed"), &rt).unwrap();
+    }
 }
 
 #[test]

@@ -139,36 +139,51 @@ fn walk_components(
     relative: &Path,
     flags: OFlags,
 ) -> Result<OwnedFd, WalkError> {
-    let parts: Vec<&OsStr> = relative
-        .components()
-        .filter_map(|component| match component {
-            Component::Normal(part) => Some(part),
-            _ => None,
-        })
-        .collect();
+    let parts = components(relative);
     let mut current: Option<OwnedFd> = None;
     for (index, part) in parts.iter().enumerate() {
         let last = index + 1 == parts.len();
         let parent = current.as_ref().map_or(dir, |fd| fd.as_fd());
-        let part_flags = if last { flags } else { DIR_HANDLE };
-        match fs::openat(parent, *part, with_always(part_flags), Mode::empty()) {
-            Ok(fd) if last => return Ok(fd),
-            Ok(fd) => current = Some(fd),
-            Err(errno) => {
-                let failure = explain(
-                    parent,
-                    part,
-                    errno,
-                    last && !part_flags.contains(OFlags::DIRECTORY),
-                );
-                return Err(WalkError { last, failure });
-            }
+        let fd = open_component(parent, part, if last { flags } else { DIR_HANDLE }, last)?;
+        if last {
+            return Ok(fd);
         }
+        current = Some(fd);
     }
     // Only reachable with no plain components, which the caller excludes.
     Err(WalkError {
         last: true,
         failure: Failure::Missing,
+    })
+}
+
+/// The plain components of `relative` (the caller has refused `..`).
+pub(super) fn components(relative: &Path) -> Vec<&OsStr> {
+    relative
+        .components()
+        .filter_map(|component| match component {
+            Component::Normal(part) => Some(part),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Opens the single entry `part` of `parent` with `flags`, never following a
+/// link; a failure says what the entry actually is.
+pub(super) fn open_component(
+    parent: BorrowedFd<'_>,
+    part: &OsStr,
+    flags: OFlags,
+    last: bool,
+) -> Result<OwnedFd, WalkError> {
+    fs::openat(parent, part, with_always(flags), Mode::empty()).map_err(|errno| WalkError {
+        last,
+        failure: explain(
+            parent,
+            part,
+            errno,
+            last && !flags.contains(OFlags::DIRECTORY),
+        ),
     })
 }
 
