@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod constants;
+pub mod convert;
 pub mod nogvl;
 pub mod probe;
 pub mod registry;
