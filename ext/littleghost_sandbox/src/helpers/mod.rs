@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod constants;
+pub mod convert;
 pub mod location;
 pub mod nogvl;
 pub mod probe;

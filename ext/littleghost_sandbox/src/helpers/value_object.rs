@@ -3,10 +3,6 @@
 //! coercions that must match Ruby exactly, freezing, value equality over
 //! instance variables, `to_h` and a readable `inspect`.
 
-use std::ffi::OsString;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Path, PathBuf};
-
 use magnus::{
     prelude::*, value::ReprValue, Error, RArray, RClass, RHash, RObject, RString, Ruby, Symbol,
     Value,
@@ -24,28 +20,6 @@ pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RStr
         Some(base) => file.funcall("expand_path", (path, base)),
         None => file.funcall("expand_path", (path,)),
     }
-}
-
-/// A frozen Ruby String holding `path`'s bytes (UTF-8 when they are valid).
-pub fn path_to_ruby(ruby: &Ruby, path: &Path) -> RString {
-    let bytes = path.as_os_str().as_bytes();
-    let string = match std::str::from_utf8(bytes) {
-        Ok(text) => ruby.str_new(text),
-        Err(_) => ruby.str_from_slice(bytes),
-    };
-    string.freeze();
-    string
-}
-
-/// A copy of a Ruby String's bytes.
-pub fn bytes_of(string: RString) -> Vec<u8> {
-    // SAFETY: the bytes are copied before any other Ruby call can run.
-    unsafe { string.as_slice() }.to_vec()
-}
-
-/// The bytes of a Ruby String as a path (no lossy conversion).
-pub fn ruby_to_path(string: RString) -> PathBuf {
-    PathBuf::from(OsString::from_vec(bytes_of(string)))
 }
 
 /// A frozen Ruby String.

@@ -22,6 +22,7 @@ use magnus::{
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
 use crate::helpers::constants;
+use crate::helpers::convert;
 use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
@@ -79,41 +80,9 @@ pub(crate) fn platform_or_host(ruby: &Ruby, platform: Option<Value>) -> Result<V
     }
 }
 
-/// `String(value)` as Rust text (lossy only for display).
-pub(crate) fn string_of(ruby: &Ruby, value: Value) -> Result<String, Error> {
-    let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
-    Ok(String::from_utf8_lossy(
-        &vo::ruby_to_path(string)
-            .into_os_string()
-            .into_encoded_bytes(),
-    )
-    .into_owned())
-}
-
-/// `String(value)` as a path, byte for byte.
-pub(crate) fn path_of(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
-    Ok(vo::ruby_to_path(RString::try_convert(vo::kernel(
-        ruby, "String", value,
-    )?)?))
-}
-
-/// `Array(command).map(&:to_s)`; ToolError for an empty argv or argv[0] (17.1, 17.2).
-pub(crate) fn command_argv(ruby: &Ruby, command: Value) -> Result<Vec<RString>, Error> {
-    let array: RArray = vo::kernel(ruby, "Array", command)?
-        .funcall("map", ())
-        .and_then(|enumerator: Value| enumerator.funcall("to_a", ()))?;
-    let mut argv = Vec::with_capacity(array.len());
-    for item in array.into_iter() {
-        argv.push(RString::try_convert(item.funcall("to_s", ())?)?);
-    }
-    let empty_first = argv.first().map(|s| s.is_empty()).unwrap_or(true);
-    if empty_first {
-        return Err(errors::tool_error(
-            ruby,
-            "Command must contain an executable",
-        ));
-    }
-    Ok(argv)
+/// An option naming a host path (`bubblewrap:`), through `String()` as the option always was, byte for byte.
+pub(crate) fn option_path(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
+    convert::string_path(vo::kernel(ruby, "String", value)?)
 }
 
 /// `effective_policy.process_grants(workspace)` as core grants.
@@ -179,16 +148,23 @@ pub(crate) fn launch_cwd(
 ) -> Result<PathBuf, Error> {
     let workspace: Value = rb_self.funcall("workspace", ())?;
     let cwd = match cwd.filter(|v| !v.is_nil()) {
-        None => return path_of(ruby, workspace.funcall("root", ())?),
-        Some(cwd) => vo::kernel(ruby, "String", cwd)?,
+        None => return convert::string_path(workspace.funcall("root", ())?),
+        Some(cwd) => convert::path_string(ruby, cwd, "cwd")?,
     };
-    let absolute = path_of(ruby, cwd)?.is_absolute();
-    let resolved: Value = if absolute {
-        vo::expand_path(ruby, cwd, None)?.as_value()
-    } else {
-        workspace.funcall("resolve", (cwd,))?
-    };
-    path_of(ruby, resolved)
+    if convert::path_of(cwd).is_absolute() {
+        return convert::string_path(vo::expand_path(ruby, cwd.as_value(), None)?.as_value());
+    }
+    // As on Unrestricted: a logical path the workspace refuses is a ToolError.
+    match workspace.funcall::<_, _, Value>("resolve", (cwd,)) {
+        Ok(resolved) => convert::string_path(resolved),
+        Err(error)
+            if error.is_kind_of(ruby.exception_arg_error())
+                || error.is_kind_of(ruby.exception_key_error()) =>
+        {
+            Err(errors::tool_error(ruby, sandbox::error_message(&error)))
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// The scope argument of a launch: nil or a Scope, which is validated (16.5 step 1).
@@ -246,10 +222,10 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
         &["executable", "bubblewrap", "platform"],
     )?;
     let executable = match values[0].or(values[1]).filter(|v| !v.is_nil()) {
-        Some(value) => path_of(ruby, value)?,
+        Some(value) => option_path(ruby, value)?,
         None => PathBuf::from(bw::DEFAULT_EXECUTABLE),
     };
-    let platform = string_of(ruby, platform_or_host(ruby, values[2])?)?;
+    let platform = convert::display_string(ruby, platform_or_host(ruby, values[2])?)?;
     if !platform.contains("linux") {
         return probe_result(ruby, Some("Bubblewrap is supported only on Linux".into()));
     }
@@ -280,6 +256,24 @@ const OPTIONS: [&str; 15] = [
     "tmpfs_size",
 ];
 
+/// `command_wrapper:` is nil, a callable or an argv Array (a prefix);
+/// anything else is refused at construction (PolicyError), not at the first
+/// launch.
+fn command_wrapper(ruby: &Ruby, value: Option<Value>) -> Result<Option<Value>, Error> {
+    match value {
+        None => Ok(None),
+        Some(wrapper) if wrapper.respond_to("call", false)? => Ok(Some(wrapper)),
+        Some(wrapper) if RArray::from_value(wrapper).is_some() => Ok(Some(wrapper)),
+        Some(wrapper) => Err(errors::policy_error(
+            ruby,
+            format!(
+                "sandbox command_wrapper must be callable or an argv Array (got {})",
+                vo::inspect_value(ruby, wrapper).unwrap_or_default()
+            ),
+        )),
+    }
+}
+
 /// Records the backend options of B.4 without touching the host; a nil policy counts as `{}`.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
@@ -309,7 +303,10 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         "@gateway_options",
         get("gateway_options").unwrap_or_else(|| ruby.hash_new().as_value()),
     )?;
-    rb_self.ivar_set("@command_wrapper", get("command_wrapper"))?;
+    rb_self.ivar_set(
+        "@command_wrapper",
+        command_wrapper(ruby, get("command_wrapper"))?,
+    )?;
     rb_self.ivar_set("@proc", normalize_proc(ruby, get("proc"))?)?;
     let default_tmpfs = frozen_strings(ruby, &["/tmp", "/run"]).as_value();
     rb_self.ivar_set(
@@ -379,7 +376,7 @@ fn normalized_targets(ruby: &Ruby, value: Value) -> Result<RArray, Error> {
     let out = ruby.ary_new();
     for item in RArray::try_convert(vo::kernel(ruby, "Array", value)?)?.into_iter() {
         let path = mount::normalize_target(ruby, item)?;
-        out.push(vo::path_to_ruby(ruby, &path))?;
+        out.push(convert::path_to_ruby(ruby, &path))?;
     }
     out.freeze();
     Ok(out)
@@ -449,14 +446,14 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
     if opened(rb_self)? {
         return Ok(rb_self);
     }
-    let platform = string_of(ruby, rb_self.ivar_get("@platform")?)?;
+    let platform = convert::display_string(ruby, rb_self.ivar_get("@platform")?)?;
     if !platform.contains("linux") {
         return Err(errors::unsupported_platform_error(
             ruby,
             "Bubblewrap sandboxing is supported only on Linux",
         ));
     }
-    let executable = path_of(ruby, rb_self.ivar_get("@bubblewrap")?)?;
+    let executable = convert::string_path(rb_self.ivar_get("@bubblewrap")?)?;
     if !bw::is_executable_file(&executable) {
         return Err(errors::dependency_error(
             ruby,
@@ -505,8 +502,8 @@ fn store_pins(ruby: &Ruby, rb_self: RObject, pins: &Pins) -> Result<(), Error> {
     let array = ruby.ary_new();
     for (source, identity) in pins {
         let entry = ruby.ary_new();
-        entry.push(vo::path_to_ruby(ruby, source))?;
-        entry.push(vo::path_to_ruby(ruby, &identity.realpath))?;
+        entry.push(convert::path_to_ruby(ruby, source))?;
+        entry.push(convert::path_to_ruby(ruby, &identity.realpath))?;
         entry.push(identity.dev)?;
         entry.push(identity.ino)?;
         entry.freeze();
@@ -524,9 +521,9 @@ fn load_pins(rb_self: RObject) -> Result<Option<Pins>, Error> {
     for entry in array.into_iter() {
         let entry = RArray::try_convert(entry)?;
         pins.push((
-            vo::ruby_to_path(entry.entry(0)?),
+            convert::path_of(entry.entry(0)?),
             Identity {
-                realpath: vo::ruby_to_path(entry.entry(1)?),
+                realpath: convert::path_of(entry.entry(1)?),
                 dev: entry.entry(2)?,
                 ino: entry.entry(3)?,
             },
@@ -605,19 +602,19 @@ fn launch_options(
         grants,
         launch_cwd(ruby, rb_self.as_value(), inputs.cwd)?,
     );
-    launch.masks = paths_of(ruby, rb_self.ivar_get("@masks")?)?;
+    launch.masks = paths_of(rb_self.ivar_get("@masks")?)?;
     for mask in bw::scope_masks(&policy_grants, &launch.grants, &host) {
         if !launch.masks.contains(&mask) {
             launch.masks.push(mask);
         }
     }
-    launch.tmpfs = paths_of(ruby, rb_self.ivar_get("@tmpfs")?)?;
-    launch.runtime_roots = paths_of(ruby, rb_self.ivar_get("@runtime_roots")?)?;
+    launch.tmpfs = paths_of(rb_self.ivar_get("@tmpfs")?)?;
+    launch.runtime_roots = paths_of(rb_self.ivar_get("@runtime_roots")?)?;
     launch.proc_mount = proc_mount(ruby, rb_self.ivar_get("@proc")?)?;
     let workspace: Value = rb_self.funcall("workspace", ())?;
-    launch.workspace_paths = vec![path_of(ruby, workspace.funcall("root", ())?)?];
+    launch.workspace_paths = vec![convert::string_path(workspace.funcall("root", ())?)?];
     for (_, path) in vo::pairs(workspace.funcall("paths", ())?)? {
-        launch.workspace_paths.push(path_of(ruby, path)?);
+        launch.workspace_paths.push(convert::string_path(path)?);
     }
     launch.environment = inputs.environment;
     launch.inherit_environment = inputs.inherit_environment;
@@ -629,10 +626,11 @@ fn launch_options(
     errors::core_result(ruby, bw::bubblewrap_args(&launch, &host))
 }
 
-fn paths_of(ruby: &Ruby, array: Value) -> Result<Vec<PathBuf>, Error> {
+/// An Array of Strings the backend normalised itself, as host paths.
+fn paths_of(array: Value) -> Result<Vec<PathBuf>, Error> {
     RArray::try_convert(array)?
         .into_iter()
-        .map(|v| path_of(ruby, v))
+        .map(convert::string_path)
         .collect()
 }
 
@@ -687,14 +685,8 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RArr
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let policy_environment: Value = policy.funcall("environment", ())?;
     let environment = match environment.filter(|v| !v.is_nil()) {
-        Some(values) => vo::pairs(values)?
-            .into_iter()
-            .map(|(k, v)| Ok((string_of(ruby, k)?, string_of(ruby, v)?)))
-            .collect::<Result<Vec<_>, Error>>()?,
-        None => vo::pairs(policy_environment.funcall("values", ())?)?
-            .into_iter()
-            .map(|(k, v)| Ok((string_of(ruby, k)?, string_of(ruby, v)?)))
-            .collect::<Result<Vec<_>, Error>>()?,
+        Some(values) => convert::environment(ruby, Some(values))?,
+        None => convert::environment(ruby, Some(policy_environment.funcall("values", ())?))?,
     };
     let inherit_environment = match inherit.filter(|v| !v.is_nil()) {
         Some(value) => value.to_bool(),
@@ -758,7 +750,7 @@ fn wrap_command(
     inherit: Option<Value>,
     allow_subprocesses: bool,
 ) -> Result<(HostCommand, Option<OwnedFd>), Error> {
-    let argv = command_argv(ruby, command)?;
+    let argv = convert::argv(ruby, command)?;
     ensure_open(rb_self)?;
     let scope = validated_scope(scope)?;
     let selected = match scope {
@@ -791,16 +783,13 @@ fn wrap_command(
     let merged = sandbox::child_environment(ruby, rb_self.as_value(), environment)?;
     let inherit_environment = sandbox::inherits_environment(rb_self.as_value(), inherit)?;
 
-    let display_argv0 = RString::to_string(argv[0])?;
-    let mut command: Vec<String> = argv
-        .iter()
-        .map(|s| RString::to_string(*s))
-        .collect::<Result<_, _>>()?;
+    let display_argv0 = argv[0].clone();
+    let mut command = argv;
     let wrapper: Option<Value> = rb_self
         .ivar_get::<_, Option<Value>>("@command_wrapper")?
         .filter(|v| !v.is_nil());
     if let Some(wrapper) = wrapper {
-        let rb_argv = ruby.ary_from_iter(argv.iter().copied());
+        let rb_argv = ruby.ary_from_iter(command.iter().map(|arg| ruby.str_new(arg)));
         let wrapped: Value = if wrapper.respond_to("call", false)? {
             let workspace: Value = rb_self.funcall("workspace", ())?;
             let scope_value = scope.unwrap_or_else(|| ruby.qnil().as_value());
@@ -817,10 +806,7 @@ fn wrap_command(
             let prefix = RArray::try_convert(vo::kernel(ruby, "Array", wrapper)?)?;
             prefix.funcall("+", (rb_argv,))?
         };
-        command = command_argv(ruby, wrapped)?
-            .iter()
-            .map(|s| RString::to_string(*s))
-            .collect::<Result<_, _>>()?;
+        command = convert::argv(ruby, wrapped)?;
     }
 
     // Every child runs under one filter: keyrings and set-id, device,
@@ -849,7 +835,22 @@ fn wrap_command(
         seccomp_fd,
     };
     let options = launch_options(ruby, rb_self, inputs)?;
-    let executable = string_of(ruby, rb_self.ivar_get("@bubblewrap")?)?;
+    // The launch accepted the working directory as inside a grant (bound at
+    // the same path) or a fresh tmpfs; a missing one is the same ToolError
+    // as on Unrestricted, not bwrap's own chdir failure (exit 1).
+    let directory = launch_cwd(ruby, rb_self.as_value(), cwd)?;
+    let tmpfs = paths_of(rb_self.ivar_get("@tmpfs")?)?;
+    if !directory.is_dir() && !tmpfs.contains(&directory) {
+        return Err(errors::tool_error(
+            ruby,
+            "Working directory is not available",
+        ));
+    }
+    let executable = convert::path_text(
+        ruby,
+        &convert::string_path(rb_self.ivar_get("@bubblewrap")?)?,
+        "bubblewrap executable path",
+    )?;
     let exec_argv0 = command[0].as_bytes().to_vec();
     let mut full = vec![executable];
     // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
@@ -933,8 +934,8 @@ fn reinterpret_exec_failure(
     let stderr: RString = execution.funcall("stderr", ())?;
     let failure = bw::classify_exec_failure(
         exit_code,
-        &vo::bytes_of(stdout),
-        &vo::bytes_of(stderr),
+        &convert::bytes(stdout),
+        &convert::bytes(stderr),
         exec_argv0,
     );
     let Some(failure) = failure else {
@@ -1086,7 +1087,11 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
     let get = |name: &str| {
         values[START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())
     };
-    let allow = values[9].map(|v| v.to_bool()).unwrap_or(true);
+    // nil means the default (H.6), which here is true.
+    let allow = values[9]
+        .filter(|v| !v.is_nil())
+        .map(|v| v.to_bool())
+        .unwrap_or(true);
     let scope = get("scope");
     if allow && !scope_allows_spawn(ruby, scope)? {
         return Err(errors::capability_error(

@@ -82,6 +82,15 @@ fn positive_integer(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Erro
             format!("sandbox {name} must be positive"),
         ));
     }
+    // Every limit becomes a byte or entry count in the core; a value beyond
+    // the platform's signed 64-bit range (off_t, ssize_t) could not be
+    // carried, and would fail at first use instead of here.
+    if magnus::Integer::try_convert(integer)?.to_i64().is_err() {
+        return Err(errors::policy_error(
+            ruby,
+            format!("sandbox {name} must be at most {}", i64::MAX),
+        ));
+    }
     Ok(integer)
 }
 

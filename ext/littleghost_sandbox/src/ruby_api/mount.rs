@@ -12,6 +12,7 @@ use magnus::{
 };
 
 use crate::helpers::constants;
+use crate::helpers::convert;
 use crate::helpers::value_object::{self as vo, ivar_reader};
 use crate::ruby_api::errors;
 
@@ -62,8 +63,8 @@ pub fn grant_from_ruby(ruby: &Ruby, mount: Value) -> Result<Grant, Error> {
     let target = RString::try_convert(vo::ivar(mount, "@target")?)?;
     let access = parse_access(ruby, vo::ivar(mount, "@access")?)?;
     Ok(Grant {
-        source: vo::ruby_to_path(source),
-        target: vo::ruby_to_path(target),
+        source: convert::path_of(source),
+        target: convert::path_of(target),
         access,
         tools: vo::ivar(mount, "@tools")?.to_bool(),
         protect_aliases: vo::ivar(mount, "@protect_aliases")?.to_bool(),
@@ -78,8 +79,8 @@ pub fn grant_to_ruby(ruby: &Ruby, grant: &Grant) -> Result<Value, Error> {
 }
 
 fn set_fields(ruby: &Ruby, object: RObject, grant: &Grant) -> Result<(), Error> {
-    object.ivar_set("@source", vo::path_to_ruby(ruby, &grant.source))?;
-    object.ivar_set("@target", vo::path_to_ruby(ruby, &grant.target))?;
+    object.ivar_set("@source", convert::path_to_ruby(ruby, &grant.source))?;
+    object.ivar_set("@target", convert::path_to_ruby(ruby, &grant.target))?;
     object.ivar_set("@access", ruby.to_symbol(grant.access.name()))?;
     object.ivar_set("@protect_aliases", grant.protect_aliases)?;
     object.ivar_set("@tools", grant.tools)?;
@@ -107,7 +108,7 @@ pub fn parse_access(ruby: &Ruby, value: Value) -> Result<Access, Error> {
 /// `String(value)` as an absolute, cleaned target path; PolicyError for NUL, relative or `..`.
 pub fn normalize_target(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
     let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
-    let path = vo::ruby_to_path(string);
+    let path = convert::path_of(string);
     let bytes = path.as_os_str().as_bytes();
     if bytes.contains(&0) {
         return Err(errors::policy_error(
@@ -154,7 +155,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     let source_string = vo::kernel(ruby, "String", source)?;
     let source = vo::expand_path(ruby, source_string, root.filter(|r| !r.is_nil()))?;
     let grant = Grant {
-        source: vo::ruby_to_path(source),
+        source: convert::path_of(source),
         target: normalize_target(ruby, target)?,
         access: match access {
             Some(value) => parse_access(ruby, value)?,
@@ -254,8 +255,8 @@ fn narrow(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error>
 /// The source used for equality: its realpath when it exists.
 fn identity_source(ruby: &Ruby, object: Value) -> Result<Value, Error> {
     let source = RString::try_convert(vo::ivar(object, "@source")?)?;
-    match std::fs::canonicalize(vo::ruby_to_path(source)) {
-        Ok(real) => Ok(vo::path_to_ruby(ruby, &real).as_value()),
+    match std::fs::canonicalize(convert::path_of(source)) {
+        Ok(real) => Ok(convert::path_to_ruby(ruby, &real).as_value()),
         Err(_) => Ok(source.as_value()),
     }
 }

@@ -6,8 +6,9 @@ use magnus::{function, method, prelude::*, Error, RHash, RModule, RObject, Ruby,
 
 use crate::helpers::args::{call_with, keywords_only, split_args};
 use crate::helpers::constants;
+use crate::helpers::convert;
 use crate::helpers::probe;
-use crate::ruby_api::bubblewrap::{platform_or_host, string_of};
+use crate::ruby_api::bubblewrap::platform_or_host;
 use crate::ruby_api::capabilities;
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -53,7 +54,7 @@ fn unavailable(platform: &str) -> String {
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     let options: RHash = keywords_only(args)?;
     let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
-    let platform = string_of(ruby, platform_value)?;
+    let platform = convert::display_string(ruby, platform_value)?;
     match platform_backend(ruby, &platform)? {
         Some(class) => {
             options.aset(ruby.to_symbol("platform"), platform_value)?;
@@ -76,7 +77,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         ));
     };
     let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
-    let platform = string_of(ruby, platform_value)?;
+    let platform = convert::display_string(ruby, platform_value)?;
     let Some(class) = platform_backend(ruby, &platform)? else {
         return Err(crate::ruby_api::errors::unsupported_platform_error(
             ruby,

@@ -9,6 +9,7 @@ use magnus::{
 };
 
 use crate::helpers::constants;
+use crate::helpers::convert;
 use crate::ruby_api::errors;
 use crate::ruby_api::mount;
 
@@ -254,7 +255,7 @@ fn workspace_directory(
     } else {
         workspace.funcall("path", (name,))?
     };
-    let path = vo::ruby_to_path(RString::try_convert(path)?);
+    let path = convert::path_of(RString::try_convert(path)?);
     if !path.is_absolute() {
         return Err(errors::argument_error(
             ruby,

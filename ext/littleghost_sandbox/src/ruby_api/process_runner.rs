@@ -25,6 +25,7 @@ use magnus::{
 };
 
 use crate::helpers::constants;
+use crate::helpers::convert;
 use crate::helpers::nogvl::{self, Wake};
 use crate::ruby_api::errors::{argument_error, core_result, tool_error};
 
@@ -79,7 +80,7 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     let (command, timeout) = kw.required;
     let (context, max_output_bytes, environment, inherit_environment, chdir) = kw.optional;
     let request = RunRequest {
-        argv: argv_from(ruby, command)?,
+        argv: convert::argv(ruby, command)?,
         timeout: validate_timeout(ruby, timeout)?,
         context: context.filter(|value| !value.is_nil()),
         max_output_bytes: validate_output_bytes(
@@ -87,72 +88,12 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
             max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
             1_000_000,
         )?,
-        environment: environment_from(ruby, environment)?,
+        environment: convert::environment(ruby, environment)?,
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
-        chdir: chdir_from(ruby, chdir)?,
+        chdir: convert::expanded_path(ruby, chdir, "chdir")?,
         spawn_options: SpawnOptions::default(),
     };
     run(ruby, request)
-}
-
-/// 17.1: `Array(command).map(&:to_s)`.
-pub fn argv_from(ruby: &Ruby, command: Value) -> Result<Vec<String>, Error> {
-    let array: magnus::RArray = ruby.module_kernel().funcall("Array", (command,))?;
-    let mut argv = Vec::with_capacity(array.len());
-    for item in array.into_iter() {
-        let text: RString = item.funcall("to_s", ())?;
-        argv.push(utf8_text(ruby, text, "command arguments")?);
-    }
-    Ok(argv)
-}
-
-/// A String as Rust text: transcoded when its encoding allows, otherwise its
-/// bytes when they are UTF-8 (a binary String read from a file or pipe), else
-/// ArgumentError rather than magnus's undocumented EncodingError.
-fn utf8_text(ruby: &Ruby, text: RString, what: &str) -> Result<String, Error> {
-    if let Ok(converted) = text.to_string() {
-        return Ok(converted);
-    }
-    // SAFETY: the bytes are copied before any other Ruby call.
-    let bytes = unsafe { text.as_slice() }.to_vec();
-    String::from_utf8(bytes)
-        .map_err(|_| argument_error(ruby, format!("{what} must be valid UTF-8")))
-}
-
-/// An `environment:` Hash (or nil) as String pairs, converted with `to_s`.
-pub fn environment_from(
-    ruby: &Ruby,
-    environment: Option<Value>,
-) -> Result<Vec<(String, String)>, Error> {
-    let Some(environment) = environment.filter(|value| !value.is_nil()) else {
-        return Ok(Vec::new());
-    };
-    let hash: RHash = ruby.module_kernel().funcall("Hash", (environment,))?;
-    let mut pairs = Vec::with_capacity(hash.len());
-    hash.foreach(|name: Value, value: Value| {
-        let name: RString = name.funcall("to_s", ())?;
-        let value: RString = value.funcall("to_s", ())?;
-        pairs.push((
-            utf8_text(ruby, name, "environment names")?,
-            utf8_text(ruby, value, "environment values")?,
-        ));
-        Ok(magnus::r_hash::ForEach::Continue)
-    })?;
-    Ok(pairs)
-}
-
-/// A `chdir:` value (or nil) expanded like Ruby's `File.expand_path`.
-pub fn chdir_from(ruby: &Ruby, chdir: Option<Value>) -> Result<Option<PathBuf>, Error> {
-    let Some(chdir) = chdir.filter(|value| !value.is_nil()) else {
-        return Ok(None);
-    };
-    let file: RClass = ruby.class_object().const_get("File")?;
-    let expanded: RString = file.funcall("expand_path", (chdir,))?;
-    // SAFETY: the bytes are copied before any other Ruby call.
-    let bytes = unsafe { expanded.as_slice() }.to_vec();
-    Ok(Some(PathBuf::from(
-        <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes),
-    )))
 }
 
 /// 17.3: `Float(value)`, positive and finite; otherwise ArgumentError "timeout must be positive".

@@ -33,12 +33,13 @@ use magnus::{
 };
 
 use crate::helpers::constants;
+use crate::helpers::convert;
 use crate::helpers::nogvl;
 use crate::ruby_api::errors::{argument_error, core_result, from_core, tool_error};
 use crate::ruby_api::execution::{define_data_class, DataShape};
 use crate::ruby_api::process_runner::{
-    argv_from, chdir_from, check_context, environment_from, error_with_cause, positive_integer,
-    reap_leader, terminate_group, validate_timeout, Waiter,
+    check_context, error_with_cause, positive_integer, reap_leader, terminate_group,
+    validate_timeout, Waiter,
 };
 
 /// Bytes taken from each stream per read pass (18.5).
@@ -288,10 +289,10 @@ fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error
         }
     }
     let request = SessionRequest {
-        argv: argv_from(ruby, command)?,
-        environment: environment_from(ruby, environment)?,
+        argv: convert::argv(ruby, command)?,
+        environment: convert::environment(ruby, environment)?,
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
-        chdir: chdir_from(ruby, chdir)?,
+        chdir: convert::expanded_path(ruby, chdir, "chdir")?,
         output_bytes: match output_bytes {
             None => 1_000_000,
             Some(value) => positive_integer(ruby, value, "output_bytes")?,
@@ -495,7 +496,7 @@ fn binary(ruby: &Ruby, bytes: &[u8]) -> RString {
     string
 }
 
-/// `Float(timeout)` clamped at 0; nil or absent means 0 (one pass).
+/// `Float(timeout)`, finite and ≥ 0 (ArgumentError otherwise); nil or absent means 0 (one pass).
 fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
     let timeout = match args {
         [] => None,
@@ -525,7 +526,16 @@ fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
             .module_kernel()
             .funcall::<_, _, f64>("Float", (value,))?,
     };
-    Ok(seconds.max(0.0))
+    // H.6: like `wait`, a timeout that can never pass (infinite, NaN) or is
+    // negative is misuse, not a request to block forever or poll once.
+    if seconds.is_finite() && seconds >= 0.0 {
+        Ok(seconds)
+    } else {
+        Err(argument_error(
+            ruby,
+            "timeout must be a finite number of seconds, 0 or more",
+        ))
+    }
 }
 
 /// The `timeout:` keyword of `read`, through magnus's keyword parser.

@@ -9,11 +9,11 @@ use magnus::{
 };
 
 use crate::helpers::args::{keywords_only, kwargs, unknown_keys};
+use crate::helpers::convert;
 use crate::helpers::probe;
 use crate::helpers::registry::Registry;
 use crate::helpers::{constants, value_object as vo};
 use crate::ruby_api::errors;
-use crate::ruby_api::process_runner;
 
 pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     sandbox.define_singleton_method("register_provider", function!(register_provider, 2))?;
@@ -184,6 +184,10 @@ fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
+    // A wrong type is misuse, not a path problem: it raises (H.6).
+    if let Some(path) = path {
+        convert::path_string(ruby, path, "path")?;
+    }
     let answer = match path {
         None => rb_self
             .funcall::<_, _, Value>("supports?", (operation,))
@@ -457,7 +461,7 @@ pub(crate) fn child_environment(
     ];
     let mut merged: Vec<(String, String)> = Vec::new();
     for layer in layers {
-        for (name, value) in process_runner::environment_from(ruby, layer)? {
+        for (name, value) in convert::environment(ruby, layer)? {
             match merged.iter_mut().find(|(existing, _)| *existing == name) {
                 Some(slot) => slot.1 = value,
                 None => merged.push((name, value)),

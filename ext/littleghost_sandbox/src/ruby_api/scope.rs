@@ -4,8 +4,6 @@
 //! through Ruby calls, hands it to the core, and keeps the resulting
 //! filesystem broker in a hidden TypedData.
 
-use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::fs::{Broker, FsLimits, FsOperation};
@@ -20,6 +18,7 @@ use magnus::{
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
+use crate::helpers::convert;
 use crate::helpers::{constants, nogvl, value_object as vo};
 use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby, parse_access};
@@ -44,7 +43,6 @@ static SUPPORTS: LazyId = LazyId::new("supports?");
 static CAPABILITIES: LazyId = LazyId::new("capabilities");
 static WORKSPACE: LazyId = LazyId::new("workspace");
 static RESOLVE: LazyId = LazyId::new("resolve");
-static TO_S: LazyId = LazyId::new("to_s");
 static FILESYSTEM_READ: LazyId = LazyId::new("filesystem_read");
 static FILESYSTEM_LIST: LazyId = LazyId::new("filesystem_list");
 static FILESYSTEM_WRITE: LazyId = LazyId::new("filesystem_write");
@@ -88,11 +86,6 @@ fn state(ruby: &Ruby, rb_self: RObject) -> Result<Obj<ScopeState>, Error> {
 
 fn nil(ruby: &Ruby) -> Value {
     ruby.qnil().as_value()
-}
-
-fn string_to_path(string: RString) -> PathBuf {
-    // SAFETY: the bytes are copied before any other Ruby call can run.
-    PathBuf::from(OsString::from_vec(unsafe { string.as_slice() }.to_vec()))
 }
 
 // ---------------------------------------------------------------------------
@@ -271,7 +264,7 @@ fn directory_of(ruby: &Ruby, workspace: Value, name: Value) -> Result<PathBuf, E
         workspace.funcall("path", (name,))?
     };
     let directory: RString = ruby.module_kernel().funcall("String", (directory,))?;
-    Ok(string_to_path(directory))
+    Ok(convert::path_of(directory))
 }
 
 /// SC.9: nil keeps the parent's; a Capabilities intersects; an Array keeps the parent's features it names.
@@ -461,6 +454,11 @@ fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> 
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
+    // A wrong type is misuse, not a path problem: it raises (H.6).
+    let path = match path {
+        Some(path) => Some(convert::path_string(ruby, path, "path")?.as_value()),
+        None => None,
+    };
     match allows_or_raise(ruby, rb_self, operation, path) {
         Ok(answer) => Ok(answer),
         Err(error) if is_refusal(ruby, &error)? => Ok(false),
@@ -529,19 +527,16 @@ fn prepare(
             format!("Sandbox scope does not allow {}", feature.replace('_', " ")),
         ));
     }
-    let physical = resolve(ruby, rb_self, path)?;
-    let logical: RString = path.funcall(*TO_S, ())?;
-    Ok((
-        physical,
-        String::from_utf8_lossy(&vo::bytes_of(logical)).into_owned(),
-    ))
+    let logical = convert::path_string(ruby, path, "path")?;
+    let physical = resolve(ruby, rb_self, logical.as_value())?;
+    Ok((physical, convert::lossy(logical)))
 }
 
 /// `workspace.resolve(path)` through Ruby; its ArgumentError and KeyError become ToolError with the same message.
 fn resolve(ruby: &Ruby, rb_self: RObject, path: Value) -> Result<PathBuf, Error> {
     let workspace: Value = rb_self.funcall(*WORKSPACE, ())?;
     match workspace.funcall::<_, _, RString>(*RESOLVE, (path,)) {
-        Ok(physical) => Ok(string_to_path(physical)),
+        Ok(physical) => Ok(convert::path_of(physical)),
         Err(error)
             if error.is_kind_of(ruby.exception_arg_error())
                 || error.is_kind_of(ruby.exception_key_error()) =>
@@ -594,7 +589,7 @@ fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error>
     let context = context_keyword(args.keywords)?;
     let (path, content) = args.required;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_write", path)?;
-    let content = vo::bytes_of(RString::try_convert(content)?);
+    let content = convert::bytes(RString::try_convert(content)?);
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,
@@ -608,8 +603,8 @@ fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Erro
     let context = context_keyword(args.keywords)?;
     let (path, old_text, new_text) = args.required;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_replace", path)?;
-    let old_text = vo::bytes_of(RString::try_convert(old_text)?);
-    let new_text = vo::bytes_of(RString::try_convert(new_text)?);
+    let old_text = convert::bytes(RString::try_convert(old_text)?);
+    let new_text = convert::bytes(RString::try_convert(new_text)?);
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,

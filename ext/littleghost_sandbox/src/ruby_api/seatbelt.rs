@@ -14,12 +14,11 @@ use magnus::{
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
 use crate::helpers::constants;
+use crate::helpers::convert;
 use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::bubblewrap::{
-    self as shared, command_argv, launch_cwd, path_of, string_of, HostCommand,
-};
+use crate::ruby_api::bubblewrap::{self as shared, launch_cwd, option_path, HostCommand};
 use crate::ruby_api::{capabilities, errors, mount, sandbox};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -69,10 +68,10 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     let options = keywords_only(args)?;
     let values = keywords(ruby, options, &[], &["executable", "platform"])?;
     let executable = match values[0].filter(|v| !v.is_nil()) {
-        Some(value) => path_of(ruby, value)?,
+        Some(value) => option_path(ruby, value)?,
         None => PathBuf::from(sb::DEFAULT_EXECUTABLE),
     };
-    let platform = string_of(ruby, shared::platform_or_host(ruby, values[1])?)?;
+    let platform = convert::display_string(ruby, shared::platform_or_host(ruby, values[1])?)?;
     let available = platform.contains("darwin") && executable.exists();
     let unavailable = (!available).then(|| requires_macos(&executable.to_string_lossy()));
     probe::result(ruby, unavailable, || backend_capabilities(ruby))
@@ -132,8 +131,8 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
     if temp_dir(rb_self)?.is_some() {
         return Ok(rb_self);
     }
-    let executable = string_of(ruby, rb_self.ivar_get("@executable")?)?;
-    let platform = string_of(ruby, rb_self.ivar_get("@platform")?)?;
+    let executable = convert::display_string(ruby, rb_self.ivar_get("@executable")?)?;
+    let platform = convert::display_string(ruby, rb_self.ivar_get("@platform")?)?;
     if !platform.contains("darwin") {
         return Err(errors::unsupported_platform_error(
             ruby,
@@ -189,10 +188,7 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
     let config: RHash = rbconfig.funcall("const_get", ("CONFIG",))?;
     for key in ["prefix", "libdir"] {
         if let Some(value) = config.get(key) {
-            roots.push(path_of(
-                ruby,
-                vo::expand_path(ruby, value, None)?.as_value(),
-            )?);
+            roots.push(convert::path_of(vo::expand_path(ruby, value, None)?));
         }
     }
     roots.push("/opt/homebrew/opt/gmp".into());
@@ -223,7 +219,7 @@ fn seatbelt_command(
     inherit: Option<Value>,
     allow_subprocesses: Option<bool>,
 ) -> Result<HostCommand, Error> {
-    let argv = command_argv(ruby, command)?;
+    let argv = convert::argv(ruby, command)?;
     if temp_dir(rb_self)?.is_none() {
         let _: Value = rb_self.funcall("open", ())?;
     }
@@ -257,7 +253,7 @@ fn seatbelt_command(
     let root_filesystem = RootFilesystem::parse(&root.name()?)
         .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
     let network = shared::launch_network(ruby, rb_self.as_value(), Some(scope))?;
-    let temp = path_of(ruby, temp_dir(rb_self)?.unwrap())?;
+    let temp = convert::string_path(temp_dir(rb_self)?.unwrap())?;
     let profile = sb::profile(&sb::Profile {
         root_filesystem,
         grants,
@@ -269,17 +265,30 @@ fn seatbelt_command(
     });
     let mut environment = sandbox::child_environment(ruby, rb_self.as_value(), environment)?;
     environment.retain(|(name, _)| name != "TMPDIR");
-    environment.push(("TMPDIR".into(), temp.to_string_lossy().into_owned()));
-    let executable = string_of(ruby, rb_self.ivar_get("@executable")?)?;
+    environment.push((
+        "TMPDIR".into(),
+        convert::path_text(ruby, &temp, "Seatbelt temporary directory")?,
+    ));
+    let executable = convert::path_text(
+        ruby,
+        &option_path(ruby, rb_self.ivar_get("@executable")?)?,
+        "Seatbelt executable path",
+    )?;
     let mut full: Vec<String> = vec![executable, "-p".into(), profile, "--".into()];
-    for arg in &argv {
-        full.push(magnus::RString::to_string(*arg)?);
+    full.extend(argv);
+    // A missing working directory is the same ToolError on every backend.
+    let directory = launch_cwd(ruby, rb_self.as_value(), cwd)?;
+    if !directory.is_dir() {
+        return Err(errors::tool_error(
+            ruby,
+            "Working directory is not available",
+        ));
     }
     Ok(HostCommand {
         argv: full,
         environment,
         inherit_environment: sandbox::inherits_environment(rb_self.as_value(), inherit)?,
-        chdir: Some(launch_cwd(ruby, rb_self.as_value(), cwd)?),
+        chdir: Some(directory),
         keep_fds: Vec::new(),
         exec_argv0: None,
     })
@@ -312,7 +321,11 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
     let get = |name: &str| {
         values[shared::START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())
     };
-    let allow = values[9].map(|v| v.to_bool()).unwrap_or(false);
+    // nil means the default (H.6): denied unless asked for (SB.5).
+    let allow = values[9]
+        .filter(|v| !v.is_nil())
+        .map(|v| v.to_bool())
+        .unwrap_or(false);
     let limits = shared::session_limits(ruby, rb_self, &get)?;
     crate::ruby_api::process_runner::check_context(get("context"))?;
     let host = seatbelt_command(

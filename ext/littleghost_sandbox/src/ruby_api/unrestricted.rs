@@ -13,12 +13,12 @@ use magnus::{
 
 use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::constants;
+use crate::helpers::convert;
 use crate::helpers::probe;
 use crate::ruby_api::capabilities;
 use crate::ruby_api::errors;
 use crate::ruby_api::process_runner::{
-    self, argv_from, check_context, positive_integer, validate_output_bytes, validate_timeout,
-    RunRequest,
+    self, check_context, positive_integer, validate_output_bytes, validate_timeout, RunRequest,
 };
 use crate::ruby_api::process_session::{self, SessionRequest};
 use crate::ruby_api::sandbox::{self, assign, base_options, error_message, truthy};
@@ -142,7 +142,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
 /// The (dev, ino) of the workspace root, or None when it does not exist.
 fn root_identity(workspace: Value) -> Result<Option<(u64, u64)>, Error> {
     let root: RString = workspace.funcall("root", ())?;
-    let root = PathBuf::from(root.to_string()?);
+    let root = convert::path_of(root);
     Ok(std::fs::metadata(root).ok().map(|m| (m.dev(), m.ino())))
 }
 
@@ -268,7 +268,12 @@ fn replace(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
 fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (operation,) = args.required;
-    let answer = match args.optional.0.filter(|p| !p.is_nil()) {
+    let path = args.optional.0.filter(|p| !p.is_nil());
+    // A wrong type is misuse, not a path problem: it raises (H.6).
+    if let Some(path) = path {
+        convert::path_string(ruby, path, "path")?;
+    }
+    let answer = match path {
         None => rb_self.funcall::<_, _, Value>("supports?", (operation,)),
         Some(path) => {
             default_scope(rb_self).and_then(|scope| scope.funcall("allows?", (operation, path)))
@@ -288,7 +293,7 @@ fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> 
 /// The child's working directory: root, or `cwd` resolved as a logical workspace path.
 fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Result<PathBuf, Error> {
     let workspace: Value = rb_self.funcall("workspace", ())?;
-    let directory: RString = match cwd.filter(|c| !c.is_nil()) {
+    let directory: RString = match convert::optional_path_string(ruby, cwd, "cwd")? {
         None => workspace.funcall("root", ())?,
         Some(cwd) => match workspace.funcall::<_, _, RString>("resolve", (cwd,)) {
             Ok(directory) => directory,
@@ -301,7 +306,7 @@ fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Resul
             Err(error) => return Err(error),
         },
     };
-    let directory = PathBuf::from(directory.to_string()?);
+    let directory = convert::path_of(directory);
     // Checked here so execute_program and start_program refuse a missing
     // working directory the same way (a session would otherwise raise the
     // raw Errno from spawning). The message names no host path.
@@ -352,7 +357,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         output_limit(rb_self)?,
     )?;
     let request = RunRequest {
-        argv: argv_from(ruby, args.required.0)?,
+        argv: convert::argv(ruby, args.required.0)?,
         timeout,
         context: context.filter(|c| !c.is_nil()),
         max_output_bytes,
@@ -402,7 +407,8 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
     )?;
     let (context, environment, inherit_environment, _scope, cwd) = first.optional;
     let (output_bytes, memory_bytes, cpu_seconds, file_bytes, allow_subprocesses) = second.optional;
-    if allow_subprocesses.is_some_and(|allow| !truthy(allow)) {
+    // nil means the default (H.6), which here is true.
+    if allow_subprocesses.is_some_and(|allow| !allow.is_nil() && !truthy(allow)) {
         return Err(errors::capability_error(
             ruby,
             "the unrestricted sandbox cannot prohibit subprocess creation",
@@ -415,7 +421,7 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
             .transpose()
     };
     let request = SessionRequest {
-        argv: argv_from(ruby, args.required.0)?,
+        argv: convert::argv(ruby, args.required.0)?,
         environment: sandbox::child_environment(ruby, rb_self.as_value(), environment)?,
         inherit_environment: sandbox::inherits_environment(
             rb_self.as_value(),

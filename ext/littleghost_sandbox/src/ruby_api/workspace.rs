@@ -15,6 +15,7 @@ use magnus::{
 
 use magnus::{typed_data::Obj, value::LazyId};
 
+use crate::helpers::convert;
 use crate::helpers::registry::Registry;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
@@ -107,7 +108,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     let (paths_value, setup, teardown) = kwargs.optional;
     let root_string = vo::expand_path(ruby, root_value, None)?;
     let root_string = RString::new_frozen(root_string);
-    let root_path = vo::ruby_to_path(root_string);
+    let root_path = convert::path_of(root_string);
 
     let table = ruby.hash_new();
     let relative = ruby.ary_new();
@@ -129,7 +130,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
                     format!("workspace path :{label} must not be empty"),
                 ));
             }
-            let is_absolute = vo::ruby_to_path(text).is_absolute();
+            let is_absolute = convert::path_of(text).is_absolute();
             let expanded = if is_absolute {
                 vo::expand_path(ruby, text.as_value(), None)?
             } else {
@@ -137,7 +138,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
                     vo::expand_path(ruby, text.as_value(), Some(root_string.as_value()))?;
                 errors::core_result(
                     ruby,
-                    core::check_relative_path(&label, &root_path, &vo::ruby_to_path(expanded)),
+                    core::check_relative_path(&label, &root_path, &convert::path_of(expanded)),
                 )?;
                 relative.push(name)?;
                 expanded
@@ -188,7 +189,7 @@ fn layout(rb_self: RObject) -> Result<Layout, Error> {
         let name = vo::sym_name(Symbol::try_convert(name)?)?;
         layout
             .paths
-            .push((name, vo::ruby_to_path(RString::try_convert(dir)?)));
+            .push((name, convert::path_of(RString::try_convert(dir)?)));
     }
     Ok(layout)
 }
@@ -197,7 +198,7 @@ fn layout(rb_self: RObject) -> Result<Layout, Error> {
 fn root_layout(rb_self: RObject) -> Result<Layout, Error> {
     let root = RString::try_convert(rb_self.funcall::<_, _, Value>(*ROOT, ())?)?;
     Ok(Layout {
-        root: vo::ruby_to_path(root),
+        root: convert::path_of(root),
         paths: Vec::new(),
     })
 }
@@ -216,7 +217,7 @@ fn resolve(ruby: &Ruby, rb_self: RObject, reference: Value) -> Result<RString, E
         Some(string) => string,
         None => RString::try_convert(vo::kernel(ruby, "String", reference)?)?,
     };
-    let reference = vo::ruby_to_path(reference);
+    let reference = convert::path_of(reference);
     let named = reference
         .as_os_str()
         .as_bytes()
@@ -227,14 +228,14 @@ fn resolve(ruby: &Ruby, rb_self: RObject, reference: Value) -> Result<RString, E
         root_layout(rb_self)?
     };
     let physical = errors::core_result(ruby, layout.resolve(reference.as_os_str()))?;
-    Ok(vo::path_to_ruby(ruby, &physical))
+    Ok(convert::path_to_ruby(ruby, &physical))
 }
 
 /// reference(physical): the logical path of a physical one; ArgumentError when it is outside the workspace.
 fn reference(ruby: &Ruby, rb_self: RObject, physical: Value) -> Result<RString, Error> {
-    let expanded = vo::ruby_to_path(vo::expand_path(ruby, physical, None)?);
+    let expanded = convert::path_of(vo::expand_path(ruby, physical, None)?);
     let logical = errors::core_result(ruby, layout(rb_self)?.reference(&expanded))?;
-    Ok(vo::path_to_ruby(ruby, &PathBuf::from(logical)))
+    Ok(convert::path_to_ruby(ruby, &PathBuf::from(logical)))
 }
 
 /// environment: `LITTLE_GHOST_WORKSPACE_ROOT` and one `LITTLE_GHOST_WORKSPACE_<NAME>` per path, a frozen Hash.
@@ -243,7 +244,7 @@ fn environment(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
     for (variable, dir) in layout(rb_self)?.environment() {
         hash.aset(
             vo::frozen_str(ruby, &variable),
-            vo::path_to_ruby(ruby, &dir),
+            convert::path_to_ruby(ruby, &dir),
         )?;
     }
     hash.freeze();
