@@ -10,6 +10,7 @@ pub mod fs;
 pub mod grants;
 pub mod helper;
 pub mod paths;
+pub mod policy;
 pub mod process;
 pub mod scope;
 pub mod workspace;

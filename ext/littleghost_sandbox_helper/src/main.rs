@@ -9,8 +9,11 @@
 
 use std::process::ExitCode;
 
+/// A mode's entry point: its arguments after the mode name, its exit status.
+type Mode = fn(Vec<String>) -> ExitCode;
+
 /// Modes, by name. Empty until a mode lands; an unknown mode is a usage error.
-const MODES: &[(&str, fn(Vec<String>) -> ExitCode)] = &[];
+const MODES: &[(&str, Mode)] = &[];
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

@@ -187,22 +187,6 @@ pub fn sym_name(symbol: Symbol) -> Result<String, Error> {
     Ok(symbol.name()?.into_owned())
 }
 
-/// `:a, :b` for a message listing Symbols.
-pub fn symbol_list(symbols: &[Symbol]) -> Result<String, Error> {
-    let names = symbols
-        .iter()
-        .map(|s| s.name().map(|n| format!(":{n}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(names.join(", "))
-}
-
-/// A frozen Array of Symbols.
-pub fn frozen_symbols(ruby: &Ruby, symbols: &[Symbol]) -> RArray {
-    let array = ruby.ary_from_iter(symbols.iter().copied());
-    array.freeze();
-    array
-}
-
 /// Reads an instance variable (nil when unset).
 pub fn ivar(object: Value, name: &str) -> Result<Value, Error> {
     match RObject::from_value(object) {
@@ -368,4 +352,61 @@ pub(crate) use ivar_reader;
 /// Maps a keyword-less Ruby exception raised by a conversion onto `make(message)`.
 pub fn is_standard_error(ruby: &Ruby, error: &Error) -> bool {
     error.is_kind_of(ruby.exception_standard_error())
+}
+
+/// A name-ish Ruby value as the core's [`Given`](littleghost_sandbox_core::policy::Given):
+/// its `to_sym` name when it has one, shown by `inspect` only if a rule refuses it.
+pub fn given(value: Value) -> Result<littleghost_sandbox_core::policy::Given<'static>, Error> {
+    let name = try_to_sym(value)?.map(sym_name).transpose()?;
+    Ok(littleghost_sandbox_core::policy::Given::new(
+        name,
+        move || inspect_value(&Ruby::get_with(value), value).unwrap_or_default(),
+    ))
+}
+
+/// `Array(value)` (an absent value is an empty Array).
+pub fn array_items(ruby: &Ruby, value: Option<Value>) -> Result<RArray, Error> {
+    match value {
+        Some(value) => RArray::try_convert(kernel(ruby, "Array", value)?),
+        None => Ok(ruby.ary_new()),
+    }
+}
+
+/// `String(value)` as Rust text.
+pub fn string_of(ruby: &Ruby, value: Value) -> Result<String, Error> {
+    RString::try_convert(kernel(ruby, "String", value)?)?.to_string()
+}
+
+/// A Ruby Integer hash code for a Rust value (consistent with its `Eq`).
+pub fn hash_code(value: &impl std::hash::Hash) -> i64 {
+    use std::hash::Hasher;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish() as i64
+}
+
+/// `#<Class label=inspect ...>` over already-converted field values.
+pub fn inspect_fields(
+    ruby: &Ruby,
+    object: Value,
+    fields: &[(&str, Value)],
+) -> Result<String, Error> {
+    let mut out = format!("#<{}", class_name(object));
+    for (label, value) in fields {
+        out.push_str(&format!(" {label}={}", inspect_value(ruby, *value)?));
+    }
+    out.push('>');
+    Ok(out)
+}
+
+/// A frozen Array of frozen Strings.
+pub fn frozen_strings<'a>(ruby: &Ruby, items: impl IntoIterator<Item = &'a String>) -> RArray {
+    let array = ruby.ary_from_iter(items.into_iter().map(|s| frozen_str(ruby, s)));
+    array.freeze();
+    array
+}
+
+/// True iff `a` and `b` are instances of the same class (a subclass is another class).
+pub fn same_class(a: Value, b: Value) -> bool {
+    a.class().equal(b.class()).unwrap_or(false)
 }

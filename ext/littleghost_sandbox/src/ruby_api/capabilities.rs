@@ -1,43 +1,41 @@
 //! `LittleGhost::Sandbox::Capabilities` (SPEC §4): what a backend can enforce.
+//! Aliases, validation and `intersect` are the core's `policy::Capabilities`.
 
+use littleghost_sandbox_core::policy::{self as core, Given};
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray,
-    RClass, RHash, RObject, Ruby, Symbol, Value,
+    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
+    Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::constants;
-use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
 /// The features a backend reports when it is not told otherwise (4.1).
-pub const DEFAULT_FEATURES: [&str; 3] = ["filesystem_read", "filesystem_list", "process_execute"];
-/// Every network mode a backend may claim (4.1).
-pub const NETWORK_MODES: [&str; 3] = ["inherit", "none", "allowlist"];
-/// Short names accepted wherever a feature is named (4.3).
-const ALIASES: [(&str, &str); 6] = [
-    ("read", "filesystem_read"),
-    ("list", "filesystem_list"),
-    ("write", "filesystem_write"),
-    ("replace", "filesystem_replace"),
-    ("execute", "process_execute"),
-    ("spawn", "process_spawn"),
-];
+pub const DEFAULT_FEATURES: [&str; 3] = core::DEFAULT_FEATURES;
 
-const IVARS: &[&str] = &["@features", "@network_modes", "@isolation"];
-const FIELDS: &[(&str, &str)] = &[
-    ("features", "@features"),
-    ("network_modes", "@network_modes"),
-    ("isolation", "@isolation"),
-];
+/// A frozen capability report holding the core's value.
+#[magnus::wrap(class = "LittleGhost::Sandbox::Capabilities", free_immediately, size)]
+pub struct Capabilities(core::Capabilities);
 
-value_methods!(IVARS, FIELDS);
+impl Capabilities {
+    /// The core report.
+    #[allow(dead_code)] // for the backend and scope slices of issue 8, which read it without funcall
+    pub(crate) fn core(&self) -> &core::Capabilities {
+        &self.0
+    }
+}
+
+/// The Capabilities `value` wraps, if it is one.
+pub(crate) fn borrow(value: Value) -> Option<&'static Capabilities> {
+    <&Capabilities>::try_convert(value).ok()
+}
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Capabilities", ruby.class_object())?;
-    let defaults = vo::frozen_symbols(ruby, &symbols(ruby, &DEFAULT_FEATURES));
-    class.const_set("DEFAULT_FEATURES", defaults)?;
+    class.undef_default_alloc_func();
+    class.const_set("DEFAULT_FEATURES", frozen_symbols(ruby, &DEFAULT_FEATURES))?;
+    class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("normalize", function!(normalize, 1))?;
-    class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("features", method!(features, 0))?;
     class.define_method("network_modes", method!(network_modes, 0))?;
     class.define_method("isolation", method!(isolation, 0))?;
@@ -45,86 +43,68 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("include?", method!(supports, -1))?;
     class.define_method("intersect", method!(intersect, 1))?;
     class.define_method("to_h", method!(to_h, 0))?;
-    define_value_methods(class)?;
+    class.define_method("==", method!(eq, 1))?;
+    class.define_method("eql?", method!(eq, 1))?;
+    class.define_method("hash", method!(hash, 0))?;
+    class.define_method("inspect", method!(inspect, 0))?;
+    class.define_alias("to_s", "inspect")?;
     Ok(())
 }
 
+fn frozen_symbols<S: AsRef<str>>(ruby: &Ruby, names: &[S]) -> RArray {
+    let array = ruby.ary_from_iter(names.iter().map(|name| ruby.to_symbol(name.as_ref())));
+    array.freeze();
+    array
+}
+
+fn wrap(ruby: &Ruby, class: RClass, core: core::Capabilities) -> Obj<Capabilities> {
+    let object = ruby.obj_wrap_as(Capabilities(core), class);
+    object.freeze();
+    object
+}
+
 /// A frozen Capabilities built from Rust names (for backends and probes).
-#[allow(dead_code)] // used by the sandbox and backend files
 pub fn build(
     ruby: &Ruby,
     features: &[&str],
     network_modes: &[&str],
     isolation: &str,
 ) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
-    let kwargs = ruby.hash_new();
-    kwargs.aset(
-        ruby.to_symbol("features"),
-        ruby.ary_from_iter(symbols(ruby, features)),
+    let givens = |names: &[&str]| names.iter().map(|n| Given::symbol(n)).collect::<Vec<_>>();
+    let core = errors::core_result(
+        ruby,
+        core::Capabilities::new(
+            Some(&givens(features)),
+            Some(&givens(network_modes)),
+            Some(&Given::symbol(isolation)),
+        ),
     )?;
-    kwargs.aset(
-        ruby.to_symbol("network_modes"),
-        ruby.ary_from_iter(symbols(ruby, network_modes)),
-    )?;
-    kwargs.aset(ruby.to_symbol("isolation"), ruby.to_symbol(isolation))?;
-    class.funcall("new", (magnus::KwArgs(kwargs),))
+    Ok(wrap(ruby, Capabilities::class(ruby), core).as_value())
 }
 
 /// Capabilities with no features and no network modes (10.4, 12.3).
-#[allow(dead_code)] // used by the sandbox and backend files
 pub fn empty(ruby: &Ruby) -> Result<Value, Error> {
-    build(ruby, &[], &[], "none")
-}
-
-fn symbols(ruby: &Ruby, names: &[&str]) -> Vec<Symbol> {
-    names.iter().map(|name| ruby.to_symbol(name)).collect()
-}
-
-/// The canonical name of a feature name (alias resolution), without Ruby.
-pub fn canonical(name: &str) -> &str {
-    ALIASES
-        .iter()
-        .find(|(alias, _)| *alias == name)
-        .map(|(_, full)| *full)
-        .unwrap_or(name)
-}
-
-/// `feature.to_sym` with aliases resolved; ArgumentError when it is not name-ish.
-fn normalize_value(ruby: &Ruby, feature: Value) -> Result<Symbol, Error> {
-    let symbol = vo::try_to_sym(feature)?.ok_or_else(|| {
-        errors::argument_error(
-            ruby,
-            format!(
-                "capability feature must be a Symbol or String, got {}",
-                vo::inspect_value(ruby, feature).unwrap_or_default()
-            ),
-        )
-    })?;
-    let name = vo::sym_name(symbol)?;
-    Ok(ruby.to_symbol(canonical(&name)))
+    Ok(wrap(ruby, Capabilities::class(ruby), core::Capabilities::empty()).as_value())
 }
 
 /// Capabilities.normalize(feature): the canonical feature Symbol, resolving aliases such as `:read`.
 fn normalize(ruby: &Ruby, feature: Value) -> Result<Symbol, Error> {
-    normalize_value(ruby, feature)
+    let name = errors::core_result(ruby, core::normalize_feature(&vo::given(feature)?))?;
+    Ok(ruby.to_symbol(name))
 }
 
-/// Ordered unique normalised Symbols from anything `Array()` accepts.
-fn unique_symbols(ruby: &Ruby, list: Value) -> Result<Vec<Symbol>, Error> {
-    let array = RArray::try_convert(vo::kernel(ruby, "Array", list)?)?;
-    let mut out: Vec<Symbol> = Vec::new();
-    for item in array.into_iter() {
-        let symbol = normalize_value(ruby, item)?;
-        if !out.contains(&symbol) {
-            out.push(symbol);
-        }
-    }
-    Ok(out)
+fn givens(ruby: &Ruby, list: Option<Value>) -> Result<Option<Vec<Given<'static>>>, Error> {
+    list.map(|list| {
+        vo::array_items(ruby, Some(list))?
+            .into_iter()
+            .map(vo::given)
+            .collect()
+    })
+    .transpose()
 }
 
 /// Capabilities.new(features: DEFAULT_FEATURES, network_modes: [:inherit], isolation: :none): a frozen capability report.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>), ()>(
         args.keywords,
@@ -132,113 +112,126 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         &["features", "network_modes", "isolation"],
     )?;
     let (features, network_modes, isolation) = kwargs.optional;
-    let features = match features {
-        Some(list) => unique_symbols(ruby, list)?,
-        None => symbols(ruby, &DEFAULT_FEATURES),
-    };
-    let network_modes = match network_modes {
-        Some(list) => unique_symbols(ruby, list)?,
-        None => symbols(ruby, &["inherit"]),
-    };
-    let unsupported: Vec<Symbol> = network_modes
-        .iter()
-        .copied()
-        .filter(|mode| {
-            let name = mode.name().map(|n| n.into_owned()).unwrap_or_default();
-            !NETWORK_MODES.contains(&name.as_str())
-        })
-        .collect();
-    if !unsupported.is_empty() {
-        return Err(errors::argument_error(
-            ruby,
-            format!(
-                "unsupported network modes: {} (use :inherit, :none or :allowlist)",
-                vo::symbol_list(&unsupported)?
-            ),
-        ));
-    }
-    let isolation = match isolation {
-        Some(value) => vo::try_to_sym(value)?.ok_or_else(|| {
-            errors::argument_error(
-                ruby,
-                "capability isolation must be a Symbol such as :none or :namespace",
-            )
-        })?,
-        None => ruby.to_symbol("none"),
-    };
-    rb_self.ivar_set("@features", vo::frozen_symbols(ruby, &features))?;
-    rb_self.ivar_set("@network_modes", vo::frozen_symbols(ruby, &network_modes))?;
-    rb_self.ivar_set("@isolation", isolation)?;
-    rb_self.freeze();
-    Ok(())
+    let features = givens(ruby, features)?;
+    let network_modes = givens(ruby, network_modes)?;
+    let isolation = isolation.map(vo::given).transpose()?;
+    let core = errors::core_result(
+        ruby,
+        core::Capabilities::new(
+            features.as_deref(),
+            network_modes.as_deref(),
+            isolation.as_ref(),
+        ),
+    )?;
+    Ok(wrap(ruby, class, core))
 }
 
-ivar_reader!(
-    features,
-    "@features",
-    "The supported features, a frozen Array of Symbols."
-);
-ivar_reader!(
-    network_modes,
-    "@network_modes",
-    "The network modes the backend can enforce, a frozen Array of Symbols."
-);
-ivar_reader!(
-    isolation,
-    "@isolation",
-    "A descriptive Symbol naming the isolation mechanism (:none, :namespace, ...)."
-);
+/// features: the supported features, a frozen Array of Symbols.
+fn features(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
+    frozen_symbols(ruby, &rb_self.0.features)
+}
 
-fn includes(list: Value, symbol: Symbol) -> Result<bool, Error> {
-    list.funcall("include?", (symbol,))
+/// network_modes: the network modes the backend can enforce, a frozen Array of Symbols.
+fn network_modes(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
+    let names: Vec<&str> = rb_self.0.network_modes.iter().map(|m| m.name()).collect();
+    frozen_symbols(ruby, &names)
+}
+
+/// isolation: a descriptive Symbol naming the isolation mechanism (:none, :namespace, ...).
+fn isolation(ruby: &Ruby, rb_self: &Capabilities) -> Symbol {
+    ruby.to_symbol(&rb_self.0.isolation)
 }
 
 /// supports?(feature, value = nil): whether the feature (or network mode) is available; aliases are honoured.
-fn supports(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> {
+fn supports(ruby: &Ruby, rb_self: &Capabilities, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (feature,) = args.required;
     let (value,) = args.optional;
-    let feature = normalize_value(ruby, feature)?;
-    let modes = rb_self.ivar_get::<_, Value>("@network_modes")?;
-    if vo::sym_name(feature)? == "network" {
-        return match value.filter(|v| !v.is_nil()) {
-            None => {
-                let empty: bool = modes.funcall("empty?", ())?;
-                Ok(!empty)
-            }
-            Some(mode) => match vo::try_to_sym(mode)? {
-                Some(mode) => includes(modes, mode),
-                None => Ok(false),
-            },
-        };
+    let feature = errors::core_result(ruby, core::normalize_feature(&vo::given(feature)?))?;
+    if feature != "network" {
+        return Ok(rb_self.0.supports(&feature));
     }
-    includes(rb_self.ivar_get("@features")?, feature)
+    match value.filter(|v| !v.is_nil()) {
+        None => Ok(rb_self.0.supports_network(None)),
+        Some(mode) => match vo::try_to_sym(mode)? {
+            Some(mode) => Ok(rb_self.0.supports_network(Some(&vo::sym_name(mode)?))),
+            None => Ok(false),
+        },
+    }
+}
+
+/// The names of the Symbols in `list` (other items never match a Symbol).
+fn symbol_names(list: Value) -> Result<Vec<String>, Error> {
+    RArray::try_convert(list)?
+        .into_iter()
+        .filter_map(Symbol::from_value)
+        .map(vo::sym_name)
+        .collect()
 }
 
 /// intersect(other): the features and network modes both support, keeping the receiver's order and isolation.
-fn intersect(ruby: &Ruby, rb_self: RObject, other: Value) -> Result<Value, Error> {
-    let mine_features: Value = rb_self.ivar_get("@features")?;
-    let mine_modes: Value = rb_self.ivar_get("@network_modes")?;
-    vo::require_duck(
-        other,
-        "capabilities to intersect",
-        &["features", "network_modes"],
-    )?;
-    let other_features: Value = other.funcall("features", ())?;
-    let other_modes: Value = other.funcall("network_modes", ())?;
-    let features: Value = mine_features.funcall("&", (other_features,))?;
-    let modes: Value = mine_modes.funcall("&", (other_modes,))?;
-    let kwargs = ruby.hash_new();
-    kwargs.aset(ruby.to_symbol("features"), features)?;
-    kwargs.aset(ruby.to_symbol("network_modes"), modes)?;
-    kwargs.aset(
-        ruby.to_symbol("isolation"),
-        rb_self.ivar_get::<_, Value>("@isolation")?,
-    )?;
-    rb_self.class().funcall("new", (magnus::KwArgs(kwargs),))
+fn intersect(
+    ruby: &Ruby,
+    rb_self: Obj<Capabilities>,
+    other: Value,
+) -> Result<Obj<Capabilities>, Error> {
+    let core = match borrow(other) {
+        Some(theirs) => {
+            let modes: Vec<String> = theirs
+                .0
+                .network_modes
+                .iter()
+                .map(|m| m.name().to_owned())
+                .collect();
+            rb_self.0.intersect(&theirs.0.features, &modes)
+        }
+        None => {
+            vo::require_duck(
+                other,
+                "capabilities to intersect",
+                &["features", "network_modes"],
+            )?;
+            let features = symbol_names(other.funcall("features", ())?)?;
+            let modes = symbol_names(other.funcall("network_modes", ())?)?;
+            rb_self.0.intersect(&features, &modes)
+        }
+    };
+    Ok(wrap(ruby, rb_self.class(), core))
 }
 
 /// to_h: `{features:, network_modes:, isolation:}`, frozen.
-fn to_h(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
-    vo::fields_hash(ruby, rb_self, FIELDS)
+fn to_h(ruby: &Ruby, rb_self: &Capabilities) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    hash.aset(ruby.to_symbol("features"), features(ruby, rb_self))?;
+    hash.aset(
+        ruby.to_symbol("network_modes"),
+        network_modes(ruby, rb_self),
+    )?;
+    hash.aset(ruby.to_symbol("isolation"), isolation(ruby, rb_self))?;
+    hash.freeze();
+    Ok(hash)
+}
+
+/// ==(other) and eql?(other): the same class with the same features, network modes and isolation.
+fn eq(rb_self: Obj<Capabilities>, other: Value) -> bool {
+    vo::same_class(rb_self.as_value(), other)
+        && borrow(other).is_some_and(|theirs| theirs.0 == rb_self.0)
+}
+
+/// hash: consistent with `eql?`.
+fn hash(rb_self: &Capabilities) -> i64 {
+    vo::hash_code(&rb_self.0)
+}
+
+/// inspect: `#<LittleGhost::Sandbox::Capabilities features=[...] network_modes=[...] isolation=:none>`.
+fn inspect(ruby: &Ruby, rb_self: Obj<Capabilities>) -> Result<String, Error> {
+    vo::inspect_fields(
+        ruby,
+        rb_self.as_value(),
+        &[
+            ("features", features(ruby, &rb_self).as_value()),
+            ("network_modes", network_modes(ruby, &rb_self).as_value()),
+            ("isolation", isolation(ruby, &rb_self).as_value()),
+        ],
+    )
 }

@@ -1,34 +1,67 @@
 //! `LittleGhost::Sandbox::EnvironmentPolicy` (SPEC §6): the variables a
-//! process gets, and whether it inherits the parent's environment.
+//! process gets, and whether it inherits the parent's environment. The value
+//! is the core's `policy::EnvironmentPolicy`; the frozen Hash Ruby reads is
+//! built once from the caller's Strings (their encodings kept).
 
+use littleghost_sandbox_core::policy as core;
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass,
-    RHash, RObject, RString, Ruby, Value,
+    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
+    value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
-use crate::helpers::constants;
-use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+use crate::helpers::convert;
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
-const IVARS: &[&str] = &["@inherit", "@values"];
-const FIELDS: &[(&str, &str)] = &[("inherit", "@inherit"), ("values", "@values")];
+/// A frozen environment policy: the core value and its frozen Ruby Hash.
+#[derive(TypedData)]
+#[magnus(
+    class = "LittleGhost::Sandbox::EnvironmentPolicy",
+    free_immediately,
+    size,
+    mark
+)]
+pub struct EnvironmentPolicy {
+    core: core::EnvironmentPolicy,
+    values: Opaque<RHash>,
+}
 
-value_methods!(IVARS, FIELDS);
+impl DataTypeFunctions for EnvironmentPolicy {
+    fn mark(&self, marker: &Marker) {
+        marker.mark(self.values);
+    }
+}
+
+impl EnvironmentPolicy {
+    /// The core value.
+    pub(crate) fn core(&self) -> &core::EnvironmentPolicy {
+        &self.core
+    }
+}
+
+/// The EnvironmentPolicy `value` wraps, if it is one.
+pub(crate) fn borrow(value: Value) -> Option<&'static EnvironmentPolicy> {
+    <&EnvironmentPolicy>::try_convert(value).ok()
+}
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("EnvironmentPolicy", ruby.class_object())?;
-    class.define_singleton_method("coerce", function!(coerce, 1))?;
-    class.define_method("initialize", method!(initialize, -1))?;
+    class.undef_default_alloc_func();
+    class.define_singleton_method("new", method!(new, -1))?;
+    class.define_singleton_method("coerce", method!(coerce, 1))?;
     class.define_method("values", method!(values, 0))?;
     class.define_method("to_h", method!(values, 0))?;
     class.define_method("inherit?", method!(inherit, 0))?;
-    define_value_methods(class)?;
+    class.define_method("==", method!(eq, 1))?;
+    class.define_method("eql?", method!(eq, 1))?;
+    class.define_method("hash", method!(hash, 0))?;
+    class.define_method("inspect", method!(inspect, 0))?;
+    class.define_alias("to_s", "inspect")?;
     Ok(())
 }
 
 /// EnvironmentPolicy.coerce(value): an instance as is; `{set:, inherit:}` or a plain Hash of variables otherwise.
-fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::EnvironmentPolicy")?;
+pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
     if value.is_kind_of(class) {
         return Ok(value);
     }
@@ -38,51 +71,35 @@ fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
             "sandbox environment must be a Hash",
         ));
     };
-    let key = |name: &str| -> [Value; 2] {
-        [
-            ruby.to_symbol(name).as_value(),
-            ruby.str_new(name).as_value(),
-        ]
-    };
+    let symbol = |name: &str| ruby.to_symbol(name).as_value();
+    let string = |name: &str| ruby.str_new(name).as_value();
     let has_key = |name: &str| -> Result<bool, Error> {
-        for candidate in key(name) {
-            let found: bool = hash.funcall("key?", (candidate,))?;
-            if found {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        Ok(hash.funcall::<_, _, bool>("key?", (symbol(name),))?
+            || hash.funcall::<_, _, bool>("key?", (string(name),))?)
     };
-    // `h[:set] || h["set"]`: the first truthy of the two spellings.
-    let first_truthy = |name: &str| -> Result<Option<Value>, Error> {
-        for candidate in key(name) {
-            let item: Value = hash.aref(candidate)?;
-            if item.to_bool() {
-                return Ok(Some(item));
-            }
-        }
-        Ok(None)
-    };
-    let kwargs = ruby.hash_new();
-    if has_key("set")? || has_key("inherit")? {
-        let values = first_truthy("set")?.unwrap_or_else(|| ruby.hash_new().as_value());
-        // `h[:inherit]` when the key is present (even if false), else `h["inherit"]`.
-        let inherit: Value = if hash.funcall::<_, _, bool>("key?", (ruby.to_symbol("inherit"),))? {
-            hash.aref(ruby.to_symbol("inherit"))?
+    let (values, inherit) = if has_key("set")? || has_key("inherit")? {
+        // `h[:set] || h["set"]`: the first truthy of the two spellings.
+        let by_symbol: Value = hash.aref(symbol("set"))?;
+        let values = if by_symbol.to_bool() {
+            Some(by_symbol)
         } else {
-            hash.aref(ruby.str_new("inherit"))?
+            Some(hash.aref::<_, Value>(string("set"))?).filter(|v| v.to_bool())
         };
-        kwargs.aset(ruby.to_symbol("values"), values)?;
-        kwargs.aset(ruby.to_symbol("inherit"), inherit.to_bool())?;
+        // `h[:inherit]` when the key is present (even if false), else `h["inherit"]`.
+        let inherit: Value = if hash.funcall::<_, _, bool>("key?", (symbol("inherit"),))? {
+            hash.aref(symbol("inherit"))?
+        } else {
+            hash.aref(string("inherit"))?
+        };
+        (values, inherit.to_bool())
     } else {
-        kwargs.aset(ruby.to_symbol("values"), hash)?;
-        kwargs.aset(ruby.to_symbol("inherit"), false)?;
-    }
-    class.funcall("new", (magnus::KwArgs(kwargs),))
+        (Some(hash.as_value()), false)
+    };
+    Ok(build(ruby, class, inherit, values)?.as_value())
 }
 
 /// EnvironmentPolicy.new(inherit: false, values: {}): a frozen set of String variables.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<EnvironmentPolicy>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(
         args.keywords,
@@ -90,6 +107,15 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         &["inherit", "values"],
     )?;
     let (inherit, values) = kwargs.optional;
+    build(ruby, class, inherit.is_some_and(|v| v.to_bool()), values)
+}
+
+fn build(
+    ruby: &Ruby,
+    class: RClass,
+    inherit: bool,
+    values: Option<Value>,
+) -> Result<Obj<EnvironmentPolicy>, Error> {
     let table = ruby.hash_new();
     if let Some(values) = values {
         if !vo::is_hash(ruby, values) {
@@ -106,19 +132,51 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         }
     }
     table.freeze();
-    rb_self.ivar_set("@inherit", inherit.map(|v| v.to_bool()).unwrap_or(false))?;
-    rb_self.ivar_set("@values", table)?;
-    rb_self.freeze();
-    Ok(())
+    let mut pairs = Vec::with_capacity(table.len());
+    for (name, value) in vo::hash_pairs(table)? {
+        let bytes = |v: Value| RString::try_convert(v).map(convert::bytes);
+        pairs.push((bytes(name)?, bytes(value)?));
+    }
+    let object = ruby.obj_wrap_as(
+        EnvironmentPolicy {
+            core: core::EnvironmentPolicy::new(inherit, pairs),
+            values: table.into(),
+        },
+        class,
+    );
+    object.freeze();
+    Ok(object)
 }
 
-ivar_reader!(
-    values,
-    "@values",
-    "The variables to set: a frozen Hash of frozen Strings."
-);
-ivar_reader!(
-    inherit,
-    "@inherit",
-    "Whether processes start from the parent's environment."
-);
+/// values: the variables to set, a frozen Hash of frozen Strings.
+fn values(ruby: &Ruby, rb_self: &EnvironmentPolicy) -> RHash {
+    ruby.get_inner(rb_self.values)
+}
+
+/// inherit?: whether processes start from the parent's environment.
+fn inherit(rb_self: &EnvironmentPolicy) -> bool {
+    rb_self.core.inherit()
+}
+
+/// ==(other) and eql?(other): the same class, inheritance and variables.
+fn eq(rb_self: Obj<EnvironmentPolicy>, other: Value) -> bool {
+    vo::same_class(rb_self.as_value(), other)
+        && borrow(other).is_some_and(|theirs| theirs.core == rb_self.core)
+}
+
+/// hash: consistent with `eql?`.
+fn hash(rb_self: &EnvironmentPolicy) -> i64 {
+    vo::hash_code(&rb_self.core)
+}
+
+/// inspect: `#<LittleGhost::Sandbox::EnvironmentPolicy inherit=false values={...}>`.
+fn inspect(ruby: &Ruby, rb_self: Obj<EnvironmentPolicy>) -> Result<String, Error> {
+    vo::inspect_fields(
+        ruby,
+        rb_self.as_value(),
+        &[
+            ("inherit", ruby.into_value(rb_self.core.inherit())),
+            ("values", values(ruby, &rb_self).as_value()),
+        ],
+    )
+}

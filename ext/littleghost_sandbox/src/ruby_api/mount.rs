@@ -1,33 +1,41 @@
 //! `LittleGhost::Sandbox::Mount` (SPEC §9): the Ruby face of a core [`Grant`].
-//! Narrowing is the core's `Grant::narrow`; this file only converts values.
+//! Target and access rules are the core's `policy::{normalize_target,
+//! parse_access}`, narrowing is `Grant::narrow`; this file only converts.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::grants::{Access, Grant};
-use littleghost_sandbox_core::paths;
+use littleghost_sandbox_core::policy as core;
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass,
-    RHash, RObject, RString, Ruby, Value,
+    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj, Error,
+    RClass, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::value_object::{self as vo, ivar_reader};
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
-const FIELDS: &[(&str, &str)] = &[
-    ("source", "@source"),
-    ("target", "@target"),
-    ("access", "@access"),
-    ("tools", "@tools"),
-    ("protect_aliases", "@protect_aliases"),
-];
+/// A frozen grant object holding the core [`Grant`].
+#[magnus::wrap(class = "LittleGhost::Sandbox::Mount", free_immediately, size)]
+pub struct Mount(Grant);
+
+impl Mount {
+    /// The core grant.
+    pub(crate) fn grant(&self) -> &Grant {
+        &self.0
+    }
+}
+
+/// The Mount `value` wraps, if it is one.
+pub(crate) fn borrow(value: Value) -> Option<&'static Mount> {
+    <&Mount>::try_convert(value).ok()
+}
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Mount", ruby.class_object())?;
-    class.define_singleton_method("coerce", function!(coerce, -1))?;
-    class.define_method("initialize", method!(initialize, -1))?;
+    class.undef_default_alloc_func();
+    class.define_singleton_method("new", method!(new, -1))?;
+    class.define_singleton_method("coerce", method!(coerce, -1))?;
     class.define_method("source", method!(source, 0))?;
     class.define_method("target", method!(target, 0))?;
     class.define_method("access", method!(access, 0))?;
@@ -47,106 +55,51 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     Ok(())
 }
 
-fn mount_class(ruby: &Ruby) -> Result<RClass, Error> {
-    constants::class(ruby, "LittleGhost::Sandbox::Mount")
-}
-
 /// The core grant a Mount (or a Hash `Mount.coerce` accepts) describes.
 pub fn grant_from_ruby(ruby: &Ruby, mount: Value) -> Result<Grant, Error> {
-    let class = mount_class(ruby)?;
-    let mount = if mount.is_kind_of(class) {
-        mount
-    } else {
-        class.funcall("coerce", (mount,))?
-    };
-    let source = RString::try_convert(vo::ivar(mount, "@source")?)?;
-    let target = RString::try_convert(vo::ivar(mount, "@target")?)?;
-    let access = parse_access(ruby, vo::ivar(mount, "@access")?)?;
-    Ok(Grant {
-        source: convert::path_of(source),
-        target: convert::path_of(target),
-        access,
-        tools: vo::ivar(mount, "@tools")?.to_bool(),
-        protect_aliases: vo::ivar(mount, "@protect_aliases")?.to_bool(),
-    })
+    if let Some(mount) = borrow(mount) {
+        return Ok(mount.grant().clone());
+    }
+    let coerced = coerce_value(ruby, Mount::class(ruby), mount, None)?;
+    Ok(borrow(coerced)
+        .expect("Mount.coerce returns a Mount")
+        .grant()
+        .clone())
 }
 
 /// A frozen Mount holding exactly `grant` (no further normalisation).
 pub fn grant_to_ruby(ruby: &Ruby, grant: &Grant) -> Result<Value, Error> {
-    let object = RObject::try_convert(mount_class(ruby)?.obj_alloc()?)?;
-    set_fields(ruby, object, grant)?;
-    Ok(object.as_value())
+    Ok(wrap(ruby, Mount::class(ruby), grant.clone()).as_value())
 }
 
-fn set_fields(ruby: &Ruby, object: RObject, grant: &Grant) -> Result<(), Error> {
-    object.ivar_set("@source", convert::path_to_ruby(ruby, &grant.source))?;
-    object.ivar_set("@target", convert::path_to_ruby(ruby, &grant.target))?;
-    object.ivar_set("@access", ruby.to_symbol(grant.access.name()))?;
-    object.ivar_set("@protect_aliases", grant.protect_aliases)?;
-    object.ivar_set("@tools", grant.tools)?;
+fn wrap(ruby: &Ruby, class: RClass, grant: Grant) -> Obj<Mount> {
+    let object = ruby.obj_wrap_as(Mount(grant), class);
     object.freeze();
-    Ok(())
+    object
 }
 
 /// `:read_only`/`:read_write` (name-ish), else PolicyError.
 pub fn parse_access(ruby: &Ruby, value: Value) -> Result<Access, Error> {
-    let name = match vo::try_to_sym(value)? {
-        Some(symbol) => vo::sym_name(symbol)?,
-        None => String::new(),
-    };
-    Access::parse(&name).ok_or_else(|| {
-        errors::policy_error(
-            ruby,
-            format!(
-                "mount access must be :read_only or :read_write, got {}",
-                vo::inspect_value(ruby, value).unwrap_or_default()
-            ),
-        )
-    })
+    errors::core_result(ruby, core::parse_access(&vo::given(value)?))
 }
 
 /// `String(value)` as an absolute, cleaned target path; PolicyError for NUL, relative or `..`.
 pub fn normalize_target(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
     let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
-    let path = convert::path_of(string);
-    let bytes = path.as_os_str().as_bytes();
-    if bytes.contains(&0) {
-        return Err(errors::policy_error(
-            ruby,
-            "mount target must not contain a NUL byte",
-        ));
-    }
-    if !path.is_absolute() {
-        return Err(errors::policy_error(
-            ruby,
-            format!(
-                "mount target must be an absolute path, got {:?}",
-                path.display().to_string()
-            ),
-        ));
-    }
-    if paths::has_parent_component(&path) {
-        return Err(errors::policy_error(
-            ruby,
-            format!(
-                "mount target must not contain '..', got {:?}",
-                path.display().to_string()
-            ),
-        ));
-    }
-    Ok(paths::clean(&path))
+    errors::core_result(ruby, core::normalize_target(&convert::path_of(string)))
 }
 
+type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+
 /// Mount.new(source:, target:, access: :read_only, protect_aliases: false, tools: true, root: nil): a frozen grant object.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Mount>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<
-        _,
-        (Value, Value),
-        (Option<Value>, Option<Value>, Option<Value>, Option<Value>),
-        (),
-    >(
-        args.keywords,
+    build(ruby, class, args.keywords)
+}
+
+fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Mount>, Error> {
+    let kwargs = get_kwargs::<_, (Value, Value), Optional, ()>(
+        keywords,
         &["source", "target"],
         &["access", "protect_aliases", "tools", "root"],
     )?;
@@ -161,19 +114,27 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
             Some(value) => parse_access(ruby, value)?,
             None => Access::ReadOnly,
         },
-        protect_aliases: protect_aliases.map(|v| v.to_bool()).unwrap_or(false),
-        tools: tools.map(|v| v.to_bool()).unwrap_or(true),
+        protect_aliases: protect_aliases.is_some_and(|v| v.to_bool()),
+        tools: tools.is_none_or(|v| v.to_bool()),
     };
-    set_fields(ruby, rb_self, &grant)
+    Ok(wrap(ruby, class, grant))
 }
 
 /// Mount.coerce(hash_or_mount, root: nil): a Mount unchanged, or one built from a Hash of its keywords.
-fn coerce(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
+fn coerce(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["root"])?;
     let (value,) = args.required;
     let (root,) = kwargs.optional;
-    let class = mount_class(ruby)?;
+    coerce_value(ruby, class, value, root)
+}
+
+fn coerce_value(
+    ruby: &Ruby,
+    class: RClass,
+    value: Value,
+    root: Option<Value>,
+) -> Result<Value, Error> {
     if value.is_kind_of(class) {
         return Ok(value);
     }
@@ -189,49 +150,51 @@ fn coerce(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
             options.aset(ruby.to_symbol("root"), root)?;
         }
     }
-    class.funcall("new", (magnus::KwArgs(options),))
+    Ok(build(ruby, class, options)?.as_value())
 }
 
-ivar_reader!(
-    source,
-    "@source",
-    "The host directory, an expanded frozen String."
-);
-ivar_reader!(
-    target,
-    "@target",
-    "Where the directory appears, a cleaned absolute frozen String."
-);
-ivar_reader!(access, "@access", "`:read_only` or `:read_write`.");
-ivar_reader!(
-    protect_aliases,
-    "@protect_aliases",
-    "Whether physical aliases of this directory keep its access."
-);
-ivar_reader!(
-    tools,
-    "@tools",
-    "Whether file tools may see this grant (false for a process-only runtime grant)."
-);
+/// source: the host directory, an expanded frozen String.
+fn source(ruby: &Ruby, rb_self: &Mount) -> RString {
+    convert::path_to_ruby(ruby, &rb_self.0.source)
+}
+
+/// target: where the directory appears, a cleaned absolute frozen String.
+fn target(ruby: &Ruby, rb_self: &Mount) -> RString {
+    convert::path_to_ruby(ruby, &rb_self.0.target)
+}
+
+/// access: `:read_only` or `:read_write`.
+fn access(ruby: &Ruby, rb_self: &Mount) -> Symbol {
+    ruby.to_symbol(rb_self.0.access.name())
+}
+
+/// protect_aliases: whether physical aliases of this directory keep its access.
+fn protect_aliases(rb_self: &Mount) -> bool {
+    rb_self.0.protect_aliases
+}
+
+/// tools: whether file tools may see this grant (false for a process-only runtime grant).
+fn tools(rb_self: &Mount) -> bool {
+    rb_self.0.tools
+}
 
 /// read_only?: true for a `:read_only` mount.
-fn is_read_only(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
-    Ok(!parse_access(ruby, rb_self.ivar_get("@access")?)?.writable())
+fn is_read_only(rb_self: &Mount) -> bool {
+    !rb_self.0.access.writable()
 }
 
 /// writable?: true for a `:read_write` mount.
-fn is_writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
-    Ok(parse_access(ruby, rb_self.ivar_get("@access")?)?.writable())
+fn is_writable(rb_self: &Mount) -> bool {
+    rb_self.0.access.writable()
 }
 
 /// covers?(path): whether the normalised path is the target or lies beneath it.
-fn covers(ruby: &Ruby, rb_self: RObject, path: Value) -> Result<bool, Error> {
-    let path = normalize_target(ruby, path)?;
-    Ok(grant_from_ruby(ruby, rb_self.as_value())?.covers(&path))
+fn covers(ruby: &Ruby, rb_self: &Mount, path: Value) -> Result<bool, Error> {
+    Ok(rb_self.0.covers(&normalize_target(ruby, path)?))
 }
 
 /// narrow(target: self.target, access: self.access): a narrower Mount whose source is the real directory; raises CapabilityError on widening or escape.
-fn narrow(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn narrow(ruby: &Ruby, rb_self: Obj<Mount>, args: &[Value]) -> Result<Obj<Mount>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(
         args.keywords,
@@ -239,7 +202,7 @@ fn narrow(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error>
         &["target", "access"],
     )?;
     let (target, access) = kwargs.optional;
-    let grant = grant_from_ruby(ruby, rb_self.as_value())?;
+    let grant = &rb_self.0;
     let target = match target {
         Some(value) => normalize_target(ruby, value)?,
         None => grant.target.clone(),
@@ -249,42 +212,55 @@ fn narrow(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error>
         None => grant.access,
     };
     let narrowed = errors::core_result(ruby, grant.narrow(&target, access))?;
-    grant_to_ruby(ruby, &narrowed)
+    Ok(wrap(ruby, Mount::class(ruby), narrowed))
 }
 
-/// The source used for equality: its realpath when it exists.
-fn identity_source(ruby: &Ruby, object: Value) -> Result<Value, Error> {
-    let source = RString::try_convert(vo::ivar(object, "@source")?)?;
-    match std::fs::canonicalize(convert::path_of(source)) {
-        Ok(real) => Ok(convert::path_to_ruby(ruby, &real).as_value()),
-        Err(_) => Ok(source.as_value()),
-    }
+/// The grant as compared: its source's realpath when it exists.
+fn identity(grant: &Grant) -> (PathBuf, &PathBuf, Access, bool, bool) {
+    let source = std::fs::canonicalize(&grant.source).unwrap_or_else(|_| grant.source.clone());
+    (
+        source,
+        &grant.target,
+        grant.access,
+        grant.protect_aliases,
+        grant.tools,
+    )
 }
-
-const COMPARED: &[&str] = &["@target", "@access", "@protect_aliases", "@tools"];
 
 /// ==(other): same real source, target, access, protect_aliases and tools.
-fn mount_eq(ruby: &Ruby, rb_self: RObject, other: Value) -> Result<bool, Error> {
-    if !other.is_kind_of(mount_class(ruby)?) {
-        return Ok(false);
+fn mount_eq(rb_self: Obj<Mount>, other: Value) -> bool {
+    if !vo::same_class(rb_self.as_value(), other) {
+        return false;
     }
-    if !vo::equal_by(rb_self.as_value(), other, COMPARED, "eql?")? {
-        return Ok(false);
-    }
-    identity_source(ruby, rb_self.as_value())?.eql(identity_source(ruby, other)?)
+    borrow(other).is_some_and(|theirs| {
+        let (mine, theirs) = (&rb_self.0, &theirs.0);
+        mine.target == theirs.target
+            && mine.access == theirs.access
+            && mine.protect_aliases == theirs.protect_aliases
+            && mine.tools == theirs.tools
+            && identity(mine).0 == identity(theirs).0
+    })
 }
 
 /// hash: consistent with `==`.
-fn mount_hash(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
-    let array = ruby.ary_new();
-    array.push(identity_source(ruby, rb_self.as_value())?)?;
-    for name in COMPARED {
-        array.push(rb_self.ivar_get::<_, Value>(*name)?)?;
-    }
-    array.funcall("hash", ())
+fn mount_hash(rb_self: &Mount) -> i64 {
+    vo::hash_code(&identity(&rb_self.0))
 }
 
 /// inspect: `#<LittleGhost::Sandbox::Mount source="/w" target="/w" access=:read_only ...>`.
-fn inspect(ruby: &Ruby, rb_self: RObject) -> Result<String, Error> {
-    vo::inspect_object(ruby, rb_self.as_value(), FIELDS)
+fn inspect(ruby: &Ruby, rb_self: Obj<Mount>) -> Result<String, Error> {
+    vo::inspect_fields(
+        ruby,
+        rb_self.as_value(),
+        &[
+            ("source", source(ruby, &rb_self).as_value()),
+            ("target", target(ruby, &rb_self).as_value()),
+            ("access", access(ruby, &rb_self).as_value()),
+            ("tools", ruby.into_value(rb_self.0.tools)),
+            (
+                "protect_aliases",
+                ruby.into_value(rb_self.0.protect_aliases),
+            ),
+        ],
+    )
 }

@@ -1,43 +1,66 @@
 //! `LittleGhost::Sandbox::NetworkPolicy` (SPEC §7): inherit the host network,
-//! no network, or an allowlist enforced by a gateway.
+//! no network, or an allowlist enforced by a gateway. The rules are the
+//! core's `policy::NetworkPolicy`; this file converts and holds the two
+//! Ruby objects the core cannot (gateway, authorizer).
 
+use littleghost_sandbox_core::policy::{self as core, NetworkRequest};
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray,
-    RClass, RHash, RObject, RString, Ruby, Symbol, Value,
+    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
+    value::Opaque, DataTypeFunctions, Error, RClass, RHash, Ruby, TypedData, Value,
 };
 
-use crate::helpers::constants;
-use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
-const MODES: [&str; 3] = ["inherit", "none", "allowlist"];
-const INSPECTIONS: [&str; 2] = ["connect", "http"];
+/// A frozen network rule: the core's validated policy plus the gateway and authorizer objects.
+#[derive(TypedData)]
+#[magnus(
+    class = "LittleGhost::Sandbox::NetworkPolicy",
+    free_immediately,
+    size,
+    mark
+)]
+pub struct NetworkPolicy {
+    core: core::NetworkPolicy,
+    gateway: Opaque<Value>,
+    authorizer: Opaque<Value>,
+}
 
-const IVARS: &[&str] = &[
-    "@mode",
-    "@allow",
-    "@inspection",
-    "@gateway",
-    "@authorizer",
-    "@forward_headers",
-    "@mutation_headers",
-];
-const FIELDS: &[(&str, &str)] = &[
-    ("mode", "@mode"),
-    ("allow", "@allow"),
-    ("inspection", "@inspection"),
-    ("gateway", "@gateway"),
-    ("authorizer", "@authorizer"),
-    ("forward_headers", "@forward_headers"),
-    ("mutation_headers", "@mutation_headers"),
-];
+impl DataTypeFunctions for NetworkPolicy {
+    fn mark(&self, marker: &Marker) {
+        marker.mark(self.gateway);
+        marker.mark(self.authorizer);
+    }
+}
 
-value_methods!(IVARS, FIELDS);
+impl NetworkPolicy {
+    /// The core rule, for backends that enforce it.
+    pub(crate) fn core(&self) -> &core::NetworkPolicy {
+        &self.core
+    }
+
+    /// The gateway object, or nil for the built-in one.
+    pub(crate) fn gateway_value(&self, ruby: &Ruby) -> Value {
+        ruby.get_inner(self.gateway)
+    }
+
+    /// The authorizer callable, or nil.
+    pub(crate) fn authorizer_value(&self, ruby: &Ruby) -> Value {
+        ruby.get_inner(self.authorizer)
+    }
+}
+
+/// The NetworkPolicy `value` wraps, if it is one.
+#[allow(dead_code)] // for the backends' slice
+pub(crate) fn borrow(value: Value) -> Option<&'static NetworkPolicy> {
+    <&NetworkPolicy>::try_convert(value).ok()
+}
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("NetworkPolicy", ruby.class_object())?;
-    class.define_singleton_method("coerce", function!(coerce, 1))?;
-    class.define_method("initialize", method!(initialize, -1))?;
+    class.undef_default_alloc_func();
+    class.define_singleton_method("new", method!(new, -1))?;
+    class.define_singleton_method("coerce", method!(coerce, 1))?;
     class.define_method("mode", method!(mode, 0))?;
     class.define_method("allow", method!(allow, 0))?;
     class.define_method("inspection", method!(inspection, 0))?;
@@ -48,17 +71,17 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("inherit?", method!(is_inherit, 0))?;
     class.define_method("none?", method!(is_none, 0))?;
     class.define_method("allowlist?", method!(is_allowlist, 0))?;
-    define_value_methods(class)?;
+    class.define_method("==", method!(eq, 1))?;
+    class.define_method("eql?", method!(eql, 1))?;
+    class.define_method("hash", method!(hash, 0))?;
+    class.define_method("inspect", method!(inspect, 0))?;
+    class.define_alias("to_s", "inspect")?;
     Ok(())
 }
 
 /// NetworkPolicy.coerce(value): nil, an instance, a mode Symbol/String, or a Hash of `new`'s keywords.
-fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
-    if value.is_nil() {
-        return Ok(value);
-    }
-    let class = constants::class(ruby, "LittleGhost::Sandbox::NetworkPolicy")?;
-    if value.is_kind_of(class) {
+pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
+    if value.is_nil() || value.is_kind_of(class) {
         return Ok(value);
     }
     let kwargs = if value.is_kind_of(ruby.class_symbol()) || value.is_kind_of(ruby.class_string()) {
@@ -73,98 +96,27 @@ fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
             "network policy must be a mode, Hash, or Sandbox::NetworkPolicy",
         ));
     };
-    class.funcall("new", (magnus::KwArgs(kwargs),))
-}
-
-/// The Symbol name of a name-ish value if it is one of `allowed`.
-fn one_of(value: Value, allowed: &[&str]) -> Result<Option<Symbol>, Error> {
-    let Some(symbol) = vo::try_to_sym(value)? else {
-        return Ok(None);
-    };
-    Ok(allowed
-        .contains(&vo::sym_name(symbol)?.as_str())
-        .then_some(symbol))
-}
-
-fn array_of(ruby: &Ruby, value: Option<Value>) -> Result<RArray, Error> {
-    match value {
-        Some(value) => RArray::try_convert(vo::kernel(ruby, "Array", value)?),
-        None => Ok(ruby.ary_new()),
-    }
-}
-
-/// `String(entry).strip.downcase`, de-duplicated; rejects empty entries and whitespace.
-fn allow_entries(ruby: &Ruby, list: RArray) -> Result<RArray, Error> {
-    let out: Vec<String> = {
-        let mut out = Vec::new();
-        for entry in list.into_iter() {
-            let text: RString = vo::kernel(ruby, "String", entry)?.funcall("strip", ())?;
-            let text: RString = text.funcall("downcase", ())?;
-            let text = text.to_string()?;
-            if text.is_empty() {
-                return Err(errors::policy_error(
-                    ruby,
-                    "network allowlist entries cannot be empty",
-                ));
-            }
-            if text.chars().any(char::is_whitespace) {
-                return Err(errors::policy_error(
-                    ruby,
-                    format!("network allowlist entry {text:?} cannot contain whitespace"),
-                ));
-            }
-            if !out.contains(&text) {
-                out.push(text);
-            }
-        }
-        out
-    };
-    let array = ruby.ary_from_iter(out.iter().map(|s| vo::frozen_str(ruby, s)));
-    array.freeze();
-    Ok(array)
-}
-
-/// Down-cased header names matching `/\A[a-z0-9][a-z0-9-]*\z/`, de-duplicated.
-fn header_names(ruby: &Ruby, label: &str, list: RArray) -> Result<RArray, Error> {
-    let mut out: Vec<String> = Vec::new();
-    for entry in list.into_iter() {
-        let text: RString = vo::kernel(ruby, "String", entry)?.funcall("downcase", ())?;
-        let text = text.to_string()?;
-        let valid = text
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if !valid {
-            return Err(errors::policy_error(
-                ruby,
-                format!("network {label} entry {text:?} is not a valid header name (letters, digits and '-')"),
-            ));
-        }
-        if !out.contains(&text) {
-            out.push(text);
-        }
-    }
-    let array = ruby.ary_from_iter(out.iter().map(|s| vo::frozen_str(ruby, s)));
-    array.freeze();
-    Ok(array)
+    Ok(build(ruby, class, kwargs)?.as_value())
 }
 
 /// NetworkPolicy.new(mode:, allow: [], inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []): a frozen network rule.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<NetworkPolicy>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    type Optional = (
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-    );
+    build(ruby, class, args.keywords)
+}
+
+type Optional = (
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+);
+
+fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolicy>, Error> {
     let kwargs = get_kwargs::<_, (Value,), Optional, ()>(
-        args.keywords,
+        keywords,
         &["mode"],
         &[
             "allow",
@@ -175,137 +127,152 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
             "mutation_headers",
         ],
     )?;
-    let (mode_value,) = kwargs.required;
+    let (mode,) = kwargs.required;
     let (allow, inspection, gateway, authorizer, forward_headers, mutation_headers) =
         kwargs.optional;
     let nil = ruby.qnil().as_value();
     let gateway = gateway.unwrap_or(nil);
     let authorizer = authorizer.unwrap_or(nil);
-    let allow = array_of(ruby, allow)?;
-    let forward_headers = array_of(ruby, forward_headers)?;
-    let mutation_headers = array_of(ruby, mutation_headers)?;
-
-    let mode = one_of(mode_value, &MODES)?.ok_or_else(|| {
-        errors::policy_error(
-            ruby,
-            format!(
-                "network mode must be :inherit, :none or :allowlist, got {}",
-                vo::inspect_value(ruby, mode_value).unwrap_or_default()
-            ),
-        )
-    })?;
-    let inspection = match inspection {
-        None => ruby.to_symbol("connect"),
-        Some(value) => one_of(value, &INSPECTIONS)?.ok_or_else(|| {
-            errors::policy_error(
-                ruby,
-                format!(
-                    "network inspection must be :connect or :http, got {}",
-                    vo::inspect_value(ruby, value).unwrap_or_default()
-                ),
-            )
-        })?,
+    let allow = vo::array_items(ruby, allow)?;
+    let forward_headers = vo::array_items(ruby, forward_headers)?;
+    let mutation_headers = vo::array_items(ruby, mutation_headers)?;
+    let texts = |items: magnus::RArray| -> Result<Vec<String>, Error> {
+        items
+            .into_iter()
+            .map(|item| vo::string_of(ruby, item))
+            .collect()
     };
-    let mode_name = vo::sym_name(mode)?;
-    let allowlist = mode_name == "allowlist";
-    let http = vo::sym_name(inspection)? == "http";
-    if !allowlist
-        && (!allow.is_empty()
-            || !gateway.is_nil()
-            || !authorizer.is_nil()
-            || !forward_headers.is_empty()
-            || !mutation_headers.is_empty())
-    {
-        return Err(errors::policy_error(
-            ruby,
-            format!(
-                "network mode :{mode_name} does not take allow, gateway, authorizer or headers; use mode: :allowlist"
-            ),
-        ));
-    }
-    if http && !allowlist {
-        return Err(errors::policy_error(
-            ruby,
-            "network inspection :http requires mode: :allowlist",
-        ));
-    }
-    if http && authorizer.is_nil() {
-        return Err(errors::policy_error(
-            ruby,
-            "network inspection :http requires an authorizer",
-        ));
-    }
-    if allowlist && allow.is_empty() {
-        return Err(errors::policy_error(
-            ruby,
-            "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)",
-        ));
-    }
-    rb_self.ivar_set("@mode", mode)?;
-    rb_self.ivar_set("@allow", allow_entries(ruby, allow)?)?;
-    rb_self.ivar_set("@inspection", inspection)?;
-    rb_self.ivar_set("@gateway", gateway)?;
-    rb_self.ivar_set("@authorizer", authorizer)?;
-    rb_self.ivar_set(
-        "@forward_headers",
-        header_names(ruby, "forward_headers", forward_headers)?,
-    )?;
-    rb_self.ivar_set(
-        "@mutation_headers",
-        header_names(ruby, "mutation_headers", mutation_headers)?,
-    )?;
-    rb_self.freeze();
-    Ok(())
+    let request = NetworkRequest {
+        mode: vo::given(mode)?,
+        inspection: inspection.map(vo::given).transpose()?,
+        allow: texts(allow)?,
+        forward_headers: texts(forward_headers)?,
+        mutation_headers: texts(mutation_headers)?,
+        gateway: !gateway.is_nil(),
+        authorizer: !authorizer.is_nil(),
+    };
+    let core = errors::core_result(ruby, core::NetworkPolicy::new(request))?;
+    let object = ruby.obj_wrap_as(
+        NetworkPolicy {
+            core,
+            gateway: gateway.into(),
+            authorizer: authorizer.into(),
+        },
+        class,
+    );
+    object.freeze();
+    Ok(object)
 }
 
-ivar_reader!(mode, "@mode", "`:inherit`, `:none` or `:allowlist`.");
-ivar_reader!(
-    allow,
-    "@allow",
-    "The allowed destinations: a frozen Array of down-cased Strings."
-);
-ivar_reader!(
-    inspection,
-    "@inspection",
-    "`:connect` (tunnel by host:port) or `:http` (inspect each request)."
-);
-ivar_reader!(
-    gateway,
-    "@gateway",
-    "The gateway that enforces an allowlist, or nil for the built-in one."
-);
-ivar_reader!(
-    authorizer,
-    "@authorizer",
-    "The callable that authorises inspected HTTP requests, or nil."
-);
-ivar_reader!(
-    forward_headers,
-    "@forward_headers",
-    "Request headers forwarded to the authorizer: a frozen Array of Strings."
-);
-ivar_reader!(
-    mutation_headers,
-    "@mutation_headers",
-    "Headers the authorizer may set: a frozen Array of Strings."
-);
+/// mode: `:inherit`, `:none` or `:allowlist`.
+fn mode(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    ruby.to_symbol(rb_self.core.mode.name()).as_value()
+}
 
-fn mode_is(ruby: &Ruby, rb_self: RObject, name: &str) -> Result<bool, Error> {
-    let mode: Value = rb_self.ivar_get("@mode")?;
-    Ok(Symbol::from_value(mode) == Some(ruby.to_symbol(name)))
+/// allow: the allowed destinations, a frozen Array of down-cased Strings.
+fn allow(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    vo::frozen_strings(ruby, &rb_self.core.allow).as_value()
+}
+
+/// inspection: `:connect` (tunnel by host:port) or `:http` (inspect each request).
+fn inspection(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    ruby.to_symbol(rb_self.core.inspection.name()).as_value()
+}
+
+/// gateway: the gateway that enforces an allowlist, or nil for the built-in one.
+fn gateway(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    rb_self.gateway_value(ruby)
+}
+
+/// authorizer: the callable that authorises inspected HTTP requests, or nil.
+fn authorizer(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    rb_self.authorizer_value(ruby)
+}
+
+/// forward_headers: request headers forwarded to the authorizer, a frozen Array of Strings.
+fn forward_headers(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    vo::frozen_strings(ruby, &rb_self.core.forward_headers).as_value()
+}
+
+/// mutation_headers: headers the authorizer may set, a frozen Array of Strings.
+fn mutation_headers(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    vo::frozen_strings(ruby, &rb_self.core.mutation_headers).as_value()
 }
 
 /// inherit?: true when processes use the host network.
-fn is_inherit(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
-    mode_is(ruby, rb_self, "inherit")
+fn is_inherit(rb_self: &NetworkPolicy) -> bool {
+    rb_self.core.mode == core::NetworkMode::Inherit
 }
 
 /// none?: true when processes get no network.
-fn is_none(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
-    mode_is(ruby, rb_self, "none")
+fn is_none(rb_self: &NetworkPolicy) -> bool {
+    rb_self.core.mode == core::NetworkMode::None
 }
 
 /// allowlist?: true when only the allowed destinations are reachable.
-fn is_allowlist(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
-    mode_is(ruby, rb_self, "allowlist")
+fn is_allowlist(rb_self: &NetworkPolicy) -> bool {
+    rb_self.core.mode == core::NetworkMode::Allowlist
+}
+
+/// The core rules equal and the gateway and authorizer equal under `strict` (`eql?`) or `==`.
+fn same(
+    ruby: &Ruby,
+    rb_self: Obj<NetworkPolicy>,
+    other: Value,
+    strict: bool,
+) -> Result<bool, Error> {
+    if !vo::same_class(rb_self.as_value(), other) {
+        return Ok(false);
+    }
+    let Some(theirs) = borrow(other) else {
+        return Ok(false);
+    };
+    if std::ptr::eq(theirs, &*rb_self) {
+        return Ok(true);
+    }
+    if rb_self.core != theirs.core {
+        return Ok(false);
+    }
+    let compare = |a: Value, b: Value| if strict { a.eql(b) } else { a.equal(b) };
+    Ok(
+        compare(rb_self.gateway_value(ruby), theirs.gateway_value(ruby))?
+            && compare(
+                rb_self.authorizer_value(ruby),
+                theirs.authorizer_value(ruby),
+            )?,
+    )
+}
+
+/// ==(other): the same class and all seven fields equal.
+fn eq(ruby: &Ruby, rb_self: Obj<NetworkPolicy>, other: Value) -> Result<bool, Error> {
+    same(ruby, rb_self, other, false)
+}
+
+/// eql?(other): strict value equality (used by Hash keys).
+fn eql(ruby: &Ruby, rb_self: Obj<NetworkPolicy>, other: Value) -> Result<bool, Error> {
+    same(ruby, rb_self, other, true)
+}
+
+/// hash: consistent with `eql?`.
+fn hash(ruby: &Ruby, rb_self: &NetworkPolicy) -> Result<i64, Error> {
+    let gateway = rb_self.gateway_value(ruby).hash()?.to_i64()?;
+    let authorizer = rb_self.authorizer_value(ruby).hash()?.to_i64()?;
+    Ok(vo::hash_code(&(&rb_self.core, gateway, authorizer)))
+}
+
+/// inspect: `#<LittleGhost::Sandbox::NetworkPolicy mode=:none allow=[] ...>`.
+fn inspect(ruby: &Ruby, rb_self: Obj<NetworkPolicy>) -> Result<String, Error> {
+    vo::inspect_fields(
+        ruby,
+        rb_self.as_value(),
+        &[
+            ("mode", mode(ruby, &rb_self)),
+            ("allow", allow(ruby, &rb_self)),
+            ("inspection", inspection(ruby, &rb_self)),
+            ("gateway", gateway(ruby, &rb_self)),
+            ("authorizer", authorizer(ruby, &rb_self)),
+            ("forward_headers", forward_headers(ruby, &rb_self)),
+            ("mutation_headers", mutation_headers(ruby, &rb_self)),
+        ],
+    )
 }

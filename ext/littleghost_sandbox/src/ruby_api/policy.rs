@@ -1,63 +1,64 @@
 //! `LittleGhost::Sandbox::Policy` (SPEC §8): the requested file grants, runtime
-//! grants, root filesystem mode, environment and network.
+//! grants, root filesystem mode, environment and network. The rules (access
+//! names, root modes, grant ordering) are the core's `policy::Policy`; this
+//! file converts and keeps the environment and network objects Ruby reads.
 
-use littleghost_sandbox_core::grants::{Access, Grant};
-use littleghost_sandbox_core::paths;
+use littleghost_sandbox_core::policy::{self as core, GrantTable, RootFilesystem};
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass,
-    RHash, RObject, RString, Ruby, Symbol, Value,
+    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
+    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, RString, Ruby, Symbol,
+    TypedData, Value,
 };
 
-use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::ruby_api::errors;
-use crate::ruby_api::mount;
+use crate::helpers::value_object as vo;
+use crate::ruby_api::{environment_policy, errors, mount, network_policy};
 
-use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+/// A frozen policy: the core value plus the EnvironmentPolicy and NetworkPolicy (or nil) objects.
+#[derive(TypedData)]
+#[magnus(class = "LittleGhost::Sandbox::Policy", free_immediately, size, mark)]
+pub struct Policy {
+    core: core::Policy,
+    environment: Opaque<Value>,
+    network: Opaque<Value>,
+}
 
-/// The declaration keys every backend understands (8.1, CF.3).
-pub const COMMON_KEYS: [&str; 5] = [
-    "files",
-    "runtime_paths",
-    "root_filesystem",
-    "environment",
-    "network",
-];
-/// How a grant may be used (8.1).
-pub const ACCESS_MODES: [&str; 2] = ["read_only", "read_write"];
-/// What a process sees outside its grants (8.1).
-pub const ROOT_FILESYSTEM_MODES: [&str; 3] = ["isolated", "read_only", "read_write"];
+impl DataTypeFunctions for Policy {
+    fn mark(&self, marker: &Marker) {
+        marker.mark(self.environment);
+        marker.mark(self.network);
+    }
+}
 
-const IVARS: &[&str] = &[
-    "@files",
-    "@runtime_paths",
-    "@root_filesystem",
-    "@environment",
-    "@network",
-];
-const FIELDS: &[(&str, &str)] = &[
-    ("files", "@files"),
-    ("runtime_paths", "@runtime_paths"),
-    ("root_filesystem", "@root_filesystem"),
-    ("environment", "@environment"),
-    ("network", "@network"),
-];
+impl Policy {
+    /// The core policy.
+    #[allow(dead_code)] // for the backend and scope slices of issue 8, which read it without funcall
+    pub(crate) fn core(&self) -> &core::Policy {
+        &self.core
+    }
+}
 
-value_methods!(IVARS, FIELDS);
+/// The Policy `value` wraps, if it is one.
+pub(crate) fn borrow(value: Value) -> Option<&'static Policy> {
+    <&Policy>::try_convert(value).ok()
+}
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Policy", ruby.class_object())?;
+    class.undef_default_alloc_func();
     let symbols = |names: &[&str]| {
-        vo::frozen_symbols(
-            ruby,
-            &names.iter().map(|n| ruby.to_symbol(n)).collect::<Vec<_>>(),
-        )
+        let array = ruby.ary_from_iter(names.iter().map(|n| ruby.to_symbol(n)));
+        array.freeze();
+        array
     };
-    class.const_set("COMMON_KEYS", symbols(&COMMON_KEYS))?;
-    class.const_set("ACCESS_MODES", symbols(&ACCESS_MODES))?;
-    class.const_set("ROOT_FILESYSTEM_MODES", symbols(&ROOT_FILESYSTEM_MODES))?;
-    class.define_singleton_method("coerce", function!(coerce, -1))?;
-    class.define_method("initialize", method!(initialize, -1))?;
+    class.const_set("COMMON_KEYS", symbols(&core::COMMON_KEYS))?;
+    class.const_set("ACCESS_MODES", symbols(&core::ACCESS_MODES))?;
+    class.const_set(
+        "ROOT_FILESYSTEM_MODES",
+        symbols(&core::ROOT_FILESYSTEM_MODES),
+    )?;
+    class.define_singleton_method("new", method!(new, -1))?;
+    class.define_singleton_method("coerce", method!(coerce, -1))?;
     class.define_method("files", method!(files, 0))?;
     class.define_method("runtime_paths", method!(runtime_paths, 0))?;
     class.define_method("root_filesystem", method!(root_filesystem, 0))?;
@@ -66,21 +67,20 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("workspace_writable?", method!(workspace_writable, 0))?;
     class.define_method("process_grants", method!(process_grants, 1))?;
     class.define_method("to_h", method!(to_h, 0))?;
-    define_value_methods(class)?;
+    class.define_method("==", method!(eq, 1))?;
+    class.define_method("eql?", method!(eql, 1))?;
+    class.define_method("hash", method!(hash, 0))?;
+    class.define_method("inspect", method!(inspect, 0))?;
+    class.define_alias("to_s", "inspect")?;
     Ok(())
 }
 
-fn policy_class(ruby: &Ruby) -> Result<RClass, Error> {
-    constants::class(ruby, "LittleGhost::Sandbox::Policy")
-}
-
 /// Policy.coerce(value = nil, **options): a Policy as is, or one built from a Hash with `options` merged over it.
-fn coerce(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
+fn coerce(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     let (value,) = args.optional;
     let options = args.keywords;
     let value = value.unwrap_or_else(|| ruby.qnil().as_value());
-    let class = policy_class(ruby)?;
     if value.is_kind_of(class) && options.is_empty() {
         return Ok(value);
     }
@@ -97,225 +97,210 @@ fn coerce(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     for (key, item) in vo::hash_pairs(options)? {
         merged.aset(key, item)?;
     }
-    class.funcall("new", (magnus::KwArgs(merged),))
+    Ok(build(ruby, class, merged)?.as_value())
 }
 
-/// A frozen Symbol→Symbol grant Hash from `files:` or `runtime_paths:` (8.3).
-fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<RHash, Error> {
+/// Policy.new(files: {root: :read_only}, runtime_paths: {}, root_filesystem: :isolated, environment: {}, network: nil): a frozen policy.
+fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Policy>, Error> {
+    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
+    build(ruby, class, args.keywords)
+}
+
+type Optional = (
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+);
+
+/// The grant table of `files:` or `runtime_paths:` (anything with `each_pair`).
+fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<GrantTable, Error> {
     if !vo::responds(value, "each_pair") {
         return Err(errors::policy_error(
             ruby,
             format!("sandbox {label} must be a Hash"),
         ));
     }
-    let table = ruby.hash_new();
-    for (name, access) in vo::pairs(value)? {
-        let name = vo::try_to_sym(name)?.ok_or_else(|| {
-            errors::policy_error(
-                ruby,
-                format!(
-                    "sandbox {label} names must be Symbols or Strings, got {}",
-                    vo::inspect_value(ruby, name).unwrap_or_default()
-                ),
-            )
-        })?;
-        let mode = vo::try_to_sym(access)?
-            .map(vo::sym_name)
-            .transpose()?
-            .filter(|mode| ACCESS_MODES.contains(&mode.as_str()));
-        let Some(mode) = mode else {
-            return Err(errors::policy_error(
-                ruby,
-                format!(
-                    "sandbox {label} access for :{} must be :read_only or :read_write, got {}",
-                    vo::sym_name(name)?,
-                    vo::inspect_value(ruby, access).unwrap_or_default()
-                ),
-            ));
-        };
-        table.aset(name, ruby.to_symbol(mode))?;
+    let pairs = vo::pairs(value)?;
+    let mut given = Vec::with_capacity(pairs.len());
+    for (name, access) in pairs.iter() {
+        given.push((vo::given(*name)?, vo::given(*access)?));
     }
-    table.freeze();
-    Ok(table)
+    let table = errors::core_result(ruby, GrantTable::parse(label, given));
+    drop(pairs);
+    table
 }
 
-/// Policy.new(files: {root: :read_only}, runtime_paths: {}, root_filesystem: :isolated, environment: {}, network: nil): a frozen policy.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<
-        _,
-        (),
-        (
-            Option<Value>,
-            Option<Value>,
-            Option<Value>,
-            Option<Value>,
-            Option<Value>,
-        ),
-        (),
-    >(args.keywords, &[], &COMMON_KEYS)?;
+fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Error> {
+    let kwargs = get_kwargs::<_, (), Optional, ()>(keywords, &[], &core::COMMON_KEYS)?;
     let (files, runtime_paths, root_filesystem, environment, network) = kwargs.optional;
+    let defaults = core::Policy::default();
     let files = match files {
         Some(value) => grant_table(ruby, value, "files")?,
-        None => {
-            let table = ruby.hash_new();
-            table.aset(ruby.to_symbol("root"), ruby.to_symbol("read_only"))?;
-            table.freeze();
-            table
-        }
+        None => defaults.files,
     };
     let runtime_paths = match runtime_paths {
         Some(value) => grant_table(ruby, value, "runtime_paths")?,
-        None => {
-            let table = ruby.hash_new();
-            table.freeze();
-            table
-        }
+        None => defaults.runtime_paths,
     };
     let root_filesystem = match root_filesystem {
-        None => ruby.to_symbol("isolated"),
-        Some(value) => vo::try_to_sym(value)?
-            .filter(|mode| {
-                vo::sym_name(*mode)
-                    .map(|name| ROOT_FILESYSTEM_MODES.contains(&name.as_str()))
-                    .unwrap_or(false)
-            })
-            .ok_or_else(|| {
-                errors::policy_error(
-                    ruby,
-                    format!(
-                        "sandbox root_filesystem must be :isolated, :read_only or :read_write, got {}",
-                        vo::inspect_value(ruby, value).unwrap_or_default()
-                    ),
-                )
-            })?,
+        Some(value) => errors::core_result(ruby, RootFilesystem::parse(&vo::given(value)?))?,
+        None => defaults.root_filesystem,
     };
-    let environment_class = constants::class(ruby, "LittleGhost::Sandbox::EnvironmentPolicy")?;
-    let environment: Value = match environment {
-        Some(value) => environment_class.funcall("coerce", (value,))?,
-        None => environment_class.funcall("coerce", (ruby.hash_new(),))?,
-    };
-    let network_class = constants::class(ruby, "LittleGhost::Sandbox::NetworkPolicy")?;
-    let network: Value = match network {
-        Some(value) => network_class.funcall("coerce", (value,))?,
+    let environment_class = environment_policy::EnvironmentPolicy::class(ruby);
+    let environment = environment_policy::coerce(
+        ruby,
+        environment_class,
+        environment.unwrap_or_else(|| ruby.hash_new().as_value()),
+    )?;
+    let network = match network {
+        Some(value) => {
+            network_policy::coerce(ruby, network_policy::NetworkPolicy::class(ruby), value)?
+        }
         None => ruby.qnil().as_value(),
     };
-    rb_self.ivar_set("@files", files)?;
-    rb_self.ivar_set("@runtime_paths", runtime_paths)?;
-    rb_self.ivar_set("@root_filesystem", root_filesystem)?;
-    rb_self.ivar_set("@environment", environment)?;
-    rb_self.ivar_set("@network", network)?;
-    rb_self.freeze();
-    Ok(())
+    let core = core::Policy {
+        files,
+        runtime_paths,
+        root_filesystem,
+        environment: environment_policy::borrow(environment)
+            .map(|e| e.core().clone())
+            .unwrap_or_default(),
+        network: network_policy::borrow(network).map(|n| n.core().clone()),
+    };
+    let object = ruby.obj_wrap_as(
+        Policy {
+            core,
+            environment: environment.into(),
+            network: network.into(),
+        },
+        class,
+    );
+    object.freeze();
+    Ok(object)
 }
 
-ivar_reader!(
-    files,
-    "@files",
-    "The tool-visible grants: a frozen Hash of workspace path name to access Symbol."
-);
-ivar_reader!(
-    runtime_paths,
-    "@runtime_paths",
-    "The process-only grants: a frozen Hash of workspace path name to access Symbol."
-);
-ivar_reader!(
-    root_filesystem,
-    "@root_filesystem",
-    "What a process sees outside its grants: :isolated, :read_only or :read_write."
-);
-ivar_reader!(
-    environment,
-    "@environment",
-    "The EnvironmentPolicy for processes."
-);
-ivar_reader!(
-    network,
-    "@network",
-    "The NetworkPolicy, or nil for the backend's secure default."
-);
+fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    for (name, access) in table.entries() {
+        hash.aset(ruby.to_symbol(name), ruby.to_symbol(access.name()))?;
+    }
+    hash.freeze();
+    Ok(hash)
+}
+
+/// files: the tool-visible grants, a frozen Hash of workspace path name to access Symbol.
+fn files(ruby: &Ruby, rb_self: &Policy) -> Result<RHash, Error> {
+    table_to_ruby(ruby, &rb_self.core.files)
+}
+
+/// runtime_paths: the process-only grants, a frozen Hash of workspace path name to access Symbol.
+fn runtime_paths(ruby: &Ruby, rb_self: &Policy) -> Result<RHash, Error> {
+    table_to_ruby(ruby, &rb_self.core.runtime_paths)
+}
+
+/// root_filesystem: what a process sees outside its grants, `:isolated`, `:read_only` or `:read_write`.
+fn root_filesystem(ruby: &Ruby, rb_self: &Policy) -> Symbol {
+    ruby.to_symbol(rb_self.core.root_filesystem.name())
+}
+
+/// environment: the EnvironmentPolicy for processes.
+fn environment(ruby: &Ruby, rb_self: &Policy) -> Value {
+    ruby.get_inner(rb_self.environment)
+}
+
+/// network: the NetworkPolicy, or nil for the backend's secure default.
+fn network(ruby: &Ruby, rb_self: &Policy) -> Value {
+    ruby.get_inner(rb_self.network)
+}
 
 /// workspace_writable?: true iff the workspace root is granted `:read_write` to tools.
-fn workspace_writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
-    let files: RHash = rb_self.ivar_get("@files")?;
-    Ok(match files.get(ruby.to_symbol("root")) {
-        Some(access) => Symbol::from_value(access) == Some(ruby.to_symbol("read_write")),
-        None => false,
-    })
-}
-
-/// The absolute directory of a policy name in `workspace` (`root` or `workspace.path(name)`).
-fn workspace_directory(
-    ruby: &Ruby,
-    workspace: Value,
-    name: Symbol,
-) -> Result<std::path::PathBuf, Error> {
-    let path: Value = if vo::sym_name(name)? == "root" {
-        workspace.funcall("root", ())?
-    } else {
-        workspace.funcall("path", (name,))?
-    };
-    let path = convert::path_of(RString::try_convert(path)?);
-    if !path.is_absolute() {
-        return Err(errors::argument_error(
-            ruby,
-            format!("workspace path :{} must be absolute", vo::sym_name(name)?),
-        ));
-    }
-    Ok(paths::clean(&path))
-}
-
-fn grants_of(
-    ruby: &Ruby,
-    table: RHash,
-    workspace: Value,
-    tools: bool,
-    out: &mut Vec<Grant>,
-) -> Result<(), Error> {
-    for (name, access) in vo::hash_pairs(table)? {
-        let name = Symbol::try_convert(name)?;
-        let access = Symbol::try_convert(access)?;
-        let directory = workspace_directory(ruby, workspace, name)?;
-        out.push(Grant {
-            source: directory.clone(),
-            target: directory,
-            access: Access::parse(&vo::sym_name(access)?).unwrap_or(Access::ReadOnly),
-            tools,
-            protect_aliases: true,
-        });
-    }
-    Ok(())
+fn workspace_writable(rb_self: &Policy) -> bool {
+    rb_self.core.workspace_writable()
 }
 
 /// process_grants(workspace): a frozen Array of Mounts for every file and runtime grant, longest target first.
-fn process_grants(ruby: &Ruby, rb_self: RObject, workspace: Value) -> Result<Value, Error> {
+fn process_grants(ruby: &Ruby, rb_self: &Policy, workspace: Value) -> Result<RArray, Error> {
     vo::require_duck(workspace, "workspace", &["root", "path"])?;
-    let mut grants = Vec::new();
-    grants_of(
-        ruby,
-        rb_self.ivar_get("@files")?,
-        workspace,
-        true,
-        &mut grants,
-    )?;
-    grants_of(
-        ruby,
-        rb_self.ivar_get("@runtime_paths")?,
-        workspace,
-        false,
-        &mut grants,
-    )?;
-    // Stable: equal lengths keep file grants before runtime grants, in declaration order.
-    grants.sort_by_key(|grant| std::cmp::Reverse(grant.target.as_os_str().len()));
+    let directory = |name: &str| -> Result<std::path::PathBuf, Error> {
+        let path: Value = if name == "root" {
+            workspace.funcall("root", ())?
+        } else {
+            workspace.funcall("path", (ruby.to_symbol(name),))?
+        };
+        Ok(convert::path_of(RString::try_convert(path)?))
+    };
+    let grants = rb_self
+        .core
+        .process_grants(directory, |error| errors::from_core(ruby, error))?;
     let array = ruby.ary_new_capa(grants.len());
     for grant in &grants {
         array.push(mount::grant_to_ruby(ruby, grant)?)?;
     }
     array.freeze();
-    Ok(array.as_value())
+    Ok(array)
 }
 
 /// to_h: the policy as the keyword Hash `Policy.new` accepts, frozen.
-fn to_h(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
-    vo::fields_hash(ruby, rb_self, FIELDS)
+fn to_h(ruby: &Ruby, rb_self: &Policy) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    for (label, value) in fields(ruby, rb_self)? {
+        hash.aset(ruby.to_symbol(label), value)?;
+    }
+    hash.freeze();
+    Ok(hash)
+}
+
+fn fields(ruby: &Ruby, rb_self: &Policy) -> Result<[(&'static str, Value); 5], Error> {
+    Ok([
+        ("files", files(ruby, rb_self)?.as_value()),
+        ("runtime_paths", runtime_paths(ruby, rb_self)?.as_value()),
+        ("root_filesystem", root_filesystem(ruby, rb_self).as_value()),
+        ("environment", environment(ruby, rb_self)),
+        ("network", network(ruby, rb_self)),
+    ])
+}
+
+/// The core values equal and the network objects (gateway, authorizer) equal under `eql?` or `==`.
+fn same(ruby: &Ruby, rb_self: Obj<Policy>, other: Value, strict: bool) -> Result<bool, Error> {
+    if !vo::same_class(rb_self.as_value(), other) {
+        return Ok(false);
+    }
+    let Some(theirs) = borrow(other) else {
+        return Ok(false);
+    };
+    if std::ptr::eq(theirs, &*rb_self) {
+        return Ok(true);
+    }
+    if rb_self.core != theirs.core {
+        return Ok(false);
+    }
+    let (mine, theirs) = (network(ruby, &rb_self), network(ruby, theirs));
+    if strict {
+        mine.eql(theirs)
+    } else {
+        mine.equal(theirs)
+    }
+}
+
+/// ==(other): the same class and every field equal.
+fn eq(ruby: &Ruby, rb_self: Obj<Policy>, other: Value) -> Result<bool, Error> {
+    same(ruby, rb_self, other, false)
+}
+
+/// eql?(other): strict value equality (used by Hash keys).
+fn eql(ruby: &Ruby, rb_self: Obj<Policy>, other: Value) -> Result<bool, Error> {
+    same(ruby, rb_self, other, true)
+}
+
+/// hash: consistent with `eql?`.
+fn hash(ruby: &Ruby, rb_self: &Policy) -> Result<i64, Error> {
+    let network = network(ruby, rb_self).hash()?.to_i64()?;
+    Ok(vo::hash_code(&(&rb_self.core, network)))
+}
+
+/// inspect: `#<LittleGhost::Sandbox::Policy files={root: :read_only} ...>`.
+fn inspect(ruby: &Ruby, rb_self: Obj<Policy>) -> Result<String, Error> {
+    vo::inspect_fields(ruby, rb_self.as_value(), &fields(ruby, &rb_self)?)
 }

@@ -1,0 +1,20 @@
+//! The policy model (SPEC §4, §6, §7, §8, §9): what a sandbox is asked to
+//! enforce, validated here once with the messages Ruby shows. The binding
+//! parses Ruby values into these inputs and maps [`crate::Error`] onto the
+//! documented exceptions; it decides nothing.
+
+mod capabilities;
+mod environment;
+mod given;
+mod mount;
+mod network;
+mod rules;
+
+pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};
+pub use environment::EnvironmentPolicy;
+pub use given::Given;
+pub use mount::{normalize_target, parse_access};
+pub use network::{Inspection, NetworkMode, NetworkPolicy, NetworkRequest};
+pub use rules::{
+    GrantTable, Policy, RootFilesystem, ACCESS_MODES, COMMON_KEYS, ROOT_FILESYSTEM_MODES,
+};

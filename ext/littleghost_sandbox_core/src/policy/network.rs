@@ -1,0 +1,334 @@
+//! NetworkPolicy (SPEC §7): inherit the host network, no network, or an
+//! allowlist enforced by a gateway. Validation order is that of 7.2.
+
+use super::Given;
+use crate::error::{policy, Result};
+
+/// `:inherit`, `:none` or `:allowlist`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NetworkMode {
+    Inherit,
+    None,
+    Allowlist,
+}
+
+impl NetworkMode {
+    /// Every mode, in the order messages list them.
+    pub const ALL: [NetworkMode; 3] = [
+        NetworkMode::Inherit,
+        NetworkMode::None,
+        NetworkMode::Allowlist,
+    ];
+
+    /// Parses the Ruby symbol name.
+    pub fn parse(name: &str) -> Option<NetworkMode> {
+        NetworkMode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == name)
+    }
+
+    /// The Ruby symbol name.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetworkMode::Inherit => "inherit",
+            NetworkMode::None => "none",
+            NetworkMode::Allowlist => "allowlist",
+        }
+    }
+}
+
+/// `:connect` (tunnel by host:port) or `:http` (inspect each request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Inspection {
+    Connect,
+    Http,
+}
+
+impl Inspection {
+    /// The Ruby symbol name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Inspection::Connect => "connect",
+            Inspection::Http => "http",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Inspection> {
+        match name {
+            "connect" => Some(Inspection::Connect),
+            "http" => Some(Inspection::Http),
+            _ => None,
+        }
+    }
+}
+
+/// What the caller asked for, before validation. `allow` and the header
+/// lists are the caller's entries as text (Ruby's `String(entry)`); the
+/// gateway and authorizer are objects only the binding holds, so the core
+/// only learns whether they were given.
+#[derive(Debug)]
+pub struct NetworkRequest<'a> {
+    pub mode: Given<'a>,
+    pub inspection: Option<Given<'a>>,
+    pub allow: Vec<String>,
+    pub forward_headers: Vec<String>,
+    pub mutation_headers: Vec<String>,
+    pub gateway: bool,
+    pub authorizer: bool,
+}
+
+impl<'a> NetworkRequest<'a> {
+    /// A request for `mode` with every other field at its default.
+    pub fn mode(mode: Given<'a>) -> NetworkRequest<'a> {
+        NetworkRequest {
+            mode,
+            inspection: None,
+            allow: Vec::new(),
+            forward_headers: Vec::new(),
+            mutation_headers: Vec::new(),
+            gateway: false,
+            authorizer: false,
+        }
+    }
+}
+
+/// A validated network rule: allow entries stripped, down-cased and
+/// de-duplicated; header names down-cased, checked and de-duplicated.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NetworkPolicy {
+    pub mode: NetworkMode,
+    pub allow: Vec<String>,
+    pub inspection: Inspection,
+    pub forward_headers: Vec<String>,
+    pub mutation_headers: Vec<String>,
+    /// Whether a custom gateway was given (the binding holds it).
+    pub gateway: bool,
+    /// Whether an authorizer was given (the binding holds it).
+    pub authorizer: bool,
+}
+
+impl NetworkPolicy {
+    /// Validates `request` in the order of 7.2: mode, inspection, options
+    /// only `:allowlist` takes, `:http` needs an allowlist and an authorizer,
+    /// an allowlist needs entries, then the entries and header names.
+    pub fn new(request: NetworkRequest<'_>) -> Result<NetworkPolicy> {
+        let mode = request
+            .mode
+            .name()
+            .and_then(NetworkMode::parse)
+            .ok_or_else(|| {
+                policy(format!(
+                    "network mode must be :inherit, :none or :allowlist, got {}",
+                    request.mode.shown()
+                ))
+            })?;
+        let inspection = match &request.inspection {
+            None => Inspection::Connect,
+            Some(given) => given.name().and_then(Inspection::parse).ok_or_else(|| {
+                policy(format!(
+                    "network inspection must be :connect or :http, got {}",
+                    given.shown()
+                ))
+            })?,
+        };
+        let allowlist = mode == NetworkMode::Allowlist;
+        let http = inspection == Inspection::Http;
+        if !allowlist
+            && (!request.allow.is_empty()
+                || request.gateway
+                || request.authorizer
+                || !request.forward_headers.is_empty()
+                || !request.mutation_headers.is_empty())
+        {
+            return Err(policy(format!(
+                "network mode :{} does not take allow, gateway, authorizer or headers; use mode: :allowlist",
+                mode.name()
+            )));
+        }
+        if http && !allowlist {
+            return Err(policy("network inspection :http requires mode: :allowlist"));
+        }
+        if http && !request.authorizer {
+            return Err(policy("network inspection :http requires an authorizer"));
+        }
+        if allowlist && request.allow.is_empty() {
+            return Err(policy(
+                "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)",
+            ));
+        }
+        Ok(NetworkPolicy {
+            mode,
+            allow: allow_entries(&request.allow)?,
+            inspection,
+            forward_headers: header_names("forward_headers", &request.forward_headers)?,
+            mutation_headers: header_names("mutation_headers", &request.mutation_headers)?,
+            gateway: request.gateway,
+            authorizer: request.authorizer,
+        })
+    }
+}
+
+/// Ruby's `String#strip` set: whitespace and NUL.
+fn strippable(c: char) -> bool {
+    matches!(c, '\0' | '\t' | '\n' | '\x0b' | '\x0c' | '\r' | ' ')
+}
+
+/// Each entry stripped and down-cased, de-duplicated in order; empty entries
+/// and entries containing whitespace are refused.
+fn allow_entries(entries: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for entry in entries {
+        let text = entry.trim_matches(strippable).to_lowercase();
+        if text.is_empty() {
+            return Err(policy("network allowlist entries cannot be empty"));
+        }
+        if text.chars().any(char::is_whitespace) {
+            return Err(policy(format!(
+                "network allowlist entry {text:?} cannot contain whitespace"
+            )));
+        }
+        if !out.contains(&text) {
+            out.push(text);
+        }
+    }
+    Ok(out)
+}
+
+/// Down-cased header names matching `/\A[a-z0-9][a-z0-9-]*\z/`, de-duplicated.
+fn header_names(label: &str, entries: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for entry in entries {
+        let text = entry.to_lowercase();
+        let valid = text
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !valid {
+            return Err(policy(format!(
+                "network {label} entry {text:?} is not a valid header name (letters, digits and '-')"
+            )));
+        }
+        if !out.contains(&text) {
+            out.push(text);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn allowlist(allow: &[&str]) -> NetworkRequest<'static> {
+        NetworkRequest {
+            allow: strings(allow),
+            ..NetworkRequest::mode(Given::symbol("allowlist"))
+        }
+    }
+
+    fn message(request: NetworkRequest<'_>) -> String {
+        NetworkPolicy::new(request)
+            .unwrap_err()
+            .message()
+            .to_owned()
+    }
+
+    #[test]
+    fn modes_and_defaults() {
+        let none = NetworkPolicy::new(NetworkRequest::mode(Given::symbol("none"))).unwrap();
+        assert_eq!(none.mode, NetworkMode::None);
+        assert_eq!(none.inspection, Inspection::Connect);
+        assert!(none.allow.is_empty() && !none.gateway && !none.authorizer);
+    }
+
+    #[test]
+    fn allow_entries_are_stripped_downcased_and_unique() {
+        let policy = NetworkPolicy::new(allowlist(&[
+            " API.Example.com:443 \0",
+            "api.example.com:443",
+            "b.test:80",
+        ]))
+        .unwrap();
+        assert_eq!(policy.allow, strings(&["api.example.com:443", "b.test:80"]));
+        assert_eq!(
+            message(allowlist(&["  "])),
+            "network allowlist entries cannot be empty"
+        );
+        assert_eq!(
+            message(allowlist(&["a b:1"])),
+            "network allowlist entry \"a b:1\" cannot contain whitespace"
+        );
+    }
+
+    #[test]
+    fn header_names_are_checked() {
+        let policy = NetworkPolicy::new(NetworkRequest {
+            forward_headers: strings(&["X-Trace", "x-trace"]),
+            ..allowlist(&["a:1"])
+        })
+        .unwrap();
+        assert_eq!(policy.forward_headers, strings(&["x-trace"]));
+        for bad in ["-x", "x y", "x_y", ""] {
+            let text = message(NetworkRequest {
+                mutation_headers: strings(&[bad]),
+                ..allowlist(&["a:1"])
+            });
+            assert!(text.starts_with("network mutation_headers entry"), "{text}");
+            assert!(text.ends_with("is not a valid header name (letters, digits and '-')"));
+        }
+    }
+
+    #[test]
+    fn validation_order_of_7_2() {
+        let bad_mode = NetworkRequest {
+            inspection: Some(Given::symbol("bogus")),
+            ..NetworkRequest::mode(Given::symbol("host"))
+        };
+        assert_eq!(
+            message(bad_mode),
+            "network mode must be :inherit, :none or :allowlist, got :host"
+        );
+        assert_eq!(
+            message(NetworkRequest::mode(Given::other("3"))),
+            "network mode must be :inherit, :none or :allowlist, got 3"
+        );
+        let bad_inspection = NetworkRequest {
+            inspection: Some(Given::symbol("tls")),
+            allow: strings(&["a:1"]),
+            ..NetworkRequest::mode(Given::symbol("none"))
+        };
+        assert_eq!(
+            message(bad_inspection),
+            "network inspection must be :connect or :http, got :tls"
+        );
+        let extra = NetworkRequest {
+            gateway: true,
+            ..NetworkRequest::mode(Given::symbol("none"))
+        };
+        assert!(message(extra).starts_with("network mode :none does not take allow"));
+        let http_inherit = NetworkRequest {
+            inspection: Some(Given::symbol("http")),
+            ..NetworkRequest::mode(Given::symbol("inherit"))
+        };
+        assert_eq!(
+            message(http_inherit),
+            "network inspection :http requires mode: :allowlist"
+        );
+        let no_authorizer = NetworkRequest {
+            inspection: Some(Given::symbol("http")),
+            ..allowlist(&[])
+        };
+        assert_eq!(
+            message(no_authorizer),
+            "network inspection :http requires an authorizer"
+        );
+        assert!(message(allowlist(&[])).contains("requires a non-empty allow list"));
+    }
+}
