@@ -17,8 +17,10 @@ Gem::Specification.new do |spec|
   spec.required_ruby_version = ">= 3.1"
   spec.files = Dir[
     "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.{rs,rb,toml}", "Cargo.toml", "Cargo.lock", "README.md",
-    "LICENSE", "CHANGELOG.md"
+    "LICENSE", "CHANGELOG.md", "exe/*"
   ]
+  spec.bindir = "exe"
+  spec.executables = ["littleghost-sandbox"]
   spec.require_paths = ["lib"]
   spec.extensions = ["ext/littleghost_sandbox/extconf.rb"]
   # The project's public addresses; the documentation is the class documentation the homepage names.
