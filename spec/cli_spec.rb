@@ -44,6 +44,16 @@ RSpec.describe "littleghost-sandbox command" do
       expect(status.exitstatus).to eq(7)
     end
 
+    it "leaves the command's own options alone when -- is omitted" do
+      out, _, status = cli("run", "--timeout", "30", "sh", "-c", "echo $0", "--rw", chdir: work)
+      expect([out, status.exitstatus]).to eq(["--rw\n", 0])
+    end
+
+    it "exits 127 like a shell when an unsandboxed command does not exist" do
+      _, err, status = cli("run", "--provider", "unrestricted", "--", "no-such-program-here", chdir: work)
+      expect([status.exitstatus, err]).to eq([127, "littleghost-sandbox: no-such-program-here: command not found\n"])
+    end
+
     it "exits 128 + the signal when the command is killed, under Bubblewrap and unsandboxed" do
       _, _, status = cli("run", "--provider", "bubblewrap", "--", "sh", "-c", "kill -KILL $$", chdir: work)
       expect(status.exitstatus).to eq(128 + 9)

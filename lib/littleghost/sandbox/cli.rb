@@ -18,6 +18,8 @@ module LittleGhost
     # - 128 + N when signal N killed it (Bubblewrap already reports a killed child this way);
     # - 124 when --timeout expired (like coreutils `timeout`), after a one-line message on stderr;
     # - 137 when the sandbox killed it for going over --memory or --output-bytes, after a one-line message;
+    # - 127 / 126 when an unsandboxed (--provider unrestricted) COMMAND is missing / not executable; under
+    #   Bubblewrap the wrapper reports it instead (exit 1, with bwrap's execvp message);
     # - 125 when the sandbox could not be set up (unknown or unavailable provider, bad grant, missing path);
     # - 2 for a usage error (the usage goes to stderr);
     # - 130 (Ctrl-C) or 128 + N when this tool itself is interrupted; the child is terminated first.
@@ -163,7 +165,7 @@ module LittleGhost
 
       def run(argv)
         options = { environment: {}, grants: {}, root_access: :read_only, inherit_environment: false }
-        command = run_parser(options).parse(argv) # stops at "--", which it removes
+        command = run_parser(options).order(argv) # stops at "--" (removed) or at the first non-option
         raise UsageError, "run needs a COMMAND after --" if command.empty?
 
         workspace, sandbox = build(options)
@@ -206,13 +208,19 @@ module LittleGhost
       # Starts the command, streams its output until it ends or times out, and returns the exit status.
       def supervise(sandbox, command, options)
         environment = options[:inherit_environment] ? {} : { "PATH" => ENV.fetch("PATH", "/usr/local/bin:/usr/bin:/bin") }
-        session = sandbox.start_program(
-          command,
-          environment: environment.merge(options[:environment]),
-          inherit_environment: options[:inherit_environment],
-          output_bytes: options[:output_bytes] || UNLIMITED_OUTPUT,
-          memory_bytes: options[:memory_bytes]
-        )
+        begin
+          session = sandbox.start_program(
+            command,
+            environment: environment.merge(options[:environment]),
+            inherit_environment: options[:inherit_environment],
+            output_bytes: options[:output_bytes] || UNLIMITED_OUTPUT,
+            memory_bytes: options[:memory_bytes]
+          )
+        rescue Errno::ENOENT, Errno::EACCES => e
+          # Spawned directly (no wrapper in between): report like a shell does.
+          @err.puts("littleghost-sandbox: #{command.first}: #{e.is_a?(Errno::ENOENT) ? 'command not found' : 'permission denied'}")
+          return e.is_a?(Errno::ENOENT) ? 127 : 126
+        end
         feeder = feed_stdin(session)
         begin
           stream(session, options[:timeout])
