@@ -17,8 +17,10 @@ Gem::Specification.new do |spec|
   spec.required_ruby_version = ">= 3.1"
   spec.files = Dir[
     "lib/**/*.rb", "sig/**/*.rbs", "ext/**/*.{rs,rb,toml}", "Cargo.toml", "Cargo.lock", "README.md",
-    "LICENSE", "CHANGELOG.md"
+    "LICENSE", "CHANGELOG.md", "exe/*"
   ]
+  spec.bindir = "exe"
+  spec.executables = ["littleghost-sandbox"]
   spec.require_paths = ["lib"]
   # The native classes are documented in lib/littleghost/sandbox/documentation/*.rb (RDoc directives only), which
   # `gem install` feeds to rdoc/ri with the require paths; README.md is the main page of the generated site.

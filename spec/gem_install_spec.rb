@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "find"
+require "json"
 require "open3"
 require "rbconfig"
 
@@ -39,6 +40,9 @@ RSpec.describe "gem packaging" do
       out, status = Open3.capture2e(env, RbConfig.ruby, "-e", script, chdir: tmp)
       expect(status).to be_success, out
       expect(out).to eq("LittleGhost::Sandboxes::Unrestricted")
+      # The installed command (a RubyGems wrapper in GEM_HOME/bin) runs and reports this host's backends.
+      out, status = Open3.capture2(env, File.join(gem_home, "bin", "littleghost-sandbox"), "probe", "--json", chdir: tmp)
+      expect([status.success?, JSON.parse(out).dig("bubblewrap", "available")]).to eq([true, true]), out
 
       gem_dir = Dir[File.join(gem_home, "gems", "littleghost-sandbox-*")].first
       expect(Dir[File.join(gem_dir, "**", "littleghost_sandbox.so")].size).to eq(1)

@@ -1,0 +1,226 @@
+# frozen_string_literal: true
+
+require "json"
+require "open3"
+require "rbconfig"
+require "socket"
+
+# The littleghost-sandbox command, run as a user runs it: a separate Ruby process on exe/littleghost-sandbox.
+# (spec/gem_install_spec.rb also runs the installed executable from a fresh GEM_HOME.)
+RSpec.describe "littleghost-sandbox command" do
+  root = File.expand_path("..", __dir__)
+  executable = File.join(root, "exe", "littleghost-sandbox")
+  lib = File.join(root, "lib")
+
+  include ProcessHelpers
+
+  define_method(:command_line) { |*args| [RbConfig.ruby, "-I", lib, executable, *args] }
+
+  # Runs the command in +chdir+ (the default workspace root); returns [stdout, stderr, status].
+  def cli(*args, chdir:, stdin_data: "")
+    Open3.capture3(*command_line(*args), stdin_data: stdin_data, chdir: chdir)
+  end
+
+  let(:work) { temporary_directory }
+
+  describe "the gem" do
+    it "ships the executable from exe/" do
+      spec = Gem::Specification.load(File.join(root, "littleghost-sandbox.gemspec"))
+      expect(spec.bindir).to eq("exe")
+      expect(spec.executables).to eq(["littleghost-sandbox"])
+      expect(spec.files).to include("exe/littleghost-sandbox")
+      expect(File.executable?(executable)).to be(true)
+    end
+  end
+
+  describe "run" do
+    it "prints the command's stdout and stderr on its own and exits with its status" do
+      out, err, status = cli("run", "--", "sh", "-c", "echo to-out; echo to-err >&2", chdir: work)
+      expect([out, err, status.exitstatus]).to eq(["to-out\n", "to-err\n", 0])
+    end
+
+    it "passes a failing command's exit status through" do
+      _, _, status = cli("run", "--", "sh", "-c", "exit 7", chdir: work)
+      expect(status.exitstatus).to eq(7)
+    end
+
+    it "leaves the command's own options alone when -- is omitted" do
+      out, _, status = cli("run", "--timeout", "30", "sh", "-c", "echo $0", "--rw", chdir: work)
+      expect([out, status.exitstatus]).to eq(["--rw\n", 0])
+    end
+
+    it "exits 127 like a shell when an unsandboxed command does not exist" do
+      _, err, status = cli("run", "--provider", "unrestricted", "--", "no-such-program-here", chdir: work)
+      expect([status.exitstatus, err]).to eq([127, "littleghost-sandbox: no-such-program-here: command not found\n"])
+    end
+
+    it "exits 128 + the signal when the command is killed, under Bubblewrap and unsandboxed" do
+      _, _, status = cli("run", "--provider", "bubblewrap", "--", "sh", "-c", "kill -KILL $$", chdir: work)
+      expect(status.exitstatus).to eq(128 + 9)
+      _, _, status = cli("run", "--provider", "unrestricted", "--", "sh", "-c", "kill -TERM $$", chdir: work)
+      expect(status.exitstatus).to eq(128 + 15)
+    end
+
+    it "streams output as it arrives instead of when the command ends" do
+      gate = File.join(work, "gate")
+      script = "echo first; echo first-err >&2; while [ ! -e #{gate} ]; do sleep 0.01; done; echo second"
+      Open3.popen3(*command_line("run", "--", "sh", "-c", script), chdir: work) do |stdin, stdout, stderr, thread|
+        stdin.close
+        # The command is still blocked on the gate, so these lines can only have been streamed.
+        expect(stdout.gets).to eq("first\n")
+        expect(stderr.gets).to eq("first-err\n")
+        File.write(gate, "") # the spec runs outside the sandbox; the root is read-only only inside it
+        expect(stdout.read).to eq("second\n")
+        expect(thread.value.exitstatus).to eq(0)
+      end
+    end
+
+    it "feeds its stdin to the command" do
+      out, _, status = cli("run", "--", "cat", chdir: work, stdin_data: "from stdin\n")
+      expect([out, status.exitstatus]).to eq(["from stdin\n", 0])
+    end
+
+    it "refuses a write outside the --rw grants: /etc/evil is never created" do
+      writable = temporary_directory
+      script = "echo x > /etc/evil; echo \"etc=$?\"; echo y > #{writable}/ok; echo \"grant=$?\""
+      out, _, status = cli("run", "--provider", "bubblewrap", "--rw", "out=#{writable}", "--", "sh", "-c", script,
+                           chdir: work)
+      expect(out).to include("etc=").and include("grant=0")
+      expect(out[/etc=(\d+)/, 1]).not_to eq("0")
+      expect(File.exist?("/etc/evil")).to be(false)
+      expect(File.read(File.join(writable, "ok"))).to eq("y\n")
+      expect(status.exitstatus).to eq(0)
+    end
+
+    it "keeps the workspace root read-only unless --rw root is given" do
+      _, _, status = cli("run", "--", "sh", "-c", "echo x > planted", chdir: work)
+      expect(status.exitstatus).not_to eq(0)
+      expect(File.exist?(File.join(work, "planted"))).to be(false)
+
+      _, _, status = cli("run", "--rw", "root", "--", "sh", "-c", "echo x > planted", chdir: work)
+      expect(status.exitstatus).to eq(0)
+      expect(File.read(File.join(work, "planted"))).to eq("x\n")
+    end
+
+    it "lets the command read an --ro grant but not change it" do
+      data = temporary_directory
+      File.write(File.join(data, "notes.txt"), "original\n")
+      script = "cat #{data}/notes.txt; echo changed > #{data}/notes.txt || echo refused; touch #{data}/new || echo refused"
+      out, _, status = cli("run", "--ro", "data=#{data}", "--", "sh", "-c", script, chdir: work)
+      expect(out.lines.first).to eq("original\n")
+      expect(out.lines.count("refused\n")).to eq(2)
+      expect(File.read(File.join(data, "notes.txt"))).to eq("original\n")
+      expect(File.exist?(File.join(data, "new"))).to be(false)
+      expect(status.exitstatus).to eq(0)
+    end
+
+    it "blocks a socket to a host listener under --network none, and not under --network inherit" do
+      skip "python3 is not in /usr/bin" unless File.executable?("/usr/bin/python3")
+      server = TCPServer.new("127.0.0.1", 0)
+      port = server.addr[1]
+      script = <<~PY
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", #{port}), timeout=5).close()
+            print("connected")
+        except OSError as error:
+            print("blocked", type(error).__name__)
+      PY
+      out, _, status = cli("run", "--network", "none", "--", "python3", "-c", script, chdir: work)
+      expect(out).to start_with("blocked")
+      expect(status.exitstatus).to eq(0)
+      expect(server.accept_nonblock(exception: false)).to eq(:wait_readable)
+
+      # The same command reaches the listener when the network is shared, so the refusal above is the sandbox's.
+      out, = cli("run", "--network", "inherit", "--", "python3", "-c", script, chdir: work)
+      expect(out).to eq("connected\n")
+    ensure
+      server&.close
+    end
+
+    it "stops a command at --timeout, keeps what it printed, says so, and exits 124" do
+      out, err, status = cli("run", "--timeout", "1", "--", "sh", "-c", "echo partial; sleep 60", chdir: work)
+      expect(out).to eq("partial\n")
+      expect(err).to eq("littleghost-sandbox: command timed out after 1.0 seconds\n")
+      expect(status.exitstatus).to eq(124)
+    end
+
+    it "kills a command that goes over --memory and exits 137" do
+      skip "python3 is not in /usr/bin" unless File.executable?("/usr/bin/python3")
+      script = "import time; block = bytearray(300 * 1024 * 1024); time.sleep(60)"
+      _, err, status = cli("run", "--memory", "50000000", "--", "python3", "-c", script, chdir: work)
+      expect(err).to eq("littleghost-sandbox: Program memory exceeded 50000000 bytes\n")
+      expect(status.exitstatus).to eq(137)
+    end
+
+    it "ends the command when interrupted (Ctrl-C) and exits 130" do
+      marker = "#{rand(1 << 30)}"
+      Open3.popen3(*command_line("run", "--", "sh", "-c", "echo started; exec sleep 1000#{marker}"),
+                   chdir: work) do |stdin, stdout, _stderr, thread|
+        stdin.close
+        expect(stdout.gets).to eq("started\n")
+        Process.kill("INT", thread.pid)
+        expect(thread.value.exitstatus).to eq(130)
+      end
+      still_running = eventually do
+        Dir["/proc/[0-9]*/cmdline"].none? { |file| (File.read(file) rescue "").include?("1000#{marker}") }
+      end
+      expect(still_running).to be(true)
+    end
+
+    it "rejects a bad option with the usage on stderr and exit 2" do
+      out, err, status = cli("run", "--no-such-option", "--", "true", chdir: work)
+      expect(out).to eq("")
+      expect(err).to include("invalid option: --no-such-option").and include("Usage:")
+      expect(status.exitstatus).to eq(2)
+
+      %w[--network everything --timeout 0 --rw missing-path].each_slice(2) do |option, value|
+        _, err, status = cli("run", option, value, "--", "true", chdir: work)
+        expect([status.exitstatus, err]).to match([2, /Usage:/])
+      end
+      [%w[run], %w[run --], %w[frobnicate], []].each do |args|
+        _, err, status = cli(*args, chdir: work)
+        expect([status.exitstatus, err]).to match([2, /Usage:/])
+      end
+    end
+
+    it "exits 125 naming the problem when the sandbox cannot be set up" do
+      _, err, status = cli("run", "--provider", "bwrap", "--", "true", chdir: work)
+      expect(status.exitstatus).to eq(125)
+      expect(err).to include(":bwrap").and include(":bubblewrap")
+
+      _, err, status = cli("run", "--ro", "data=#{File.join(work, 'absent')}", "--", "true", chdir: work)
+      expect(status.exitstatus).to eq(125)
+      expect(err).to include("absent")
+    end
+  end
+
+  describe "probe" do
+    it "says which backends are available here and what they enforce" do
+      out, _, status = cli("probe", chdir: work)
+      expect(status.exitstatus).to eq(0)
+      expect(out).to include("bubblewrap: available").and include("isolation:     namespace")
+      expect(out).to match(/seatbelt: unavailable\n  reason: .*macOS/)
+    end
+
+    it "prints JSON naming bubblewrap available, with its features, network modes and isolation" do
+      out, _, status = cli("probe", "--json", chdir: work)
+      expect(status.exitstatus).to eq(0)
+      report = JSON.parse(out)
+      expect(report.keys).to include("native", "bubblewrap", "seatbelt", "unrestricted")
+      expect(report["bubblewrap"]).to include("available" => true, "reason" => nil, "isolation" => "namespace")
+      expect(report["bubblewrap"]["features"]).to include("filesystem_write", "process_tree_ownership")
+      expect(report["bubblewrap"]["network_modes"]).to include("none")
+      expect(report["seatbelt"]).to include("available" => false, "features" => [], "network_modes" => [])
+      expect(report["seatbelt"]["reason"]).to include("macOS")
+    end
+
+    it "exits 1 when a --provider it was asked about is unavailable" do
+      _, _, status = cli("probe", "--provider", "bubblewrap", chdir: work)
+      expect(status.exitstatus).to eq(0)
+      out, _, status = cli("probe", "--json", "--provider", "seatbelt", chdir: work)
+      expect(status.exitstatus).to eq(1)
+      expect(JSON.parse(out).keys).to eq(["seatbelt"])
+    end
+  end
+end
