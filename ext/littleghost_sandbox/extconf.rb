@@ -66,17 +66,19 @@ File.write("Makefile", <<~MAKE)
   all: #{ext_name}.#{dlext}
 
   #{ext_name}.#{dlext}:
-  \tRUBY=$(RUBY) CARGO=$(CARGO) $(RUBY) #{build_script.shellescape} #{manifest.shellescape} #{ext_name} #{target_dir.shellescape}
+  \tRUBY=$(RUBY) CARGO=$(CARGO) $(RUBY) #{build_script.shellescape} #{manifest.shellescape} #{target_dir.shellescape} #{ext_name} #{ext_name}_helper
   \tcp #{built.shellescape} #{ext_name}.#{dlext}
+  \tcp #{built_helper.shellescape} #{helper}
 
   install: all
   \tmkdir -p $(DESTDIR)#{install_dir.shellescape}
   \tcp #{ext_name}.#{dlext} $(DESTDIR)#{install_dir.shellescape}/#{ext_name}.#{dlext}
-  \trm -f #{ext_name}.#{dlext}
+  \tcp #{helper} $(DESTDIR)#{install_dir.shellescape}/#{helper}
+  \trm -f #{ext_name}.#{dlext} #{helper}
   \t#{remove_target}
 
   clean:
-  \trm -f #{ext_name}.#{dlext}
+  \trm -f #{ext_name}.#{dlext} #{helper}
   \t#{remove_target}
 
   .PHONY: all install clean
