@@ -54,6 +54,63 @@ fn live_member_listed(pgid: i32) -> Option<bool> {
     saw_any.then_some(false)
 }
 
+/// The process groups of `leader`'s descendants other than its own, from a
+/// `/proc` scan (empty where `/proc` is unusable).
+///
+/// A child that starts its own group or session (bwrap's sandbox with
+/// `--new-session`) is not reached by signalling the leader's group. It is
+/// meant to die with its parent (`PR_SET_PDEATHSIG`), but one still setting
+/// up when its parent is killed never gets that link and would outlive
+/// everything, reparented to init. Termination therefore signals these
+/// groups too, found while the leader is still alive to be their parent.
+pub fn descendant_groups(leader: i32) -> Vec<i32> {
+    if !cfg!(target_os = "linux") {
+        return Vec::new();
+    }
+    let Ok(listing) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    // (pid, ppid, pgrp) of every readable process.
+    let mut table = Vec::new();
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some((ppid, pgrp)) = parse_parent_and_group(&stat) {
+            table.push((pid, ppid, pgrp));
+        }
+    }
+    let mut family = vec![leader];
+    let mut groups = Vec::new();
+    let mut index = 0;
+    while index < family.len() {
+        let parent = family[index];
+        index += 1;
+        for &(pid, ppid, pgrp) in &table {
+            if ppid == parent && !family.contains(&pid) {
+                family.push(pid);
+                if pgrp != leader && pgrp > 0 && !groups.contains(&pgrp) {
+                    groups.push(pgrp);
+                }
+            }
+        }
+    }
+    groups
+}
+
+/// `(ppid, pgrp)` from a `/proc/N/stat` line.
+fn parse_parent_and_group(stat: &str) -> Option<(i32, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(1);
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((ppid, pgrp))
+}
+
 /// `(state, pgrp)` from a `/proc/N/stat` line: "pid (comm) S ppid pgrp ...".
 /// The command may contain spaces and parentheses, so fields start after the
 /// last `)`.
@@ -69,12 +126,17 @@ pub fn parse_stat(stat: &str) -> Option<(char, i32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
 
     #[test]
     fn stat_lines_with_odd_command_names() {
         assert_eq!(parse_stat("123 (sleep) S 1 123 123 0 -1"), Some(('S', 123)));
         assert_eq!(parse_stat("124 (a) b (c)) Z 1 99 99 0"), Some(('Z', 99)));
         assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(
+            parse_parent_and_group("124 (a) b (c)) Z 1 99 99 0"),
+            Some((1, 99))
+        );
     }
 
     #[test]
@@ -83,5 +145,39 @@ mod tests {
         assert!(group_alive(me));
         // pid 0x3ffffff is far above any pid_max default.
         assert!(!group_alive(0x3ff_ffff));
+    }
+
+    #[test]
+    fn a_grandchild_in_its_own_session_is_found() {
+        // sh (its own group) starts setsid sleep, which leads a new session.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "setsid sleep 30 & echo $!; wait"])
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let grandchild: i32 = line.trim().parse().unwrap();
+        // setsid may fork once more when it already leads a group; wait for the session.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let groups = loop {
+            let groups = descendant_groups(child.id() as i32);
+            if !groups.is_empty() || std::time::Instant::now() > deadline {
+                break groups;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert!(!groups.contains(&(child.id() as i32)));
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        for group in groups.iter().chain([&(child.id() as i32)]) {
+            signal_group(*group, Signal::KILL);
+        }
+        let _ = grandchild;
+        child.wait().unwrap();
     }
 }
