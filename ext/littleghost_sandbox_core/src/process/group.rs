@@ -54,16 +54,17 @@ fn live_member_listed(pgid: i32) -> Option<bool> {
     saw_any.then_some(false)
 }
 
-/// The process groups of `leader`'s descendants other than its own, from a
-/// `/proc` scan (empty where `/proc` is unusable).
+/// Every descendant of `leader` as `(pid, pgrp)`, from a `/proc` scan
+/// (empty where `/proc` is unusable).
 ///
 /// A child that starts its own group or session (bwrap's sandbox with
-/// `--new-session`) is not reached by signalling the leader's group. It is
-/// meant to die with its parent (`PR_SET_PDEATHSIG`), but one still setting
-/// up when its parent is killed never gets that link and would outlive
-/// everything, reparented to init. Termination therefore signals these
-/// groups too, found while the leader is still alive to be their parent.
-pub fn descendant_groups(leader: i32) -> Vec<i32> {
+/// `--new-session`) is not reached by signalling the leader's group, and one
+/// that is still in it may leave it a moment later. It is meant to die with
+/// its parent (`PR_SET_PDEATHSIG`), but bwrap sets that link only once its
+/// setup is done: one killed earlier outlives everything, reparented to init.
+/// Termination therefore signals these processes and their groups too, found
+/// while the leader is still alive to be their parent.
+pub fn descendants(leader: i32) -> Vec<(i32, i32)> {
     if !cfg!(target_os = "linux") {
         return Vec::new();
     }
@@ -84,22 +85,38 @@ pub fn descendant_groups(leader: i32) -> Vec<i32> {
             table.push((pid, ppid, pgrp));
         }
     }
-    let mut family = vec![leader];
-    let mut groups = Vec::new();
-    let mut index = 0;
-    while index < family.len() {
-        let parent = family[index];
-        index += 1;
+    let mut found: Vec<(i32, i32)> = Vec::new();
+    let mut parents = vec![leader];
+    while let Some(parent) = parents.pop() {
         for &(pid, ppid, pgrp) in &table {
-            if ppid == parent && !family.contains(&pid) {
-                family.push(pid);
-                if pgrp != leader && pgrp > 0 && !groups.contains(&pgrp) {
-                    groups.push(pgrp);
-                }
+            if ppid == parent && pid != leader && !found.iter().any(|&(seen, _)| seen == pid) {
+                found.push((pid, pgrp));
+                parents.push(pid);
             }
         }
     }
-    groups
+    found
+}
+
+/// Sends `signal` to one process (ESRCH and EPERM ignored).
+pub fn signal_process(pid: i32, signal: Signal) {
+    let _ = rustix::process::kill_process(pid_of(pid), signal);
+}
+
+/// Whether process `pid` is alive (zombies do not count).
+pub fn process_alive(pid: i32) -> bool {
+    match rustix::process::test_kill_process(pid_of(pid)) {
+        Ok(()) | Err(Errno::PERM) => {
+            if !cfg!(target_os = "linux") {
+                return true;
+            }
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Ok(stat) => !matches!(parse_stat(&stat), Some(('Z' | 'X' | 'x', _))),
+                Err(_) => false,
+            }
+        }
+        Err(_) => false,
+    }
 }
 
 /// `(ppid, pgrp)` from a `/proc/N/stat` line.
@@ -166,8 +183,14 @@ mod tests {
         // setsid may fork once more when it already leads a group; wait for the session.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         let groups = loop {
-            let groups = descendant_groups(child.id() as i32);
+            let found = descendants(child.id() as i32);
+            let groups: Vec<i32> = found
+                .iter()
+                .map(|&(_, group)| group)
+                .filter(|&group| group != child.id() as i32)
+                .collect();
             if !groups.is_empty() || std::time::Instant::now() > deadline {
+                assert!(found.iter().any(|&(pid, _)| pid == grandchild) || !groups.is_empty());
                 break groups;
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
@@ -177,7 +200,6 @@ mod tests {
         for group in groups.iter().chain([&(child.id() as i32)]) {
             signal_group(*group, Signal::KILL);
         }
-        let _ = grandchild;
         child.wait().unwrap();
     }
 }

@@ -27,7 +27,7 @@ use tokio::io::Interest;
 use tokio::task::JoinHandle;
 
 use super::capture::{Capture, CaptureMode, Stream};
-use super::group::{descendant_groups, group_alive, signal_group};
+use super::group::{descendants, group_alive, process_alive, signal_group, signal_process};
 use super::notify::Notifier;
 use super::spawn::{self, pid_of, SpawnError};
 use super::{runtime, spawner, Launch, POLL_INTERVAL, TERMINATION_GRACE};
@@ -272,9 +272,8 @@ async fn terminate_in_background(shared: Arc<Shared>) {
     }
 }
 
-/// 17.12, the one termination protocol: TERM to the child's group (and to
-/// the groups of descendants that left it, see
-/// [`descendant_groups`](super::group::descendant_groups)), up to
+/// 17.12, the one termination protocol: TERM to the child's group and to
+/// every descendant and its group (see [`descendants`]), up to
 /// [`TERMINATION_GRACE`] for them all to end, then KILL. Callers drive it
 /// with [`step`](Self::step) and wait however suits them (a Ruby waiter, a
 /// tokio timer, a plain sleep).
@@ -282,8 +281,28 @@ pub struct Termination {
     shared: Arc<Shared>,
     /// The child's group first.
     groups: Vec<i32>,
+    /// Descendants found when it began (they may leave their group).
+    members: Vec<i32>,
     grace_end: Instant,
     done: bool,
+}
+
+/// Waits (at most 1 s, on a loaded machine) until `pid` is stopped or gone. Linux reads its
+/// state from `/proc`; elsewhere the stop is simply not waited for.
+fn wait_until_stopped(pid: i32) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let give_up = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < give_up {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return;
+        };
+        match super::group::parse_stat(&stat) {
+            Some(('T' | 't' | 'Z' | 'X' | 'x', _)) | None => return,
+            Some(_) => std::thread::sleep(Duration::from_micros(200)),
+        }
+    }
 }
 
 /// What a [`Termination`] wants next.
@@ -297,14 +316,30 @@ pub enum TerminationStep {
 
 impl Termination {
     fn begin(shared: Arc<Shared>) -> Termination {
+        // Stopped, the leader cannot start another session while its
+        // descendants are listed (a bwrap setting up its sandbox would).
+        signal_group(shared.pid, Signal::STOP);
+        wait_until_stopped(shared.pid);
         let mut groups = vec![shared.pid];
-        groups.extend(descendant_groups(shared.pid));
+        let mut members = Vec::new();
+        for (pid, group) in descendants(shared.pid) {
+            members.push(pid);
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
         for &group in &groups {
             signal_group(group, Signal::TERM);
         }
+        for &pid in &members {
+            signal_process(pid, Signal::TERM);
+        }
+        // TERM is pending; CONT lets it act.
+        signal_group(shared.pid, Signal::CONT);
         Termination {
             shared,
             groups,
+            members,
             grace_end: Instant::now() + TERMINATION_GRACE,
             done: false,
         }
@@ -316,8 +351,7 @@ impl Termination {
         if self.done {
             return TerminationStep::Done;
         }
-        self.shared.try_reap();
-        if !self.groups.iter().any(|&group| group_alive(group)) {
+        if !self.lingers() {
             self.done = true;
             return TerminationStep::Done;
         }
@@ -331,13 +365,18 @@ impl Termination {
 
     /// The leader is unreaped or a group still has a live member.
     fn lingers(&self) -> bool {
-        self.shared.try_reap().is_none() || self.groups.iter().any(|&group| group_alive(group))
+        self.shared.try_reap().is_none()
+            || self.groups.iter().any(|&group| group_alive(group))
+            || self.members.iter().any(|&pid| process_alive(pid))
     }
 
     /// Cuts the grace short: KILL every group now.
     pub fn kill(&mut self) {
         for &group in &self.groups {
             signal_group(group, Signal::KILL);
+        }
+        for &pid in &self.members {
+            signal_process(pid, Signal::KILL);
         }
         self.done = true;
     }
