@@ -379,10 +379,10 @@ fn supervise(
 
 /// 17.12 through the core's one protocol ([`core_process::Termination`]):
 /// TERM the group, poll every 10 ms for up to 0.5 s, KILL if still alive,
-/// reap the leader. The grace wait follows 0.7. A second interrupt
-/// during the grace cuts it short (straight to KILL); under a fiber scheduler,
-/// where that interrupt arrives as an exception, it is returned as `Err`
-/// after the cleanup finished.
+/// reap the leader. The grace wait follows 0.7. A second interrupt that
+/// raises (or kills) during the grace cuts it short (straight to KILL) and is
+/// returned as `Err` after the cleanup finished; pending interrupts that do
+/// not raise (SIGCHLD, a trap handler) run and the grace goes on.
 pub fn terminate_group(
     ruby: &Ruby,
     waiter: &mut Waiter,
@@ -393,8 +393,20 @@ pub fn terminate_group(
     while let TerminationStep::Wait(pause) = termination.step() {
         match waiter.pause(ruby, pause) {
             Pause::Slept => {}
-            Pause::Interrupted(error) => {
-                interruption = error;
+            Pause::Interrupted(None) => {
+                // Stopping the leader to list its descendants sends this
+                // process SIGCHLD, which wakes the wait like an interrupt: run
+                // what is pending; only an exception or a kill ends the grace.
+                if let Err(error) = nogvl::check_interrupts(ruby) {
+                    interruption = Some(error);
+                    termination.kill();
+                    break;
+                }
+                // Still pending (deferred by handle_interrupt): do not spin.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Pause::Interrupted(Some(error)) => {
+                interruption = Some(error);
                 termination.kill();
                 break;
             }
