@@ -28,7 +28,7 @@ use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 use crate::ruby_api::mount;
-use crate::ruby_api::{capabilities, process_runner, process_session, sandbox};
+use crate::ruby_api::{capabilities, ownership, process_runner, process_session, sandbox};
 use littleghost_sandbox_core::process::SpawnOptions;
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -439,13 +439,17 @@ fn opened(rb_self: RObject) -> Result<bool, Error> {
         .unwrap_or(false))
 }
 
-/// Checks platform, bwrap, grant sources and the functional probe, pinning grant identities; idempotent.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
+/// Checks platform, bwrap, grant sources and the functional probe, pinning grant identities; idempotent. With a block, yields self, always closes and returns the block's value.
+fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
-    if opened(rb_self)? {
-        return Ok(rb_self);
+    if !opened(rb_self)? {
+        open_steps(ruby, rb_self)?;
     }
+    ownership::yield_and_close(ruby, rb_self.as_value())
+}
+
+fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
     let platform = convert::display_string(ruby, rb_self.ivar_get("@platform")?)?;
     if !platform.contains("linux") {
         return Err(errors::unsupported_platform_error(
@@ -473,11 +477,12 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
     bw::functional_probe(&executable).map_err(|reason| errors::dependency_error(ruby, reason))?;
     store_pins(ruby, rb_self, &pins)?;
     rb_self.ivar_set("@__opened", true)?;
-    Ok(rb_self)
+    Ok(())
 }
 
-/// Marks the sandbox unopened; idempotent.
-fn close(rb_self: RObject) -> Result<(), Error> {
+/// Terminates every program and session the sandbox or its scopes started (H.4), then marks it unopened; idempotent.
+fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+    ownership::terminate_children(ruby, rb_self)?;
     rb_self.ivar_set("@__opened", false)?;
     rb_self.ivar_set("@__pins", ())?;
     Ok(())
@@ -913,6 +918,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
     )?;
     run_host(
         ruby,
+        rb_self,
         host,
         timeout,
         context.filter(|v| !v.is_nil()),
@@ -959,6 +965,7 @@ fn reinterpret_exec_failure(
 /// Runs a wrapped host command through the shared process runner (§17).
 pub(crate) fn run_host(
     ruby: &Ruby,
+    owner: RObject,
     host: HostCommand,
     timeout: f64,
     context: Option<Value>,
@@ -975,6 +982,7 @@ pub(crate) fn run_host(
         spawn_options: SpawnOptions {
             inherited_fds: host.keep_fds.clone(),
         },
+        owner: Some(ownership::owner(ruby, owner)?),
     };
     let execution = process_runner::run(ruby, request)?;
     reinterpret_exec_failure(ruby, &host, execution)
@@ -1016,6 +1024,7 @@ pub(crate) fn session_limits(
 /// Starts a wrapped host command as a shared ProcessSession (§18).
 pub(crate) fn start_host(
     ruby: &Ruby,
+    owner: RObject,
     host: HostCommand,
     limits: SessionLimits,
 ) -> Result<Value, Error> {
@@ -1034,6 +1043,7 @@ pub(crate) fn start_host(
             spawn_options: SpawnOptions {
                 inherited_fds: host.keep_fds,
             },
+            owner: Some(ownership::owner(ruby, owner)?),
         },
     )
 }
@@ -1111,5 +1121,5 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
         get("inherit_environment"),
         allow,
     )?;
-    start_host(ruby, host, limits)
+    start_host(ruby, rb_self, host, limits)
 }

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod mount;
 pub mod native;
 pub mod network_policy;
+pub mod ownership;
 pub mod policy;
 pub mod process_runner;
 pub mod process_session;
@@ -39,6 +40,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     execution::init(ruby, sandbox)?;
     process_runner::init(ruby, sandbox)?;
     process_session::init(ruby, sandbox)?;
+    ownership::init(ruby, sandbox)?;
     sandbox::init(ruby, sandbox)?;
     scope::init(ruby, sandbox)?;
     unrestricted::init(ruby, little_ghost)?;

@@ -108,10 +108,10 @@ fn delegate(rb_self: RObject, name: &str, args: &[Value]) -> Result<Value, Error
     call_with(backend(rb_self)?, name, &positionals, keywords)
 }
 
-/// Opens the platform backend and returns this Native sandbox.
-fn open(rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
+/// Opens the platform backend and returns this Native sandbox; with a block, yields self, always closes and returns the block's value.
+fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "open", args)?;
-    Ok(rb_self)
+    crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
 /// Closes the platform backend.

@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, group::GroupSignal as Signal, CaptureMode, Exit, Launch, Notifier,
-    PollFlags, RunningProcess, SpawnError, SpawnOptions,
+    self as core_process, CaptureMode, Exit, Launch, Notifier, Owner, PollFlags, RunningProcess,
+    SpawnError, SpawnOptions, TerminationStep,
 };
 use magnus::{
     function,
@@ -43,6 +43,8 @@ pub struct RunRequest {
     pub inherit_environment: bool,
     pub chdir: Option<PathBuf>,
     pub spawn_options: SpawnOptions,
+    /// The sandbox whose `close` terminates the child (H.4), if any.
+    pub owner: Option<Owner>,
 }
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
@@ -92,6 +94,7 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
         chdir: convert::expanded_path(ruby, chdir, "chdir")?,
         spawn_options: SpawnOptions::default(),
+        owner: None,
     };
     run(ruby, request)
 }
@@ -159,8 +162,9 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
         spawn_options: request.spawn_options,
     };
     let limit = usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX);
+    let owner = request.owner.as_ref();
     let started = nogvl::blocking(ruby, || {
-        RunningProcess::start(&launch, CaptureMode::PerStream { limit }, false)
+        RunningProcess::start_owned(&launch, CaptureMode::PerStream { limit }, false, owner)
     })?;
     let argv0 = &launch.argv[0];
     let process = match started {
@@ -276,6 +280,11 @@ fn supervise(
         .and_then(|limit| started.checked_add(limit));
     let mut waiter = Waiter::new(process);
     loop {
+        if process.terminated_by_owner() {
+            // The sandbox was closed (H.4): its `close` terminated the group.
+            reap_leader(ruby, &mut waiter, process);
+            return Err(tool_error(ruby, crate::ruby_api::ownership::CLOSED_MESSAGE));
+        }
         if process.finished() {
             // The call owns the whole group: members a finished leader left
             // behind (a backgrounded daemon that closed its output) are
@@ -309,34 +318,37 @@ fn supervise(
     }
 }
 
-/// 17.12: TERM the group, poll every 10 ms for up to 0.5 s, KILL if still
-/// alive, reap the leader. The grace wait follows 0.7. A second interrupt
-/// during the grace cuts it short (straight to KILL); under a fiber scheduler,
-/// where that interrupt arrives as an exception, it is returned as `Err`
-/// after the cleanup finished.
+/// 17.12 through the core's one protocol ([`core_process::Termination`]):
+/// TERM the group, poll every 10 ms for up to 0.5 s, KILL if still alive,
+/// reap the leader. The grace wait follows 0.7. A second interrupt that
+/// raises (or kills) during the grace cuts it short (straight to KILL) and is
+/// returned as `Err` after the cleanup finished; pending interrupts that do
+/// not raise (SIGCHLD, a trap handler) run and the grace goes on.
 pub fn terminate_group(
     ruby: &Ruby,
     waiter: &mut Waiter,
     process: &RunningProcess,
 ) -> Result<(), Error> {
     let mut interruption = None;
-    process.signal_group(Signal::TERM);
-    let grace_end = Instant::now() + core_process::TERMINATION_GRACE;
-    loop {
-        process.try_reap();
-        if !process.group_alive() {
-            break;
-        }
-        let now = Instant::now();
-        if now >= grace_end {
-            process.signal_group(Signal::KILL);
-            break;
-        }
-        match waiter.pause(ruby, core_process::POLL_INTERVAL.min(grace_end - now)) {
+    let mut termination = process.begin_termination();
+    while let TerminationStep::Wait(pause) = termination.step() {
+        match waiter.pause(ruby, pause) {
             Pause::Slept => {}
-            Pause::Interrupted(error) => {
-                interruption = error;
-                process.signal_group(Signal::KILL);
+            Pause::Interrupted(None) => {
+                // Stopping the leader to list its descendants sends this
+                // process SIGCHLD, which wakes the wait like an interrupt: run
+                // what is pending; only an exception or a kill ends the grace.
+                if let Err(error) = nogvl::check_interrupts(ruby) {
+                    interruption = Some(error);
+                    termination.kill();
+                    break;
+                }
+                // Still pending (deferred by handle_interrupt): do not spin.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Pause::Interrupted(Some(error)) => {
+                interruption = Some(error);
+                termination.kill();
                 break;
             }
         }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
     self as core_process, group::GroupSignal as Signal, procfs::DefaultReader, write_stdin,
-    CaptureMode, Exit, Launch, PollFlags, RunningProcess, SpawnError, SpawnOptions,
+    CaptureMode, Exit, Launch, Owner, PollFlags, RunningProcess, SpawnError, SpawnOptions,
 };
 use magnus::{
     error::ErrorType,
@@ -75,6 +75,8 @@ pub struct SessionRequest {
     pub cpu_seconds: Option<u64>,
     pub file_bytes: Option<u64>,
     pub spawn_options: SpawnOptions,
+    /// The sandbox whose `close` terminates the session (H.4), if any.
+    pub owner: Option<Owner>,
 }
 
 /// ProcessSession::Chunk: `stdout`, `stderr`, `eof`.
@@ -302,6 +304,7 @@ fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error
         cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
         file_bytes: optional_positive(file_bytes, "file_bytes")?,
         spawn_options: SpawnOptions::default(),
+        owner: None,
     };
     setup(ruby, rb_self, request)
 }
@@ -335,7 +338,10 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     let mode = CaptureMode::Combined {
         limit: request.output_bytes,
     };
-    let started = nogvl::blocking(ruby, || RunningProcess::start(&launch, mode, true))?;
+    let owner = request.owner.as_ref();
+    let started = nogvl::blocking(ruby, || {
+        RunningProcess::start_owned(&launch, mode, true, owner)
+    })?;
     let process = match started {
         Ok(process) => process,
         Err(error) => {
@@ -381,11 +387,15 @@ fn is_closed(rb_self: Session) -> bool {
         .is_none_or(|state| state.closed.load(Ordering::SeqCst))
 }
 
-/// Raises a recorded resource error (memory, output bound), if any.
+/// Raises a recorded resource error (memory, output bound), if any, or
+/// ToolError once the sandbox's `close` terminated the session (H.4).
 fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> Result<(), Error> {
     let recorded: Value = session.ivar_get(RESOURCE_ERROR)?;
     if !recorded.is_nil() {
         return Err(Error::from(Exception::try_convert(recorded)?));
+    }
+    if state.process.terminated_by_owner() {
+        return Err(tool_error(ruby, crate::ruby_api::ownership::CLOSED_MESSAGE));
     }
     if state.process.overflowed() {
         let error = tool_error(
@@ -447,6 +457,9 @@ fn write(ruby: &Ruby, rb_self: Session, value: Value) -> Result<usize, Error> {
     let state = rb_self.state(ruby)?;
     if state.closed.load(Ordering::SeqCst) {
         return Err(io_error(ruby, "process session is closed"));
+    }
+    if state.process.terminated_by_owner() {
+        return Err(tool_error(ruby, crate::ruby_api::ownership::CLOSED_MESSAGE));
     }
     let text: RString = ruby.module_kernel().funcall("String", (value,))?;
     // SAFETY: copied before any other Ruby call.

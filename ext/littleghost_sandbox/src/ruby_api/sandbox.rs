@@ -297,11 +297,11 @@ fn profile_options(
 // ---------------------------------------------------------------------------
 // Lifecycle and operations (10.9–10.11).
 
-/// Opens run-scoped resources; the base owns none and returns self.
-fn open(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+/// Opens run-scoped resources and returns self (the base owns none); with a block, yields self, always closes and returns the block's value.
+fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
-    Ok(rb_self)
+    crate::ruby_api::ownership::yield_and_close(ruby, rb_self)
 }
 
 /// Releases sandbox resources; the base owns none.

@@ -681,11 +681,11 @@ fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> 
     class.funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
 }
 
-/// Returns self; a scope owns nothing and never touches its parent.
-fn open(rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
+/// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.
+fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
-    Ok(rb_self)
+    crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
 /// Returns nil; a scope owns nothing.

@@ -19,7 +19,7 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, launch_cwd, option_path, HostCommand};
-use crate::ruby_api::{capabilities, errors, mount, sandbox};
+use crate::ruby_api::{capabilities, errors, mount, ownership, sandbox};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -125,12 +125,16 @@ fn temp_dir(rb_self: RObject) -> Result<Option<Value>, Error> {
 }
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
+fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
-    if temp_dir(rb_self)?.is_some() {
-        return Ok(rb_self);
+    if temp_dir(rb_self)?.is_none() {
+        open_steps(ruby, rb_self)?;
     }
+    ownership::yield_and_close(ruby, rb_self.as_value())
+}
+
+fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
     let executable = convert::display_string(ruby, rb_self.ivar_get("@executable")?)?;
     let platform = convert::display_string(ruby, rb_self.ivar_get("@platform")?)?;
     if !platform.contains("darwin") {
@@ -165,11 +169,12 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
             return Err(error);
         }
     }
-    Ok(rb_self)
+    Ok(())
 }
 
-/// Removes the private temporary directory; idempotent.
+/// Terminates every program and session the sandbox or its scopes started (H.4), then removes the private temporary directory; idempotent.
 fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+    ownership::terminate_children(ruby, rb_self)?;
     if let Some(dir) = temp_dir(rb_self)? {
         rb_self.ivar_set("@__temp_dir", ())?;
         let _: bool = ruby.require("fileutils")?;
@@ -308,6 +313,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
     )?;
     shared::run_host(
         ruby,
+        rb_self,
         host,
         timeout,
         values[1].filter(|v| !v.is_nil()),
@@ -338,5 +344,5 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
         get("inherit_environment"),
         Some(allow),
     )?;
-    shared::start_host(ruby, host, limits)
+    shared::start_host(ruby, rb_self, host, limits)
 }

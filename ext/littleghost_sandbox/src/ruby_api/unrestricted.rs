@@ -17,6 +17,7 @@ use crate::helpers::convert;
 use crate::helpers::probe;
 use crate::ruby_api::capabilities;
 use crate::ruby_api::errors;
+use crate::ruby_api::ownership;
 use crate::ruby_api::process_runner::{
     self, check_context, positive_integer, validate_output_bytes, validate_timeout, RunRequest,
 };
@@ -166,8 +167,8 @@ fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
     capabilities_for(ruby, sandbox::has_writable_file_grant(rb_self.as_value())?)
 }
 
-/// Verifies (or first records) the workspace root's identity and returns self.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
+/// Verifies (or first records) the workspace root's identity and returns self; with a block, yields self, always closes and returns the block's value.
+fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
     let workspace: Value = rb_self.funcall("workspace", ())?;
@@ -194,11 +195,13 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
     }
     // A (re)opened run gets a scope pinned to the directories as they are now.
     rb_self.ivar_set(DEFAULT_SCOPE, ruby.qnil())?;
-    Ok(rb_self)
+    ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
-/// Returns nil; processes are owned by their sessions, not by the sandbox.
-fn close(_rb_self: RObject) {}
+/// Terminates every program and session the sandbox or its scopes started that still runs (H.4); returns nil.
+fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+    ownership::terminate_children(ruby, rb_self)
+}
 
 /// The lazily built, cached default scope every file operation goes through.
 fn default_scope(rb_self: RObject) -> Result<Value, Error> {
@@ -368,6 +371,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         )?,
         chdir: Some(working_directory(ruby, rb_self, cwd)?),
         spawn_options: SpawnOptions::default(),
+        owner: Some(ownership::owner(ruby, rb_self)?),
     };
     process_runner::run(ruby, request)
 }
@@ -437,6 +441,7 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
         cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
         file_bytes: optional_positive(file_bytes, "file_bytes")?,
         spawn_options: SpawnOptions::default(),
+        owner: Some(ownership::owner(ruby, rb_self)?),
     };
     // 2.4: once, before spawning.
     check_context(context)?;

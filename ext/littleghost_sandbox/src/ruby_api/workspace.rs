@@ -300,13 +300,17 @@ fn open_steps(ruby: &Ruby, rb_self: RObject, run: Value) -> Result<(), Error> {
 }
 
 /// open(run: nil): runs setup, creates the root and relative paths, and pins every directory's identity; returns self.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error> {
+fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["run"])?;
     let (run,) = kwargs.optional;
-    if active(rb_self)? {
-        return Ok(rb_self);
+    if !active(rb_self)? {
+        open_fresh(ruby, rb_self, run)?;
     }
+    crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
+}
+
+fn open_fresh(ruby: &Ruby, rb_self: RObject, run: Option<Value>) -> Result<(), Error> {
     let run = run.unwrap_or_else(|| ruby.qnil().as_value());
     rb_self.ivar_set("@active", true)?;
     rb_self.ivar_set("@run", run)?;
@@ -315,7 +319,7 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RObject, Error>
         let _ = rb_self.funcall::<_, _, Value>("close", ());
         return Err(error);
     }
-    Ok(rb_self)
+    Ok(())
 }
 
 /// open?: whether the workspace is open.

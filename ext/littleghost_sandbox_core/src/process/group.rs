@@ -54,6 +54,80 @@ fn live_member_listed(pgid: i32) -> Option<bool> {
     saw_any.then_some(false)
 }
 
+/// Every descendant of `leader` as `(pid, pgrp)`, from a `/proc` scan
+/// (empty where `/proc` is unusable).
+///
+/// A child that starts its own group or session (bwrap's sandbox with
+/// `--new-session`) is not reached by signalling the leader's group, and one
+/// that is still in it may leave it a moment later. It is meant to die with
+/// its parent (`PR_SET_PDEATHSIG`), but bwrap sets that link only once its
+/// setup is done: one killed earlier outlives everything, reparented to init.
+/// Termination therefore signals these processes and their groups too, found
+/// while the leader is still alive to be their parent.
+pub fn descendants(leader: i32) -> Vec<(i32, i32)> {
+    if !cfg!(target_os = "linux") {
+        return Vec::new();
+    }
+    let Ok(listing) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    // (pid, ppid, pgrp) of every readable process.
+    let mut table = Vec::new();
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some((ppid, pgrp)) = parse_parent_and_group(&stat) {
+            table.push((pid, ppid, pgrp));
+        }
+    }
+    let mut found: Vec<(i32, i32)> = Vec::new();
+    let mut parents = vec![leader];
+    while let Some(parent) = parents.pop() {
+        for &(pid, ppid, pgrp) in &table {
+            if ppid == parent && pid != leader && !found.iter().any(|&(seen, _)| seen == pid) {
+                found.push((pid, pgrp));
+                parents.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// Sends `signal` to one process (ESRCH and EPERM ignored).
+pub fn signal_process(pid: i32, signal: Signal) {
+    let _ = rustix::process::kill_process(pid_of(pid), signal);
+}
+
+/// Whether process `pid` is alive (zombies do not count).
+pub fn process_alive(pid: i32) -> bool {
+    match rustix::process::test_kill_process(pid_of(pid)) {
+        Ok(()) | Err(Errno::PERM) => {
+            if !cfg!(target_os = "linux") {
+                return true;
+            }
+            match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                Ok(stat) => !matches!(parse_stat(&stat), Some(('Z' | 'X' | 'x', _))),
+                Err(_) => false,
+            }
+        }
+        Err(_) => false,
+    }
+}
+
+/// `(ppid, pgrp)` from a `/proc/N/stat` line.
+fn parse_parent_and_group(stat: &str) -> Option<(i32, i32)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(1);
+    let ppid = fields.next()?.parse().ok()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((ppid, pgrp))
+}
+
 /// `(state, pgrp)` from a `/proc/N/stat` line: "pid (comm) S ppid pgrp ...".
 /// The command may contain spaces and parentheses, so fields start after the
 /// last `)`.
@@ -69,12 +143,17 @@ pub fn parse_stat(stat: &str) -> Option<(char, i32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::process::CommandExt;
 
     #[test]
     fn stat_lines_with_odd_command_names() {
         assert_eq!(parse_stat("123 (sleep) S 1 123 123 0 -1"), Some(('S', 123)));
         assert_eq!(parse_stat("124 (a) b (c)) Z 1 99 99 0"), Some(('Z', 99)));
         assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(
+            parse_parent_and_group("124 (a) b (c)) Z 1 99 99 0"),
+            Some((1, 99))
+        );
     }
 
     #[test]
@@ -83,5 +162,44 @@ mod tests {
         assert!(group_alive(me));
         // pid 0x3ffffff is far above any pid_max default.
         assert!(!group_alive(0x3ff_ffff));
+    }
+
+    #[test]
+    fn a_grandchild_in_its_own_session_is_found() {
+        // sh (its own group) starts setsid sleep, which leads a new session.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "setsid sleep 30 & echo $!; wait"])
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let grandchild: i32 = line.trim().parse().unwrap();
+        // setsid may fork once more when it already leads a group; wait for the session.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let groups = loop {
+            let found = descendants(child.id() as i32);
+            let groups: Vec<i32> = found
+                .iter()
+                .map(|&(_, group)| group)
+                .filter(|&group| group != child.id() as i32)
+                .collect();
+            if !groups.is_empty() || std::time::Instant::now() > deadline {
+                assert!(found.iter().any(|&(pid, _)| pid == grandchild) || !groups.is_empty());
+                break groups;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert!(!groups.contains(&(child.id() as i32)));
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        for group in groups.iter().chain([&(child.id() as i32)]) {
+            signal_group(*group, Signal::KILL);
+        }
+        child.wait().unwrap();
     }
 }

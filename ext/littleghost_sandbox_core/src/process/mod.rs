@@ -8,8 +8,11 @@
 //! - [`capture`]: bounded output buffers, UTF-8 scrubbing and the truncation marker.
 //! - [`running`]: a spawned child whose pipes and exit are watched by the
 //!   shared tokio runtime, with a notification fd callers can wait on.
-//! - [`group`]: process-group signals and liveness (17.12 building blocks).
+//! - [`group`]: process-group signals and liveness (17.12 building blocks);
+//!   [`running::Termination`] is the one TERM/grace/KILL protocol and
+//!   [`running::Owner`] terminates everything a sandbox started (H.4).
 //! - [`runtime`]: the per-process tokio runtime, re-created after `fork`.
+//! - [`spawner`]: the long-lived thread every child is started from (H.5).
 //! - [`procfs`]: memory readers (`/proc` snapshot parser, `ps` rows).
 //!
 //! Waiting is left to the caller (the Ruby binding), which must keep Ruby
@@ -26,6 +29,7 @@ pub mod program;
 pub mod running;
 pub mod runtime;
 pub mod spawn;
+pub mod spawner;
 
 use std::os::fd::RawFd;
 use std::path::PathBuf;
@@ -34,7 +38,9 @@ use std::time::Duration;
 pub use capture::{CaptureMode, Stream, TRUNCATION_MARKER};
 pub use notify::Notifier;
 pub use program::{validate_argv, validate_environment};
-pub use running::{write_stdin, Exit, OutputChunk, RunningProcess};
+pub use running::{
+    write_stdin, Exit, OutputChunk, Owner, RunningProcess, Termination, TerminationStep,
+};
 pub use rustix::event::PollFlags;
 pub use spawn::SpawnError;
 

@@ -16,7 +16,8 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
@@ -26,10 +27,10 @@ use tokio::io::Interest;
 use tokio::task::JoinHandle;
 
 use super::capture::{Capture, CaptureMode, Stream};
-use super::group::{group_alive, signal_group};
+use super::group::{descendants, group_alive, process_alive, signal_group, signal_process};
 use super::notify::Notifier;
 use super::spawn::{self, pid_of, SpawnError};
-use super::{runtime, Launch, POLL_INTERVAL, TERMINATION_GRACE};
+use super::{runtime, spawner, Launch, POLL_INTERVAL, TERMINATION_GRACE};
 
 /// Bytes read from a pipe per syscall by the drain task.
 const READ_CHUNK: usize = 64 * 1024;
@@ -133,6 +134,10 @@ impl State {
 
 struct Shared {
     pid: i32,
+    /// The process that spawned the child (a forked copy must leave it alone).
+    parent: Pid,
+    /// Its [`Owner`] terminated it (the sandbox was closed).
+    terminated_by_owner: AtomicBool,
     state: Mutex<State>,
     notifier: Notifier,
     /// Sessions want to hear about every chunk; execute only about the end.
@@ -259,18 +264,187 @@ async fn watch_exit(shared: Arc<Shared>, pidfd: Option<OwnedFd>) {
 }
 
 /// 17.12 for a group the caller is not waiting on (a session that passed its
-/// output bound): TERM, up to 0.5 s of grace, then KILL.
+/// output bound).
 async fn terminate_in_background(shared: Arc<Shared>) {
-    signal_group(shared.pid, Signal::TERM);
-    let deadline = Instant::now() + TERMINATION_GRACE;
-    while Instant::now() < deadline {
-        shared.try_reap();
-        if !group_alive(shared.pid) {
-            return;
-        }
-        tokio::time::sleep(POLL_INTERVAL).await;
+    let mut termination = Termination::begin(shared);
+    while let TerminationStep::Wait(pause) = termination.step() {
+        tokio::time::sleep(pause).await;
     }
-    signal_group(shared.pid, Signal::KILL);
+}
+
+/// 17.12, the one termination protocol: TERM to the child's group and to
+/// every descendant and its group (see [`descendants`]), up to
+/// [`TERMINATION_GRACE`] for them all to end, then KILL. Callers drive it
+/// with [`step`](Self::step) and wait however suits them (a Ruby waiter, a
+/// tokio timer, a plain sleep).
+pub struct Termination {
+    shared: Arc<Shared>,
+    /// The child's group first.
+    groups: Vec<i32>,
+    /// Descendants found when it began (they may leave their group).
+    members: Vec<i32>,
+    grace_end: Instant,
+    done: bool,
+}
+
+/// Waits (at most 1 s, on a loaded machine) until `pid` is stopped or gone. Linux reads its
+/// state from `/proc`; elsewhere the stop is simply not waited for.
+fn wait_until_stopped(pid: i32) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let give_up = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < give_up {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return;
+        };
+        match super::group::parse_stat(&stat) {
+            Some(('T' | 't' | 'Z' | 'X' | 'x', _)) | None => return,
+            Some(_) => std::thread::sleep(Duration::from_micros(200)),
+        }
+    }
+}
+
+/// What a [`Termination`] wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TerminationStep {
+    /// Something still runs: check again after this pause (or on news).
+    Wait(Duration),
+    /// Every group ended, or KILL was sent.
+    Done,
+}
+
+impl Termination {
+    fn begin(shared: Arc<Shared>) -> Termination {
+        // Stopped, the leader cannot start another session while its
+        // descendants are listed (a bwrap setting up its sandbox would).
+        signal_group(shared.pid, Signal::STOP);
+        wait_until_stopped(shared.pid);
+        let mut groups = vec![shared.pid];
+        let mut members = Vec::new();
+        for (pid, group) in descendants(shared.pid) {
+            members.push(pid);
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+        for &group in &groups {
+            signal_group(group, Signal::TERM);
+        }
+        for &pid in &members {
+            signal_process(pid, Signal::TERM);
+        }
+        // TERM is pending; CONT lets it act.
+        signal_group(shared.pid, Signal::CONT);
+        Termination {
+            shared,
+            groups,
+            members,
+            grace_end: Instant::now() + TERMINATION_GRACE,
+            done: false,
+        }
+    }
+
+    /// Reaps the leader if it exited; Done once no group is alive, or after
+    /// sending KILL when the grace is over.
+    pub fn step(&mut self) -> TerminationStep {
+        if self.done {
+            return TerminationStep::Done;
+        }
+        if !self.lingers() {
+            self.done = true;
+            return TerminationStep::Done;
+        }
+        let now = Instant::now();
+        if now >= self.grace_end {
+            self.kill();
+            return TerminationStep::Done;
+        }
+        TerminationStep::Wait(POLL_INTERVAL.min(self.grace_end - now))
+    }
+
+    /// The leader is unreaped or a group still has a live member.
+    fn lingers(&self) -> bool {
+        self.shared.try_reap().is_none()
+            || self.groups.iter().any(|&group| group_alive(group))
+            || self.members.iter().any(|&pid| process_alive(pid))
+    }
+
+    /// Cuts the grace short: KILL every group now.
+    pub fn kill(&mut self) {
+        for &group in &self.groups {
+            signal_group(group, Signal::KILL);
+        }
+        for &pid in &self.members {
+            signal_process(pid, Signal::KILL);
+        }
+        self.done = true;
+    }
+}
+
+/// The children a sandbox started, so that closing it terminates every one
+/// still running (H.4). Holds weak references: a child whose handle was
+/// dropped has already been killed by that drop.
+#[derive(Clone, Default)]
+pub struct Owner {
+    children: Arc<Mutex<Vec<Weak<Shared>>>>,
+}
+
+impl Owner {
+    pub fn new() -> Owner {
+        Owner::default()
+    }
+
+    fn adopt(&self, shared: &Arc<Shared>) {
+        let mut children = lock(&self.children);
+        children.retain(|child| child.strong_count() > 0);
+        children.push(Arc::downgrade(shared));
+    }
+
+    /// Terminates every child still alive (17.12, all at once), marks each as
+    /// [`terminated_by_owner`](RunningProcess::terminated_by_owner) first, and
+    /// returns once they all ended (or were sent KILL). Blocks for up to
+    /// [`TERMINATION_GRACE`] plus a moment: call it without the GVL.
+    /// Returns how many were terminated.
+    pub fn terminate_all(&self) -> usize {
+        let me = rustix::process::getpid();
+        let children: Vec<Arc<Shared>> = std::mem::take(&mut *lock(&self.children))
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|child| child.parent == me)
+            .collect();
+        let mut terminations = Vec::new();
+        for child in children {
+            if child.try_reap().is_some() && !group_alive(child.pid) {
+                continue;
+            }
+            child.terminated_by_owner.store(true, Ordering::SeqCst);
+            terminations.push(Termination::begin(child));
+        }
+        let count = terminations.len();
+        loop {
+            let mut pause = None::<Duration>;
+            for termination in &mut terminations {
+                if let TerminationStep::Wait(wait) = termination.step() {
+                    pause = Some(pause.map_or(wait, |p| p.min(wait)));
+                }
+            }
+            match pause {
+                Some(pause) => std::thread::sleep(pause),
+                None => break,
+            }
+        }
+        // After KILL the kernel takes a moment: return once they are gone.
+        let give_up = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < give_up && terminations.iter().any(Termination::lingers) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Waiters (a session call, an execute in another thread) hear about it.
+        for termination in &terminations {
+            termination.shared.notifier.notify();
+        }
+        count
+    }
 }
 
 fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
@@ -302,9 +476,25 @@ impl RunningProcess {
     /// Spawns `launch` and starts watching it. With `keep_stdin`, stdin stays
     /// open for [`write_stdin`](Self::write_stdin); otherwise the child reads EOF.
     pub fn start(launch: &Launch, mode: CaptureMode, keep_stdin: bool) -> Result<Self, SpawnError> {
+        Self::start_owned(launch, mode, keep_stdin, None)
+    }
+
+    /// [`start`](Self::start), registering the child with `owner` so that
+    /// [`Owner::terminate_all`] reaches it. The child is started from the
+    /// [`spawner`] thread, so its parent-death link follows the process.
+    pub fn start_owned(
+        launch: &Launch,
+        mode: CaptureMode,
+        keep_stdin: bool,
+        owner: Option<&Owner>,
+    ) -> Result<Self, SpawnError> {
         let handle = runtime::handle().map_err(SpawnError::Os)?;
         let notifier = Notifier::new().map_err(SpawnError::Os)?;
-        let spawned = spawn::spawn(launch, keep_stdin)?;
+        let spawned = {
+            let launch = launch.clone();
+            spawner::run(move || spawn::spawn(&launch, keep_stdin)).map_err(SpawnError::Os)??
+        };
+        let me = rustix::process::getpid();
         let pid = spawned.pid;
         let pidfd = open_pidfd(pid);
         for fd in [spawned.stdout.as_fd(), spawned.stderr.as_fd()]
@@ -316,6 +506,8 @@ impl RunningProcess {
                 signal_group(pid, Signal::KILL);
                 let shared = Shared {
                     pid,
+                    parent: me,
+                    terminated_by_owner: AtomicBool::new(false),
                     state: Mutex::new(State {
                         capture: Capture::new(mode),
                         exit: None,
@@ -332,6 +524,8 @@ impl RunningProcess {
         let stderr = Arc::new(spawned.stderr);
         let shared = Arc::new(Shared {
             pid,
+            parent: me,
+            terminated_by_owner: AtomicBool::new(false),
             state: Mutex::new(State {
                 capture: Capture::new(mode),
                 exit: None,
@@ -349,11 +543,14 @@ impl RunningProcess {
                 );
             }
         };
+        if let Some(owner) = owner {
+            owner.adopt(&shared);
+        }
         let io_task = handle.spawn(drains);
         handle.spawn(watch_exit(shared.clone(), pidfd));
         Ok(RunningProcess {
             shared,
-            owner: rustix::process::getpid(),
+            owner: me,
             io_task: Mutex::new(Some(io_task)),
             stdin: Mutex::new(spawned.stdin.map(Arc::new)),
         })
@@ -393,6 +590,16 @@ impl RunningProcess {
     /// 18.3: the leader is unreaped or any group member is alive.
     pub fn alive(&self) -> bool {
         self.try_reap().is_none() || self.group_alive()
+    }
+
+    /// Starts 17.12's termination (TERM sent); drive it with [`Termination::step`].
+    pub fn begin_termination(&self) -> Termination {
+        Termination::begin(self.shared.clone())
+    }
+
+    /// Whether its [`Owner`] terminated the child ([`Owner::terminate_all`]).
+    pub fn terminated_by_owner(&self) -> bool {
+        self.shared.terminated_by_owner.load(Ordering::SeqCst)
     }
 
     /// Signals the whole group (ESRCH and EPERM ignored).
@@ -724,6 +931,45 @@ mod tests {
             assert!(Instant::now() < deadline, "child did not exit");
             process.notifier().wait(POLL_INTERVAL, None);
         }
+    }
+
+    #[test]
+    fn an_owner_terminates_every_live_child_and_marks_it() {
+        let owner = Owner::new();
+        let start = |argv: &[&str]| {
+            RunningProcess::start_owned(
+                &launch(argv),
+                CaptureMode::Combined { limit: 100 },
+                true,
+                Some(&owner),
+            )
+            .unwrap()
+        };
+        let sleeper = start(&["sleep", "30"]);
+        // Ignores TERM: only the KILL after the grace ends it.
+        let stubborn = start(&[
+            "sh",
+            "-c",
+            "trap '' TERM; echo ready; while :; do sleep 1; done",
+        ]);
+        let finished = start(&["true"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !stubborn.read_chunk(100).stdout.starts_with(b"ready") {
+            assert!(Instant::now() < deadline, "stubborn child never started");
+        }
+        wait_finished(&finished);
+        let dropped = start(&["sleep", "30"]);
+        drop(dropped);
+        assert_eq!(owner.terminate_all(), 2);
+        for process in [&sleeper, &stubborn] {
+            assert!(process.terminated_by_owner());
+            assert!(!process.alive());
+        }
+        assert!(!finished.terminated_by_owner());
+        assert_eq!(sleeper.exit().unwrap().signal(), Some(libc::SIGTERM));
+        assert_eq!(stubborn.exit().unwrap().signal(), Some(libc::SIGKILL));
+        // Nothing left to terminate.
+        assert_eq!(owner.terminate_all(), 0);
     }
 
     #[test]
