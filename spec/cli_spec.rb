@@ -80,14 +80,16 @@ RSpec.describe "littleghost-sandbox command" do
       expect([out, status.exitstatus]).to eq(["from stdin\n", 0])
     end
 
-    it "refuses a write outside the --rw grants: /etc/evil is never created" do
+    it "refuses a write outside the --rw grants: nothing is created in the host's /etc" do
       writable = temporary_directory
-      script = "echo x > /etc/evil; echo \"etc=$?\"; echo y > #{writable}/ok; echo \"grant=$?\""
+      # A name of this run's own, so a stale file from elsewhere cannot decide the example.
+      evil = "/etc/littleghost-cli-spec-#{Process.pid}-#{rand(1 << 30)}"
+      script = "echo x > #{evil}; echo \"etc=$?\"; echo y > #{writable}/ok; echo \"grant=$?\""
       out, _, status = cli("run", "--provider", "bubblewrap", "--rw", "out=#{writable}", "--", "sh", "-c", script,
                            chdir: work)
       expect(out).to include("etc=").and include("grant=0")
       expect(out[/etc=(\d+)/, 1]).not_to eq("0")
-      expect(File.exist?("/etc/evil")).to be(false)
+      expect(File.exist?(evil)).to be(false)
       expect(File.read(File.join(writable, "ok"))).to eq("y\n")
       expect(status.exitstatus).to eq(0)
     end

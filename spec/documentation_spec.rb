@@ -15,6 +15,7 @@ RSpec.describe "API documentation (rdoc and ri)" do
     LittleGhost::Sandbox::Scope::State
     LittleGhost::Workspace::Identities
     LittleGhost::Sandbox::TestHooks
+    LittleGhost::Sandbox::ProcessOwner
   ].freeze
 
   before(:all) do

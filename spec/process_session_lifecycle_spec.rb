@@ -26,7 +26,8 @@ RSpec.describe LittleGhost::Sandbox::ProcessSession do
     expect { session.write("x") }.to raise_error(IOError, "process session is closed")
     expect { session.read }.to raise_error(IOError, "process session is closed")
     expect(session.wait(timeout: 1).termsig).to eq(15)
-    expect(live_group_members(pid)).to be_empty
+    # SIGKILL is delivered when the runner returns; a loaded machine may take a moment to retire the process.
+    expect(eventually(5) { live_group_members(pid).empty? }).to be(true)
     expect(zombie_children).to be_empty
   end
 
