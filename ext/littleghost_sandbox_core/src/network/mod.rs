@@ -8,9 +8,11 @@
 
 pub mod allowlist;
 pub mod denial;
+pub mod external;
 pub mod gateway;
 mod proxy;
 
 pub use allowlist::{refused_address, Allowlist, Destination, Host};
 pub use denial::{Denial, DenialCallback, DenialReason, Denials};
+pub use external::ExternalGateway;
 pub use gateway::{Gateway, GatewayConfig};
