@@ -9,11 +9,13 @@
 
 use std::process::ExitCode;
 
+mod relay;
+
 /// A mode's entry point: its arguments after the mode name, its exit status.
 type Mode = fn(Vec<String>) -> ExitCode;
 
-/// Modes, by name. Empty until a mode lands; an unknown mode is a usage error.
-const MODES: &[(&str, Mode)] = &[];
+/// Modes, by name; an unknown mode is a usage error.
+const MODES: &[(&str, Mode)] = &[("relay", relay::main)];
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

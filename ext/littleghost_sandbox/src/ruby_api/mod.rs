@@ -7,6 +7,7 @@ pub mod capabilities;
 pub mod environment_policy;
 pub mod errors;
 pub mod execution;
+pub mod gateway;
 pub mod limits;
 pub mod mount;
 pub mod native;
@@ -47,6 +48,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     bubblewrap::init(ruby, little_ghost)?;
     seatbelt::init(ruby, little_ghost)?;
     native::init(ruby, little_ghost)?;
+    gateway::init(ruby, little_ghost)?;
     #[cfg(feature = "test-hooks")]
     test_hooks::init(ruby, sandbox)?;
     Ok(())

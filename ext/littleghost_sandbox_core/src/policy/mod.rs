@@ -14,6 +14,7 @@ pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAU
 pub use environment::EnvironmentPolicy;
 pub use given::Given;
 pub use mount::{normalize_target, parse_access};
+pub(crate) use network::allow_entries;
 pub use network::{Inspection, NetworkMode, NetworkPolicy, NetworkRequest};
 pub use rules::{
     GrantTable, Policy, RootFilesystem, ACCESS_MODES, COMMON_KEYS, ROOT_FILESYSTEM_MODES,

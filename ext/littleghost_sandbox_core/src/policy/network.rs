@@ -175,7 +175,7 @@ fn strippable(c: char) -> bool {
 
 /// Each entry stripped and down-cased, de-duplicated in order; empty entries
 /// and entries containing whitespace are refused.
-fn allow_entries(entries: &[String]) -> Result<Vec<String>> {
+pub(crate) fn allow_entries(entries: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for entry in entries {
         let text = entry.trim_matches(strippable).to_lowercase();

@@ -1,0 +1,363 @@
+//! Allowlist entries of the built-in gateway (SPEC G.7): exact `host:port`
+//! pairs, and the address ranges a destination may not resolve into.
+//!
+//! The entries first go through the NetworkPolicy normalisation of 7.3
+//! (strip, down-case, de-duplicate, no whitespace); this module adds the
+//! `host:port` syntax check that 7.3 leaves to the gateway.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::error::{policy, Result};
+
+/// A destination host: a lowercase DNS name or an IP literal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Host {
+    Name(String),
+    Ip(IpAddr),
+}
+
+impl std::fmt::Display for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Host::Name(name) => f.write_str(name),
+            Host::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]"),
+            Host::Ip(IpAddr::V4(ip)) => write!(f, "{ip}"),
+        }
+    }
+}
+
+/// One `host:port` destination.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Destination {
+    pub host: Host,
+    pub port: u16,
+}
+
+impl std::fmt::Display for Destination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.host, self.port)
+    }
+}
+
+impl Destination {
+    /// Parses `authority` (`host:port`, `[v6]:port`) the way requests name
+    /// their target; the host is down-cased. `default_port` is used when the
+    /// port is absent (plain HTTP); `None` makes the port mandatory.
+    pub fn parse(
+        authority: &str,
+        default_port: Option<u16>,
+    ) -> std::result::Result<Destination, String> {
+        let (host_text, port_text) = split_authority(authority)?;
+        let port = match (port_text, default_port) {
+            (Some(text), _) => parse_port(text)?,
+            (None, Some(port)) => port,
+            (None, None) => return Err("is missing a port (expected \"host:port\")".into()),
+        };
+        let host = parse_host(&host_text.to_ascii_lowercase())?;
+        Ok(Destination { host, port })
+    }
+}
+
+fn split_authority(text: &str) -> std::result::Result<(&str, Option<&str>), String> {
+    if text.contains("://") || text.contains('/') {
+        return Err("is a URL or path, not \"host:port\"".into());
+    }
+    if let Some(rest) = text.strip_prefix('[') {
+        let (inside, after) = rest
+            .split_once(']')
+            .ok_or("has an unterminated '[' (IPv6 literals are written \"[addr]:port\")")?;
+        if inside.parse::<Ipv6Addr>().is_err() {
+            return Err(format!("has an invalid IPv6 literal [{inside}]"));
+        }
+        return match after {
+            "" => Ok((inside, None)),
+            _ => match after.strip_prefix(':') {
+                Some(port) => Ok((inside, Some(port))),
+                None => Err("has text after the IPv6 literal that is not \":port\"".into()),
+            },
+        };
+    }
+    match text.rsplit_once(':') {
+        Some((host, _)) if host.contains(':') => {
+            Err("has an IPv6 literal without brackets (write \"[addr]:port\")".into())
+        }
+        Some((host, port)) => Ok((host, Some(port))),
+        None => Ok((text, None)),
+    }
+}
+
+fn parse_port(text: &str) -> std::result::Result<u16, String> {
+    let valid = !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit());
+    match text.parse::<u32>() {
+        Ok(port @ 1..=65535) if valid => Ok(port as u16),
+        _ => Err(format!("has an invalid port {text:?} (expected 1..65535)")),
+    }
+}
+
+fn parse_host(text: &str) -> std::result::Result<Host, String> {
+    if let Ok(ip) = text.parse::<IpAddr>() {
+        return Ok(Host::Ip(ip));
+    }
+    if text.is_empty() {
+        return Err("has an empty host".into());
+    }
+    if text.len() > 253 {
+        return Err("has a host name longer than 253 characters".into());
+    }
+    for label in text.split('.') {
+        let valid = !label.is_empty()
+            && label.len() <= 63
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !valid {
+            return Err(format!(
+                "has an invalid host name label {label:?} (labels are 1..63 of [a-z0-9-], no leading or trailing '-')"
+            ));
+        }
+    }
+    // A dotted all-numeric name that is not a valid IPv4 address ("1.2.3.999")
+    // would be read as an address by some resolvers: refuse it.
+    if text
+        .split('.')
+        .all(|label| label.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(format!("has an invalid IPv4 address {text:?}"));
+    }
+    Ok(Host::Name(text.to_owned()))
+}
+
+/// The gateway's allowlist: exact destinations, plus whether private
+/// destinations may be reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allowlist {
+    entries: Vec<Destination>,
+    allow_private_destinations: bool,
+}
+
+impl Allowlist {
+    /// Normalises `entries` as NetworkPolicy does (7.3), then checks each is
+    /// exactly `host:port` (G.7). An IP-literal entry in a refused range is a
+    /// PolicyError unless `allow_private_destinations`.
+    pub fn new(entries: &[String], allow_private_destinations: bool) -> Result<Allowlist> {
+        let normalized = crate::policy::allow_entries(entries)?;
+        if normalized.is_empty() {
+            return Err(policy(
+                "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)",
+            ));
+        }
+        let mut parsed = Vec::with_capacity(normalized.len());
+        for entry in &normalized {
+            let destination = Destination::parse(entry, None)
+                .map_err(|why| policy(format!("network allowlist entry {entry:?} {why}")))?;
+            if let Host::Ip(ip) = destination.host {
+                if !allow_private_destinations && refused_address(ip) {
+                    return Err(policy(format!(
+                        "network allowlist entry {entry:?} is a private or reserved address; set allow_private_destinations: true to allow it"
+                    )));
+                }
+            }
+            parsed.push(destination);
+        }
+        Ok(Allowlist {
+            entries: parsed,
+            allow_private_destinations,
+        })
+    }
+
+    /// Whether `destination` is listed exactly.
+    pub fn allows(&self, destination: &Destination) -> bool {
+        self.entries.contains(destination)
+    }
+
+    /// Whether resolved addresses in refused ranges may be connected to.
+    pub fn allow_private_destinations(&self) -> bool {
+        self.allow_private_destinations
+    }
+
+    /// The parsed entries, in the order given.
+    pub fn entries(&self) -> &[Destination] {
+        &self.entries
+    }
+}
+
+/// Whether `ip` is in a range the gateway refuses without
+/// `allow_private_destinations`: loopback, private, link-local, CGNAT,
+/// multicast, unspecified, broadcast, reserved, documentation, benchmarking,
+/// NAT64, ULA, site-local, and IPv6 forms that embed such an IPv4 address.
+pub fn refused_address(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => refused_v4(v4),
+        IpAddr::V6(v6) => refused_v6(v6),
+    }
+}
+
+fn refused_v4(ip: Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_private()
+        || ip.is_link_local()
+        || ip.is_multicast()
+        || ip.is_broadcast()
+        || ip.is_documentation()
+        || a == 0 // "this network"
+        || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64/10
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking 198.18/15
+        || a >= 240 // reserved 240/4
+}
+
+fn refused_v6(ip: Ipv6Addr) -> bool {
+    let segments = ip.segments();
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return refused_v4(v4);
+    }
+    ip.is_unspecified()
+        || ip.is_loopback()
+        || ip.is_multicast()
+        || segments[0] & 0xfe00 == 0xfc00 // unique local fc00::/7
+        || segments[0] & 0xffc0 == 0xfe80 // link-local fe80::/10
+        || segments[0] & 0xffc0 == 0xfec0 // site-local fec0::/10
+        || (segments[0] == 0x2001 && segments[1] == 0x0db8) // documentation
+        || (segments[0] == 0x2001 && segments[1] < 0x0200) // Teredo, benchmarking, ORCHID...
+        || (segments[0] == 0x0064 && segments[1] == 0xff9b) // NAT64 64:ff9b::/96 and 64:ff9b:1::/48
+        || segments[0] == 0x2002 // 6to4 embeds an IPv4 address
+        || segments[0] == 0x0100 && segments[1..4] == [0, 0, 0] // discard-only 100::/64
+        || segments[..6] == [0, 0, 0, 0, 0, 0] // IPv4-compatible ::a.b.c.d (deprecated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(entries: &[&str], private: bool) -> Result<Allowlist> {
+        let owned: Vec<String> = entries.iter().map(|s| s.to_string()).collect();
+        Allowlist::new(&owned, private)
+    }
+
+    fn error(entry: &str) -> String {
+        list(&[entry], true).unwrap_err().message().to_owned()
+    }
+
+    #[test]
+    fn entries_match_exactly_and_case_insensitively() {
+        let allow = list(&[" API.Example.com:443", "[::1]:8080", "10.0.0.1:80"], true).unwrap();
+        let parse = |text: &str| Destination::parse(text, Some(80)).unwrap();
+        assert!(allow.allows(&parse("api.example.com:443")));
+        assert!(allow.allows(&parse("API.EXAMPLE.COM:443")));
+        assert!(!allow.allows(&parse("api.example.com:80")));
+        assert!(!allow.allows(&parse("api.example.com")));
+        assert!(!allow.allows(&parse("example.com:443")));
+        assert!(!allow.allows(&parse("x.api.example.com:443")));
+        assert!(allow.allows(&parse("[0:0::1]:8080")));
+        assert!(allow.allows(&parse("10.0.0.1")));
+        assert_eq!(allow.entries()[1].to_string(), "[::1]:8080");
+    }
+
+    #[test]
+    fn malformed_entries_raise_policy_errors() {
+        assert_eq!(
+            error("example.com"),
+            "network allowlist entry \"example.com\" is missing a port (expected \"host:port\")"
+        );
+        assert!(error("example.com:0").contains("invalid port \"0\""));
+        assert!(error("example.com:65536").contains("invalid port"));
+        assert!(error("example.com:+80").contains("invalid port"));
+        assert!(error("example.com:").contains("invalid port \"\""));
+        assert!(error(":443").contains("empty host"));
+        assert!(error("-bad.com:443").contains("invalid host name label \"-bad\""));
+        assert!(error("a..b:443").contains("invalid host name label \"\""));
+        assert!(error("a_b.com:443").contains("invalid host name label"));
+        assert_eq!(
+            error("https://a.com:443"),
+            "network allowlist entry \"https://a.com:443\" is a URL or path, not \"host:port\""
+        );
+        assert!(error("::1:443").contains("without brackets"));
+        assert!(error("[::1:443").contains("unterminated"));
+        assert!(error("[zz]:443").contains("invalid IPv6 literal"));
+        assert!(error("1.2.3.999:80").contains("invalid IPv4 address"));
+        assert!(error(&format!("{}.com:1", "a".repeat(64))).contains("invalid host name label"));
+        // 7.3 messages still come from NetworkPolicy's normalisation.
+        assert_eq!(error(" "), "network allowlist entries cannot be empty");
+        assert_eq!(
+            error("a b:1"),
+            "network allowlist entry \"a b:1\" cannot contain whitespace"
+        );
+        assert!(list(&[], false)
+            .unwrap_err()
+            .message()
+            .contains("non-empty allow list"));
+    }
+
+    #[test]
+    fn private_literal_entries_need_the_option() {
+        for entry in [
+            "127.0.0.1:80",
+            "10.1.2.3:443",
+            "[::1]:80",
+            "[fd00::1]:80",
+            "169.254.169.254:80",
+        ] {
+            let text = list(&[entry], false).unwrap_err().message().to_owned();
+            assert!(text.contains("allow_private_destinations"), "{text}");
+            assert!(list(&[entry], true).is_ok());
+        }
+        assert!(list(&["93.184.216.34:443", "localhost:80"], false).is_ok());
+    }
+
+    #[test]
+    fn refused_ranges() {
+        let refused = [
+            "0.0.0.0",
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "100.127.255.255",
+            "224.0.0.1",
+            "255.255.255.255",
+            "240.0.0.1",
+            "192.0.2.1",
+            "198.51.100.1",
+            "203.0.113.1",
+            "198.18.0.1",
+            "192.0.0.8",
+            "::",
+            "::1",
+            "fc00::1",
+            "fd12::1",
+            "fe80::1",
+            "fec0::1",
+            "ff02::1",
+            "2001:db8::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a00:1",
+            "2002:7f00:1::",
+            "::127.0.0.1",
+        ];
+        for text in refused {
+            assert!(
+                refused_address(text.parse().unwrap()),
+                "{text} should be refused"
+            );
+        }
+        for text in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "100.128.0.1",
+            "2606:4700::1111",
+            "::ffff:1.1.1.1",
+        ] {
+            assert!(
+                !refused_address(text.parse().unwrap()),
+                "{text} should be public"
+            );
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! Lifecycle of the built-in gateway: [`Gateway::start`] binds a Unix socket
+//! in a fresh 0700 directory and serves it on the gem's tokio runtime
+//! ([`crate::process::runtime`]); [`Gateway::stop`] (idempotent, also run on
+//! drop) stops accepting, aborts every connection task and waits for them,
+//! then removes the socket and the directory. Nothing is left behind.
+
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::UnixListener;
+use tokio::sync::{oneshot, Semaphore};
+use tokio::task::JoinSet;
+
+use super::allowlist::Allowlist;
+use super::denial::{Denial, DenialCallback, Denials};
+use super::proxy::{self, Shared};
+use crate::error::{Error, Result};
+
+/// The socket's file name inside the gateway's directory.
+pub const SOCKET_NAME: &str = "proxy.sock";
+
+/// How a gateway serves; [`GatewayConfig::new`] gives the defaults.
+#[derive(Clone)]
+pub struct GatewayConfig {
+    pub allowlist: Allowlist,
+    /// Connections served at once; further clients wait to be accepted.
+    pub max_connections: usize,
+    /// Largest request head (request line plus headers) accepted.
+    pub max_header_bytes: usize,
+    /// Time a client has to send its request head.
+    pub handshake_timeout: Duration,
+    /// Time to resolve and connect to the destination.
+    pub connect_timeout: Duration,
+    /// A tunnel with no traffic either way for this long is closed.
+    pub idle_timeout: Duration,
+    /// Denials kept (oldest dropped first).
+    pub denial_capacity: usize,
+    pub on_denial: Option<DenialCallback>,
+}
+
+impl GatewayConfig {
+    pub fn new(allowlist: Allowlist) -> GatewayConfig {
+        GatewayConfig {
+            allowlist,
+            max_connections: 512,
+            max_header_bytes: 32 * 1024,
+            handshake_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(300),
+            denial_capacity: 1000,
+            on_denial: None,
+        }
+    }
+}
+
+struct Running {
+    pid: rustix::process::Pid,
+    shutdown: oneshot::Sender<()>,
+    done: mpsc::Receiver<()>,
+}
+
+/// A running gateway. Dropping it stops it.
+pub struct Gateway {
+    directory: PathBuf,
+    socket_path: PathBuf,
+    denials: Arc<Denials>,
+    running: Mutex<Option<Running>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("socket_path", &self.socket_path)
+            .finish()
+    }
+}
+
+impl Gateway {
+    /// Creates the private directory, binds the socket and starts serving.
+    pub fn start(config: GatewayConfig) -> Result<Gateway> {
+        let runtime = crate::process::runtime::handle()
+            .map_err(|e| Error::Io(format!("cannot start the gateway runtime: {e}")))?;
+        let directory = private_directory()?;
+        let socket_path = directory.join(SOCKET_NAME);
+        let listener = match std::os::unix::net::UnixListener::bind(&socket_path)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        {
+            Ok(listener) => listener,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&directory);
+                return Err(Error::Io(format!(
+                    "cannot listen on the gateway socket {}: {e}",
+                    socket_path.display()
+                )));
+            }
+        };
+        let denials = Arc::new(Denials::new(
+            config.denial_capacity,
+            config.on_denial.clone(),
+        ));
+        let shared = Arc::new(Shared {
+            allowlist: config.allowlist,
+            denials: denials.clone(),
+            max_header_bytes: config.max_header_bytes,
+            handshake_timeout: config.handshake_timeout,
+            connect_timeout: config.connect_timeout,
+            idle_timeout: config.idle_timeout,
+        });
+        let (shutdown, shutdown_rx) = oneshot::channel();
+        let (done_tx, done) = mpsc::channel();
+        let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
+        runtime.spawn(async move {
+            // Inside the runtime: registering the listener needs its reactor.
+            if let Ok(listener) = UnixListener::from_std(listener) {
+                accept_loop(listener, shared, slots, shutdown_rx).await;
+            }
+            let _ = done_tx.send(());
+        });
+        Ok(Gateway {
+            directory,
+            socket_path,
+            denials,
+            running: Mutex::new(Some(Running {
+                pid: rustix::process::getpid(),
+                shutdown,
+                done,
+            })),
+        })
+    }
+
+    /// The Unix socket clients connect to.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket_path
+    }
+
+    /// The private directory holding the socket (bound read-only into a sandbox).
+    pub fn directory(&self) -> &Path {
+        &self.directory
+    }
+
+    /// The denials kept so far, oldest first.
+    pub fn denials(&self) -> Vec<Denial> {
+        self.denials.list()
+    }
+
+    /// Whether the gateway is still serving.
+    pub fn is_running(&self) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Stops accepting, closes every open connection, waits for the tasks to
+    /// end, removes the socket and the directory. Idempotent. In a forked
+    /// child (which has none of the parent's tasks) it only forgets them and
+    /// leaves the parent's files alone.
+    pub fn stop(&self) -> Result<()> {
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(running) = running else {
+            return Ok(());
+        };
+        if running.pid != rustix::process::getpid() {
+            return Ok(());
+        }
+        let _ = running.shutdown.send(());
+        if running.done.recv_timeout(Duration::from_secs(30)).is_err() {
+            return Err(Error::Cleanup(
+                "the network gateway did not stop within 30 seconds".into(),
+            ));
+        }
+        for result in [
+            std::fs::remove_file(&self.socket_path),
+            std::fs::remove_dir(&self.directory),
+        ] {
+            match result {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::Cleanup(format!(
+                        "cannot remove the network gateway's directory {}: {e}",
+                        self.directory.display()
+                    )));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+async fn accept_loop(
+    listener: UnixListener,
+    shared: Arc<Shared>,
+    slots: Arc<Semaphore>,
+    mut shutdown: oneshot::Receiver<()>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            permit = slots.clone().acquire_owned() => {
+                let Ok(permit) = permit else { break };
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    accepted = listener.accept() => {
+                        if let Ok((stream, _)) = accepted {
+                            let shared = shared.clone();
+                            connections.spawn(async move {
+                                proxy::serve(stream, shared).await;
+                                drop(permit);
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    drop(listener);
+    connections.shutdown().await;
+}
+
+/// A fresh directory only this user can enter, under the temp directory
+/// (or `/tmp` when that path is too long for a Unix socket name).
+fn private_directory() -> Result<PathBuf> {
+    let mut base = std::env::temp_dir();
+    if base.as_os_str().len() > 60 {
+        base = PathBuf::from("/tmp");
+    }
+    let mut last_error = None;
+    for _ in 0..8 {
+        let mut random = [0u8; 8];
+        let _ = rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty());
+        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let path = base.join(format!("littleghost-gateway-{name}"));
+        match rustix::fs::mkdir(&path, rustix::fs::Mode::from_raw_mode(0o700)) {
+            Ok(()) => return Ok(path),
+            Err(e) => last_error = Some(e),
+        }
+    }
+    Err(Error::Io(format!(
+        "cannot create the network gateway's directory under {}: {}",
+        base.display(),
+        last_error.map(|e| e.to_string()).unwrap_or_default()
+    )))
+}

@@ -1,0 +1,413 @@
+//! One gateway connection: read the request head (bounded, with a deadline),
+//! decide, then tunnel (`CONNECT`) or forward one plain-HTTP request
+//! (absolute-form rewritten to origin-form, `Connection: close`, the
+//! connection ends with the response: one request per connection).
+//!
+//! Names are resolved here and every resolved address is vetted before any
+//! connection is made; the gateway then connects only to those addresses, so
+//! a DNS answer that changes between check and connect cannot redirect it.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixStream};
+use tokio::time::timeout;
+
+use super::allowlist::{refused_address, Allowlist, Destination, Host};
+use super::denial::{DenialReason, Denials};
+
+pub(super) struct Shared {
+    pub allowlist: Allowlist,
+    pub denials: Arc<Denials>,
+    pub max_header_bytes: usize,
+    pub handshake_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
+}
+
+/// An HTTP error answer: status line text and a short reason.
+#[derive(Debug)]
+struct Refusal {
+    status: &'static str,
+    reason: String,
+}
+
+fn refusal(status: &'static str, reason: impl Into<String>) -> Refusal {
+    Refusal {
+        status,
+        reason: reason.into(),
+    }
+}
+
+/// A parsed request head plus any bytes the client sent after it.
+struct Head {
+    method: String,
+    target: String,
+    version: String,
+    headers: Vec<(String, String)>,
+    rest: Vec<u8>,
+}
+
+pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>) {
+    let head = match timeout(
+        shared.handshake_timeout,
+        read_head(&mut client, shared.max_header_bytes),
+    )
+    .await
+    {
+        Ok(Ok(Some(head))) => head,
+        Ok(Ok(None)) => return,
+        Ok(Err(refused)) => return answer(&mut client, &refused).await,
+        Err(_) => {
+            return answer(
+                &mut client,
+                &refusal("408 Request Timeout", "request head not received in time"),
+            )
+            .await
+        }
+    };
+    if let Err(refused) = forward(&mut client, head, &shared).await {
+        answer(&mut client, &refused).await;
+    }
+}
+
+async fn forward(client: &mut UnixStream, head: Head, shared: &Shared) -> Result<(), Refusal> {
+    let connect = head.method.eq_ignore_ascii_case("CONNECT");
+    let (destination, path) = if connect {
+        let destination = Destination::parse(&head.target, None)
+            .map_err(|why| refusal("400 Bad Request", format!("CONNECT target {why}")))?;
+        (destination, String::new())
+    } else {
+        absolute_form(&head.target)?
+    };
+    let upstream = open(&destination, shared).await?;
+    let mut upstream = upstream;
+    if connect {
+        client
+            .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            .await
+            .map_err(|_| refusal("500 Internal Server Error", "client went away"))?;
+        if !head.rest.is_empty() && upstream.write_all(&head.rest).await.is_err() {
+            return Ok(());
+        }
+    } else {
+        let rewritten = origin_form(&head, &destination, &path);
+        if upstream.write_all(&rewritten).await.is_err()
+            || upstream.write_all(&head.rest).await.is_err()
+        {
+            return Err(refusal(
+                "502 Bad Gateway",
+                "destination closed the connection",
+            ));
+        }
+    }
+    splice(client, upstream, shared.idle_timeout, !connect).await;
+    Ok(())
+}
+
+/// Checks the allowlist, resolves, vets every address, connects to a vetted one.
+async fn open(destination: &Destination, shared: &Shared) -> Result<TcpStream, Refusal> {
+    let shown = destination.to_string();
+    if !shared.allowlist.allows(destination) {
+        return Err(deny(shared, shown, DenialReason::NotAllowed));
+    }
+    let addresses: Vec<SocketAddr> = match &destination.host {
+        Host::Ip(ip) => vec![SocketAddr::new(*ip, destination.port)],
+        Host::Name(name) => {
+            let lookup = tokio::net::lookup_host((name.as_str(), destination.port));
+            match timeout(shared.connect_timeout, lookup).await {
+                Ok(Ok(found)) => found.collect(),
+                _ => Vec::new(),
+            }
+        }
+    };
+    if addresses.is_empty() {
+        return Err(refusal(
+            "502 Bad Gateway",
+            format!("cannot resolve {shown}"),
+        ));
+    }
+    if !shared.allowlist.allow_private_destinations()
+        && addresses
+            .iter()
+            .any(|address| refused_address(address.ip()))
+    {
+        return Err(deny(shared, shown, DenialReason::PrivateDestination));
+    }
+    for address in addresses {
+        if let Ok(Ok(stream)) = timeout(shared.connect_timeout, TcpStream::connect(address)).await {
+            let _ = stream.set_nodelay(true);
+            return Ok(stream);
+        }
+    }
+    Err(refusal(
+        "502 Bad Gateway",
+        format!("cannot connect to {shown}"),
+    ))
+}
+
+fn deny(shared: &Shared, destination: String, reason: DenialReason) -> Refusal {
+    let text = format!("{destination}: {}", reason.text());
+    shared.denials.record(destination, reason);
+    refusal("403 Forbidden", text)
+}
+
+async fn answer(client: &mut UnixStream, refused: &Refusal) {
+    let body = format!("littleghost gateway: {}\n", refused.reason);
+    let text = format!(
+        "HTTP/1.1 {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        refused.status,
+        body.len()
+    );
+    let _ = client.write_all(text.as_bytes()).await;
+    let _ = client.shutdown().await;
+}
+
+/// Reads until the blank line ending the head; `None` when the client closed first.
+async fn read_head(client: &mut UnixStream, limit: usize) -> Result<Option<Head>, Refusal> {
+    let mut buffer = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = client
+            .read(&mut chunk)
+            .await
+            .map_err(|_| refusal("400 Bad Request", "read error"))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let searched_from = buffer.len().saturating_sub(3);
+        buffer.extend_from_slice(&chunk[..n]);
+        if let Some(end) = find(&buffer[searched_from..], b"\r\n\r\n") {
+            let end = searched_from + end;
+            if end + 4 > limit {
+                break;
+            }
+            let rest = buffer.split_off(end + 4);
+            return parse_head(&buffer[..end], rest).map(Some);
+        }
+        if buffer.len() > limit {
+            break;
+        }
+    }
+    Err(refusal(
+        "431 Request Header Fields Too Large",
+        "request head too large",
+    ))
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn parse_head(bytes: &[u8], rest: Vec<u8>) -> Result<Head, Refusal> {
+    let bad = |why: &str| refusal("400 Bad Request", why.to_owned());
+    let text = std::str::from_utf8(bytes).map_err(|_| bad("request head is not UTF-8"))?;
+    let mut lines = text.split("\r\n");
+    let request_line = lines.next().unwrap_or_default();
+    let parts: Vec<&str> = request_line.split(' ').collect();
+    let [method, target, version] = parts[..] else {
+        return Err(bad("malformed request line"));
+    };
+    if method.is_empty()
+        || !method.bytes().all(|b| b.is_ascii_alphabetic())
+        || !version.starts_with("HTTP/1.")
+    {
+        return Err(bad("malformed request line"));
+    }
+    let mut headers = Vec::new();
+    for line in lines {
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| bad("malformed header line"))?;
+        let valid_name = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
+        if !valid_name {
+            return Err(bad("malformed header name"));
+        }
+        headers.push((name.to_owned(), value.trim().to_owned()));
+    }
+    Ok(Head {
+        method: method.to_owned(),
+        target: target.to_owned(),
+        version: version.to_owned(),
+        headers,
+        rest,
+    })
+}
+
+/// `http://host[:port]/path?query` into its destination and origin-form path.
+fn absolute_form(target: &str) -> Result<(Destination, String), Refusal> {
+    let scheme_end = target.find("://").unwrap_or(0);
+    if scheme_end == 0 {
+        return Err(refusal(
+            "400 Bad Request",
+            "a proxy request needs an absolute http:// URL (use CONNECT for https)",
+        ));
+    }
+    if !target[..scheme_end].eq_ignore_ascii_case("http") {
+        return Err(refusal(
+            "400 Bad Request",
+            "only http:// URLs are forwarded (use CONNECT for https)",
+        ));
+    }
+    let after = &target[scheme_end + 3..];
+    let split = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let (authority, path) = after.split_at(split);
+    if authority.contains('@') {
+        return Err(refusal(
+            "400 Bad Request",
+            "URLs with user information are refused",
+        ));
+    }
+    let destination = Destination::parse(authority, Some(80))
+        .map_err(|why| refusal("400 Bad Request", format!("URL host {why}")))?;
+    let path = match path {
+        "" => "/".to_owned(),
+        p if p.starts_with('/') => p.split('#').next().unwrap_or("/").to_owned(),
+        p => format!("/{}", p.split('#').next().unwrap_or_default()),
+    };
+    Ok((destination, path))
+}
+
+/// The request head as the destination sees it: origin-form, its own `Host`,
+/// hop-by-hop and proxy headers removed, `Connection: close`.
+fn origin_form(head: &Head, destination: &Destination, path: &str) -> Vec<u8> {
+    let listed: Vec<String> = head
+        .headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
+        .flat_map(|(_, value)| value.split(',').map(|v| v.trim().to_ascii_lowercase()))
+        .collect();
+    let host = if destination.port == 80 {
+        destination.host.to_string()
+    } else {
+        destination.to_string()
+    };
+    let mut out = format!(
+        "{} {path} {}\r\nHost: {host}\r\n",
+        head.method, head.version
+    );
+    for (name, value) in &head.headers {
+        let lower = name.to_ascii_lowercase();
+        let hop = matches!(
+            lower.as_str(),
+            "host"
+                | "connection"
+                | "proxy-connection"
+                | "keep-alive"
+                | "proxy-authorization"
+                | "proxy-authenticate"
+                | "te"
+                | "trailer"
+                | "upgrade"
+        ) || listed.contains(&lower);
+        if !hop {
+            out.push_str(&format!("{name}: {value}\r\n"));
+        }
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    out.into_bytes()
+}
+
+/// Copies both ways until both sides are done (or, for plain HTTP, until the
+/// destination has sent its whole response), or nothing moved for `idle`.
+async fn splice(
+    client: &mut UnixStream,
+    upstream: TcpStream,
+    idle: Duration,
+    end_with_response: bool,
+) {
+    let start = Instant::now();
+    let last = AtomicU64::new(0);
+    let (client_read, client_write) = client.split();
+    let (upstream_read, upstream_write) = upstream.into_split();
+    let up = pump(client_read, upstream_write, start, &last);
+    let down = pump(upstream_read, client_write, start, &last);
+    let transfer = async {
+        if end_with_response {
+            down.await;
+        } else {
+            tokio::join!(up, down);
+        }
+    };
+    tokio::select! {
+        _ = transfer => {}
+        _ = watchdog(start, &last, idle) => {}
+    }
+}
+
+async fn pump<R, W>(mut from: R, mut to: W, start: Instant, last: &AtomicU64)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if to.write_all(&buffer[..n]).await.is_err() {
+                    break;
+                }
+                last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
+            }
+        }
+    }
+    let _ = to.shutdown().await;
+}
+
+async fn watchdog(start: Instant, last: &AtomicU64, idle: Duration) {
+    loop {
+        let deadline = start + Duration::from_millis(last.load(Ordering::Relaxed)) + idle;
+        if Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep_until(deadline.into()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_form_is_rewritten() {
+        let (destination, path) = absolute_form("http://Example.com:8080/a?b=1#frag").unwrap();
+        assert_eq!(destination.to_string(), "example.com:8080");
+        assert_eq!(path, "/a?b=1");
+        let (destination, path) = absolute_form("http://example.com").unwrap();
+        assert_eq!((destination.port, path.as_str()), (80, "/"));
+        assert!(absolute_form("/relative").is_err());
+        assert!(absolute_form("https://example.com/").is_err());
+        assert!(absolute_form("http://user@example.com/").is_err());
+        assert!(absolute_form("http://[::1]:81/").is_ok());
+    }
+
+    #[test]
+    fn origin_form_drops_hop_by_hop_headers() {
+        let head = parse_head(
+            b"GET http://a.test/x HTTP/1.1\r\nHost: evil.test\r\nProxy-Authorization: x\r\nConnection: keep-alive, X-Secret\r\nX-Secret: 1\r\nAccept: */*",
+            Vec::new(),
+        )
+        .unwrap();
+        let (destination, path) = absolute_form(&head.target).unwrap();
+        let text = String::from_utf8(origin_form(&head, &destination, &path)).unwrap();
+        assert_eq!(
+            text,
+            "GET /x HTTP/1.1\r\nHost: a.test\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn malformed_heads_are_refused() {
+        assert!(parse_head(b"GET  http://a/ HTTP/1.1", Vec::new()).is_err());
+        assert!(parse_head(b"GET http://a/ SPDY/3", Vec::new()).is_err());
+        assert!(parse_head(b"GET http://a/ HTTP/1.1\r\nBad Name: x", Vec::new()).is_err());
+        assert!(parse_head(b"GET http://a/ HTTP/1.1\r\n folded", Vec::new()).is_err());
+    }
+}
