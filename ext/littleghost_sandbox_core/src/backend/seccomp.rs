@@ -100,6 +100,11 @@ pub struct Filter {
     /// -1) that `chown` may name.
     pub uid: u32,
     pub gid: u32,
+    /// Network `:none` without a network namespace (the Landlock backend):
+    /// `socket` fails with EPERM for every family, `AF_UNIX` included,
+    /// because Landlock below ABI 9 does not mediate `connect` to a pathname
+    /// Unix socket. `socketpair` stays allowed.
+    pub deny_sockets: bool,
 }
 
 impl Filter {
@@ -111,6 +116,15 @@ impl Filter {
             deny_subprocesses,
             uid: uid.unwrap_or_else(|| rustix::process::getuid().as_raw()),
             gid: gid.unwrap_or_else(|| rustix::process::getgid().as_raw()),
+            deny_sockets: false,
+        }
+    }
+
+    /// The same filter, also refusing `socket` (see [`Filter::deny_sockets`]).
+    pub fn with_sockets_denied(self) -> Filter {
+        Filter {
+            deny_sockets: true,
+            ..self
         }
     }
 }
@@ -238,6 +252,7 @@ struct Table {
     fsetxattr: u32,
     setxattrat: u32,
     io_uring: [u32; 3],
+    socket: u32,
 }
 
 fn table(arch: Arch) -> Table {
@@ -269,6 +284,7 @@ fn table(arch: Arch) -> Table {
             fsetxattr: 190,
             setxattrat: 463,
             io_uring: [425, 426, 427],
+            socket: 41,
         },
         // The generic table (asm-generic/unistd.h): no legacy path calls.
         Arch::Aarch64 => Table {
@@ -298,6 +314,7 @@ fn table(arch: Arch) -> Table {
             fsetxattr: 7,
             setxattrat: 463,
             io_uring: [425, 426, 427],
+            socket: 198,
         },
     }
 }
@@ -337,6 +354,9 @@ fn rules(arch: Arch, filter: &Filter) -> Vec<(u32, Check)> {
         rules.push((t.vfork, Check::Always(EPERM)));
         rules.push((Some(t.clone3), Check::Always(ENOSYS)));
         rules.push((Some(t.clone), Check::ThreadOnly { flags: 0 }));
+    }
+    if filter.deny_sockets {
+        rules.push((Some(t.socket), Check::Always(EPERM)));
     }
     rules
         .into_iter()
@@ -546,6 +566,49 @@ pub fn filter_fd(filter: &Filter) -> Result<OwnedFd> {
         .and_then(|_| file.seek(SeekFrom::Start(0)).map(|_| ()))
         .map_err(|_| capability("the bubblewrap sandbox cannot prepare its seccomp filter"))?;
     Ok(OwnedFd::from(file))
+}
+
+/// Installs the native filter on the calling thread (and what it execs).
+/// The caller must already have set `no_new_privs` (the Landlock backend's
+/// `restrict_self` does). Used by the helper's `supervise` mode, in the
+/// child it is about to exec, never in the Ruby process.
+pub fn install(filter: &Filter) -> Result<()> {
+    let arch = Arch::native().ok_or_else(|| {
+        capability(format!(
+            "no seccomp filter exists for {}",
+            std::env::consts::ARCH
+        ))
+    })?;
+    let mut filters: Vec<libc::sock_filter> = program(arch, filter)
+        .iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect();
+    let fprog = libc::sock_fprog {
+        len: u16::try_from(filters.len()).expect("the seccomp program fits in u16"),
+        filter: filters.as_mut_ptr(),
+    };
+    // SAFETY: `fprog` points at `filters`, which outlives the call; the
+    // kernel copies the program and keeps no pointer into our memory.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if result != 0 {
+        return Err(capability(format!(
+            "cannot install the seccomp filter: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
