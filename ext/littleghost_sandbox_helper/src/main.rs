@@ -9,11 +9,13 @@
 
 use std::process::ExitCode;
 
+mod supervise;
+
 /// A mode's entry point: its arguments after the mode name, its exit status.
 type Mode = fn(Vec<String>) -> ExitCode;
 
-/// Modes, by name. Empty until a mode lands; an unknown mode is a usage error.
-const MODES: &[(&str, Mode)] = &[];
+/// Modes, by name; an unknown mode is a usage error.
+const MODES: &[(&str, Mode)] = &[("supervise", supervise::main)];
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -24,7 +26,11 @@ fn main() -> ExitCode {
             let names: Vec<&str> = MODES.iter().map(|(name, _)| *name).collect();
             eprintln!(
                 "littleghost-sandbox-helper: unknown mode {mode:?} (modes: {})",
-                if names.is_empty() { "none".into() } else { names.join(", ") }
+                if names.is_empty() {
+                    "none".into()
+                } else {
+                    names.join(", ")
+                }
             );
             ExitCode::from(2)
         }
