@@ -376,6 +376,77 @@ pub fn probe() -> Probe {
     }
 }
 
+/// Creates the sandbox's private temporary directory (mode 0700) under the
+/// host's temporary directory; the child gets it as `TMPDIR`, writable.
+pub fn private_tmpdir() -> Result<PathBuf> {
+    let base = std::env::temp_dir();
+    for _ in 0..8 {
+        let mut random = [0u8; 8];
+        rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty())
+            .map_err(|e| capability(format!("landlock: no randomness for TMPDIR: {e}")))?;
+        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let path = base.join(format!("littleghost-landlock-{name}"));
+        match rustix::fs::mkdir(&path, rustix::fs::Mode::from_raw_mode(0o700)) {
+            Ok(()) => return Ok(path),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => {
+                return Err(capability(format!(
+                    "landlock: cannot create the private TMPDIR under {}: {e}",
+                    base.display()
+                )))
+            }
+        }
+    }
+    Err(capability("landlock: cannot create a private TMPDIR"))
+}
+
+/// Whether a launch's working directory lies beneath a rule the child can
+/// read (a grant or the private TMPDIR); else the child would start in a
+/// directory it cannot use.
+pub fn cwd_allowed(plan: &Plan, cwd: &Path) -> bool {
+    let mut best: Option<&Rule> = None;
+    for rule in &plan.rules {
+        if cwd.starts_with(&rule.path)
+            && best.is_none_or(|b| rule.path.components().count() > b.path.components().count())
+        {
+            best = Some(rule);
+        }
+    }
+    best.is_some_and(|rule| rule.access.rights().contains(AccessFs::ReadDir))
+}
+
+/// Which backend Native uses on Linux (SPEC LL.2): Bubblewrap when its probe
+/// passed, else Landlock when its probe passed (and the caller did not
+/// configure Bubblewrap explicitly), else an error naming both reasons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NativeChoice {
+    Bubblewrap,
+    Landlock { bubblewrap_reason: String },
+}
+
+pub fn native_choice(
+    bubblewrap: std::result::Result<(), String>,
+    landlock: std::result::Result<(), String>,
+    bubblewrap_configured: bool,
+) -> std::result::Result<NativeChoice, String> {
+    let bubblewrap_reason = match bubblewrap {
+        Ok(()) => return Ok(NativeChoice::Bubblewrap),
+        Err(reason) => reason,
+    };
+    if bubblewrap_configured {
+        return Err(bubblewrap_reason);
+    }
+    match landlock {
+        Ok(()) => Ok(NativeChoice::Landlock { bubblewrap_reason }),
+        Err(landlock_reason) => Err(format!(
+            "native sandboxing is unavailable: Bubblewrap: {bubblewrap_reason}; Landlock: {landlock_reason}. \
+             Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
+             kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap), \
+             or run a kernel with Landlock ABI {MINIMUM_ABI} (Linux 6.12 or later)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,6 +505,60 @@ mod tests {
         assert_eq!(find("/"), Some(Access::Read));
         assert_eq!(find("/proc"), Some(Access::Hidden));
         assert_eq!(find("/w"), Some(Access::Read));
+    }
+
+    #[test]
+    fn native_prefers_bubblewrap_then_landlock_and_names_both_reasons() {
+        assert_eq!(
+            native_choice(Ok(()), Ok(()), false),
+            Ok(NativeChoice::Bubblewrap)
+        );
+        assert_eq!(
+            native_choice(Err("no userns".into()), Ok(()), false),
+            Ok(NativeChoice::Landlock {
+                bubblewrap_reason: "no userns".into()
+            })
+        );
+        assert_eq!(
+            native_choice(Err("no bwrap".into()), Ok(()), true),
+            Err("no bwrap".into())
+        );
+        let both = native_choice(Err("no userns".into()), Err("ABI 4".into()), false).unwrap_err();
+        assert!(
+            both.contains("Bubblewrap: no userns") && both.contains("Landlock: ABI 4"),
+            "{both}"
+        );
+        assert!(both.contains("sysctl"), "{both}");
+    }
+
+    #[test]
+    fn cwd_must_lie_in_a_readable_rule() {
+        let plan = plan(
+            RootMode::Isolated,
+            &[grant("/w", true)],
+            &[],
+            Path::new("/t"),
+            true,
+            false,
+        )
+        .unwrap();
+        assert!(cwd_allowed(&plan, Path::new("/w/sub")));
+        assert!(cwd_allowed(&plan, Path::new("/t")));
+        assert!(!cwd_allowed(&plan, Path::new("/home")));
+        assert!(!cwd_allowed(&plan, Path::new("/dev/null")));
+        let tmp = private_tmpdir().unwrap();
+        assert!(tmp.is_dir());
+        std::fs::remove_dir(tmp).unwrap();
+    }
+
+    #[test]
+    fn probe_reports_this_kernel() {
+        let probe = probe();
+        if let Some(abi) = probe.abi {
+            assert_eq!(probe.unavailable.is_none(), abi >= MINIMUM_ABI);
+        } else {
+            assert!(probe.unavailable.is_some());
+        }
     }
 
     #[test]
