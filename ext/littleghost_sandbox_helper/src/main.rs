@@ -9,13 +9,17 @@
 
 use std::process::ExitCode;
 
+#[cfg(target_os = "linux")]
 mod supervise;
 
 /// A mode's entry point: its arguments after the mode name, its exit status.
 type Mode = fn(Vec<String>) -> ExitCode;
 
 /// Modes, by name; an unknown mode is a usage error.
+#[cfg(target_os = "linux")]
 const MODES: &[(&str, Mode)] = &[("supervise", supervise::main)];
+#[cfg(not(target_os = "linux"))]
+const MODES: &[(&str, Mode)] = &[];
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

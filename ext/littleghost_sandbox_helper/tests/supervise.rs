@@ -1,3 +1,4 @@
+#![cfg(target_os = "linux")]
 //! The `supervise` mode under real Landlock on this machine: each test runs
 //! the helper and has the confined command actually attempt the escape.
 //! Skipped (with a message) only where the kernel's Landlock is below the

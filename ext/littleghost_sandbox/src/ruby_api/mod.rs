@@ -7,6 +7,11 @@ pub mod capabilities;
 pub mod environment_policy;
 pub mod errors;
 pub mod execution;
+#[cfg(target_os = "linux")]
+pub mod landlock;
+#[cfg(not(target_os = "linux"))]
+#[path = "landlock_unsupported.rs"]
+pub mod landlock;
 pub mod limits;
 pub mod mount;
 pub mod native;
@@ -43,6 +48,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     scope::init(ruby, sandbox)?;
     unrestricted::init(ruby, little_ghost)?;
     bubblewrap::init(ruby, little_ghost)?;
+    landlock::init(ruby, little_ghost)?;
     seatbelt::init(ruby, little_ghost)?;
     native::init(ruby, little_ghost)?;
     #[cfg(feature = "test-hooks")]

@@ -46,7 +46,7 @@ use crate::error::{argument, capability, policy, Result};
 pub use carve::expand;
 
 /// The lowest Landlock ABI this backend runs on (see the module docs).
-pub const MINIMUM_ABI: i32 = 6;
+pub const MINIMUM_ABI: i32 = super::LANDLOCK_MINIMUM_ABI;
 /// The ABI whose rights the rules are written against.
 const ABI_USED: ABI = ABI::V6;
 
@@ -413,38 +413,6 @@ pub fn cwd_allowed(plan: &Plan, cwd: &Path) -> bool {
         }
     }
     best.is_some_and(|rule| rule.access.rights().contains(AccessFs::ReadDir))
-}
-
-/// Which backend Native uses on Linux (SPEC LL.2): Bubblewrap when its probe
-/// passed, else Landlock when its probe passed (and the caller did not
-/// configure Bubblewrap explicitly), else an error naming both reasons.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NativeChoice {
-    Bubblewrap,
-    Landlock { bubblewrap_reason: String },
-}
-
-pub fn native_choice(
-    bubblewrap: std::result::Result<(), String>,
-    landlock: std::result::Result<(), String>,
-    bubblewrap_configured: bool,
-) -> std::result::Result<NativeChoice, String> {
-    let bubblewrap_reason = match bubblewrap {
-        Ok(()) => return Ok(NativeChoice::Bubblewrap),
-        Err(reason) => reason,
-    };
-    if bubblewrap_configured {
-        return Err(bubblewrap_reason);
-    }
-    match landlock {
-        Ok(()) => Ok(NativeChoice::Landlock { bubblewrap_reason }),
-        Err(landlock_reason) => Err(format!(
-            "native sandboxing is unavailable: Bubblewrap: {bubblewrap_reason}; Landlock: {landlock_reason}. \
-             Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
-             kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap), \
-             or run a kernel with Landlock ABI {MINIMUM_ABI} (Linux 6.12 or later)"
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -572,6 +572,7 @@ pub fn filter_fd(filter: &Filter) -> Result<OwnedFd> {
 /// The caller must already have set `no_new_privs` (the Landlock backend's
 /// `restrict_self` does). Used by the helper's `supervise` mode, in the
 /// child it is about to exec, never in the Ruby process.
+#[cfg(target_os = "linux")]
 pub fn install(filter: &Filter) -> Result<()> {
     let arch = Arch::native().ok_or_else(|| {
         capability(format!(

@@ -59,30 +59,6 @@ fn read_only_root_hides_proc_and_duplicate_rules_keep_the_weaker() {
 }
 
 #[test]
-fn native_prefers_bubblewrap_then_landlock_and_names_both_reasons() {
-    assert_eq!(
-        native_choice(Ok(()), Ok(()), false),
-        Ok(NativeChoice::Bubblewrap)
-    );
-    assert_eq!(
-        native_choice(Err("no userns".into()), Ok(()), false),
-        Ok(NativeChoice::Landlock {
-            bubblewrap_reason: "no userns".into()
-        })
-    );
-    assert_eq!(
-        native_choice(Err("no bwrap".into()), Ok(()), true),
-        Err("no bwrap".into())
-    );
-    let both = native_choice(Err("no userns".into()), Err("ABI 4".into()), false).unwrap_err();
-    assert!(
-        both.contains("Bubblewrap: no userns") && both.contains("Landlock: ABI 4"),
-        "{both}"
-    );
-    assert!(both.contains("sysctl"), "{both}");
-}
-
-#[test]
 fn cwd_must_lie_in_a_readable_rule() {
     let plan = plan(
         RootMode::Isolated,
@@ -141,9 +117,7 @@ fn args_round_trip() {
     let (back, command) = Plan::from_args(&args).unwrap();
     assert_eq!(back, plan);
     assert_eq!(command, vec!["/bin/true".to_string()]);
-    assert!(
-        Plan::from_args(&["--read".into(), "rel".into(), "--".into(), "x".into()]).is_err()
-    );
+    assert!(Plan::from_args(&["--read".into(), "rel".into(), "--".into(), "x".into()]).is_err());
     assert!(Plan::from_args(&["--network".into(), "none".into(), "--".into()]).is_err());
     assert!(Plan::from_args(&["--read".into(), "/x".into()]).is_err());
 }
