@@ -154,15 +154,36 @@ fn wait_signal(watched: &libc::sigset_t, timeout: Option<Duration>) -> libc::c_i
     .max(0)
 }
 
-/// Kills every descendant and reaps until none is left.
+/// Kills every descendant and reaps until none is left. Every descendant
+/// has a chain of parents up to one of our children (orphans are reparented
+/// to us), so without children there is nothing to find and `/proc` is not
+/// scanned (the common case, and most of this mode's cost).
 fn end_descendants() {
     loop {
+        if !has_children() {
+            return;
+        }
         signal_descendants(libc::SIGKILL);
         let mut status = 0;
         // SAFETY: `status` is a valid out-pointer.
         if unsafe { libc::waitpid(-1, &mut status, 0) } < 0 {
             return; // ECHILD: nothing left
         }
+    }
+}
+
+/// Whether any child (live or not yet reaped) remains.
+fn has_children() -> bool {
+    // SAFETY: `info` is a valid, zeroed siginfo_t; WNOHANG | WNOWAIT only
+    // inspects the children and reaps none. It fails (ECHILD) without any.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT | libc::WSTOPPED | libc::WCONTINUED,
+        ) == 0
     }
 }
 

@@ -65,6 +65,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
         "COMPATIBILITY_ROOTS",
         frozen_strings(ruby, &ll::COMPATIBILITY_ROOTS),
     )?;
+    class.const_set("STARTUP_FILES", frozen_strings(ruby, &ll::STARTUP_FILES))?;
     class.const_set("DEVICES", frozen_strings(ruby, &ll::DEVICES))?;
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;

@@ -114,6 +114,9 @@ pub enum RootMode {
 /// Read-only under `:isolated` besides the runtime roots: the compatibility
 /// roots of the Bubblewrap backend (SPEC B.1).
 pub const COMPATIBILITY_ROOTS: [&str; 4] = ["/bin", "/sbin", "/lib", "/lib64"];
+/// Files a program reads to start, readable under `:isolated`: the dynamic
+/// linker's cache (without it `ld.so` probes every library directory).
+pub const STARTUP_FILES: [&str; 1] = ["/etc/ld.so.cache"];
 /// Device nodes a program needs to start, readable and writable (not
 /// listable) in every mode; Bubblewrap's `--dev` offers the same ones.
 pub const DEVICES: [&str; 5] = [
@@ -165,7 +168,7 @@ pub fn plan(
             for path in runtime_roots {
                 add(path, Access::Read)?;
             }
-            for path in COMPATIBILITY_ROOTS {
+            for path in COMPATIBILITY_ROOTS.iter().chain(&STARTUP_FILES) {
                 add(Path::new(path), Access::Read)?;
             }
         }

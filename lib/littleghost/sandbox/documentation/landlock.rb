@@ -12,7 +12,7 @@ module LittleGhost
     # filter of Bubblewrap, and kills every descendant when the program ends (<tt>:process_tree_ownership</tt>).
     #
     # Files: read-write grants writable beneath, read-only grants readable and executable; under
-    # <tt>:isolated</tt> also RUNTIME_ROOTS, COMPATIBILITY_ROOTS and DEVICES; <tt>:read_only</tt> and
+    # <tt>:isolated</tt> also RUNTIME_ROOTS, COMPATIBILITY_ROOTS, STARTUP_FILES and DEVICES; <tt>:read_only</tt> and
     # <tt>:read_write</tt> open the whole host that way, except <tt>/proc</tt> (only the program's own
     # <tt>/proc/PID</tt>). No mount namespace: grants appear at their own paths, there is no private <tt>/tmp</tt>,
     # and each sandbox gets a private writable #tmpdir as +TMPDIR+ instead. A read-only grant inside a writable

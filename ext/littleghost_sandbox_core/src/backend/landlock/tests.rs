@@ -28,6 +28,8 @@ fn isolated_plan_names_runtime_devices_grants_and_tmpdir() {
     };
     assert_eq!(find("/usr"), Some(Access::Read));
     assert_eq!(find("/lib64"), Some(Access::Read));
+    assert_eq!(find("/etc/ld.so.cache"), Some(Access::Read));
+    assert_eq!(find("/etc"), None);
     assert_eq!(find("/dev/null"), Some(Access::Device));
     assert_eq!(find("/w"), Some(Access::Write));
     assert_eq!(find("/w/src"), Some(Access::Read));
