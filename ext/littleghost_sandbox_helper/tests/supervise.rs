@@ -357,3 +357,42 @@ fn a_malformed_plan_runs_nothing() {
         .unwrap();
     assert_eq!(output.status.code(), Some(125));
 }
+
+#[test]
+fn the_child_holds_no_capability_and_cannot_read_host_process_memory_maps_or_environment() {
+    if !landlock_usable() {
+        return;
+    }
+    // A plan that reads the whole host, /proc included: the ptrace rules
+    // must hold on their own (as root, CAP_SYS_PTRACE would bypass them).
+    let parent = std::process::id();
+    let script = format!(
+        "while read line; do case $line in CapEff*|CapPrm*|CapBnd*|CapAmb*) echo $line;; esac; done < /proc/$$/status; \
+         cat /proc/{parent}/environ && echo READ-ENVIRON; cat /proc/{parent}/maps && echo READ-MAPS; true"
+    );
+    let output = Command::new(HELPER)
+        .args([
+            "supervise",
+            "--read",
+            "/",
+            "--network",
+            "none",
+            "--",
+            "/bin/sh",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    for set in ["CapEff", "CapPrm", "CapBnd", "CapAmb"] {
+        assert!(
+            stdout.contains(&format!("{set}: 0000000000000000")),
+            "{set}: {stdout} {stderr}"
+        );
+    }
+    assert!(
+        !stdout.contains("READ-ENVIRON") && !stdout.contains("READ-MAPS"),
+        "{stdout}"
+    );
+}
