@@ -396,3 +396,42 @@ fn the_child_holds_no_capability_and_cannot_read_host_process_memory_maps_or_env
         "{stdout}"
     );
 }
+
+#[test]
+fn host_pathname_unix_sockets_are_unreachable_under_inherit_with_an_isolated_root() {
+    if !landlock_usable() || !Path::new("/usr/bin/python3").exists() {
+        return;
+    }
+    let s = sandbox();
+    let socket = s.work.parent().unwrap().join("host.sock");
+    let _listener = UnixListener::bind(&socket).unwrap();
+    let attempt = connect_script(&format!(
+        "u = socket.socket(socket.AF_UNIX); u.connect({:?})",
+        socket.display().to_string()
+    ));
+    let isolated = run(
+        &s,
+        RootMode::Isolated,
+        false,
+        false,
+        &["/usr/bin/python3", "-c", &attempt],
+    );
+    assert!(
+        text(&isolated).0.starts_with("refused"),
+        "{:?}",
+        text(&isolated)
+    );
+    // With the host's root readable, as in Bubblewrap, the socket is reachable.
+    let read_only = run(
+        &s,
+        RootMode::ReadOnly,
+        false,
+        false,
+        &["/usr/bin/python3", "-c", &attempt],
+    );
+    assert!(
+        text(&read_only).0.starts_with("connected"),
+        "{:?}",
+        text(&read_only)
+    );
+}

@@ -31,7 +31,11 @@
 //! - network `:none`: every TCP bind and connect denied (ABI 4), and the
 //!   seccomp filter refuses `socket` for every family (Unix included: below
 //!   ABI 9 Landlock does not mediate `connect` to a pathname socket);
-//!   `socketpair` stays.
+//!   `socketpair` stays. Under `:inherit` with an `:isolated` root,
+//!   `socket(AF_UNIX)` is refused too: the host's pathname sockets
+//!   (`/run/docker.sock`) are outside Bubblewrap's empty root and must be
+//!   outside this one. Under `:inherit` with a `:read_only` or `:read_write`
+//!   root they are reachable, as in Bubblewrap.
 //! - the seccomp filter of the Bubblewrap backend (set-id, chown, xattr,
 //!   keyring, io_uring rules; `allow_subprocesses: false`).
 
@@ -103,6 +107,9 @@ pub struct Plan {
     /// Network `:none` (TCP denied, `socket` refused); false is `:inherit`.
     pub network_none: bool,
     pub deny_subprocesses: bool,
+    /// `socket(AF_UNIX)` refused even under `:inherit` (root `:isolated`:
+    /// Landlock below ABI 9 cannot keep the host's pathname sockets out).
+    pub deny_unix_sockets: bool,
     /// Grant the child's own `/proc/<pid>` (read).
     pub own_proc: bool,
 }
@@ -198,6 +205,7 @@ pub fn plan(
         rules,
         network_none,
         deny_subprocesses,
+        deny_unix_sockets: root == RootMode::Isolated,
         own_proc: true,
     })
 }
@@ -220,6 +228,9 @@ impl Plan {
         if self.deny_subprocesses {
             args.push("--deny-subprocesses".into());
         }
+        if self.deny_unix_sockets {
+            args.push("--deny-unix-sockets".into());
+        }
         if self.own_proc {
             args.push("--own-proc".into());
         }
@@ -233,6 +244,7 @@ impl Plan {
             rules: Vec::new(),
             network_none: true,
             deny_subprocesses: false,
+            deny_unix_sockets: false,
             own_proc: false,
         };
         let mut rest = args.iter();
@@ -254,6 +266,10 @@ impl Plan {
                 }
                 "--own-proc" => {
                     plan.own_proc = true;
+                    continue;
+                }
+                "--deny-unix-sockets" => {
+                    plan.deny_unix_sockets = true;
                     continue;
                 }
                 "--network" => {
@@ -326,6 +342,8 @@ pub fn restrict(plan: &Plan) -> Result<()> {
     let mut filter = seccomp::Filter::for_launch(plan.deny_subprocesses, None, None);
     if plan.network_none {
         filter = filter.with_sockets_denied();
+    } else if plan.deny_unix_sockets {
+        filter = filter.with_unix_sockets_denied();
     }
     seccomp::install(&filter)
 }

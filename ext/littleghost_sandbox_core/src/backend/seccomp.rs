@@ -105,6 +105,11 @@ pub struct Filter {
     /// because Landlock below ABI 9 does not mediate `connect` to a pathname
     /// Unix socket. `socketpair` stays allowed.
     pub deny_sockets: bool,
+    /// `socket(AF_UNIX, ...)` fails with EPERM (other families are allowed):
+    /// the Landlock backend under `:isolated` with network `:inherit`, so the
+    /// host's pathname sockets (say `/run/docker.sock`) stay out of reach as
+    /// they do in Bubblewrap's empty root.
+    pub deny_unix_sockets: bool,
 }
 
 impl Filter {
@@ -117,6 +122,15 @@ impl Filter {
             uid: uid.unwrap_or_else(|| rustix::process::getuid().as_raw()),
             gid: gid.unwrap_or_else(|| rustix::process::getgid().as_raw()),
             deny_sockets: false,
+            deny_unix_sockets: false,
+        }
+    }
+
+    /// The same filter, also refusing `socket` for `AF_UNIX`.
+    pub fn with_unix_sockets_denied(self) -> Filter {
+        Filter {
+            deny_unix_sockets: true,
+            ..self
         }
     }
 
@@ -155,6 +169,7 @@ const OFFSET_NR: u32 = 0;
 const OFFSET_ARCH: u32 = 4;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 const CLONE_THREAD: u32 = 0x0001_0000;
+const AF_UNIX: u32 = 1;
 const EPERM: u32 = 1;
 const ENOSYS: u32 = 38;
 const EOPNOTSUPP: u32 = 95;
@@ -222,6 +237,8 @@ enum Check {
     Owner { uid: u8, gid: u8 },
     /// Allowed only with CLONE_THREAD in the flags.
     ThreadOnly { flags: u8 },
+    /// EPERM when the argument (a socket domain) is `AF_UNIX`.
+    UnixDomain { domain: u8 },
 }
 
 /// The syscall numbers of one architecture; None where it has no such call.
@@ -357,6 +374,8 @@ fn rules(arch: Arch, filter: &Filter) -> Vec<(u32, Check)> {
     }
     if filter.deny_sockets {
         rules.push((Some(t.socket), Check::Always(EPERM)));
+    } else if filter.deny_unix_sockets {
+        rules.push((Some(t.socket), Check::UnixDomain { domain: 0 }));
     }
     rules
         .into_iter()
@@ -426,6 +445,10 @@ fn rule_steps(steps: &mut Vec<Step>, labels: &mut usize, nr: u32, check: Check, 
         Check::ThreadOnly { flags } => {
             steps.push(Step::Load(arg_low(flags)));
             steps.push(jump(BPF_JMP_JSET_K, CLONE_THREAD, To::Allow, To::Deny));
+        }
+        Check::UnixDomain { domain } => {
+            steps.push(Step::Load(arg_low(domain)));
+            steps.push(jump(BPF_JMP_JEQ_K, AF_UNIX, To::Deny, To::Allow));
         }
     }
     steps.push(Step::Label(other));

@@ -105,20 +105,23 @@ fn relative_paths_are_refused() {
 
 #[test]
 fn args_round_trip() {
-    let plan = plan(
-        RootMode::ReadWrite,
-        &[grant("/w/src", false)],
-        &[],
-        Path::new("/tmp/t"),
-        true,
-        true,
-    )
-    .unwrap();
-    let mut args = plan.to_args();
-    args.extend(["--".to_string(), "/bin/true".to_string()]);
-    let (back, command) = Plan::from_args(&args).unwrap();
-    assert_eq!(back, plan);
-    assert_eq!(command, vec!["/bin/true".to_string()]);
+    for root in [RootMode::ReadWrite, RootMode::Isolated] {
+        let plan = plan(
+            root,
+            &[grant("/w/src", false)],
+            &[],
+            Path::new("/tmp/t"),
+            false,
+            true,
+        )
+        .unwrap();
+        assert_eq!(plan.deny_unix_sockets, root == RootMode::Isolated);
+        let mut args = plan.to_args();
+        args.extend(["--".to_string(), "/bin/true".to_string()]);
+        let (back, command) = Plan::from_args(&args).unwrap();
+        assert_eq!(back, plan);
+        assert_eq!(command, vec!["/bin/true".to_string()]);
+    }
     assert!(Plan::from_args(&["--read".into(), "rel".into(), "--".into(), "x".into()]).is_err());
     assert!(Plan::from_args(&["--network".into(), "none".into(), "--".into()]).is_err());
     assert!(Plan::from_args(&["--read".into(), "/x".into()]).is_err());
