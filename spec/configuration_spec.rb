@@ -143,7 +143,7 @@ RSpec.describe "LittleGhost configuration layer" do
       expect(LittleGhost::Sandbox.build(:unrestricted, workspace: workspace))
         .to be_an_instance_of(LittleGhost::Sandboxes::Unrestricted)
       expect { LittleGhost::Sandbox.build(:no_such_backend, workspace: workspace) }
-        .to raise_error(LittleGhost::DependencyError, /\Asandbox provider :no_such_backend is not available; it is not a registered sandbox provider \(registered: .*:bubblewrap, :native, .*:seatbelt, :unrestricted.*\)\z/)
+        .to raise_error(LittleGhost::DependencyError, /\Asandbox provider :no_such_backend is not available; it is not a registered sandbox provider \(registered: .*:bubblewrap, :landlock, :native, .*:seatbelt, :unrestricted.*\)\z/)
     end
 
     it "merges the common keys over :policy and passes the rest to the class" do

@@ -13,6 +13,7 @@ RSpec.describe "API documentation (rdoc and ri)" do
   # Rust-side helpers with no public methods, and the test-only hooks of `rake compile`.
   internal = %w[
     LittleGhost::Sandbox::Scope::State
+    LittleGhost::Sandboxes::Landlock::State
     LittleGhost::Workspace::Identities
     LittleGhost::Sandbox::TestHooks
     LittleGhost::Sandbox::ProcessOwner

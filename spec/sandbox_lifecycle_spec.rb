@@ -49,6 +49,9 @@ RSpec.describe "sandbox lifecycle" do
       list << [:bubblewrap, -> { LittleGhost::Sandboxes::Bubblewrap.new(workspace: workspace, policy: {files: {root: :read_write}}) }]
       list << [:native, -> { LittleGhost::Sandboxes::Native.new(workspace: workspace, policy: {files: {root: :read_write}}) }]
     end
+    if LittleGhost::Sandboxes::Landlock.probe[:available]
+      list << [:landlock, -> { LittleGhost::Sandboxes::Landlock.new(workspace: workspace, policy: {files: {root: :read_write}}) }]
+    end
     list
   end
 

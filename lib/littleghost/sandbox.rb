@@ -11,6 +11,7 @@ module LittleGhost
   class Sandbox
     register_provider(:unrestricted, Sandboxes::Unrestricted)
     register_provider(:bubblewrap, Sandboxes::Bubblewrap)
+    register_provider(:landlock, Sandboxes::Landlock)
     register_provider(:seatbelt, Sandboxes::Seatbelt)
     register_provider(:native, Sandboxes::Native)
   end

@@ -9,13 +9,19 @@
 
 use std::process::ExitCode;
 
+#[cfg(target_os = "linux")]
 mod relay;
+#[cfg(target_os = "linux")]
+mod supervise;
 
 /// A mode's entry point: its arguments after the mode name, its exit status.
 type Mode = fn(Vec<String>) -> ExitCode;
 
 /// Modes, by name; an unknown mode is a usage error.
-const MODES: &[(&str, Mode)] = &[("relay", relay::main)];
+#[cfg(target_os = "linux")]
+const MODES: &[(&str, Mode)] = &[("relay", relay::main), ("supervise", supervise::main)];
+#[cfg(not(target_os = "linux"))]
+const MODES: &[(&str, Mode)] = &[];
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -26,7 +32,11 @@ fn main() -> ExitCode {
             let names: Vec<&str> = MODES.iter().map(|(name, _)| *name).collect();
             eprintln!(
                 "littleghost-sandbox-helper: unknown mode {mode:?} (modes: {})",
-                if names.is_empty() { "none".into() } else { names.join(", ") }
+                if names.is_empty() {
+                    "none".into()
+                } else {
+                    names.join(", ")
+                }
             );
             ExitCode::from(2)
         }

@@ -8,6 +8,11 @@ pub mod environment_policy;
 pub mod errors;
 pub mod execution;
 pub mod gateway;
+#[cfg(target_os = "linux")]
+pub mod landlock;
+#[cfg(not(target_os = "linux"))]
+#[path = "landlock_unsupported.rs"]
+pub mod landlock;
 pub mod limits;
 pub mod mount;
 pub mod native;
@@ -46,6 +51,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     scope::init(ruby, sandbox)?;
     unrestricted::init(ruby, little_ghost)?;
     bubblewrap::init(ruby, little_ghost)?;
+    landlock::init(ruby, little_ghost)?;
     seatbelt::init(ruby, little_ghost)?;
     native::init(ruby, little_ghost)?;
     gateway::init(ruby, little_ghost)?;

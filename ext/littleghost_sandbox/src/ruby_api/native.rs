@@ -1,15 +1,17 @@
-//! `LittleGhost::Sandboxes::Native` (SPEC §22): the platform's isolated
-//! backend (Seatbelt on macOS, Bubblewrap on Linux), chosen at construction
-//! and delegated to. It never falls back to Unrestricted.
+//! `LittleGhost::Sandboxes::Native` (SPEC §22, LL.2): the platform's isolated
+//! backend (Seatbelt on macOS; on Linux Bubblewrap, else Landlock), chosen at
+//! construction and delegated to. It never falls back to Unrestricted.
 
 use magnus::{function, method, prelude::*, Error, RHash, RModule, RObject, Ruby, Value};
 
-use crate::helpers::args::{call_with, keywords_only, split_args};
+use crate::helpers::args::{call_with, keywords_only, kwargs, split_args};
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::probe;
 use crate::ruby_api::bubblewrap::platform_or_host;
 use crate::ruby_api::capabilities;
+use crate::ruby_api::landlock;
+use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -34,40 +36,144 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-/// The backend class for `platform`, or None where there is no native sandbox.
-fn platform_backend(ruby: &Ruby, platform: &str) -> Result<Option<Value>, Error> {
-    let name = if platform.contains("darwin") {
-        "LittleGhost::Sandboxes::Seatbelt"
-    } else if platform.contains("linux") {
-        "LittleGhost::Sandboxes::Bubblewrap"
-    } else {
-        return Ok(None);
+/// Options only Bubblewrap understands. A caller who gives one configured
+/// Bubblewrap, so Native never falls back to Landlock (whose sandbox would
+/// ignore them) and reports Bubblewrap's own failure instead.
+const BUBBLEWRAP_OPTIONS: [&str; 11] = [
+    "bubblewrap",
+    "executable",
+    "proc",
+    "tmpfs",
+    "masks",
+    "uid",
+    "gid",
+    "tmpfs_size",
+    "relay",
+    "gateway_options",
+    "command_wrapper",
+];
+
+fn bubblewrap_configured(ruby: &Ruby, options: RHash) -> Result<bool, Error> {
+    for name in BUBBLEWRAP_OPTIONS {
+        if options.get(ruby.to_symbol(name)).is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// What Native runs on Linux (SPEC LL.2), with Bubblewrap's probe Hash.
+struct LinuxChoice {
+    choice: Result<NativeChoice, String>,
+    bubblewrap_probe: RHash,
+}
+
+/// Probes Bubblewrap (with the caller's options) and, when needed, Landlock.
+fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoice, Error> {
+    let class = constants::class(ruby, "LittleGhost::Sandboxes::Bubblewrap")?;
+    let bubblewrap_probe: RHash =
+        RHash::try_convert(call_with(class.as_value(), "probe", &[], options)?)?;
+    let available = |hash: RHash| -> Result<Result<(), String>, Error> {
+        if hash
+            .aref::<_, Value>(ruby.to_symbol("available"))?
+            .to_bool()
+        {
+            return Ok(Ok(()));
+        }
+        let reason: Value = hash.aref(ruby.to_symbol("reason"))?;
+        Ok(Err(convert::display_string(ruby, reason)?))
     };
-    Ok(Some(constants::class(ruby, name)?.as_value()))
+    let bubblewrap = available(bubblewrap_probe)?;
+    let configured = bubblewrap_configured(ruby, options)?;
+    let landlock = match landlock::unavailable_reason(platform).1 {
+        None => Ok(()),
+        Some(reason) => Err(reason),
+    };
+    Ok(LinuxChoice {
+        choice: native_choice(bubblewrap, landlock, configured),
+        bubblewrap_probe,
+    })
 }
 
 fn unavailable(platform: &str) -> String {
     format!("native sandboxing is unavailable on {platform}")
 }
 
-/// Delegates to `Seatbelt.probe` on macOS and `Bubblewrap.probe` on Linux; unavailable elsewhere.
+/// Seatbelt's probe on macOS; on Linux Bubblewrap's, else Landlock's (with
+/// `backend:` naming the choice and `bubblewrap_reason:` why Bubblewrap was
+/// passed over), else unavailable naming both reasons; unavailable elsewhere.
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     let options: RHash = keywords_only(args)?;
     let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
     let platform = convert::display_string(ruby, platform_value)?;
-    match platform_backend(ruby, &platform)? {
-        Some(class) => {
-            options.aset(ruby.to_symbol("platform"), platform_value)?;
-            call_with(class, "probe", &[], options)
-        }
-        None => Ok(probe::result(ruby, Some(unavailable(&platform)), || {
+    options.aset(ruby.to_symbol("platform"), platform_value)?;
+    if platform.contains("darwin") {
+        let class = constants::class(ruby, "LittleGhost::Sandboxes::Seatbelt")?;
+        return call_with(class.as_value(), "probe", &[], options);
+    }
+    if !platform.contains("linux") {
+        return Ok(probe::result(ruby, Some(unavailable(&platform)), || {
             capabilities::empty(ruby)
         })?
-        .as_value()),
+        .as_value());
     }
+    let LinuxChoice {
+        choice,
+        bubblewrap_probe,
+    } = linux_choice(ruby, options, &platform)?;
+    let backend = ruby.to_symbol("backend");
+    let result = match choice {
+        Ok(NativeChoice::Bubblewrap) => {
+            bubblewrap_probe.aset(backend, ruby.to_symbol("bubblewrap"))?;
+            bubblewrap_probe
+        }
+        Ok(NativeChoice::Landlock { bubblewrap_reason }) => {
+            let class = constants::class(ruby, "LittleGhost::Sandboxes::Landlock")?;
+            let kw = kwargs(ruby, &[("platform", platform_value)])?;
+            let result = RHash::try_convert(call_with(class.as_value(), "probe", &[], kw)?)?;
+            result.aset(backend, ruby.to_symbol("landlock"))?;
+            result.aset(ruby.to_symbol("bubblewrap_reason"), bubblewrap_reason)?;
+            result
+        }
+        Err(_) if bubblewrap_configured(ruby, options)? => {
+            bubblewrap_probe.aset(backend, ruby.to_symbol("bubblewrap"))?;
+            bubblewrap_probe
+        }
+        Err(reason) => {
+            let result = probe::result(ruby, Some(reason), || capabilities::empty(ruby))?;
+            result.aset(backend, ruby.qnil())?;
+            result
+        }
+    };
+    Ok(result.as_value())
 }
 
-/// Builds the platform backend with `(workspace:, platform:, **options)`; raises UnsupportedPlatformError elsewhere.
+/// The backend class for these options: Seatbelt on macOS; on Linux
+/// Bubblewrap, else Landlock (LL.2), else DependencyError naming both
+/// reasons; UnsupportedPlatformError elsewhere.
+fn backend_class(ruby: &Ruby, options: RHash, platform: &str) -> Result<Value, Error> {
+    let name = if platform.contains("darwin") {
+        "LittleGhost::Sandboxes::Seatbelt"
+    } else if !platform.contains("linux") {
+        return Err(crate::ruby_api::errors::unsupported_platform_error(
+            ruby,
+            unavailable(platform),
+        ));
+    } else if bubblewrap_configured(ruby, options)? {
+        "LittleGhost::Sandboxes::Bubblewrap"
+    } else {
+        let probe_options = ruby.hash_new();
+        probe_options.aset(ruby.to_symbol("platform"), platform)?;
+        match linux_choice(ruby, probe_options, platform)?.choice {
+            Ok(NativeChoice::Bubblewrap) => "LittleGhost::Sandboxes::Bubblewrap",
+            Ok(NativeChoice::Landlock { .. }) => "LittleGhost::Sandboxes::Landlock",
+            Err(reason) => return Err(crate::ruby_api::errors::dependency_error(ruby, reason)),
+        }
+    };
+    Ok(constants::class(ruby, name)?.as_value())
+}
+
+/// Builds the chosen backend with `(workspace:, platform:, **options)`.
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
     let options: RHash = keywords_only(args)?;
     let Some(workspace) = options.delete::<_, Option<Value>>(ruby.to_symbol("workspace"))? else {
@@ -78,12 +184,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     };
     let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
     let platform = convert::display_string(ruby, platform_value)?;
-    let Some(class) = platform_backend(ruby, &platform)? else {
-        return Err(crate::ruby_api::errors::unsupported_platform_error(
-            ruby,
-            unavailable(&platform),
-        ));
-    };
+    let class = backend_class(ruby, options, &platform)?;
     options.aset(ruby.to_symbol("workspace"), workspace)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
     let backend = call_with(class, "new", &[], options)?;

@@ -1,6 +1,13 @@
-//! Isolation backends: what differs between Unrestricted, Bubblewrap and Seatbelt.
+//! Isolation backends: what differs between Unrestricted, Bubblewrap, Landlock and Seatbelt.
 //! Each file is one mechanism; policy arrives as plain data.
 
 pub mod bubblewrap;
+#[cfg(target_os = "linux")]
+pub mod landlock;
+pub mod native;
 pub mod seatbelt;
 pub mod seccomp;
+
+/// The lowest Landlock ABI the Landlock backend runs on (why: `landlock`'s
+/// module docs); here so Native's choice can name it on every platform.
+pub const LANDLOCK_MINIMUM_ABI: i32 = 6;

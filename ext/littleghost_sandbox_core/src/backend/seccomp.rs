@@ -100,6 +100,16 @@ pub struct Filter {
     /// -1) that `chown` may name.
     pub uid: u32,
     pub gid: u32,
+    /// Network `:none` without a network namespace (the Landlock backend):
+    /// `socket` fails with EPERM for every family, `AF_UNIX` included,
+    /// because Landlock below ABI 9 does not mediate `connect` to a pathname
+    /// Unix socket. `socketpair` stays allowed.
+    pub deny_sockets: bool,
+    /// `socket(AF_UNIX, ...)` fails with EPERM (other families are allowed):
+    /// the Landlock backend under `:isolated` with network `:inherit`, so the
+    /// host's pathname sockets (say `/run/docker.sock`) stay out of reach as
+    /// they do in Bubblewrap's empty root.
+    pub deny_unix_sockets: bool,
 }
 
 impl Filter {
@@ -111,6 +121,24 @@ impl Filter {
             deny_subprocesses,
             uid: uid.unwrap_or_else(|| rustix::process::getuid().as_raw()),
             gid: gid.unwrap_or_else(|| rustix::process::getgid().as_raw()),
+            deny_sockets: false,
+            deny_unix_sockets: false,
+        }
+    }
+
+    /// The same filter, also refusing `socket` for `AF_UNIX`.
+    pub fn with_unix_sockets_denied(self) -> Filter {
+        Filter {
+            deny_unix_sockets: true,
+            ..self
+        }
+    }
+
+    /// The same filter, also refusing `socket` (see [`Filter::deny_sockets`]).
+    pub fn with_sockets_denied(self) -> Filter {
+        Filter {
+            deny_sockets: true,
+            ..self
         }
     }
 }
@@ -141,6 +169,7 @@ const OFFSET_NR: u32 = 0;
 const OFFSET_ARCH: u32 = 4;
 const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 const CLONE_THREAD: u32 = 0x0001_0000;
+const AF_UNIX: u32 = 1;
 const EPERM: u32 = 1;
 const ENOSYS: u32 = 38;
 const EOPNOTSUPP: u32 = 95;
@@ -208,6 +237,8 @@ enum Check {
     Owner { uid: u8, gid: u8 },
     /// Allowed only with CLONE_THREAD in the flags.
     ThreadOnly { flags: u8 },
+    /// EPERM when the argument (a socket domain) is `AF_UNIX`.
+    UnixDomain { domain: u8 },
 }
 
 /// The syscall numbers of one architecture; None where it has no such call.
@@ -238,6 +269,7 @@ struct Table {
     fsetxattr: u32,
     setxattrat: u32,
     io_uring: [u32; 3],
+    socket: u32,
 }
 
 fn table(arch: Arch) -> Table {
@@ -269,6 +301,7 @@ fn table(arch: Arch) -> Table {
             fsetxattr: 190,
             setxattrat: 463,
             io_uring: [425, 426, 427],
+            socket: 41,
         },
         // The generic table (asm-generic/unistd.h): no legacy path calls.
         Arch::Aarch64 => Table {
@@ -298,6 +331,7 @@ fn table(arch: Arch) -> Table {
             fsetxattr: 7,
             setxattrat: 463,
             io_uring: [425, 426, 427],
+            socket: 198,
         },
     }
 }
@@ -337,6 +371,11 @@ fn rules(arch: Arch, filter: &Filter) -> Vec<(u32, Check)> {
         rules.push((t.vfork, Check::Always(EPERM)));
         rules.push((Some(t.clone3), Check::Always(ENOSYS)));
         rules.push((Some(t.clone), Check::ThreadOnly { flags: 0 }));
+    }
+    if filter.deny_sockets {
+        rules.push((Some(t.socket), Check::Always(EPERM)));
+    } else if filter.deny_unix_sockets {
+        rules.push((Some(t.socket), Check::UnixDomain { domain: 0 }));
     }
     rules
         .into_iter()
@@ -406,6 +445,10 @@ fn rule_steps(steps: &mut Vec<Step>, labels: &mut usize, nr: u32, check: Check, 
         Check::ThreadOnly { flags } => {
             steps.push(Step::Load(arg_low(flags)));
             steps.push(jump(BPF_JMP_JSET_K, CLONE_THREAD, To::Allow, To::Deny));
+        }
+        Check::UnixDomain { domain } => {
+            steps.push(Step::Load(arg_low(domain)));
+            steps.push(jump(BPF_JMP_JEQ_K, AF_UNIX, To::Deny, To::Allow));
         }
     }
     steps.push(Step::Label(other));
@@ -546,6 +589,50 @@ pub fn filter_fd(filter: &Filter) -> Result<OwnedFd> {
         .and_then(|_| file.seek(SeekFrom::Start(0)).map(|_| ()))
         .map_err(|_| capability("the bubblewrap sandbox cannot prepare its seccomp filter"))?;
     Ok(OwnedFd::from(file))
+}
+
+/// Installs the native filter on the calling thread (and what it execs).
+/// The caller must already have set `no_new_privs` (the Landlock backend's
+/// `restrict_self` does). Used by the helper's `supervise` mode, in the
+/// child it is about to exec, never in the Ruby process.
+#[cfg(target_os = "linux")]
+pub fn install(filter: &Filter) -> Result<()> {
+    let arch = Arch::native().ok_or_else(|| {
+        capability(format!(
+            "no seccomp filter exists for {}",
+            std::env::consts::ARCH
+        ))
+    })?;
+    let mut filters: Vec<libc::sock_filter> = program(arch, filter)
+        .iter()
+        .map(|i| libc::sock_filter {
+            code: i.code,
+            jt: i.jt,
+            jf: i.jf,
+            k: i.k,
+        })
+        .collect();
+    let fprog = libc::sock_fprog {
+        len: u16::try_from(filters.len()).expect("the seccomp program fits in u16"),
+        filter: filters.as_mut_ptr(),
+    };
+    // SAFETY: `fprog` points at `filters`, which outlives the call; the
+    // kernel copies the program and keeps no pointer into our memory.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &fprog as *const libc::sock_fprog,
+        )
+    };
+    if result != 0 {
+        return Err(capability(format!(
+            "cannot install the seccomp filter: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,8 +6,10 @@
 
 module LittleGhost
   module Sandboxes
-    # Provider <tt>:native</tt>: the platform's isolated backend, Bubblewrap on Linux and Seatbelt on macOS, to
-    # which every operation is delegated. It never falls back to Unrestricted: on another platform it raises, and
+    # Provider <tt>:native</tt>: the platform's isolated backend, to which every operation is delegated: Seatbelt on
+    # macOS; on Linux Bubblewrap when its probe passes, else Landlock (user namespaces blocked), else
+    # LittleGhost::DependencyError naming both reasons. Given a Bubblewrap-only option (+bubblewrap+, +proc+,
+    # +tmpfs+, +masks+, +uid+, +gid+, ...), it stays with Bubblewrap. It never falls back to Unrestricted: on another platform it raises, and
     # where the backend cannot start, #open raises its LittleGhost::DependencyError. Options are the backend's.
     #
     #   sandbox = LittleGhost::Sandbox.build({provider: "native", files: {root: :read_write}}, workspace: workspace)
@@ -21,8 +23,9 @@ module LittleGhost
       # Builds the platform's backend with <tt>(workspace:, platform:, **options)</tt>; +policy+ and +limits+ come
       # from it.
       #
-      # Raises LittleGhost::UnsupportedPlatformError "native sandboxing is unavailable on PLATFORM", and whatever the
-      # backend's constructor raises.
+      # Raises LittleGhost::UnsupportedPlatformError "native sandboxing is unavailable on PLATFORM",
+      # LittleGhost::DependencyError on Linux when neither Bubblewrap nor Landlock can run (both reasons and the
+      # fix), and whatever the backend's constructor raises.
       #
       #   LittleGhost::Sandboxes::Native.new(workspace: workspace, policy: {network: :none}, tmpfs_size: 64 << 20)
 
@@ -31,7 +34,9 @@ module LittleGhost
       # :call-seq:
       #   probe(platform: RUBY_PLATFORM, **options) -> {available:, reason:, capabilities:}
       #
-      # The probe of the platform's backend, or unavailable with "native sandboxing is unavailable on PLATFORM".
+      # The probe of the platform's backend, or unavailable with "native sandboxing is unavailable on PLATFORM". On
+      # Linux it also says which backend Native would use (<tt>backend: :bubblewrap</tt> or <tt>:landlock</tt>) and,
+      # when it falls back, why Bubblewrap was passed over (+bubblewrap_reason+).
       #
       #   LittleGhost::Sandboxes::Native.probe(platform: "x86_64-freebsd")[:reason]
       #   # => "native sandboxing is unavailable on x86_64-freebsd"
@@ -39,7 +44,7 @@ module LittleGhost
       ##
       # :method: backend
       # :call-seq:
-      #   backend -> Bubblewrap or Seatbelt
+      #   backend -> Bubblewrap, Landlock or Seatbelt
       #
       # The backend every operation is delegated to.
       #

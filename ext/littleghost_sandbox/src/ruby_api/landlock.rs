@@ -1,0 +1,460 @@
+//! `LittleGhost::Sandboxes::Landlock` (SPEC LL.1): Landlock + seccomp for
+//! hosts where user namespaces are blocked. The rules, the carving of nested
+//! grants, the probe and Native's choice live in the core
+//! (`backend::landlock`); the restriction is applied by the helper's
+//! `supervise` mode to the child only. This file reads Ruby state, keeps the
+//! backend's own state (opened, private TMPDIR) in a Rust object, and
+//! launches through the shared process runner and sessions.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::backend::landlock as ll;
+use littleghost_sandbox_core::grants::{Access, Grant};
+use littleghost_sandbox_core::helper;
+use magnus::{
+    function, method, prelude::*, typed_data::Obj, Error, RArray, RHash, RModule, RObject, Ruby,
+    Symbol, Value,
+};
+
+use crate::helpers::args::{command_call, keywords, keywords_only};
+use crate::helpers::constants;
+use crate::helpers::convert;
+use crate::helpers::probe;
+use crate::helpers::scoped_files;
+use crate::helpers::value_object as vo;
+use crate::ruby_api::bubblewrap::{
+    self as bwrb, frozen_strings, launch_cwd, launch_network, platform_or_host, policy_grants,
+    validated_scope, HostCommand,
+};
+use crate::ruby_api::{capabilities, errors, mount, ownership, process_runner, sandbox};
+
+/// The backend's own state, held by the sandbox in `@__landlock`.
+#[magnus::wrap(
+    class = "LittleGhost::Sandboxes::Landlock::State",
+    free_immediately,
+    size
+)]
+struct State(Mutex<Inner>);
+
+struct Inner {
+    platform: String,
+    runtime_roots: Vec<PathBuf>,
+    /// The private TMPDIR while open.
+    tmpdir: Option<PathBuf>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(tmpdir) = self.tmpdir.take() {
+            let _ = std::fs::remove_dir_all(tmpdir);
+        }
+    }
+}
+
+pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
+    let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
+    let class =
+        sandboxes.define_class("Landlock", constants::class(ruby, "LittleGhost::Sandbox")?)?;
+    let state = class.define_class("State", ruby.class_object())?;
+    state.undef_default_alloc_func();
+    class.const_set("MINIMUM_ABI", ll::MINIMUM_ABI)?;
+    class.const_set("RUNTIME_ROOTS", frozen_strings(ruby, &bw::RUNTIME_ROOTS))?;
+    class.const_set(
+        "COMPATIBILITY_ROOTS",
+        frozen_strings(ruby, &ll::COMPATIBILITY_ROOTS),
+    )?;
+    class.const_set("STARTUP_FILES", frozen_strings(ruby, &ll::STARTUP_FILES))?;
+    class.const_set("DEVICES", frozen_strings(ruby, &ll::DEVICES))?;
+    class.define_singleton_method("probe", function!(probe, -1))?;
+    class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
+    class.define_method("initialize", method!(initialize, -1))?;
+    class.define_method("effective_policy", method!(bwrb::effective_policy, 0))?;
+    class.define_method("capabilities", method!(capabilities_of, 0))?;
+    class.define_method("writable?", method!(bwrb::writable, 0))?;
+    class.define_method("open", method!(open, -1))?;
+    class.define_method("close", method!(close, 0))?;
+    class.define_method("tmpdir", method!(tmpdir, 0))?;
+    scoped_files::define(class)?;
+    class.define_method("execute_program", method!(execute_program, -1))?;
+    class.define_method("start_program", method!(start_program, -1))?;
+    Ok(())
+}
+
+fn state(rb_self: RObject) -> Result<Obj<State>, Error> {
+    rb_self.ivar_get("@__landlock")
+}
+
+// ---------------------------------------------------------------------------
+// Probe and capabilities.
+
+const FEATURES: [&str; 8] = [
+    "filesystem_read",
+    "filesystem_list",
+    "filesystem_write",
+    "filesystem_replace",
+    "process_execute",
+    "process_spawn",
+    // The helper's subreaper supervisor kills every descendant when the
+    // command ends, and on TERM.
+    "process_tree_ownership",
+    "process_spawn_denial",
+];
+
+const NETWORK_MODES: [&str; 2] = ["inherit", "none"];
+
+fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
+    capabilities::build(ruby, &FEATURES, &NETWORK_MODES, "landlock")
+}
+
+/// Why this host cannot run the backend, if it cannot.
+pub(crate) fn unavailable_reason(platform: &str) -> (Option<i32>, Option<String>) {
+    if !platform.contains("linux") {
+        return (None, Some("Landlock is supported only on Linux".into()));
+    }
+    if helper::path().is_none() {
+        return (None, Some(helper::missing_reason()));
+    }
+    let found = ll::probe();
+    (found.abi, found.unavailable)
+}
+
+/// `{available:, reason:, capabilities:, abi:}`: the kernel's Landlock ABI (nil without Landlock).
+fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
+    let options = keywords_only(args)?;
+    let values = keywords(ruby, options, &[], &["platform"])?;
+    let platform = convert::display_string(ruby, platform_or_host(ruby, values[0])?)?;
+    let (abi, unavailable) = unavailable_reason(&platform);
+    let result = probe::result(ruby, unavailable, || backend_capabilities(ruby))?;
+    result.aset(ruby.to_symbol("abi"), abi)?;
+    Ok(result)
+}
+
+fn capabilities_of(ruby: &Ruby, _rb_self: RObject) -> Result<Value, Error> {
+    backend_capabilities(ruby)
+}
+
+// ---------------------------------------------------------------------------
+// Construction and lifecycle.
+
+const OPTIONS: [&str; 5] = ["policy", "profiles", "limits", "platform", "runtime_roots"];
+
+/// Records the options; refuses `:allowlist` (a port-only TCP rule cannot confine destinations).
+fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+    let options = keywords_only(args)?;
+    let values = keywords(ruby, options, &["workspace"], &OPTIONS)?;
+    let get = |index: usize| values[index + 1].filter(|v| !v.is_nil());
+    sandbox::assign(ruby, rb_self, values[0].unwrap(), get(0), get(1), get(2))?;
+    let platform = platform_or_host(ruby, get(3))?;
+    rb_self.ivar_set("@platform", platform)?;
+    let roots = get(4).unwrap_or_else(|| frozen_strings(ruby, &bw::RUNTIME_ROOTS).as_value());
+    let mut runtime_roots = Vec::new();
+    for root in RArray::try_convert(vo::kernel(ruby, "Array", roots)?)?.into_iter() {
+        let root = vo::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
+        runtime_roots.push(convert::string_path(root.as_value())?);
+    }
+    let requested: Value = rb_self.ivar_get("@policy")?;
+    let effective = bwrb::policy_with_network_default(ruby, requested)?;
+    let network: Value = effective.funcall("network", ())?;
+    if network.funcall::<_, _, Value>("allowlist?", ())?.to_bool() {
+        return Err(errors::capability_error(
+            ruby,
+            "the landlock sandbox cannot enforce network mode :allowlist: Landlock confines TCP by port only, not by destination",
+        ));
+    }
+    rb_self.ivar_set("@effective_policy", effective)?;
+    let inner = Inner {
+        platform: convert::display_string(ruby, platform)?,
+        runtime_roots,
+        tmpdir: None,
+    };
+    rb_self.ivar_set("@__landlock", ruby.obj_wrap(State(Mutex::new(inner))))?;
+    Ok(())
+}
+
+/// Checks the platform, the helper, the kernel and that every grant can be
+/// enforced exactly; creates the private TMPDIR. Idempotent. With a block,
+/// yields self, always closes and returns the block's value (H.4).
+fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let options = keywords_only(args)?;
+    keywords(ruby, options, &[], &["run"])?;
+    open_steps(ruby, rb_self)?;
+    ownership::yield_and_close(ruby, rb_self.as_value())
+}
+
+fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+    let state = state(rb_self)?;
+    let mut inner = state.0.lock().unwrap();
+    if inner.tmpdir.is_some() {
+        return Ok(());
+    }
+    if !inner.platform.contains("linux") {
+        return Err(errors::unsupported_platform_error(
+            ruby,
+            "Landlock sandboxing is supported only on Linux",
+        ));
+    }
+    if let (_, Some(reason)) = unavailable_reason(&inner.platform) {
+        return Err(errors::dependency_error(ruby, reason));
+    }
+    let grants = policy_grants(ruby, rb_self.as_value())?;
+    for grant in &grants {
+        if !grant.source.is_dir() {
+            return Err(errors::policy_error(
+                ruby,
+                "sandbox mount source is not a directory",
+            ));
+        }
+    }
+    let tmpdir = errors::core_result(ruby, ll::private_tmpdir())?;
+    // A dry run of the carving: a grant it cannot express is refused now.
+    let checked = launch_plan(
+        ruby,
+        rb_self,
+        &inner.runtime_roots,
+        &tmpdir,
+        &grants,
+        true,
+        false,
+    )
+    .and_then(|plan| errors::core_result(ruby, ll::expand(&plan.rules)).map(|_| ()));
+    if let Err(error) = checked {
+        let _ = std::fs::remove_dir_all(&tmpdir);
+        return Err(error);
+    }
+    inner.tmpdir = Some(tmpdir);
+    Ok(())
+}
+
+/// Terminates every program and session the sandbox or its scopes started
+/// (H.4), removes the private TMPDIR and marks the sandbox unopened; idempotent.
+fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+    ownership::terminate_children(ruby, rb_self)?;
+    let state = state(rb_self)?;
+    let mut inner = state.0.lock().unwrap();
+    if let Some(tmpdir) = inner.tmpdir.take() {
+        let _ = std::fs::remove_dir_all(tmpdir);
+    }
+    Ok(())
+}
+
+/// The private TMPDIR while open, else nil.
+fn tmpdir(ruby: &Ruby, rb_self: RObject) -> Result<Option<Value>, Error> {
+    let state = state(rb_self)?;
+    let inner = state.0.lock().unwrap();
+    Ok(inner
+        .tmpdir
+        .as_ref()
+        .map(|t| convert::path_to_ruby(ruby, t).as_value()))
+}
+
+// ---------------------------------------------------------------------------
+// Launching.
+
+/// The plan of one launch. A grant shown at another path than its source
+/// cannot be expressed without a mount namespace: CapabilityError.
+fn launch_plan(
+    ruby: &Ruby,
+    rb_self: RObject,
+    runtime_roots: &[PathBuf],
+    tmpdir: &std::path::Path,
+    grants: &[Grant],
+    network_none: bool,
+    deny_subprocesses: bool,
+) -> Result<ll::Plan, Error> {
+    let mut planned = Vec::with_capacity(grants.len());
+    for grant in grants {
+        if grant.source != grant.target {
+            return Err(errors::capability_error(
+                ruby,
+                format!(
+                    "the landlock sandbox cannot show {} at {}: it has no mount namespace",
+                    grant.source.display(),
+                    grant.target.display()
+                ),
+            ));
+        }
+        planned.push(ll::Grant {
+            path: grant.source.clone(),
+            writable: grant.access == Access::ReadWrite,
+        });
+    }
+    let policy: Value = rb_self.funcall("effective_policy", ())?;
+    let root: Symbol = policy.funcall("root_filesystem", ())?;
+    let root = match root.name()?.as_ref() {
+        "isolated" => ll::RootMode::Isolated,
+        "read_only" => ll::RootMode::ReadOnly,
+        "read_write" => ll::RootMode::ReadWrite,
+        _ => return Err(errors::policy_error(ruby, "unsupported root_filesystem")),
+    };
+    errors::core_result(
+        ruby,
+        ll::plan(
+            root,
+            &planned,
+            runtime_roots,
+            tmpdir,
+            network_none,
+            deny_subprocesses,
+        ),
+    )
+}
+
+/// Validates the launch and builds `[helper, "supervise", *plan, "--", *command]`.
+#[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through
+fn wrap_command(
+    ruby: &Ruby,
+    rb_self: RObject,
+    command: Value,
+    scope: Option<Value>,
+    cwd: Option<Value>,
+    environment: Option<Value>,
+    inherit: Option<Value>,
+    allow_subprocesses: bool,
+) -> Result<HostCommand, Error> {
+    let argv = convert::argv(ruby, command)?;
+    let _: Value = rb_self.funcall("open", ())?;
+    let scope = validated_scope(scope)?;
+    let grants = match scope {
+        None => policy_grants(ruby, rb_self.as_value())?,
+        Some(scope) => RArray::try_convert(scope.funcall("process_grants", ())?)?
+            .into_iter()
+            .map(|m| mount::grant_from_ruby(ruby, m))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let network_none = match launch_network(ruby, rb_self.as_value(), scope)? {
+        bw::NetworkMode::None => true,
+        bw::NetworkMode::Inherit => false,
+        bw::NetworkMode::Allowlist => {
+            return Err(errors::capability_error(
+                ruby,
+                "the landlock sandbox cannot enforce network mode :allowlist",
+            ))
+        }
+    };
+    let state = state(rb_self)?;
+    let (runtime_roots, tmpdir) = {
+        let inner = state.0.lock().unwrap();
+        let tmpdir = inner.tmpdir.clone().ok_or_else(|| {
+            errors::tool_error(ruby, "the landlock sandbox was closed during the launch")
+        })?;
+        (inner.runtime_roots.clone(), tmpdir)
+    };
+    let plan = launch_plan(
+        ruby,
+        rb_self,
+        &runtime_roots,
+        &tmpdir,
+        &grants,
+        network_none,
+        !allow_subprocesses,
+    )?;
+    let directory = launch_cwd(ruby, rb_self.as_value(), cwd)?;
+    if !ll::cwd_allowed(&plan, &directory) {
+        return Err(errors::policy_error(
+            ruby,
+            "sandbox working directory is outside the selected scope",
+        ));
+    }
+    if !directory.is_dir() {
+        return Err(errors::tool_error(
+            ruby,
+            "Working directory is not available",
+        ));
+    }
+    let mut merged = sandbox::child_environment(ruby, rb_self.as_value(), environment)?;
+    let tmp_text = convert::path_text(ruby, &tmpdir, "TMPDIR")?;
+    merged.retain(|(name, _)| name != "TMPDIR");
+    merged.push(("TMPDIR".into(), tmp_text));
+    let helper_path =
+        helper::path().ok_or_else(|| errors::dependency_error(ruby, helper::missing_reason()))?;
+    let mut full = vec![
+        convert::path_text(ruby, &helper_path, "helper path")?,
+        "supervise".into(),
+    ];
+    full.extend(plan.to_args());
+    full.push("--".into());
+    full.extend(argv);
+    Ok(HostCommand {
+        argv: full,
+        environment: merged,
+        inherit_environment: sandbox::inherits_environment(rb_self.as_value(), inherit)?,
+        chdir: Some(directory),
+        keep_fds: Vec::new(),
+        exec_argv0: None,
+    })
+}
+
+fn scope_allows_spawn(ruby: &Ruby, scope: Option<Value>) -> Result<bool, Error> {
+    match scope.filter(|v| !v.is_nil()) {
+        None => Ok(true),
+        Some(scope) => Ok(scope
+            .funcall::<_, _, Value>("supports?", (ruby.to_symbol("process_spawn"),))?
+            .to_bool()),
+    }
+}
+
+/// Runs `command` (no shell) under Landlock and returns its Execution.
+fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let (command, values) = command_call(ruby, args, &["timeout"], &bwrb::EXECUTE_KEYS)?;
+    let [timeout, context, max_output_bytes, environment, inherit, scope, cwd] = [
+        values[0], values[1], values[2], values[3], values[4], values[5], values[6],
+    ];
+    let (timeout, max_output_bytes) = bwrb::run_limits(
+        ruby,
+        rb_self,
+        timeout.unwrap(),
+        max_output_bytes.filter(|v| !v.is_nil()),
+    )?;
+    let allow = scope_allows_spawn(ruby, scope)?;
+    let host = wrap_command(
+        ruby,
+        rb_self,
+        command,
+        scope,
+        cwd,
+        environment,
+        inherit,
+        allow,
+    )?;
+    bwrb::run_host(
+        ruby,
+        rb_self,
+        host,
+        timeout,
+        context.filter(|v| !v.is_nil()),
+        max_output_bytes,
+    )
+}
+
+/// Starts `command` under Landlock as an owned ProcessSession.
+fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+    let keys = bwrb::START_KEYS;
+    let (command, values) = command_call(ruby, args, &[], &keys)?;
+    let get =
+        |name: &str| values[keys.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil());
+    let allow = get("allow_subprocesses")
+        .map(|v| v.to_bool())
+        .unwrap_or(true);
+    let scope = get("scope");
+    if allow && !scope_allows_spawn(ruby, scope)? {
+        return Err(errors::capability_error(
+            ruby,
+            "sandbox scope does not allow subprocess creation",
+        ));
+    }
+    let limits = bwrb::session_limits(ruby, rb_self, &get)?;
+    process_runner::check_context(get("context"))?;
+    let host = wrap_command(
+        ruby,
+        rb_self,
+        command,
+        scope,
+        get("cwd"),
+        get("environment"),
+        get("inherit_environment"),
+        allow,
+    )?;
+    bwrb::start_host(ruby, rb_self, host, limits)
+}

@@ -1,0 +1,40 @@
+//! `LittleGhost::Sandboxes::Landlock` where the platform has no Landlock:
+//! the class exists (the provider is registered everywhere), its probe says
+//! why it is unavailable, and building one raises UnsupportedPlatformError.
+
+use magnus::{function, method, prelude::*, Error, RHash, RModule, RObject, Ruby, Value};
+
+use crate::helpers::args::keywords_only;
+use crate::helpers::constants;
+use crate::helpers::probe;
+use crate::ruby_api::{capabilities, errors};
+
+const REASON: &str = "Landlock is supported only on Linux";
+
+pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
+    let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
+    let class =
+        sandboxes.define_class("Landlock", constants::class(ruby, "LittleGhost::Sandbox")?)?;
+    class.define_singleton_method("probe", function!(probe, -1))?;
+    class.define_method("initialize", method!(initialize, -1))?;
+    Ok(())
+}
+
+/// Why this host cannot run the backend.
+pub(crate) fn unavailable_reason(_platform: &str) -> (Option<i32>, Option<String>) {
+    (None, Some(REASON.into()))
+}
+
+fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
+    keywords_only(args)?;
+    let result = probe::result(ruby, Some(REASON.into()), || capabilities::empty(ruby))?;
+    result.aset(ruby.to_symbol("abi"), ruby.qnil())?;
+    Ok(result)
+}
+
+fn initialize(ruby: &Ruby, _rb_self: RObject, _args: &[Value]) -> Result<(), Error> {
+    Err(errors::unsupported_platform_error(
+        ruby,
+        "Landlock sandboxing is supported only on Linux",
+    ))
+}

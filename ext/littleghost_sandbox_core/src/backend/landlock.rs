@@ -1,0 +1,499 @@
+//! The Landlock + seccomp backend's mechanism (SPEC LL.1): for hosts where
+//! user namespaces are blocked, so Bubblewrap cannot start.
+//!
+//! The gem turns a policy into a [`Plan`] ([`plan`]): plain data, passed to
+//! the helper executable as arguments ([`Plan::to_args`]). The helper's
+//! `supervise` mode forks, and the child calls [`restrict`] and then execs
+//! the command; the Ruby process is never restricted. [`probe`] says whether
+//! this kernel can enforce a plan.
+//!
+//! Minimum Landlock ABI: 6 (Linux 6.12). Below 6 Landlock cannot scope
+//! signals, so a child could signal the Ruby process and every other process
+//! of the same user; seccomp cannot tell whose pid `kill` names. ABI 6 also
+//! scopes abstract Unix sockets. ABI 4 (TCP bind/connect) and 3 (truncate)
+//! come with it. Rules are written against ABI 6 exactly and enforced as a
+//! hard requirement: a kernel that cannot enforce every right refuses, never
+//! runs with less.
+//!
+//! What a restricted child gets:
+//! - files: the plan's rules (see `carve` for a weaker rule nested inside a
+//!   stronger one); everything else is denied: read, write, execute, list.
+//! - `/proc`: never granted as a whole (other processes' command lines and
+//!   open descriptor numbers would be listable); the child's own
+//!   `/proc/<pid>` is (descendants do not get theirs). Landlock's ptrace hook
+//!   refuses `environ`, `maps`, `mem` and descriptor targets of any process
+//!   outside the domain, once capabilities are dropped (`CAP_SYS_PTRACE`
+//!   bypasses it: measured on Linux 6.18 as root).
+//! - capabilities: all dropped, bounding set included, `SECBIT_NOROOT`
+//!   locked, before the ruleset is applied.
+//! - signals and abstract Unix sockets: scoped to the domain (ABI 6).
+//! - ptrace: Landlock refuses tracing any process outside the domain.
+//! - network `:none`: every TCP bind and connect denied (ABI 4), and the
+//!   seccomp filter refuses `socket` for every family (Unix included: below
+//!   ABI 9 Landlock does not mediate `connect` to a pathname socket);
+//!   `socketpair` stays. Under `:inherit` with an `:isolated` root,
+//!   `socket(AF_UNIX)` is refused too: the host's pathname sockets
+//!   (`/run/docker.sock`) are outside Bubblewrap's empty root and must be
+//!   outside this one. Under `:inherit` with a `:read_only` or `:read_write`
+//!   root they are reachable, as in Bubblewrap.
+//! - the seccomp filter of the Bubblewrap backend (set-id, chown, xattr,
+//!   keyring, io_uring rules; `allow_subprocesses: false`).
+
+mod carve;
+
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    Access as _, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+};
+
+use super::seccomp;
+use crate::error::{argument, capability, policy, Result};
+
+pub use carve::expand;
+
+/// The lowest Landlock ABI this backend runs on (see the module docs).
+pub const MINIMUM_ABI: i32 = super::LANDLOCK_MINIMUM_ABI;
+/// The ABI whose rights the rules are written against.
+const ABI_USED: ABI = ABI::V6;
+
+/// What the child may do beneath one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No rule: a path carved out of a stronger rule (for example `/proc`).
+    Hidden,
+    /// Read, list and execute.
+    Read,
+    /// Read and write an existing device node (`/dev/null`): no listing.
+    Device,
+    /// Everything, including create, remove, rename and execute.
+    Write,
+}
+
+impl Access {
+    /// The Landlock rights of this access.
+    pub fn rights(self) -> BitFlags<AccessFs> {
+        match self {
+            Access::Hidden => BitFlags::empty(),
+            Access::Read => AccessFs::from_read(ABI_USED),
+            Access::Device => AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate,
+            Access::Write => AccessFs::from_all(ABI_USED),
+        }
+    }
+
+    fn flag(self) -> &'static str {
+        match self {
+            Access::Hidden => "--hide",
+            Access::Read => "--read",
+            Access::Device => "--device",
+            Access::Write => "--write",
+        }
+    }
+}
+
+/// One path and what is allowed beneath it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub path: PathBuf,
+    pub access: Access,
+}
+
+/// Everything the helper needs to restrict one child; no policy decisions
+/// are left to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    pub rules: Vec<Rule>,
+    /// Network `:none` (TCP denied, `socket` refused); false is `:inherit`.
+    pub network_none: bool,
+    pub deny_subprocesses: bool,
+    /// `socket(AF_UNIX)` refused even under `:inherit` (root `:isolated`:
+    /// Landlock below ABI 9 cannot keep the host's pathname sockets out).
+    pub deny_unix_sockets: bool,
+    /// Grant the child's own `/proc/<pid>` (read).
+    pub own_proc: bool,
+}
+
+/// The root mode of a policy's `files:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootMode {
+    Isolated,
+    ReadOnly,
+    ReadWrite,
+}
+
+/// Read-only under `:isolated` besides the runtime roots: the compatibility
+/// roots of the Bubblewrap backend (SPEC B.1).
+pub const COMPATIBILITY_ROOTS: [&str; 4] = ["/bin", "/sbin", "/lib", "/lib64"];
+/// Files a program reads to start, readable under `:isolated`: the dynamic
+/// linker's cache (without it `ld.so` probes every library directory).
+pub const STARTUP_FILES: [&str; 1] = ["/etc/ld.so.cache"];
+/// Device nodes a program needs to start, readable and writable (not
+/// listable) in every mode; Bubblewrap's `--dev` offers the same ones.
+pub const DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// A policy grant, by physical path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub path: PathBuf,
+    pub writable: bool,
+}
+
+/// The plan for one launch: the root mode's rules, the grants, the runtime
+/// roots (`:isolated` only) and the sandbox's private temporary directory
+/// (writable). Two rules for one path keep the weaker (never a wider sandbox).
+pub fn plan(
+    root: RootMode,
+    grants: &[Grant],
+    runtime_roots: &[PathBuf],
+    tmpdir: &Path,
+    network_none: bool,
+    deny_subprocesses: bool,
+) -> Result<Plan> {
+    let mut rules: Vec<Rule> = Vec::new();
+    let mut add = |path: &Path, access: Access| -> Result<()> {
+        if !path.is_absolute() {
+            return Err(policy(format!(
+                "landlock rule path must be absolute: {}",
+                path.display()
+            )));
+        }
+        match rules.iter_mut().find(|rule| rule.path == path) {
+            Some(rule) if weaker(access, rule.access) => rule.access = access,
+            Some(_) => {}
+            None => rules.push(Rule {
+                path: path.to_path_buf(),
+                access,
+            }),
+        }
+        Ok(())
+    };
+    match root {
+        RootMode::Isolated => {
+            for path in runtime_roots {
+                add(path, Access::Read)?;
+            }
+            for path in COMPATIBILITY_ROOTS.iter().chain(&STARTUP_FILES) {
+                add(Path::new(path), Access::Read)?;
+            }
+        }
+        RootMode::ReadOnly => add(Path::new("/"), Access::Read)?,
+        RootMode::ReadWrite => add(Path::new("/"), Access::Write)?,
+    }
+    if root != RootMode::Isolated {
+        add(Path::new("/proc"), Access::Hidden)?;
+    }
+    for device in DEVICES {
+        add(Path::new(device), Access::Device)?;
+    }
+    for grant in grants {
+        let access = if grant.writable {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        add(&grant.path, access)?;
+    }
+    add(tmpdir, Access::Write)?;
+    Ok(Plan {
+        rules,
+        network_none,
+        deny_subprocesses,
+        deny_unix_sockets: root == RootMode::Isolated,
+        own_proc: true,
+    })
+}
+
+/// Whether `a` grants less than `b` somewhere.
+fn weaker(a: Access, b: Access) -> bool {
+    !(b.rights() & !a.rights()).is_empty()
+}
+
+impl Plan {
+    /// The plan as the helper's arguments (before `--` and the command).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for rule in &self.rules {
+            args.push(rule.access.flag().to_string());
+            args.push(rule.path.to_string_lossy().into_owned());
+        }
+        args.push("--network".into());
+        args.push(if self.network_none { "none" } else { "inherit" }.into());
+        if self.deny_subprocesses {
+            args.push("--deny-subprocesses".into());
+        }
+        if self.deny_unix_sockets {
+            args.push("--deny-unix-sockets".into());
+        }
+        if self.own_proc {
+            args.push("--own-proc".into());
+        }
+        args
+    }
+
+    /// Parses [`Plan::to_args`] followed by `--` and the command; returns the
+    /// plan and the command (never empty).
+    pub fn from_args(args: &[String]) -> Result<(Plan, Vec<String>)> {
+        let mut plan = Plan {
+            rules: Vec::new(),
+            network_none: true,
+            deny_subprocesses: false,
+            deny_unix_sockets: false,
+            own_proc: false,
+        };
+        let mut rest = args.iter();
+        let mut network = None;
+        while let Some(arg) = rest.next() {
+            let access = match arg.as_str() {
+                "--" => {
+                    let command: Vec<String> = rest.cloned().collect();
+                    if command.is_empty() {
+                        return Err(argument("supervise: no command after --"));
+                    }
+                    plan.network_none =
+                        network.ok_or_else(|| argument("supervise: --network is required"))?;
+                    return Ok((plan, command));
+                }
+                "--deny-subprocesses" => {
+                    plan.deny_subprocesses = true;
+                    continue;
+                }
+                "--own-proc" => {
+                    plan.own_proc = true;
+                    continue;
+                }
+                "--deny-unix-sockets" => {
+                    plan.deny_unix_sockets = true;
+                    continue;
+                }
+                "--network" => {
+                    network = Some(match rest.next().map(String::as_str) {
+                        Some("none") => true,
+                        Some("inherit") => false,
+                        other => {
+                            return Err(argument(format!("supervise: bad --network {other:?}")))
+                        }
+                    });
+                    continue;
+                }
+                "--hide" => Access::Hidden,
+                "--read" => Access::Read,
+                "--device" => Access::Device,
+                "--write" => Access::Write,
+                other => return Err(argument(format!("supervise: unknown option {other:?}"))),
+            };
+            let path = rest
+                .next()
+                .ok_or_else(|| argument(format!("supervise: {arg} needs a path")))?;
+            if !Path::new(path).is_absolute() {
+                return Err(argument(format!("supervise: {arg} needs an absolute path")));
+            }
+            plan.rules.push(Rule {
+                path: PathBuf::from(path),
+                access,
+            });
+        }
+        Err(argument("supervise: missing -- before the command"))
+    }
+}
+
+/// Restricts the calling process (single-threaded, about to exec): the
+/// plan's Landlock domain with `no_new_privs`, then the seccomp filter.
+/// Anything short of full enforcement is an error, never a weaker sandbox.
+pub fn restrict(plan: &Plan) -> Result<()> {
+    drop_capabilities()?;
+    let failed = |e: landlock::RulesetError| capability(format!("landlock: {e}"));
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(ABI_USED))
+        .and_then(|r| r.scope(Scope::from_all(ABI_USED)))
+        .map_err(failed)?;
+    if plan.network_none {
+        // Handled with no port rule: every TCP bind and connect is denied.
+        ruleset = ruleset
+            .handle_access(AccessNet::from_all(ABI_USED))
+            .map_err(failed)?;
+    }
+    let mut created = ruleset.create().map_err(failed)?;
+    for beneath in expand(&plan.rules)? {
+        created = created
+            .add_rule(PathBeneath::new(beneath.fd, beneath.access))
+            .map_err(failed)?;
+    }
+    if plan.own_proc {
+        let own = carve::open_path(Path::new("/proc/self"), true)
+            .map_err(|e| capability(format!("landlock: cannot open /proc/self: {e}")))?;
+        created = created
+            .add_rule(PathBeneath::new(own, Access::Read.rights()))
+            .map_err(failed)?;
+    }
+    let status = created.restrict_self().map_err(failed)?;
+    if status.ruleset != RulesetStatus::FullyEnforced || !status.no_new_privs {
+        return Err(capability(
+            "landlock: the kernel did not fully enforce the ruleset",
+        ));
+    }
+    let mut filter = seccomp::Filter::for_launch(plan.deny_subprocesses, None, None);
+    if plan.network_none {
+        filter = filter.with_sockets_denied();
+    } else if plan.deny_unix_sockets {
+        filter = filter.with_unix_sockets_denied();
+    }
+    seccomp::install(&filter)
+}
+
+/// Drops every capability for good, so a child of a gem running as root
+/// holds no authority Landlock does not mediate (`reboot`, module loading,
+/// raw I/O, `CAP_SYS_PTRACE`, which also lets it read other processes'
+/// `/proc/<pid>/environ` and `maps` despite Landlock). Bubblewrap's
+/// `--cap-drop ALL` does the same. With `SECBIT_NOROOT` locked, executing
+/// anything as uid 0 grants nothing back; `no_new_privs` (set by
+/// `restrict_self`) covers set-user-ID and file capabilities.
+fn drop_capabilities() -> Result<()> {
+    use rustix::thread::{self as thread, CapabilitySet, CapabilitySets};
+    let failed = |what: &str, e: rustix::io::Errno| {
+        capability(format!("cannot drop capabilities ({what}): {e}"))
+    };
+    let root = rustix::process::geteuid().is_root() || rustix::process::getuid().is_root();
+    thread::clear_ambient_capability_set().map_err(|e| failed("ambient", e))?;
+    if root {
+        // SECBIT_NOROOT | _LOCKED | KEEP_CAPS_LOCKED | NO_CAP_AMBIENT_RAISE | _LOCKED.
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_SET_SECUREBITS, 0xE3, 0, 0, 0) } != 0 {
+            return Err(failed(
+                "securebits",
+                rustix::io::Errno::from_io_error(&std::io::Error::last_os_error())
+                    .unwrap_or(rustix::io::Errno::PERM),
+            ));
+        }
+        for cap in 0..64 {
+            // SAFETY: prctl with integer arguments only.
+            if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+                break; // EINVAL: past the last capability this kernel knows
+            }
+        }
+        // SAFETY: prctl with integer arguments only.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_READ, 0, 0, 0, 0) } != 0 {
+            return Err(capability(
+                "cannot drop capabilities: the bounding set kept them",
+            ));
+        }
+    }
+    let none = CapabilitySet::empty();
+    thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: none,
+            permitted: none,
+            inheritable: none,
+        },
+    )
+    .map_err(|e| failed("capset", e))?;
+    let left = thread::capabilities(None).map_err(|e| failed("capget", e))?;
+    if !(left.effective | left.permitted | left.inheritable).is_empty() {
+        return Err(capability("cannot drop capabilities: some remain"));
+    }
+    Ok(())
+}
+
+/// What [`probe`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The kernel's Landlock ABI, if Landlock is enabled.
+    pub abi: Option<i32>,
+    /// None when a plan can be enforced; else why not.
+    pub unavailable: Option<String>,
+}
+
+/// The running kernel's Landlock ABI and whether this backend can use it.
+pub fn probe() -> Probe {
+    if seccomp::Arch::native().is_none() {
+        return Probe {
+            abi: None,
+            unavailable: Some(format!(
+                "the landlock sandbox has no seccomp filter for {}",
+                std::env::consts::ARCH
+            )),
+        };
+    }
+    // SAFETY: LANDLOCK_CREATE_RULESET_VERSION with a null attribute and size
+    // 0 only returns the ABI version (or -1 with errno); nothing is written.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    if version < 0 {
+        let errno = std::io::Error::last_os_error();
+        let why = match errno.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => "Landlock is built into this kernel but not enabled (add landlock to the lsm= boot parameter)".to_string(),
+            Some(libc::ENOSYS) => "this kernel has no Landlock (Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK)".to_string(),
+            _ => format!("Landlock is unavailable: {errno}"),
+        };
+        return Probe {
+            abi: None,
+            unavailable: Some(why),
+        };
+    }
+    let abi = i32::try_from(version).unwrap_or(i32::MAX);
+    let unavailable = (abi < MINIMUM_ABI).then(|| {
+        format!(
+            "Landlock ABI {abi} is too old: the landlock sandbox needs ABI {MINIMUM_ABI} (Linux 6.12) to keep the child from signalling other processes"
+        )
+    });
+    Probe {
+        abi: Some(abi),
+        unavailable,
+    }
+}
+
+/// Creates the sandbox's private temporary directory (mode 0700) under the
+/// host's temporary directory; the child gets it as `TMPDIR`, writable.
+pub fn private_tmpdir() -> Result<PathBuf> {
+    let base = std::env::temp_dir();
+    for _ in 0..8 {
+        let mut random = [0u8; 8];
+        rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty())
+            .map_err(|e| capability(format!("landlock: no randomness for TMPDIR: {e}")))?;
+        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+        let path = base.join(format!("littleghost-landlock-{name}"));
+        match rustix::fs::mkdir(&path, rustix::fs::Mode::from_raw_mode(0o700)) {
+            Ok(()) => return Ok(path),
+            Err(rustix::io::Errno::EXIST) => continue,
+            Err(e) => {
+                return Err(capability(format!(
+                    "landlock: cannot create the private TMPDIR under {}: {e}",
+                    base.display()
+                )))
+            }
+        }
+    }
+    Err(capability("landlock: cannot create a private TMPDIR"))
+}
+
+/// Whether a launch's working directory lies beneath a rule the child can
+/// read (a grant or the private TMPDIR); else the child would start in a
+/// directory it cannot use.
+pub fn cwd_allowed(plan: &Plan, cwd: &Path) -> bool {
+    let mut best: Option<&Rule> = None;
+    for rule in &plan.rules {
+        if cwd.starts_with(&rule.path)
+            && best.is_none_or(|b| rule.path.components().count() > b.path.components().count())
+        {
+            best = Some(rule);
+        }
+    }
+    best.is_some_and(|rule| rule.access.rights().contains(AccessFs::ReadDir))
+}
+
+#[cfg(test)]
+mod tests;

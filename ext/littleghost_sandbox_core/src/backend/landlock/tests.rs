@@ -1,0 +1,180 @@
+//! Unit tests of the Landlock plan, carving, choice and probe.
+
+use super::*;
+
+fn grant(path: &str, writable: bool) -> Grant {
+    Grant {
+        path: PathBuf::from(path),
+        writable,
+    }
+}
+
+#[test]
+fn isolated_plan_names_runtime_devices_grants_and_tmpdir() {
+    let plan = plan(
+        RootMode::Isolated,
+        &[grant("/w", true), grant("/w/src", false)],
+        &[PathBuf::from("/usr")],
+        Path::new("/tmp/t"),
+        true,
+        false,
+    )
+    .unwrap();
+    let find = |p: &str| {
+        plan.rules
+            .iter()
+            .find(|r| r.path == Path::new(p))
+            .map(|r| r.access)
+    };
+    assert_eq!(find("/usr"), Some(Access::Read));
+    assert_eq!(find("/lib64"), Some(Access::Read));
+    assert_eq!(find("/etc/ld.so.cache"), Some(Access::Read));
+    assert_eq!(find("/etc"), None);
+    assert_eq!(find("/dev/null"), Some(Access::Device));
+    assert_eq!(find("/w"), Some(Access::Write));
+    assert_eq!(find("/w/src"), Some(Access::Read));
+    assert_eq!(find("/tmp/t"), Some(Access::Write));
+    assert_eq!(find("/proc"), None);
+    assert_eq!(find("/"), None);
+}
+
+#[test]
+fn read_only_root_hides_proc_and_duplicate_rules_keep_the_weaker() {
+    let plan = plan(
+        RootMode::ReadOnly,
+        &[grant("/w", true), grant("/w", false)],
+        &[],
+        Path::new("/tmp/t"),
+        false,
+        true,
+    )
+    .unwrap();
+    let find = |p: &str| {
+        plan.rules
+            .iter()
+            .find(|r| r.path == Path::new(p))
+            .map(|r| r.access)
+    };
+    assert_eq!(find("/"), Some(Access::Read));
+    assert_eq!(find("/proc"), Some(Access::Hidden));
+    assert_eq!(find("/w"), Some(Access::Read));
+}
+
+#[test]
+fn cwd_must_lie_in_a_readable_rule() {
+    let plan = plan(
+        RootMode::Isolated,
+        &[grant("/w", true)],
+        &[],
+        Path::new("/t"),
+        true,
+        false,
+    )
+    .unwrap();
+    assert!(cwd_allowed(&plan, Path::new("/w/sub")));
+    assert!(cwd_allowed(&plan, Path::new("/t")));
+    assert!(!cwd_allowed(&plan, Path::new("/home")));
+    assert!(!cwd_allowed(&plan, Path::new("/dev/null")));
+    let tmp = private_tmpdir().unwrap();
+    assert!(tmp.is_dir());
+    std::fs::remove_dir(tmp).unwrap();
+}
+
+#[test]
+fn probe_reports_this_kernel() {
+    let probe = probe();
+    if let Some(abi) = probe.abi {
+        assert_eq!(probe.unavailable.is_none(), abi >= MINIMUM_ABI);
+    } else {
+        assert!(probe.unavailable.is_some());
+    }
+}
+
+#[test]
+fn relative_paths_are_refused() {
+    let err = plan(
+        RootMode::Isolated,
+        &[grant("w", true)],
+        &[],
+        Path::new("/t"),
+        true,
+        false,
+    );
+    assert!(matches!(err, Err(crate::Error::Policy(_))));
+}
+
+#[test]
+fn args_round_trip() {
+    for root in [RootMode::ReadWrite, RootMode::Isolated] {
+        let plan = plan(
+            root,
+            &[grant("/w/src", false)],
+            &[],
+            Path::new("/tmp/t"),
+            false,
+            true,
+        )
+        .unwrap();
+        assert_eq!(plan.deny_unix_sockets, root == RootMode::Isolated);
+        let mut args = plan.to_args();
+        args.extend(["--".to_string(), "/bin/true".to_string()]);
+        let (back, command) = Plan::from_args(&args).unwrap();
+        assert_eq!(back, plan);
+        assert_eq!(command, vec!["/bin/true".to_string()]);
+    }
+    assert!(Plan::from_args(&["--read".into(), "rel".into(), "--".into(), "x".into()]).is_err());
+    assert!(Plan::from_args(&["--network".into(), "none".into(), "--".into()]).is_err());
+    assert!(Plan::from_args(&["--read".into(), "/x".into()]).is_err());
+}
+
+#[test]
+fn carving_grants_siblings_and_narrows_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for sub in ["a/src/deep", "a/other", "b"] {
+        std::fs::create_dir_all(root.join(sub)).unwrap();
+    }
+    std::fs::write(root.join("a/file"), "x").unwrap();
+    std::os::unix::fs::symlink(root.join("a/src"), root.join("a/link")).unwrap();
+    let rules = vec![
+        Rule {
+            path: root.to_path_buf(),
+            access: Access::Write,
+        },
+        Rule {
+            path: root.join("a/src"),
+            access: Access::Read,
+        },
+    ];
+    let out = expand(&rules).unwrap();
+    let described: Vec<(PathBuf, BitFlags<AccessFs>)> = out
+        .iter()
+        .map(|b| {
+            let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&b.fd));
+            (std::fs::read_link(link).unwrap(), b.access)
+        })
+        .collect();
+    let access_of = |p: PathBuf| {
+        described
+            .iter()
+            .filter(|(q, _)| *q == p)
+            .map(|(_, a)| *a)
+            .collect::<Vec<_>>()
+    };
+    let write = Access::Write.rights();
+    let read = Access::Read.rights();
+    assert_eq!(access_of(root.join("b")), vec![write]);
+    assert_eq!(access_of(root.join("a/other")), vec![write]);
+    assert_eq!(
+        access_of(root.join("a/file")),
+        vec![write & AccessFs::from_file(ABI_USED)]
+    );
+    // The directories along the path keep only what the read-only rule has.
+    assert_eq!(access_of(root.join("a")), vec![read]);
+    assert_eq!(access_of(root.to_path_buf()), vec![read]);
+    // The read-only grant's own rule, and nothing writable at or beneath it.
+    assert_eq!(access_of(root.join("a/src")), vec![read]);
+    assert!(access_of(root.join("a/src/deep")).is_empty());
+    // The symbolic link gets no rule.
+    assert!(described.iter().all(|(p, _)| !p.ends_with("link")));
+}

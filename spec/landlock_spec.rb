@@ -1,0 +1,139 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "socket"
+
+# Landlock + seccomp (SPEC LL.1): every example has the child actually
+# attempt the escape. Landlock does not need user namespaces, so these run in
+# the ordinary spec process; spec/native_landlock_spec.rb repeats the core of
+# them where user namespaces are blocked.
+RSpec.describe LittleGhost::Sandboxes::Landlock do
+  include ProcessHelpers
+
+  before do
+    skip "Landlock is unavailable here: #{described_class.probe[:reason]}" unless described_class.probe[:available]
+  end
+
+  let(:workspace) { open_workspace(paths: {source: "src", out: "out"}) }
+  let(:root) { workspace.root }
+  let(:policy) { {files: {root: :read_only, source: :read_only, out: :read_write}} }
+  let(:sandbox) { described_class.new(workspace: workspace, policy: policy) }
+
+  before do
+    next unless described_class.probe[:available]
+
+    FileUtils.mkdir_p([File.join(root, "src"), File.join(root, "out")])
+    File.write(File.join(root, "src", "code.rb"), "code")
+  end
+
+  after { sandbox.close }
+
+  def sh(script, timeout: 10)
+    sandbox.execute_program(["/bin/sh", "-c", script], timeout: timeout)
+  end
+
+  it "reports the kernel's ABI and what it enforces" do
+    probe = described_class.probe
+    expect(probe[:abi]).to be >= described_class::MINIMUM_ABI
+    expect(probe[:capabilities].isolation).to eq(:landlock)
+    expect(sandbox.capabilities.features).to include(:process_tree_ownership, :process_spawn_denial)
+    expect(sandbox.capabilities.network_modes).to eq(%i[inherit none])
+    expect(LittleGhost::Sandbox.resolve_provider(:landlock)).to eq(described_class)
+  end
+
+  it "refuses :allowlist networking" do
+    expect { described_class.new(workspace: workspace, policy: {network: {mode: :allowlist, allow: ["example.com:443"]}}) }
+      .to raise_error(LittleGhost::CapabilityError, /allowlist/)
+  end
+
+  it "refuses reads outside grants and runtime roots, and writes to read-only grants" do
+    secret = File.join(File.dirname(root), "lg-landlock-secret-#{Process.pid}")
+    File.write(secret, "secret")
+    result = sh("cat src/code.rb; cat #{secret} && echo READ-SECRET; cat /etc/hostname && echo READ-ETC; " \
+                "echo x > src/code.rb && echo WROTE-SOURCE; echo x > new && echo WROTE-ROOT; " \
+                "echo y > out/result && echo wrote-out; echo z > $TMPDIR/t && echo wrote-tmp; " \
+                "echo w > /tmp/lg-landlock-escape && echo WROTE-TMP")
+    expect(result.stdout).to start_with("code")
+    expect(result.stdout).to include("wrote-out", "wrote-tmp")
+    expect(result.stdout).not_to include("READ-SECRET", "READ-ETC", "WROTE-SOURCE", "WROTE-ROOT", "WROTE-TMP")
+    expect(File.read(File.join(root, "src", "code.rb"))).to eq("code")
+    expect(File.read(File.join(root, "out", "result"))).to eq("y\n")
+    expect(File.exist?("/tmp/lg-landlock-escape")).to be(false)
+  ensure
+    File.delete(secret) if secret && File.exist?(secret)
+  end
+
+  it "serves a read-only grant nested inside a writable one without making it writable" do
+    nested = described_class.new(workspace: workspace, policy: {files: {root: :read_write, source: :read_only}})
+    result = nested.execute_program(["/bin/sh", "-c", "echo x > src/code.rb && echo WROTE-SOURCE; " \
+                                                      "echo y > out/new && echo wrote-sibling; mv src/code.rb out/ && echo MOVED"],
+                                    timeout: 10)
+    expect(result.stdout).to include("wrote-sibling")
+    expect(result.stdout).not_to include("WROTE-SOURCE", "MOVED")
+    expect(File.read(File.join(root, "src", "code.rb"))).to eq("code")
+  ensure
+    nested&.close
+  end
+
+  it "cannot reach a host TCP listener on 127.0.0.1 or a host abstract Unix socket under :none" do
+    server = TCPServer.new("127.0.0.1", 0)
+    name = "lg-landlock-#{Process.pid}"
+    abstract = Socket.new(:UNIX, :STREAM)
+    abstract.bind(Socket.pack_sockaddr_un("\0#{name}"))
+    abstract.listen(1)
+    python = <<~PY
+      import socket
+      for attempt in ("tcp", "abstract"):
+          try:
+              if attempt == "tcp":
+                  socket.create_connection(("127.0.0.1", #{server.addr[1]}), timeout=5)
+              else:
+                  s = socket.socket(socket.AF_UNIX); s.connect("\\0#{name}")
+              print(attempt, "CONNECTED")
+          except OSError as error:
+              print(attempt, "refused", error.errno)
+    PY
+    result = sandbox.execute_program(["/usr/bin/python3", "-c", python], timeout: 10)
+    expect(result.stdout).to include("tcp refused", "abstract refused")
+    expect(result.stdout).not_to include("CONNECTED")
+  ensure
+    server&.close
+    abstract&.close
+  end
+
+  it "cannot signal the Ruby process" do
+    received = false
+    previous = trap("USR1") { received = true }
+    result = sh("kill -USR1 #{Process.pid} && echo SIGNALLED")
+    expect(result.stdout).not_to include("SIGNALLED")
+    expect(received).to be(false)
+  ensure
+    trap("USR1", previous || "DEFAULT")
+  end
+
+  it "stops fork when subprocesses are not allowed, and allows it otherwise" do
+    denied = sandbox.start_program(["/bin/sh", "-c", "/bin/true && echo SPAWNED; echo done"], allow_subprocesses: false)
+    denied.wait(timeout: 10)
+    expect(denied.read(timeout: 1).stdout).not_to include("SPAWNED")
+    expect(sh("/bin/true && echo spawned").stdout).to eq("spawned\n")
+  ensure
+    denied&.close
+  end
+
+  it "leaves no descendant alive after a timeout" do
+    pid_file = File.join(root, "out", "pid")
+    expect do
+      sh("setsid /bin/sleep 1000 & echo $! > out/pid; wait", timeout: 1)
+    end.to raise_error(LittleGhost::ToolError)
+    pid = read_pid(pid_file)
+    expect(eventually { !process_alive?(pid) }).to be(true)
+  end
+
+  it "gives each sandbox a private TMPDIR, removed at close" do
+    tmpdir = sh("echo $TMPDIR").stdout.strip
+    expect(tmpdir).to eq(sandbox.tmpdir)
+    expect(File.stat(tmpdir).mode & 0o777).to eq(0o700)
+    sandbox.close
+    expect(File.exist?(tmpdir)).to be(false)
+  end
+end
