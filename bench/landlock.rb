@@ -1,0 +1,38 @@
+# frozen_string_literal: true
+
+# Landlock launch overhead (not part of the tests). Run with
+#   ruby -Ilib bench/landlock.rb
+# Compares execute_program(["/bin/true"]) through Sandboxes::Landlock (the
+# gem's supervisor helper applies Landlock + seccomp, then runs the command)
+# with Process.spawn + wait of the same program (target <= 1.5x), interleaved
+# in this run, under the README's example policy and under a root-only one.
+
+$LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
+require "littleghost/sandbox"
+require "tmpdir"
+require_relative "support"
+
+probe = LittleGhost::Sandboxes::Landlock.probe
+unless probe[:available]
+  puts "skipped: #{probe[:reason]}"
+  exit 0
+end
+
+Dir.mktmpdir("lg-bench-landlock") do |dir|
+  workspace = LittleGhost::Workspace.new(root: dir, paths: {source: "src"}).open
+  spawn = lambda do
+    pid = Process.spawn("/bin/true", in: :close, out: File::NULL, err: File::NULL, pgroup: true)
+    Process.wait(pid)
+    raise "true failed" unless $?.success?
+  end
+  {
+    "root read-write" => {files: {root: :read_write}},
+    "root read-write, source read-only" => {files: {root: :read_write, source: :read_only}}
+  }.each do |label, policy|
+    landlock = LittleGhost::Sandboxes::Landlock.new(workspace: workspace, policy: policy).open
+    ours = -> { raise "landlock launch failed" unless landlock.execute_program(["/bin/true"], timeout: 10).success? }
+    BenchSupport.compare("Landlock#execute_program(/bin/true), #{label}, vs Process.spawn+wait",
+                         iterations: 10, rounds: 15, target: 1.5, ours: ours, baseline: spawn)
+    landlock.close
+  end
+end
