@@ -20,8 +20,10 @@
 //! terminate. Nothing here installs a signal handler.
 
 pub mod capture;
+pub mod error;
 pub mod group;
 pub mod notify;
+mod plan;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod posix_spawn;
 pub mod procfs;
@@ -36,13 +38,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use capture::{CaptureMode, Stream, TRUNCATION_MARKER};
+pub use error::SpawnError;
 pub use notify::Notifier;
 pub use program::{validate_argv, validate_environment};
 pub use running::{
     write_stdin, Exit, OutputChunk, Owner, RunningProcess, Termination, TerminationStep,
 };
 pub use rustix::event::PollFlags;
-pub use spawn::SpawnError;
 
 /// How often waiters poll (17.8, 18.6): a bound on how late a timeout,
 /// cancellation or interrupt is noticed.

@@ -20,39 +20,14 @@
 //! Neither path searches PATH ([`program::resolve`] already did) and neither
 //! falls back to a shell: ENOEXEC is reported as "not executable".
 
-use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+pub use super::error::SpawnError;
+use super::plan::{c_string, ChildPlan, DirectExec};
 use super::{program, Launch, SpawnOptions};
-
-/// Why a child could not be started.
-#[derive(Debug)]
-pub enum SpawnError {
-    /// The program does not exist (exit 127, "command not found").
-    NotFound,
-    /// The program exists but cannot be executed (exit 126, "permission denied").
-    NotExecutable,
-    /// The working directory is missing or not a directory.
-    WorkingDirectory(io::Error),
-    /// Any other OS failure (pipes, fork, limits).
-    Os(io::Error),
-}
-
-impl SpawnError {
-    /// The errno Ruby's `Errno::*` would carry for this failure.
-    pub fn errno(&self) -> i32 {
-        match self {
-            SpawnError::NotFound => libc::ENOENT,
-            SpawnError::NotExecutable => libc::EACCES,
-            SpawnError::WorkingDirectory(error) | SpawnError::Os(error) => {
-                error.raw_os_error().unwrap_or(libc::EIO)
-            }
-        }
-    }
-}
 
 /// The parent's ends of a freshly spawned child.
 pub struct Spawned {
@@ -172,10 +147,6 @@ fn check_directory(dir: &Path) -> io::Result<()> {
     }
 }
 
-fn c_string(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-}
-
 /// Which step of the child failed (the fork path knows; `posix_spawn` does not).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum ExecStage {
@@ -235,21 +206,6 @@ fn dup_above(fd: RawFd, floor: RawFd) -> io::Result<OwnedFd> {
     }
     // SAFETY: `copy` was just opened and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(copy) })
-}
-
-/// Everything the child does, prepared in the parent: after `fork` nothing
-/// may allocate, and `posix_spawn` takes it as file actions and attributes.
-pub(crate) struct ChildPlan {
-    pub(crate) exec: DirectExec,
-    pub(crate) chdir: Option<CString>,
-    /// Child ends of the pipes, dup2'd onto 0, 1, 2 (all >= `first_free`).
-    pub(crate) stdio: [RawFd; 3],
-    /// Sources dup2'd onto 3, 4, ... (all >= `first_free`).
-    pub(crate) inherited: Vec<RawFd>,
-    /// The first child descriptor that is neither stdio nor inherited.
-    pub(crate) first_free: RawFd,
-    cpu_seconds: Option<u64>,
-    file_bytes: Option<u64>,
 }
 
 /// Forks and runs [`ChildPlan::run_in_fork`]; the child reports a failure
@@ -382,65 +338,6 @@ impl ChildPlan {
 const MAX_SIGNAL: libc::c_int = 64;
 #[cfg(not(target_os = "linux"))]
 const MAX_SIGNAL: libc::c_int = 31;
-
-/// The child's `execve`, prepared before the fork (nothing may allocate after it).
-pub(crate) struct DirectExec {
-    pub(crate) program: CString,
-    pub(crate) argv: Vec<*const libc::c_char>,
-    pub(crate) envp: Vec<*const libc::c_char>,
-    /// Owns the strings `argv` and `envp` point into.
-    _strings: Vec<CString>,
-}
-
-impl DirectExec {
-    /// argv as given; the environment is the explicit set, over the host's when inheriting.
-    fn new(program: &Path, launch: &Launch) -> io::Result<DirectExec> {
-        let mut variables: Vec<(OsString, OsString)> = if launch.inherit_environment {
-            std::env::vars_os().collect()
-        } else {
-            Vec::new()
-        };
-        for (name, value) in &launch.environment {
-            variables.retain(|(existing, _)| existing.as_os_str() != OsStr::new(name));
-            variables.push((name.into(), value.into()));
-        }
-        let argv: Vec<CString> = launch
-            .argv
-            .iter()
-            .map(|arg| c_string(arg.as_bytes()))
-            .collect::<io::Result<_>>()?;
-        let envp: Vec<CString> = variables
-            .iter()
-            .map(|(name, value)| c_string(&[name.as_bytes(), b"=", value.as_bytes()].concat()))
-            .collect::<io::Result<_>>()?;
-        let pointers = |strings: &[CString]| -> Vec<*const libc::c_char> {
-            strings
-                .iter()
-                .map(|s| s.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect()
-        };
-        let (argv_pointers, envp_pointers) = (pointers(&argv), pointers(&envp));
-        Ok(DirectExec {
-            program: c_string(program.as_os_str().as_bytes())?,
-            argv: argv_pointers,
-            envp: envp_pointers,
-            _strings: argv.into_iter().chain(envp).collect(),
-        })
-    }
-
-    /// Returns only if `execve` failed (errno says why).
-    fn exec(&self) {
-        // SAFETY: NUL-terminated strings and NULL-terminated arrays built in `new`.
-        unsafe {
-            libc::execve(
-                self.program.as_ptr(),
-                self.argv.as_ptr(),
-                self.envp.as_ptr(),
-            )
-        };
-    }
-}
 
 /// Marks every descriptor from `first` on close-on-exec.
 fn close_on_exec_from(first: RawFd) -> io::Result<()> {
