@@ -14,6 +14,10 @@ pub enum SpawnError {
     WorkingDirectory(io::Error),
     /// Any other OS failure (pipes, fork, limits).
     Os(io::Error),
+    /// The launch asked for [`crate::limits::ProcessLimits`] this host cannot
+    /// enforce (no writable cgroup, a missing controller); says why. Nothing
+    /// was started.
+    Unenforceable(String),
 }
 
 impl SpawnError {
@@ -25,6 +29,7 @@ impl SpawnError {
             SpawnError::WorkingDirectory(error) | SpawnError::Os(error) => {
                 error.raw_os_error().unwrap_or(libc::EIO)
             }
+            SpawnError::Unenforceable(_) => libc::ENOTSUP,
         }
     }
 }

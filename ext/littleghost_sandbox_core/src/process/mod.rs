@@ -3,8 +3,10 @@
 //!
 //! - [`program`]: argv and environment checks, and finding the program (127/126).
 //! - [`spawn`]: starting the child (no shell, new process group, explicit
-//!   environment, closed stdin, rlimits, inherited fds): `posix_spawn` when
-//!   no rlimits are asked for, else a fork of our own.
+//!   environment, closed stdin, rlimits, inherited fds, the launch's cgroup
+//!   from [`crate::limits`]): `posix_spawn` when no rlimits are asked for,
+//!   else a fork of our own. `plan` holds what both paths consume and
+//!   [`error`] why a start failed.
 //! - [`capture`]: bounded output buffers, UTF-8 scrubbing and the truncation marker.
 //! - [`running`]: a spawned child whose pipes and exit are watched by the
 //!   shared tokio runtime, with a notification fd callers can wait on.
@@ -36,6 +38,8 @@ pub mod spawner;
 use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::time::Duration;
+
+pub use crate::limits::{LimitExceeded, ProcessLimits};
 
 pub use capture::{CaptureMode, Stream, TRUNCATION_MARKER};
 pub use error::SpawnError;

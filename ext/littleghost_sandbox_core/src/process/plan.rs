@@ -21,6 +21,9 @@ pub(crate) struct ChildPlan {
     pub(crate) inherited: Vec<RawFd>,
     /// The first child descriptor that is neither stdio nor inherited.
     pub(crate) first_free: RawFd,
+    /// v2: the launch cgroup's `cgroup.procs`, written `0` first thing in a
+    /// forked child (see [`crate::limits::launch`]).
+    pub(crate) cgroup_procs: Option<RawFd>,
     pub(crate) cpu_seconds: Option<u64>,
     pub(crate) file_bytes: Option<u64>,
 }

@@ -28,10 +28,14 @@ use std::path::Path;
 pub use super::error::SpawnError;
 use super::plan::{c_string, ChildPlan, DirectExec};
 use super::{program, Launch, SpawnOptions};
+use crate::limits::{self, LaunchCgroup, ProcessLimits};
 
 /// The parent's ends of a freshly spawned child.
 pub struct Spawned {
     pub pid: i32,
+    /// The launch's cgroup (when it has limits or owns its tree); dropping
+    /// it kills what is left in it and removes it.
+    pub cgroup: Option<LaunchCgroup>,
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
@@ -64,6 +68,17 @@ thread_local! {
 /// `keep_stdin` false, the child's stdin is a pipe that is closed at once, so
 /// the child reads EOF (17.7).
 pub fn spawn(launch: &Launch, keep_stdin: bool) -> Result<Spawned, SpawnError> {
+    spawn_limited(launch, &ProcessLimits::default(), keep_stdin)
+}
+
+/// [`spawn`] inside a cgroup made for this launch that enforces `limits`
+/// ([`crate::limits`]); [`SpawnError::Unenforceable`] (nothing started) where
+/// the host cannot.
+pub fn spawn_limited(
+    launch: &Launch,
+    limits: &ProcessLimits,
+    keep_stdin: bool,
+) -> Result<Spawned, SpawnError> {
     if let Some(dir) = &launch.chdir {
         if let Err(error) = check_directory(dir) {
             return Err(SpawnError::WorkingDirectory(error));
@@ -100,7 +115,7 @@ pub fn spawn(launch: &Launch, keep_stdin: bool) -> Result<Spawned, SpawnError> {
             moved.push(copy);
         }
     }
-    let plan = ChildPlan {
+    let mut plan = ChildPlan {
         exec,
         chdir,
         stdio: [
@@ -110,29 +125,84 @@ pub fn spawn(launch: &Launch, keep_stdin: bool) -> Result<Spawned, SpawnError> {
         ],
         inherited: sources,
         first_free,
+        cgroup_procs: None,
         cpu_seconds: launch.cpu_seconds,
         file_bytes: launch.file_bytes,
     };
-
-    let method = method_for(launch);
-    let started = match method {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        Method::PosixSpawn => super::posix_spawn::spawn(&plan).map_err(|errno| {
-            classify_exec_errno(errno, ExecStage::Unknown, launch.chdir.as_deref())
-        }),
-        _ => fork_exec(&plan),
-    };
+    let cgroup = launch_cgroup(limits)?;
+    let (started, _method) = start_in(&mut plan, cgroup.as_ref(), launch);
     // The child holds its own copies now (or failed); ours must not stay open.
     drop((stdin_child, stdout_child, stderr_child, moved));
     let pid = started?;
     #[cfg(test)]
-    LAST_METHOD.with(|last| last.set(Some(method)));
+    LAST_METHOD.with(|last| last.set(Some(_method)));
     Ok(Spawned {
         pid,
+        cgroup,
         stdin: if keep_stdin { Some(stdin_parent) } else { None },
         stdout: stdout_parent,
         stderr: stderr_parent,
     })
+}
+
+/// The launch's cgroup, if it wants one, or why its limits cannot be enforced.
+fn launch_cgroup(wanted: &ProcessLimits) -> Result<Option<LaunchCgroup>, SpawnError> {
+    if !wanted.wants_cgroup() {
+        return Ok(None);
+    }
+    let explicit;
+    let layout = match &wanted.cgroup_dir {
+        Some(dir) => {
+            explicit = limits::cgroup::host_layout_with(Some(dir));
+            &explicit
+        }
+        None => limits::host_layout(),
+    };
+    let layout = layout
+        .as_ref()
+        .map_err(|why| SpawnError::Unenforceable(why.clone()))?;
+    if let Some(why) = layout.enforcement().refusal(wanted) {
+        return Err(SpawnError::Unenforceable(why));
+    }
+    LaunchCgroup::create(layout, wanted)
+        .map(Some)
+        .map_err(|error| SpawnError::Unenforceable(format!("cannot make a launch cgroup: {error}")))
+}
+
+/// Starts `plan` inside `cgroup` (see [`crate::limits::launch`] for how the
+/// child gets there before it executes anything).
+fn start_in(
+    plan: &mut ChildPlan,
+    cgroup: Option<&LaunchCgroup>,
+    launch: &Launch,
+) -> (Result<i32, SpawnError>, Method) {
+    let mut method = method_for(launch);
+    let mut procs = None;
+    let mut joined = None;
+    if let Some(cgroup) = cgroup {
+        let entered = if cgroup.joins_in_child() {
+            method = Method::Fork;
+            cgroup.procs_fd().map(|fd| procs = Some(fd))
+        } else {
+            cgroup
+                .join_current_thread()
+                .map(|guard| joined = Some(guard))
+        };
+        if let Err(error) = entered {
+            return (Err(SpawnError::Os(error)), method);
+        }
+    }
+    plan.cgroup_procs = procs.as_ref().map(AsRawFd::as_raw_fd);
+    let started = match method {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        Method::PosixSpawn => super::posix_spawn::spawn(plan).map_err(|errno| {
+            classify_exec_errno(errno, ExecStage::Unknown, launch.chdir.as_deref())
+        }),
+        _ => fork_exec(plan),
+    };
+    // The spawner thread leaves the launch's cgroups (v1).
+    drop(joined);
+    (started, method)
 }
 
 pub(crate) fn pid_of(pid: i32) -> rustix::process::Pid {
@@ -290,6 +360,12 @@ impl ChildPlan {
             libc::write(report, message.as_ptr().cast(), message.len());
             libc::_exit(127)
         };
+        // Into the launch's cgroup (v2) before anything else runs.
+        if let Some(procs) = self.cgroup_procs {
+            if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
+                fail(ExecStage::Setup);
+            }
+        }
         // Default dispositions first, so a signal unblocked below cannot run
         // a Ruby handler here. Errors (SIGKILL, SIGSTOP, libc-internal) are expected.
         for signal in 1..=MAX_SIGNAL {
