@@ -92,7 +92,15 @@ impl LaunchCgroup {
                 cgroup.write_v2_limits(&dir)?;
             }
             (Dirs::V1(dirs), layout) => {
-                for controller in Controller::ALL {
+                // Only the hierarchies this launch needs: each costs a
+                // mkdir, two thread moves and an rmdir per launch.
+                let listed = layout.v1_home(Controller::Pids).is_some();
+                let needed = |controller: Controller| match controller {
+                    Controller::Memory => limits.memory_bytes.is_some() || !listed,
+                    Controller::Pids | Controller::Freezer => true,
+                    Controller::Cpuacct => limits.cpu_seconds.is_some(),
+                };
+                for controller in Controller::ALL.into_iter().filter(|&c| needed(c)) {
                     if let Some(home) = layout.v1_home(controller) {
                         let dir = home.join(&name);
                         std::fs::create_dir(&dir)?;
@@ -250,8 +258,12 @@ impl LaunchCgroup {
     pub fn pids(&self) -> Vec<i32> {
         let dir = match &self.dirs {
             Dirs::V2(dir) => dir.as_path(),
-            Dirs::V1(dirs) => match dirs.first() {
-                Some((_, dir, _)) => dir.as_path(),
+            // pids is always made when it exists; memory stands in otherwise.
+            Dirs::V1(_) => match self
+                .v1_dir(Controller::Pids)
+                .or_else(|| self.v1_dir(Controller::Memory))
+            {
+                Some(dir) => dir,
                 None => return Vec::new(),
             },
         };

@@ -79,6 +79,18 @@ pub fn spawn_limited(
     limits: &ProcessLimits,
     keep_stdin: bool,
 ) -> Result<Spawned, SpawnError> {
+    // Refused before anything is started.
+    let cgroup = launch_cgroup(limits)?;
+    spawn_in(launch, cgroup, keep_stdin)
+}
+
+/// [`spawn`] inside `cgroup` (made by the caller), which the child joins
+/// before it executes anything.
+pub fn spawn_in(
+    launch: &Launch,
+    cgroup: Option<LaunchCgroup>,
+    keep_stdin: bool,
+) -> Result<Spawned, SpawnError> {
     if let Some(dir) = &launch.chdir {
         if let Err(error) = check_directory(dir) {
             return Err(SpawnError::WorkingDirectory(error));
@@ -129,7 +141,6 @@ pub fn spawn_limited(
         cpu_seconds: launch.cpu_seconds,
         file_bytes: launch.file_bytes,
     };
-    let cgroup = launch_cgroup(limits)?;
     let (started, _method) = start_in(&mut plan, cgroup.as_ref(), launch);
     // The child holds its own copies now (or failed); ours must not stay open.
     drop((stdin_child, stdout_child, stderr_child, moved));
