@@ -9,6 +9,7 @@ pub mod error;
 pub mod fs;
 pub mod grants;
 pub mod helper;
+pub mod limits;
 pub mod network;
 pub mod paths;
 pub mod policy;

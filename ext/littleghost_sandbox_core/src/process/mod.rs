@@ -3,8 +3,10 @@
 //!
 //! - [`program`]: argv and environment checks, and finding the program (127/126).
 //! - [`spawn`]: starting the child (no shell, new process group, explicit
-//!   environment, closed stdin, rlimits, inherited fds): `posix_spawn` when
-//!   no rlimits are asked for, else a fork of our own.
+//!   environment, closed stdin, rlimits, inherited fds, the launch's cgroup
+//!   from [`crate::limits`]): `posix_spawn` when no rlimits are asked for,
+//!   else a fork of our own. `plan` holds what both paths consume and
+//!   [`error`] why a start failed.
 //! - [`capture`]: bounded output buffers, UTF-8 scrubbing and the truncation marker.
 //! - [`running`]: a spawned child whose pipes and exit are watched by the
 //!   shared tokio runtime, with a notification fd callers can wait on.
@@ -20,8 +22,10 @@
 //! terminate. Nothing here installs a signal handler.
 
 pub mod capture;
+pub mod error;
 pub mod group;
 pub mod notify;
+mod plan;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod posix_spawn;
 pub mod procfs;
@@ -35,14 +39,16 @@ use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::limits::{LimitExceeded, ProcessLimits};
+
 pub use capture::{CaptureMode, Stream, TRUNCATION_MARKER};
+pub use error::SpawnError;
 pub use notify::Notifier;
 pub use program::{validate_argv, validate_environment};
 pub use running::{
     write_stdin, Exit, OutputChunk, Owner, RunningProcess, Termination, TerminationStep,
 };
 pub use rustix::event::PollFlags;
-pub use spawn::SpawnError;
 
 /// How often waiters poll (17.8, 18.6): a bound on how late a timeout,
 /// cancellation or interrupt is noticed.

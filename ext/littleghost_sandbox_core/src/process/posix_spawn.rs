@@ -9,7 +9,7 @@
 
 use std::mem::MaybeUninit;
 
-use super::spawn::ChildPlan;
+use super::plan::ChildPlan;
 
 /// Starts `plan`, returning the child's pid or the errno of the step that failed.
 pub(super) fn spawn(plan: &ChildPlan) -> Result<i32, i32> {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{argument, tool, Result};
 
-use super::spawn::SpawnError;
+use super::error::SpawnError;
 
 /// PATH used when neither the child environment nor the parent sets one
 /// (glibc's `execvp` default).

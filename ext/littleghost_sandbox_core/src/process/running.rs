@@ -31,6 +31,7 @@ use super::group::{descendants, group_alive, process_alive, signal_group, signal
 use super::notify::Notifier;
 use super::spawn::{self, pid_of, SpawnError};
 use super::{runtime, spawner, Launch, POLL_INTERVAL, TERMINATION_GRACE};
+use crate::limits::{watch::watch_cpu, LaunchCgroup, LimitExceeded, ProcessLimits};
 
 /// Bytes read from a pipe per syscall by the drain task.
 const READ_CHUNK: usize = 64 * 1024;
@@ -142,6 +143,8 @@ struct Shared {
     notifier: Notifier,
     /// Sessions want to hear about every chunk; execute only about the end.
     wake_on_data: bool,
+    /// The launch's cgroup, held by the [`RunningProcess`] (C9).
+    cgroup: Weak<LaunchCgroup>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -439,6 +442,12 @@ impl Owner {
         while Instant::now() < give_up && terminations.iter().any(Termination::lingers) {
             std::thread::sleep(Duration::from_millis(1));
         }
+        // Descendants that left the tree (a setsid daemon) go with their cgroup.
+        for termination in &terminations {
+            if let Some(cgroup) = termination.shared.cgroup.upgrade() {
+                cgroup.kill_all();
+            }
+        }
         // Waiters (a session call, an execute in another thread) hear about it.
         for termination in &terminations {
             termination.shared.notifier.notify();
@@ -467,6 +476,8 @@ fn open_pidfd(_pid: i32) -> Option<OwnedFd> {
 /// A child leading its own process group, with background capture.
 pub struct RunningProcess {
     shared: Arc<Shared>,
+    /// Dropped with the process: kills what is left in it and removes it.
+    cgroup: Option<Arc<LaunchCgroup>>,
     owner: Pid,
     io_task: Mutex<Option<JoinHandle<()>>>,
     stdin: Mutex<Option<Arc<OwnedFd>>>,
@@ -488,11 +499,27 @@ impl RunningProcess {
         keep_stdin: bool,
         owner: Option<&Owner>,
     ) -> Result<Self, SpawnError> {
+        Self::start_limited(launch, &ProcessLimits::default(), mode, keep_stdin, owner)
+    }
+
+    /// [`start_owned`](Self::start_owned) in a cgroup enforcing `limits`
+    /// ([`crate::limits`]): a CPU watcher terminates the tree past
+    /// `cpu_seconds`, [`limit_exceeded`](Self::limit_exceeded) says which
+    /// limit stopped it, and dropping the process kills what is left in the
+    /// cgroup and removes it.
+    pub fn start_limited(
+        launch: &Launch,
+        limits: &ProcessLimits,
+        mode: CaptureMode,
+        keep_stdin: bool,
+        owner: Option<&Owner>,
+    ) -> Result<Self, SpawnError> {
         let handle = runtime::handle().map_err(SpawnError::Os)?;
         let notifier = Notifier::new().map_err(SpawnError::Os)?;
         let spawned = {
-            let launch = launch.clone();
-            spawner::run(move || spawn::spawn(&launch, keep_stdin)).map_err(SpawnError::Os)??
+            let (launch, limits) = (launch.clone(), limits.clone());
+            spawner::run(move || spawn::spawn_limited(&launch, &limits, keep_stdin))
+                .map_err(SpawnError::Os)??
         };
         let me = rustix::process::getpid();
         let pid = spawned.pid;
@@ -515,6 +542,7 @@ impl RunningProcess {
                     }),
                     notifier,
                     wake_on_data: false,
+                    cgroup: Weak::new(),
                 };
                 handle.spawn(watch_exit(Arc::new(shared), pidfd));
                 return Err(SpawnError::Os(error));
@@ -522,6 +550,7 @@ impl RunningProcess {
         }
         let stdout = Arc::new(spawned.stdout);
         let stderr = Arc::new(spawned.stderr);
+        let cgroup = spawned.cgroup.map(Arc::new);
         let shared = Arc::new(Shared {
             pid,
             parent: me,
@@ -533,7 +562,13 @@ impl RunningProcess {
             }),
             notifier,
             wake_on_data: matches!(mode, CaptureMode::Combined { .. }),
+            cgroup: cgroup.as_ref().map_or_else(Weak::new, Arc::downgrade),
         });
+        if let Some(cgroup) = &cgroup {
+            // Past cpu_seconds: the one termination protocol, then the rest of the cgroup.
+            let terminate = terminate_in_background(shared.clone());
+            handle.spawn(watch_cpu(Arc::downgrade(cgroup), terminate));
+        }
         let drains = {
             let shared = shared.clone();
             async move {
@@ -550,6 +585,7 @@ impl RunningProcess {
         handle.spawn(watch_exit(shared.clone(), pidfd));
         Ok(RunningProcess {
             shared,
+            cgroup,
             owner: me,
             io_task: Mutex::new(Some(io_task)),
             stdin: Mutex::new(spawned.stdin.map(Arc::new)),
@@ -595,6 +631,16 @@ impl RunningProcess {
     /// Starts 17.12's termination (TERM sent); drive it with [`Termination::step`].
     pub fn begin_termination(&self) -> Termination {
         Termination::begin(self.shared.clone())
+    }
+
+    /// Which kernel-enforced limit stopped the tree, if any (SPEC L.2).
+    pub fn limit_exceeded(&self) -> Option<LimitExceeded> {
+        self.cgroup.as_ref().and_then(|cgroup| cgroup.exceeded())
+    }
+
+    /// CPU time the whole tree used so far, where it runs in a cgroup.
+    pub fn tree_cpu_time(&self) -> Option<Duration> {
+        self.cgroup.as_ref().and_then(|cgroup| cgroup.cpu_usage())
     }
 
     /// Whether its [`Owner`] terminated the child ([`Owner::terminate_all`]).

@@ -20,43 +20,22 @@
 //! Neither path searches PATH ([`program::resolve`] already did) and neither
 //! falls back to a shell: ENOEXEC is reported as "not executable".
 
-use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+pub use super::error::SpawnError;
+use super::plan::{c_string, ChildPlan, DirectExec};
 use super::{program, Launch, SpawnOptions};
-
-/// Why a child could not be started.
-#[derive(Debug)]
-pub enum SpawnError {
-    /// The program does not exist (exit 127, "command not found").
-    NotFound,
-    /// The program exists but cannot be executed (exit 126, "permission denied").
-    NotExecutable,
-    /// The working directory is missing or not a directory.
-    WorkingDirectory(io::Error),
-    /// Any other OS failure (pipes, fork, limits).
-    Os(io::Error),
-}
-
-impl SpawnError {
-    /// The errno Ruby's `Errno::*` would carry for this failure.
-    pub fn errno(&self) -> i32 {
-        match self {
-            SpawnError::NotFound => libc::ENOENT,
-            SpawnError::NotExecutable => libc::EACCES,
-            SpawnError::WorkingDirectory(error) | SpawnError::Os(error) => {
-                error.raw_os_error().unwrap_or(libc::EIO)
-            }
-        }
-    }
-}
+use crate::limits::{self, LaunchCgroup, ProcessLimits};
 
 /// The parent's ends of a freshly spawned child.
 pub struct Spawned {
     pub pid: i32,
+    /// The launch's cgroup (when it has limits or owns its tree); dropping
+    /// it kills what is left in it and removes it.
+    pub cgroup: Option<LaunchCgroup>,
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
@@ -89,6 +68,29 @@ thread_local! {
 /// `keep_stdin` false, the child's stdin is a pipe that is closed at once, so
 /// the child reads EOF (17.7).
 pub fn spawn(launch: &Launch, keep_stdin: bool) -> Result<Spawned, SpawnError> {
+    spawn_limited(launch, &ProcessLimits::default(), keep_stdin)
+}
+
+/// [`spawn`] inside a cgroup made for this launch that enforces `limits`
+/// ([`crate::limits`]); [`SpawnError::Unenforceable`] (nothing started) where
+/// the host cannot.
+pub fn spawn_limited(
+    launch: &Launch,
+    limits: &ProcessLimits,
+    keep_stdin: bool,
+) -> Result<Spawned, SpawnError> {
+    // Refused before anything is started.
+    let cgroup = launch_cgroup(limits)?;
+    spawn_in(launch, cgroup, keep_stdin)
+}
+
+/// [`spawn`] inside `cgroup` (made by the caller), which the child joins
+/// before it executes anything.
+pub fn spawn_in(
+    launch: &Launch,
+    cgroup: Option<LaunchCgroup>,
+    keep_stdin: bool,
+) -> Result<Spawned, SpawnError> {
     if let Some(dir) = &launch.chdir {
         if let Err(error) = check_directory(dir) {
             return Err(SpawnError::WorkingDirectory(error));
@@ -125,7 +127,7 @@ pub fn spawn(launch: &Launch, keep_stdin: bool) -> Result<Spawned, SpawnError> {
             moved.push(copy);
         }
     }
-    let plan = ChildPlan {
+    let mut plan = ChildPlan {
         exec,
         chdir,
         stdio: [
@@ -135,29 +137,83 @@ pub fn spawn(launch: &Launch, keep_stdin: bool) -> Result<Spawned, SpawnError> {
         ],
         inherited: sources,
         first_free,
+        cgroup_procs: None,
         cpu_seconds: launch.cpu_seconds,
         file_bytes: launch.file_bytes,
     };
-
-    let method = method_for(launch);
-    let started = match method {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        Method::PosixSpawn => super::posix_spawn::spawn(&plan).map_err(|errno| {
-            classify_exec_errno(errno, ExecStage::Unknown, launch.chdir.as_deref())
-        }),
-        _ => fork_exec(&plan),
-    };
+    let (started, _method) = start_in(&mut plan, cgroup.as_ref(), launch);
     // The child holds its own copies now (or failed); ours must not stay open.
     drop((stdin_child, stdout_child, stderr_child, moved));
     let pid = started?;
     #[cfg(test)]
-    LAST_METHOD.with(|last| last.set(Some(method)));
+    LAST_METHOD.with(|last| last.set(Some(_method)));
     Ok(Spawned {
         pid,
+        cgroup,
         stdin: if keep_stdin { Some(stdin_parent) } else { None },
         stdout: stdout_parent,
         stderr: stderr_parent,
     })
+}
+
+/// The launch's cgroup, if it wants one, or why its limits cannot be enforced.
+fn launch_cgroup(wanted: &ProcessLimits) -> Result<Option<LaunchCgroup>, SpawnError> {
+    if !wanted.wants_cgroup() {
+        return Ok(None);
+    }
+    let explicit;
+    let layout = match &wanted.cgroup_dir {
+        Some(dir) => {
+            explicit = limits::cgroup::host_layout_with(Some(dir));
+            &explicit
+        }
+        None => limits::host_layout(),
+    };
+    let layout = layout
+        .as_ref()
+        .map_err(|why| SpawnError::Unenforceable(why.clone()))?;
+    if let Some(why) = layout.enforcement().refusal(wanted) {
+        return Err(SpawnError::Unenforceable(why));
+    }
+    LaunchCgroup::create(layout, wanted)
+        .map(Some)
+        .map_err(|error| SpawnError::Unenforceable(format!("cannot make a launch cgroup: {error}")))
+}
+
+/// Starts `plan` inside `cgroup` (see [`crate::limits::launch`] for how the
+/// child gets there before it executes anything).
+fn start_in(
+    plan: &mut ChildPlan,
+    cgroup: Option<&LaunchCgroup>,
+    launch: &Launch,
+) -> (Result<i32, SpawnError>, Method) {
+    let mut method = method_for(launch);
+    let mut procs = None;
+    let mut joined = None;
+    if let Some(cgroup) = cgroup {
+        let entered = if cgroup.joins_in_child() {
+            method = Method::Fork;
+            cgroup.procs_fd().map(|fd| procs = Some(fd))
+        } else {
+            cgroup
+                .join_current_thread()
+                .map(|guard| joined = Some(guard))
+        };
+        if let Err(error) = entered {
+            return (Err(SpawnError::Os(error)), method);
+        }
+    }
+    plan.cgroup_procs = procs.as_ref().map(AsRawFd::as_raw_fd);
+    let started = match method {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        Method::PosixSpawn => super::posix_spawn::spawn(plan).map_err(|errno| {
+            classify_exec_errno(errno, ExecStage::Unknown, launch.chdir.as_deref())
+        }),
+        _ => fork_exec(plan),
+    };
+    // The spawner thread leaves the launch's cgroups (v1).
+    drop(joined);
+    (started, method)
 }
 
 pub(crate) fn pid_of(pid: i32) -> rustix::process::Pid {
@@ -170,10 +226,6 @@ fn check_directory(dir: &Path) -> io::Result<()> {
         Ok(_) => Err(io::Error::from_raw_os_error(libc::ENOTDIR)),
         Err(error) => Err(error),
     }
-}
-
-fn c_string(bytes: &[u8]) -> io::Result<CString> {
-    CString::new(bytes).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
 }
 
 /// Which step of the child failed (the fork path knows; `posix_spawn` does not).
@@ -235,21 +287,6 @@ fn dup_above(fd: RawFd, floor: RawFd) -> io::Result<OwnedFd> {
     }
     // SAFETY: `copy` was just opened and nothing else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(copy) })
-}
-
-/// Everything the child does, prepared in the parent: after `fork` nothing
-/// may allocate, and `posix_spawn` takes it as file actions and attributes.
-pub(crate) struct ChildPlan {
-    pub(crate) exec: DirectExec,
-    pub(crate) chdir: Option<CString>,
-    /// Child ends of the pipes, dup2'd onto 0, 1, 2 (all >= `first_free`).
-    pub(crate) stdio: [RawFd; 3],
-    /// Sources dup2'd onto 3, 4, ... (all >= `first_free`).
-    pub(crate) inherited: Vec<RawFd>,
-    /// The first child descriptor that is neither stdio nor inherited.
-    pub(crate) first_free: RawFd,
-    cpu_seconds: Option<u64>,
-    file_bytes: Option<u64>,
 }
 
 /// Forks and runs [`ChildPlan::run_in_fork`]; the child reports a failure
@@ -334,6 +371,12 @@ impl ChildPlan {
             libc::write(report, message.as_ptr().cast(), message.len());
             libc::_exit(127)
         };
+        // Into the launch's cgroup (v2) before anything else runs.
+        if let Some(procs) = self.cgroup_procs {
+            if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
+                fail(ExecStage::Setup);
+            }
+        }
         // Default dispositions first, so a signal unblocked below cannot run
         // a Ruby handler here. Errors (SIGKILL, SIGSTOP, libc-internal) are expected.
         for signal in 1..=MAX_SIGNAL {
@@ -382,65 +425,6 @@ impl ChildPlan {
 const MAX_SIGNAL: libc::c_int = 64;
 #[cfg(not(target_os = "linux"))]
 const MAX_SIGNAL: libc::c_int = 31;
-
-/// The child's `execve`, prepared before the fork (nothing may allocate after it).
-pub(crate) struct DirectExec {
-    pub(crate) program: CString,
-    pub(crate) argv: Vec<*const libc::c_char>,
-    pub(crate) envp: Vec<*const libc::c_char>,
-    /// Owns the strings `argv` and `envp` point into.
-    _strings: Vec<CString>,
-}
-
-impl DirectExec {
-    /// argv as given; the environment is the explicit set, over the host's when inheriting.
-    fn new(program: &Path, launch: &Launch) -> io::Result<DirectExec> {
-        let mut variables: Vec<(OsString, OsString)> = if launch.inherit_environment {
-            std::env::vars_os().collect()
-        } else {
-            Vec::new()
-        };
-        for (name, value) in &launch.environment {
-            variables.retain(|(existing, _)| existing.as_os_str() != OsStr::new(name));
-            variables.push((name.into(), value.into()));
-        }
-        let argv: Vec<CString> = launch
-            .argv
-            .iter()
-            .map(|arg| c_string(arg.as_bytes()))
-            .collect::<io::Result<_>>()?;
-        let envp: Vec<CString> = variables
-            .iter()
-            .map(|(name, value)| c_string(&[name.as_bytes(), b"=", value.as_bytes()].concat()))
-            .collect::<io::Result<_>>()?;
-        let pointers = |strings: &[CString]| -> Vec<*const libc::c_char> {
-            strings
-                .iter()
-                .map(|s| s.as_ptr())
-                .chain(std::iter::once(std::ptr::null()))
-                .collect()
-        };
-        let (argv_pointers, envp_pointers) = (pointers(&argv), pointers(&envp));
-        Ok(DirectExec {
-            program: c_string(program.as_os_str().as_bytes())?,
-            argv: argv_pointers,
-            envp: envp_pointers,
-            _strings: argv.into_iter().chain(envp).collect(),
-        })
-    }
-
-    /// Returns only if `execve` failed (errno says why).
-    fn exec(&self) {
-        // SAFETY: NUL-terminated strings and NULL-terminated arrays built in `new`.
-        unsafe {
-            libc::execve(
-                self.program.as_ptr(),
-                self.argv.as_ptr(),
-                self.envp.as_ptr(),
-            )
-        };
-    }
-}
 
 /// Marks every descriptor from `first` on close-on-exec.
 fn close_on_exec_from(first: RawFd) -> io::Result<()> {

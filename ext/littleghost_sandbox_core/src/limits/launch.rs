@@ -1,0 +1,420 @@
+//! One launch's cgroup: made before the child starts, limits written, usage
+//! and OOM kills read while it runs, everything in it killed and the
+//! directory removed when it is dropped (the launch ended).
+//!
+//! # Joining before exec
+//!
+//! The child must be inside the cgroup before it executes anything, and
+//! children start from the one spawner thread with glibc `posix_spawn`
+//! (`CLONE_VM | CLONE_VFORK`, fast in a big Ruby process). So:
+//!
+//! - **v1**: the spawner *thread* (its TID, through each hierarchy's `tasks`
+//!   file) enters the launch's cgroups just before the spawn and returns to
+//!   its own right after ([`Joined`]). A child inherits the cgroups of the
+//!   thread that cloned it, so it starts inside, on either start path, and
+//!   `posix_spawn` stays usable. Spawns are serialised on that thread, so no
+//!   other launch's child can inherit the wrong cgroup. v1 memory charges
+//!   follow the address space's owner (the Ruby main thread), so Ruby's
+//!   memory is never charged to the launch; `pids.max` is one higher while
+//!   the thread is inside (the thread counts) and lowered when it leaves, so
+//!   the tree itself never has more than `tasks`.
+//! - **v2** refuses to move one thread of a process to another domain
+//!   cgroup, so the launch takes the fork path and the child writes `0` to
+//!   the launch's `cgroup.procs` (an fd opened before the fork:
+//!   async-signal-safe) as its first step, before anything else runs.
+
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use super::cgroup::{remove_cgroup_dir, Controller, Layout};
+use super::{LimitExceeded, ProcessLimits};
+
+/// How long [`LaunchCgroup::kill_all`] keeps trying before giving up.
+const KILL_PATIENCE: Duration = Duration::from_secs(2);
+
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Debug)]
+enum Dirs {
+    V2(PathBuf),
+    /// (controller, the launch's directory, this process's own directory).
+    V1(Vec<(Controller, PathBuf, PathBuf)>),
+}
+
+/// A cgroup made for one launch (see the module docs).
+#[derive(Debug)]
+pub struct LaunchCgroup {
+    dirs: Dirs,
+    limits: ProcessLimits,
+    creator: rustix::process::Pid,
+    /// 0 none, 1 CPU (set by the watcher); memory is read from the kernel.
+    recorded: AtomicU8,
+}
+
+impl LaunchCgroup {
+    /// Makes the cgroup (a unique name under `layout`) and writes `limits`.
+    pub fn create(layout: &Layout, limits: &ProcessLimits) -> io::Result<LaunchCgroup> {
+        let creator = rustix::process::getpid();
+        let name = loop {
+            let name = format!(
+                "littleghost-{}-{}",
+                creator.as_raw_nonzero(),
+                SEQUENCE.fetch_add(1, Ordering::Relaxed)
+            );
+            let taken = match layout {
+                Layout::V2 { parent, .. } => parent.join(&name).exists(),
+                Layout::V1 { .. } => Controller::ALL
+                    .iter()
+                    .filter_map(|c| layout.v1_home(*c))
+                    .any(|home| home.join(&name).exists()),
+            };
+            if !taken {
+                break name;
+            }
+        };
+        let mut cgroup = LaunchCgroup {
+            dirs: match layout {
+                Layout::V2 { parent, .. } => Dirs::V2(parent.join(&name)),
+                Layout::V1 { .. } => Dirs::V1(Vec::new()),
+            },
+            limits: limits.clone(),
+            creator,
+            recorded: AtomicU8::new(0),
+        };
+        // Dropping a half-made cgroup removes what was made.
+        match (&mut cgroup.dirs, layout) {
+            (Dirs::V2(dir), _) => {
+                std::fs::create_dir(&*dir)?;
+                let dir = dir.clone();
+                cgroup.write_v2_limits(&dir)?;
+            }
+            (Dirs::V1(dirs), layout) => {
+                // Only the hierarchies this launch needs: each costs a
+                // mkdir, two thread moves and an rmdir per launch.
+                let listed = layout.v1_home(Controller::Pids).is_some();
+                let needed = |controller: Controller| match controller {
+                    Controller::Memory => limits.memory_bytes.is_some() || !listed,
+                    Controller::Pids | Controller::Freezer => true,
+                    Controller::Cpuacct => limits.cpu_seconds.is_some(),
+                };
+                for controller in Controller::ALL.into_iter().filter(|&c| needed(c)) {
+                    if let Some(home) = layout.v1_home(controller) {
+                        let dir = home.join(&name);
+                        std::fs::create_dir(&dir)?;
+                        dirs.push((controller, dir, home.to_path_buf()));
+                    }
+                }
+                cgroup.write_v1_limits()?;
+            }
+        }
+        Ok(cgroup)
+    }
+
+    fn write_v2_limits(&self, dir: &Path) -> io::Result<()> {
+        if let Some(bytes) = self.limits.memory_bytes {
+            write(&dir.join("memory.max"), bytes)?;
+            let swap = dir.join("memory.swap.max");
+            if swap.exists() {
+                write(&swap, 0)?;
+            }
+        }
+        if let Some(tasks) = self.limits.tasks {
+            write(&dir.join("pids.max"), tasks)?;
+        }
+        Ok(())
+    }
+
+    fn write_v1_limits(&self) -> io::Result<()> {
+        if let Some(bytes) = self.limits.memory_bytes {
+            let dir = self.v1_dir(Controller::Memory).ok_or_else(missing)?;
+            write(&dir.join("memory.limit_in_bytes"), bytes)?;
+            // Memory plus swap equal to memory: no swap.
+            let memsw = dir.join("memory.memsw.limit_in_bytes");
+            if memsw.exists() {
+                write(&memsw, bytes)?;
+            }
+        }
+        if let Some(tasks) = self.limits.tasks {
+            let dir = self.v1_dir(Controller::Pids).ok_or_else(missing)?;
+            // One more while the spawner thread is inside ([`Joined`]).
+            write(&dir.join("pids.max"), tasks + 1)?;
+        }
+        if self.limits.cpu_seconds.is_some() && self.v1_dir(Controller::Cpuacct).is_none() {
+            return Err(missing());
+        }
+        Ok(())
+    }
+
+    fn v1_dir(&self, controller: Controller) -> Option<&Path> {
+        match &self.dirs {
+            Dirs::V1(dirs) => dirs
+                .iter()
+                .find(|(c, _, _)| *c == controller)
+                .map(|(_, dir, _)| dir.as_path()),
+            Dirs::V2(_) => None,
+        }
+    }
+
+    /// The limits it was made with.
+    pub fn limits(&self) -> &ProcessLimits {
+        &self.limits
+    }
+
+    /// Whether a child joins by writing to [`procs_fd`](Self::procs_fd) after
+    /// fork (v2) rather than through the spawner thread (v1).
+    pub fn joins_in_child(&self) -> bool {
+        matches!(self.dirs, Dirs::V2(_))
+    }
+
+    /// v2: `cgroup.procs` opened for the child's pre-exec `write("0")`.
+    pub fn procs_fd(&self) -> io::Result<OwnedFd> {
+        let Dirs::V2(dir) = &self.dirs else {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        };
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("cgroup.procs"))?;
+        Ok(OwnedFd::from(file))
+    }
+
+    /// v1: moves the calling thread into the launch's cgroups until the
+    /// returned guard is dropped (call it on the spawner thread, right
+    /// before the spawn). v2: nothing to do.
+    pub fn join_current_thread(&self) -> io::Result<Joined<'_>> {
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        let mut joined = Joined {
+            cgroup: self,
+            tid,
+            entered: Vec::new(),
+        };
+        if let Dirs::V1(dirs) = &self.dirs {
+            for (_, dir, home) in dirs {
+                write(&dir.join("tasks"), tid as u64)?;
+                joined.entered.push(home.clone());
+            }
+        }
+        Ok(joined)
+    }
+
+    /// CPU time the tree used so far (v1 `cpuacct.usage`, v2 `cpu.stat`).
+    pub fn cpu_usage(&self) -> Option<Duration> {
+        match &self.dirs {
+            Dirs::V2(dir) => {
+                let stat = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
+                field(&stat, "usage_usec").map(Duration::from_micros)
+            }
+            Dirs::V1(_) => {
+                let dir = self.v1_dir(Controller::Cpuacct)?;
+                let text = std::fs::read_to_string(dir.join("cpuacct.usage")).ok()?;
+                text.trim().parse().ok().map(Duration::from_nanos)
+            }
+        }
+    }
+
+    /// Whether the kernel OOM-killed something in the cgroup.
+    pub fn oom_killed(&self) -> bool {
+        let (file, key) = match &self.dirs {
+            Dirs::V2(dir) => (dir.join("memory.events"), "oom_kill"),
+            Dirs::V1(_) => match self.v1_dir(Controller::Memory) {
+                Some(dir) => (dir.join("memory.oom_control"), "oom_kill"),
+                None => return false,
+            },
+        };
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        match field(&text, key) {
+            Some(kills) => kills > 0,
+            // Kernels before 4.13 have no v1 oom_kill line.
+            None => self
+                .v1_dir(Controller::Memory)
+                .and_then(|dir| std::fs::read_to_string(dir.join("memory.failcnt")).ok())
+                .and_then(|text| text.trim().parse::<u64>().ok())
+                .is_some_and(|count| count > 0),
+        }
+    }
+
+    /// Records that the CPU watcher stopped the tree.
+    pub(crate) fn record_cpu_exceeded(&self) {
+        self.recorded.store(1, Ordering::SeqCst);
+    }
+
+    /// Which limit stopped the tree, if any.
+    pub fn exceeded(&self) -> Option<LimitExceeded> {
+        if let (1, Some(seconds)) = (
+            self.recorded.load(Ordering::SeqCst),
+            self.limits.cpu_seconds,
+        ) {
+            return Some(LimitExceeded::Cpu { seconds });
+        }
+        match self.limits.memory_bytes {
+            Some(bytes) if self.oom_killed() => Some(LimitExceeded::Memory { bytes }),
+            _ => None,
+        }
+    }
+
+    /// The processes in the cgroup now.
+    pub fn pids(&self) -> Vec<i32> {
+        let dir = match &self.dirs {
+            Dirs::V2(dir) => dir.as_path(),
+            // pids is always made when it exists; memory stands in otherwise.
+            Dirs::V1(_) => match self
+                .v1_dir(Controller::Pids)
+                .or_else(|| self.v1_dir(Controller::Memory))
+            {
+                Some(dir) => dir,
+                None => return Vec::new(),
+            },
+        };
+        std::fs::read_to_string(dir.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| line.trim().parse().ok())
+            .collect()
+    }
+
+    /// Kills every process in the cgroup and waits (up to 2 s) until it is
+    /// empty: v2 `cgroup.kill`, else freeze, SIGKILL each pid, thaw, repeat.
+    /// Never signals this process (the spawner thread could be inside).
+    pub fn kill_all(&self) {
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        let give_up = Instant::now() + KILL_PATIENCE;
+        let mut pause = Duration::from_micros(200);
+        loop {
+            let pids: Vec<i32> = self.pids().into_iter().filter(|&p| p != me).collect();
+            if pids.is_empty() || Instant::now() >= give_up {
+                return;
+            }
+            let killed_by_kernel = match &self.dirs {
+                Dirs::V2(dir) => write(&dir.join("cgroup.kill"), 1).is_ok(),
+                Dirs::V1(_) => false,
+            };
+            if !killed_by_kernel {
+                let frozen = !self.pids().contains(&me) && self.freeze(true);
+                // Frozen, nothing in the tree can fork or exit: each pid
+                // read now is a live member.
+                for pid in self.pids().into_iter().filter(|&p| p != me) {
+                    // SAFETY: kill(2) with a pid and a signal number.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+                if frozen {
+                    self.freeze(false);
+                }
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(10));
+        }
+    }
+
+    /// Freezes (or thaws) the tree; true if it froze (waits up to 100 ms
+    /// for the kernel to report it).
+    fn freeze(&self, frozen: bool) -> bool {
+        let (file, value, state_file): (PathBuf, &str, PathBuf) = match &self.dirs {
+            Dirs::V2(dir) => (
+                dir.join("cgroup.freeze"),
+                if frozen { "1" } else { "0" },
+                dir.join("cgroup.events"),
+            ),
+            Dirs::V1(_) => match self.v1_dir(Controller::Freezer) {
+                Some(dir) => (
+                    dir.join("freezer.state"),
+                    if frozen { "FROZEN" } else { "THAWED" },
+                    dir.join("freezer.state"),
+                ),
+                None => return false,
+            },
+        };
+        if std::fs::write(&file, value).is_err() || !frozen {
+            return false;
+        }
+        let is_frozen = || {
+            let text = std::fs::read_to_string(&state_file).unwrap_or_default();
+            text.trim() == "FROZEN" || field(&text, "frozen") == Some(1)
+        };
+        let give_up = Instant::now() + Duration::from_millis(100);
+        while !is_frozen() && Instant::now() < give_up {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        true
+    }
+
+    /// Removes the cgroup's directories (after [`kill_all`](Self::kill_all)).
+    pub fn remove(&self) -> io::Result<()> {
+        let dirs: Vec<&Path> = match &self.dirs {
+            Dirs::V2(dir) => vec![dir.as_path()],
+            Dirs::V1(dirs) => dirs.iter().map(|(_, dir, _)| dir.as_path()).collect(),
+        };
+        let mut result = Ok(());
+        for dir in dirs {
+            // A process just killed may take a moment to leave (EBUSY).
+            let give_up = Instant::now() + KILL_PATIENCE;
+            loop {
+                match remove_cgroup_dir(dir) {
+                    Ok(()) => break,
+                    Err(error)
+                        if error.raw_os_error() == Some(libc::EBUSY)
+                            && Instant::now() < give_up =>
+                    {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Err(error) => {
+                        result = Err(error);
+                        break;
+                    }
+                }
+            }
+        }
+        result
+    }
+}
+
+impl Drop for LaunchCgroup {
+    /// The launch ended: nothing it started survives it, and no directory is left.
+    fn drop(&mut self) {
+        if rustix::process::getpid() != self.creator {
+            return; // a forked copy: the cgroup is the parent's
+        }
+        self.kill_all();
+        let _ = self.remove();
+    }
+}
+
+/// The spawner thread inside a launch's v1 cgroups; dropping it moves the
+/// thread home and lowers `pids.max` to the launch's `tasks`.
+pub struct Joined<'a> {
+    cgroup: &'a LaunchCgroup,
+    tid: i32,
+    entered: Vec<PathBuf>,
+}
+
+impl Drop for Joined<'_> {
+    fn drop(&mut self) {
+        for home in self.entered.drain(..) {
+            let _ = write(&home.join("tasks"), self.tid as u64);
+        }
+        if let (Some(tasks), Some(dir)) = (
+            self.cgroup.limits.tasks,
+            self.cgroup.v1_dir(Controller::Pids),
+        ) {
+            let _ = write(&dir.join("pids.max"), tasks);
+        }
+    }
+}
+
+fn missing() -> io::Error {
+    io::Error::from_raw_os_error(libc::ENODEV)
+}
+
+/// Writes a number to a cgroup file (one `write`, as the kernel wants).
+fn write(path: &Path, value: u64) -> io::Result<()> {
+    std::fs::write(path, value.to_string())
+}
+
+/// The value of `key` in a `key value` per line file.
+fn field(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let (name, value) = line.split_once(' ')?;
+        (name == key).then(|| value.trim().parse().ok()).flatten()
+    })
+}
