@@ -19,8 +19,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, group::GroupSignal as Signal, procfs::DefaultReader, write_stdin,
-    CaptureMode, Exit, Launch, Owner, PollFlags, RunningProcess, SpawnError, SpawnOptions,
+    self as core_process, capture::DEFAULT_OUTPUT_BYTES, group::GroupSignal as Signal,
+    procfs::DefaultReader, running::session_failure_subject, write_stdin, CaptureMode, Launch,
+    Owner, PollFlags, RunningProcess, SpawnOptions,
 };
 use magnus::{
     error::ErrorType,
@@ -29,25 +30,26 @@ use magnus::{
     scan_args::{get_kwargs, scan_args},
     typed_data::Obj,
     value::{Lazy, LazyId, ReprValue},
-    Error, Exception, ExceptionClass, Fixnum, Float, RClass, RHash, RObject, RString, Ruby, Value,
+    Error, Exception, Fixnum, Float, RClass, RHash, RObject, RString, Ruby, Value,
 };
 
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::nogvl;
-use crate::ruby_api::errors::{argument_error, core_result, from_core, tool_error};
+use crate::ruby_api::errors::{argument_error, core_result, tool_error};
 use crate::ruby_api::execution::{define_data_class, DataShape};
 use crate::ruby_api::process_runner::{
-    check_context, error_with_cause, positive_integer, reap_leader, terminate_group,
-    validate_timeout, Waiter,
+    check_context, positive_integer, reap_leader, terminate_group, validate_timeout, Waiter,
 };
+
+mod monitor;
+mod status;
+
+use monitor::{start_monitor, stop_monitor};
+use status::SessionStatus;
 
 /// Bytes taken from each stream per read pass (18.5).
 const READ_PASS_BYTES: usize = 16 * 1024;
-/// Memory sampling period (18.9).
-const SAMPLE_PERIOD: f64 = 0.1;
-/// Consecutive reader failures that fail closed (18.9).
-const FAILURE_LIMIT: u32 = 3;
 
 const RESOURCE_ERROR: &str = "__resource_error";
 
@@ -59,8 +61,8 @@ static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
 static STDOUT_IVAR: LazyId = LazyId::new("@stdout");
 static STDERR_IVAR: LazyId = LazyId::new("@stderr");
 static EOF_IVAR: LazyId = LazyId::new("@eof");
-const MONITOR: &str = "__monitor";
-const MEMORY_READER: &str = "__memory_reader";
+pub(super) const MONITOR: &str = "__monitor";
+pub(super) const MEMORY_READER: &str = "__memory_reader";
 
 /// A session launch as backends hand it over (18.1).
 pub struct SessionRequest {
@@ -90,6 +92,8 @@ impl DataShape for ChunkShape {
 
 struct SessionState {
     process: RunningProcess,
+    /// The argv as given (for `inspect`).
+    command: Vec<String>,
     output_bytes: u64,
     closed: AtomicBool,
     monitor_stop: AtomicBool,
@@ -101,17 +105,6 @@ struct SessionState {
 #[derive(Default)]
 pub struct ProcessSession {
     state: OnceLock<SessionState>,
-}
-
-/// The result of `wait` and `terminate`, shaped like `Process::Status`.
-#[magnus::wrap(
-    class = "LittleGhost::Sandbox::ProcessSession::Status",
-    free_immediately,
-    size
-)]
-pub struct SessionStatus {
-    pid: i32,
-    exit: Exit,
 }
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
@@ -127,6 +120,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("terminate", method!(terminate, 0))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("closed?", method!(is_closed, 0))?;
+    class.define_method("inspect", method!(inspect, 0))?;
 
     let chunk = class.define_class("Chunk", ruby.class_object())?;
     define_data_class!(ruby, chunk, ChunkShape);
@@ -146,63 +140,6 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     status.define_method("to_s", method!(SessionStatus::inspect, 0))?;
     status.define_method("==", method!(SessionStatus::equal, 1))?;
     Ok(())
-}
-
-impl SessionStatus {
-    /// The pid of the session's leader.
-    fn pid(&self) -> i32 {
-        self.pid
-    }
-    /// The raw wait status (nil if another waiter reaped the child).
-    fn to_i(&self) -> Option<i32> {
-        self.exit.raw()
-    }
-    /// The exit status, or nil if the child did not exit normally.
-    fn exitstatus(&self) -> Option<i32> {
-        self.exit.code()
-    }
-    /// True for exit 0, false for another status, nil if it did not exit.
-    fn success(&self) -> Option<bool> {
-        self.exit.code().map(|code| code == 0)
-    }
-    /// Whether the child exited normally.
-    fn exited(&self) -> bool {
-        self.exit.code().is_some()
-    }
-    /// Whether a signal killed the child.
-    fn signaled(&self) -> bool {
-        self.exit.signal().is_some()
-    }
-    /// The signal that killed the child, or nil.
-    fn termsig(&self) -> Option<i32> {
-        self.exit.signal()
-    }
-    /// Always false: sessions never report stopped children.
-    fn stopped(&self) -> bool {
-        false
-    }
-    /// `#<LittleGhost::Sandbox::ProcessSession::Status: pid N exit C>` or `... SIGNAME (signal S)`.
-    fn inspect(&self) -> String {
-        let detail = match (self.exit.code(), self.exit.signal()) {
-            (Some(code), _) => format!("exit {code}"),
-            (None, Some(signal)) => format!("signal {signal}"),
-            _ => "status unknown".to_string(),
-        };
-        format!(
-            "#<LittleGhost::Sandbox::ProcessSession::Status: pid {} {detail}>",
-            self.pid
-        )
-    }
-    /// Equal to another Status with the same pid and raw status, or to an Integer equal to `to_i`.
-    fn equal(&self, other: Value) -> bool {
-        if let Ok(other) = <&SessionStatus>::try_convert(other) {
-            return other.pid == self.pid && other.exit == self.exit;
-        }
-        match (i64::try_convert(other), self.exit.raw()) {
-            (Ok(number), Some(raw)) => number == i64::from(raw),
-            _ => false,
-        }
-    }
 }
 
 /// `Obj<ProcessSession>` with helpers.
@@ -296,7 +233,7 @@ fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
         chdir: convert::expanded_path(ruby, chdir, "chdir")?,
         output_bytes: match output_bytes {
-            None => 1_000_000,
+            None => DEFAULT_OUTPUT_BYTES,
             Some(value) => positive_integer(ruby, value, "output_bytes")?,
         },
         memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
@@ -345,10 +282,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     let process = match started {
         Ok(process) => process,
         Err(error) => {
-            let subject = match error {
-                SpawnError::WorkingDirectory(_) => "chdir",
-                _ => launch.argv[0].as_str(),
-            };
+            let subject = session_failure_subject(&error, &launch.argv[0]);
             let errno: Value = ruby
                 .exception_system_call_error()
                 .funcall("new", (subject, error.errno()))?;
@@ -357,6 +291,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     };
     let state = SessionState {
         process,
+        command: launch.argv.clone(),
         output_bytes: request.output_bytes,
         closed: AtomicBool::new(false),
         monitor_stop: AtomicBool::new(false),
@@ -377,6 +312,27 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
 /// The OS pid of the child, which is also its process group id.
 fn pid(ruby: &Ruby, rb_self: Session) -> Result<i32, Error> {
     Ok(rb_self.state(ruby)?.process.pid())
+}
+
+/// `#<LittleGhost::Sandbox::ProcessSession pid=N alive=true command=["sh", "-c", ...]>`
+/// (issue 12 item 8); never raises, so a failed session still inspects.
+fn inspect(rb_self: Session) -> String {
+    let class = "LittleGhost::Sandbox::ProcessSession";
+    let Some(state) = rb_self.state.get() else {
+        return format!("#<{class} not started>");
+    };
+    let closed = if state.closed.load(Ordering::SeqCst) {
+        " closed"
+    } else {
+        ""
+    };
+    // A forked copy must not reap or signal the parent's child.
+    let alive = state.process.owned_here() && state.process.alive();
+    format!(
+        "#<{class} pid={} alive={alive}{closed} command={:?}>",
+        state.process.pid(),
+        state.command
+    )
 }
 
 /// Whether the session has been closed.
@@ -412,7 +368,7 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
 }
 
 /// Stores the first resource error; later ones are dropped.
-fn record(session: Session, exception: Value) -> Result<(), Error> {
+pub(super) fn record(session: Session, exception: Value) -> Result<(), Error> {
     let recorded: Value = session.ivar_get(RESOURCE_ERROR)?;
     if recorded.is_nil() {
         session.ivar_set(RESOURCE_ERROR, exception)?;
@@ -421,7 +377,7 @@ fn record(session: Session, exception: Value) -> Result<(), Error> {
 }
 
 /// The exception object behind an error (instantiating Rust-made ones).
-fn exception_of(ruby: &Ruby, error: &Error) -> Option<Value> {
+pub(super) fn exception_of(ruby: &Ruby, error: &Error) -> Option<Value> {
     match error.error_type() {
         ErrorType::Jump(_) => None,
         ErrorType::Exception(exception) => Some(exception.as_value()),
@@ -777,180 +733,4 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
     state.process.close_stdin();
     state.process.close_output();
     interruption.map_or(Ok(()), Err)
-}
-
-fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
-    let thread: Value = session.ivar_get(MONITOR)?;
-    if thread.is_nil() || !thread.funcall::<_, _, bool>("alive?", ())? {
-        return Ok(());
-    }
-    let current = ruby.thread_current();
-    if thread.funcall::<_, _, bool>("equal?", (current,))? {
-        return Ok(());
-    }
-    let _ = thread.funcall::<_, _, Value>("wakeup", ());
-    let joined: Value = thread.funcall("join", (1.0,))?;
-    if joined.is_nil() {
-        let _: Value = thread.funcall("kill", ())?;
-        let _: Value = thread.funcall("join", (1.0,))?;
-    }
-    Ok(())
-}
-
-/// 18.9: a Ruby thread samples every 100 ms while the session is alive.
-fn start_monitor(
-    ruby: &Ruby,
-    session: Session,
-    reader: Option<Value>,
-    default_reader: Option<DefaultReader>,
-    limit: u64,
-) -> Result<(), Error> {
-    let body = ruby.proc_from_fn(move |ruby, args, _block| -> Result<Value, Error> {
-        let session = Session::try_convert(args[0])?;
-        let reader = Some(args[1]).filter(|value| !value.is_nil());
-        match monitor(ruby, session, reader, default_reader, limit) {
-            Ok(()) => Ok(ruby.qnil().as_value()),
-            // Thread#kill (from close) ends the thread normally.
-            Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => Err(error),
-            // Anything unexpected fails closed.
-            Err(error) => {
-                fail_closed(ruby, session, &error)?;
-                Ok(ruby.qnil().as_value())
-            }
-        }
-    });
-    let reader_value = reader.unwrap_or_else(|| ruby.qnil().as_value());
-    session.ivar_set(MEMORY_READER, reader_value)?;
-    let thread: Value =
-        ruby.class_thread()
-            .funcall_with_block("new", (session, reader_value), body)?;
-    let _: Value = thread.funcall("report_on_exception=", (false,))?;
-    session.ivar_set(MONITOR, thread)?;
-    Ok(())
-}
-
-fn monitor(
-    ruby: &Ruby,
-    session: Session,
-    reader: Option<Value>,
-    default_reader: Option<DefaultReader>,
-    limit: u64,
-) -> Result<(), Error> {
-    let state = session.state(ruby)?;
-    let pid = state.process.pid();
-    let mut failures = 0;
-    let stopped = || state.monitor_stop.load(Ordering::SeqCst);
-    loop {
-        if stopped() || !state.process.alive() {
-            return Ok(());
-        }
-        match sample(ruby, pid, reader, default_reader, limit) {
-            Ok(false) => failures = 0,
-            Ok(true) => {
-                let error = tool_error(ruby, format!("Program memory exceeded {limit} bytes"));
-                if let Some(exception) = exception_of(ruby, &error) {
-                    record(session, exception)?;
-                }
-                state.process.signal_group(Signal::TERM);
-                let _: Value = ruby.module_kernel().funcall("sleep", (SAMPLE_PERIOD,))?;
-                if state.process.group_alive() {
-                    state.process.signal_group(Signal::KILL);
-                }
-                return Ok(());
-            }
-            Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => return Err(error),
-            Err(error) => {
-                failures += 1;
-                if failures >= FAILURE_LIMIT {
-                    return fail_closed(ruby, session, &error);
-                }
-            }
-        }
-        if stopped() {
-            return Ok(());
-        }
-        let _: Value = ruby.module_kernel().funcall("sleep", (SAMPLE_PERIOD,))?;
-    }
-}
-
-/// Records "Program memory supervisor failed (Class)" with the failure as
-/// `cause` (its message stays out, 1.2) and SIGKILLs the group.
-fn fail_closed(ruby: &Ruby, session: Session, error: &Error) -> Result<(), Error> {
-    if let Some(state) = session.state.get() {
-        state.process.signal_group(Signal::KILL);
-    }
-    let cause = exception_of(ruby, error).unwrap_or_else(|| ruby.qnil().as_value());
-    let class_name: String = if cause.is_nil() {
-        "unknown".to_string()
-    } else {
-        cause
-            .class()
-            .funcall::<_, _, Value>("name", ())?
-            .funcall::<_, _, RString>("to_s", ())?
-            .to_string()?
-    };
-    let tool = constants::class(ruby, "LittleGhost::ToolError")?;
-    let failure = error_with_cause(
-        ruby,
-        tool,
-        &format!("Program memory supervisor failed ({class_name})"),
-        cause,
-    )?;
-    if let Some(exception) = exception_of(ruby, &failure) {
-        record(session, exception)?;
-    }
-    Ok(())
-}
-
-/// One sample: true if above `limit`. Errors are reader failures.
-fn sample(
-    ruby: &Ruby,
-    pid: i32,
-    reader: Option<Value>,
-    default_reader: Option<DefaultReader>,
-    limit: u64,
-) -> Result<bool, Error> {
-    let bytes: Value = match (reader, default_reader) {
-        (Some(reader), _) => {
-            let raw: Value = reader.funcall("call", (pid,))?;
-            ruby.module_kernel().funcall("Integer", (raw,))?
-        }
-        (None, Some(default_reader)) => {
-            let sampled = nogvl::blocking(ruby, || default_reader.sample(pid as u32))?;
-            match sampled {
-                Ok(bytes) => ruby.integer_from_u64(bytes).as_value(),
-                Err(failure) => return Err(sample_error(ruby, &failure)),
-            }
-        }
-        (None, None) => {
-            return Err(from_core(
-                ruby,
-                littleghost_sandbox_core::Error::Dependency(
-                    "process memory supervision has no reader".into(),
-                ),
-            ))
-        }
-    };
-    bytes.funcall(">", (limit,))
-}
-
-/// DependencyError with the documented message and the OS error as `cause`.
-fn sample_error(ruby: &Ruby, failure: &core_process::procfs::SampleError) -> Error {
-    let build = || -> Result<Error, Error> {
-        let class = constants::class(ruby, "LittleGhost::DependencyError")?;
-        match failure.cause().and_then(|cause| cause.raw_os_error()) {
-            Some(errno) => {
-                let cause: Value = ruby
-                    .exception_system_call_error()
-                    .funcall("new", (ruby.qnil(), errno))?;
-                error_with_cause(ruby, class, &failure.message(), cause)
-            }
-            None => Ok(Error::new(
-                ExceptionClass::from_value(class.as_value())
-                    .unwrap_or_else(|| ruby.exception_runtime_error()),
-                failure.message(),
-            )),
-        }
-    };
-    build().unwrap_or_else(|error| error)
 }

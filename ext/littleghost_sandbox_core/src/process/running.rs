@@ -17,8 +17,8 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions};
@@ -26,11 +26,17 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::task::JoinHandle;
 
+mod failure;
+mod termination;
+
 use super::capture::{Capture, CaptureMode, Stream};
-use super::group::{descendants, group_alive, process_alive, signal_group, signal_process};
+use super::group::{group_alive, signal_group};
 use super::notify::Notifier;
 use super::spawn::{self, pid_of, SpawnError};
-use super::{runtime, spawner, Launch, POLL_INTERVAL, TERMINATION_GRACE};
+use super::{runtime, spawner, Launch, POLL_INTERVAL};
+pub use failure::{session_failure_subject, StartFailure};
+use termination::terminate_in_background;
+pub use termination::{Owner, Termination, TerminationStep};
 
 /// Bytes read from a pipe per syscall by the drain task.
 const READ_CHUNK: usize = 64 * 1024;
@@ -140,8 +146,11 @@ struct Shared {
     terminated_by_owner: AtomicBool,
     state: Mutex<State>,
     notifier: Notifier,
-    /// Sessions want to hear about every chunk; execute only about the end.
-    wake_on_data: bool,
+    /// Sessions and streaming executes want to hear about every chunk; a
+    /// plain execute only about the end.
+    wake_on_data: AtomicBool,
+    /// A session reader also reads the pipes itself (see [`drain`]).
+    direct_reader: bool,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -170,6 +179,10 @@ impl Shared {
 }
 
 impl Shared {
+    fn wakes_on_data(&self) -> bool {
+        self.wake_on_data.load(Ordering::Relaxed)
+    }
+
     /// Reacts to bytes just stored: 18.5 terminates the group in the
     /// background once the combined bound is passed; waiters hear about it.
     fn stored(self: &Arc<Self>, overflowed_now: bool, wake: bool) {
@@ -213,12 +226,12 @@ async fn drain(shared: Arc<Shared>, pipe: Arc<OwnedFd>, stream: Stream) {
             let pulled = lock(&shared.state).pull(stream, &mut buffer);
             match pulled {
                 Pulled::Data { overflowed_now } => {
-                    shared.stored(overflowed_now, shared.wake_on_data)
+                    shared.stored(overflowed_now, shared.wakes_on_data())
                 }
                 Pulled::Nothing => {
                     ready.clear_ready();
                     // Only session readers empty the pipe behind our back.
-                    if shared.wake_on_data {
+                    if shared.direct_reader {
                         break;
                     }
                 }
@@ -233,7 +246,7 @@ async fn drain(shared: Arc<Shared>, pipe: Arc<OwnedFd>, stream: Stream) {
             let pulled = lock(&shared.state).pull(stream, &mut buffer);
             match pulled {
                 Pulled::Data { overflowed_now } => {
-                    shared.stored(overflowed_now, shared.wake_on_data);
+                    shared.stored(overflowed_now, shared.wakes_on_data());
                     continue 'watching;
                 }
                 Pulled::Nothing => {}
@@ -260,190 +273,6 @@ async fn watch_exit(shared: Arc<Shared>, pidfd: Option<OwnedFd>) {
     }
     while shared.try_reap().is_none() {
         tokio::time::sleep(POLL_INTERVAL).await;
-    }
-}
-
-/// 17.12 for a group the caller is not waiting on (a session that passed its
-/// output bound).
-async fn terminate_in_background(shared: Arc<Shared>) {
-    let mut termination = Termination::begin(shared);
-    while let TerminationStep::Wait(pause) = termination.step() {
-        tokio::time::sleep(pause).await;
-    }
-}
-
-/// 17.12, the one termination protocol: TERM to the child's group and to
-/// every descendant and its group (see [`descendants`]), up to
-/// [`TERMINATION_GRACE`] for them all to end, then KILL. Callers drive it
-/// with [`step`](Self::step) and wait however suits them (a Ruby waiter, a
-/// tokio timer, a plain sleep).
-pub struct Termination {
-    shared: Arc<Shared>,
-    /// The child's group first.
-    groups: Vec<i32>,
-    /// Descendants found when it began (they may leave their group).
-    members: Vec<i32>,
-    grace_end: Instant,
-    done: bool,
-}
-
-/// Waits (at most 1 s, on a loaded machine) until `pid` is stopped or gone. Linux reads its
-/// state from `/proc`; elsewhere the stop is simply not waited for.
-fn wait_until_stopped(pid: i32) {
-    if !cfg!(target_os = "linux") {
-        return;
-    }
-    let give_up = Instant::now() + Duration::from_secs(1);
-    while Instant::now() < give_up {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return;
-        };
-        match super::group::parse_stat(&stat) {
-            Some(('T' | 't' | 'Z' | 'X' | 'x', _)) | None => return,
-            Some(_) => std::thread::sleep(Duration::from_micros(200)),
-        }
-    }
-}
-
-/// What a [`Termination`] wants next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TerminationStep {
-    /// Something still runs: check again after this pause (or on news).
-    Wait(Duration),
-    /// Every group ended, or KILL was sent.
-    Done,
-}
-
-impl Termination {
-    fn begin(shared: Arc<Shared>) -> Termination {
-        // Stopped, the leader cannot start another session while its
-        // descendants are listed (a bwrap setting up its sandbox would).
-        signal_group(shared.pid, Signal::STOP);
-        wait_until_stopped(shared.pid);
-        let mut groups = vec![shared.pid];
-        let mut members = Vec::new();
-        for (pid, group) in descendants(shared.pid) {
-            members.push(pid);
-            if !groups.contains(&group) {
-                groups.push(group);
-            }
-        }
-        for &group in &groups {
-            signal_group(group, Signal::TERM);
-        }
-        for &pid in &members {
-            signal_process(pid, Signal::TERM);
-        }
-        // TERM is pending; CONT lets it act.
-        signal_group(shared.pid, Signal::CONT);
-        Termination {
-            shared,
-            groups,
-            members,
-            grace_end: Instant::now() + TERMINATION_GRACE,
-            done: false,
-        }
-    }
-
-    /// Reaps the leader if it exited; Done once no group is alive, or after
-    /// sending KILL when the grace is over.
-    pub fn step(&mut self) -> TerminationStep {
-        if self.done {
-            return TerminationStep::Done;
-        }
-        if !self.lingers() {
-            self.done = true;
-            return TerminationStep::Done;
-        }
-        let now = Instant::now();
-        if now >= self.grace_end {
-            self.kill();
-            return TerminationStep::Done;
-        }
-        TerminationStep::Wait(POLL_INTERVAL.min(self.grace_end - now))
-    }
-
-    /// The leader is unreaped or a group still has a live member.
-    fn lingers(&self) -> bool {
-        self.shared.try_reap().is_none()
-            || self.groups.iter().any(|&group| group_alive(group))
-            || self.members.iter().any(|&pid| process_alive(pid))
-    }
-
-    /// Cuts the grace short: KILL every group now.
-    pub fn kill(&mut self) {
-        for &group in &self.groups {
-            signal_group(group, Signal::KILL);
-        }
-        for &pid in &self.members {
-            signal_process(pid, Signal::KILL);
-        }
-        self.done = true;
-    }
-}
-
-/// The children a sandbox started, so that closing it terminates every one
-/// still running (H.4). Holds weak references: a child whose handle was
-/// dropped has already been killed by that drop.
-#[derive(Clone, Default)]
-pub struct Owner {
-    children: Arc<Mutex<Vec<Weak<Shared>>>>,
-}
-
-impl Owner {
-    pub fn new() -> Owner {
-        Owner::default()
-    }
-
-    fn adopt(&self, shared: &Arc<Shared>) {
-        let mut children = lock(&self.children);
-        children.retain(|child| child.strong_count() > 0);
-        children.push(Arc::downgrade(shared));
-    }
-
-    /// Terminates every child still alive (17.12, all at once), marks each as
-    /// [`terminated_by_owner`](RunningProcess::terminated_by_owner) first, and
-    /// returns once they all ended (or were sent KILL). Blocks for up to
-    /// [`TERMINATION_GRACE`] plus a moment: call it without the GVL.
-    /// Returns how many were terminated.
-    pub fn terminate_all(&self) -> usize {
-        let me = rustix::process::getpid();
-        let children: Vec<Arc<Shared>> = std::mem::take(&mut *lock(&self.children))
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|child| child.parent == me)
-            .collect();
-        let mut terminations = Vec::new();
-        for child in children {
-            if child.try_reap().is_some() && !group_alive(child.pid) {
-                continue;
-            }
-            child.terminated_by_owner.store(true, Ordering::SeqCst);
-            terminations.push(Termination::begin(child));
-        }
-        let count = terminations.len();
-        loop {
-            let mut pause = None::<Duration>;
-            for termination in &mut terminations {
-                if let TerminationStep::Wait(wait) = termination.step() {
-                    pause = Some(pause.map_or(wait, |p| p.min(wait)));
-                }
-            }
-            match pause {
-                Some(pause) => std::thread::sleep(pause),
-                None => break,
-            }
-        }
-        // After KILL the kernel takes a moment: return once they are gone.
-        let give_up = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < give_up && terminations.iter().any(Termination::lingers) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        // Waiters (a session call, an execute in another thread) hear about it.
-        for termination in &terminations {
-            termination.shared.notifier.notify();
-        }
-        count
     }
 }
 
@@ -514,7 +343,8 @@ impl RunningProcess {
                         pipes: [None, None],
                     }),
                     notifier,
-                    wake_on_data: false,
+                    wake_on_data: AtomicBool::new(false),
+                    direct_reader: false,
                 };
                 handle.spawn(watch_exit(Arc::new(shared), pidfd));
                 return Err(SpawnError::Os(error));
@@ -532,7 +362,8 @@ impl RunningProcess {
                 pipes: [Some(stdout.clone()), Some(stderr.clone())],
             }),
             notifier,
-            wake_on_data: matches!(mode, CaptureMode::Combined { .. }),
+            wake_on_data: AtomicBool::new(matches!(mode, CaptureMode::Combined { .. })),
+            direct_reader: matches!(mode, CaptureMode::Combined { .. }),
         });
         let drains = {
             let shared = shared.clone();
@@ -666,7 +497,38 @@ impl RunningProcess {
         chunk
     }
 
-    /// The combined output bound was passed (sessions).
+    /// From now on the [`Notifier`] fires on every chunk of output, not only
+    /// at the end, so a caller can stream it with [`output_since`](Self::output_since).
+    pub fn stream_output(&self) {
+        self.shared.wake_on_data.store(true, Ordering::Relaxed);
+    }
+
+    /// The kept bytes of stdout and stderr past `cursor` (per-stream capture),
+    /// advancing it: what a streaming caller has not seen yet, in order.
+    pub fn output_since(&self, cursor: &mut [usize; 2]) -> [Vec<u8>; 2] {
+        let state = lock(&self.shared.state);
+        [Stream::Stdout, Stream::Stderr].map(|stream| {
+            let fresh = state
+                .capture
+                .since(stream, cursor[stream as usize])
+                .to_vec();
+            cursor[stream as usize] += fresh.len();
+            fresh
+        })
+    }
+
+    /// Runs 17.12's [`Termination`] on the shared runtime, for a caller that
+    /// does not wait for it (a memory monitor that saw the limit passed).
+    pub fn terminate_detached(&self) {
+        if let Ok(handle) = runtime::handle() {
+            handle.spawn(terminate_in_background(self.shared.clone()));
+        } else {
+            self.signal_group(Signal::KILL);
+        }
+    }
+
+    /// The output bound was passed: the combined one (sessions), or a
+    /// per-stream one with `stop_at_limit` (the group is then terminated).
     pub fn overflowed(&self) -> bool {
         lock(&self.shared.state).capture.overflowed()
     }
@@ -725,8 +587,9 @@ impl Drop for RunningProcess {
 
 #[cfg(test)]
 mod tests {
+    use super::super::group::process_alive;
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     fn launch(argv: &[&str]) -> Launch {
         Launch {
@@ -753,7 +616,10 @@ mod tests {
     fn captures_both_streams_and_the_exit_status() {
         let process = RunningProcess::start(
             &launch(&["sh", "-c", "printf out; printf err >&2; exit 3"]),
-            CaptureMode::PerStream { limit: 100 },
+            CaptureMode::PerStream {
+                limit: 100,
+                stop_at_limit: false,
+            },
             false,
         )
         .unwrap();
@@ -769,7 +635,10 @@ mod tests {
     fn a_flood_is_drained_and_bounded() {
         let process = RunningProcess::start(
             &launch(&["head", "-c", "20000000", "/dev/zero"]),
-            CaptureMode::PerStream { limit: 1000 },
+            CaptureMode::PerStream {
+                limit: 1000,
+                stop_at_limit: false,
+            },
             false,
         )
         .unwrap();
@@ -787,7 +656,10 @@ mod tests {
                 environment: vec![("ONLY".into(), "this".into())],
                 ..launch(&["/usr/bin/env"])
             },
-            CaptureMode::PerStream { limit: 10_000 },
+            CaptureMode::PerStream {
+                limit: 10_000,
+                stop_at_limit: false,
+            },
             false,
         )
         .unwrap();
@@ -796,7 +668,10 @@ mod tests {
 
         let cat = RunningProcess::start(
             &launch(&["cat"]),
-            CaptureMode::PerStream { limit: 10 },
+            CaptureMode::PerStream {
+                limit: 10,
+                stop_at_limit: false,
+            },
             false,
         )
         .unwrap();
@@ -808,7 +683,10 @@ mod tests {
     fn the_child_leads_a_new_group_and_a_signal_death_has_no_code() {
         let process = RunningProcess::start(
             &launch(&["sleep", "30"]),
-            CaptureMode::PerStream { limit: 10 },
+            CaptureMode::PerStream {
+                limit: 10,
+                stop_at_limit: false,
+            },
             false,
         )
         .unwrap();
@@ -976,15 +854,90 @@ mod tests {
     fn missing_and_non_executable_programs_are_told_apart() {
         let missing = RunningProcess::start(
             &launch(&["no-such-program-x"]),
-            CaptureMode::PerStream { limit: 1 },
+            CaptureMode::PerStream {
+                limit: 1,
+                stop_at_limit: false,
+            },
             false,
         );
         assert!(matches!(missing, Err(SpawnError::NotFound)));
         let denied = RunningProcess::start(
             &launch(&["/etc/hostname"]),
-            CaptureMode::PerStream { limit: 1 },
+            CaptureMode::PerStream {
+                limit: 1,
+                stop_at_limit: false,
+            },
             false,
         );
         assert!(matches!(denied, Err(SpawnError::NotExecutable)));
+    }
+
+    #[test]
+    fn stop_at_limit_terminates_a_flood_at_the_cap() {
+        let process = RunningProcess::start(
+            &launch(&["sh", "-c", "yes; sleep 60"]),
+            CaptureMode::PerStream {
+                limit: 10,
+                stop_at_limit: true,
+            },
+            false,
+        )
+        .unwrap();
+        wait_finished(&process);
+        assert!(process.overflowed());
+        assert_eq!(process.exit().and_then(Exit::signal), Some(libc::SIGTERM));
+        let (stdout, _) = process.take_output();
+        assert_eq!(stdout, "y\ny\ny\ny\ny\n\n[output truncated]");
+    }
+
+    #[test]
+    fn output_since_streams_each_byte_once_in_order() {
+        let process = RunningProcess::start(
+            &launch(&["sh", "-c", "printf ab; printf cd >&2; printf ef"]),
+            CaptureMode::PerStream {
+                limit: 100,
+                stop_at_limit: false,
+            },
+            false,
+        )
+        .unwrap();
+        process.stream_output();
+        let mut cursor = [0, 0];
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        while !process.finished() {
+            let [o, e] = process.output_since(&mut cursor);
+            out.extend(o);
+            err.extend(e);
+            process.notifier().wait(POLL_INTERVAL, None);
+        }
+        let [o, e] = process.output_since(&mut cursor);
+        out.extend(o);
+        err.extend(e);
+        assert_eq!((out.as_slice(), err.as_slice()), (&b"abef"[..], &b"cd"[..]));
+        assert_eq!(process.take_output(), ("abef".into(), "cd".into()));
+    }
+
+    #[test]
+    fn terminate_detached_ends_a_descendant_that_left_the_group() {
+        let process = RunningProcess::start(
+            &launch(&["sh", "-c", "setsid sleep 60 & echo $!; wait"]),
+            CaptureMode::Combined { limit: 1000 },
+            false,
+        )
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut text = Vec::new();
+        while !text.ends_with(b"\n") {
+            assert!(Instant::now() < deadline, "no pid from the child");
+            text.extend(process.read_chunk(64).stdout);
+            process.notifier().wait(POLL_INTERVAL, None);
+        }
+        let escaped: i32 = String::from_utf8(text).unwrap().trim().parse().unwrap();
+        assert!(process_alive(escaped));
+        process.terminate_detached();
+        while process_alive(escaped) || process.alive() {
+            assert!(Instant::now() < deadline, "the descendant survived");
+            std::thread::sleep(POLL_INTERVAL);
+        }
     }
 }
