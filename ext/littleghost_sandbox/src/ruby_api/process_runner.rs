@@ -29,6 +29,7 @@ use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::nogvl::{self, Wake};
 use crate::ruby_api::errors::{argument_error, core_result, tool_error};
+use crate::ruby_api::execution::Execution;
 
 /// A host argv to run to completion (17.13), as backends hand it over.
 pub struct RunRequest {
@@ -281,8 +282,7 @@ impl Streamer {
     }
 }
 
-/// `Execution.new(stdout:, stderr:, exit_code:, error: nil[, signal:])`
-/// through Ruby dispatch, with frozen Strings.
+/// A frozen Execution with frozen Strings and `error` nil.
 fn execution(
     ruby: &Ruby,
     stdout: &str,
@@ -290,22 +290,7 @@ fn execution(
     exit_code: Option<i32>,
     signal: Option<i32>,
 ) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Execution")?;
-    let kwargs = ruby.hash_new();
-    kwargs.aset(ruby.to_symbol("stdout"), frozen(ruby, stdout))?;
-    kwargs.aset(ruby.to_symbol("stderr"), frozen(ruby, stderr))?;
-    kwargs.aset(ruby.to_symbol("exit_code"), exit_code)?;
-    kwargs.aset(ruby.to_symbol("error"), ruby.qnil())?;
-    if let Some(signal) = signal {
-        kwargs.aset(ruby.to_symbol("signal"), signal)?;
-    }
-    class.funcall("new", (KwArgs(kwargs),))
-}
-
-fn frozen(ruby: &Ruby, text: &str) -> RString {
-    let string = ruby.str_new(text);
-    string.freeze();
-    string
+    Ok(Execution::wrap(ruby, stdout, stderr, exit_code, signal))
 }
 
 /// ToolError "MESSAGE (Errno::EXXX)" whose `cause` is that Errno (1.2: no errno text).
