@@ -10,12 +10,11 @@
 //! reported by the next `alive?`, `read` or `wait`, like a memory error.
 //!
 //! Ruby values the session needs (the recorded resource error, the monitor
-//! thread, the memory reader) live in hidden instance variables, so the GC
-//! sees them without custom marking.
+//! thread, the memory reader) are held by the TypedData struct and marked.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
@@ -25,12 +24,14 @@ use littleghost_sandbox_core::process::{
 };
 use magnus::{
     error::ErrorType,
+    gc::Marker,
     method,
     prelude::*,
     scan_args::{get_kwargs, scan_args},
     typed_data::Obj,
-    value::{Lazy, LazyId, ReprValue},
-    Error, Exception, Fixnum, Float, RClass, RHash, RObject, RString, Ruby, Value,
+    value::{Lazy, LazyId, Opaque, ReprValue},
+    DataTypeFunctions, Error, Exception, Fixnum, Float, RClass, RHash, RObject, RString, Ruby,
+    TypedData, Value,
 };
 
 use crate::helpers::constants;
@@ -51,8 +52,6 @@ use status::SessionStatus;
 /// Bytes taken from each stream per read pass (18.5).
 const READ_PASS_BYTES: usize = 16 * 1024;
 
-const RESOURCE_ERROR: &str = "__resource_error";
-
 /// `ProcessSession::Chunk`, looked up once (forced in `init`, where it is defined).
 static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
     constants::class(ruby, "LittleGhost::Sandbox::ProcessSession::Chunk")
@@ -61,8 +60,6 @@ static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
 static STDOUT_IVAR: LazyId = LazyId::new("@stdout");
 static STDERR_IVAR: LazyId = LazyId::new("@stderr");
 static EOF_IVAR: LazyId = LazyId::new("@eof");
-pub(super) const MONITOR: &str = "__monitor";
-pub(super) const MEMORY_READER: &str = "__memory_reader";
 
 /// A session launch as backends hand it over (18.1).
 pub struct SessionRequest {
@@ -101,10 +98,70 @@ struct SessionState {
     writing: AtomicBool,
 }
 
-#[magnus::wrap(class = "LittleGhost::Sandbox::ProcessSession", free_immediately, size)]
+/// Ruby objects a session holds: kept in Rust and marked for the GC (no
+/// hidden instance variables).
 #[derive(Default)]
+struct RubyRefs {
+    /// The first resource error (memory, output bound, supervisor failure).
+    resource_error: Option<Opaque<Value>>,
+    /// The memory monitor thread and the reader it calls (18.9).
+    monitor: Option<Opaque<Value>>,
+    memory_reader: Option<Opaque<Value>>,
+}
+
+#[derive(Default, TypedData)]
+#[magnus(
+    class = "LittleGhost::Sandbox::ProcessSession",
+    free_immediately,
+    size,
+    mark
+)]
 pub struct ProcessSession {
     state: OnceLock<SessionState>,
+    /// Only touched with the GVL held; the lock is never contended.
+    refs: Mutex<RubyRefs>,
+}
+
+impl DataTypeFunctions for ProcessSession {
+    fn mark(&self, marker: &Marker) {
+        let refs = self
+            .refs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for value in [refs.resource_error, refs.monitor, refs.memory_reader]
+            .into_iter()
+            .flatten()
+        {
+            marker.mark(value);
+        }
+    }
+}
+
+impl ProcessSession {
+    fn refs(&self) -> std::sync::MutexGuard<'_, RubyRefs> {
+        self.refs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The recorded resource error, if any.
+    fn resource_error(&self, ruby: &Ruby) -> Option<Value> {
+        self.refs()
+            .resource_error
+            .map(|value| ruby.get_inner(value))
+    }
+
+    /// The monitor thread, if one was started.
+    pub(super) fn monitor_thread(&self, ruby: &Ruby) -> Option<Value> {
+        self.refs().monitor.map(|value| ruby.get_inner(value))
+    }
+
+    /// Keeps the monitor thread and its reader reachable.
+    pub(super) fn set_monitor(&self, thread: Value, reader: Value) {
+        let mut refs = self.refs();
+        refs.monitor = Some(thread.into());
+        refs.memory_reader = Some(reader.into());
+    }
 }
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
@@ -346,8 +403,7 @@ fn is_closed(rb_self: Session) -> bool {
 /// Raises a recorded resource error (memory, output bound), if any, or
 /// ToolError once the sandbox's `close` terminated the session (H.4).
 fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> Result<(), Error> {
-    let recorded: Value = session.ivar_get(RESOURCE_ERROR)?;
-    if !recorded.is_nil() {
+    if let Some(recorded) = session.resource_error(ruby) {
         return Err(Error::from(Exception::try_convert(recorded)?));
     }
     if state.process.terminated_by_owner() {
@@ -369,10 +425,10 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
 
 /// Stores the first resource error; later ones are dropped.
 pub(super) fn record(session: Session, exception: Value) -> Result<(), Error> {
-    let recorded: Value = session.ivar_get(RESOURCE_ERROR)?;
-    if recorded.is_nil() {
-        session.ivar_set(RESOURCE_ERROR, exception)?;
-    }
+    session
+        .refs()
+        .resource_error
+        .get_or_insert_with(|| exception.into());
     Ok(())
 }
 

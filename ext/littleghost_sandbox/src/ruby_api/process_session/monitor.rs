@@ -14,7 +14,7 @@ use magnus::{
     error::ErrorType, prelude::*, value::ReprValue, Error, ExceptionClass, RString, Ruby, Value,
 };
 
-use super::{exception_of, record, Session, MEMORY_READER, MONITOR};
+use super::{exception_of, record, Session};
 use crate::helpers::constants;
 use crate::helpers::nogvl;
 use crate::ruby_api::errors::{from_core, tool_error};
@@ -26,8 +26,10 @@ const SAMPLE_PERIOD: f64 = 0.1;
 const FAILURE_LIMIT: u32 = 3;
 
 pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
-    let thread: Value = session.ivar_get(MONITOR)?;
-    if thread.is_nil() || !thread.funcall::<_, _, bool>("alive?", ())? {
+    let Some(thread) = session.monitor_thread(ruby) else {
+        return Ok(());
+    };
+    if !thread.funcall::<_, _, bool>("alive?", ())? {
         return Ok(());
     }
     let current = ruby.thread_current();
@@ -66,12 +68,11 @@ pub(super) fn start_monitor(
         }
     });
     let reader_value = reader.unwrap_or_else(|| ruby.qnil().as_value());
-    session.ivar_set(MEMORY_READER, reader_value)?;
     let thread: Value =
         ruby.class_thread()
             .funcall_with_block("new", (session, reader_value), body)?;
     let _: Value = thread.funcall("report_on_exception=", (false,))?;
-    session.ivar_set(MONITOR, thread)?;
+    session.set_monitor(thread, reader_value);
     Ok(())
 }
 
