@@ -33,6 +33,7 @@ pub fn missing_reason() -> String {
             "the gem's helper executable is missing or not executable at {}",
             directory.join(EXECUTABLE).display()
         ),
-        None => "the gem's helper executable location is unknown (the extension did not record it)".into(),
+        None => "the gem's helper executable location is unknown (the extension did not record it)"
+            .into(),
     }
 }

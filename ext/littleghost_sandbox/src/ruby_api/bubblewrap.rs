@@ -922,7 +922,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         host,
         timeout,
         context.filter(|v| !v.is_nil()),
-        max_output_bytes,
+        (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
     )
 }
 
@@ -969,7 +969,7 @@ pub(crate) fn run_host(
     host: HostCommand,
     timeout: f64,
     context: Option<Value>,
-    max_output_bytes: u64,
+    (max_output_bytes, kill_on_output_limit): (u64, bool),
 ) -> Result<Value, Error> {
     let request = process_runner::RunRequest {
         argv: host.argv.clone(),
@@ -983,6 +983,7 @@ pub(crate) fn run_host(
             inherited_fds: host.keep_fds.clone(),
         },
         owner: Some(ownership::owner(ruby, owner)?),
+        kill_on_output_limit,
     };
     let execution = process_runner::run(ruby, request)?;
     reinterpret_exec_failure(ruby, &host, execution)
@@ -1068,13 +1069,14 @@ pub(crate) fn run_limits(
 }
 
 /// The optional keywords of `execute_program`, after the required `timeout`.
-pub(crate) const EXECUTE_KEYS: [&str; 6] = [
+pub(crate) const EXECUTE_KEYS: [&str; 7] = [
     "context",
     "max_output_bytes",
     "environment",
     "inherit_environment",
     "scope",
     "cwd",
+    "kill_on_output_limit",
 ];
 
 /// The keywords of `start_program`, all optional.

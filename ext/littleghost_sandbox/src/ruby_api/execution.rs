@@ -10,10 +10,23 @@
 //! child, or nil. It is an optional extra keyword, not a member, so `members`,
 //! `to_h`, `==`, `hash` and `inspect` cover exactly the four documented
 //! members; `with` carries it over.
+//!
+//! Execution is a TypedData object ([`Execution`]) whose values live in Rust
+//! (marked for the GC), not in instance variables; the runner builds it
+//! directly from the core's result ([`Execution::wrap`]) without a Ruby
+//! `new` call. `ProcessSession::Chunk` keeps the instance-variable storage.
+
+use std::cell::OnceCell;
 
 use magnus::{
-    method, prelude::*, scan_args::scan_args, value::ReprValue, Error, RArray, RClass, RHash,
-    RString, Ruby, Symbol, Value,
+    gc::Marker,
+    method,
+    prelude::*,
+    scan_args::scan_args,
+    typed_data::Obj,
+    value::Lazy,
+    value::{Opaque, ReprValue},
+    DataTypeFunctions, Error, RArray, RClass, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
 
 use crate::ruby_api::errors::argument_error;
@@ -26,6 +39,28 @@ pub trait DataShape: 'static {
     const OPTIONAL: &'static [&'static str];
     /// Extra keywords stored and read like members but outside value semantics.
     const EXTRAS: &'static [&'static str];
+    /// Values live in instance variables (with `attr_reader`s); otherwise
+    /// the shape overrides [`load`](Self::load) and [`store`](Self::store).
+    const IVARS: bool = true;
+
+    /// Every value, MEMBERS then EXTRAS.
+    fn load(rb_self: Value) -> Result<Vec<Value>, Error> {
+        let object = magnus::RObject::try_convert(rb_self)?;
+        Self::MEMBERS
+            .iter()
+            .chain(Self::EXTRAS)
+            .map(|name| object.ivar_get::<_, Value>(format!("@{name}").as_str()))
+            .collect()
+    }
+
+    /// Stores every value (MEMBERS then EXTRAS) into a fresh instance.
+    fn store(_ruby: &Ruby, rb_self: Value, values: Vec<Value>) -> Result<(), Error> {
+        let object = magnus::RObject::try_convert(rb_self)?;
+        for (name, value) in Self::MEMBERS.iter().chain(Self::EXTRAS).zip(values) {
+            object.ivar_set(format!("@{name}").as_str(), value)?;
+        }
+        Ok(())
+    }
 }
 
 /// Execution: `stdout`, `stderr`, `exit_code`, `error` (+ extra `signal`).
@@ -35,7 +70,111 @@ impl DataShape for ExecutionShape {
     const MEMBERS: &'static [&'static str] = &["stdout", "stderr", "exit_code", "error"];
     const OPTIONAL: &'static [&'static str] = &["error"];
     const EXTRAS: &'static [&'static str] = &["signal"];
+    const IVARS: bool = false;
+
+    fn load(rb_self: Value) -> Result<Vec<Value>, Error> {
+        Ok(fields(rb_self)?.to_vec())
+    }
+
+    fn store(ruby: &Ruby, rb_self: Value, values: Vec<Value>) -> Result<(), Error> {
+        let execution = <&Execution>::try_convert(rb_self)?;
+        let values: [Value; 5] = values
+            .try_into()
+            .map_err(|_| argument_error(ruby, "wrong number of Execution values"))?;
+        execution
+            .fields
+            .set(values.map(Opaque::from))
+            .map_err(|_| Error::new(ruby.exception_frozen_error(), "Execution is immutable"))
+    }
 }
+
+/// `LittleGhost::Sandbox::Execution`: stdout, stderr, exit_code, error, signal.
+#[derive(Default, TypedData)]
+#[magnus(
+    class = "LittleGhost::Sandbox::Execution",
+    free_immediately,
+    size,
+    mark
+)]
+pub struct Execution {
+    fields: OnceCell<[Opaque<Value>; 5]>,
+}
+
+impl DataTypeFunctions for Execution {
+    fn mark(&self, marker: &Marker) {
+        if let Some(values) = self.fields.get() {
+            for value in values {
+                marker.mark(*value);
+            }
+        }
+    }
+}
+
+static EXECUTION_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
+    crate::helpers::constants::class(ruby, "LittleGhost::Sandbox::Execution")
+        .expect("Execution is defined at load")
+});
+
+impl Execution {
+    /// A frozen Execution of a finished (or cut-off) child, with frozen
+    /// Strings and `error` nil, built without a Ruby `new` call.
+    pub fn wrap(
+        ruby: &Ruby,
+        stdout: &str,
+        stderr: &str,
+        exit_code: Option<i32>,
+        signal: Option<i32>,
+    ) -> Value {
+        let text = |text: &str| {
+            let string = ruby.str_new(text);
+            string.freeze();
+            string.as_value()
+        };
+        let nil = ruby.qnil().as_value();
+        let number = |n: Option<i32>| n.map_or(nil, |n| ruby.integer_from_i64(n.into()).as_value());
+        let fields = OnceCell::new();
+        let _ = fields.set(
+            [
+                text(stdout),
+                text(stderr),
+                number(exit_code),
+                nil,
+                number(signal),
+            ]
+            .map(Opaque::from),
+        );
+        let object: Obj<Execution> =
+            ruby.obj_wrap_as(Execution { fields }, ruby.get_inner(&EXECUTION_CLASS));
+        object.freeze();
+        object.as_value()
+    }
+}
+
+/// The values of an initialized Execution.
+fn fields(rb_self: Value) -> Result<[Value; 5], Error> {
+    let ruby = Ruby::get_with(rb_self);
+    let execution = <&Execution>::try_convert(rb_self)?;
+    match execution.fields.get() {
+        Some(values) => Ok(values.map(|value| ruby.get_inner(value))),
+        None => Err(Error::new(
+            ruby.exception_runtime_error(),
+            "Execution was not initialized",
+        )),
+    }
+}
+
+macro_rules! execution_reader {
+    ($name:ident, $index:expr) => {
+        fn $name(rb_self: Value) -> Result<Value, Error> {
+            Ok(fields(rb_self)?[$index])
+        }
+    };
+}
+execution_reader!(stdout, 0);
+execution_reader!(stderr, 1);
+execution_reader!(exit_code, 2);
+execution_reader!(error, 3);
+execution_reader!(signal, 4);
 
 /// Defines the Data-like methods of `$shape` on `$class`.
 macro_rules! define_data_class {
@@ -44,12 +183,14 @@ macro_rules! define_data_class {
         use magnus::{function, method, Module, Object};
         use $crate::ruby_api::execution::data;
         let class: magnus::RClass = $class;
-        for name in <$shape as $crate::ruby_api::execution::DataShape>::MEMBERS
-            .iter()
-            .chain(<$shape as $crate::ruby_api::execution::DataShape>::EXTRAS)
-        {
-            // attr_reader is private; funcall ignores visibility.
-            let _: magnus::Value = class.funcall("attr_reader", (ruby.to_symbol(name),))?;
+        if <$shape as $crate::ruby_api::execution::DataShape>::IVARS {
+            for name in <$shape as $crate::ruby_api::execution::DataShape>::MEMBERS
+                .iter()
+                .chain(<$shape as $crate::ruby_api::execution::DataShape>::EXTRAS)
+            {
+                // attr_reader is private; funcall ignores visibility.
+                let _: magnus::Value = class.funcall("attr_reader", (ruby.to_symbol(name),))?;
+            }
         }
         class.define_singleton_method("members", function!(data::class_members::<$shape>, 0))?;
         class.define_method("initialize", method!(data::initialize::<$shape>, -1))?;
@@ -72,28 +213,33 @@ pub(crate) use define_data_class;
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Execution", ruby.class_object())?;
+    class.define_alloc_func::<Execution>();
     define_data_class!(ruby, class, ExecutionShape);
+    class.define_method("stdout", method!(stdout, 0))?;
+    class.define_method("stderr", method!(stderr, 0))?;
+    class.define_method("exit_code", method!(exit_code, 0))?;
+    class.define_method("error", method!(error, 0))?;
+    class.define_method("signal", method!(signal, 0))?;
     class.define_method("success?", method!(success, 0))?;
+    let _ = ruby.get_inner(&EXECUTION_CLASS);
     Ok(())
 }
 
 /// True iff `error` is nil and `exit_code` is 0.
 fn success(rb_self: Value) -> Result<bool, Error> {
-    let error: Value = rb_self.funcall("error", ())?;
+    let [_, _, code, error, _] = fields(rb_self)?;
     if !error.is_nil() {
         return Ok(false);
     }
-    let code: Value = rb_self.funcall("exit_code", ())?;
+    if let Some(code) = magnus::Fixnum::from_value(code) {
+        return Ok(code.to_i64() == 0);
+    }
     code.funcall::<_, _, bool>("==", (0,))
 }
 
 /// Generic method bodies; see [`define_data_class`].
 pub mod data {
     use super::*;
-
-    fn ivar_name(member: &str) -> String {
-        format!("@{member}")
-    }
 
     fn symbol_list(names: &[&str]) -> String {
         names
@@ -198,21 +344,19 @@ pub mod data {
                 format!("missing {noun}: {}", symbol_list(&missing)),
             ));
         }
-        let object = magnus::RObject::try_convert(rb_self)?;
-        for (name, value) in S::MEMBERS.iter().chain(S::EXTRAS).zip(values) {
-            let value = frozen_value(value.unwrap_or_else(|| ruby.qnil().as_value()))?;
-            object.ivar_set(ivar_name(name).as_str(), value)?;
-        }
+        let values = values
+            .into_iter()
+            .map(|value| frozen_value(value.unwrap_or_else(|| ruby.qnil().as_value())))
+            .collect::<Result<Vec<_>, Error>>()?;
+        S::store(ruby, rb_self, values)?;
         rb_self.freeze();
         Ok(())
     }
 
     fn member_values<S: DataShape>(rb_self: Value) -> Result<Vec<Value>, Error> {
-        let object = magnus::RObject::try_convert(rb_self)?;
-        S::MEMBERS
-            .iter()
-            .map(|name| object.ivar_get::<_, Value>(ivar_name(name).as_str()))
-            .collect()
+        let mut values = S::load(rb_self)?;
+        values.truncate(S::MEMBERS.len());
+        Ok(values)
     }
 
     /// A Hash of member names to values; a block maps each pair like `Hash#to_h`.
@@ -243,14 +387,11 @@ pub mod data {
         if args.keywords.is_empty() {
             return Ok(rb_self);
         }
-        let object = magnus::RObject::try_convert(rb_self)?;
         let merged = ruby.hash_new();
-        for (name, value) in S::MEMBERS.iter().zip(member_values::<S>(rb_self)?) {
-            merged.aset(ruby.to_symbol(name), value)?;
-        }
-        for name in S::EXTRAS {
-            let value: Value = object.ivar_get(ivar_name(name).as_str())?;
-            if !value.is_nil() {
+        let values = S::load(rb_self)?;
+        for (index, (name, value)) in S::MEMBERS.iter().chain(S::EXTRAS).zip(values).enumerate() {
+            // Extras are carried over only when set.
+            if index < S::MEMBERS.len() || !value.is_nil() {
                 merged.aset(ruby.to_symbol(name), value)?;
             }
         }

@@ -15,7 +15,11 @@ pub const DEFAULTS: [(&str, i64); 4] = [
     ("read_bytes", 1_000_000),
     ("write_bytes", 1_000_000),
     ("list_entries", 10_000),
-    ("output_bytes", 1_000_000),
+    // The one default the process runner and sessions also use.
+    (
+        "output_bytes",
+        littleghost_sandbox_core::process::capture::DEFAULT_OUTPUT_BYTES as i64,
+    ),
 ];
 
 const IVARS: &[&str] = &[

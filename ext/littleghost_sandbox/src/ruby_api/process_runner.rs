@@ -13,21 +13,23 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, CaptureMode, Exit, Launch, Notifier, Owner, PollFlags, RunningProcess,
-    SpawnError, SpawnOptions, TerminationStep,
+    self as core_process, capture::DEFAULT_OUTPUT_BYTES, running::StartFailure, CaptureMode, Exit,
+    Launch, Notifier, Owner, PollFlags, RunningProcess, SpawnOptions, TerminationStep,
 };
 use magnus::{
+    block::Proc,
     function,
     prelude::*,
     scan_args::{get_kwargs, scan_args},
-    value::ReprValue,
-    Error, KwArgs, RClass, RHash, RString, Ruby, Value,
+    value::{Lazy, ReprValue},
+    Error, Exception, ExceptionClass, KwArgs, RClass, RHash, RString, Ruby, Symbol, Value,
 };
 
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::nogvl::{self, Wake};
-use crate::ruby_api::errors::{argument_error, core_result, tool_error};
+use crate::ruby_api::errors::{argument_error, capability_error, core_result, tool_error};
+use crate::ruby_api::execution::Execution;
 
 /// A host argv to run to completion (17.13), as backends hand it over.
 pub struct RunRequest {
@@ -45,12 +47,27 @@ pub struct RunRequest {
     pub spawn_options: SpawnOptions,
     /// The sandbox whose `close` terminates the child (H.4), if any.
     pub owner: Option<Owner>,
+    /// End the child (17.12) once a stream passes `max_output_bytes`,
+    /// instead of dropping the excess until it exits or times out.
+    pub kill_on_output_limit: bool,
 }
+
+/// `LittleGhost::Sandbox::TimeoutError`, defined in [`init`].
+static TIMEOUT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| {
+    constants::class(ruby, "LittleGhost::Sandbox::TimeoutError")
+        .ok()
+        .and_then(|class| ExceptionClass::from_value(class.as_value()))
+        .expect("LittleGhost::Sandbox::TimeoutError is defined at load")
+});
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let runner = sandbox.define_module("ProcessRunner")?;
     runner.define_singleton_method("run", function!(ruby_run, -1))?;
-    let _ = ruby;
+    // A ToolError (same message as before) that carries the partial Execution.
+    let tool = constants::class(ruby, "LittleGhost::ToolError")?;
+    let timeout = sandbox.define_class("TimeoutError", tool)?;
+    let _: Value = timeout.funcall("attr_reader", (ruby.to_symbol("execution"),))?;
+    let _ = ruby.get_inner(&TIMEOUT_ERROR);
     Ok(())
 }
 
@@ -61,6 +78,7 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
         _,
         (Value, Value),
         (
+            Option<Value>,
             Option<Value>,
             Option<Value>,
             Option<Value>,
@@ -77,10 +95,11 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
             "environment",
             "inherit_environment",
             "chdir",
+            "kill_on_output_limit",
         ],
     )?;
     let (command, timeout) = kw.required;
-    let (context, max_output_bytes, environment, inherit_environment, chdir) = kw.optional;
+    let (context, max_output_bytes, environment, inherit_environment, chdir, kill) = kw.optional;
     let request = RunRequest {
         argv: convert::argv(ruby, command)?,
         timeout: validate_timeout(ruby, timeout)?,
@@ -88,13 +107,14 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
         max_output_bytes: validate_output_bytes(
             ruby,
             max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
-            1_000_000,
+            DEFAULT_OUTPUT_BYTES,
         )?,
         environment: convert::environment(ruby, environment)?,
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
         chdir: convert::expanded_path(ruby, chdir, "chdir")?,
         spawn_options: SpawnOptions::default(),
         owner: None,
+        kill_on_output_limit: kill.is_some_and(|value| value.to_bool()),
     };
     run(ruby, request)
 }
@@ -145,6 +165,12 @@ pub fn check_context(context: Option<Value>) -> Result<(), Error> {
 }
 
 /// Runs `request` to completion (17.2–17.12) and returns an Execution.
+///
+/// When the calling native method was given a block, each chunk of output is
+/// yielded as it arrives (`:stdout` or `:stderr`, a frozen binary String) in
+/// the caller's thread, between waits that release the GVL; the Execution is
+/// still returned. On timeout the raised TimeoutError (a ToolError) carries
+/// the Execution of what was captured before the group was terminated.
 pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
     core_result(ruby, core_process::validate_argv(&request.argv))?;
     core_result(
@@ -161,54 +187,103 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
         file_bytes: None,
         spawn_options: request.spawn_options,
     };
-    let limit = usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX);
+    let mode = CaptureMode::PerStream {
+        limit: usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX),
+        stop_at_limit: request.kill_on_output_limit,
+    };
     let owner = request.owner.as_ref();
     let started = nogvl::blocking(ruby, || {
-        RunningProcess::start_owned(&launch, CaptureMode::PerStream { limit }, false, owner)
+        RunningProcess::start_owned(&launch, mode, false, owner)
     })?;
-    let argv0 = &launch.argv[0];
     let process = match started {
         Ok(process) => process,
-        Err(SpawnError::NotFound) => {
-            return execution(
-                ruby,
-                "",
-                &format!("{argv0}: command not found\n"),
-                Some(127),
-                None,
-            )
-        }
-        Err(SpawnError::NotExecutable) => {
-            return execution(
-                ruby,
-                "",
-                &format!("{argv0}: permission denied\n"),
-                Some(126),
-                None,
-            )
-        }
-        Err(error @ SpawnError::WorkingDirectory(_)) => {
-            return Err(with_errno_cause(
-                ruby,
-                "Working directory is not available",
-                error.errno(),
-            ))
-        }
-        Err(error) => {
-            return Err(with_errno_cause(
-                ruby,
-                "Command could not be started",
-                error.errno(),
-            ))
-        }
+        Err(error) => return start_failure(ruby, StartFailure::of(&error, &launch.argv[0])),
     };
-    let exit = supervise(ruby, &process, request.timeout, request.context)?;
-    let (stdout, stderr) = process.take_output();
-    execution(ruby, &stdout, &stderr, exit.code(), exit.signal())
+    let mut stream = ruby
+        .block_proc()
+        .ok()
+        .map(|block| Streamer::new(ruby, block));
+    if stream.is_some() {
+        process.stream_output();
+    }
+    let supervised = supervise(
+        ruby,
+        &process,
+        request.timeout,
+        request.context,
+        &mut stream,
+    );
+    let finish = |process: &RunningProcess, exit: Exit| {
+        let (stdout, stderr) = process.take_output();
+        execution(ruby, &stdout, &stderr, exit.code(), exit.signal())
+    };
+    match supervised {
+        Ok(exit) => finish(&process, exit),
+        Err(Supervised::TimedOut) => {
+            let exit = process.exit().unwrap_or(Exit::Unknown);
+            Err(timeout_error(
+                ruby,
+                request.timeout,
+                finish(&process, exit)?,
+            ))
+        }
+        Err(Supervised::Raised(error)) => Err(error),
+    }
 }
 
-/// `Execution.new(stdout:, stderr:, exit_code:, error: nil[, signal:])`
-/// through Ruby dispatch, with frozen Strings.
+/// An Execution for a program that could not run (127/126), or the ToolError.
+fn start_failure(ruby: &Ruby, failure: StartFailure) -> Result<Value, Error> {
+    match failure {
+        StartFailure::Exited { stderr, code } => execution(ruby, "", &stderr, Some(code), None),
+        StartFailure::Refused { message, errno } => Err(with_errno_cause(ruby, message, errno)),
+        StartFailure::Unenforceable { reason } => Err(capability_error(ruby, reason)),
+    }
+}
+
+/// TimeoutError "Command timed out after SECONDS seconds" whose `execution`
+/// holds what the child wrote before it was terminated.
+fn timeout_error(ruby: &Ruby, timeout: f64, execution: Value) -> Error {
+    let build = || -> Result<Error, Error> {
+        let seconds: RString = ruby.float_from_f64(timeout).funcall("to_s", ())?;
+        let message = format!("Command timed out after {} seconds", seconds.to_string()?);
+        let error: Exception = ruby.get_inner(&TIMEOUT_ERROR).new_instance((message,))?;
+        magnus::RObject::try_convert(error.as_value())?.ivar_set("@execution", execution)?;
+        Ok(Error::from(error))
+    };
+    build().unwrap_or_else(|error| error)
+}
+
+/// Yields fresh output to the caller's block (issue 12 item 11).
+struct Streamer {
+    block: Proc,
+    cursor: [usize; 2],
+    names: [Symbol; 2],
+}
+
+impl Streamer {
+    fn new(ruby: &Ruby, block: Proc) -> Self {
+        Streamer {
+            block,
+            cursor: [0, 0],
+            names: [ruby.to_symbol("stdout"), ruby.to_symbol("stderr")],
+        }
+    }
+
+    /// Yields what arrived since the last call, stdout first.
+    fn flush(&mut self, ruby: &Ruby, process: &RunningProcess) -> Result<(), Error> {
+        let fresh = process.output_since(&mut self.cursor);
+        for (name, bytes) in self.names.into_iter().zip(fresh) {
+            if !bytes.is_empty() {
+                let chunk = ruby.str_from_slice(&bytes);
+                chunk.freeze();
+                let _: Value = self.block.call((name, chunk))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A frozen Execution with frozen Strings and `error` nil.
 fn execution(
     ruby: &Ruby,
     stdout: &str,
@@ -216,22 +291,7 @@ fn execution(
     exit_code: Option<i32>,
     signal: Option<i32>,
 ) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Execution")?;
-    let kwargs = ruby.hash_new();
-    kwargs.aset(ruby.to_symbol("stdout"), frozen(ruby, stdout))?;
-    kwargs.aset(ruby.to_symbol("stderr"), frozen(ruby, stderr))?;
-    kwargs.aset(ruby.to_symbol("exit_code"), exit_code)?;
-    kwargs.aset(ruby.to_symbol("error"), ruby.qnil())?;
-    if let Some(signal) = signal {
-        kwargs.aset(ruby.to_symbol("signal"), signal)?;
-    }
-    class.funcall("new", (KwArgs(kwargs),))
-}
-
-fn frozen(ruby: &Ruby, text: &str) -> RString {
-    let string = ruby.str_new(text);
-    string.freeze();
-    string
+    Ok(Execution::wrap(ruby, stdout, stderr, exit_code, signal))
 }
 
 /// ToolError "MESSAGE (Errno::EXXX)" whose `cause` is that Errno (1.2: no errno text).
@@ -266,14 +326,30 @@ pub fn error_with_cause(
     }
 }
 
-/// Waits until the child finished (17.8), polling `context` every slice;
-/// terminates the group on timeout (17.10) or on any error (17.11).
+/// Why [`supervise`] gave up on the child.
+enum Supervised {
+    /// The deadline passed; the group was terminated and the leader reaped.
+    TimedOut,
+    /// An exception (interrupt, `check!`, the block, a closed sandbox).
+    Raised(Error),
+}
+
+impl From<Error> for Supervised {
+    fn from(error: Error) -> Self {
+        Supervised::Raised(error)
+    }
+}
+
+/// Waits until the child finished (17.8), polling `context` and streaming
+/// output every slice; terminates the group on timeout (17.10) or on any
+/// error (17.11).
 fn supervise(
     ruby: &Ruby,
     process: &RunningProcess,
     timeout: f64,
     context: Option<Value>,
-) -> Result<Exit, Error> {
+    stream: &mut Option<Streamer>,
+) -> Result<Exit, Supervised> {
     let started = Instant::now();
     let deadline = Duration::try_from_secs_f64(timeout)
         .ok()
@@ -283,7 +359,8 @@ fn supervise(
         if process.terminated_by_owner() {
             // The sandbox was closed (H.4): its `close` terminated the group.
             reap_leader(ruby, &mut waiter, process);
-            return Err(tool_error(ruby, crate::ruby_api::ownership::CLOSED_MESSAGE));
+            let closed = crate::ruby_api::ownership::CLOSED_MESSAGE;
+            return Err(tool_error(ruby, closed).into());
         }
         if process.finished() {
             // The call owns the whole group: members a finished leader left
@@ -292,28 +369,31 @@ fn supervise(
             if process.group_alive() {
                 terminate_group(ruby, &mut waiter, process)?;
             }
+            if let Some(stream) = stream {
+                stream.flush(ruby, process)?;
+            }
             return Ok(process.exit().unwrap_or(Exit::Unknown));
         }
         let now = Instant::now();
         let slice = match deadline {
             Some(deadline) if now >= deadline => {
                 terminate_group(ruby, &mut waiter, process)?;
-                let seconds: RString = ruby.float_from_f64(timeout).funcall("to_s", ())?;
-                return Err(tool_error(
-                    ruby,
-                    format!("Command timed out after {} seconds", seconds.to_string()?),
-                ));
+                return Err(Supervised::TimedOut);
             }
             Some(deadline) => core_process::POLL_INTERVAL.min(deadline - now),
             None => core_process::POLL_INTERVAL,
         };
-        if let Err(error) = waiter
+        let waited = waiter
             .wait(ruby, slice)
             .and_then(|()| check_context(context))
-        {
+            .and_then(|()| match stream {
+                Some(stream) => stream.flush(ruby, process),
+                None => Ok(()),
+            });
+        if let Err(error) = waited {
             // 17.11: clean up, then hand back the very same exception (or kill).
             let _ = terminate_group(ruby, &mut waiter, process);
-            return Err(error);
+            return Err(error.into());
         }
     }
 }

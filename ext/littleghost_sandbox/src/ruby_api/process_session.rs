@@ -10,46 +10,47 @@
 //! reported by the next `alive?`, `read` or `wait`, like a memory error.
 //!
 //! Ruby values the session needs (the recorded resource error, the monitor
-//! thread, the memory reader) live in hidden instance variables, so the GC
-//! sees them without custom marking.
+//! thread, the memory reader) are held by the TypedData struct and marked.
 
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, group::GroupSignal as Signal, procfs::DefaultReader, write_stdin,
-    CaptureMode, Exit, Launch, Owner, PollFlags, RunningProcess, SpawnError, SpawnOptions,
+    self as core_process, capture::DEFAULT_OUTPUT_BYTES, group::GroupSignal as Signal,
+    procfs::DefaultReader, running::session_failure_subject, CaptureMode, Launch, Owner,
+    RunningProcess, SpawnOptions,
 };
 use magnus::{
     error::ErrorType,
+    gc::Marker,
     method,
     prelude::*,
     scan_args::{get_kwargs, scan_args},
     typed_data::Obj,
-    value::{Lazy, LazyId, ReprValue},
-    Error, Exception, ExceptionClass, Fixnum, Float, RClass, RHash, RObject, RString, Ruby, Value,
+    value::{Lazy, LazyId, Opaque, ReprValue},
+    DataTypeFunctions, Error, Exception, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::nogvl;
-use crate::ruby_api::errors::{argument_error, core_result, from_core, tool_error};
+use crate::ruby_api::errors::{argument_error, core_result, tool_error};
 use crate::ruby_api::execution::{define_data_class, DataShape};
 use crate::ruby_api::process_runner::{
-    check_context, error_with_cause, positive_integer, reap_leader, terminate_group,
-    validate_timeout, Waiter,
+    check_context, positive_integer, reap_leader, terminate_group, validate_timeout, Waiter,
 };
+
+mod io;
+mod monitor;
+mod status;
+
+use io::{close_write, read, settle_output, write};
+use monitor::{start_monitor, stop_monitor};
+use status::SessionStatus;
 
 /// Bytes taken from each stream per read pass (18.5).
 const READ_PASS_BYTES: usize = 16 * 1024;
-/// Memory sampling period (18.9).
-const SAMPLE_PERIOD: f64 = 0.1;
-/// Consecutive reader failures that fail closed (18.9).
-const FAILURE_LIMIT: u32 = 3;
-
-const RESOURCE_ERROR: &str = "__resource_error";
 
 /// `ProcessSession::Chunk`, looked up once (forced in `init`, where it is defined).
 static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
@@ -59,8 +60,6 @@ static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
 static STDOUT_IVAR: LazyId = LazyId::new("@stdout");
 static STDERR_IVAR: LazyId = LazyId::new("@stderr");
 static EOF_IVAR: LazyId = LazyId::new("@eof");
-const MONITOR: &str = "__monitor";
-const MEMORY_READER: &str = "__memory_reader";
 
 /// A session launch as backends hand it over (18.1).
 pub struct SessionRequest {
@@ -90,6 +89,8 @@ impl DataShape for ChunkShape {
 
 struct SessionState {
     process: RunningProcess,
+    /// The argv as given (for `inspect`).
+    command: Vec<String>,
     output_bytes: u64,
     closed: AtomicBool,
     monitor_stop: AtomicBool,
@@ -97,21 +98,70 @@ struct SessionState {
     writing: AtomicBool,
 }
 
-#[magnus::wrap(class = "LittleGhost::Sandbox::ProcessSession", free_immediately, size)]
+/// Ruby objects a session holds: kept in Rust and marked for the GC (no
+/// hidden instance variables).
 #[derive(Default)]
-pub struct ProcessSession {
-    state: OnceLock<SessionState>,
+struct RubyRefs {
+    /// The first resource error (memory, output bound, supervisor failure).
+    resource_error: Option<Opaque<Value>>,
+    /// The memory monitor thread and the reader it calls (18.9).
+    monitor: Option<Opaque<Value>>,
+    memory_reader: Option<Opaque<Value>>,
 }
 
-/// The result of `wait` and `terminate`, shaped like `Process::Status`.
-#[magnus::wrap(
-    class = "LittleGhost::Sandbox::ProcessSession::Status",
+#[derive(Default, TypedData)]
+#[magnus(
+    class = "LittleGhost::Sandbox::ProcessSession",
     free_immediately,
-    size
+    size,
+    mark
 )]
-pub struct SessionStatus {
-    pid: i32,
-    exit: Exit,
+pub struct ProcessSession {
+    state: OnceLock<SessionState>,
+    /// Only touched with the GVL held; the lock is never contended.
+    refs: Mutex<RubyRefs>,
+}
+
+impl DataTypeFunctions for ProcessSession {
+    fn mark(&self, marker: &Marker) {
+        let refs = self
+            .refs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for value in [refs.resource_error, refs.monitor, refs.memory_reader]
+            .into_iter()
+            .flatten()
+        {
+            marker.mark(value);
+        }
+    }
+}
+
+impl ProcessSession {
+    fn refs(&self) -> std::sync::MutexGuard<'_, RubyRefs> {
+        self.refs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The recorded resource error, if any.
+    fn resource_error(&self, ruby: &Ruby) -> Option<Value> {
+        self.refs()
+            .resource_error
+            .map(|value| ruby.get_inner(value))
+    }
+
+    /// The monitor thread, if one was started.
+    pub(super) fn monitor_thread(&self, ruby: &Ruby) -> Option<Value> {
+        self.refs().monitor.map(|value| ruby.get_inner(value))
+    }
+
+    /// Keeps the monitor thread and its reader reachable.
+    pub(super) fn set_monitor(&self, thread: Value, reader: Value) {
+        let mut refs = self.refs();
+        refs.monitor = Some(thread.into());
+        refs.memory_reader = Some(reader.into());
+    }
 }
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
@@ -127,6 +177,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("terminate", method!(terminate, 0))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("closed?", method!(is_closed, 0))?;
+    class.define_method("inspect", method!(inspect, 0))?;
 
     let chunk = class.define_class("Chunk", ruby.class_object())?;
     define_data_class!(ruby, chunk, ChunkShape);
@@ -146,63 +197,6 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     status.define_method("to_s", method!(SessionStatus::inspect, 0))?;
     status.define_method("==", method!(SessionStatus::equal, 1))?;
     Ok(())
-}
-
-impl SessionStatus {
-    /// The pid of the session's leader.
-    fn pid(&self) -> i32 {
-        self.pid
-    }
-    /// The raw wait status (nil if another waiter reaped the child).
-    fn to_i(&self) -> Option<i32> {
-        self.exit.raw()
-    }
-    /// The exit status, or nil if the child did not exit normally.
-    fn exitstatus(&self) -> Option<i32> {
-        self.exit.code()
-    }
-    /// True for exit 0, false for another status, nil if it did not exit.
-    fn success(&self) -> Option<bool> {
-        self.exit.code().map(|code| code == 0)
-    }
-    /// Whether the child exited normally.
-    fn exited(&self) -> bool {
-        self.exit.code().is_some()
-    }
-    /// Whether a signal killed the child.
-    fn signaled(&self) -> bool {
-        self.exit.signal().is_some()
-    }
-    /// The signal that killed the child, or nil.
-    fn termsig(&self) -> Option<i32> {
-        self.exit.signal()
-    }
-    /// Always false: sessions never report stopped children.
-    fn stopped(&self) -> bool {
-        false
-    }
-    /// `#<LittleGhost::Sandbox::ProcessSession::Status: pid N exit C>` or `... SIGNAME (signal S)`.
-    fn inspect(&self) -> String {
-        let detail = match (self.exit.code(), self.exit.signal()) {
-            (Some(code), _) => format!("exit {code}"),
-            (None, Some(signal)) => format!("signal {signal}"),
-            _ => "status unknown".to_string(),
-        };
-        format!(
-            "#<LittleGhost::Sandbox::ProcessSession::Status: pid {} {detail}>",
-            self.pid
-        )
-    }
-    /// Equal to another Status with the same pid and raw status, or to an Integer equal to `to_i`.
-    fn equal(&self, other: Value) -> bool {
-        if let Ok(other) = <&SessionStatus>::try_convert(other) {
-            return other.pid == self.pid && other.exit == self.exit;
-        }
-        match (i64::try_convert(other), self.exit.raw()) {
-            (Ok(number), Some(raw)) => number == i64::from(raw),
-            _ => false,
-        }
-    }
 }
 
 /// `Obj<ProcessSession>` with helpers.
@@ -296,7 +290,7 @@ fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
         chdir: convert::expanded_path(ruby, chdir, "chdir")?,
         output_bytes: match output_bytes {
-            None => 1_000_000,
+            None => DEFAULT_OUTPUT_BYTES,
             Some(value) => positive_integer(ruby, value, "output_bytes")?,
         },
         memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
@@ -345,10 +339,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     let process = match started {
         Ok(process) => process,
         Err(error) => {
-            let subject = match error {
-                SpawnError::WorkingDirectory(_) => "chdir",
-                _ => launch.argv[0].as_str(),
-            };
+            let subject = session_failure_subject(&error, &launch.argv[0]);
             let errno: Value = ruby
                 .exception_system_call_error()
                 .funcall("new", (subject, error.errno()))?;
@@ -357,6 +348,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     };
     let state = SessionState {
         process,
+        command: launch.argv.clone(),
         output_bytes: request.output_bytes,
         closed: AtomicBool::new(false),
         monitor_stop: AtomicBool::new(false),
@@ -379,6 +371,27 @@ fn pid(ruby: &Ruby, rb_self: Session) -> Result<i32, Error> {
     Ok(rb_self.state(ruby)?.process.pid())
 }
 
+/// `#<LittleGhost::Sandbox::ProcessSession pid=N alive=true command=["sh", "-c", ...]>`
+/// (issue 12 item 8); never raises, so a failed session still inspects.
+fn inspect(rb_self: Session) -> String {
+    let class = "LittleGhost::Sandbox::ProcessSession";
+    let Some(state) = rb_self.state.get() else {
+        return format!("#<{class} not started>");
+    };
+    let closed = if state.closed.load(Ordering::SeqCst) {
+        " closed"
+    } else {
+        ""
+    };
+    // A forked copy must not reap or signal the parent's child.
+    let alive = state.process.owned_here() && state.process.alive();
+    format!(
+        "#<{class} pid={} alive={alive}{closed} command={:?}>",
+        state.process.pid(),
+        state.command
+    )
+}
+
 /// Whether the session has been closed.
 fn is_closed(rb_self: Session) -> bool {
     rb_self
@@ -390,8 +403,7 @@ fn is_closed(rb_self: Session) -> bool {
 /// Raises a recorded resource error (memory, output bound), if any, or
 /// ToolError once the sandbox's `close` terminated the session (H.4).
 fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> Result<(), Error> {
-    let recorded: Value = session.ivar_get(RESOURCE_ERROR)?;
-    if !recorded.is_nil() {
+    if let Some(recorded) = session.resource_error(ruby) {
         return Err(Error::from(Exception::try_convert(recorded)?));
     }
     if state.process.terminated_by_owner() {
@@ -412,16 +424,16 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
 }
 
 /// Stores the first resource error; later ones are dropped.
-fn record(session: Session, exception: Value) -> Result<(), Error> {
-    let recorded: Value = session.ivar_get(RESOURCE_ERROR)?;
-    if recorded.is_nil() {
-        session.ivar_set(RESOURCE_ERROR, exception)?;
-    }
+pub(super) fn record(session: Session, exception: Value) -> Result<(), Error> {
+    session
+        .refs()
+        .resource_error
+        .get_or_insert_with(|| exception.into());
     Ok(())
 }
 
 /// The exception object behind an error (instantiating Rust-made ones).
-fn exception_of(ruby: &Ruby, error: &Error) -> Option<Value> {
+pub(super) fn exception_of(ruby: &Ruby, error: &Error) -> Option<Value> {
     match error.error_type() {
         ErrorType::Jump(_) => None,
         ErrorType::Exception(exception) => Some(exception.as_value()),
@@ -441,205 +453,6 @@ fn alive_checked(ruby: &Ruby, session: Session, state: &SessionState) -> Result<
 fn alive(ruby: &Ruby, rb_self: Session) -> Result<bool, Error> {
     let state = rb_self.state(ruby)?;
     alive_checked(ruby, rb_self, state)
-}
-
-/// Releases the write flag when dropped.
-struct WriteTurn<'a>(&'a AtomicBool);
-
-impl Drop for WriteTurn<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
-}
-
-/// Writes `String(value)` to the child's stdin (unbuffered, so already flushed) and returns the byte count.
-fn write(ruby: &Ruby, rb_self: Session, value: Value) -> Result<usize, Error> {
-    let state = rb_self.state(ruby)?;
-    if state.closed.load(Ordering::SeqCst) {
-        return Err(io_error(ruby, "process session is closed"));
-    }
-    if state.process.terminated_by_owner() {
-        return Err(tool_error(ruby, crate::ruby_api::ownership::CLOSED_MESSAGE));
-    }
-    let text: RString = ruby.module_kernel().funcall("String", (value,))?;
-    // SAFETY: copied before any other Ruby call.
-    let bytes = unsafe { text.as_slice() }.to_vec();
-    let mut waiter = Waiter::new(&state.process);
-    while state
-        .writing
-        .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
-        waiter.wait(ruby, Duration::from_millis(1))?;
-    }
-    let _turn = WriteTurn(&state.writing);
-    let mut written = 0;
-    while written < bytes.len() {
-        if state.closed.load(Ordering::SeqCst) {
-            return Err(io_error(ruby, "process session is closed"));
-        }
-        let Some(stdin) = state.process.stdin() else {
-            return Err(io_error(ruby, "process session stdin is closed"));
-        };
-        match write_stdin(&stdin, &bytes[written..]) {
-            Ok(count) => written += count,
-            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
-                waiter.wait_for(
-                    ruby,
-                    core_process::POLL_INTERVAL,
-                    Some((stdin.as_fd(), PollFlags::OUT)),
-                )?;
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return Err(io_error(ruby, "sandboxed process has exited")),
-        }
-    }
-    Ok(written)
-}
-
-/// Closes the child's stdin so it reads EOF; idempotent.
-fn close_write(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
-    rb_self.state(ruby)?.process.close_stdin();
-    Ok(())
-}
-
-fn binary(ruby: &Ruby, bytes: &[u8]) -> RString {
-    let string = ruby.str_from_slice(bytes);
-    string.freeze();
-    string
-}
-
-/// `Float(timeout)`, finite and ≥ 0 (ArgumentError otherwise); nil or absent means 0 (one pass).
-fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
-    let timeout = match args {
-        [] => None,
-        // `read(timeout: x)`, the polling call, without the general keyword
-        // parser; anything else (a positional Hash, other keys) goes through
-        // it for the usual errors.
-        // SAFETY: plain C API call with the GVL held, inside this method call.
-        [hash] if unsafe { rb_sys::rb_keyword_given_p() } != 0 => match RHash::from_value(*hash) {
-            Some(hash) if hash.len() == 1 => match hash.get(ruby.to_symbol("timeout")) {
-                Some(value) => Some(value),
-                None => parse_timeout_keyword(args)?,
-            },
-            _ => parse_timeout_keyword(args)?,
-        },
-        _ => parse_timeout_keyword(args)?,
-    };
-    let seconds = match timeout.filter(|value| !value.is_nil()) {
-        None => 0.0,
-        // What `Float()` returns for these, without a Ruby call (round trips poll with 0).
-        Some(value) if Fixnum::from_value(value).is_some() => {
-            Fixnum::from_value(value).map_or(0.0, |number| number.to_i64() as f64)
-        }
-        Some(value) if Float::from_value(value).is_some() => {
-            Float::from_value(value).map_or(0.0, |number| number.to_f64())
-        }
-        Some(value) => ruby
-            .module_kernel()
-            .funcall::<_, _, f64>("Float", (value,))?,
-    };
-    // H.6: like `wait`, a timeout that can never pass (infinite, NaN) or is
-    // negative is misuse, not a request to block forever or poll once.
-    if seconds.is_finite() && seconds >= 0.0 {
-        Ok(seconds)
-    } else {
-        Err(argument_error(
-            ruby,
-            "timeout must be a finite number of seconds, 0 or more",
-        ))
-    }
-}
-
-/// The `timeout:` keyword of `read`, through magnus's keyword parser.
-fn parse_timeout_keyword(args: &[Value]) -> Result<Option<Value>, Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kw = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["timeout"])?;
-    Ok(kw.optional.0)
-}
-
-/// A frozen Chunk, as `Chunk.new(stdout:, stderr:, eof:)` would build it from
-/// frozen Strings, without the Ruby dispatch and keyword parsing (this is on
-/// every poll of a round trip).
-fn new_chunk(ruby: &Ruby, stdout: &[u8], stderr: &[u8], eof: bool) -> Result<Value, Error> {
-    let chunk = RObject::try_convert(ruby.get_inner(&CHUNK_CLASS).obj_alloc()?)?;
-    chunk.ivar_set(*STDOUT_IVAR, binary(ruby, stdout))?;
-    chunk.ivar_set(*STDERR_IVAR, binary(ruby, stderr))?;
-    chunk.ivar_set(*EOF_IVAR, eof)?;
-    chunk.freeze();
-    Ok(chunk.as_value())
-}
-
-/// Collects output for up to `timeout` seconds (one pass for 0) and returns a Chunk; raises once the combined output bound is passed.
-fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Value, Error> {
-    let timeout = read_timeout(ruby, args)?;
-    let state = rb_self.state(ruby)?;
-    if state.closed.load(Ordering::SeqCst) {
-        return Err(io_error(ruby, "process session is closed"));
-    }
-    raise_resource_error(ruby, rb_self, state)?;
-    let deadline = Duration::try_from_secs_f64(timeout)
-        .ok()
-        .and_then(|limit| Instant::now().checked_add(limit));
-    let mut waiter = Waiter::new(&state.process);
-    state.process.try_reap();
-    settle_output(ruby, &mut waiter, state)?;
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    let both_closed = loop {
-        let chunk = state.process.read_chunk(READ_PASS_BYTES);
-        stdout.extend_from_slice(&chunk.stdout);
-        stderr.extend_from_slice(&chunk.stderr);
-        if state.process.overflowed() {
-            // 18.5: terminate, then raise (the background already sent TERM).
-            terminate_group(ruby, &mut waiter, &state.process)?;
-            raise_resource_error(ruby, rb_self, state)?;
-        }
-        let now = Instant::now();
-        if chunk.stdout_closed && chunk.stderr_closed {
-            // Pipes close a moment before the leader becomes reapable; within
-            // the timeout, give the exit a chance so `eof` reflects it.
-            match deadline {
-                Some(deadline) if now < deadline && state.process.alive() => {
-                    waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?;
-                    continue;
-                }
-                _ => break true,
-            }
-        }
-        match deadline {
-            Some(deadline) if now < deadline => {
-                waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?
-            }
-            Some(_) => break false,
-            None => waiter.wait(ruby, core_process::POLL_INTERVAL)?,
-        }
-    };
-    let eof = both_closed && !alive_checked(ruby, rb_self, state)?;
-    if stdout.is_empty() && stderr.is_empty() && !both_closed {
-        // Callers poll `read(timeout: 0)` for a reply (a positive timeout
-        // waits out its deadline, 18.5). Spinning without yielding keeps the
-        // child off a busy CPU; an empty pass steps aside for a moment.
-        core_process::yield_cpu();
-    }
-    new_chunk(ruby, &stdout, &stderr, eof)
-}
-
-/// Once the whole group is gone, EOF on the pipes is a moment away (unless a
-/// process outside the group holds them): wait up to 100 ms for it, so that
-/// `wait` followed by `read` sees everything the child wrote.
-fn settle_output(ruby: &Ruby, waiter: &mut Waiter, state: &SessionState) -> Result<(), Error> {
-    let give_up = Instant::now() + Duration::from_millis(100);
-    while !state.process.output_complete()
-        && state.process.exit().is_some()
-        && !state.process.group_alive()
-    {
-        let now = Instant::now();
-        if now >= give_up {
-            break;
-        }
-        waiter.wait(ruby, core_process::POLL_INTERVAL.min(give_up - now))?;
-    }
-    Ok(())
 }
 
 fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
@@ -777,180 +590,4 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
     state.process.close_stdin();
     state.process.close_output();
     interruption.map_or(Ok(()), Err)
-}
-
-fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
-    let thread: Value = session.ivar_get(MONITOR)?;
-    if thread.is_nil() || !thread.funcall::<_, _, bool>("alive?", ())? {
-        return Ok(());
-    }
-    let current = ruby.thread_current();
-    if thread.funcall::<_, _, bool>("equal?", (current,))? {
-        return Ok(());
-    }
-    let _ = thread.funcall::<_, _, Value>("wakeup", ());
-    let joined: Value = thread.funcall("join", (1.0,))?;
-    if joined.is_nil() {
-        let _: Value = thread.funcall("kill", ())?;
-        let _: Value = thread.funcall("join", (1.0,))?;
-    }
-    Ok(())
-}
-
-/// 18.9: a Ruby thread samples every 100 ms while the session is alive.
-fn start_monitor(
-    ruby: &Ruby,
-    session: Session,
-    reader: Option<Value>,
-    default_reader: Option<DefaultReader>,
-    limit: u64,
-) -> Result<(), Error> {
-    let body = ruby.proc_from_fn(move |ruby, args, _block| -> Result<Value, Error> {
-        let session = Session::try_convert(args[0])?;
-        let reader = Some(args[1]).filter(|value| !value.is_nil());
-        match monitor(ruby, session, reader, default_reader, limit) {
-            Ok(()) => Ok(ruby.qnil().as_value()),
-            // Thread#kill (from close) ends the thread normally.
-            Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => Err(error),
-            // Anything unexpected fails closed.
-            Err(error) => {
-                fail_closed(ruby, session, &error)?;
-                Ok(ruby.qnil().as_value())
-            }
-        }
-    });
-    let reader_value = reader.unwrap_or_else(|| ruby.qnil().as_value());
-    session.ivar_set(MEMORY_READER, reader_value)?;
-    let thread: Value =
-        ruby.class_thread()
-            .funcall_with_block("new", (session, reader_value), body)?;
-    let _: Value = thread.funcall("report_on_exception=", (false,))?;
-    session.ivar_set(MONITOR, thread)?;
-    Ok(())
-}
-
-fn monitor(
-    ruby: &Ruby,
-    session: Session,
-    reader: Option<Value>,
-    default_reader: Option<DefaultReader>,
-    limit: u64,
-) -> Result<(), Error> {
-    let state = session.state(ruby)?;
-    let pid = state.process.pid();
-    let mut failures = 0;
-    let stopped = || state.monitor_stop.load(Ordering::SeqCst);
-    loop {
-        if stopped() || !state.process.alive() {
-            return Ok(());
-        }
-        match sample(ruby, pid, reader, default_reader, limit) {
-            Ok(false) => failures = 0,
-            Ok(true) => {
-                let error = tool_error(ruby, format!("Program memory exceeded {limit} bytes"));
-                if let Some(exception) = exception_of(ruby, &error) {
-                    record(session, exception)?;
-                }
-                state.process.signal_group(Signal::TERM);
-                let _: Value = ruby.module_kernel().funcall("sleep", (SAMPLE_PERIOD,))?;
-                if state.process.group_alive() {
-                    state.process.signal_group(Signal::KILL);
-                }
-                return Ok(());
-            }
-            Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => return Err(error),
-            Err(error) => {
-                failures += 1;
-                if failures >= FAILURE_LIMIT {
-                    return fail_closed(ruby, session, &error);
-                }
-            }
-        }
-        if stopped() {
-            return Ok(());
-        }
-        let _: Value = ruby.module_kernel().funcall("sleep", (SAMPLE_PERIOD,))?;
-    }
-}
-
-/// Records "Program memory supervisor failed (Class)" with the failure as
-/// `cause` (its message stays out, 1.2) and SIGKILLs the group.
-fn fail_closed(ruby: &Ruby, session: Session, error: &Error) -> Result<(), Error> {
-    if let Some(state) = session.state.get() {
-        state.process.signal_group(Signal::KILL);
-    }
-    let cause = exception_of(ruby, error).unwrap_or_else(|| ruby.qnil().as_value());
-    let class_name: String = if cause.is_nil() {
-        "unknown".to_string()
-    } else {
-        cause
-            .class()
-            .funcall::<_, _, Value>("name", ())?
-            .funcall::<_, _, RString>("to_s", ())?
-            .to_string()?
-    };
-    let tool = constants::class(ruby, "LittleGhost::ToolError")?;
-    let failure = error_with_cause(
-        ruby,
-        tool,
-        &format!("Program memory supervisor failed ({class_name})"),
-        cause,
-    )?;
-    if let Some(exception) = exception_of(ruby, &failure) {
-        record(session, exception)?;
-    }
-    Ok(())
-}
-
-/// One sample: true if above `limit`. Errors are reader failures.
-fn sample(
-    ruby: &Ruby,
-    pid: i32,
-    reader: Option<Value>,
-    default_reader: Option<DefaultReader>,
-    limit: u64,
-) -> Result<bool, Error> {
-    let bytes: Value = match (reader, default_reader) {
-        (Some(reader), _) => {
-            let raw: Value = reader.funcall("call", (pid,))?;
-            ruby.module_kernel().funcall("Integer", (raw,))?
-        }
-        (None, Some(default_reader)) => {
-            let sampled = nogvl::blocking(ruby, || default_reader.sample(pid as u32))?;
-            match sampled {
-                Ok(bytes) => ruby.integer_from_u64(bytes).as_value(),
-                Err(failure) => return Err(sample_error(ruby, &failure)),
-            }
-        }
-        (None, None) => {
-            return Err(from_core(
-                ruby,
-                littleghost_sandbox_core::Error::Dependency(
-                    "process memory supervision has no reader".into(),
-                ),
-            ))
-        }
-    };
-    bytes.funcall(">", (limit,))
-}
-
-/// DependencyError with the documented message and the OS error as `cause`.
-fn sample_error(ruby: &Ruby, failure: &core_process::procfs::SampleError) -> Error {
-    let build = || -> Result<Error, Error> {
-        let class = constants::class(ruby, "LittleGhost::DependencyError")?;
-        match failure.cause().and_then(|cause| cause.raw_os_error()) {
-            Some(errno) => {
-                let cause: Value = ruby
-                    .exception_system_call_error()
-                    .funcall("new", (ruby.qnil(), errno))?;
-                error_with_cause(ruby, class, &failure.message(), cause)
-            }
-            None => Ok(Error::new(
-                ExceptionClass::from_value(class.as_value())
-                    .unwrap_or_else(|| ruby.exception_runtime_error()),
-                failure.message(),
-            )),
-        }
-    };
-    build().unwrap_or_else(|error| error)
 }

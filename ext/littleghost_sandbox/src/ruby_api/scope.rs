@@ -635,7 +635,11 @@ fn delegate_process(
     let options = args.keywords;
     options.aset(ruby.to_symbol("scope"), rb_self)?;
     let sandbox: Value = rb_self.funcall("sandbox", ())?;
-    sandbox.funcall(method, (args.required.0, KwArgs(options)))
+    // A streaming block (issue 12 item 11) goes along to the sandbox.
+    match ruby.block_proc() {
+        Ok(block) => sandbox.funcall_with_block(method, (args.required.0, KwArgs(options)), block),
+        Err(_) => sandbox.funcall(method, (args.required.0, KwArgs(options))),
+    }
 }
 
 /// Runs `command` through the sandbox's shell (`sandbox.execute`) within this scope.

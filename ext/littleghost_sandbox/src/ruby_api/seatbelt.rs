@@ -317,7 +317,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         host,
         timeout,
         values[1].filter(|v| !v.is_nil()),
-        max_output_bytes,
+        (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
     )
 }
 

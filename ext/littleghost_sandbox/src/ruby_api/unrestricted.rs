@@ -337,6 +337,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         Option<Value>,
         Option<Value>,
         Option<Value>,
+        Option<Value>,
     );
     let parsed = get_kwargs::<_, (Value,), Optional, ()>(
         args.keywords,
@@ -348,10 +349,11 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
             "inherit_environment",
             "scope",
             "cwd",
+            "kill_on_output_limit",
         ],
     )?;
     let (timeout,) = parsed.required;
-    let (context, max_output_bytes, environment, inherit_environment, _scope, cwd) =
+    let (context, max_output_bytes, environment, inherit_environment, _scope, cwd, kill) =
         parsed.optional;
     let timeout = validate_timeout(ruby, timeout)?;
     let max_output_bytes = validate_output_bytes(
@@ -372,6 +374,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         chdir: Some(working_directory(ruby, rb_self, cwd)?),
         spawn_options: SpawnOptions::default(),
         owner: Some(ownership::owner(ruby, rb_self)?),
+        kill_on_output_limit: kill.is_some_and(|value| value.to_bool()),
     };
     process_runner::run(ruby, request)
 }

@@ -34,7 +34,10 @@ fn start(script: &str, limits: &ProcessLimits) -> RunningProcess {
     RunningProcess::start_limited(
         &launch(script),
         limits,
-        CaptureMode::PerStream { limit: 1 << 20 },
+        CaptureMode::PerStream {
+            limit: 1 << 20,
+            stop_at_limit: false,
+        },
         false,
         None,
     )
@@ -400,7 +403,10 @@ fn spawn_cost_with_and_without_limits() {
             let process = RunningProcess::start_limited(
                 &truth,
                 limits,
-                CaptureMode::PerStream { limit: 1024 },
+                CaptureMode::PerStream {
+                    limit: 1024,
+                    stop_at_limit: false,
+                },
                 false,
                 None,
             )

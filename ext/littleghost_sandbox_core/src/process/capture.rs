@@ -3,6 +3,10 @@
 //! The drain tasks keep reading after a bound is reached and drop the excess,
 //! so a chatty child never blocks on a full pipe and memory stays bounded.
 
+/// The default bound on captured output, per stream for an execute and
+/// combined for a session (5.1 `output_bytes`).
+pub const DEFAULT_OUTPUT_BYTES: u64 = 1_000_000;
+
 /// Appended to a stream when anything was dropped (17.9).
 pub const TRUNCATION_MARKER: &str = "\n[output truncated]";
 
@@ -17,7 +21,10 @@ pub enum Stream {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaptureMode {
     /// Keep at most `limit` bytes of each stream; drop the rest (execute).
-    PerStream { limit: usize },
+    /// With `stop_at_limit`, the first dropped byte is reported like a
+    /// combined overflow, so the child is terminated at the cap instead of
+    /// running on to its timeout (`kill_on_output_limit:`).
+    PerStream { limit: usize, stop_at_limit: bool },
     /// One counter over both streams for the whole run; passing `limit` is an
     /// overflow and nothing more is kept (sessions).
     Combined { limit: u64 },
@@ -57,14 +64,20 @@ impl Capture {
     pub fn accept(&mut self, stream: Stream, bytes: &[u8]) -> bool {
         let buffer = &mut self.streams[stream as usize];
         match self.mode {
-            CaptureMode::PerStream { limit } => {
+            CaptureMode::PerStream {
+                limit,
+                stop_at_limit,
+            } => {
                 let room = limit.saturating_sub(buffer.data.len());
                 let kept = room.min(bytes.len());
                 buffer.data.extend_from_slice(&bytes[..kept]);
-                if kept < bytes.len() {
-                    buffer.truncated = true;
+                if kept == bytes.len() {
+                    return false;
                 }
-                false
+                buffer.truncated = true;
+                let first = stop_at_limit && !self.overflowed;
+                self.overflowed |= stop_at_limit;
+                first
             }
             CaptureMode::Combined { limit } => {
                 self.total = self.total.saturating_add(bytes.len() as u64);
@@ -101,7 +114,15 @@ impl Capture {
         buffer.eof && buffer.data.is_empty()
     }
 
-    /// The combined bound was passed.
+    /// Kept bytes of `stream` from `offset` on (what a streaming caller has
+    /// not seen yet). Only meaningful for [`CaptureMode::PerStream`], whose
+    /// buffer only grows until it is rendered.
+    pub fn since(&self, stream: Stream, offset: usize) -> &[u8] {
+        let data = &self.streams[stream as usize].data;
+        data.get(offset..).unwrap_or_default()
+    }
+
+    /// The combined bound was passed (or, with `stop_at_limit`, a per-stream one).
     pub fn overflowed(&self) -> bool {
         self.overflowed
     }
@@ -141,7 +162,10 @@ mod tests {
     #[test]
     fn per_stream_bound_keeps_the_prefix_and_marks_truncation() {
         // Upstream example: limit 5, "a" x 20 on stdout, "problem" on stderr.
-        let mut capture = Capture::new(CaptureMode::PerStream { limit: 5 });
+        let mut capture = Capture::new(CaptureMode::PerStream {
+            limit: 5,
+            stop_at_limit: false,
+        });
         for _ in 0..4 {
             capture.accept(Stream::Stdout, b"aaaaa");
         }
@@ -153,7 +177,10 @@ mod tests {
 
     #[test]
     fn exactly_the_limit_gets_no_marker() {
-        let mut capture = Capture::new(CaptureMode::PerStream { limit: 5 });
+        let mut capture = Capture::new(CaptureMode::PerStream {
+            limit: 5,
+            stop_at_limit: false,
+        });
         capture.accept(Stream::Stdout, b"abc");
         capture.accept(Stream::Stdout, b"de");
         capture.accept(Stream::Stdout, b"");
@@ -164,7 +191,10 @@ mod tests {
     fn invalid_utf8_is_scrubbed_including_a_cut_character() {
         assert_eq!(render(b"ok\xff\xfeend", false), "ok\u{fffd}\u{fffd}end");
         // "é" is C3 A9; a bound that cuts after C3 leaves one replacement character.
-        let mut capture = Capture::new(CaptureMode::PerStream { limit: 3 });
+        let mut capture = Capture::new(CaptureMode::PerStream {
+            limit: 3,
+            stop_at_limit: false,
+        });
         capture.accept(Stream::Stdout, "abé".as_bytes());
         capture.accept(Stream::Stdout, b"more");
         assert_eq!(
@@ -198,5 +228,45 @@ mod tests {
         assert!(!capture.complete());
         capture.mark_eof(Stream::Stderr);
         assert!(capture.complete());
+    }
+
+    #[test]
+    fn stop_at_limit_reports_the_first_dropped_byte_once() {
+        let mut capture = Capture::new(CaptureMode::PerStream {
+            limit: 4,
+            stop_at_limit: true,
+        });
+        assert!(!capture.accept(Stream::Stdout, b"abcd"));
+        assert!(!capture.overflowed());
+        assert!(capture.accept(Stream::Stderr, b"12345"));
+        assert!(!capture.accept(Stream::Stdout, b"e"));
+        assert!(capture.overflowed());
+        assert_eq!(capture.render(Stream::Stdout), "abcd\n[output truncated]");
+        assert_eq!(capture.render(Stream::Stderr), "1234\n[output truncated]");
+    }
+
+    #[test]
+    fn without_stop_at_limit_a_full_stream_is_no_overflow() {
+        let mut capture = Capture::new(CaptureMode::PerStream {
+            limit: 1,
+            stop_at_limit: false,
+        });
+        assert!(!capture.accept(Stream::Stdout, b"xyz"));
+        assert!(!capture.overflowed());
+    }
+
+    #[test]
+    fn since_returns_what_a_streaming_reader_has_not_seen() {
+        let mut capture = Capture::new(CaptureMode::PerStream {
+            limit: 6,
+            stop_at_limit: false,
+        });
+        capture.accept(Stream::Stdout, b"abc");
+        assert_eq!(capture.since(Stream::Stdout, 0), b"abc");
+        capture.accept(Stream::Stdout, b"defgh");
+        assert_eq!(capture.since(Stream::Stdout, 3), b"def");
+        assert_eq!(capture.since(Stream::Stdout, 6), b"");
+        assert_eq!(capture.since(Stream::Stdout, 60), b"");
+        assert_eq!(capture.since(Stream::Stderr, 0), b"");
     }
 }

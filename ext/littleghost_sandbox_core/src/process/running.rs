@@ -18,7 +18,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions};
@@ -26,12 +26,18 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 use tokio::task::JoinHandle;
 
+mod failure;
+mod termination;
+
 use super::capture::{Capture, CaptureMode, Stream};
-use super::group::{descendants, group_alive, process_alive, signal_group, signal_process};
+use super::group::{group_alive, signal_group};
 use super::notify::Notifier;
 use super::spawn::{self, pid_of, SpawnError};
-use super::{runtime, spawner, Launch, POLL_INTERVAL, TERMINATION_GRACE};
+use super::{runtime, spawner, Launch, POLL_INTERVAL};
 use crate::limits::{watch::watch_cpu, LaunchCgroup, LimitExceeded, ProcessLimits};
+pub use failure::{session_failure_subject, StartFailure};
+use termination::terminate_in_background;
+pub use termination::{Owner, Termination, TerminationStep};
 
 /// Bytes read from a pipe per syscall by the drain task.
 const READ_CHUNK: usize = 64 * 1024;
@@ -141,8 +147,11 @@ struct Shared {
     terminated_by_owner: AtomicBool,
     state: Mutex<State>,
     notifier: Notifier,
-    /// Sessions want to hear about every chunk; execute only about the end.
-    wake_on_data: bool,
+    /// Sessions and streaming executes want to hear about every chunk; a
+    /// plain execute only about the end.
+    wake_on_data: AtomicBool,
+    /// A session reader also reads the pipes itself (see [`drain`]).
+    direct_reader: bool,
     /// The launch's cgroup, held by the [`RunningProcess`] (C9).
     cgroup: Weak<LaunchCgroup>,
 }
@@ -173,6 +182,10 @@ impl Shared {
 }
 
 impl Shared {
+    fn wakes_on_data(&self) -> bool {
+        self.wake_on_data.load(Ordering::Relaxed)
+    }
+
     /// Reacts to bytes just stored: 18.5 terminates the group in the
     /// background once the combined bound is passed; waiters hear about it.
     fn stored(self: &Arc<Self>, overflowed_now: bool, wake: bool) {
@@ -216,12 +229,12 @@ async fn drain(shared: Arc<Shared>, pipe: Arc<OwnedFd>, stream: Stream) {
             let pulled = lock(&shared.state).pull(stream, &mut buffer);
             match pulled {
                 Pulled::Data { overflowed_now } => {
-                    shared.stored(overflowed_now, shared.wake_on_data)
+                    shared.stored(overflowed_now, shared.wakes_on_data())
                 }
                 Pulled::Nothing => {
                     ready.clear_ready();
                     // Only session readers empty the pipe behind our back.
-                    if shared.wake_on_data {
+                    if shared.direct_reader {
                         break;
                     }
                 }
@@ -236,7 +249,7 @@ async fn drain(shared: Arc<Shared>, pipe: Arc<OwnedFd>, stream: Stream) {
             let pulled = lock(&shared.state).pull(stream, &mut buffer);
             match pulled {
                 Pulled::Data { overflowed_now } => {
-                    shared.stored(overflowed_now, shared.wake_on_data);
+                    shared.stored(overflowed_now, shared.wakes_on_data());
                     continue 'watching;
                 }
                 Pulled::Nothing => {}
@@ -263,196 +276,6 @@ async fn watch_exit(shared: Arc<Shared>, pidfd: Option<OwnedFd>) {
     }
     while shared.try_reap().is_none() {
         tokio::time::sleep(POLL_INTERVAL).await;
-    }
-}
-
-/// 17.12 for a group the caller is not waiting on (a session that passed its
-/// output bound).
-async fn terminate_in_background(shared: Arc<Shared>) {
-    let mut termination = Termination::begin(shared);
-    while let TerminationStep::Wait(pause) = termination.step() {
-        tokio::time::sleep(pause).await;
-    }
-}
-
-/// 17.12, the one termination protocol: TERM to the child's group and to
-/// every descendant and its group (see [`descendants`]), up to
-/// [`TERMINATION_GRACE`] for them all to end, then KILL. Callers drive it
-/// with [`step`](Self::step) and wait however suits them (a Ruby waiter, a
-/// tokio timer, a plain sleep).
-pub struct Termination {
-    shared: Arc<Shared>,
-    /// The child's group first.
-    groups: Vec<i32>,
-    /// Descendants found when it began (they may leave their group).
-    members: Vec<i32>,
-    grace_end: Instant,
-    done: bool,
-}
-
-/// Waits (at most 1 s, on a loaded machine) until `pid` is stopped or gone. Linux reads its
-/// state from `/proc`; elsewhere the stop is simply not waited for.
-fn wait_until_stopped(pid: i32) {
-    if !cfg!(target_os = "linux") {
-        return;
-    }
-    let give_up = Instant::now() + Duration::from_secs(1);
-    while Instant::now() < give_up {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return;
-        };
-        match super::group::parse_stat(&stat) {
-            Some(('T' | 't' | 'Z' | 'X' | 'x', _)) | None => return,
-            Some(_) => std::thread::sleep(Duration::from_micros(200)),
-        }
-    }
-}
-
-/// What a [`Termination`] wants next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TerminationStep {
-    /// Something still runs: check again after this pause (or on news).
-    Wait(Duration),
-    /// Every group ended, or KILL was sent.
-    Done,
-}
-
-impl Termination {
-    fn begin(shared: Arc<Shared>) -> Termination {
-        // Stopped, the leader cannot start another session while its
-        // descendants are listed (a bwrap setting up its sandbox would).
-        signal_group(shared.pid, Signal::STOP);
-        wait_until_stopped(shared.pid);
-        let mut groups = vec![shared.pid];
-        let mut members = Vec::new();
-        for (pid, group) in descendants(shared.pid) {
-            members.push(pid);
-            if !groups.contains(&group) {
-                groups.push(group);
-            }
-        }
-        for &group in &groups {
-            signal_group(group, Signal::TERM);
-        }
-        for &pid in &members {
-            signal_process(pid, Signal::TERM);
-        }
-        // TERM is pending; CONT lets it act.
-        signal_group(shared.pid, Signal::CONT);
-        Termination {
-            shared,
-            groups,
-            members,
-            grace_end: Instant::now() + TERMINATION_GRACE,
-            done: false,
-        }
-    }
-
-    /// Reaps the leader if it exited; Done once no group is alive, or after
-    /// sending KILL when the grace is over.
-    pub fn step(&mut self) -> TerminationStep {
-        if self.done {
-            return TerminationStep::Done;
-        }
-        if !self.lingers() {
-            self.done = true;
-            return TerminationStep::Done;
-        }
-        let now = Instant::now();
-        if now >= self.grace_end {
-            self.kill();
-            return TerminationStep::Done;
-        }
-        TerminationStep::Wait(POLL_INTERVAL.min(self.grace_end - now))
-    }
-
-    /// The leader is unreaped or a group still has a live member.
-    fn lingers(&self) -> bool {
-        self.shared.try_reap().is_none()
-            || self.groups.iter().any(|&group| group_alive(group))
-            || self.members.iter().any(|&pid| process_alive(pid))
-    }
-
-    /// Cuts the grace short: KILL every group now.
-    pub fn kill(&mut self) {
-        for &group in &self.groups {
-            signal_group(group, Signal::KILL);
-        }
-        for &pid in &self.members {
-            signal_process(pid, Signal::KILL);
-        }
-        self.done = true;
-    }
-}
-
-/// The children a sandbox started, so that closing it terminates every one
-/// still running (H.4). Holds weak references: a child whose handle was
-/// dropped has already been killed by that drop.
-#[derive(Clone, Default)]
-pub struct Owner {
-    children: Arc<Mutex<Vec<Weak<Shared>>>>,
-}
-
-impl Owner {
-    pub fn new() -> Owner {
-        Owner::default()
-    }
-
-    fn adopt(&self, shared: &Arc<Shared>) {
-        let mut children = lock(&self.children);
-        children.retain(|child| child.strong_count() > 0);
-        children.push(Arc::downgrade(shared));
-    }
-
-    /// Terminates every child still alive (17.12, all at once), marks each as
-    /// [`terminated_by_owner`](RunningProcess::terminated_by_owner) first, and
-    /// returns once they all ended (or were sent KILL). Blocks for up to
-    /// [`TERMINATION_GRACE`] plus a moment: call it without the GVL.
-    /// Returns how many were terminated.
-    pub fn terminate_all(&self) -> usize {
-        let me = rustix::process::getpid();
-        let children: Vec<Arc<Shared>> = std::mem::take(&mut *lock(&self.children))
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|child| child.parent == me)
-            .collect();
-        let mut terminations = Vec::new();
-        for child in children {
-            if child.try_reap().is_some() && !group_alive(child.pid) {
-                continue;
-            }
-            child.terminated_by_owner.store(true, Ordering::SeqCst);
-            terminations.push(Termination::begin(child));
-        }
-        let count = terminations.len();
-        loop {
-            let mut pause = None::<Duration>;
-            for termination in &mut terminations {
-                if let TerminationStep::Wait(wait) = termination.step() {
-                    pause = Some(pause.map_or(wait, |p| p.min(wait)));
-                }
-            }
-            match pause {
-                Some(pause) => std::thread::sleep(pause),
-                None => break,
-            }
-        }
-        // After KILL the kernel takes a moment: return once they are gone.
-        let give_up = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < give_up && terminations.iter().any(Termination::lingers) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        // Descendants that left the tree (a setsid daemon) go with their cgroup.
-        for termination in &terminations {
-            if let Some(cgroup) = termination.shared.cgroup.upgrade() {
-                cgroup.kill_all();
-            }
-        }
-        // Waiters (a session call, an execute in another thread) hear about it.
-        for termination in &terminations {
-            termination.shared.notifier.notify();
-        }
-        count
     }
 }
 
@@ -541,7 +364,8 @@ impl RunningProcess {
                         pipes: [None, None],
                     }),
                     notifier,
-                    wake_on_data: false,
+                    wake_on_data: AtomicBool::new(false),
+                    direct_reader: false,
                     cgroup: Weak::new(),
                 };
                 handle.spawn(watch_exit(Arc::new(shared), pidfd));
@@ -561,7 +385,8 @@ impl RunningProcess {
                 pipes: [Some(stdout.clone()), Some(stderr.clone())],
             }),
             notifier,
-            wake_on_data: matches!(mode, CaptureMode::Combined { .. }),
+            wake_on_data: AtomicBool::new(matches!(mode, CaptureMode::Combined { .. })),
+            direct_reader: matches!(mode, CaptureMode::Combined { .. }),
             cgroup: cgroup.as_ref().map_or_else(Weak::new, Arc::downgrade),
         });
         if let Some(cgroup) = &cgroup {
@@ -712,7 +537,38 @@ impl RunningProcess {
         chunk
     }
 
-    /// The combined output bound was passed (sessions).
+    /// From now on the [`Notifier`] fires on every chunk of output, not only
+    /// at the end, so a caller can stream it with [`output_since`](Self::output_since).
+    pub fn stream_output(&self) {
+        self.shared.wake_on_data.store(true, Ordering::Relaxed);
+    }
+
+    /// The kept bytes of stdout and stderr past `cursor` (per-stream capture),
+    /// advancing it: what a streaming caller has not seen yet, in order.
+    pub fn output_since(&self, cursor: &mut [usize; 2]) -> [Vec<u8>; 2] {
+        let state = lock(&self.shared.state);
+        [Stream::Stdout, Stream::Stderr].map(|stream| {
+            let fresh = state
+                .capture
+                .since(stream, cursor[stream as usize])
+                .to_vec();
+            cursor[stream as usize] += fresh.len();
+            fresh
+        })
+    }
+
+    /// Runs 17.12's [`Termination`] on the shared runtime, for a caller that
+    /// does not wait for it (a memory monitor that saw the limit passed).
+    pub fn terminate_detached(&self) {
+        if let Ok(handle) = runtime::handle() {
+            handle.spawn(terminate_in_background(self.shared.clone()));
+        } else {
+            self.signal_group(Signal::KILL);
+        }
+    }
+
+    /// The output bound was passed: the combined one (sessions), or a
+    /// per-stream one with `stop_at_limit` (the group is then terminated).
     pub fn overflowed(&self) -> bool {
         lock(&self.shared.state).capture.overflowed()
     }
@@ -770,267 +626,4 @@ impl Drop for RunningProcess {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    fn launch(argv: &[&str]) -> Launch {
-        Launch {
-            argv: argv.iter().map(|s| s.to_string()).collect(),
-            environment: vec![("PATH".into(), "/usr/bin:/bin".into())],
-            ..Launch::default()
-        }
-    }
-
-    fn wait_finished(process: &RunningProcess) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !process.finished() {
-            assert!(
-                Instant::now() < deadline,
-                "child did not finish: complete {} exit {:?}",
-                process.output_complete(),
-                process.exit()
-            );
-            process.notifier().wait(POLL_INTERVAL, None);
-        }
-    }
-
-    #[test]
-    fn captures_both_streams_and_the_exit_status() {
-        let process = RunningProcess::start(
-            &launch(&["sh", "-c", "printf out; printf err >&2; exit 3"]),
-            CaptureMode::PerStream { limit: 100 },
-            false,
-        )
-        .unwrap();
-        wait_finished(&process);
-        assert_eq!(
-            process.take_output(),
-            ("out".to_string(), "err".to_string())
-        );
-        assert_eq!(process.exit().unwrap().code(), Some(3));
-    }
-
-    #[test]
-    fn a_flood_is_drained_and_bounded() {
-        let process = RunningProcess::start(
-            &launch(&["head", "-c", "20000000", "/dev/zero"]),
-            CaptureMode::PerStream { limit: 1000 },
-            false,
-        )
-        .unwrap();
-        wait_finished(&process);
-        let (stdout, _) = process.take_output();
-        assert_eq!(stdout.len(), 1000 + super::super::TRUNCATION_MARKER.len());
-        assert_eq!(process.exit().unwrap().code(), Some(0));
-    }
-
-    #[test]
-    fn the_child_gets_only_the_explicit_environment_and_eof_on_stdin() {
-        std::env::set_var("LITTLEGHOST_CORE_TEST_SECRET", "hunter2");
-        let process = RunningProcess::start(
-            &Launch {
-                environment: vec![("ONLY".into(), "this".into())],
-                ..launch(&["/usr/bin/env"])
-            },
-            CaptureMode::PerStream { limit: 10_000 },
-            false,
-        )
-        .unwrap();
-        wait_finished(&process);
-        assert_eq!(process.take_output().0, "ONLY=this\n");
-
-        let cat = RunningProcess::start(
-            &launch(&["cat"]),
-            CaptureMode::PerStream { limit: 10 },
-            false,
-        )
-        .unwrap();
-        wait_finished(&cat);
-        assert_eq!(cat.exit().unwrap().code(), Some(0));
-    }
-
-    #[test]
-    fn the_child_leads_a_new_group_and_a_signal_death_has_no_code() {
-        let process = RunningProcess::start(
-            &launch(&["sleep", "30"]),
-            CaptureMode::PerStream { limit: 10 },
-            false,
-        )
-        .unwrap();
-        let pgid = rustix::process::getpgid(Some(pid_of(process.pid()))).unwrap();
-        assert_eq!(pgid.as_raw_nonzero().get(), process.pid());
-        process.signal_group(Signal::KILL);
-        wait_finished(&process);
-        let exit = process.exit().unwrap();
-        assert_eq!((exit.code(), exit.signal()), (None, Some(libc::SIGKILL)));
-        assert!(!process.alive());
-    }
-
-    /// Reads a session's stdout with `read_chunk` until EOF, racing the drain task.
-    fn read_all_stdout(process: &RunningProcess, max_each: usize) -> Vec<u8> {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut stdout = Vec::new();
-        loop {
-            let chunk = process.read_chunk(max_each);
-            assert!(chunk.stdout.len() <= max_each);
-            stdout.extend_from_slice(&chunk.stdout);
-            if chunk.stdout_closed {
-                return stdout;
-            }
-            assert!(Instant::now() < deadline, "no EOF on stdout");
-        }
-    }
-
-    #[test]
-    fn direct_reads_and_the_drain_task_keep_the_bytes_in_order() {
-        let expected: Vec<u8> = (1..=200_000)
-            .map(|n| format!("{n}\n"))
-            .collect::<String>()
-            .into_bytes();
-        for max_each in [7, 4096, 16 * 1024] {
-            let process = RunningProcess::start(
-                &launch(&["seq", "1", "200000"]),
-                CaptureMode::Combined { limit: 10_000_000 },
-                false,
-            )
-            .unwrap();
-            let stdout = read_all_stdout(&process, max_each);
-            assert!(stdout == expected, "bytes lost or reordered");
-            wait_finished(&process);
-        }
-    }
-
-    #[test]
-    fn a_child_is_still_drained_after_a_polling_reader_stops_reading() {
-        // 200 polled round trips (the drain task steps back while a reader
-        // polls), then 2 MB nobody reads: the child must still finish (W15).
-        let script = "for i in $(seq 200); do read line; echo \"$line\"; done; \
-                      sleep 0.2; head -c 2000000 /dev/zero";
-        let process = RunningProcess::start(
-            &launch(&["sh", "-c", script]),
-            CaptureMode::Combined { limit: 10_000_000 },
-            true,
-        )
-        .unwrap();
-        let stdin = process.stdin().unwrap();
-        for round in 0..200 {
-            let line = format!("{round}\n");
-            assert_eq!(write_stdin(&stdin, line.as_bytes()).unwrap(), line.len());
-            let mut received = Vec::new();
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while !received.ends_with(line.as_bytes()) {
-                received.extend(process.read_chunk(16 * 1024).stdout);
-                assert!(Instant::now() < deadline, "no echo of round {round}");
-            }
-            assert_eq!(received, line.as_bytes());
-        }
-        wait_finished(&process);
-        assert_eq!(process.exit().unwrap().code(), Some(0));
-        assert_eq!(process.read_chunk(usize::MAX).stdout.len(), 2_000_000);
-    }
-
-    #[test]
-    fn a_direct_read_past_the_combined_bound_terminates_the_group() {
-        let process = RunningProcess::start(
-            &launch(&["sh", "-c", "while :; do echo flood; done"]),
-            CaptureMode::Combined { limit: 1000 },
-            false,
-        )
-        .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut kept = 0;
-        while !process.overflowed() {
-            kept += process.read_chunk(16 * 1024).stdout.len();
-            assert!(Instant::now() < deadline, "bound never passed");
-        }
-        assert!(kept <= 1000);
-        wait_finished(&process);
-        assert_eq!(process.exit().unwrap().signal(), Some(libc::SIGTERM));
-    }
-
-    #[test]
-    fn closing_output_closes_the_pipes_so_a_writer_gets_sigpipe() {
-        let process = RunningProcess::start(
-            &launch(&[
-                "sh",
-                "-c",
-                "sleep 0.3; while :; do echo more || exit 7; done",
-            ]),
-            CaptureMode::Combined { limit: 1 << 40 },
-            false,
-        )
-        .unwrap();
-        process.read_chunk(16);
-        process.close_output();
-        wait_finished_exit(&process);
-        let exit = process.exit().unwrap();
-        assert!(
-            exit.signal() == Some(libc::SIGPIPE) || exit.code() == Some(7),
-            "{exit:?}"
-        );
-    }
-
-    fn wait_finished_exit(process: &RunningProcess) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while process.try_reap().is_none() {
-            assert!(Instant::now() < deadline, "child did not exit");
-            process.notifier().wait(POLL_INTERVAL, None);
-        }
-    }
-
-    #[test]
-    fn an_owner_terminates_every_live_child_and_marks_it() {
-        let owner = Owner::new();
-        let start = |argv: &[&str]| {
-            RunningProcess::start_owned(
-                &launch(argv),
-                CaptureMode::Combined { limit: 100 },
-                true,
-                Some(&owner),
-            )
-            .unwrap()
-        };
-        let sleeper = start(&["sleep", "30"]);
-        // Ignores TERM: only the KILL after the grace ends it.
-        let stubborn = start(&[
-            "sh",
-            "-c",
-            "trap '' TERM; echo ready; while :; do sleep 1; done",
-        ]);
-        let finished = start(&["true"]);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !stubborn.read_chunk(100).stdout.starts_with(b"ready") {
-            assert!(Instant::now() < deadline, "stubborn child never started");
-        }
-        wait_finished(&finished);
-        let dropped = start(&["sleep", "30"]);
-        drop(dropped);
-        assert_eq!(owner.terminate_all(), 2);
-        for process in [&sleeper, &stubborn] {
-            assert!(process.terminated_by_owner());
-            assert!(!process.alive());
-        }
-        assert!(!finished.terminated_by_owner());
-        assert_eq!(sleeper.exit().unwrap().signal(), Some(libc::SIGTERM));
-        assert_eq!(stubborn.exit().unwrap().signal(), Some(libc::SIGKILL));
-        // Nothing left to terminate.
-        assert_eq!(owner.terminate_all(), 0);
-    }
-
-    #[test]
-    fn missing_and_non_executable_programs_are_told_apart() {
-        let missing = RunningProcess::start(
-            &launch(&["no-such-program-x"]),
-            CaptureMode::PerStream { limit: 1 },
-            false,
-        );
-        assert!(matches!(missing, Err(SpawnError::NotFound)));
-        let denied = RunningProcess::start(
-            &launch(&["/etc/hostname"]),
-            CaptureMode::PerStream { limit: 1 },
-            false,
-        );
-        assert!(matches!(denied, Err(SpawnError::NotExecutable)));
-    }
-}
+mod tests;

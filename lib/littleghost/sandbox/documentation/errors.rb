@@ -19,6 +19,7 @@
 #         PolicyError              an invalid policy, limits or declaration
 #     AbstractMethodError          a base-class operation a backend did not implement
 #     ToolError                    an expected per-operation failure; the message is safe to show a model
+#       Sandbox::TimeoutError      a program ran past its timeout; #execution holds its output so far
 #     CancelledError               cancellation observed
 #     DeadlineExceededError        a deadline observed
 #     CleanupError                 a managed resource failed to close
@@ -114,5 +115,26 @@ module LittleGhost
   #   rescue LittleGhost::CleanupError => e
   #     logger.warn(e.message)
   class CleanupError < Error
+  end
+
+  class Sandbox
+    # Raised by +execute_program+ (and +execute+, ProcessRunner.run) when the program outlives its +timeout+. It is
+    # a LittleGhost::ToolError with the same message as before ("Command timed out after SECONDS seconds"), so
+    # existing rescues keep working; the process tree is gone when it is raised.
+    #
+    #   begin
+    #     sandbox.execute_program(["sh", "-c", "echo partial; sleep 3"], timeout: 1)
+    #   rescue LittleGhost::Sandbox::TimeoutError => e
+    #     e.execution.stdout   # => "partial\n"
+    #   end
+    class TimeoutError < LittleGhost::ToolError
+      ##
+      # :attr_reader: execution
+      #
+      # The LittleGhost::Sandbox::Execution of what the program wrote before it was terminated (bounded and
+      # scrubbed like any Execution; +exit_code+ nil, +signal+ the signal that ended it).
+      #
+      #   error.execution.stdout   # => "partial\n"
+    end
   end
 end

@@ -139,6 +139,16 @@ module LittleGhost
       #
       #   session.closed?   # => false
 
+      ##
+      # :method: inspect
+      # :call-seq:
+      #   inspect -> String
+      #
+      # The pid, whether the child is alive (leader unreaped or any group member running), "closed" once #close
+      # ran, and the command; never raises.
+      #
+      #   session.inspect   # => "#<LittleGhost::Sandbox::ProcessSession pid=4242 alive=true command=[\"cat\"]>"
+
       # The output of one ProcessSession#read: a frozen, Data-like value with the members +stdout+ and +stderr+ (raw
       # bytes, possibly empty) and +eof+.
       #

@@ -321,7 +321,8 @@ module LittleGhost
     ##
     # :method: execute_program
     # :call-seq:
-    #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil) -> Execution
+    #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, kill_on_output_limit: false, environment: {}, inherit_environment: false, scope: nil, cwd: nil) -> Execution
+    #   execute_program(argv, timeout:, **options) { |stream, chunk| ... } -> Execution
     #
     # Runs the argument vector +argv+ (never through a shell) to completion and returns its
     # LittleGhost::Sandbox::Execution. The child gets closed stdin, its own process group, the workspace root (or
@@ -333,7 +334,15 @@ module LittleGhost
     # +scope+ runs the child with a Scope's narrower grants (Scope#execute_program passes it). When the call
     # returns, no member of the child's process group is left running.
     #
-    # Raises LittleGhost::ToolError "Command timed out after SECONDS seconds" (the process tree is killed first),
+    # With <tt>kill_on_output_limit: true</tt> the first byte past +max_output_bytes+ ends the child (TERM, grace,
+    # KILL) instead of being dropped until it exits: the Execution then has the kept prefix with the truncation
+    # marker and a nil +exit_code+. With a block, every chunk of output is yielded as it arrives, in the calling
+    # thread, as <tt>(:stdout or :stderr, frozen binary String)</tt> (the kept bytes, in order); the Execution is
+    # still returned, and an exception from the block kills the tree and propagates.
+    #
+    # Raises LittleGhost::Sandbox::TimeoutError, a LittleGhost::ToolError, "Command timed out after SECONDS
+    # seconds" (the process tree is killed first); its +execution+ holds what the child wrote until then.
+    # Also
     # LittleGhost::ToolError "Command must contain an executable" for an empty argv, ArgumentError "timeout must be
     # positive"; an exception from <tt>context.check!</tt> kills the tree and propagates unchanged. Backends add
     # their own (LittleGhost::PolicyError "sandbox working directory is outside the selected scope",
@@ -343,6 +352,12 @@ module LittleGhost
     #   result.stdout      # => ".\n..\nnotes.md\nsource\n"
     #   result.success?    # => true
     #   sandbox.execute_program(["sh", "-c", "exit 3"], timeout: 10).exit_code   # => 3
+    #   sandbox.execute_program(["make"], timeout: 600) { |stream, chunk| $stdout.write(chunk) }
+    #   begin
+    #     sandbox.execute_program(["sh", "-c", "echo partial; sleep 3"], timeout: 1)
+    #   rescue LittleGhost::ToolError => e
+    #     e.execution.stdout   # => "partial\n" (e is a LittleGhost::Sandbox::TimeoutError)
+    #   end
 
     ##
     # :method: start_program

@@ -1,0 +1,205 @@
+//! 17.12, the one termination protocol ([`Termination`]), and the
+//! [`Owner`] that terminates everything a sandbox started (H.4). Every
+//! caller goes through it: an execute that timed out or was interrupted, a
+//! session's `terminate`/`close`, a session past its output bound or its
+//! memory limit (in the background), and a closed sandbox.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use rustix::process::Signal;
+
+use super::super::group::{descendants, group_alive, process_alive, signal_group, signal_process};
+use super::super::{POLL_INTERVAL, TERMINATION_GRACE};
+use super::{lock, Shared};
+
+/// 17.12 for a group the caller is not waiting on (a session that passed its
+/// output bound).
+pub(super) async fn terminate_in_background(shared: Arc<Shared>) {
+    let mut termination = Termination::begin(shared);
+    while let TerminationStep::Wait(pause) = termination.step() {
+        tokio::time::sleep(pause).await;
+    }
+}
+
+/// 17.12, the one termination protocol: TERM to the child's group and to
+/// every descendant and its group (see [`descendants`]), up to
+/// [`TERMINATION_GRACE`] for them all to end, then KILL. Callers drive it
+/// with [`step`](Self::step) and wait however suits them (a Ruby waiter, a
+/// tokio timer, a plain sleep).
+pub struct Termination {
+    shared: Arc<Shared>,
+    /// The child's group first.
+    groups: Vec<i32>,
+    /// Descendants found when it began (they may leave their group).
+    members: Vec<i32>,
+    grace_end: Instant,
+    done: bool,
+}
+
+/// Waits (at most 1 s, on a loaded machine) until `pid` is stopped or gone. Linux reads its
+/// state from `/proc`; elsewhere the stop is simply not waited for.
+fn wait_until_stopped(pid: i32) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let give_up = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < give_up {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return;
+        };
+        match super::super::group::parse_stat(&stat) {
+            Some(('T' | 't' | 'Z' | 'X' | 'x', _)) | None => return,
+            Some(_) => std::thread::sleep(Duration::from_micros(200)),
+        }
+    }
+}
+
+/// What a [`Termination`] wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TerminationStep {
+    /// Something still runs: check again after this pause (or on news).
+    Wait(Duration),
+    /// Every group ended, or KILL was sent.
+    Done,
+}
+
+impl Termination {
+    pub(super) fn begin(shared: Arc<Shared>) -> Termination {
+        // Stopped, the leader cannot start another session while its
+        // descendants are listed (a bwrap setting up its sandbox would).
+        signal_group(shared.pid, Signal::STOP);
+        wait_until_stopped(shared.pid);
+        let mut groups = vec![shared.pid];
+        let mut members = Vec::new();
+        for (pid, group) in descendants(shared.pid) {
+            members.push(pid);
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+        for &group in &groups {
+            signal_group(group, Signal::TERM);
+        }
+        for &pid in &members {
+            signal_process(pid, Signal::TERM);
+        }
+        // TERM is pending; CONT lets it act.
+        signal_group(shared.pid, Signal::CONT);
+        Termination {
+            shared,
+            groups,
+            members,
+            grace_end: Instant::now() + TERMINATION_GRACE,
+            done: false,
+        }
+    }
+
+    /// Reaps the leader if it exited; Done once no group is alive, or after
+    /// sending KILL when the grace is over.
+    pub fn step(&mut self) -> TerminationStep {
+        if self.done {
+            return TerminationStep::Done;
+        }
+        if !self.lingers() {
+            self.done = true;
+            return TerminationStep::Done;
+        }
+        let now = Instant::now();
+        if now >= self.grace_end {
+            self.kill();
+            return TerminationStep::Done;
+        }
+        TerminationStep::Wait(POLL_INTERVAL.min(self.grace_end - now))
+    }
+
+    /// The leader is unreaped or a group still has a live member.
+    fn lingers(&self) -> bool {
+        self.shared.try_reap().is_none()
+            || self.groups.iter().any(|&group| group_alive(group))
+            || self.members.iter().any(|&pid| process_alive(pid))
+    }
+
+    /// Cuts the grace short: KILL every group now.
+    pub fn kill(&mut self) {
+        for &group in &self.groups {
+            signal_group(group, Signal::KILL);
+        }
+        for &pid in &self.members {
+            signal_process(pid, Signal::KILL);
+        }
+        self.done = true;
+    }
+}
+
+/// The children a sandbox started, so that closing it terminates every one
+/// still running (H.4). Holds weak references: a child whose handle was
+/// dropped has already been killed by that drop.
+#[derive(Clone, Default)]
+pub struct Owner {
+    children: Arc<Mutex<Vec<Weak<Shared>>>>,
+}
+
+impl Owner {
+    pub fn new() -> Owner {
+        Owner::default()
+    }
+
+    pub(super) fn adopt(&self, shared: &Arc<Shared>) {
+        let mut children = lock(&self.children);
+        children.retain(|child| child.strong_count() > 0);
+        children.push(Arc::downgrade(shared));
+    }
+
+    /// Terminates every child still alive (17.12, all at once), marks each as
+    /// [`terminated_by_owner`](RunningProcess::terminated_by_owner) first, and
+    /// returns once they all ended (or were sent KILL). Blocks for up to
+    /// [`TERMINATION_GRACE`] plus a moment: call it without the GVL.
+    /// Returns how many were terminated.
+    pub fn terminate_all(&self) -> usize {
+        let me = rustix::process::getpid();
+        let children: Vec<Arc<Shared>> = std::mem::take(&mut *lock(&self.children))
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|child| child.parent == me)
+            .collect();
+        let mut terminations = Vec::new();
+        for child in children {
+            if child.try_reap().is_some() && !group_alive(child.pid) {
+                continue;
+            }
+            child.terminated_by_owner.store(true, Ordering::SeqCst);
+            terminations.push(Termination::begin(child));
+        }
+        let count = terminations.len();
+        loop {
+            let mut pause = None::<Duration>;
+            for termination in &mut terminations {
+                if let TerminationStep::Wait(wait) = termination.step() {
+                    pause = Some(pause.map_or(wait, |p| p.min(wait)));
+                }
+            }
+            match pause {
+                Some(pause) => std::thread::sleep(pause),
+                None => break,
+            }
+        }
+        // After KILL the kernel takes a moment: return once they are gone.
+        let give_up = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < give_up && terminations.iter().any(Termination::lingers) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Descendants that left the tree (a setsid daemon) go with their cgroup.
+        for termination in &terminations {
+            if let Some(cgroup) = termination.shared.cgroup.upgrade() {
+                cgroup.kill_all();
+            }
+        }
+        // Waiters (a session call, an execute in another thread) hear about it.
+        for termination in &terminations {
+            termination.shared.notifier.notify();
+        }
+        count
+    }
+}
