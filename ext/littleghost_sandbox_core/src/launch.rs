@@ -74,12 +74,10 @@ pub enum Filter {
 /// Everything one launch is decided from, already converted from Ruby.
 #[derive(Debug, Clone)]
 pub struct LaunchRequest<'a> {
-    /// The workspace's variables (`LITTLE_GHOST_WORKSPACE_*`), first in the merge.
-    pub workspace_environment: Vec<(String, String)>,
-    /// The effective policy's environment: its values come second, its `inherit` is the second opt-in.
+    /// The effective policy's environment: its values come second in the
+    /// merge (after the workspace's, before the call's), its `inherit` is the
+    /// second opt-in.
     pub policy_environment: &'a EnvironmentPolicy,
-    /// The call's `environment:`, last in the merge.
-    pub call_environment: Vec<(String, String)>,
     /// The call's `inherit_environment:` (the first opt-in).
     pub call_inherit: bool,
     /// The scope's network, when the launch has a scope that sets one.
@@ -117,32 +115,36 @@ pub struct LaunchPlan {
     pub filter: Option<OwnedFd>,
 }
 
-/// Applies the launch rules to `request` in the order the errors are promised.
-pub fn plan(request: LaunchRequest<'_>) -> Result<LaunchPlan> {
+/// The caller's environment layers, converted when the plan asks for them:
+/// (workspace variables, call variables). A conversion error is the caller's.
+pub type Layers = (Vec<(String, String)>, Vec<(String, String)>);
+
+/// Applies the launch rules to `request` in the order the errors are
+/// promised; `layers` converts the workspace and call environments (its
+/// error type `E` is the caller's, `core_error` maps this module's into it).
+pub fn plan<E>(
+    request: LaunchRequest<'_>,
+    layers: impl FnOnce() -> std::result::Result<Layers, E>,
+    core_error: impl Fn(crate::Error) -> E,
+) -> std::result::Result<LaunchPlan, E> {
     let network = select_network(request.scope_network, request.policy_network);
     if network == NetworkMode::Allowlist {
-        return Err(capability(ALLOWLIST_NOT_IMPLEMENTED));
+        return Err(core_error(capability(ALLOWLIST_NOT_IMPLEMENTED)));
     }
     if request.require_utf8_paths {
-        require_utf8_paths(
-            request
-                .policy_grants
-                .iter()
-                .chain(request.selected.iter().flatten()),
-        )?;
+        let grants = request.policy_grants.iter();
+        require_utf8_paths(grants.chain(request.selected.iter().flatten())).map_err(&core_error)?;
     }
-    let environment = merge_environment(&[
-        &request.workspace_environment,
-        &policy_values(request.policy_environment)?,
-        &request.call_environment,
-    ]);
+    let (workspace, call) = layers()?;
+    let policy = policy_values(request.policy_environment).map_err(&core_error)?;
+    let environment = merge_environment(&[&workspace, &policy, &call]);
     let inherit_environment =
         inherits_environment(request.call_inherit, request.policy_environment);
-    let filter = launch_filter(request.filter)?;
+    let filter = launch_filter(request.filter).map_err(&core_error)?;
     if let Some(pins) = request.pins {
-        pins.verify(&request.policy_grants)?;
+        pins.verify(&request.policy_grants).map_err(&core_error)?;
     }
-    require_directory(&request.cwd, request.fresh_directories)?;
+    require_directory(&request.cwd, request.fresh_directories).map_err(&core_error)?;
     let selected = request
         .selected
         .unwrap_or_else(|| request.policy_grants.clone());
@@ -182,7 +184,7 @@ pub fn inherits_environment(call: bool, policy: &EnvironmentPolicy) -> bool {
 }
 
 /// The policy's variables as text (the runner takes UTF-8).
-fn policy_values(environment: &EnvironmentPolicy) -> Result<Vec<(String, String)>> {
+pub fn policy_values(environment: &EnvironmentPolicy) -> Result<Vec<(String, String)>> {
     let text = |bytes: &[u8], what: &str| {
         String::from_utf8(bytes.to_vec())
             .map_err(|_| argument(format!("{what} must be valid UTF-8")))
@@ -263,9 +265,7 @@ mod tests {
 
     fn request<'a>(environment: &'a EnvironmentPolicy, cwd: &Path) -> LaunchRequest<'a> {
         LaunchRequest {
-            workspace_environment: pairs(&[("LITTLE_GHOST_WORKSPACE_ROOT", "/w"), ("A", "w")]),
             policy_environment: environment,
-            call_environment: pairs(&[("B", "call")]),
             call_inherit: false,
             scope_network: None,
             policy_network: None,
@@ -277,6 +277,17 @@ mod tests {
             fresh_directories: &[],
             filter: Filter::Off,
         }
+    }
+
+    /// The plan with the test's workspace and call layers.
+    fn plan(request: LaunchRequest<'_>) -> Result<LaunchPlan> {
+        let layers = || {
+            Ok((
+                pairs(&[("LITTLE_GHOST_WORKSPACE_ROOT", "/w"), ("A", "w")]),
+                pairs(&[("B", "call")]),
+            ))
+        };
+        super::plan(request, layers, |e| e)
     }
 
     fn policy_environment(inherit: bool) -> EnvironmentPolicy {

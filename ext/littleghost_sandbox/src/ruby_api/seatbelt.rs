@@ -32,7 +32,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("effective_policy", method!(shared::effective_policy, 0))?;
+    class.define_method("effective_policy", method!(effective_policy, 0))?;
     class.define_method("capabilities", method!(capabilities_of, 0))?;
     class.define_method("writable?", method!(shared::writable, 0))?;
     class.define_method("open", method!(open, -1))?;
@@ -101,6 +101,11 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     )?;
     rb_self.ivar_set("@__temp_dir", ())?;
     Ok(())
+}
+
+/// The requested policy, with a nil network filled in as `:none`.
+fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
+    rb_self.ivar_get("@effective_policy")
 }
 
 /// SB.2: the backend capabilities, without `process_spawn` under an isolated root.
