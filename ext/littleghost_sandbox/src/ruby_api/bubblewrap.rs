@@ -123,29 +123,6 @@ pub(crate) fn policy_with_network_default(ruby: &Ruby, policy: Value) -> Result<
     class.funcall("new", (KwArgs(options),))
 }
 
-/// The network mode of a launch: the scope's when it has one, else the policy's.
-pub(crate) fn launch_network(
-    ruby: &Ruby,
-    rb_self: Value,
-    scope: Option<Value>,
-) -> Result<bw::NetworkMode, Error> {
-    let mut network: Value = ruby.qnil().as_value();
-    if let Some(scope) = scope {
-        network = scope.funcall("network", ())?;
-    }
-    if network.is_nil() {
-        let policy: Value = rb_self.funcall("effective_policy", ())?;
-        network = policy.funcall("network", ())?;
-    }
-    if network.is_nil() {
-        return Ok(bw::NetworkMode::None);
-    }
-    let mode: Symbol = network.funcall("mode", ())?;
-    let name = mode.name()?;
-    bw::NetworkMode::parse(&name)
-        .ok_or_else(|| errors::policy_error(ruby, format!("unsupported network mode :{name}")))
-}
-
 /// The working directory of a launch (B.7): nil is the workspace root; a
 /// relative value resolves logically; an absolute one is an in-sandbox path.
 pub(crate) fn launch_cwd(
@@ -610,7 +587,7 @@ fn scope_grants(ruby: &Ruby, scope: Option<Value>) -> Result<Option<Vec<Grant>>,
 }
 
 /// The network a scope sets, if any.
-fn scope_network(scope: Option<Value>) -> Result<Option<bw::NetworkMode>, Error> {
+pub(crate) fn scope_network(scope: Option<Value>) -> Result<Option<bw::NetworkMode>, Error> {
     let Some(scope) = scope else { return Ok(None) };
     let network: Value = scope.funcall("network", ())?;
     Ok(network_policy::borrow(network).and_then(|n| bw::NetworkMode::parse(n.core().mode.name())))
