@@ -7,7 +7,6 @@
 //! Network `:allowlist` is not implemented in this round: it is refused at
 //! `new` with CapabilityError and not listed among the network modes.
 
-use std::cell::{Cell, RefCell};
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -19,8 +18,8 @@ use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch;
 use littleghost_sandbox_core::policy as core_policy;
 use magnus::{
-    function, gc::Marker, method, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions,
-    Error, KwArgs, RArray, RHash, RModule, RObject, RString, Ruby, Symbol, TypedData, Value,
+    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RObject, RString, Ruby,
+    Symbol, Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
@@ -31,10 +30,19 @@ use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 use crate::ruby_api::mount;
-use crate::ruby_api::{
-    capabilities, network_policy, ownership, policy, process_runner, process_session, sandbox,
+use crate::ruby_api::{capabilities, network_policy, ownership, policy, process_runner, sandbox};
+
+mod host;
+mod options;
+
+use host::frozen_strings;
+pub(crate) use host::{
+    launch_cwd, option_path, platform_or_host, policy_grants, policy_with_network_default,
+    run_host, run_limits, scope_network, session_limits, start_host, validated_scope, HostCommand,
+    EXECUTE_KEYS, START_KEYS,
 };
 use littleghost_sandbox_core::process::SpawnOptions;
+use options::{initialize, state, State};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -67,99 +75,6 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("start_program", method!(start_program, -1))?;
     class.define_method("bubblewrap_args", method!(bubblewrap_args, -1))?;
     Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// Small helpers shared with the Seatbelt and Native bindings.
-
-/// A frozen Array of frozen Strings.
-pub(crate) fn frozen_strings(ruby: &Ruby, items: &[&str]) -> RArray {
-    let array = ruby.ary_from_iter(items.iter().map(|s| vo::frozen_str(ruby, s)));
-    array.freeze();
-    array
-}
-
-/// The `platform:` option as given, or Ruby's `RUBY_PLATFORM` when it is absent or nil.
-pub(crate) fn platform_or_host(ruby: &Ruby, platform: Option<Value>) -> Result<Value, Error> {
-    match platform.filter(|v| !v.is_nil()) {
-        Some(platform) => Ok(platform),
-        None => ruby.class_object().const_get("RUBY_PLATFORM"),
-    }
-}
-
-/// An option naming a host path (`bubblewrap:`), through `String()` as the option always was, byte for byte.
-pub(crate) fn option_path(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
-    convert::string_path(vo::kernel(ruby, "String", value)?)
-}
-
-/// `effective_policy.process_grants(workspace)` as core grants.
-pub(crate) fn policy_grants(ruby: &Ruby, rb_self: Value) -> Result<Vec<Grant>, Error> {
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let workspace: Value = rb_self.funcall("workspace", ())?;
-    let grants: RArray = policy.funcall("process_grants", (workspace,))?;
-    grants
-        .into_iter()
-        .map(|m| mount::grant_from_ruby(ruby, m))
-        .collect()
-}
-
-/// The effective policy with a nil network replaced by `:none` (16.1).
-pub(crate) fn policy_with_network_default(ruby: &Ruby, policy: Value) -> Result<Value, Error> {
-    let network: Value = policy.funcall("network", ())?;
-    if !network.is_nil() {
-        return Ok(policy);
-    }
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
-    let options = kwargs(
-        ruby,
-        &[
-            ("files", policy.funcall("files", ())?),
-            ("runtime_paths", policy.funcall("runtime_paths", ())?),
-            ("root_filesystem", policy.funcall("root_filesystem", ())?),
-            ("environment", policy.funcall("environment", ())?),
-            ("network", ruby.to_symbol("none").as_value()),
-        ],
-    )?;
-    class.funcall("new", (KwArgs(options),))
-}
-
-/// The working directory of a launch (B.7): nil is the workspace root; a
-/// relative value resolves logically; an absolute one is an in-sandbox path.
-pub(crate) fn launch_cwd(
-    ruby: &Ruby,
-    rb_self: Value,
-    cwd: Option<Value>,
-) -> Result<PathBuf, Error> {
-    let workspace: Value = rb_self.funcall("workspace", ())?;
-    let cwd = match cwd.filter(|v| !v.is_nil()) {
-        None => return convert::string_path(workspace.funcall("root", ())?),
-        Some(cwd) => convert::path_string(ruby, cwd, "cwd")?,
-    };
-    if convert::path_of(cwd).is_absolute() {
-        return convert::string_path(vo::expand_path(ruby, cwd.as_value(), None)?.as_value());
-    }
-    // As on Unrestricted: a logical path the workspace refuses is a ToolError.
-    match workspace.funcall::<_, _, Value>("resolve", (cwd,)) {
-        Ok(resolved) => convert::string_path(resolved),
-        Err(error)
-            if error.is_kind_of(ruby.exception_arg_error())
-                || error.is_kind_of(ruby.exception_key_error()) =>
-        {
-            Err(errors::tool_error(ruby, sandbox::error_message(&error)))
-        }
-        Err(error) => Err(error),
-    }
-}
-
-/// The scope argument of a launch: nil or a Scope, which is validated (16.5 step 1).
-pub(crate) fn validated_scope(scope: Option<Value>) -> Result<Option<Value>, Error> {
-    match scope.filter(|v| !v.is_nil()) {
-        None => Ok(None),
-        Some(scope) => {
-            let _: Value = scope.funcall("validate!", ())?;
-            Ok(Some(scope))
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -220,232 +135,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 }
 
 // ---------------------------------------------------------------------------
-// Construction (B.4): the backend's state lives in one Rust struct.
-
-const OPTIONS: [&str; 15] = [
-    "policy",
-    "profiles",
-    "limits",
-    "bubblewrap",
-    "platform",
-    "relay",
-    "gateway_options",
-    "command_wrapper",
-    "proc",
-    "tmpfs",
-    "masks",
-    "runtime_roots",
-    "uid",
-    "gid",
-    "tmpfs_size",
-];
-
-/// The backend options of B.4, the effective policy, and the pins of `open`.
-/// Reached from the sandbox through one hidden slot ([`STATE`]): the
-/// instance itself belongs to `LittleGhost::Sandbox`, whose own state is
-/// native data, so a subclass cannot carry a second TypedData.
-#[derive(TypedData)]
-#[magnus(
-    class = "LittleGhost::Sandboxes::Bubblewrap::State",
-    free_immediately,
-    size,
-    mark
-)]
-struct State {
-    executable: PathBuf,
-    platform: String,
-    command_wrapper: Option<Opaque<Value>>,
-    effective_policy: Opaque<Value>,
-    proc_mount: bw::ProcMount,
-    tmpfs: Vec<PathBuf>,
-    masks: Vec<PathBuf>,
-    runtime_roots: Vec<PathBuf>,
-    uid: Option<u32>,
-    gid: Option<u32>,
-    tmpfs_size: u64,
-    opened: Cell<bool>,
-    pins: RefCell<Option<launch::Pins>>,
-}
-
-impl DataTypeFunctions for State {
-    fn mark(&self, marker: &Marker) {
-        marker.mark(self.effective_policy);
-        if let Some(wrapper) = self.command_wrapper {
-            marker.mark(wrapper);
-        }
-    }
-}
-
-static STATE: LazyId = LazyId::new("__littleghost_bubblewrap");
-
-/// The backend state of `rb_self` (set by `initialize`).
-fn state(ruby: &Ruby, rb_self: RObject) -> Result<&'static State, Error> {
-    let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
-    slot.and_then(|value| <&State>::try_convert(value).ok())
-        .ok_or_else(|| errors::tool_error(ruby, "bubblewrap sandbox is not initialized"))
-}
-
-/// `command_wrapper:` is nil, a callable or an argv Array (a prefix);
-/// anything else is refused at construction (PolicyError), not at the first
-/// launch.
-fn command_wrapper(ruby: &Ruby, value: Option<Value>) -> Result<Option<Value>, Error> {
-    match value {
-        None => Ok(None),
-        Some(wrapper) if wrapper.respond_to("call", false)? => Ok(Some(wrapper)),
-        Some(wrapper) if RArray::from_value(wrapper).is_some() => Ok(Some(wrapper)),
-        Some(wrapper) => Err(errors::policy_error(
-            ruby,
-            format!(
-                "sandbox command_wrapper must be callable or an argv Array (got {})",
-                vo::inspect_value(ruby, wrapper).unwrap_or_default()
-            ),
-        )),
-    }
-}
-
-/// Records the backend options of B.4 without touching the host; a nil policy counts as `{}`.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
-    let options = keywords_only(args)?;
-    let values = keywords(ruby, options, &["workspace"], &OPTIONS)?;
-    let get = |name: &str| -> Option<Value> {
-        let index = OPTIONS.iter().position(|o| *o == name).unwrap() + 1;
-        values[index].filter(|v| !v.is_nil())
-    };
-    let workspace = values[0].unwrap();
-    sandbox::assign(
-        ruby,
-        rb_self,
-        workspace,
-        get("policy"),
-        get("profiles"),
-        get("limits"),
-    )?;
-    let executable = match get("bubblewrap") {
-        Some(value) => option_path(ruby, value)?,
-        None => PathBuf::from(bw::DEFAULT_EXECUTABLE),
-    };
-    let platform = convert::display_string(ruby, platform_or_host(ruby, get("platform"))?)?;
-    let command_wrapper = command_wrapper(ruby, get("command_wrapper"))?.map(Opaque::from);
-    let proc_mount = normalize_proc(ruby, get("proc"))?;
-    let tmpfs = match get("tmpfs") {
-        Some(value) => normalized_targets(ruby, value)?,
-        None => vec![PathBuf::from("/tmp"), PathBuf::from("/run")],
-    };
-    let masks = match get("masks") {
-        Some(value) => normalized_targets(ruby, value)?,
-        None => Vec::new(),
-    };
-    let runtime_roots = match get("runtime_roots") {
-        Some(value) => expanded_paths(ruby, value)?,
-        None => bw::RUNTIME_ROOTS.iter().map(PathBuf::from).collect(),
-    };
-    let uid = id_option(ruby, "uid", get("uid"))?;
-    let gid = id_option(ruby, "gid", get("gid"))?;
-    let tmpfs_size = tmpfs_size_option(ruby, get("tmpfs_size"))?;
-
-    let requested: Value = rb_self.funcall("policy", ())?;
-    let effective = policy_with_network_default(ruby, requested)?;
-    let network = policy::borrow(effective).and_then(|p| p.core().network.as_ref());
-    if network.is_some_and(|n| n.mode == core_policy::NetworkMode::Allowlist) {
-        return Err(errors::capability_error(
-            ruby,
-            "the bubblewrap sandbox cannot enforce network mode :allowlist: allowlist networking is not implemented yet",
-        ));
-    }
-    let state = State {
-        executable,
-        platform,
-        command_wrapper,
-        effective_policy: Opaque::from(effective),
-        proc_mount,
-        tmpfs,
-        masks,
-        runtime_roots,
-        uid,
-        gid,
-        tmpfs_size,
-        opened: Cell::new(false),
-        pins: RefCell::new(None),
-    };
-    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))
-}
-
-/// `proc:` is `:new`, `:none`, or a mount declaration whose target is forced to `/proc`.
-fn normalize_proc(ruby: &Ruby, value: Option<Value>) -> Result<bw::ProcMount, Error> {
-    let Some(value) = value else {
-        return Ok(bw::ProcMount::New);
-    };
-    if let Some(symbol) = vo::try_to_sym(value)? {
-        match symbol.name()?.as_ref() {
-            "new" => return Ok(bw::ProcMount::New),
-            "none" => return Ok(bw::ProcMount::None),
-            _ => {}
-        }
-    }
-    if vo::is_hash(ruby, value) {
-        let declaration = vo::symbolize_keys(ruby, value)?;
-        declaration.aset(ruby.to_symbol("target"), "/proc")?;
-        let class = constants::class(ruby, "LittleGhost::Sandbox::Mount")?;
-        let mount: Value = class.funcall("coerce", (declaration,))?;
-        let grant = mount::grant_from_ruby(ruby, mount)?;
-        return Ok(bw::ProcMount::Bind {
-            source: grant.source,
-            access: grant.access,
-        });
-    }
-    Err(errors::policy_error(
-        ruby,
-        "bubblewrap proc must be :new, :none, or a mount Hash",
-    ))
-}
-
-/// Mount targets normalised as in 9.1 (absolute, no NUL, no `..`, cleaned).
-fn normalized_targets(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
-    RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
-        .into_iter()
-        .map(|item| mount::normalize_target(ruby, item))
-        .collect()
-}
-
-/// `runtime_roots:` as absolute host paths (`File.expand_path(String(root))`).
-fn expanded_paths(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
-    RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
-        .into_iter()
-        .map(|root| {
-            let root = vo::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
-            convert::string_path(root.as_value())
-        })
-        .collect()
-}
-
-/// `uid:`/`gid:` must be integers ≥ 0.
-fn id_option(ruby: &Ruby, name: &str, value: Option<Value>) -> Result<Option<u32>, Error> {
-    let Some(value) = value else { return Ok(None) };
-    match magnus::Integer::from_value(value).and_then(|i| i.to_u32().ok()) {
-        Some(id) => Ok(Some(id)),
-        None => Err(errors::policy_error(
-            ruby,
-            format!("bubblewrap {name} must be an integer >= 0"),
-        )),
-    }
-}
-
-/// `tmpfs_size:` (H.3) must be a positive Integer (bytes); nil means the default.
-fn tmpfs_size_option(ruby: &Ruby, value: Option<Value>) -> Result<u64, Error> {
-    let Some(value) = value else {
-        return Ok(bw::DEFAULT_TMPFS_SIZE);
-    };
-    match magnus::Integer::from_value(value).and_then(|i| i.to_u64().ok()) {
-        Some(size) if size > 0 => Ok(size),
-        _ => Err(errors::policy_error(
-            ruby,
-            format!(
-                "bubblewrap tmpfs_size must be a positive Integer (bytes), got {}",
-                value.inspect()
-            ),
-        )),
-    }
-}
+// Construction (B.4): options.rs parses the keywords into the backend's state.
 
 // ---------------------------------------------------------------------------
 // Readers (16.1, 16.2, B.3).
@@ -586,13 +276,6 @@ fn scope_grants(ruby: &Ruby, scope: Option<Value>) -> Result<Option<Vec<Grant>>,
         .map(Some)
 }
 
-/// The network a scope sets, if any.
-pub(crate) fn scope_network(scope: Option<Value>) -> Result<Option<bw::NetworkMode>, Error> {
-    let Some(scope) = scope else { return Ok(None) };
-    let network: Value = scope.funcall("network", ())?;
-    Ok(network_policy::borrow(network).and_then(|n| bw::NetworkMode::parse(n.core().mode.name())))
-}
-
 /// The bwrap options (before `--`) for the given mounts, cwd, environment and network; works before `open`.
 fn bubblewrap_args(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RArray, Error> {
     let options = keywords_only(args)?;
@@ -680,20 +363,6 @@ fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {
         Ok(text) => ruby.str_new(text),
         Err(_) => ruby.str_from_slice(value.as_bytes()),
     }
-}
-
-/// A host command ready for the shared runner or session: the wrapper argv
-/// plus what its own process gets.
-pub(crate) struct HostCommand {
-    pub argv: Vec<String>,
-    /// The wrapper process's explicit environment (bwrap: none, its child gets `--setenv`).
-    pub environment: Vec<(String, String)>,
-    pub inherit_environment: bool,
-    pub chdir: Option<PathBuf>,
-    /// Descriptors kept open across exec (the seccomp program).
-    pub keep_fds: Vec<i32>,
-    /// For bwrap: argv[0] as bwrap execs it, and as the caller wrote it (17.4).
-    pub exec_argv0: Option<(Vec<u8>, String)>,
 }
 
 /// The call's launch keywords, as given.
@@ -888,171 +557,3 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
     let (host, _filter) = wrap_command(ruby, rb_self, call)?;
     start_host(ruby, rb_self, host, limits)
 }
-
-// ---------------------------------------------------------------------------
-// The shared runner glue (also Seatbelt's).
-
-/// 17.4: bwrap's own execvp failure becomes exit 127/126 with a shell-style message.
-fn reinterpret_exec_failure(
-    ruby: &Ruby,
-    host: &HostCommand,
-    execution: Value,
-) -> Result<Value, Error> {
-    let Some((exec_argv0, display_argv0)) = &host.exec_argv0 else {
-        return Ok(execution);
-    };
-    let exit_code: Option<i32> = execution.funcall("exit_code", ())?;
-    let stdout: RString = execution.funcall("stdout", ())?;
-    let stderr: RString = execution.funcall("stderr", ())?;
-    let failure = bw::classify_exec_failure(
-        exit_code,
-        &convert::bytes(stdout),
-        &convert::bytes(stderr),
-        exec_argv0,
-    );
-    let Some(failure) = failure else {
-        return Ok(execution);
-    };
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Execution")?;
-    let kw = kwargs(
-        ruby,
-        &[
-            ("stdout", ruby.str_new("").as_value()),
-            (
-                "stderr",
-                ruby.str_new(&failure.message(display_argv0)).as_value(),
-            ),
-            ("exit_code", ruby.into_value(failure.exit_code())),
-        ],
-    )?;
-    class.funcall("new", (KwArgs(kw),))
-}
-
-/// Runs a wrapped host command through the shared process runner (§17).
-pub(crate) fn run_host(
-    ruby: &Ruby,
-    owner: RObject,
-    host: HostCommand,
-    timeout: f64,
-    context: Option<Value>,
-    max_output_bytes: u64,
-) -> Result<Value, Error> {
-    let request = process_runner::RunRequest {
-        argv: host.argv.clone(),
-        timeout,
-        context,
-        max_output_bytes,
-        environment: host.environment.clone(),
-        inherit_environment: host.inherit_environment,
-        chdir: host.chdir.clone(),
-        spawn_options: SpawnOptions {
-            inherited_fds: host.keep_fds.clone(),
-        },
-        owner: Some(ownership::owner(ruby, owner)?),
-    };
-    let execution = process_runner::run(ruby, request)?;
-    reinterpret_exec_failure(ruby, &host, execution)
-}
-
-/// The session limits of a `start_program` call, already validated.
-pub(crate) struct SessionLimits {
-    pub output_bytes: u64,
-    pub memory_bytes: Option<u64>,
-    pub cpu_seconds: Option<u64>,
-    pub file_bytes: Option<u64>,
-}
-
-/// `output_bytes` (default `limits.output_bytes`) and the optional limits, each a positive Integer.
-pub(crate) fn session_limits(
-    ruby: &Ruby,
-    rb_self: RObject,
-    get: &dyn Fn(&str) -> Option<Value>,
-) -> Result<SessionLimits, Error> {
-    let optional = |name: &str| -> Result<Option<u64>, Error> {
-        get(name)
-            .map(|v| process_runner::positive_integer(ruby, v, name))
-            .transpose()
-    };
-    let output_bytes = match get("output_bytes") {
-        Some(value) => process_runner::positive_integer(ruby, value, "output_bytes")?,
-        None => rb_self
-            .funcall::<_, _, Value>("limits", ())?
-            .funcall("output_bytes", ())?,
-    };
-    Ok(SessionLimits {
-        output_bytes,
-        memory_bytes: optional("memory_bytes")?,
-        cpu_seconds: optional("cpu_seconds")?,
-        file_bytes: optional("file_bytes")?,
-    })
-}
-
-/// Starts a wrapped host command as a shared ProcessSession (§18).
-pub(crate) fn start_host(
-    ruby: &Ruby,
-    owner: RObject,
-    host: HostCommand,
-    limits: SessionLimits,
-) -> Result<Value, Error> {
-    process_session::start(
-        ruby,
-        process_session::SessionRequest {
-            argv: host.argv,
-            environment: host.environment,
-            inherit_environment: host.inherit_environment,
-            chdir: host.chdir,
-            output_bytes: limits.output_bytes,
-            memory_bytes: limits.memory_bytes,
-            memory_reader: None,
-            cpu_seconds: limits.cpu_seconds,
-            file_bytes: limits.file_bytes,
-            spawn_options: SpawnOptions {
-                inherited_fds: host.keep_fds,
-            },
-            owner: Some(ownership::owner(ruby, owner)?),
-        },
-    )
-}
-
-/// `max_output_bytes` (default `limits.output_bytes`) and `timeout`, validated before anything is opened or spawned (17.3).
-pub(crate) fn run_limits(
-    ruby: &Ruby,
-    rb_self: RObject,
-    timeout: Value,
-    max_output_bytes: Option<Value>,
-) -> Result<(f64, u64), Error> {
-    let timeout = process_runner::validate_timeout(ruby, timeout)?;
-    let default: u64 = rb_self
-        .funcall::<_, _, Value>("limits", ())?
-        .funcall("output_bytes", ())?;
-    let max = process_runner::validate_output_bytes(
-        ruby,
-        max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
-        default,
-    )?;
-    Ok((timeout, max))
-}
-
-/// The optional keywords of `execute_program`, after the required `timeout`.
-pub(crate) const EXECUTE_KEYS: [&str; 6] = [
-    "context",
-    "max_output_bytes",
-    "environment",
-    "inherit_environment",
-    "scope",
-    "cwd",
-];
-
-/// The keywords of `start_program`, all optional.
-pub(crate) const START_KEYS: [&str; 10] = [
-    "context",
-    "environment",
-    "inherit_environment",
-    "scope",
-    "cwd",
-    "output_bytes",
-    "memory_bytes",
-    "cpu_seconds",
-    "file_bytes",
-    "allow_subprocesses",
-];

@@ -263,6 +263,45 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
     Ok(out)
 }
 
+/// The Ruby-side inputs of one sandbox-exec launch.
+struct Launch {
+    scope: Value,
+    grants: Vec<littleghost_sandbox_core::grants::Grant>,
+    cwd: Option<Value>,
+    environment: Option<Value>,
+    inherit: Option<Value>,
+}
+
+/// The core launch plan (16.4, 17.6, B.7): environment, opt-in, network, cwd.
+fn planned(
+    ruby: &Ruby,
+    rb_self: RObject,
+    core: &littleghost_sandbox_core::policy::Policy,
+    call: Launch,
+) -> Result<launch::LaunchPlan, Error> {
+    let request = launch::LaunchRequest {
+        policy_environment: &core.environment,
+        call_inherit: call.inherit.is_some_and(|v| v.to_bool()),
+        scope_network: shared::scope_network(Some(call.scope))?,
+        policy_network: core.network.as_ref(),
+        policy_grants: Vec::new(),
+        selected: Some(call.grants),
+        require_utf8_paths: false,
+        pins: None,
+        cwd: launch_cwd(ruby, rb_self.as_value(), call.cwd)?,
+        fresh_directories: &[],
+        filter: launch::Filter::Off,
+    };
+    let layers = || -> Result<launch::Layers, Error> {
+        let workspace: Value = rb_self.funcall("workspace", ())?;
+        Ok((
+            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
+            convert::environment(ruby, call.environment)?,
+        ))
+    };
+    launch::plan(request, layers, |e| errors::from_core(ruby, e))
+}
+
 /// The sandbox-exec command for `command` under `scope` (SB.5, SB.6).
 #[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through as they are
 fn seatbelt_command(
@@ -311,27 +350,14 @@ fn seatbelt_command(
     let core = policy.core();
     let root_filesystem = RootFilesystem::parse(core.root_filesystem.name())
         .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
-    let request = launch::LaunchRequest {
-        policy_environment: &core.environment,
-        call_inherit: inherit.is_some_and(|v| v.to_bool()),
-        scope_network: shared::scope_network(Some(scope))?,
-        policy_network: core.network.as_ref(),
-        policy_grants: Vec::new(),
-        selected: Some(grants),
-        require_utf8_paths: false,
-        pins: None,
-        cwd: launch_cwd(ruby, rb_self.as_value(), cwd)?,
-        fresh_directories: &[],
-        filter: launch::Filter::Off,
+    let launch = Launch {
+        scope,
+        grants,
+        cwd,
+        environment,
+        inherit,
     };
-    let layers = || -> Result<launch::Layers, Error> {
-        let workspace: Value = rb_self.funcall("workspace", ())?;
-        Ok((
-            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
-            convert::environment(ruby, environment)?,
-        ))
-    };
-    let plan = launch::plan(request, layers, |e| errors::from_core(ruby, e))?;
+    let plan = planned(ruby, rb_self, core, launch)?;
     let temp = convert::string_path(temp_dir(rb_self)?.unwrap())?;
     let profile = sb::profile(&sb::Profile {
         root_filesystem,
