@@ -9,6 +9,7 @@ pub mod error;
 pub mod fs;
 pub mod grants;
 pub mod helper;
+pub mod launch;
 pub mod limits;
 pub mod network;
 pub mod paths;

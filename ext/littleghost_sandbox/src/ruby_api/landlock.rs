@@ -25,10 +25,11 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{
-    self as bwrb, frozen_strings, launch_cwd, launch_network, platform_or_host, policy_grants,
+    self as bwrb, frozen_strings, launch_cwd, platform_or_host, policy_grants, scope_network,
     validated_scope, HostCommand,
 };
 use crate::ruby_api::{capabilities, errors, mount, ownership, process_runner, sandbox};
+use littleghost_sandbox_core::launch;
 
 /// The backend's own state, held by the sandbox in `@__landlock`.
 #[magnus::wrap(
@@ -70,7 +71,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("effective_policy", method!(bwrb::effective_policy, 0))?;
+    class.define_method("effective_policy", method!(effective_policy, 0))?;
     class.define_method("capabilities", method!(capabilities_of, 0))?;
     class.define_method("writable?", method!(bwrb::writable, 0))?;
     class.define_method("open", method!(open, -1))?;
@@ -301,7 +302,14 @@ fn launch_plan(
     )
 }
 
-/// Validates the launch and builds `[helper, "supervise", *plan, "--", *command]`.
+/// The policy `new` settled (the requested one, network defaulting to `:none`).
+fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
+    rb_self.ivar_get("@effective_policy")
+}
+
+/// Validates the launch through the one launch plan (environment merge and
+/// opt-in, network, working directory) and builds
+/// `[helper, "supervise", *rules, "--", *command]`.
 #[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through
 fn wrap_command(
     ruby: &Ruby,
@@ -316,23 +324,45 @@ fn wrap_command(
     let argv = convert::argv(ruby, command)?;
     let _: Value = rb_self.funcall("open", ())?;
     let scope = validated_scope(scope)?;
-    let grants = match scope {
-        None => policy_grants(ruby, rb_self.as_value())?,
-        Some(scope) => RArray::try_convert(scope.funcall("process_grants", ())?)?
-            .into_iter()
-            .map(|m| mount::grant_from_ruby(ruby, m))
-            .collect::<Result<Vec<_>, _>>()?,
+    let selected = match scope {
+        None => None,
+        Some(scope) => Some(
+            RArray::try_convert(scope.funcall("process_grants", ())?)?
+                .into_iter()
+                .map(|m| mount::grant_from_ruby(ruby, m))
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
     };
-    let network_none = match launch_network(ruby, rb_self.as_value(), scope)? {
-        bw::NetworkMode::None => true,
-        bw::NetworkMode::Inherit => false,
-        bw::NetworkMode::Allowlist => {
-            return Err(errors::capability_error(
-                ruby,
-                "the landlock sandbox cannot enforce network mode :allowlist",
-            ))
-        }
+    let policy_value: Value = rb_self.funcall("effective_policy", ())?;
+    let Some(policy) = crate::ruby_api::policy::borrow(policy_value) else {
+        return Err(errors::policy_error(
+            ruby,
+            "sandbox effective_policy must be a LittleGhost::Sandbox::Policy",
+        ));
     };
+    let core = policy.core().clone();
+    let request = launch::LaunchRequest {
+        policy_environment: &core.environment,
+        call_inherit: inherit.is_some_and(|v| v.to_bool()),
+        scope_network: scope_network(scope)?,
+        policy_network: core.network.as_ref(),
+        policy_grants: policy_grants(ruby, rb_self.as_value())?,
+        selected,
+        require_utf8_paths: false,
+        pins: None,
+        cwd: launch_cwd(ruby, rb_self.as_value(), cwd)?,
+        fresh_directories: &[],
+        filter: launch::Filter::Off,
+    };
+    let layers = || -> Result<launch::Layers, Error> {
+        let workspace: Value = rb_self.funcall("workspace", ())?;
+        Ok((
+            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
+            convert::environment(ruby, environment)?,
+        ))
+    };
+    let launch = launch::plan(request, layers, |e| errors::from_core(ruby, e))?;
+    let network_none = launch.network == bw::NetworkMode::None;
     let state = state(rb_self)?;
     let (runtime_roots, tmpdir) = {
         let inner = state.0.lock().unwrap();
@@ -346,24 +376,17 @@ fn wrap_command(
         rb_self,
         &runtime_roots,
         &tmpdir,
-        &grants,
+        &launch.selected,
         network_none,
         !allow_subprocesses,
     )?;
-    let directory = launch_cwd(ruby, rb_self.as_value(), cwd)?;
-    if !ll::cwd_allowed(&plan, &directory) {
+    if !ll::cwd_allowed(&plan, &launch.cwd) {
         return Err(errors::policy_error(
             ruby,
             "sandbox working directory is outside the selected scope",
         ));
     }
-    if !directory.is_dir() {
-        return Err(errors::tool_error(
-            ruby,
-            "Working directory is not available",
-        ));
-    }
-    let mut merged = sandbox::child_environment(ruby, rb_self.as_value(), environment)?;
+    let mut merged = launch.environment;
     let tmp_text = convert::path_text(ruby, &tmpdir, "TMPDIR")?;
     merged.retain(|(name, _)| name != "TMPDIR");
     merged.push(("TMPDIR".into(), tmp_text));
@@ -379,8 +402,8 @@ fn wrap_command(
     Ok(HostCommand {
         argv: full,
         environment: merged,
-        inherit_environment: sandbox::inherits_environment(rb_self.as_value(), inherit)?,
-        chdir: Some(directory),
+        inherit_environment: launch.inherit_environment,
+        chdir: Some(launch.cwd),
         keep_fds: Vec::new(),
         exec_argv0: None,
     })

@@ -441,47 +441,7 @@ fn defines_own_probe(ruby: &Ruby, class: Value) -> Result<bool, Error> {
 }
 
 // ---------------------------------------------------------------------------
-// The child environment every built-in backend launches with (16.4, 17.5, 17.6).
-
-/// The child's variables in the merge order of 16.4: workspace, then the
-/// policy's values, then the call's; a later value replaces an earlier one in
-/// place. Names and values must be valid UTF-8 (ArgumentError otherwise).
-pub(crate) fn child_environment(
-    ruby: &Ruby,
-    rb_self: Value,
-    call: Option<Value>,
-) -> Result<Vec<(String, String)>, Error> {
-    let workspace: Value = rb_self.funcall("workspace", ())?;
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let policy_environment: Value = policy.funcall("environment", ())?;
-    let layers = [
-        Some(workspace.funcall("environment", ())?),
-        Some(policy_environment.funcall("values", ())?),
-        call,
-    ];
-    let mut merged: Vec<(String, String)> = Vec::new();
-    for layer in layers {
-        for (name, value) in convert::environment(ruby, layer)? {
-            match merged.iter_mut().find(|(existing, _)| *existing == name) {
-                Some(slot) => slot.1 = value,
-                None => merged.push((name, value)),
-            }
-        }
-    }
-    Ok(merged)
-}
-
-/// 17.6: the host environment is inherited only when the call **and** the policy opt in.
-pub(crate) fn inherits_environment(rb_self: Value, call: Option<Value>) -> Result<bool, Error> {
-    if !call.is_some_and(|value| value.to_bool()) {
-        return Ok(false);
-    }
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let environment: Value = policy.funcall("environment", ())?;
-    Ok(environment
-        .funcall::<_, _, Value>("inherit?", ())?
-        .to_bool())
-}
+// The child environment merge and opt-in (16.4, 17.6) are the core's `launch::plan`.
 
 /// W13 (15.2, 16.2): whether some tool-visible grant of the effective policy is
 /// writable; runtime-only grants do not count. Read from `files`, whose entries

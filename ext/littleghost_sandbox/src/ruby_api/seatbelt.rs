@@ -3,13 +3,15 @@
 //! any other platform `open` (and so every launch) raises
 //! UnsupportedPlatformError; there is no fallback.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
 use littleghost_sandbox_core::backend::seatbelt as sb;
+use littleghost_sandbox_core::launch;
 use magnus::{
-    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RObject, Ruby, Symbol,
-    Value,
+    function, gc::Marker, method, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions,
+    Error, KwArgs, RArray, RHash, RModule, RObject, Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
@@ -19,7 +21,7 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, launch_cwd, option_path, HostCommand};
-use crate::ruby_api::{capabilities, errors, mount, ownership, sandbox};
+use crate::ruby_api::{capabilities, errors, mount, ownership, policy, sandbox};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -31,8 +33,10 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     )?;
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
+    let state = class.define_class("State", ruby.class_object())?;
+    state.undef_default_alloc_func();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("effective_policy", method!(shared::effective_policy, 0))?;
+    class.define_method("effective_policy", method!(effective_policy, 0))?;
     class.define_method("capabilities", method!(capabilities_of, 0))?;
     class.define_method("writable?", method!(shared::writable, 0))?;
     class.define_method("open", method!(open, -1))?;
@@ -41,6 +45,44 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("execute_program", method!(execute_program, -1))?;
     class.define_method("start_program", method!(start_program, -1))?;
     Ok(())
+}
+
+/// The backend's state (SB.3), reached from the sandbox through one hidden
+/// slot (the instance's own data belongs to `LittleGhost::Sandbox`).
+#[derive(TypedData)]
+#[magnus(
+    class = "LittleGhost::Sandboxes::Seatbelt::State",
+    free_immediately,
+    size,
+    mark
+)]
+struct State {
+    /// `String(executable:)`, kept as given (the messages show it).
+    executable: Opaque<Value>,
+    platform: Opaque<Value>,
+    effective_policy: Opaque<Value>,
+    /// The private temporary directory of an open sandbox.
+    temp_dir: RefCell<Option<Opaque<Value>>>,
+}
+
+impl DataTypeFunctions for State {
+    fn mark(&self, marker: &Marker) {
+        marker.mark(self.executable);
+        marker.mark(self.platform);
+        marker.mark(self.effective_policy);
+        if let Some(dir) = *self.temp_dir.borrow() {
+            marker.mark(dir);
+        }
+    }
+}
+
+static STATE: LazyId = LazyId::new("__littleghost_seatbelt");
+
+/// The backend state of `rb_self` (set by `initialize`).
+fn state(ruby: &Ruby, rb_self: RObject) -> Result<&'static State, Error> {
+    let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
+    slot.and_then(|value| <&State>::try_convert(value).ok())
+        .ok_or_else(|| errors::tool_error(ruby, "seatbelt sandbox is not initialized"))
 }
 
 const FEATURES: [&str; 7] = [
@@ -92,15 +134,21 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         Some(value) => vo::kernel(ruby, "String", value)?,
         None => vo::frozen_str(ruby, sb::DEFAULT_EXECUTABLE).as_value(),
     };
-    rb_self.ivar_set("@executable", executable)?;
-    rb_self.ivar_set("@platform", shared::platform_or_host(ruby, get(5))?)?;
-    let requested: Value = rb_self.ivar_get("@policy")?;
-    rb_self.ivar_set(
-        "@effective_policy",
-        shared::policy_with_network_default(ruby, requested)?,
-    )?;
-    rb_self.ivar_set("@__temp_dir", ())?;
+    let platform = shared::platform_or_host(ruby, get(5))?;
+    let requested: Value = rb_self.funcall("policy", ())?;
+    let state = State {
+        executable: Opaque::from(executable),
+        platform: Opaque::from(platform),
+        effective_policy: Opaque::from(shared::policy_with_network_default(ruby, requested)?),
+        temp_dir: RefCell::new(None),
+    };
+    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))?;
     Ok(())
+}
+
+/// The requested policy, with a nil network filled in as `:none`.
+fn effective_policy(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.effective_policy))
 }
 
 /// SB.2: the backend capabilities, without `process_spawn` under an isolated root.
@@ -119,9 +167,9 @@ fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
 }
 
 fn temp_dir(rb_self: RObject) -> Result<Option<Value>, Error> {
-    Ok(rb_self
-        .ivar_get::<_, Option<Value>>("@__temp_dir")?
-        .filter(|v| !v.is_nil()))
+    let ruby = Ruby::get_with(rb_self);
+    let dir = *state(&ruby, rb_self)?.temp_dir.borrow();
+    Ok(dir.map(|dir| ruby.get_inner(dir)))
 }
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
@@ -135,8 +183,9 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
 }
 
 fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
-    let executable = convert::display_string(ruby, rb_self.ivar_get("@executable")?)?;
-    let platform = convert::display_string(ruby, rb_self.ivar_get("@platform")?)?;
+    let state = state(ruby, rb_self)?;
+    let executable = convert::display_string(ruby, ruby.get_inner(state.executable))?;
+    let platform = convert::display_string(ruby, ruby.get_inner(state.platform))?;
     if !platform.contains("darwin") {
         return Err(errors::unsupported_platform_error(
             ruby,
@@ -163,7 +212,9 @@ fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
     let dir_class: Value = ruby.class_object().const_get("Dir")?;
     let created: Result<Value, Error> = dir_class.funcall("mktmpdir", ("little-ghost-seatbelt-",));
     match created {
-        Ok(dir) => rb_self.ivar_set("@__temp_dir", dir)?,
+        Ok(dir) => {
+            state.temp_dir.replace(Some(Opaque::from(dir)));
+        }
         Err(error) => {
             let _ = close(ruby, rb_self);
             return Err(error);
@@ -176,7 +227,7 @@ fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
 fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     if let Some(dir) = temp_dir(rb_self)? {
-        rb_self.ivar_set("@__temp_dir", ())?;
+        state(ruby, rb_self)?.temp_dir.replace(None);
         let _: bool = ruby.require("fileutils")?;
         let fileutils: Value = ruby.class_object().const_get("FileUtils")?;
         let _: Value = fileutils.funcall("rm_rf", (dir,))?;
@@ -210,6 +261,45 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
         }
     }
     Ok(out)
+}
+
+/// The Ruby-side inputs of one sandbox-exec launch.
+struct Launch {
+    scope: Value,
+    grants: Vec<littleghost_sandbox_core::grants::Grant>,
+    cwd: Option<Value>,
+    environment: Option<Value>,
+    inherit: Option<Value>,
+}
+
+/// The core launch plan (16.4, 17.6, B.7): environment, opt-in, network, cwd.
+fn planned(
+    ruby: &Ruby,
+    rb_self: RObject,
+    core: &littleghost_sandbox_core::policy::Policy,
+    call: Launch,
+) -> Result<launch::LaunchPlan, Error> {
+    let request = launch::LaunchRequest {
+        policy_environment: &core.environment,
+        call_inherit: call.inherit.is_some_and(|v| v.to_bool()),
+        scope_network: shared::scope_network(Some(call.scope))?,
+        policy_network: core.network.as_ref(),
+        policy_grants: Vec::new(),
+        selected: Some(call.grants),
+        require_utf8_paths: false,
+        pins: None,
+        cwd: launch_cwd(ruby, rb_self.as_value(), call.cwd)?,
+        fresh_directories: &[],
+        filter: launch::Filter::Off,
+    };
+    let layers = || -> Result<launch::Layers, Error> {
+        let workspace: Value = rb_self.funcall("workspace", ())?;
+        Ok((
+            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
+            convert::environment(ruby, call.environment)?,
+        ))
+    };
+    launch::plan(request, layers, |e| errors::from_core(ruby, e))
 }
 
 /// The sandbox-exec command for `command` under `scope` (SB.5, SB.6).
@@ -253,22 +343,31 @@ fn seatbelt_command(
         .into_iter()
         .map(|m| mount::grant_from_ruby(ruby, m))
         .collect::<Result<Vec<_>, _>>()?;
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let root: Symbol = policy.funcall("root_filesystem", ())?;
-    let root_filesystem = RootFilesystem::parse(&root.name()?)
+    let policy_value: Value = rb_self.funcall("effective_policy", ())?;
+    let Some(policy) = policy::borrow(policy_value) else {
+        return Err(errors::policy_error(ruby, "unsupported effective policy"));
+    };
+    let core = policy.core();
+    let root_filesystem = RootFilesystem::parse(core.root_filesystem.name())
         .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
-    let network = shared::launch_network(ruby, rb_self.as_value(), Some(scope))?;
+    let launch = Launch {
+        scope,
+        grants,
+        cwd,
+        environment,
+        inherit,
+    };
+    let plan = planned(ruby, rb_self, core, launch)?;
     let temp = convert::string_path(temp_dir(rb_self)?.unwrap())?;
     let profile = sb::profile(&sb::Profile {
         root_filesystem,
-        grants,
+        grants: plan.selected,
         runtime_roots: runtime_roots(ruby)?,
         temp_dir: temp.clone(),
         allow_subprocesses: allow,
-        network_inherit: network
-            == littleghost_sandbox_core::backend::bubblewrap::NetworkMode::Inherit,
+        network_inherit: plan.network == launch::NetworkMode::Inherit,
     });
-    let mut environment = sandbox::child_environment(ruby, rb_self.as_value(), environment)?;
+    let mut environment = plan.environment;
     environment.retain(|(name, _)| name != "TMPDIR");
     environment.push((
         "TMPDIR".into(),
@@ -276,24 +375,16 @@ fn seatbelt_command(
     ));
     let executable = convert::path_text(
         ruby,
-        &option_path(ruby, rb_self.ivar_get("@executable")?)?,
+        &option_path(ruby, ruby.get_inner(state(ruby, rb_self)?.executable))?,
         "Seatbelt executable path",
     )?;
     let mut full: Vec<String> = vec![executable, "-p".into(), profile, "--".into()];
     full.extend(argv);
-    // A missing working directory is the same ToolError on every backend.
-    let directory = launch_cwd(ruby, rb_self.as_value(), cwd)?;
-    if !directory.is_dir() {
-        return Err(errors::tool_error(
-            ruby,
-            "Working directory is not available",
-        ));
-    }
     Ok(HostCommand {
         argv: full,
         environment,
-        inherit_environment: sandbox::inherits_environment(rb_self.as_value(), inherit)?,
-        chdir: Some(directory),
+        inherit_environment: plan.inherit_environment,
+        chdir: Some(plan.cwd),
         keep_fds: Vec::new(),
         exec_argv0: None,
     })

@@ -2,13 +2,16 @@
 //! through a cached default Scope, so the broker's rules apply in full;
 //! processes run on the host with no isolation, and the capabilities say so.
 
+use std::cell::{Cell, RefCell};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
+use littleghost_sandbox_core::launch;
 use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{
-    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId, Error, KwArgs,
-    RArray, RHash, RModule, RObject, RString, Ruby, Value,
+    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
+    value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RObject, RString, Ruby,
+    TypedData, Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
@@ -24,11 +27,42 @@ use crate::ruby_api::process_runner::{
 use crate::ruby_api::process_session::{self, SessionRequest};
 use crate::ruby_api::sandbox::{self, assign, base_options, error_message, truthy};
 
-/// Hidden instance variables (no `@`): invisible to Ruby code and `inspect`.
-const ROOT_IDENTITY: &str = "__littleghost_root_identity";
-const DEFAULT_SCOPE: &str = "__littleghost_default_scope";
+/// The backend's state, reached from the sandbox through one hidden slot
+/// (no `@`: invisible to Ruby; the instance's own data belongs to
+/// `LittleGhost::Sandbox`).
+#[derive(TypedData)]
+#[magnus(
+    class = "LittleGhost::Sandboxes::Unrestricted::State",
+    free_immediately,
+    size,
+    mark
+)]
+struct State {
+    effective_policy: Opaque<Value>,
+    /// (dev, ino) of the workspace root when first seen (15.1).
+    root_identity: Cell<Option<(u64, u64)>>,
+    /// The Scope file operations go through, made on first use.
+    default_scope: RefCell<Option<Opaque<Value>>>,
+}
+
+impl DataTypeFunctions for State {
+    fn mark(&self, marker: &Marker) {
+        marker.mark(self.effective_policy);
+        if let Some(scope) = *self.default_scope.borrow() {
+            marker.mark(scope);
+        }
+    }
+}
+
 /// Interned once: looked up on every file operation.
-static DEFAULT_SCOPE_ID: LazyId = LazyId::new(DEFAULT_SCOPE);
+static STATE: LazyId = LazyId::new("__littleghost_unrestricted");
+
+/// The backend state of `rb_self` (set by `initialize`).
+fn state(ruby: &Ruby, rb_self: RObject) -> Result<&'static State, Error> {
+    let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
+    slot.and_then(|value| <&State>::try_convert(value).ok())
+        .ok_or_else(|| errors::tool_error(ruby, "unrestricted sandbox is not initialized"))
+}
 
 /// Features every Unrestricted sandbox has; write and replace follow `files` (15.3).
 const BASE_FEATURES: [&str; 4] = [
@@ -46,6 +80,8 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
         constants::class(ruby, "LittleGhost::Sandbox")?,
     )?;
     class.define_singleton_method("probe", method!(probe, -1))?;
+    let state = class.define_class("State", ruby.class_object())?;
+    state.undef_default_alloc_func();
     class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("effective_policy", method!(effective_policy, 0))?;
     class.define_method("writable?", method!(writable, 0))?;
@@ -105,7 +141,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     };
     assign(ruby, rb_self, workspace, Some(policy), profiles, limits)?;
 
-    let requested: Value = rb_self.ivar_get("@policy")?;
+    let requested: Value = rb_self.funcall("policy", ())?;
     let network: Value = requested.funcall("network", ())?;
     if !network.is_nil() {
         let mode: String = network
@@ -129,15 +165,12 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         ],
     )?;
     let effective: Value = policy_class.funcall("new", (KwArgs(effective),))?;
-    rb_self.ivar_set("@effective_policy", effective)?;
-
-    if let Some((dev, ino)) = root_identity(workspace)? {
-        rb_self.ivar_set(
-            ROOT_IDENTITY,
-            ruby.ary_new_from_values(&[ruby.into_value(dev), ruby.into_value(ino)]),
-        )?;
-    }
-    Ok(())
+    let state = State {
+        effective_policy: Opaque::from(effective),
+        root_identity: Cell::new(root_identity(workspace)?),
+        default_scope: RefCell::new(None),
+    };
+    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))
 }
 
 /// The (dev, ino) of the workspace root, or None when it does not exist.
@@ -148,8 +181,8 @@ fn root_identity(workspace: Value) -> Result<Option<(u64, u64)>, Error> {
 }
 
 /// The files, runtime paths and environment requested, with `root_filesystem: :read_write` and `network: :inherit`, which it cannot avoid.
-fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@effective_policy")
+fn effective_policy(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.effective_policy))
 }
 
 /// True iff `filesystem_write` is supported and some tool-visible grant is writable (runtime-only grants do not count).
@@ -173,19 +206,14 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
     let workspace: Value = rb_self.funcall("workspace", ())?;
     let current = root_identity(workspace)?;
-    let recorded: Option<RArray> = rb_self.ivar_get::<_, Option<RArray>>(ROOT_IDENTITY)?;
-    let changed = match (recorded, current) {
+    let state = state(ruby, rb_self)?;
+    let changed = match (state.root_identity.get(), current) {
         (_, None) => true,
-        (None, Some((dev, ino))) => {
-            rb_self.ivar_set(
-                ROOT_IDENTITY,
-                ruby.ary_new_from_values(&[ruby.into_value(dev), ruby.into_value(ino)]),
-            )?;
+        (None, Some(identity)) => {
+            state.root_identity.set(Some(identity));
             false
         }
-        (Some(recorded), Some((dev, ino))) => {
-            recorded.entry::<u64>(0)? != dev || recorded.entry::<u64>(1)? != ino
-        }
+        (Some(recorded), Some(identity)) => recorded != identity,
     };
     if changed {
         return Err(errors::tool_error(
@@ -194,7 +222,7 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
         ));
     }
     // A (re)opened run gets a scope pinned to the directories as they are now.
-    rb_self.ivar_set(DEFAULT_SCOPE, ruby.qnil())?;
+    state.default_scope.replace(None);
     ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
@@ -205,12 +233,13 @@ fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
 
 /// The lazily built, cached default scope every file operation goes through.
 fn default_scope(rb_self: RObject) -> Result<Value, Error> {
-    let cached: Option<Value> = rb_self.ivar_get::<_, Option<Value>>(*DEFAULT_SCOPE_ID)?;
-    if let Some(scope) = cached {
-        return Ok(scope);
+    let ruby = Ruby::get_with(rb_self);
+    let state = state(&ruby, rb_self)?;
+    if let Some(scope) = *state.default_scope.borrow() {
+        return Ok(ruby.get_inner(scope));
     }
     let scope: Value = rb_self.funcall("scope", ())?;
-    rb_self.ivar_set(*DEFAULT_SCOPE_ID, scope)?;
+    state.default_scope.replace(Some(Opaque::from(scope)));
     Ok(scope)
 }
 
@@ -309,17 +338,43 @@ fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Resul
             Err(error) => return Err(error),
         },
     };
-    let directory = convert::path_of(directory);
-    // Checked here so execute_program and start_program refuse a missing
-    // working directory the same way (a session would otherwise raise the
-    // raw Errno from spawning). The message names no host path.
-    if !directory.is_dir() {
-        return Err(errors::tool_error(
-            ruby,
-            "Working directory is not available",
-        ));
-    }
-    Ok(directory)
+    Ok(convert::path_of(directory))
+}
+
+/// The core launch plan of a host process: the merged environment, the
+/// inherit double opt-in and the working directory (no pins, no filter).
+fn planned(
+    ruby: &Ruby,
+    rb_self: RObject,
+    environment: Option<Value>,
+    inherit: Option<Value>,
+    cwd: Option<Value>,
+) -> Result<launch::LaunchPlan, Error> {
+    let policy_value = effective_policy(ruby, rb_self)?;
+    let Some(policy) = crate::ruby_api::policy::borrow(policy_value) else {
+        return Err(errors::policy_error(ruby, "unsupported effective policy"));
+    };
+    let request = launch::LaunchRequest {
+        policy_environment: &policy.core().environment,
+        call_inherit: inherit.is_some_and(truthy),
+        scope_network: None,
+        policy_network: policy.core().network.as_ref(),
+        policy_grants: Vec::new(),
+        selected: None,
+        require_utf8_paths: false,
+        pins: None,
+        cwd: working_directory(ruby, rb_self, cwd)?,
+        fresh_directories: &[],
+        filter: launch::Filter::Off,
+    };
+    let layers = || -> Result<launch::Layers, Error> {
+        let workspace: Value = rb_self.funcall("workspace", ())?;
+        Ok((
+            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
+            convert::environment(ruby, environment)?,
+        ))
+    };
+    launch::plan(request, layers, |e| errors::from_core(ruby, e))
 }
 
 fn output_limit(rb_self: RObject) -> Result<u64, Error> {
@@ -361,17 +416,16 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
         output_limit(rb_self)?,
     )?;
+    let argv = convert::argv(ruby, args.required.0)?;
+    let plan = planned(ruby, rb_self, environment, inherit_environment, cwd)?;
     let request = RunRequest {
-        argv: convert::argv(ruby, args.required.0)?,
+        argv,
         timeout,
         context: context.filter(|c| !c.is_nil()),
         max_output_bytes,
-        environment: sandbox::child_environment(ruby, rb_self.as_value(), environment)?,
-        inherit_environment: sandbox::inherits_environment(
-            rb_self.as_value(),
-            inherit_environment,
-        )?,
-        chdir: Some(working_directory(ruby, rb_self, cwd)?),
+        environment: plan.environment,
+        inherit_environment: plan.inherit_environment,
+        chdir: Some(plan.cwd),
         spawn_options: SpawnOptions::default(),
         owner: Some(ownership::owner(ruby, rb_self)?),
         kill_on_output_limit: kill.is_some_and(|value| value.to_bool()),
@@ -427,14 +481,13 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
             .map(|v| positive_integer(ruby, v, name))
             .transpose()
     };
+    let argv = convert::argv(ruby, args.required.0)?;
+    let plan = planned(ruby, rb_self, environment, inherit_environment, cwd)?;
     let request = SessionRequest {
-        argv: convert::argv(ruby, args.required.0)?,
-        environment: sandbox::child_environment(ruby, rb_self.as_value(), environment)?,
-        inherit_environment: sandbox::inherits_environment(
-            rb_self.as_value(),
-            inherit_environment,
-        )?,
-        chdir: Some(working_directory(ruby, rb_self, cwd)?),
+        argv,
+        environment: plan.environment,
+        inherit_environment: plan.inherit_environment,
+        chdir: Some(plan.cwd),
         output_bytes: match optional_positive(output_bytes, "output_bytes")? {
             Some(bytes) => bytes,
             None => output_limit(rb_self)?,

@@ -156,6 +156,13 @@ module LittleGhost
       #
       #   session = sandbox.start_program(["cat"])
       #   session.close
+
+      # Internal: the backend's options and open/pinned state, held by the Rust extension and reached from the
+      # sandbox through one hidden slot. It has no methods and cannot be instantiated from Ruby.
+      #
+      #   sandbox.instance_variables.grep(/effective_policy|pins|tmpfs/)   # => [] (the state is no instance variable)
+      class State
+      end
     end
   end
 end

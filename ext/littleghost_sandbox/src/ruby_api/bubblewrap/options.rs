@@ -1,0 +1,246 @@
+//! Construction of `LittleGhost::Sandboxes::Bubblewrap` (B.4): the keywords
+//! parsed into the backend's [`State`], a Rust struct the sandbox reaches
+//! through one hidden slot.
+
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
+
+use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::launch;
+use littleghost_sandbox_core::policy as core_policy;
+use magnus::{
+    gc::Marker, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions, Error, RArray,
+    RObject, Ruby, TypedData, Value,
+};
+
+use super::host::{option_path, platform_or_host, policy_with_network_default};
+use crate::helpers::args::{keywords, keywords_only};
+use crate::helpers::constants;
+use crate::helpers::convert;
+use crate::helpers::value_object as vo;
+use crate::ruby_api::{errors, mount, policy, sandbox};
+
+const OPTIONS: [&str; 15] = [
+    "policy",
+    "profiles",
+    "limits",
+    "bubblewrap",
+    "platform",
+    "relay",
+    "gateway_options",
+    "command_wrapper",
+    "proc",
+    "tmpfs",
+    "masks",
+    "runtime_roots",
+    "uid",
+    "gid",
+    "tmpfs_size",
+];
+
+/// The backend options of B.4, the effective policy, and the pins of `open`.
+/// Reached from the sandbox through one hidden slot ([`STATE`]): the
+/// instance itself belongs to `LittleGhost::Sandbox`, whose own state is
+/// native data, so a subclass cannot carry a second TypedData.
+#[derive(TypedData)]
+#[magnus(
+    class = "LittleGhost::Sandboxes::Bubblewrap::State",
+    free_immediately,
+    size,
+    mark
+)]
+pub(super) struct State {
+    pub(super) executable: PathBuf,
+    pub(super) platform: String,
+    pub(super) command_wrapper: Option<Opaque<Value>>,
+    pub(super) effective_policy: Opaque<Value>,
+    pub(super) proc_mount: bw::ProcMount,
+    pub(super) tmpfs: Vec<PathBuf>,
+    pub(super) masks: Vec<PathBuf>,
+    pub(super) runtime_roots: Vec<PathBuf>,
+    pub(super) uid: Option<u32>,
+    pub(super) gid: Option<u32>,
+    pub(super) tmpfs_size: u64,
+    pub(super) opened: Cell<bool>,
+    pub(super) pins: RefCell<Option<launch::Pins>>,
+}
+
+impl DataTypeFunctions for State {
+    fn mark(&self, marker: &Marker) {
+        marker.mark(self.effective_policy);
+        if let Some(wrapper) = self.command_wrapper {
+            marker.mark(wrapper);
+        }
+    }
+}
+
+static STATE: LazyId = LazyId::new("__littleghost_bubblewrap");
+
+/// The backend state of `rb_self` (set by `initialize`).
+pub(super) fn state(ruby: &Ruby, rb_self: RObject) -> Result<&'static State, Error> {
+    let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
+    slot.and_then(|value| <&State>::try_convert(value).ok())
+        .ok_or_else(|| errors::tool_error(ruby, "bubblewrap sandbox is not initialized"))
+}
+
+/// `command_wrapper:` is nil, a callable or an argv Array (a prefix);
+/// anything else is refused at construction (PolicyError), not at the first
+/// launch.
+fn command_wrapper(ruby: &Ruby, value: Option<Value>) -> Result<Option<Value>, Error> {
+    match value {
+        None => Ok(None),
+        Some(wrapper) if wrapper.respond_to("call", false)? => Ok(Some(wrapper)),
+        Some(wrapper) if RArray::from_value(wrapper).is_some() => Ok(Some(wrapper)),
+        Some(wrapper) => Err(errors::policy_error(
+            ruby,
+            format!(
+                "sandbox command_wrapper must be callable or an argv Array (got {})",
+                vo::inspect_value(ruby, wrapper).unwrap_or_default()
+            ),
+        )),
+    }
+}
+
+/// Records the backend options of B.4 without touching the host; a nil policy counts as `{}`.
+pub(super) fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+    let options = keywords_only(args)?;
+    let values = keywords(ruby, options, &["workspace"], &OPTIONS)?;
+    let get = |name: &str| -> Option<Value> {
+        let index = OPTIONS.iter().position(|o| *o == name).unwrap() + 1;
+        values[index].filter(|v| !v.is_nil())
+    };
+    let workspace = values[0].unwrap();
+    sandbox::assign(
+        ruby,
+        rb_self,
+        workspace,
+        get("policy"),
+        get("profiles"),
+        get("limits"),
+    )?;
+    let executable = match get("bubblewrap") {
+        Some(value) => option_path(ruby, value)?,
+        None => PathBuf::from(bw::DEFAULT_EXECUTABLE),
+    };
+    let platform = convert::display_string(ruby, platform_or_host(ruby, get("platform"))?)?;
+    let command_wrapper = command_wrapper(ruby, get("command_wrapper"))?.map(Opaque::from);
+    let proc_mount = normalize_proc(ruby, get("proc"))?;
+    let tmpfs = match get("tmpfs") {
+        Some(value) => normalized_targets(ruby, value)?,
+        None => vec![PathBuf::from("/tmp"), PathBuf::from("/run")],
+    };
+    let masks = match get("masks") {
+        Some(value) => normalized_targets(ruby, value)?,
+        None => Vec::new(),
+    };
+    let runtime_roots = match get("runtime_roots") {
+        Some(value) => expanded_paths(ruby, value)?,
+        None => bw::RUNTIME_ROOTS.iter().map(PathBuf::from).collect(),
+    };
+    let uid = id_option(ruby, "uid", get("uid"))?;
+    let gid = id_option(ruby, "gid", get("gid"))?;
+    let tmpfs_size = tmpfs_size_option(ruby, get("tmpfs_size"))?;
+
+    let requested: Value = rb_self.funcall("policy", ())?;
+    let effective = policy_with_network_default(ruby, requested)?;
+    let network = policy::borrow(effective).and_then(|p| p.core().network.as_ref());
+    if network.is_some_and(|n| n.mode == core_policy::NetworkMode::Allowlist) {
+        return Err(errors::capability_error(
+            ruby,
+            "the bubblewrap sandbox cannot enforce network mode :allowlist: allowlist networking is not implemented yet",
+        ));
+    }
+    let state = State {
+        executable,
+        platform,
+        command_wrapper,
+        effective_policy: Opaque::from(effective),
+        proc_mount,
+        tmpfs,
+        masks,
+        runtime_roots,
+        uid,
+        gid,
+        tmpfs_size,
+        opened: Cell::new(false),
+        pins: RefCell::new(None),
+    };
+    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))
+}
+
+/// `proc:` is `:new`, `:none`, or a mount declaration whose target is forced to `/proc`.
+fn normalize_proc(ruby: &Ruby, value: Option<Value>) -> Result<bw::ProcMount, Error> {
+    let Some(value) = value else {
+        return Ok(bw::ProcMount::New);
+    };
+    if let Some(symbol) = vo::try_to_sym(value)? {
+        match symbol.name()?.as_ref() {
+            "new" => return Ok(bw::ProcMount::New),
+            "none" => return Ok(bw::ProcMount::None),
+            _ => {}
+        }
+    }
+    if vo::is_hash(ruby, value) {
+        let declaration = vo::symbolize_keys(ruby, value)?;
+        declaration.aset(ruby.to_symbol("target"), "/proc")?;
+        let class = constants::class(ruby, "LittleGhost::Sandbox::Mount")?;
+        let mount: Value = class.funcall("coerce", (declaration,))?;
+        let grant = mount::grant_from_ruby(ruby, mount)?;
+        return Ok(bw::ProcMount::Bind {
+            source: grant.source,
+            access: grant.access,
+        });
+    }
+    Err(errors::policy_error(
+        ruby,
+        "bubblewrap proc must be :new, :none, or a mount Hash",
+    ))
+}
+
+/// Mount targets normalised as in 9.1 (absolute, no NUL, no `..`, cleaned).
+fn normalized_targets(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
+    RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
+        .into_iter()
+        .map(|item| mount::normalize_target(ruby, item))
+        .collect()
+}
+
+/// `runtime_roots:` as absolute host paths (`File.expand_path(String(root))`).
+fn expanded_paths(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
+    RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
+        .into_iter()
+        .map(|root| {
+            let root = vo::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
+            convert::string_path(root.as_value())
+        })
+        .collect()
+}
+
+/// `uid:`/`gid:` must be integers ≥ 0.
+fn id_option(ruby: &Ruby, name: &str, value: Option<Value>) -> Result<Option<u32>, Error> {
+    let Some(value) = value else { return Ok(None) };
+    match magnus::Integer::from_value(value).and_then(|i| i.to_u32().ok()) {
+        Some(id) => Ok(Some(id)),
+        None => Err(errors::policy_error(
+            ruby,
+            format!("bubblewrap {name} must be an integer >= 0"),
+        )),
+    }
+}
+
+/// `tmpfs_size:` (H.3) must be a positive Integer (bytes); nil means the default.
+fn tmpfs_size_option(ruby: &Ruby, value: Option<Value>) -> Result<u64, Error> {
+    let Some(value) = value else {
+        return Ok(bw::DEFAULT_TMPFS_SIZE);
+    };
+    match magnus::Integer::from_value(value).and_then(|i| i.to_u64().ok()) {
+        Some(size) if size > 0 => Ok(size),
+        _ => Err(errors::policy_error(
+            ruby,
+            format!(
+                "bubblewrap tmpfs_size must be a positive Integer (bytes), got {}",
+                value.inspect()
+            ),
+        )),
+    }
+}

@@ -1,0 +1,436 @@
+//! One launch plan (16.4, 16.5, 17.6, B.7, B.10, H.2): what every backend's
+//! `execute_program`/`start_program` asks for first. The binding converts
+//! Ruby values into a [`LaunchRequest`]; [`plan`] applies the rules (network
+//! selection, mount paths, environment merge and opt-in, pinned grant
+//! identities, the working directory, the seccomp filter) and returns the
+//! [`LaunchPlan`] the backend wraps (bwrap argv, sandbox-exec, or nothing).
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use crate::backend::seccomp;
+use crate::error::{argument, capability, policy, tool, Result};
+use crate::grants::{Grant, Identity};
+use crate::policy::{EnvironmentPolicy, NetworkPolicy};
+pub use crate::scope::NetworkMode;
+
+/// A policy grant changed between `open` and a launch (16.5 step 2).
+pub const SOURCE_CHANGED: &str = "sandbox mount source changed after opening";
+/// A policy grant's source is gone when it is pinned.
+pub const SOURCE_UNAVAILABLE: &str = "sandbox mount source is unavailable";
+/// A mount path the UTF-8 runner cannot carry.
+pub const MOUNT_PATH_NOT_UTF8: &str = "sandbox mount path must be valid UTF-8";
+/// The working directory does not exist (every backend's wording).
+pub const CWD_NOT_AVAILABLE: &str = "Working directory is not available";
+/// A launch asking for `:allowlist` networking, which no backend enforces yet.
+pub const ALLOWLIST_NOT_IMPLEMENTED: &str = "allowlist networking is not implemented yet";
+
+/// The identities of the policy grants, captured at `open` (16.5 step 2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pins(Vec<(PathBuf, Identity)>);
+
+impl Pins {
+    /// Pins every grant source; a source that cannot be resolved is a PolicyError.
+    pub fn capture(grants: &[Grant]) -> Result<Pins> {
+        grants
+            .iter()
+            .map(|g| match Identity::capture(&g.source) {
+                Some(identity) => Ok((g.source.clone(), identity)),
+                None => Err(policy(SOURCE_UNAVAILABLE)),
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Pins)
+    }
+
+    /// Every grant is still the directory pinned for its source.
+    pub fn verify(&self, grants: &[Grant]) -> Result<()> {
+        for grant in grants {
+            let pinned = self
+                .0
+                .iter()
+                .find(|(source, _)| *source == grant.source)
+                .map(|(_, id)| id);
+            if pinned.is_none() || Identity::capture(&grant.source).as_ref() != pinned {
+                return Err(policy(SOURCE_CHANGED));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How the backend treats a launch's subprocesses (H.2, H.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    /// No seccomp filter at all (Unrestricted, Seatbelt).
+    Off,
+    /// The launch filter of `seccomp.rs`; `deny_subprocesses` when the scope or the call forbids them.
+    Seccomp {
+        deny_subprocesses: bool,
+        uid: Option<u32>,
+        gid: Option<u32>,
+    },
+}
+
+/// Everything one launch is decided from, already converted from Ruby.
+#[derive(Debug, Clone)]
+pub struct LaunchRequest<'a> {
+    /// The effective policy's environment: its values come second in the
+    /// merge (after the workspace's, before the call's), its `inherit` is the
+    /// second opt-in.
+    pub policy_environment: &'a EnvironmentPolicy,
+    /// The call's `inherit_environment:` (the first opt-in).
+    pub call_inherit: bool,
+    /// The scope's network, when the launch has a scope that sets one.
+    pub scope_network: Option<NetworkMode>,
+    /// The effective policy's network (None: the backend's secure default, `:none`).
+    pub policy_network: Option<&'a NetworkPolicy>,
+    /// `effective_policy.process_grants(workspace)`.
+    pub policy_grants: Vec<Grant>,
+    /// The scope's grants, when the launch has a scope.
+    pub selected: Option<Vec<Grant>>,
+    /// Paths are carried by a UTF-8 argv and environment (bwrap).
+    pub require_utf8_paths: bool,
+    /// The pins taken at `open`; None when the backend does not pin.
+    pub pins: Option<&'a Pins>,
+    /// The resolved working directory (host path).
+    pub cwd: PathBuf,
+    /// Directories that are valid working directories without existing on the host (bwrap's tmpfs).
+    pub fresh_directories: &'a [PathBuf],
+    pub filter: Filter,
+}
+
+/// What a backend wraps: the decided environment, network, grants and filter.
+#[derive(Debug)]
+pub struct LaunchPlan {
+    /// The child's variables in merge order (16.4).
+    pub environment: Vec<(String, String)>,
+    /// The host environment is inherited (17.6: call and policy both opted in).
+    pub inherit_environment: bool,
+    pub network: NetworkMode,
+    pub policy_grants: Vec<Grant>,
+    /// The grants of this launch: the scope's, or the policy's.
+    pub selected: Vec<Grant>,
+    pub cwd: PathBuf,
+    /// The seccomp program, when one applies; it must outlive the spawn.
+    pub filter: Option<OwnedFd>,
+}
+
+/// The caller's environment layers, converted when the plan asks for them:
+/// (workspace variables, call variables). A conversion error is the caller's.
+pub type Layers = (Vec<(String, String)>, Vec<(String, String)>);
+
+/// Applies the launch rules to `request` in the order the errors are
+/// promised; `layers` converts the workspace and call environments (its
+/// error type `E` is the caller's, `core_error` maps this module's into it).
+pub fn plan<E>(
+    request: LaunchRequest<'_>,
+    layers: impl FnOnce() -> std::result::Result<Layers, E>,
+    core_error: impl Fn(crate::Error) -> E,
+) -> std::result::Result<LaunchPlan, E> {
+    let network = select_network(request.scope_network, request.policy_network);
+    if network == NetworkMode::Allowlist {
+        return Err(core_error(capability(ALLOWLIST_NOT_IMPLEMENTED)));
+    }
+    if request.require_utf8_paths {
+        let grants = request.policy_grants.iter();
+        require_utf8_paths(grants.chain(request.selected.iter().flatten())).map_err(&core_error)?;
+    }
+    let (workspace, call) = layers()?;
+    let policy = policy_values(request.policy_environment).map_err(&core_error)?;
+    let environment = merge_environment(&[&workspace, &policy, &call]);
+    let inherit_environment =
+        inherits_environment(request.call_inherit, request.policy_environment);
+    let filter = launch_filter(request.filter).map_err(&core_error)?;
+    if let Some(pins) = request.pins {
+        pins.verify(&request.policy_grants).map_err(&core_error)?;
+    }
+    require_directory(&request.cwd, request.fresh_directories).map_err(&core_error)?;
+    let selected = request
+        .selected
+        .unwrap_or_else(|| request.policy_grants.clone());
+    Ok(LaunchPlan {
+        environment,
+        inherit_environment,
+        network,
+        policy_grants: request.policy_grants,
+        selected,
+        cwd: request.cwd,
+        filter,
+    })
+}
+
+/// The scope's network when it sets one, else the policy's, else `:none` (16.1).
+pub fn select_network(scope: Option<NetworkMode>, policy: Option<&NetworkPolicy>) -> NetworkMode {
+    scope
+        .or_else(|| policy.and_then(|p| NetworkMode::parse(p.mode.name())))
+        .unwrap_or(NetworkMode::None)
+}
+
+/// 16.4: workspace, then policy, then call; a later value replaces an earlier one in place.
+pub fn merge_environment(layers: &[&[(String, String)]]) -> Vec<(String, String)> {
+    let mut merged: Vec<(String, String)> = Vec::new();
+    for (name, value) in layers.iter().flat_map(|layer| layer.iter()) {
+        match merged.iter_mut().find(|(existing, _)| existing == name) {
+            Some(slot) => slot.1 = value.clone(),
+            None => merged.push((name.clone(), value.clone())),
+        }
+    }
+    merged
+}
+
+/// 17.6: the host environment is inherited only when the call **and** the policy opt in.
+pub fn inherits_environment(call: bool, policy: &EnvironmentPolicy) -> bool {
+    call && policy.inherit()
+}
+
+/// The policy's variables as text (the runner takes UTF-8).
+pub fn policy_values(environment: &EnvironmentPolicy) -> Result<Vec<(String, String)>> {
+    let text = |bytes: &[u8], what: &str| {
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| argument(format!("{what} must be valid UTF-8")))
+    };
+    environment
+        .values()
+        .iter()
+        .map(|(name, value)| {
+            Ok((
+                text(name, "environment names")?,
+                text(value, "environment values")?,
+            ))
+        })
+        .collect()
+}
+
+/// Workspace paths become bind paths and environment values, and the runner
+/// takes UTF-8: a path it cannot carry is refused as the mount problem it is.
+fn require_utf8_paths<'a>(grants: impl Iterator<Item = &'a Grant>) -> Result<()> {
+    let mut paths = grants.flat_map(|g| [&g.source, &g.target]);
+    if paths.any(|p| p.to_str().is_none()) {
+        return Err(policy(MOUNT_PATH_NOT_UTF8));
+    }
+    Ok(())
+}
+
+/// B.7: the working directory exists, or is one of the fresh (tmpfs) directories.
+pub fn require_directory(cwd: &Path, fresh: &[PathBuf]) -> Result<()> {
+    if cwd.is_dir() || fresh.iter().any(|f| f == cwd) {
+        Ok(())
+    } else {
+        Err(tool(CWD_NOT_AVAILABLE))
+    }
+}
+
+/// H.2: every bwrap child runs under one filter. Where no filter exists for
+/// this architecture only a promised subprocess denial is refused.
+fn launch_filter(filter: Filter) -> Result<Option<OwnedFd>> {
+    let Filter::Seccomp {
+        deny_subprocesses,
+        uid,
+        gid,
+    } = filter
+    else {
+        return Ok(None);
+    };
+    let rules = seccomp::Filter::for_launch(deny_subprocesses, uid, gid);
+    match seccomp::filter_fd(&rules) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(_) if !deny_subprocesses => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use crate::grants::Access;
+    use crate::policy::{Given, NetworkRequest};
+
+    fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+        items
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn grant(path: &Path) -> Grant {
+        Grant {
+            source: path.to_path_buf(),
+            target: path.to_path_buf(),
+            access: Access::ReadOnly,
+            tools: true,
+            protect_aliases: true,
+        }
+    }
+
+    fn request<'a>(environment: &'a EnvironmentPolicy, cwd: &Path) -> LaunchRequest<'a> {
+        LaunchRequest {
+            policy_environment: environment,
+            call_inherit: false,
+            scope_network: None,
+            policy_network: None,
+            policy_grants: vec![grant(cwd)],
+            selected: None,
+            require_utf8_paths: true,
+            pins: None,
+            cwd: cwd.to_path_buf(),
+            fresh_directories: &[],
+            filter: Filter::Off,
+        }
+    }
+
+    /// The plan with the test's workspace and call layers.
+    fn plan(request: LaunchRequest<'_>) -> Result<LaunchPlan> {
+        let layers = || {
+            Ok((
+                pairs(&[("LITTLE_GHOST_WORKSPACE_ROOT", "/w"), ("A", "w")]),
+                pairs(&[("B", "call")]),
+            ))
+        };
+        super::plan(request, layers, |e| e)
+    }
+
+    fn policy_environment(inherit: bool) -> EnvironmentPolicy {
+        EnvironmentPolicy::new(
+            inherit,
+            [
+                (b"A".to_vec(), b"policy".to_vec()),
+                (b"B".to_vec(), b"policy".to_vec()),
+            ],
+        )
+    }
+
+    #[test]
+    fn merges_workspace_policy_then_call_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let environment = policy_environment(false);
+        let plan = plan(request(&environment, dir.path())).unwrap();
+        assert_eq!(
+            plan.environment,
+            pairs(&[
+                ("LITTLE_GHOST_WORKSPACE_ROOT", "/w"),
+                ("A", "policy"),
+                ("B", "call")
+            ])
+        );
+    }
+
+    #[test]
+    fn inherits_only_when_call_and_policy_opt_in() {
+        let dir = tempfile::tempdir().unwrap();
+        for (call, policy, expected) in [
+            (false, false, false),
+            (true, false, false),
+            (false, true, false),
+            (true, true, true),
+        ] {
+            let environment = policy_environment(policy);
+            let mut request = request(&environment, dir.path());
+            request.call_inherit = call;
+            assert_eq!(plan(request).unwrap().inherit_environment, expected);
+        }
+    }
+
+    #[test]
+    fn network_is_the_scopes_then_the_policys_then_none() {
+        let inherit = NetworkPolicy::new(NetworkRequest::mode(Given::symbol("inherit"))).unwrap();
+        assert_eq!(select_network(None, None), NetworkMode::None);
+        assert_eq!(select_network(None, Some(&inherit)), NetworkMode::Inherit);
+        assert_eq!(
+            select_network(Some(NetworkMode::None), Some(&inherit)),
+            NetworkMode::None
+        );
+    }
+
+    #[test]
+    fn refuses_allowlist_networking() {
+        let dir = tempfile::tempdir().unwrap();
+        let environment = policy_environment(false);
+        let mut request = request(&environment, dir.path());
+        request.scope_network = Some(NetworkMode::Allowlist);
+        assert_eq!(
+            plan(request).unwrap_err(),
+            Error::Capability(ALLOWLIST_NOT_IMPLEMENTED.into())
+        );
+    }
+
+    #[test]
+    fn refuses_a_mount_path_that_is_not_utf8() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let environment = policy_environment(false);
+        let mut request = request(&environment, dir.path());
+        let odd = PathBuf::from(std::ffi::OsStr::from_bytes(b"/tmp/\xff"));
+        request.selected = Some(vec![grant(&odd)]);
+        assert_eq!(
+            plan(request).unwrap_err(),
+            Error::Policy(MOUNT_PATH_NOT_UTF8.into())
+        );
+    }
+
+    #[test]
+    fn a_missing_working_directory_is_a_tool_error_unless_fresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let environment = policy_environment(false);
+        let mut request = request(&environment, dir.path());
+        request.cwd = missing.clone();
+        assert_eq!(
+            plan(request.clone()).unwrap_err(),
+            Error::Tool(CWD_NOT_AVAILABLE.into())
+        );
+        let fresh = [missing];
+        request.fresh_directories = &fresh;
+        assert!(plan(request).is_ok());
+    }
+
+    #[test]
+    fn pins_detect_a_swapped_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("src");
+        std::fs::create_dir(&source).unwrap();
+        let grants = vec![grant(&source)];
+        let pins = Pins::capture(&grants).unwrap();
+        assert!(pins.verify(&grants).is_ok());
+        std::fs::rename(&source, dir.path().join("old")).unwrap();
+        std::fs::create_dir(&source).unwrap();
+        assert_eq!(
+            pins.verify(&grants).unwrap_err(),
+            Error::Policy(SOURCE_CHANGED.into())
+        );
+        let environment = policy_environment(false);
+        let mut request = request(&environment, dir.path());
+        request.policy_grants = grants;
+        request.pins = Some(&pins);
+        assert_eq!(
+            plan(request).unwrap_err(),
+            Error::Policy(SOURCE_CHANGED.into())
+        );
+        assert_eq!(
+            Pins::capture(&[grant(&dir.path().join("gone"))]).unwrap_err(),
+            Error::Policy(SOURCE_UNAVAILABLE.into())
+        );
+    }
+
+    #[test]
+    fn the_seccomp_filter_is_chosen_per_launch() {
+        let dir = tempfile::tempdir().unwrap();
+        let environment = policy_environment(false);
+        assert!(plan(request(&environment, dir.path()))
+            .unwrap()
+            .filter
+            .is_none());
+        let mut request = request(&environment, dir.path());
+        request.filter = Filter::Seccomp {
+            deny_subprocesses: true,
+            uid: None,
+            gid: None,
+        };
+        let planned = plan(request);
+        if seccomp::Arch::native().is_some() {
+            assert!(planned.unwrap().filter.is_some());
+        } else {
+            assert!(planned.is_err());
+        }
+    }
+}
