@@ -2,7 +2,8 @@
 //! that can only narrow it. The narrowing rules live in the core
 //! (`littleghost_sandbox_core::scope`); this file gathers the parent's state
 //! through Ruby calls, hands it to the core, and keeps the resulting
-//! filesystem broker in a hidden TypedData.
+//! filesystem broker in the Scope's own TypedData struct (no instance
+//! variables; an allocator gives Ruby subclasses the struct too).
 
 use std::path::PathBuf;
 
@@ -11,10 +12,13 @@ use littleghost_sandbox_core::grants::{Grant, Identity};
 use littleghost_sandbox_core::scope::{
     self as core_scope, NetworkChoice, NetworkMode, NetworkRequest, Request,
 };
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use magnus::{
-    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::LazyId, Error, IntoValue, KwArgs, RArray, RClass, RHash, RObject, RString, Ruby, Symbol,
-    Value,
+    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
+    value::Opaque, DataTypeFunctions, Error, IntoValue, KwArgs, RArray, RClass, RHash, RString,
+    Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
@@ -23,25 +27,48 @@ use crate::helpers::{constants, nogvl, value_object as vo};
 use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby, parse_access};
 use crate::ruby_api::sandbox::{error_message, truthy};
+use crate::ruby_api::workspace;
 
-/// Rust state behind a Scope: its grants, deny markers, pinned identities and broker.
-#[magnus::wrap(class = "LittleGhost::Sandbox::Scope::State", free_immediately, size)]
+/// Rust state behind a Scope: its grants, deny markers, pinned identities and
+/// broker, and the Ruby objects its readers return.
 pub struct ScopeState {
     broker: Broker,
     grants: Vec<Grant>,
     deny_markers: Vec<Grant>,
     identities: Vec<Identity>,
+    sandbox: Opaque<Value>,
+    workspace: Opaque<Value>,
+    capabilities: Opaque<Value>,
+    network: Opaque<Value>,
+    process_grants: Opaque<Value>,
 }
 
-/// Hidden instance variable (no `@`, so Ruby code and `inspect` never see it).
-const STATE: &str = "__littleghost_scope_state";
+/// A Scope: its state once `initialize` ran. The lock is only ever held to
+/// clone or replace the `Arc`, never across a call into Ruby.
+#[derive(TypedData, Default)]
+#[magnus(class = "LittleGhost::Sandbox::Scope", free_immediately, size, mark)]
+pub struct Scope {
+    state: RefCell<Option<Arc<ScopeState>>>,
+}
+
+impl DataTypeFunctions for Scope {
+    fn mark(&self, marker: &Marker) {
+        if let Ok(state) = self.state.try_borrow() {
+            if let Some(state) = state.as_ref() {
+                marker.mark(state.sandbox);
+                marker.mark(state.workspace);
+                marker.mark(state.capabilities);
+                marker.mark(state.network);
+                marker.mark(state.process_grants);
+            }
+        }
+    }
+}
 
 // Names used on every file operation, interned once rather than per call
 // (interning showed up in profiles of `read`).
-static STATE_ID: LazyId = LazyId::new(STATE);
 static SUPPORTS: LazyId = LazyId::new("supports?");
 static CAPABILITIES: LazyId = LazyId::new("capabilities");
-static WORKSPACE: LazyId = LazyId::new("workspace");
 static RESOLVE: LazyId = LazyId::new("resolve");
 static FILESYSTEM_READ: LazyId = LazyId::new("filesystem_read");
 static FILESYSTEM_LIST: LazyId = LazyId::new("filesystem_list");
@@ -50,8 +77,7 @@ static FILESYSTEM_REPLACE: LazyId = LazyId::new("filesystem_replace");
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Scope", ruby.class_object())?;
-    let state = class.define_class("State", ruby.class_object())?;
-    state.undef_default_alloc_func();
+    class.define_alloc_func::<Scope>();
     class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("sandbox", method!(reader_sandbox, 0))?;
     class.define_method("workspace", method!(reader_workspace, 0))?;
@@ -78,10 +104,11 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     Ok(())
 }
 
-fn state(ruby: &Ruby, rb_self: RObject) -> Result<Obj<ScopeState>, Error> {
-    let value: Value = rb_self.ivar_get(*STATE_ID)?;
-    Obj::<ScopeState>::try_convert(value)
-        .map_err(|_| errors::type_error(ruby, "uninitialized sandbox scope"))
+fn state(ruby: &Ruby, rb_self: Value) -> Result<Arc<ScopeState>, Error> {
+    <&Scope>::try_convert(rb_self.as_value())
+        .ok()
+        .and_then(|scope| scope.state.borrow().clone())
+        .ok_or_else(|| errors::type_error(ruby, "uninitialized sandbox scope"))
 }
 
 fn nil(ruby: &Ruby) -> Value {
@@ -92,7 +119,7 @@ fn nil(ruby: &Ruby) -> Value {
 // Construction (SC.1–SC.10).
 
 /// Scope.new(sandbox:, files: nil, runtime_paths: nil, capabilities: nil, network: nil, parent_scope: nil): a view that can only narrow its parent.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
     type Optional = (
         Option<Value>,
@@ -132,7 +159,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         Vec<Grant>,
     ) = match parent_scope {
         Some(parent) => {
-            let markers = RObject::from_value(parent)
+            let markers = Some(parent)
                 .and_then(|p| state(ruby, p).ok())
                 .map(|s| s.deny_markers.clone())
                 .unwrap_or_default();
@@ -194,24 +221,29 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
             fs_limits,
         ),
     )?;
+    // Issue 7: the roots just pinned must be what the workspace verified at `open`.
+    if let Some(recorded) = workspace::borrow(workspace).and_then(|w| w.recorded_identities()) {
+        core_result(ruby, broker.check_pins(&recorded))?;
+    }
     let process_grants = ruby.ary_new();
     for grant in &narrowed.grants {
         process_grants.push(grant_to_ruby(ruby, grant)?)?;
     }
     process_grants.freeze();
 
-    rb_self.ivar_set("@sandbox", sandbox)?;
-    rb_self.ivar_set("@workspace", workspace)?;
-    rb_self.ivar_set("@capabilities", scope_capabilities)?;
-    rb_self.ivar_set("@network", network)?;
-    rb_self.ivar_set("@process_grants", process_grants)?;
-    let state = ScopeState {
+    let state = Arc::new(ScopeState {
         broker,
         grants: narrowed.grants,
         deny_markers: narrowed.deny_markers,
         identities,
-    };
-    rb_self.ivar_set(STATE, ruby.obj_wrap(state))?;
+        sandbox: sandbox.into(),
+        workspace: workspace.into(),
+        capabilities: scope_capabilities.into(),
+        network: network.into(),
+        process_grants: process_grants.as_value().into(),
+    });
+    let scope = <&Scope>::try_convert(rb_self.as_value())?;
+    *scope.state.borrow_mut() = Some(state);
     Ok(())
 }
 
@@ -383,40 +415,38 @@ fn narrow_network(
 // Readers (SC.11).
 
 /// The sandbox this scope narrows.
-fn reader_sandbox(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@sandbox")
+fn reader_sandbox(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.sandbox))
 }
 
 /// The sandbox's Workspace.
-fn reader_workspace(rb_self: RObject) -> Result<Value, Error> {
-    static IVAR: LazyId = LazyId::new("@workspace");
-    rb_self.ivar_get(*IVAR)
+fn reader_workspace(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.workspace))
 }
 
 /// The features and network modes this scope allows.
-fn reader_capabilities(rb_self: RObject) -> Result<Value, Error> {
-    static IVAR: LazyId = LazyId::new("@capabilities");
-    rb_self.ivar_get(*IVAR)
+fn reader_capabilities(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.capabilities))
 }
 
 /// The scope's NetworkPolicy, or nil when it keeps the backend's default.
-fn reader_network(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@network")
+fn reader_network(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.network))
 }
 
 /// The scope's grants as frozen Mounts, longest target first.
-fn reader_process_grants(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@process_grants")
+fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.process_grants))
 }
 
 /// The policy the sandbox enforces (`sandbox.effective_policy`).
-fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
-    let sandbox: Value = rb_self.ivar_get("@sandbox")?;
+fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let sandbox = reader_sandbox(ruby, rb_self)?;
     sandbox.funcall("effective_policy", ())
 }
 
 /// Whether this scope allows `feature` (and, for `:network`, the mode `value`).
-fn supports(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn supports(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (feature,) = args.required;
     let (value,) = args.optional;
@@ -424,7 +454,7 @@ fn supports(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     capabilities.funcall(*SUPPORTS, (feature, value))
 }
 
-fn supports_feature(ruby: &Ruby, rb_self: RObject, feature: &str) -> Result<bool, Error> {
+fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
     let interned = match feature {
         "filesystem_read" => Some(&FILESYSTEM_READ),
         "filesystem_list" => Some(&FILESYSTEM_LIST),
@@ -441,7 +471,7 @@ fn supports_feature(ruby: &Ruby, rb_self: RObject, feature: &str) -> Result<bool
 }
 
 /// True iff the scope allows filesystem writes and some tool-visible grant is writable.
-fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
+fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
     if !supports_feature(ruby, rb_self, "filesystem_write")? {
         return Ok(false);
     }
@@ -450,7 +480,7 @@ fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
 }
 
 /// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
-fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> {
+fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
@@ -478,7 +508,7 @@ fn is_refusal(ruby: &Ruby, error: &Error) -> Result<bool, Error> {
 
 fn allows_or_raise(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: Value,
     operation: Value,
     path: Option<Value>,
 ) -> Result<bool, Error> {
@@ -512,7 +542,7 @@ fn allows_or_raise(
 /// The steps every file operation shares before the broker: check!, capability, resolve.
 fn prepare(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: Value,
     context: Option<Value>,
     feature: &str,
     path: Value,
@@ -533,8 +563,8 @@ fn prepare(
 }
 
 /// `workspace.resolve(path)` through Ruby; its ArgumentError and KeyError become ToolError with the same message.
-fn resolve(ruby: &Ruby, rb_self: RObject, path: Value) -> Result<PathBuf, Error> {
-    let workspace: Value = rb_self.funcall(*WORKSPACE, ())?;
+fn resolve(ruby: &Ruby, rb_self: Value, path: Value) -> Result<PathBuf, Error> {
+    let workspace = ruby.get_inner(state(ruby, rb_self)?.workspace);
     match workspace.funcall::<_, _, RString>(*RESOLVE, (path,)) {
         Ok(physical) => Ok(convert::path_of(physical)),
         Err(error)
@@ -556,7 +586,7 @@ fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
 }
 
 /// Reads UTF-8 text at a logical `path` through the broker.
-fn read(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_read", args.required.0)?;
@@ -568,7 +598,7 @@ fn read(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> 
 }
 
 /// Lists the directory at a logical `path` (default ".") through the broker.
-fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let path = args
@@ -584,7 +614,7 @@ fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> 
 }
 
 /// Writes the String `content` to a logical `path` through the broker.
-fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (path, content) = args.required;
@@ -598,7 +628,7 @@ fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error>
 }
 
 /// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`.
-fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (path, old_text, new_text) = args.required;
@@ -621,7 +651,7 @@ fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Erro
 
 fn delegate_process(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: Value,
     args: &[Value],
     method: &str,
 ) -> Result<Value, Error> {
@@ -639,17 +669,17 @@ fn delegate_process(
 }
 
 /// Runs `command` through the sandbox's shell (`sandbox.execute`) within this scope.
-fn execute(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     delegate_process(ruby, rb_self, args, "execute")
 }
 
 /// Runs an argument vector through `sandbox.execute_program` within this scope.
-fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     delegate_process(ruby, rb_self, args, "execute_program")
 }
 
 /// Starts a ProcessSession through `sandbox.start_program` within this scope.
-fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     delegate_process(ruby, rb_self, args, "start_program")
 }
 
@@ -657,7 +687,7 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
 // Nesting and lifecycle (SC.15, SC.16).
 
 /// A nested scope that narrows this one's current grants, capabilities and network.
-fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     let names = ["files", "runtime_paths", "capabilities", "network"];
     let parsed = get_kwargs::<
@@ -668,7 +698,7 @@ fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> 
     >(options, &[], &names)?;
     let (files, runtime_paths, capabilities, network) = parsed.optional;
     let nil = nil(ruby);
-    let sandbox: Value = rb_self.ivar_get("@sandbox")?;
+    let sandbox = reader_sandbox(ruby, rb_self)?;
     let pairs = [
         ("sandbox", sandbox),
         ("files", files.unwrap_or(nil)),
@@ -682,17 +712,17 @@ fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> 
 }
 
 /// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
     crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
 /// Returns nil; a scope owns nothing.
-fn close(_rb_self: RObject) {}
+fn close(_rb_self: Value) {}
 
 /// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
-fn validate(ruby: &Ruby, rb_self: RObject) -> Result<RObject, Error> {
+fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,
@@ -702,7 +732,7 @@ fn validate(ruby: &Ruby, rb_self: RObject) -> Result<RObject, Error> {
 }
 
 /// A short description listing the scope's grant targets and access, without the sandbox.
-fn inspect(ruby: &Ruby, rb_self: RObject) -> Result<String, Error> {
+fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     let class: Value = rb_self.funcall("class", ())?;
     let grants = match state(ruby, rb_self) {
         Ok(state) => state

@@ -31,7 +31,7 @@ use rustix::fs::{self as rfs, AtFlags, FileType};
 use rustix::io::Errno;
 
 use crate::error::{tool, Error, Result};
-use crate::grants::{Access, Grant};
+use crate::grants::{Access, Grant, Identity};
 use crate::paths;
 
 use walk::{Failure, Strategy, WalkError};
@@ -207,6 +207,29 @@ impl Broker {
             limits,
             strategy,
         })
+    }
+
+    /// Issue 7 (H.1 at build time): the broker pins its roots by path when it
+    /// is built, possibly long after the workspace was opened. `recorded` is
+    /// what the workspace verified at `open` (name, realpath, dev, ino): every
+    /// pinned root at a recorded realpath must be that very directory, so a
+    /// directory exchanged into place before the first file operation is
+    /// refused ("workspace path changed after opening: NAME") instead of
+    /// pinned as the grant.
+    pub fn check_pins(&self, recorded: &[(String, Identity)]) -> Result<()> {
+        for root in &self.roots {
+            let expected = recorded
+                .iter()
+                .find(|(_, identity)| identity.realpath == root.realpath);
+            if let Some((name, identity)) = expected {
+                if (identity.dev, identity.ino) != (root.dev, root.ino) {
+                    return Err(tool(format!(
+                        "workspace path changed after opening: {name}"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Forces the per-component fallback so tests cover both strategies.

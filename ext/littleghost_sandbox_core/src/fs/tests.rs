@@ -1586,3 +1586,27 @@ fn unnamed_os_failures_never_carry_the_os_error_text() {
     );
     assert!(matches!(full, Error::Tool(_)));
 }
+
+#[test]
+fn pins_must_be_the_directories_the_workspace_recorded_at_open() {
+    let tree = Tree::new();
+    let source = tree.dir("ws/src/lib");
+    tree.dir("ws/d/lib");
+    let recorded = vec![
+        (
+            "root".to_owned(),
+            Identity::capture(&tree.path("ws")).unwrap(),
+        ),
+        ("source".to_owned(), Identity::capture(&source).unwrap()),
+    ];
+    let grants = [grant(&tree.path("ws"), RW), grant(&source, RO)];
+    broker(&grants).check_pins(&recorded).unwrap();
+    // Exchanged before the broker is built: the path now names the decoy.
+    std::fs::rename(tree.path("ws/src"), tree.path("ws/tmp")).unwrap();
+    std::fs::rename(tree.path("ws/d"), tree.path("ws/src")).unwrap();
+    let err = broker(&grants).check_pins(&recorded).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "workspace path changed after opening: source"
+    );
+}
