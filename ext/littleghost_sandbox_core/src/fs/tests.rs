@@ -1610,3 +1610,43 @@ fn pins_must_be_the_directories_the_workspace_recorded_at_open() {
         "workspace path changed after opening: source"
     );
 }
+
+#[test]
+fn refusals_name_the_logical_path_and_the_limit() {
+    let tree = Tree::new();
+    let ws = tree.path("ws");
+    tree.file("ws/big.log", &"x".repeat(2000));
+    tree.dir("ws/sub");
+    let limits = FsLimits {
+        read_bytes: 1000,
+        write_bytes: 10,
+        list_entries: 1,
+    };
+    let broker = Broker::new(vec![grant(&ws, RW)], Vec::new(), limits).unwrap();
+    let message = |result: Result<String>| result.unwrap_err().message().to_owned();
+    assert_eq!(
+        message(broker.read(&ws.join("notes/missing.md"), "notes/missing.md")),
+        "Path does not exist: notes/missing.md"
+    );
+    assert_eq!(
+        message(broker.read(&ws.join("big.log"), "big.log")),
+        "File exceeds the read limit of 1000 bytes: big.log"
+    );
+    assert_eq!(
+        message(broker.write(&ws.join("a.txt"), "a.txt", &[b'y'; 11])),
+        "Content exceeds the write limit of 10 bytes: a.txt"
+    );
+    assert_eq!(
+        message(broker.list(&ws, ".")),
+        "Directory exceeds the listing limit of 1 entries: ."
+    );
+    assert_eq!(
+        message(broker.read(&ws.join("sub"), "sub")),
+        "Path is not a file: sub"
+    );
+    let read_only = Broker::new(vec![grant(&ws, RO)], Vec::new(), LIMITS).unwrap();
+    assert_eq!(
+        message(read_only.write(&ws.join("app.rb"), "source/app.rb", b"x")),
+        "Sandbox scope is read-only: source/app.rb"
+    );
+}
