@@ -71,6 +71,20 @@ impl Registry {
         ))
     }
 
+    /// The name `class` is registered under (the first, sorted), if any.
+    pub fn name_of(&self, ruby: &Ruby, class: Value) -> Result<Option<String>, Error> {
+        let mut names = Vec::new();
+        self.table(ruby)?
+            .foreach(|name: Symbol, registered: Value| {
+                if registered.equal(class)? {
+                    names.push(name.name()?.into_owned());
+                }
+                Ok(magnus::r_hash::ForEach::Continue)
+            })?;
+        names.sort();
+        Ok(names.into_iter().next())
+    }
+
     fn key(&self, name: Value) -> Result<Symbol, Error> {
         vo::name_to_sym(name, &format!("{} provider name", self.label))
     }

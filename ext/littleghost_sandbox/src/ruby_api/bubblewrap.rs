@@ -16,8 +16,8 @@ use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::seccomp;
 use littleghost_sandbox_core::grants::{Grant, Identity};
 use magnus::{
-    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RObject, RString, Ruby,
-    Symbol, Value,
+    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, Symbol,
+    Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
@@ -28,6 +28,7 @@ use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 use crate::ruby_api::mount;
+use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, ownership, process_runner, process_session, sandbox};
 use littleghost_sandbox_core::process::SpawnOptions;
 
@@ -275,7 +276,7 @@ fn command_wrapper(ruby: &Ruby, value: Option<Value>) -> Result<Option<Value>, E
 }
 
 /// Records the backend options of B.4 without touching the host; a nil policy counts as `{}`.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
     let values = keywords(ruby, options, &["workspace"], &OPTIONS)?;
     let get = |name: &str| -> Option<Value> {
@@ -334,7 +335,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     rb_self.ivar_set("@gid", id_option(ruby, "gid", get("gid"))?)?;
     rb_self.ivar_set("@tmpfs_size", tmpfs_size_option(ruby, get("tmpfs_size"))?)?;
 
-    let requested: Value = rb_self.ivar_get("@policy")?;
+    let requested = sandbox::requested_policy(ruby, rb_self.as_value());
     let effective = policy_with_network_default(ruby, requested)?;
     let network: Value = effective.funcall("network", ())?;
     if network.funcall::<_, _, Value>("allowlist?", ())?.to_bool() {
@@ -415,17 +416,17 @@ fn tmpfs_size_option(ruby: &Ruby, value: Option<Value>) -> Result<u64, Error> {
 // Readers (16.1, 16.2, B.3).
 
 /// The requested policy, with a nil network filled in as `:none` (also Seatbelt's).
-pub(crate) fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
+pub(crate) fn effective_policy(rb_self: SandboxObj) -> Result<Value, Error> {
     rb_self.ivar_get("@effective_policy")
 }
 
 /// The backend capabilities of B.3 (independent of the policy).
-fn capabilities_of(ruby: &Ruby, _rb_self: RObject) -> Result<Value, Error> {
+fn capabilities_of(ruby: &Ruby, _rb_self: SandboxObj) -> Result<Value, Error> {
     backend_capabilities(ruby)
 }
 
 /// True iff writes are supported and some tool-visible grant is writable (also Seatbelt's).
-pub(crate) fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
+pub(crate) fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> {
     let supports: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
     Ok(supports.to_bool() && sandbox::has_writable_file_grant(rb_self.as_value())?)
 }
@@ -433,14 +434,14 @@ pub(crate) fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
 // ---------------------------------------------------------------------------
 // Lifecycle (B.5).
 
-fn opened(rb_self: RObject) -> Result<bool, Error> {
+fn opened(rb_self: SandboxObj) -> Result<bool, Error> {
     Ok(rb_self
         .ivar_get::<_, Option<bool>>("@__opened")?
         .unwrap_or(false))
 }
 
 /// Checks platform, bwrap, grant sources and the functional probe, pinning grant identities; idempotent. With a block, yields self, always closes and returns the block's value.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
     if !opened(rb_self)? {
@@ -449,7 +450,7 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
-fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let platform = convert::display_string(ruby, rb_self.ivar_get("@platform")?)?;
     if !platform.contains("linux") {
         return Err(errors::unsupported_platform_error(
@@ -481,7 +482,7 @@ fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then marks it unopened; idempotent.
-fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     rb_self.ivar_set("@__opened", false)?;
     rb_self.ivar_set("@__pins", ())?;
@@ -503,7 +504,7 @@ fn capture_pins(ruby: &Ruby, grants: &[Grant]) -> Result<Pins, Error> {
         .collect()
 }
 
-fn store_pins(ruby: &Ruby, rb_self: RObject, pins: &Pins) -> Result<(), Error> {
+fn store_pins(ruby: &Ruby, rb_self: SandboxObj, pins: &Pins) -> Result<(), Error> {
     let array = ruby.ary_new();
     for (source, identity) in pins {
         let entry = ruby.ary_new();
@@ -518,7 +519,7 @@ fn store_pins(ruby: &Ruby, rb_self: RObject, pins: &Pins) -> Result<(), Error> {
     rb_self.ivar_set("@__pins", array)
 }
 
-fn load_pins(rb_self: RObject) -> Result<Option<Pins>, Error> {
+fn load_pins(rb_self: SandboxObj) -> Result<Option<Pins>, Error> {
     let Some(array) = rb_self.ivar_get::<_, Option<RArray>>("@__pins")? else {
         return Ok(None);
     };
@@ -539,7 +540,7 @@ fn load_pins(rb_self: RObject) -> Result<Option<Pins>, Error> {
 
 /// 16.5 step 2: the policy grants are still the directories pinned at open
 /// (pinned now when `bubblewrap_args` runs before `open`).
-fn verify_pins(ruby: &Ruby, rb_self: RObject, grants: &[Grant]) -> Result<(), Error> {
+fn verify_pins(ruby: &Ruby, rb_self: SandboxObj, grants: &[Grant]) -> Result<(), Error> {
     let pins = match load_pins(rb_self)? {
         Some(pins) => pins,
         None => {
@@ -563,7 +564,7 @@ fn verify_pins(ruby: &Ruby, rb_self: RObject, grants: &[Grant]) -> Result<(), Er
     Ok(())
 }
 
-fn ensure_open(rb_self: RObject) -> Result<(), Error> {
+fn ensure_open(rb_self: SandboxObj) -> Result<(), Error> {
     if !opened(rb_self)? {
         let _: Value = rb_self.funcall("open", ())?;
     }
@@ -588,7 +589,7 @@ struct LaunchInputs {
 /// Builds the bwrap options for a launch from Ruby state plus `inputs`.
 fn launch_options(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     inputs: LaunchInputs,
 ) -> Result<Vec<OsString>, Error> {
     let host = bw::RealHost;
@@ -662,7 +663,7 @@ fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {
 }
 
 /// The bwrap options (before `--`) for the given mounts, cwd, environment and network; works before `open`.
-fn bubblewrap_args(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RArray, Error> {
+fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<RArray, Error> {
     let options = keywords_only(args)?;
     let values = keywords(
         ruby,
@@ -747,7 +748,7 @@ const MOUNT_PATH_NOT_UTF8: &str = "sandbox mount path must be valid UTF-8";
 #[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through as they are
 fn wrap_command(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     command: Value,
     scope: Option<Value>,
     cwd: Option<Value>,
@@ -894,7 +895,7 @@ fn scope_allows_spawn(ruby: &Ruby, scope: Option<Value>) -> Result<bool, Error> 
 }
 
 /// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
-fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &["timeout"], &EXECUTE_KEYS)?;
     let [timeout, context, max_output_bytes, environment, inherit, scope, cwd] = [
         values[0], values[1], values[2], values[3], values[4], values[5], values[6],
@@ -965,7 +966,7 @@ fn reinterpret_exec_failure(
 /// Runs a wrapped host command through the shared process runner (§17).
 pub(crate) fn run_host(
     ruby: &Ruby,
-    owner: RObject,
+    owner: SandboxObj,
     host: HostCommand,
     timeout: f64,
     context: Option<Value>,
@@ -999,7 +1000,7 @@ pub(crate) struct SessionLimits {
 /// `output_bytes` (default `limits.output_bytes`) and the optional limits, each a positive Integer.
 pub(crate) fn session_limits(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     get: &dyn Fn(&str) -> Option<Value>,
 ) -> Result<SessionLimits, Error> {
     let optional = |name: &str| -> Result<Option<u64>, Error> {
@@ -1024,7 +1025,7 @@ pub(crate) fn session_limits(
 /// Starts a wrapped host command as a shared ProcessSession (§18).
 pub(crate) fn start_host(
     ruby: &Ruby,
-    owner: RObject,
+    owner: SandboxObj,
     host: HostCommand,
     limits: SessionLimits,
 ) -> Result<Value, Error> {
@@ -1051,7 +1052,7 @@ pub(crate) fn start_host(
 /// `max_output_bytes` (default `limits.output_bytes`) and `timeout`, validated before anything is opened or spawned (17.3).
 pub(crate) fn run_limits(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     timeout: Value,
     max_output_bytes: Option<Value>,
 ) -> Result<(f64, u64), Error> {
@@ -1092,7 +1093,7 @@ pub(crate) const START_KEYS: [&str; 10] = [
 ];
 
 /// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.
-fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &[], &START_KEYS)?;
     let get = |name: &str| {
         values[START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())

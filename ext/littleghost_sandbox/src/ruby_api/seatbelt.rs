@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
 use littleghost_sandbox_core::backend::seatbelt as sb;
 use magnus::{
-    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RObject, Ruby, Symbol,
-    Value,
+    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, Ruby, Symbol, Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
@@ -19,6 +18,7 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, launch_cwd, option_path, HostCommand};
+use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, errors, mount, ownership, sandbox};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -78,7 +78,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 }
 
 /// Records the executable and platform (SB.3) without touching the host.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
     let values = keywords(
         ruby,
@@ -94,7 +94,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     };
     rb_self.ivar_set("@executable", executable)?;
     rb_self.ivar_set("@platform", shared::platform_or_host(ruby, get(5))?)?;
-    let requested: Value = rb_self.ivar_get("@policy")?;
+    let requested = sandbox::requested_policy(ruby, rb_self.as_value());
     rb_self.ivar_set(
         "@effective_policy",
         shared::policy_with_network_default(ruby, requested)?,
@@ -104,7 +104,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
 }
 
 /// SB.2: the backend capabilities, without `process_spawn` under an isolated root.
-fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+fn capabilities_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let root: Symbol = policy.funcall("root_filesystem", ())?;
     if root.name()? == "isolated" {
@@ -118,14 +118,14 @@ fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
     backend_capabilities(ruby)
 }
 
-fn temp_dir(rb_self: RObject) -> Result<Option<Value>, Error> {
+fn temp_dir(rb_self: SandboxObj) -> Result<Option<Value>, Error> {
     Ok(rb_self
         .ivar_get::<_, Option<Value>>("@__temp_dir")?
         .filter(|v| !v.is_nil()))
 }
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
     if temp_dir(rb_self)?.is_none() {
@@ -134,7 +134,7 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
-fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let executable = convert::display_string(ruby, rb_self.ivar_get("@executable")?)?;
     let platform = convert::display_string(ruby, rb_self.ivar_get("@platform")?)?;
     if !platform.contains("darwin") {
@@ -173,7 +173,7 @@ fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then removes the private temporary directory; idempotent.
-fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     if let Some(dir) = temp_dir(rb_self)? {
         rb_self.ivar_set("@__temp_dir", ())?;
@@ -216,7 +216,7 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
 #[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through as they are
 fn seatbelt_command(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     command: Value,
     scope: Option<Value>,
     cwd: Option<Value>,
@@ -300,7 +300,7 @@ fn seatbelt_command(
 }
 
 /// Runs `command` (no shell) under sandbox-exec and returns its Execution (SB.7).
-fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &["timeout"], &shared::EXECUTE_KEYS)?;
     let (timeout, max_output_bytes) = shared::run_limits(
         ruby,
@@ -322,7 +322,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
 }
 
 /// Starts `command` under sandbox-exec as an owned ProcessSession; subprocesses are denied unless asked for (SB.5).
-fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &[], &shared::START_KEYS)?;
     let get = |name: &str| {
         values[shared::START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())

@@ -22,6 +22,9 @@ use crate::helpers::registry::Registry;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
+/// The (name, realpath, dev, ino) records `open` pinned, shared with scopes.
+type Recorded = std::sync::Arc<Vec<(String, Identity)>>;
+
 /// What `Workspace.new` fixed: the Ruby objects its readers return and the core layout.
 struct Config {
     root: Opaque<RString>,
@@ -45,7 +48,7 @@ pub struct Workspace {
     active: Cell<bool>,
     run: Cell<Option<Opaque<Value>>>,
     /// The (name, realpath, dev, ino) records `open` pinned (3.6 step 5).
-    identities: RefCell<Option<std::sync::Arc<Vec<(String, Identity)>>>>,
+    identities: RefCell<Option<Recorded>>,
 }
 
 impl DataTypeFunctions for Workspace {
@@ -67,8 +70,15 @@ impl Workspace {
             .ok_or_else(|| errors::type_error(ruby, "uninitialized workspace"))
     }
 
+    /// The names of the workspace's paths (not `root`), once initialized.
+    pub(crate) fn path_names(&self) -> Option<Vec<String>> {
+        let config = self.config.borrow();
+        let config = config.as_ref()?;
+        Some(config.layout.paths.iter().map(|(n, _)| n.clone()).collect())
+    }
+
     /// The identities `open` recorded, while the workspace is open.
-    pub(crate) fn recorded_identities(&self) -> Option<std::sync::Arc<Vec<(String, Identity)>>> {
+    pub(crate) fn recorded_identities(&self) -> Option<Recorded> {
         if !self.active.get() {
             return None;
         }

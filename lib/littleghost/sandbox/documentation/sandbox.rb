@@ -367,5 +367,17 @@ module LittleGhost
     #   session.read(timeout: 1).stdout   # => "ping\n"
     #   session.wait(timeout: 5).success? # => true
     #   session.close
+
+    ##
+    # :method: inspect
+    # :call-seq:
+    #   inspect -> String
+    #
+    # What a user needs to know about the sandbox, never its internal state: the class and the provider name it
+    # is registered under, the workspace root, the effective file and runtime grants with their access, the
+    # network mode (+default+ when the policy leaves it to the backend) and whether it is open or closed.
+    #
+    #   sandbox.inspect
+    #   # => "#<LittleGhost::Sandboxes::Bubblewrap provider=:bubblewrap root=\"/srv/agent\" files={root: :read_write, source: :read_only} runtime_paths={} network=:none open>"
   end
 end
