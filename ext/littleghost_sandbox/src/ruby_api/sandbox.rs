@@ -95,6 +95,11 @@ fn base_value(ruby: &Ruby, rb_self: Value, pick: fn(&Base) -> Opaque<Value>) -> 
     }
 }
 
+/// The workspace given to `new` (nil before `initialize` ran).
+pub(crate) fn workspace_of(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, |base| base.workspace)
+}
+
 /// The policy given to `new`, normalised (what backends derive their effective policy from).
 pub(crate) fn requested_policy(ruby: &Ruby, rb_self: Value) -> Value {
     base_value(ruby, rb_self, |base| base.policy)
@@ -118,7 +123,6 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     sandbox.define_method("scope", method!(scope, -1))?;
     sandbox.define_method("open", method!(open, -1))?;
     sandbox.define_method("close", method!(close, 0))?;
-    sandbox.define_method("execute", method!(execute, -1))?;
     sandbox.define_method("read", method!(abstract_read, -1))?;
     sandbox.define_method("list", method!(abstract_list, -1))?;
     sandbox.define_method("write", method!(abstract_write, -1))?;
@@ -454,34 +458,6 @@ fn close(rb_self: Value) {
     if let Some(sandbox) = borrow(rb_self) {
         sandbox.set_opened(false);
     }
-}
-
-/// Executes `command` through `/bin/sh -c` by calling `execute_program`; the only API that interprets shell syntax.
-fn execute(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let (command,) = args.required;
-    let parsed = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>), RHash>(
-        args.keywords,
-        &["timeout"],
-        &["context", "max_output_bytes"],
-    )?;
-    let (timeout,) = parsed.required;
-    let (context, max_output_bytes) = parsed.optional;
-    let options = parsed.splat;
-    let nil = ruby.qnil().as_value();
-    options.aset(ruby.to_symbol("timeout"), timeout)?;
-    options.aset(ruby.to_symbol("context"), context.unwrap_or(nil))?;
-    options.aset(
-        ruby.to_symbol("max_output_bytes"),
-        max_output_bytes.unwrap_or(nil),
-    )?;
-    let script: Value = ruby.module_kernel().funcall("String", (command,))?;
-    let argv = ruby.ary_new_from_values(&[
-        ruby.str_new("/bin/sh").as_value(),
-        ruby.str_new("-c").as_value(),
-        script,
-    ]);
-    rb_self.funcall("execute_program", (argv, KwArgs(options)))
 }
 
 fn abstract_operation(ruby: &Ruby, rb_self: Value, operation: &str) -> Error {

@@ -27,7 +27,7 @@ use crate::helpers::{constants, nogvl, value_object as vo};
 use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby, parse_access};
 use crate::ruby_api::sandbox::{error_message, truthy};
-use crate::ruby_api::workspace;
+use crate::ruby_api::{capabilities, network_policy, workspace};
 
 /// Rust state behind a Scope: its grants, deny markers, pinned identities and
 /// broker, and the Ruby objects its readers return.
@@ -149,7 +149,10 @@ fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> 
         present(capabilities),
         present(parent_scope),
     );
-    let workspace: Value = sandbox.funcall("workspace", ())?;
+    let workspace = match crate::ruby_api::sandbox::borrow(sandbox) {
+        Some(_) => crate::ruby_api::sandbox::workspace_of(ruby, sandbox),
+        None => sandbox.funcall("workspace", ())?,
+    };
 
     // SC.2: what the parent has.
     let (parent_mounts, parent_capabilities, parent_network, parent_markers): (
@@ -159,15 +162,12 @@ fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> 
         Vec<Grant>,
     ) = match parent_scope {
         Some(parent) => {
-            let markers = Some(parent)
-                .and_then(|p| state(ruby, p).ok())
-                .map(|s| s.deny_markers.clone())
-                .unwrap_or_default();
+            let parent = state(ruby, parent)?;
             (
-                parent.funcall("process_grants", ())?,
-                parent.funcall("capabilities", ())?,
-                parent.funcall("network", ())?,
-                markers,
+                RArray::try_convert(ruby.get_inner(parent.process_grants))?,
+                ruby.get_inner(parent.capabilities),
+                ruby.get_inner(parent.network),
+                parent.deny_markers.clone(),
             )
         }
         None => {
@@ -349,13 +349,13 @@ fn with_network_modes(ruby: &Ruby, capabilities: Value, modes: &[&str]) -> Resul
     class.funcall("new", (KwArgs(options),))
 }
 
-fn mode_of(network: Value) -> Result<Option<NetworkMode>, Error> {
+fn mode_of(ruby: &Ruby, network: Value) -> Result<Option<NetworkMode>, Error> {
     if network.is_nil() {
         return Ok(None);
     }
-    let mode: Value = network.funcall("mode", ())?;
-    let name: String = mode.funcall("to_s", ())?;
-    Ok(NetworkMode::parse(&name))
+    let network = network_policy::borrow(network)
+        .ok_or_else(|| errors::type_error(ruby, "sandbox scope network must be a NetworkPolicy"))?;
+    Ok(NetworkMode::parse(network.core().mode.name()))
 }
 
 /// SC.10/SC.10b: the scope's network and its mode; the table itself is the core's.
@@ -381,7 +381,7 @@ fn narrow_network(
     let request = match coerced {
         None => NetworkRequest::Parent,
         Some(policy) => {
-            let Some(mode) = mode_of(policy)? else {
+            let Some(mode) = mode_of(ruby, policy)? else {
                 return Err(errors::capability_error(
                     ruby,
                     "sandbox scope cannot widen network access",
@@ -394,15 +394,18 @@ fn narrow_network(
             }
         }
     };
-    let supported_values: RArray = parent_capabilities.funcall("network_modes", ())?;
-    let mut supported = Vec::new();
-    for mode in supported_values {
-        let name: String = mode.funcall("to_s", ())?;
-        supported.extend(NetworkMode::parse(&name));
-    }
+    let supported: Vec<NetworkMode> = capabilities::borrow(parent_capabilities)
+        .map(|c| {
+            c.core()
+                .network_modes
+                .iter()
+                .filter_map(|m| NetworkMode::parse(m.name()))
+                .collect()
+        })
+        .unwrap_or_default();
     let (choice, mode) = core_result(
         ruby,
-        core_scope::narrow_network(mode_of(parent)?, request, &supported),
+        core_scope::narrow_network(mode_of(ruby, parent)?, request, &supported),
     )?;
     let network = match (choice, coerced) {
         (NetworkChoice::Requested, Some(policy)) => policy,
@@ -462,6 +465,10 @@ fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, 
         "filesystem_replace" => Some(&FILESYSTEM_REPLACE),
         _ => None,
     };
+    let own = ruby.get_inner(state(ruby, rb_self)?.capabilities);
+    if let Some(own) = capabilities::borrow(own) {
+        return Ok(own.core().supports(feature));
+    }
     let symbol = match interned {
         Some(id) => (**id).into_value_with(ruby),
         None => ruby.to_symbol(feature).as_value(),
@@ -664,7 +671,7 @@ fn delegate_process(
     }
     let options = args.keywords;
     options.aset(ruby.to_symbol("scope"), rb_self)?;
-    let sandbox: Value = rb_self.funcall("sandbox", ())?;
+    let sandbox = reader_sandbox(ruby, rb_self)?;
     sandbox.funcall(method, (args.required.0, KwArgs(options)))
 }
 
@@ -707,8 +714,9 @@ fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
         ("network", network.unwrap_or(nil)),
         ("parent_scope", rb_self.as_value()),
     ];
-    let class: Value = rb_self.funcall("class", ())?;
-    class.funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
+    rb_self
+        .class()
+        .funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
 }
 
 /// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.
@@ -733,7 +741,7 @@ fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 
 /// A short description listing the scope's grant targets and access, without the sandbox.
 fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
-    let class: Value = rb_self.funcall("class", ())?;
+    let class = rb_self.class();
     let grants = match state(ruby, rb_self) {
         Ok(state) => state
             .grants

@@ -308,17 +308,6 @@ module LittleGhost
     #   sandbox.replace("notes.md", "hello", "bye")   # => "Wrote 4 bytes to notes.md"
 
     ##
-    # :method: execute
-    # :call-seq:
-    #   execute(command, timeout:, context: nil, max_output_bytes: nil, **options) -> Execution
-    #
-    # Runs the String +command+ through <tt>/bin/sh -c</tt>, by calling #execute_program; the only method that
-    # interprets shell syntax. Prefer #execute_program for model-controlled arguments. Takes the same options and
-    # raises the same errors as #execute_program.
-    #
-    #   sandbox.execute("echo $((1 + 2)) | tr 3 x", timeout: 5).stdout   # => "x\n"
-
-    ##
     # :method: execute_program
     # :call-seq:
     #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil) -> Execution
