@@ -501,10 +501,13 @@ fn abstract_start_program(ruby: &Ruby, rb_self: Value, _args: &[Value]) -> Resul
 // Provider registry and probe (§12).
 
 /// The one provider registry shared by `Sandbox` and all its subclasses.
-const PROVIDERS: Registry = Registry {
+pub(crate) static PROVIDERS: Registry = Registry {
     base: "LittleGhost::Sandbox",
     label: "sandbox",
+    table: &SANDBOX_PROVIDERS,
 };
+static SANDBOX_PROVIDERS: magnus::value::Lazy<RHash> =
+    magnus::value::Lazy::new(|ruby| ruby.hash_new());
 
 /// Registers a trusted backend class under a configuration name.
 fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
