@@ -7,6 +7,10 @@
 //! `capabilities`, `supports?`, `scope`, `execute_program`) still go through
 //! Ruby dispatch (0.4); everything else reads the struct.
 
+mod providers;
+pub(crate) use providers::PROVIDERS;
+use providers::{probe, register_provider, resolve_provider};
+
 use std::cell::Cell;
 
 use littleghost_sandbox_core::process::Owner;
@@ -18,8 +22,6 @@ use magnus::{
 
 use crate::helpers::args::{keywords_only, kwargs, unknown_keys};
 use crate::helpers::convert;
-use crate::helpers::probe;
-use crate::helpers::registry::Registry;
 use crate::helpers::{constants, value_object as vo};
 use crate::ruby_api::errors;
 
@@ -495,77 +497,6 @@ fn abstract_execute_program(ruby: &Ruby, rb_self: Value, _args: &[Value]) -> Res
 /// Starts an owned, duplex child process; backends implement it.
 fn abstract_start_program(ruby: &Ruby, rb_self: Value, _args: &[Value]) -> Result<Value, Error> {
     Err(abstract_operation(ruby, rb_self, "start_program"))
-}
-
-// ---------------------------------------------------------------------------
-// Provider registry and probe (§12).
-
-/// The one provider registry shared by `Sandbox` and all its subclasses.
-pub(crate) static PROVIDERS: Registry = Registry {
-    base: "LittleGhost::Sandbox",
-    label: "sandbox",
-    table: &SANDBOX_PROVIDERS,
-};
-static SANDBOX_PROVIDERS: magnus::value::Lazy<RHash> =
-    magnus::value::Lazy::new(|ruby| ruby.hash_new());
-
-/// Registers a trusted backend class under a configuration name.
-fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
-    PROVIDERS.register(ruby, name, implementation, || {
-        errors::argument_error(ruby, "sandbox provider must be a Sandbox class")
-    })
-}
-
-/// Resolves a registered backend class without ever falling back to another.
-fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
-    PROVIDERS.resolve(ruby, name)
-}
-
-/// Reports whether a registered backend could start here, without building or opening a sandbox.
-fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
-    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let (name,) = args.required;
-    let options = args.keywords;
-    let dependency_error = constants::class(ruby, "LittleGhost::DependencyError")?;
-    let unavailable = |error: Error| -> Result<RHash, Error> {
-        if error.is_kind_of(dependency_error) {
-            probe::result(ruby, Some(error_message(&error)), || {
-                empty_capabilities(ruby)
-            })
-        } else {
-            Err(error)
-        }
-    };
-    let class: Value = match resolve_provider(ruby, name) {
-        Ok(class) => class,
-        Err(error) => return unavailable(error),
-    };
-    if defines_own_probe(ruby, class)? {
-        return match class.funcall("probe", (KwArgs(options),)) {
-            Ok(result) => Ok(result),
-            Err(error) => unavailable(error),
-        };
-    }
-    if !options.is_empty() {
-        let key: Symbol = vo::name_to_sym(name, "sandbox provider name")?;
-        return Err(errors::argument_error(
-            ruby,
-            format!(
-                "sandbox provider :{} does not accept probe options",
-                key.name()?
-            ),
-        ));
-    }
-    probe::result(ruby, None, || empty_capabilities(ruby))
-}
-
-/// True iff `class` (or an ancestor below Sandbox) defines its own singleton `probe`.
-fn defines_own_probe(ruby: &Ruby, class: Value) -> Result<bool, Error> {
-    let base = constants::class(ruby, "LittleGhost::Sandbox")?;
-    let method: Value = class.funcall("method", (ruby.to_symbol("probe"),))?;
-    let owner: Value = method.funcall("owner", ())?;
-    let base_singleton: Value = base.funcall("singleton_class", ())?;
-    Ok(!owner.equal(base_singleton)?)
 }
 
 // ---------------------------------------------------------------------------
