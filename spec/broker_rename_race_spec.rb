@@ -115,4 +115,23 @@ RSpec.describe "brokered file operations while directories are being exchanged",
     expect(revealed.uniq).to eq([])
     expect(File.read(File.join(home, "secret"))).to eq("runtime-secret")
   end
+
+  # Issue 7: a sandbox's default scope (and its broker) is built lazily, at its
+  # first file operation. Built while the exchange is under way it would pin
+  # the decoy as the read-only grant, and the real grant (now at the decoy's
+  # name) would be writable through the root grant. The pins must be the
+  # directories the workspace verified at open.
+  it "never lets a freshly built sandbox pin a decoy exchanged in before its first file operation" do
+    built = 0
+    attempts = while_exchanging do
+      fresh = LittleGhost::Sandboxes::Unrestricted.new(workspace: workspace, policy: policy)
+      built += 1
+      attempt { fresh.write("d/lib/pwn", "x") }
+      attempt { fresh.replace("d/lib/main.rb", "puts 1", "puts 2") }
+    end
+    expect(attempts).to be > 10
+    expect(Dir.children(source)).to eq(["main.rb"])
+    expect(File.read(File.join(source, "main.rb"))).to eq("puts 1")
+    expect(File.stat(File.join(source, "main.rb")).ino).to eq(@main_identity), "main.rb was replaced"
+  end
 end

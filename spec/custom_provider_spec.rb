@@ -36,10 +36,10 @@ RSpec.describe "a custom sandbox provider written in Ruby" do
   end
 
   around do |example|
-    saved = LittleGhost::Sandbox.instance_variable_get(:@__providers).dup
+    saved = LittleGhost::Sandbox::TestHooks.provider_snapshot
     example.run
   ensure
-    LittleGhost::Sandbox.instance_variable_get(:@__providers).replace(saved)
+    LittleGhost::Sandbox::TestHooks.restore_providers(saved)
   end
 
   let(:workspace) { open_workspace }

@@ -189,10 +189,10 @@ RSpec.describe LittleGhost::Sandbox do
 
   describe "provider registry (12.1, 12.2, 12.4)" do
     around do |example|
-      saved = described_class.instance_variable_get(:@__providers).dup
+      saved = LittleGhost::Sandbox::TestHooks.provider_snapshot
       example.run
     ensure
-      described_class.instance_variable_get(:@__providers).replace(saved)
+      LittleGhost::Sandbox::TestHooks.restore_providers(saved)
     end
 
     it "registers the four built-in providers" do
@@ -222,10 +222,10 @@ RSpec.describe LittleGhost::Sandbox do
 
   describe ".probe (12.3)" do
     around do |example|
-      saved = described_class.instance_variable_get(:@__providers).dup
+      saved = LittleGhost::Sandbox::TestHooks.provider_snapshot
       example.run
     ensure
-      described_class.instance_variable_get(:@__providers).replace(saved)
+      LittleGhost::Sandbox::TestHooks.restore_providers(saved)
     end
 
     def empty?(capabilities)

@@ -325,6 +325,29 @@ fn is_clean_relative(bytes: &[u8]) -> bool {
             .all(|part| !part.is_empty() && part != b"." && part != b"..")
 }
 
+/// Issue 12: every grant of a policy (`files:` and `runtime_paths:`) names
+/// `root` or one of the workspace's paths; checked when a sandbox is built so
+/// a typo is a PolicyError that lists the names, not a KeyError at `open`.
+pub fn check_grant_names<'a>(
+    grants: impl IntoIterator<Item = (&'a str, &'a str)>,
+    path_names: &[&str],
+) -> Result<()> {
+    for (category, name) in grants {
+        if name != ROOT_NAME && !path_names.contains(&name) {
+            let known: Vec<String> = std::iter::once(ROOT_NAME)
+                .chain(path_names.iter().copied())
+                .map(|n| format!(":{n}"))
+                .collect();
+            return Err(crate::error::policy(format!(
+                "sandbox policy {category} grants :{name}, which is not a workspace path \
+                 (workspace paths: {})",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,5 +626,22 @@ mod tests {
         };
         let err = layout.capture_identities().unwrap_err();
         assert!(err.message().ends_with(": root, here"));
+    }
+}
+
+#[cfg(test)]
+mod grant_name_tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_must_name_root_or_a_workspace_path() {
+        check_grant_names([("files", "root"), ("runtime_paths", "home")], &["home"]).unwrap();
+        let err = check_grant_names([("files", "docs")], &["source", "home"]).unwrap_err();
+        assert!(matches!(err, Error::Policy(_)));
+        assert_eq!(
+            err.message(),
+            "sandbox policy files grants :docs, which is not a workspace path \
+             (workspace paths: :root, :source, :home)"
+        );
     }
 }

@@ -1,27 +1,42 @@
 //! The provider registries of `Sandbox` (§12) and `Workspace` (3.9): one
 //! table per base class, shared by all its subclasses, that never falls back.
+//! Each table is a Hash held by Rust (a GC-marked `Lazy` static), not an
+//! instance variable of the class.
 
-use magnus::{prelude::*, Error, RClass, RHash, Ruby, Symbol, Value};
+use magnus::{prelude::*, value::Lazy, Error, RClass, RHash, Ruby, Symbol, Value};
 
 use crate::helpers::{constants, value_object as vo};
 use crate::ruby_api::errors;
 
-/// A registry kept on the base class named `base`; `label` starts its messages.
+/// A registry for the base class named `base`; `label` starts its messages.
 pub struct Registry {
     pub base: &'static str,
     pub label: &'static str,
+    /// The name → class table.
+    pub table: &'static Lazy<RHash>,
 }
 
 impl Registry {
     /// The name → class table, created on first use.
     fn table(&self, ruby: &Ruby) -> Result<RHash, Error> {
-        let base = constants::class(ruby, self.base)?;
-        if let Some(hash) = base.ivar_get::<_, Option<RHash>>("@__providers")? {
-            return Ok(hash);
-        }
-        let hash = ruby.hash_new();
-        base.ivar_set("@__providers", hash)?;
-        Ok(hash)
+        Ok(ruby.get_inner(self.table))
+    }
+
+    /// A frozen copy of the table (test hooks save it around an example).
+    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+    pub fn snapshot(&self, ruby: &Ruby) -> Result<RHash, Error> {
+        let copy = ruby.hash_new();
+        copy.update(self.table(ruby)?)?;
+        copy.freeze();
+        Ok(copy)
+    }
+
+    /// Replaces the table's contents with `snapshot`'s.
+    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
+    pub fn restore(&self, ruby: &Ruby, snapshot: RHash) -> Result<(), Error> {
+        let table = self.table(ruby)?;
+        let _: Value = table.funcall("replace", (snapshot,))?;
+        Ok(())
     }
 
     /// Stores `implementation` under `name` if it is the base class or a subclass;
@@ -69,6 +84,20 @@ impl Registry {
                 list = if registered.is_empty() { "none".to_string() } else { registered.join(", ") },
             ),
         ))
+    }
+
+    /// The name `class` is registered under (the first, sorted), if any.
+    pub fn name_of(&self, ruby: &Ruby, class: Value) -> Result<Option<String>, Error> {
+        let mut names = Vec::new();
+        self.table(ruby)?
+            .foreach(|name: Symbol, registered: Value| {
+                if registered.equal(class)? {
+                    names.push(name.name()?.into_owned());
+                }
+                Ok(magnus::r_hash::ForEach::Continue)
+            })?;
+        names.sort();
+        Ok(names.into_iter().next())
     }
 
     fn key(&self, name: Value) -> Result<Symbol, Error> {

@@ -18,8 +18,8 @@ use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch;
 use littleghost_sandbox_core::policy as core_policy;
 use magnus::{
-    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RObject, RString, Ruby,
-    Symbol, Value,
+    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, Symbol,
+    Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
@@ -30,6 +30,7 @@ use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 use crate::ruby_api::mount;
+use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, policy, process_runner, sandbox};
 
 mod host;
@@ -140,17 +141,17 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 // Readers (16.1, 16.2, B.3).
 
 /// The requested policy, with a nil network filled in as `:none`.
-fn effective_policy(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+fn effective_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
     Ok(ruby.get_inner(state(ruby, rb_self)?.effective_policy))
 }
 
 /// The backend capabilities of B.3 (independent of the policy).
-fn capabilities_of(ruby: &Ruby, _rb_self: RObject) -> Result<Value, Error> {
+fn capabilities_of(ruby: &Ruby, _rb_self: SandboxObj) -> Result<Value, Error> {
     backend_capabilities(ruby)
 }
 
 /// True iff writes are supported and some tool-visible grant is writable (also Seatbelt's).
-pub(crate) fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
+pub(crate) fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> {
     let supports: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
     Ok(supports.to_bool() && sandbox::has_writable_file_grant(rb_self.as_value())?)
 }
@@ -159,7 +160,7 @@ pub(crate) fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
 // Lifecycle (B.5).
 
 /// Checks platform, bwrap, grant sources and the functional probe, pinning grant identities; idempotent. With a block, yields self, always closes and returns the block's value.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
     let state = state(ruby, rb_self)?;
@@ -169,7 +170,7 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
-fn open_steps(ruby: &Ruby, rb_self: RObject, state: &State) -> Result<(), Error> {
+fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Error> {
     if !state.platform.contains("linux") {
         return Err(errors::unsupported_platform_error(
             ruby,
@@ -200,7 +201,7 @@ fn open_steps(ruby: &Ruby, rb_self: RObject, state: &State) -> Result<(), Error>
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then marks it unopened; idempotent.
-fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     let state = state(ruby, rb_self)?;
     state.opened.set(false);
@@ -224,7 +225,7 @@ fn pins(ruby: &Ruby, state: &State, grants: &[Grant]) -> Result<launch::Pins, Er
 /// The bwrap options of a planned launch.
 fn bwrap_options(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     state: &State,
     plan: &launch::LaunchPlan,
     seccomp_fd: Option<i32>,
@@ -276,7 +277,7 @@ fn scope_grants(ruby: &Ruby, scope: Option<Value>) -> Result<Option<Vec<Grant>>,
 }
 
 /// The bwrap options (before `--`) for the given mounts, cwd, environment and network; works before `open`.
-fn bubblewrap_args(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<RArray, Error> {
+fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<RArray, Error> {
     let options = keywords_only(args)?;
     let names = [
         "mounts",
@@ -377,7 +378,7 @@ struct Call {
 /// The command after the `command_wrapper:` of B.4, if any.
 fn wrapped_command(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     state: &State,
     command: Vec<String>,
     scope: Option<Value>,
@@ -410,7 +411,7 @@ fn wrapped_command(
 /// must outlive the spawn.
 fn wrap_command(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     call: Call,
 ) -> Result<(HostCommand, Option<OwnedFd>), Error> {
     let argv = convert::argv(ruby, call.command)?;
@@ -496,7 +497,7 @@ fn scope_allows_spawn(ruby: &Ruby, scope: Option<Value>) -> Result<bool, Error> 
 }
 
 /// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
-fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &["timeout"], &EXECUTE_KEYS)?;
     let [timeout, context, max_output_bytes, environment, inherit, scope, cwd] = [
         values[0], values[1], values[2], values[3], values[4], values[5], values[6],
@@ -527,7 +528,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
 }
 
 /// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.
-fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &[], &START_KEYS)?;
     let get = |name: &str| {
         values[START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())

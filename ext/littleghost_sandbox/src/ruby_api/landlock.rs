@@ -14,8 +14,8 @@ use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::helper;
 use magnus::{
-    function, method, prelude::*, typed_data::Obj, Error, RArray, RHash, RModule, RObject, Ruby,
-    Symbol, Value,
+    function, method, prelude::*, typed_data::Obj, Error, RArray, RHash, RModule, Ruby, Symbol,
+    Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only};
@@ -28,6 +28,7 @@ use crate::ruby_api::bubblewrap::{
     self as bwrb, frozen_strings, launch_cwd, platform_or_host, policy_grants, scope_network,
     validated_scope, HostCommand,
 };
+use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, errors, mount, ownership, process_runner, sandbox};
 use littleghost_sandbox_core::launch;
 
@@ -83,7 +84,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-fn state(rb_self: RObject) -> Result<Obj<State>, Error> {
+fn state(rb_self: SandboxObj) -> Result<Obj<State>, Error> {
     rb_self.ivar_get("@__landlock")
 }
 
@@ -132,7 +133,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     Ok(result)
 }
 
-fn capabilities_of(ruby: &Ruby, _rb_self: RObject) -> Result<Value, Error> {
+fn capabilities_of(ruby: &Ruby, _rb_self: SandboxObj) -> Result<Value, Error> {
     backend_capabilities(ruby)
 }
 
@@ -142,7 +143,7 @@ fn capabilities_of(ruby: &Ruby, _rb_self: RObject) -> Result<Value, Error> {
 const OPTIONS: [&str; 5] = ["policy", "profiles", "limits", "platform", "runtime_roots"];
 
 /// Records the options; refuses `:allowlist` (a port-only TCP rule cannot confine destinations).
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
     let values = keywords(ruby, options, &["workspace"], &OPTIONS)?;
     let get = |index: usize| values[index + 1].filter(|v| !v.is_nil());
@@ -177,14 +178,14 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
 /// Checks the platform, the helper, the kernel and that every grant can be
 /// enforced exactly; creates the private TMPDIR. Idempotent. With a block,
 /// yields self, always closes and returns the block's value (H.4).
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
     open_steps(ruby, rb_self)?;
     ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
-fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let state = state(rb_self)?;
     let mut inner = state.0.lock().unwrap();
     if inner.tmpdir.is_some() {
@@ -230,7 +231,7 @@ fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
 
 /// Terminates every program and session the sandbox or its scopes started
 /// (H.4), removes the private TMPDIR and marks the sandbox unopened; idempotent.
-fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     let state = state(rb_self)?;
     let mut inner = state.0.lock().unwrap();
@@ -241,7 +242,7 @@ fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
 }
 
 /// The private TMPDIR while open, else nil.
-fn tmpdir(ruby: &Ruby, rb_self: RObject) -> Result<Option<Value>, Error> {
+fn tmpdir(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
     let state = state(rb_self)?;
     let inner = state.0.lock().unwrap();
     Ok(inner
@@ -257,7 +258,7 @@ fn tmpdir(ruby: &Ruby, rb_self: RObject) -> Result<Option<Value>, Error> {
 /// cannot be expressed without a mount namespace: CapabilityError.
 fn launch_plan(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     runtime_roots: &[PathBuf],
     tmpdir: &std::path::Path,
     grants: &[Grant],
@@ -303,7 +304,7 @@ fn launch_plan(
 }
 
 /// The policy `new` settled (the requested one, network defaulting to `:none`).
-fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
+fn effective_policy(rb_self: SandboxObj) -> Result<Value, Error> {
     rb_self.ivar_get("@effective_policy")
 }
 
@@ -313,7 +314,7 @@ fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
 #[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through
 fn wrap_command(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     command: Value,
     scope: Option<Value>,
     cwd: Option<Value>,
@@ -419,7 +420,7 @@ fn scope_allows_spawn(ruby: &Ruby, scope: Option<Value>) -> Result<bool, Error> 
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.
-fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &["timeout"], &bwrb::EXECUTE_KEYS)?;
     let [timeout, context, max_output_bytes, environment, inherit, scope, cwd] = [
         values[0], values[1], values[2], values[3], values[4], values[5], values[6],
@@ -452,7 +453,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
 }
 
 /// Starts `command` under Landlock as an owned ProcessSession.
-fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let keys = bwrb::START_KEYS;
     let (command, values) = command_call(ruby, args, &[], &keys)?;
     let get =

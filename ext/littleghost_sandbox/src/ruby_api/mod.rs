@@ -46,7 +46,6 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     execution::init(ruby, sandbox)?;
     process_runner::init(ruby, sandbox)?;
     process_session::init(ruby, sandbox)?;
-    ownership::init(ruby, sandbox)?;
     sandbox::init(ruby, sandbox)?;
     scope::init(ruby, sandbox)?;
     unrestricted::init(ruby, little_ghost)?;

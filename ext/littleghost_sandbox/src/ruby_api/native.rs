@@ -2,7 +2,7 @@
 //! backend (Seatbelt on macOS; on Linux Bubblewrap, else Landlock), chosen at
 //! construction and delegated to. It never falls back to Unrestricted.
 
-use magnus::{function, method, prelude::*, Error, RHash, RModule, RObject, Ruby, Value};
+use magnus::{function, method, prelude::*, Error, RHash, RModule, Ruby, Value};
 
 use crate::helpers::args::{call_with, keywords_only, kwargs, split_args};
 use crate::helpers::constants;
@@ -11,6 +11,7 @@ use crate::helpers::probe;
 use crate::ruby_api::bubblewrap::platform_or_host;
 use crate::ruby_api::capabilities;
 use crate::ruby_api::landlock;
+use crate::ruby_api::sandbox::SandboxObj;
 use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -174,7 +175,7 @@ fn backend_class(ruby: &Ruby, options: RHash, platform: &str) -> Result<Value, E
 }
 
 /// Builds the chosen backend with `(workspace:, platform:, **options)`.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let options: RHash = keywords_only(args)?;
     let Some(workspace) = options.delete::<_, Option<Value>>(ruby.to_symbol("workspace"))? else {
         return Err(crate::ruby_api::errors::argument_error(
@@ -189,88 +190,88 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     options.aset(ruby.to_symbol("platform"), platform_value)?;
     let backend = call_with(class, "new", &[], options)?;
     rb_self.ivar_set("@backend", backend)?;
-    rb_self.ivar_set(
-        "@workspace",
-        backend.funcall::<_, _, Value>("workspace", ())?,
-    )?;
-    rb_self.ivar_set("@policy", backend.funcall::<_, _, Value>("policy", ())?)?;
-    rb_self.ivar_set("@limits", backend.funcall::<_, _, Value>("limits", ())?)?;
-    rb_self.ivar_set("@profiles", ruby.hash_new())?;
-    Ok(())
+    crate::ruby_api::sandbox::store(
+        ruby,
+        rb_self,
+        backend.funcall("workspace", ())?,
+        backend.funcall("policy", ())?,
+        ruby.hash_new().as_value(),
+        backend.funcall("limits", ())?,
+    )
 }
 
 /// The platform backend every operation is delegated to.
-fn backend(rb_self: RObject) -> Result<Value, Error> {
+fn backend(rb_self: SandboxObj) -> Result<Value, Error> {
     rb_self.ivar_get("@backend")
 }
 
-fn delegate(rb_self: RObject, name: &str, args: &[Value]) -> Result<Value, Error> {
+fn delegate(rb_self: SandboxObj, name: &str, args: &[Value]) -> Result<Value, Error> {
     let (positionals, keywords) = split_args(args)?;
     call_with(backend(rb_self)?, name, &positionals, keywords)
 }
 
 /// Opens the platform backend and returns this Native sandbox; with a block, yields self, always closes and returns the block's value.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "open", args)?;
     crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
 /// Closes the platform backend.
-fn close(rb_self: RObject) -> Result<Value, Error> {
+fn close(rb_self: SandboxObj) -> Result<Value, Error> {
     backend(rb_self)?.funcall("close", ())
 }
 
 /// The platform backend's effective policy.
-fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
+fn effective_policy(rb_self: SandboxObj) -> Result<Value, Error> {
     backend(rb_self)?.funcall("effective_policy", ())
 }
 
 /// The platform backend's capabilities.
-fn capabilities_of(rb_self: RObject) -> Result<Value, Error> {
+fn capabilities_of(rb_self: SandboxObj) -> Result<Value, Error> {
     backend(rb_self)?.funcall("capabilities", ())
 }
 
 /// The platform backend's answer to `writable?`.
-fn writable(rb_self: RObject) -> Result<Value, Error> {
+fn writable(rb_self: SandboxObj) -> Result<Value, Error> {
     backend(rb_self)?.funcall("writable?", ())
 }
 
 /// The platform backend's answer to `allows?`.
-fn allows(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn allows(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "allows?", args)
 }
 
 /// A scope of the platform backend.
-fn scope(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn scope(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "scope", args)
 }
 
 /// Reads through the platform backend.
-fn read(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn read(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "read", args)
 }
 
 /// Lists through the platform backend.
-fn list(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn list(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "list", args)
 }
 
 /// Writes through the platform backend.
-fn write(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn write(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "write", args)
 }
 
 /// Replaces text through the platform backend.
-fn replace(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn replace(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "replace", args)
 }
 
 /// Executes a program in the platform backend.
-fn execute_program(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "execute_program", args)
 }
 
 /// Starts a program session in the platform backend.
-fn start_program(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     delegate(rb_self, "start_program", args)
 }

@@ -1,21 +1,115 @@
 //! `LittleGhost::Sandbox`: the base class every backend (Rust or Ruby) subclasses
-//! (SPEC §10, §12). State lives in instance variables set by a Rust
-//! `initialize`, and every internal call goes through Ruby dispatch so that
-//! overrides in Ruby subclasses win (0.4).
+//! (SPEC §10, §12). Its state (workspace, policy, profiles, limits, the cached
+//! default scope and the registry of the processes it started) lives in the
+//! [`Sandbox`] struct; the class has an allocator, so every subclass, Rust or
+//! Ruby, gets the struct (Ruby subclasses may add their own instance
+//! variables). Calls a Ruby subclass may override (`effective_policy`,
+//! `capabilities`, `supports?`, `scope`, `execute_program`) still go through
+//! Ruby dispatch (0.4); everything else reads the struct.
 
+mod providers;
+pub(crate) use providers::PROVIDERS;
+use providers::{probe, register_provider, resolve_provider};
+
+use std::cell::Cell;
+
+use littleghost_sandbox_core::process::Owner;
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs,
-    RArray, RClass, RHash, RObject, Ruby, Symbol, Value,
+    function, gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args,
+    value::Opaque, DataTypeFunctions, Error, KwArgs, RArray, RClass, RHash, Ruby, Symbol,
+    TypedData, Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs, unknown_keys};
 use crate::helpers::convert;
-use crate::helpers::probe;
-use crate::helpers::registry::Registry;
 use crate::helpers::{constants, value_object as vo};
 use crate::ruby_api::errors;
 
-pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
+/// A Sandbox (or subclass) instance as a method receiver.
+pub(crate) type SandboxObj = magnus::typed_data::Obj<Sandbox>;
+
+/// What `Sandbox.new` normalised (10.1).
+#[derive(Clone, Copy)]
+struct Base {
+    workspace: Opaque<Value>,
+    policy: Opaque<Value>,
+    profiles: Opaque<Value>,
+    limits: Opaque<Value>,
+}
+
+/// A sandbox's state. Every field is a `Cell` (or internally synchronised),
+/// so nothing is borrowed across a call into Ruby and `mark` never waits.
+#[derive(TypedData, Default)]
+#[magnus(class = "LittleGhost::Sandbox", free_immediately, size, mark)]
+pub struct Sandbox {
+    base: Cell<Option<Base>>,
+    /// The cached default scope of 16.3, built on the first file operation.
+    default_scope: Cell<Option<Opaque<Value>>>,
+    /// Every child this sandbox (or one of its scopes) started (H.4).
+    owner: Owner,
+    /// Between `open` and `close` (for `inspect`).
+    opened: Cell<bool>,
+}
+
+impl DataTypeFunctions for Sandbox {
+    fn mark(&self, marker: &Marker) {
+        if let Some(base) = self.base.get() {
+            marker.mark(base.workspace);
+            marker.mark(base.policy);
+            marker.mark(base.profiles);
+            marker.mark(base.limits);
+        }
+        if let Some(scope) = self.default_scope.get() {
+            marker.mark(scope);
+        }
+    }
+}
+
+impl Sandbox {
+    /// The registry of the children this sandbox started.
+    pub(crate) fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    pub(crate) fn default_scope(&self, ruby: &Ruby) -> Option<Value> {
+        self.default_scope.get().map(|scope| ruby.get_inner(scope))
+    }
+
+    pub(crate) fn set_default_scope(&self, scope: Value) {
+        self.default_scope.set(Some(scope.into()));
+    }
+
+    pub(crate) fn set_opened(&self, opened: bool) {
+        self.opened.set(opened);
+    }
+}
+
+/// The Sandbox struct behind `value` (any Sandbox or subclass instance).
+pub(crate) fn borrow(value: Value) -> Option<&'static Sandbox> {
+    <&Sandbox>::try_convert(value).ok()
+}
+
+/// One of the values `Sandbox.new` stored, or nil before `initialize` ran.
+fn base_value(ruby: &Ruby, rb_self: Value, pick: fn(&Base) -> Opaque<Value>) -> Value {
+    match borrow(rb_self).and_then(|sandbox| sandbox.base.get()) {
+        Some(base) => ruby.get_inner(pick(&base)),
+        None => ruby.qnil().as_value(),
+    }
+}
+
+/// The workspace given to `new` (nil before `initialize` ran).
+pub(crate) fn workspace_of(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, |base| base.workspace)
+}
+
+/// The policy given to `new`, normalised (what backends derive their effective policy from).
+pub(crate) fn requested_policy(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, |base| base.policy)
+}
+
+pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
+    sandbox.define_alloc_func::<Sandbox>();
+    let _ = ruby;
     sandbox.define_singleton_method("register_provider", function!(register_provider, 2))?;
     sandbox.define_singleton_method("resolve_provider", function!(resolve_provider, 1))?;
     sandbox.define_singleton_method("probe", method!(probe, -1))?;
@@ -31,13 +125,13 @@ pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     sandbox.define_method("scope", method!(scope, -1))?;
     sandbox.define_method("open", method!(open, -1))?;
     sandbox.define_method("close", method!(close, 0))?;
-    sandbox.define_method("execute", method!(execute, -1))?;
     sandbox.define_method("read", method!(abstract_read, -1))?;
     sandbox.define_method("list", method!(abstract_list, -1))?;
     sandbox.define_method("write", method!(abstract_write, -1))?;
     sandbox.define_method("replace", method!(abstract_replace, -1))?;
     sandbox.define_method("execute_program", method!(abstract_execute_program, -1))?;
     sandbox.define_method("start_program", method!(abstract_start_program, -1))?;
+    sandbox.define_method("inspect", method!(inspect, 0))?;
     Ok(())
 }
 
@@ -94,7 +188,7 @@ pub(crate) fn base_options(args: &[Value]) -> Result<BaseOptions, Error> {
 }
 
 /// Binds the sandbox to `workspace`, normalising `policy`, `profiles` and `limits`; performs no filesystem I/O.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let (workspace, policy, profiles, limits) = base_options(args)?;
     assign(ruby, rb_self, workspace, policy, profiles, limits)
 }
@@ -102,7 +196,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
 /// Stores the normalised state of 10.1; backends written in Rust call it from their own `initialize`.
 pub(crate) fn assign(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     workspace: Value,
     policy: Option<Value>,
     profiles: Option<Value>,
@@ -117,11 +211,67 @@ pub(crate) fn assign(
         None => limits_class.funcall("coerce", (ruby.hash_new(),))?,
     };
     let profiles = normalize_profiles(ruby, profiles)?;
-    rb_self.ivar_set("@workspace", workspace)?;
-    rb_self.ivar_set("@policy", policy)?;
-    rb_self.ivar_set("@profiles", profiles)?;
-    rb_self.ivar_set("@limits", limits)?;
+    check_grant_names(ruby, workspace, policy)?;
+    store(
+        ruby,
+        rb_self,
+        workspace,
+        policy,
+        profiles.as_value(),
+        limits,
+    )
+}
+
+/// Stores already-normalised state (Native copies its platform backend's).
+pub(crate) fn store(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    workspace: Value,
+    policy: Value,
+    profiles: Value,
+    limits: Value,
+) -> Result<(), Error> {
+    let sandbox = borrow(rb_self.as_value())
+        .ok_or_else(|| errors::type_error(ruby, "not a LittleGhost::Sandbox"))?;
+    sandbox.base.set(Some(Base {
+        workspace: workspace.into(),
+        policy: policy.into(),
+        profiles: profiles.into(),
+        limits: limits.into(),
+    }));
     Ok(())
+}
+
+/// Issue 12: a grant naming a path the workspace lacks is a PolicyError at
+/// `new` that lists the workspace's names (checked for Workspace instances;
+/// other workspace objects are checked when the grants are built).
+fn check_grant_names(ruby: &Ruby, workspace: Value, policy: Value) -> Result<(), Error> {
+    let (Some(workspace), Some(policy)) = (
+        crate::ruby_api::workspace::borrow(workspace),
+        crate::ruby_api::policy::borrow(policy),
+    ) else {
+        return Ok(());
+    };
+    let Some(names) = workspace.path_names() else {
+        return Ok(());
+    };
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let core = policy.core();
+    let grants = core
+        .files
+        .entries()
+        .iter()
+        .map(|(name, _)| ("files", name.as_str()))
+        .chain(
+            core.runtime_paths
+                .entries()
+                .iter()
+                .map(|(name, _)| ("runtime_paths", name.as_str())),
+        );
+    errors::core_result(
+        ruby,
+        littleghost_sandbox_core::workspace::check_grant_names(grants, &names),
+    )
 }
 
 /// `profiles.to_h` with Symbol keys, frozen (10.1).
@@ -146,18 +296,18 @@ fn normalize_profiles(ruby: &Ruby, profiles: Option<Value>) -> Result<RHash, Err
 }
 
 /// The Workspace whose files and processes this sandbox governs.
-fn workspace(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@workspace")
+fn workspace(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, |base| base.workspace)
 }
 
 /// The normalised policy requested by trusted configuration.
-fn policy(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@policy")
+fn policy(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, |base| base.policy)
 }
 
 /// The file and process output bounds enforced by this sandbox.
-fn limits(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@limits")
+fn limits(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, |base| base.limits)
 }
 
 /// The policy the backend enforces; the base enforces exactly the requested policy.
@@ -216,7 +366,7 @@ fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
 const PROFILE_KEYS: [&str; 4] = ["files", "runtime_paths", "capabilities", "network"];
 
 /// A non-owning, capability-reduced Scope built from a named profile or explicit options.
-fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     let (profile,) = args.optional;
     let options = args.keywords;
@@ -252,11 +402,12 @@ fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> 
 /// Looks up a profile and returns its four options in PROFILE_KEYS order.
 fn profile_options(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: Value,
     profile: Value,
 ) -> Result<[Option<Value>; 4], Error> {
     let name: Symbol = vo::name_to_sym(profile, "sandbox profile name")?;
-    let profiles: RHash = rb_self.ivar_get("@profiles")?;
+    let profiles = base_value(ruby, rb_self, |base| base.profiles);
+    let profiles = RHash::from_value(profiles).unwrap_or_else(|| ruby.hash_new());
     let Some(mut options) = profiles.get(name) else {
         return Err(errors::policy_error(
             ruby,
@@ -305,34 +456,10 @@ fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
 }
 
 /// Releases sandbox resources; the base owns none.
-fn close(_rb_self: Value) {}
-
-/// Executes `command` through `/bin/sh -c` by calling `execute_program`; the only API that interprets shell syntax.
-fn execute(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let (command,) = args.required;
-    let parsed = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>), RHash>(
-        args.keywords,
-        &["timeout"],
-        &["context", "max_output_bytes"],
-    )?;
-    let (timeout,) = parsed.required;
-    let (context, max_output_bytes) = parsed.optional;
-    let options = parsed.splat;
-    let nil = ruby.qnil().as_value();
-    options.aset(ruby.to_symbol("timeout"), timeout)?;
-    options.aset(ruby.to_symbol("context"), context.unwrap_or(nil))?;
-    options.aset(
-        ruby.to_symbol("max_output_bytes"),
-        max_output_bytes.unwrap_or(nil),
-    )?;
-    let script: Value = ruby.module_kernel().funcall("String", (command,))?;
-    let argv = ruby.ary_new_from_values(&[
-        ruby.str_new("/bin/sh").as_value(),
-        ruby.str_new("-c").as_value(),
-        script,
-    ]);
-    rb_self.funcall("execute_program", (argv, KwArgs(options)))
+fn close(rb_self: Value) {
+    if let Some(sandbox) = borrow(rb_self) {
+        sandbox.set_opened(false);
+    }
 }
 
 fn abstract_operation(ruby: &Ruby, rb_self: Value, operation: &str) -> Error {
@@ -373,74 +500,6 @@ fn abstract_start_program(ruby: &Ruby, rb_self: Value, _args: &[Value]) -> Resul
 }
 
 // ---------------------------------------------------------------------------
-// Provider registry and probe (§12).
-
-/// The one provider registry shared by `Sandbox` and all its subclasses.
-const PROVIDERS: Registry = Registry {
-    base: "LittleGhost::Sandbox",
-    label: "sandbox",
-};
-
-/// Registers a trusted backend class under a configuration name.
-fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
-    PROVIDERS.register(ruby, name, implementation, || {
-        errors::argument_error(ruby, "sandbox provider must be a Sandbox class")
-    })
-}
-
-/// Resolves a registered backend class without ever falling back to another.
-fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
-    PROVIDERS.resolve(ruby, name)
-}
-
-/// Reports whether a registered backend could start here, without building or opening a sandbox.
-fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
-    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let (name,) = args.required;
-    let options = args.keywords;
-    let dependency_error = constants::class(ruby, "LittleGhost::DependencyError")?;
-    let unavailable = |error: Error| -> Result<RHash, Error> {
-        if error.is_kind_of(dependency_error) {
-            probe::result(ruby, Some(error_message(&error)), || {
-                empty_capabilities(ruby)
-            })
-        } else {
-            Err(error)
-        }
-    };
-    let class: Value = match resolve_provider(ruby, name) {
-        Ok(class) => class,
-        Err(error) => return unavailable(error),
-    };
-    if defines_own_probe(ruby, class)? {
-        return match class.funcall("probe", (KwArgs(options),)) {
-            Ok(result) => Ok(result),
-            Err(error) => unavailable(error),
-        };
-    }
-    if !options.is_empty() {
-        let key: Symbol = vo::name_to_sym(name, "sandbox provider name")?;
-        return Err(errors::argument_error(
-            ruby,
-            format!(
-                "sandbox provider :{} does not accept probe options",
-                key.name()?
-            ),
-        ));
-    }
-    probe::result(ruby, None, || empty_capabilities(ruby))
-}
-
-/// True iff `class` (or an ancestor below Sandbox) defines its own singleton `probe`.
-fn defines_own_probe(ruby: &Ruby, class: Value) -> Result<bool, Error> {
-    let base = constants::class(ruby, "LittleGhost::Sandbox")?;
-    let method: Value = class.funcall("method", (ruby.to_symbol("probe"),))?;
-    let owner: Value = method.funcall("owner", ())?;
-    let base_singleton: Value = base.funcall("singleton_class", ())?;
-    Ok(!owner.equal(base_singleton)?)
-}
-
-// ---------------------------------------------------------------------------
 // The child environment merge and opt-in (16.4, 17.6) are the core's `launch::plan`.
 
 /// W13 (15.2, 16.2): whether some tool-visible grant of the effective policy is
@@ -457,4 +516,45 @@ pub(crate) fn has_writable_file_grant(rb_self: Value) -> Result<bool, Error> {
         }
     }
     Ok(false)
+}
+
+// ---------------------------------------------------------------------------
+// inspect (issue 12 item 8).
+
+/// `#<CLASS provider=:NAME root="/w" files={root: :read_write} runtime_paths={} network=:none open|closed>`:
+/// what a user needs, read from the effective policy; never internal state.
+fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
+    let class_name = name_of_class(rb_self);
+    let Some(base) = borrow(rb_self).and_then(|sandbox| sandbox.base.get()) else {
+        return Ok(format!("#<{class_name} uninitialized>"));
+    };
+    let mut out = format!("#<{class_name}");
+    if let Some(provider) = PROVIDERS.name_of(ruby, rb_self.class().as_value())? {
+        out.push_str(&format!(" provider=:{provider}"));
+    }
+    let workspace = ruby.get_inner(base.workspace);
+    if let Ok(root) = workspace.funcall::<_, _, Value>("root", ()) {
+        out.push_str(&format!(" root={}", vo::inspect_value(ruby, root)?));
+    }
+    let policy = rb_self
+        .funcall::<_, _, Value>("effective_policy", ())
+        .unwrap_or_else(|_| ruby.get_inner(base.policy));
+    for (label, reader) in [("files", "files"), ("runtime_paths", "runtime_paths")] {
+        if let Ok(grants) = policy.funcall::<_, _, Value>(reader, ()) {
+            out.push_str(&format!(" {label}={}", vo::inspect_value(ruby, grants)?));
+        }
+    }
+    let network = policy
+        .funcall::<_, _, Value>("network", ())
+        .ok()
+        .filter(|network| !network.is_nil())
+        .and_then(|network| network.funcall::<_, _, Value>("mode", ()).ok());
+    let network = match network {
+        Some(mode) => vo::inspect_value(ruby, mode)?,
+        None => "default".to_owned(),
+    };
+    out.push_str(&format!(" network={network}"));
+    let opened = borrow(rb_self).is_some_and(|sandbox| sandbox.opened.get());
+    out.push_str(if opened { " open>" } else { " closed>" });
+    Ok(out)
 }

@@ -2,46 +2,74 @@
 //! that can only narrow it. The narrowing rules live in the core
 //! (`littleghost_sandbox_core::scope`); this file gathers the parent's state
 //! through Ruby calls, hands it to the core, and keeps the resulting
-//! filesystem broker in a hidden TypedData.
+//! filesystem broker in the Scope's own TypedData struct (no instance
+//! variables; an allocator gives Ruby subclasses the struct too).
 
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::fs::{Broker, FsLimits, FsOperation};
 use littleghost_sandbox_core::grants::{Grant, Identity};
-use littleghost_sandbox_core::scope::{
-    self as core_scope, NetworkChoice, NetworkMode, NetworkRequest, Request,
-};
+use littleghost_sandbox_core::scope as core_scope;
+mod narrowing;
+use narrowing::{narrow_capabilities, narrow_network, requests, with_network_modes};
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
 use magnus::{
-    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::LazyId, Error, IntoValue, KwArgs, RArray, RClass, RHash, RObject, RString, Ruby, Symbol,
-    Value,
+    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
+    value::Opaque, DataTypeFunctions, Error, IntoValue, KwArgs, RArray, RClass, RHash, RString,
+    Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::convert;
-use crate::helpers::{constants, nogvl, value_object as vo};
+use crate::helpers::{constants, nogvl};
 use crate::ruby_api::errors::{self, core_result};
-use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby, parse_access};
+use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby};
 use crate::ruby_api::sandbox::{error_message, truthy};
+use crate::ruby_api::{capabilities, workspace};
 
-/// Rust state behind a Scope: its grants, deny markers, pinned identities and broker.
-#[magnus::wrap(class = "LittleGhost::Sandbox::Scope::State", free_immediately, size)]
+/// Rust state behind a Scope: its grants, deny markers, pinned identities and
+/// broker, and the Ruby objects its readers return.
 pub struct ScopeState {
     broker: Broker,
     grants: Vec<Grant>,
     deny_markers: Vec<Grant>,
     identities: Vec<Identity>,
+    sandbox: Opaque<Value>,
+    workspace: Opaque<Value>,
+    capabilities: Opaque<Value>,
+    network: Opaque<Value>,
+    process_grants: Opaque<Value>,
 }
 
-/// Hidden instance variable (no `@`, so Ruby code and `inspect` never see it).
-const STATE: &str = "__littleghost_scope_state";
+/// A Scope: its state once `initialize` ran. The lock is only ever held to
+/// clone or replace the `Arc`, never across a call into Ruby.
+#[derive(TypedData, Default)]
+#[magnus(class = "LittleGhost::Sandbox::Scope", free_immediately, size, mark)]
+pub struct Scope {
+    state: RefCell<Option<Arc<ScopeState>>>,
+}
+
+impl DataTypeFunctions for Scope {
+    fn mark(&self, marker: &Marker) {
+        if let Ok(state) = self.state.try_borrow() {
+            if let Some(state) = state.as_ref() {
+                marker.mark(state.sandbox);
+                marker.mark(state.workspace);
+                marker.mark(state.capabilities);
+                marker.mark(state.network);
+                marker.mark(state.process_grants);
+            }
+        }
+    }
+}
 
 // Names used on every file operation, interned once rather than per call
 // (interning showed up in profiles of `read`).
-static STATE_ID: LazyId = LazyId::new(STATE);
 static SUPPORTS: LazyId = LazyId::new("supports?");
 static CAPABILITIES: LazyId = LazyId::new("capabilities");
-static WORKSPACE: LazyId = LazyId::new("workspace");
 static RESOLVE: LazyId = LazyId::new("resolve");
 static FILESYSTEM_READ: LazyId = LazyId::new("filesystem_read");
 static FILESYSTEM_LIST: LazyId = LazyId::new("filesystem_list");
@@ -50,8 +78,7 @@ static FILESYSTEM_REPLACE: LazyId = LazyId::new("filesystem_replace");
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Scope", ruby.class_object())?;
-    let state = class.define_class("State", ruby.class_object())?;
-    state.undef_default_alloc_func();
+    class.define_alloc_func::<Scope>();
     class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("sandbox", method!(reader_sandbox, 0))?;
     class.define_method("workspace", method!(reader_workspace, 0))?;
@@ -78,10 +105,11 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     Ok(())
 }
 
-fn state(ruby: &Ruby, rb_self: RObject) -> Result<Obj<ScopeState>, Error> {
-    let value: Value = rb_self.ivar_get(*STATE_ID)?;
-    Obj::<ScopeState>::try_convert(value)
-        .map_err(|_| errors::type_error(ruby, "uninitialized sandbox scope"))
+fn state(ruby: &Ruby, rb_self: Value) -> Result<Arc<ScopeState>, Error> {
+    <&Scope>::try_convert(rb_self.as_value())
+        .ok()
+        .and_then(|scope| scope.state.borrow().clone())
+        .ok_or_else(|| errors::type_error(ruby, "uninitialized sandbox scope"))
 }
 
 fn nil(ruby: &Ruby) -> Value {
@@ -92,7 +120,7 @@ fn nil(ruby: &Ruby) -> Value {
 // Construction (SC.1–SC.10).
 
 /// Scope.new(sandbox:, files: nil, runtime_paths: nil, capabilities: nil, network: nil, parent_scope: nil): a view that can only narrow its parent.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
     type Optional = (
         Option<Value>,
@@ -122,7 +150,10 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         present(capabilities),
         present(parent_scope),
     );
-    let workspace: Value = sandbox.funcall("workspace", ())?;
+    let workspace = match crate::ruby_api::sandbox::borrow(sandbox) {
+        Some(_) => crate::ruby_api::sandbox::workspace_of(ruby, sandbox),
+        None => sandbox.funcall("workspace", ())?,
+    };
 
     // SC.2: what the parent has.
     let (parent_mounts, parent_capabilities, parent_network, parent_markers): (
@@ -132,15 +163,12 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         Vec<Grant>,
     ) = match parent_scope {
         Some(parent) => {
-            let markers = RObject::from_value(parent)
-                .and_then(|p| state(ruby, p).ok())
-                .map(|s| s.deny_markers.clone())
-                .unwrap_or_default();
+            let parent = state(ruby, parent)?;
             (
-                parent.funcall("process_grants", ())?,
-                parent.funcall("capabilities", ())?,
-                parent.funcall("network", ())?,
-                markers,
+                RArray::try_convert(ruby.get_inner(parent.process_grants))?,
+                ruby.get_inner(parent.capabilities),
+                ruby.get_inner(parent.network),
+                parent.deny_markers.clone(),
             )
         }
         None => {
@@ -194,229 +222,68 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
             fs_limits,
         ),
     )?;
+    // Issue 7: the roots just pinned must be what the workspace verified at `open`.
+    if let Some(recorded) = workspace::borrow(workspace).and_then(|w| w.recorded_identities()) {
+        core_result(ruby, broker.check_pins(&recorded))?;
+    }
     let process_grants = ruby.ary_new();
     for grant in &narrowed.grants {
         process_grants.push(grant_to_ruby(ruby, grant)?)?;
     }
     process_grants.freeze();
 
-    rb_self.ivar_set("@sandbox", sandbox)?;
-    rb_self.ivar_set("@workspace", workspace)?;
-    rb_self.ivar_set("@capabilities", scope_capabilities)?;
-    rb_self.ivar_set("@network", network)?;
-    rb_self.ivar_set("@process_grants", process_grants)?;
-    let state = ScopeState {
+    let state = Arc::new(ScopeState {
         broker,
         grants: narrowed.grants,
         deny_markers: narrowed.deny_markers,
         identities,
-    };
-    rb_self.ivar_set(STATE, ruby.obj_wrap(state))?;
+        sandbox: sandbox.into(),
+        workspace: workspace.into(),
+        capabilities: scope_capabilities.into(),
+        network: network.into(),
+        process_grants: process_grants.as_value().into(),
+    });
+    let scope = <&Scope>::try_convert(rb_self.as_value())?;
+    *scope.state.borrow_mut() = Some(state);
     Ok(())
-}
-
-/// SC.3: nil keeps the category; a Hash, an Array of names or of `[name, access]` pairs replaces it.
-fn requests(
-    ruby: &Ruby,
-    workspace: Value,
-    value: Option<Value>,
-    category: &str,
-) -> Result<Option<Vec<Request>>, Error> {
-    let Some(value) = value else { return Ok(None) };
-    let entries: RArray = if value.respond_to("each_pair", false)? {
-        value.funcall("to_a", ())?
-    } else if let Some(array) = RArray::from_value(value) {
-        array
-    } else {
-        return Err(errors::policy_error(
-            ruby,
-            format!("sandbox scope {category} must be a Hash or an Array"),
-        ));
-    };
-    let mut requests = Vec::new();
-    for entry in entries {
-        let (name, access) = match RArray::from_value(entry) {
-            Some(pair) if pair.len() == 2 => {
-                (pair.entry::<Value>(0)?, Some(pair.entry::<Value>(1)?))
-            }
-            Some(_) => {
-                return Err(errors::policy_error(
-                    ruby,
-                    format!(
-                        "sandbox scope {category} entries must be names or [name, access] pairs"
-                    ),
-                ))
-            }
-            None => (entry, None),
-        };
-        let access = access.map(|a| parse_access(ruby, a)).transpose()?;
-        requests.push(Request::new(directory_of(ruby, workspace, name)?, access));
-    }
-    Ok(Some(requests))
-}
-
-/// The workspace directory a grant name stands for (8.5); unknown names raise KeyError.
-fn directory_of(ruby: &Ruby, workspace: Value, name: Value) -> Result<PathBuf, Error> {
-    let name: Symbol = vo::name_to_sym(name, "sandbox scope grant name")?;
-    let directory: Value = if name.name()? == "root" {
-        workspace.funcall("root", ())?
-    } else {
-        workspace.funcall("path", (name,))?
-    };
-    let directory: RString = ruby.module_kernel().funcall("String", (directory,))?;
-    Ok(convert::path_of(directory))
-}
-
-/// SC.9: nil keeps the parent's; a Capabilities intersects; an Array keeps the parent's features it names.
-fn narrow_capabilities(
-    ruby: &Ruby,
-    parent: Value,
-    requested: Option<Value>,
-) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
-    let Some(requested) = requested else {
-        return Ok(parent);
-    };
-    if requested.is_kind_of(class) {
-        return parent.funcall("intersect", (requested,));
-    }
-    let Some(list) = RArray::from_value(requested) else {
-        return Err(errors::policy_error(
-            ruby,
-            "sandbox scope capabilities must be an Array or Sandbox::Capabilities",
-        ));
-    };
-    let wanted = ruby.ary_new();
-    for feature in list {
-        wanted.push(class.funcall::<_, _, Value>("normalize", (feature,))?)?;
-    }
-    let parent_features: RArray = parent.funcall("features", ())?;
-    let features: RArray = parent_features.funcall("&", (wanted,))?;
-    let options = kwargs(
-        ruby,
-        &[
-            ("features", features.as_value()),
-            ("network_modes", parent.funcall("network_modes", ())?),
-            ("isolation", parent.funcall("isolation", ())?),
-        ],
-    )?;
-    class.funcall("new", (KwArgs(options),))
-}
-
-fn with_network_modes(ruby: &Ruby, capabilities: Value, modes: &[&str]) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
-    let modes = ruby.ary_from_iter(modes.iter().map(|m| ruby.to_symbol(m)));
-    let options = kwargs(
-        ruby,
-        &[
-            ("features", capabilities.funcall("features", ())?),
-            ("network_modes", modes.as_value()),
-            ("isolation", capabilities.funcall("isolation", ())?),
-        ],
-    )?;
-    class.funcall("new", (KwArgs(options),))
-}
-
-fn mode_of(network: Value) -> Result<Option<NetworkMode>, Error> {
-    if network.is_nil() {
-        return Ok(None);
-    }
-    let mode: Value = network.funcall("mode", ())?;
-    let name: String = mode.funcall("to_s", ())?;
-    Ok(NetworkMode::parse(&name))
-}
-
-/// SC.10/SC.10b: the scope's network and its mode; the table itself is the core's.
-fn narrow_network(
-    ruby: &Ruby,
-    parent_capabilities: Value,
-    parent: Value,
-    requested: Option<Value>,
-) -> Result<(Value, Option<NetworkMode>), Error> {
-    let coerced = match requested {
-        None => None,
-        Some(value) if value.is_nil() || value.equal(ruby.qtrue())? => None,
-        Some(value) => {
-            let class = constants::class(ruby, "LittleGhost::Sandbox::NetworkPolicy")?;
-            let value = if value.equal(ruby.qfalse())? {
-                ruby.to_symbol("none").as_value()
-            } else {
-                value
-            };
-            Some(class.funcall::<_, _, Value>("coerce", (value,))?)
-        }
-    };
-    let request = match coerced {
-        None => NetworkRequest::Parent,
-        Some(policy) => {
-            let Some(mode) = mode_of(policy)? else {
-                return Err(errors::capability_error(
-                    ruby,
-                    "sandbox scope cannot widen network access",
-                ));
-            };
-            let same_as_parent = !parent.is_nil() && truthy(policy.funcall("==", (parent,))?);
-            NetworkRequest::Mode {
-                mode,
-                same_as_parent,
-            }
-        }
-    };
-    let supported_values: RArray = parent_capabilities.funcall("network_modes", ())?;
-    let mut supported = Vec::new();
-    for mode in supported_values {
-        let name: String = mode.funcall("to_s", ())?;
-        supported.extend(NetworkMode::parse(&name));
-    }
-    let (choice, mode) = core_result(
-        ruby,
-        core_scope::narrow_network(mode_of(parent)?, request, &supported),
-    )?;
-    let network = match (choice, coerced) {
-        (NetworkChoice::Requested, Some(policy)) => policy,
-        _ => parent,
-    };
-    Ok((network, mode))
 }
 
 // ---------------------------------------------------------------------------
 // Readers (SC.11).
 
 /// The sandbox this scope narrows.
-fn reader_sandbox(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@sandbox")
+fn reader_sandbox(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.sandbox))
 }
 
 /// The sandbox's Workspace.
-fn reader_workspace(rb_self: RObject) -> Result<Value, Error> {
-    static IVAR: LazyId = LazyId::new("@workspace");
-    rb_self.ivar_get(*IVAR)
+fn reader_workspace(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.workspace))
 }
 
 /// The features and network modes this scope allows.
-fn reader_capabilities(rb_self: RObject) -> Result<Value, Error> {
-    static IVAR: LazyId = LazyId::new("@capabilities");
-    rb_self.ivar_get(*IVAR)
+fn reader_capabilities(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.capabilities))
 }
 
 /// The scope's NetworkPolicy, or nil when it keeps the backend's default.
-fn reader_network(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@network")
+fn reader_network(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.network))
 }
 
 /// The scope's grants as frozen Mounts, longest target first.
-fn reader_process_grants(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@process_grants")
+fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.process_grants))
 }
 
 /// The policy the sandbox enforces (`sandbox.effective_policy`).
-fn effective_policy(rb_self: RObject) -> Result<Value, Error> {
-    let sandbox: Value = rb_self.ivar_get("@sandbox")?;
+fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let sandbox = reader_sandbox(ruby, rb_self)?;
     sandbox.funcall("effective_policy", ())
 }
 
 /// Whether this scope allows `feature` (and, for `:network`, the mode `value`).
-fn supports(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn supports(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (feature,) = args.required;
     let (value,) = args.optional;
@@ -424,7 +291,7 @@ fn supports(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     capabilities.funcall(*SUPPORTS, (feature, value))
 }
 
-fn supports_feature(ruby: &Ruby, rb_self: RObject, feature: &str) -> Result<bool, Error> {
+fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
     let interned = match feature {
         "filesystem_read" => Some(&FILESYSTEM_READ),
         "filesystem_list" => Some(&FILESYSTEM_LIST),
@@ -432,6 +299,10 @@ fn supports_feature(ruby: &Ruby, rb_self: RObject, feature: &str) -> Result<bool
         "filesystem_replace" => Some(&FILESYSTEM_REPLACE),
         _ => None,
     };
+    let own = ruby.get_inner(state(ruby, rb_self)?.capabilities);
+    if let Some(own) = capabilities::borrow(own) {
+        return Ok(own.core().supports(feature));
+    }
     let symbol = match interned {
         Some(id) => (**id).into_value_with(ruby),
         None => ruby.to_symbol(feature).as_value(),
@@ -441,7 +312,7 @@ fn supports_feature(ruby: &Ruby, rb_self: RObject, feature: &str) -> Result<bool
 }
 
 /// True iff the scope allows filesystem writes and some tool-visible grant is writable.
-fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
+fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
     if !supports_feature(ruby, rb_self, "filesystem_write")? {
         return Ok(false);
     }
@@ -450,7 +321,7 @@ fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
 }
 
 /// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
-fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> {
+fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
@@ -478,7 +349,7 @@ fn is_refusal(ruby: &Ruby, error: &Error) -> Result<bool, Error> {
 
 fn allows_or_raise(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: Value,
     operation: Value,
     path: Option<Value>,
 ) -> Result<bool, Error> {
@@ -512,7 +383,7 @@ fn allows_or_raise(
 /// The steps every file operation shares before the broker: check!, capability, resolve.
 fn prepare(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: Value,
     context: Option<Value>,
     feature: &str,
     path: Value,
@@ -533,8 +404,8 @@ fn prepare(
 }
 
 /// `workspace.resolve(path)` through Ruby; its ArgumentError and KeyError become ToolError with the same message.
-fn resolve(ruby: &Ruby, rb_self: RObject, path: Value) -> Result<PathBuf, Error> {
-    let workspace: Value = rb_self.funcall(*WORKSPACE, ())?;
+fn resolve(ruby: &Ruby, rb_self: Value, path: Value) -> Result<PathBuf, Error> {
+    let workspace = ruby.get_inner(state(ruby, rb_self)?.workspace);
     match workspace.funcall::<_, _, RString>(*RESOLVE, (path,)) {
         Ok(physical) => Ok(convert::path_of(physical)),
         Err(error)
@@ -556,7 +427,7 @@ fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
 }
 
 /// Reads UTF-8 text at a logical `path` through the broker.
-fn read(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_read", args.required.0)?;
@@ -568,7 +439,7 @@ fn read(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> 
 }
 
 /// Lists the directory at a logical `path` (default ".") through the broker.
-fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let path = args
@@ -584,7 +455,7 @@ fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> 
 }
 
 /// Writes the String `content` to a logical `path` through the broker.
-fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (path, content) = args.required;
@@ -598,7 +469,7 @@ fn write(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error>
 }
 
 /// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`.
-fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Error> {
+fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (path, old_text, new_text) = args.required;
@@ -621,7 +492,7 @@ fn replace(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<String, Erro
 
 fn delegate_process(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: Value,
     args: &[Value],
     method: &str,
 ) -> Result<Value, Error> {
@@ -634,7 +505,7 @@ fn delegate_process(
     }
     let options = args.keywords;
     options.aset(ruby.to_symbol("scope"), rb_self)?;
-    let sandbox: Value = rb_self.funcall("sandbox", ())?;
+    let sandbox = reader_sandbox(ruby, rb_self)?;
     // A streaming block (issue 12 item 11) goes along to the sandbox.
     match ruby.block_proc() {
         Ok(block) => sandbox.funcall_with_block(method, (args.required.0, KwArgs(options)), block),
@@ -643,17 +514,17 @@ fn delegate_process(
 }
 
 /// Runs `command` through the sandbox's shell (`sandbox.execute`) within this scope.
-fn execute(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     delegate_process(ruby, rb_self, args, "execute")
 }
 
 /// Runs an argument vector through `sandbox.execute_program` within this scope.
-fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     delegate_process(ruby, rb_self, args, "execute_program")
 }
 
 /// Starts a ProcessSession through `sandbox.start_program` within this scope.
-fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     delegate_process(ruby, rb_self, args, "start_program")
 }
 
@@ -661,7 +532,7 @@ fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value,
 // Nesting and lifecycle (SC.15, SC.16).
 
 /// A nested scope that narrows this one's current grants, capabilities and network.
-fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     let names = ["files", "runtime_paths", "capabilities", "network"];
     let parsed = get_kwargs::<
@@ -672,7 +543,7 @@ fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> 
     >(options, &[], &names)?;
     let (files, runtime_paths, capabilities, network) = parsed.optional;
     let nil = nil(ruby);
-    let sandbox: Value = rb_self.ivar_get("@sandbox")?;
+    let sandbox = reader_sandbox(ruby, rb_self)?;
     let pairs = [
         ("sandbox", sandbox),
         ("files", files.unwrap_or(nil)),
@@ -681,22 +552,23 @@ fn scope(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> 
         ("network", network.unwrap_or(nil)),
         ("parent_scope", rb_self.as_value()),
     ];
-    let class: Value = rb_self.funcall("class", ())?;
-    class.funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
+    rb_self
+        .class()
+        .funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
 }
 
 /// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
     crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
 /// Returns nil; a scope owns nothing.
-fn close(_rb_self: RObject) {}
+fn close(_rb_self: Value) {}
 
 /// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
-fn validate(ruby: &Ruby, rb_self: RObject) -> Result<RObject, Error> {
+fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,
@@ -706,8 +578,8 @@ fn validate(ruby: &Ruby, rb_self: RObject) -> Result<RObject, Error> {
 }
 
 /// A short description listing the scope's grant targets and access, without the sandbox.
-fn inspect(ruby: &Ruby, rb_self: RObject) -> Result<String, Error> {
-    let class: Value = rb_self.funcall("class", ())?;
+fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
+    let class = rb_self.class();
     let grants = match state(ruby, rb_self) {
         Ok(state) => state
             .grants

@@ -11,7 +11,7 @@ use littleghost_sandbox_core::backend::seatbelt as sb;
 use littleghost_sandbox_core::launch;
 use magnus::{
     function, gc::Marker, method, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions,
-    Error, KwArgs, RArray, RHash, RModule, RObject, Ruby, Symbol, TypedData, Value,
+    Error, KwArgs, RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
@@ -21,6 +21,7 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, launch_cwd, option_path, HostCommand};
+use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, errors, mount, ownership, policy, sandbox};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -79,7 +80,7 @@ impl DataTypeFunctions for State {
 static STATE: LazyId = LazyId::new("__littleghost_seatbelt");
 
 /// The backend state of `rb_self` (set by `initialize`).
-fn state(ruby: &Ruby, rb_self: RObject) -> Result<&'static State, Error> {
+fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
     let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
     slot.and_then(|value| <&State>::try_convert(value).ok())
         .ok_or_else(|| errors::tool_error(ruby, "seatbelt sandbox is not initialized"))
@@ -120,7 +121,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 }
 
 /// Records the executable and platform (SB.3) without touching the host.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
     let values = keywords(
         ruby,
@@ -135,7 +136,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         None => vo::frozen_str(ruby, sb::DEFAULT_EXECUTABLE).as_value(),
     };
     let platform = shared::platform_or_host(ruby, get(5))?;
-    let requested: Value = rb_self.funcall("policy", ())?;
+    let requested = sandbox::requested_policy(ruby, rb_self.as_value());
     let state = State {
         executable: Opaque::from(executable),
         platform: Opaque::from(platform),
@@ -147,12 +148,12 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
 }
 
 /// The requested policy, with a nil network filled in as `:none`.
-fn effective_policy(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+fn effective_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
     Ok(ruby.get_inner(state(ruby, rb_self)?.effective_policy))
 }
 
 /// SB.2: the backend capabilities, without `process_spawn` under an isolated root.
-fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+fn capabilities_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
     let policy: Value = rb_self.funcall("effective_policy", ())?;
     let root: Symbol = policy.funcall("root_filesystem", ())?;
     if root.name()? == "isolated" {
@@ -166,14 +167,14 @@ fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
     backend_capabilities(ruby)
 }
 
-fn temp_dir(rb_self: RObject) -> Result<Option<Value>, Error> {
+fn temp_dir(rb_self: SandboxObj) -> Result<Option<Value>, Error> {
     let ruby = Ruby::get_with(rb_self);
     let dir = *state(&ruby, rb_self)?.temp_dir.borrow();
     Ok(dir.map(|dir| ruby.get_inner(dir)))
 }
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     keywords(ruby, options, &[], &["run"])?;
     if temp_dir(rb_self)?.is_none() {
@@ -182,7 +183,7 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
     ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
-fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let state = state(ruby, rb_self)?;
     let executable = convert::display_string(ruby, ruby.get_inner(state.executable))?;
     let platform = convert::display_string(ruby, ruby.get_inner(state.platform))?;
@@ -224,7 +225,7 @@ fn open_steps(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then removes the private temporary directory; idempotent.
-fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     if let Some(dir) = temp_dir(rb_self)? {
         state(ruby, rb_self)?.temp_dir.replace(None);
@@ -275,7 +276,7 @@ struct Launch {
 /// The core launch plan (16.4, 17.6, B.7): environment, opt-in, network, cwd.
 fn planned(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     core: &littleghost_sandbox_core::policy::Policy,
     call: Launch,
 ) -> Result<launch::LaunchPlan, Error> {
@@ -306,7 +307,7 @@ fn planned(
 #[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through as they are
 fn seatbelt_command(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     command: Value,
     scope: Option<Value>,
     cwd: Option<Value>,
@@ -391,7 +392,7 @@ fn seatbelt_command(
 }
 
 /// Runs `command` (no shell) under sandbox-exec and returns its Execution (SB.7).
-fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &["timeout"], &shared::EXECUTE_KEYS)?;
     let (timeout, max_output_bytes) = shared::run_limits(
         ruby,
@@ -413,7 +414,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
 }
 
 /// Starts `command` under sandbox-exec as an owned ProcessSession; subprocesses are denied unless asked for (SB.5).
-fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let (command, values) = command_call(ruby, args, &[], &shared::START_KEYS)?;
     let get = |name: &str| {
         values[shared::START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())

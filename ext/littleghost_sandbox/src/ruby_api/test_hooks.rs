@@ -15,7 +15,7 @@
 //!
 //! Either way the default panic hook still prints the panic to stderr.
 
-use magnus::{function, Error, Module, Object, RClass, Ruby};
+use magnus::{function, Error, Module, Object, RClass, RHash, Ruby};
 
 use crate::helpers::nogvl;
 
@@ -23,6 +23,8 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let hooks = sandbox.define_module("TestHooks")?;
     hooks.define_singleton_method("panic_with_gvl", function!(panic_with_gvl, 0))?;
     hooks.define_singleton_method("panic_without_gvl", function!(panic_without_gvl, 0))?;
+    hooks.define_singleton_method("provider_snapshot", function!(provider_snapshot, 0))?;
+    hooks.define_singleton_method("restore_providers", function!(restore_providers, 1))?;
     let _ = ruby;
     Ok(())
 }
@@ -35,4 +37,14 @@ fn panic_with_gvl() -> Result<(), Error> {
 /// Panics in work run without the GVL (test hook; raises RuntimeError).
 fn panic_without_gvl(ruby: &Ruby) -> Result<(), Error> {
     nogvl::blocking(ruby, || -> () { panic!("test hook panic without the GVL") })
+}
+
+/// A frozen copy of the Sandbox provider registry (specs save it around an example).
+fn provider_snapshot(ruby: &Ruby) -> Result<RHash, Error> {
+    crate::ruby_api::sandbox::PROVIDERS.snapshot(ruby)
+}
+
+/// Puts back a registry saved by `provider_snapshot`.
+fn restore_providers(ruby: &Ruby, snapshot: RHash) -> Result<(), Error> {
+    crate::ruby_api::sandbox::PROVIDERS.restore(ruby, snapshot)
 }

@@ -10,8 +10,8 @@ use littleghost_sandbox_core::launch;
 use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
-    value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RObject, RString, Ruby,
-    TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RString, Ruby, TypedData,
+    Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
@@ -25,6 +25,7 @@ use crate::ruby_api::process_runner::{
     self, check_context, positive_integer, validate_output_bytes, validate_timeout, RunRequest,
 };
 use crate::ruby_api::process_session::{self, SessionRequest};
+use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::sandbox::{self, assign, base_options, error_message, truthy};
 
 /// The backend's state, reached from the sandbox through one hidden slot
@@ -58,7 +59,7 @@ impl DataTypeFunctions for State {
 static STATE: LazyId = LazyId::new("__littleghost_unrestricted");
 
 /// The backend state of `rb_self` (set by `initialize`).
-fn state(ruby: &Ruby, rb_self: RObject) -> Result<&'static State, Error> {
+fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
     let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
     slot.and_then(|value| <&State>::try_convert(value).ok())
         .ok_or_else(|| errors::tool_error(ruby, "unrestricted sandbox is not initialized"))
@@ -120,7 +121,7 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
 }
 
 /// Unrestricted.new(workspace:, policy: nil, profiles: {}, limits: {}): refuses any network it cannot enforce.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let (workspace, policy, profiles, limits) = base_options(args)?;
     let policy_class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
     let policy = match policy.filter(|p| !p.is_nil()) {
@@ -141,7 +142,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     };
     assign(ruby, rb_self, workspace, Some(policy), profiles, limits)?;
 
-    let requested: Value = rb_self.funcall("policy", ())?;
+    let requested = sandbox::requested_policy(ruby, rb_self.as_value());
     let network: Value = requested.funcall("network", ())?;
     if !network.is_nil() {
         let mode: String = network
@@ -181,12 +182,12 @@ fn root_identity(workspace: Value) -> Result<Option<(u64, u64)>, Error> {
 }
 
 /// The files, runtime paths and environment requested, with `root_filesystem: :read_write` and `network: :inherit`, which it cannot avoid.
-fn effective_policy(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+fn effective_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
     Ok(ruby.get_inner(state(ruby, rb_self)?.effective_policy))
 }
 
 /// True iff `filesystem_write` is supported and some tool-visible grant is writable (runtime-only grants do not count).
-fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
+fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> {
     if !sandbox::has_writable_file_grant(rb_self.as_value())? {
         return Ok(false);
     }
@@ -195,13 +196,13 @@ fn writable(ruby: &Ruby, rb_self: RObject) -> Result<bool, Error> {
 }
 
 /// Read, list, execute and spawn (plus write and replace when a file grant is writable), network `:inherit`, isolation `:none`.
-fn capabilities_of(ruby: &Ruby, rb_self: RObject) -> Result<Value, Error> {
+fn capabilities_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
     // Never process_tree_ownership: a descendant that calls setsid escapes cleanup.
     capabilities_for(ruby, sandbox::has_writable_file_grant(rb_self.as_value())?)
 }
 
 /// Verifies (or first records) the workspace root's identity and returns self; with a block, yields self, always closes and returns the block's value.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
     let workspace: Value = rb_self.funcall("workspace", ())?;
@@ -227,12 +228,12 @@ fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
 }
 
 /// Terminates every program and session the sandbox or its scopes started that still runs (H.4); returns nil.
-fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
+fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)
 }
 
 /// The lazily built, cached default scope every file operation goes through.
-fn default_scope(rb_self: RObject) -> Result<Value, Error> {
+fn default_scope(rb_self: SandboxObj) -> Result<Value, Error> {
     let ruby = Ruby::get_with(rb_self);
     let state = state(&ruby, rb_self)?;
     if let Some(scope) = *state.default_scope.borrow() {
@@ -263,14 +264,14 @@ static WRITE: LazyId = LazyId::new("write");
 static REPLACE: LazyId = LazyId::new("replace");
 
 /// Reads UTF-8 text at a logical `path` through the default scope.
-fn read(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn read(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     checked(args.keywords)?;
     default_scope(rb_self)?.funcall(*READ, (args.required.0,))
 }
 
 /// Lists the directory at a logical `path` (default ".") through the default scope.
-fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn list(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     checked(args.keywords)?;
     let path = args
@@ -281,7 +282,7 @@ fn list(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
 }
 
 /// Writes `content` to a logical `path` through the default scope.
-fn write(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn write(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
     checked(args.keywords)?;
     let (path, content) = args.required;
@@ -289,7 +290,7 @@ fn write(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
 }
 
 /// Replaces one exact occurrence of `old_text` at a logical `path` through the default scope.
-fn replace(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn replace(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
     checked(args.keywords)?;
     let (path, old_text, new_text) = args.required;
@@ -297,7 +298,7 @@ fn replace(rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
 }
 
 /// Whether an operation is allowed, optionally on a logical `path`, answered by the cached default scope; never raises for a path or scope problem.
-fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> {
+fn allows(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
@@ -323,7 +324,11 @@ fn allows(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<bool, Error> 
 // explicit environment. Grants are not enforced for processes here.
 
 /// The child's working directory: root, or `cwd` resolved as a logical workspace path.
-fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Result<PathBuf, Error> {
+fn working_directory(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    cwd: Option<Value>,
+) -> Result<PathBuf, Error> {
     let workspace: Value = rb_self.funcall("workspace", ())?;
     let directory: RString = match convert::optional_path_string(ruby, cwd, "cwd")? {
         None => workspace.funcall("root", ())?,
@@ -345,7 +350,7 @@ fn working_directory(ruby: &Ruby, rb_self: RObject, cwd: Option<Value>) -> Resul
 /// inherit double opt-in and the working directory (no pins, no filter).
 fn planned(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     environment: Option<Value>,
     inherit: Option<Value>,
     cwd: Option<Value>,
@@ -377,13 +382,13 @@ fn planned(
     launch::plan(request, layers, |e| errors::from_core(ruby, e))
 }
 
-fn output_limit(rb_self: RObject) -> Result<u64, Error> {
+fn output_limit(rb_self: SandboxObj) -> Result<u64, Error> {
     let limits: Value = rb_self.funcall("limits", ())?;
     limits.funcall("output_bytes", ())
 }
 
 /// Runs an argument vector on the host without a shell and returns its Execution; the scope, if any, has already checked process_execute.
-fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     type Optional = (
         Option<Value>,
@@ -434,7 +439,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
 }
 
 /// Starts an owned, duplex ProcessSession on the host; `allow_subprocesses: false` cannot be enforced and raises CapabilityError.
-fn start_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     // More keywords than one get_kwargs call takes: the first collects the rest.
     type Five = (

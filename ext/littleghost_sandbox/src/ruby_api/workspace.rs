@@ -1,43 +1,99 @@
 //! `LittleGhost::Workspace` (SPEC §3): the root directory and named paths a
 //! sandbox works in, their lifecycle (open/validate!/close) and the
 //! workspace provider registry. Path rules live in the core's `workspace.rs`;
-//! this file adds Ruby semantics (`File.expand_path`, callbacks).
+//! this file adds Ruby semantics (`File.expand_path`, callbacks). The state
+//! lives in the [`Workspace`] struct (TypedData, with an allocator so Ruby
+//! subclasses get it too), never in instance variables.
 
+use std::cell::{Cell, RefCell};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::grants::Identity;
 use littleghost_sandbox_core::workspace::{self as core, Layout};
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RArray,
-    RHash, RModule, RObject, RString, Ruby, Symbol, Value,
+    function, gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args,
+    typed_data::Obj, value::Opaque, DataTypeFunctions, Error, RHash, RModule, RString, Ruby,
+    Symbol, TypedData, Value,
 };
-
-use magnus::{typed_data::Obj, value::LazyId};
 
 use crate::helpers::convert;
 use crate::helpers::registry::Registry;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
-// `resolve` runs (with `validate!`) on every file operation: interning these
-// names once instead of on every call is a measurable part of its cost.
-static ROOT: LazyId = LazyId::new("root");
-static PATHS: LazyId = LazyId::new("paths");
-static VALIDATE: LazyId = LazyId::new("validate!");
-static ACTIVE: LazyId = LazyId::new("@active");
-/// Hidden (no `@`): the identities pinned by `open`, kept in Rust form so
-/// `validate!` need not convert them back from Ruby objects on every call.
-static IDENTITIES: LazyId = LazyId::new("__littleghost_workspace_identities");
+/// The (name, realpath, dev, ino) records `open` pinned, shared with scopes.
+type Recorded = std::sync::Arc<Vec<(String, Identity)>>;
 
-/// The (name, realpath, dev, ino) records `open` pinned (3.6 step 5).
-#[magnus::wrap(class = "LittleGhost::Workspace::Identities", free_immediately, size)]
-struct Identities(Vec<(String, Identity)>);
+/// What `Workspace.new` fixed: the Ruby objects its readers return and the core layout.
+struct Config {
+    root: Opaque<RString>,
+    paths: Opaque<RHash>,
+    layout: Layout,
+    /// Names of the paths given relative to the root (created by `open`).
+    relative: Vec<String>,
+    setup: Option<Opaque<Value>>,
+    teardown: Option<Opaque<Value>>,
+}
+
+/// A workspace: its configuration and its open/closed lifecycle.
+///
+/// Ruby values sit in `Cell`s (read by `mark` without borrowing); Rust-only
+/// state sits in `RefCell`s that are never held across a call into Ruby.
+#[derive(TypedData, Default)]
+#[magnus(class = "LittleGhost::Workspace", free_immediately, size, mark)]
+pub struct Workspace {
+    config: RefCell<Option<std::sync::Arc<Config>>>,
+    marked: Cell<[Option<Opaque<Value>>; 4]>,
+    active: Cell<bool>,
+    run: Cell<Option<Opaque<Value>>>,
+    /// The (name, realpath, dev, ino) records `open` pinned (3.6 step 5).
+    identities: RefCell<Option<Recorded>>,
+}
+
+impl DataTypeFunctions for Workspace {
+    fn mark(&self, marker: &Marker) {
+        for value in self.marked.get().into_iter().flatten() {
+            marker.mark(value);
+        }
+        if let Some(run) = self.run.get() {
+            marker.mark(run);
+        }
+    }
+}
+
+impl Workspace {
+    fn config(&self, ruby: &Ruby) -> Result<std::sync::Arc<Config>, Error> {
+        self.config
+            .borrow()
+            .clone()
+            .ok_or_else(|| errors::type_error(ruby, "uninitialized workspace"))
+    }
+
+    /// The names of the workspace's paths (not `root`), once initialized.
+    pub(crate) fn path_names(&self) -> Option<Vec<String>> {
+        let config = self.config.borrow();
+        let config = config.as_ref()?;
+        Some(config.layout.paths.iter().map(|(n, _)| n.clone()).collect())
+    }
+
+    /// The identities `open` recorded, while the workspace is open.
+    pub(crate) fn recorded_identities(&self) -> Option<Recorded> {
+        if !self.active.get() {
+            return None;
+        }
+        self.identities.borrow().clone()
+    }
+}
+
+/// The Workspace struct behind `value`, if it is one (or a subclass instance).
+pub(crate) fn borrow(value: Value) -> Option<&'static Workspace> {
+    <&Workspace>::try_convert(value).ok()
+}
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let class = little_ghost.define_class("Workspace", ruby.class_object())?;
-    let identities = class.define_class("Identities", ruby.class_object())?;
-    identities.undef_default_alloc_func();
+    class.define_alloc_func::<Workspace>();
     class.define_singleton_method("register_provider", function!(register_provider, 2))?;
     class.define_singleton_method("resolve_provider", function!(resolve_provider, 1))?;
     class.define_method("initialize", method!(initialize, -1))?;
@@ -62,10 +118,13 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 }
 
 /// The provider registry shared by `Workspace` and its subclasses.
-const PROVIDERS: Registry = Registry {
+static PROVIDERS: Registry = Registry {
     base: "LittleGhost::Workspace",
     label: "workspace",
+    table: &WORKSPACE_PROVIDERS,
 };
+static WORKSPACE_PROVIDERS: magnus::value::Lazy<RHash> =
+    magnus::value::Lazy::new(|ruby| ruby.hash_new());
 
 /// Workspace.register_provider(name, klass): registers a Workspace class under `name`.
 fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
@@ -85,10 +144,11 @@ fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
     PROVIDERS.resolve(ruby, name)
 }
 
-fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Value, Error> {
+fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Option<Value>, Error> {
     match value {
-        None => Ok(ruby.qnil().as_value()),
-        Some(value) if value.is_nil() || vo::responds(value, "call") => Ok(value),
+        None => Ok(None),
+        Some(value) if value.is_nil() => Ok(None),
+        Some(value) if vo::responds(value, "call") => Ok(Some(value)),
         Some(_) => Err(errors::argument_error(
             ruby,
             format!("workspace {label} must be callable"),
@@ -97,7 +157,7 @@ fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Valu
 }
 
 /// Workspace.new(root:, paths: {}, setup: nil, teardown: nil): a workspace rooted at the expanded `root`.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn initialize(ruby: &Ruby, rb_self: &Workspace, args: &[Value]) -> Result<(), Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     let kwargs = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>, Option<Value>), ()>(
         args.keywords,
@@ -111,8 +171,11 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     let root_path = convert::path_of(root_string);
 
     let table = ruby.hash_new();
-    let relative = ruby.ary_new();
-    let mut names: Vec<String> = Vec::new();
+    let mut relative: Vec<String> = Vec::new();
+    let mut layout = Layout {
+        root: root_path.clone(),
+        paths: Vec::new(),
+    };
     if let Some(paths_value) = paths_value {
         if !vo::responds(paths_value, "each_pair") {
             return Err(errors::argument_error(
@@ -140,108 +203,96 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
                     ruby,
                     core::check_relative_path(&label, &root_path, &convert::path_of(expanded)),
                 )?;
-                relative.push(name)?;
+                relative.push(label.clone());
                 expanded
             };
-            table.aset(name, RString::new_frozen(expanded))?;
-            names.push(label);
+            let expanded = RString::new_frozen(expanded);
+            table.aset(name, expanded)?;
+            layout.paths.push((label, convert::path_of(expanded)));
         }
     }
     errors::core_result(
         ruby,
-        core::check_path_names(names.iter().map(String::as_str)),
+        core::check_path_names(layout.paths.iter().map(|(name, _)| name.as_str())),
     )?;
     table.freeze();
-    relative.freeze();
-    rb_self.ivar_set("@root", root_string)?;
-    rb_self.ivar_set("@paths", table)?;
-    rb_self.ivar_set("@relative_paths", relative)?;
-    rb_self.ivar_set("@setup", check_callable(ruby, setup, "setup")?)?;
-    rb_self.ivar_set("@teardown", check_callable(ruby, teardown, "teardown")?)?;
-    rb_self.ivar_set("@active", false)?;
-    rb_self.ivar_set("@run", ruby.qnil())?;
-    rb_self.ivar_set(*IDENTITIES, ruby.qnil())?;
+    let setup = check_callable(ruby, setup, "setup")?.map(Opaque::from);
+    let teardown = check_callable(ruby, teardown, "teardown")?.map(Opaque::from);
+    rb_self.marked.set([
+        Some(Opaque::from(root_string.as_value())),
+        Some(Opaque::from(table.as_value())),
+        setup,
+        teardown,
+    ]);
+    *rb_self.config.borrow_mut() = Some(std::sync::Arc::new(Config {
+        root: root_string.into(),
+        paths: table.into(),
+        layout,
+        relative,
+        setup,
+        teardown,
+    }));
+    rb_self.active.set(false);
+    rb_self.run.set(None);
+    *rb_self.identities.borrow_mut() = None;
     Ok(())
 }
 
 /// root: the expanded workspace root, a frozen String.
-fn root(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@root")
+fn root(ruby: &Ruby, rb_self: &Workspace) -> Result<RString, Error> {
+    Ok(ruby.get_inner(rb_self.config(ruby)?.root))
 }
 
 /// paths: the named paths, a frozen Hash of Symbol to frozen absolute String.
-fn paths(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@paths")
+fn paths(ruby: &Ruby, rb_self: &Workspace) -> Result<RHash, Error> {
+    Ok(ruby.get_inner(rb_self.config(ruby)?.paths))
 }
 
 /// path(name): the directory of a named path (`paths.fetch(name.to_sym)`), KeyError when unknown.
-fn path(rb_self: RObject, name: Value) -> Result<Value, Error> {
+fn path(ruby: &Ruby, rb_self: &Workspace, name: Value) -> Result<Value, Error> {
     let key: Value = vo::name_to_sym(name, "workspace path name")?.as_value();
-    let table: Value = rb_self.funcall("paths", ())?;
-    table.funcall("fetch", (key,))
-}
-
-/// The core layout, read through Ruby dispatch so subclass overrides of `root`/`paths` win.
-fn layout(rb_self: RObject) -> Result<Layout, Error> {
-    let mut layout = root_layout(rb_self)?;
-    let table: Value = rb_self.funcall(*PATHS, ())?;
-    for (name, dir) in vo::pairs(table)? {
-        let name = vo::sym_name(Symbol::try_convert(name)?)?;
-        layout
-            .paths
-            .push((name, convert::path_of(RString::try_convert(dir)?)));
-    }
-    Ok(layout)
-}
-
-/// The layout without named paths: all a root-relative reference needs.
-fn root_layout(rb_self: RObject) -> Result<Layout, Error> {
-    let root = RString::try_convert(rb_self.funcall::<_, _, Value>(*ROOT, ())?)?;
-    Ok(Layout {
-        root: convert::path_of(root),
-        paths: Vec::new(),
-    })
-}
-
-fn active(rb_self: RObject) -> Result<bool, Error> {
-    Ok(rb_self.ivar_get::<_, Value>(*ACTIVE)?.to_bool())
+    paths(ruby, rb_self)?.funcall("fetch", (key,))
 }
 
 /// resolve(reference): the physical path of a logical one (`notes/a.md`, `workspace://NAME/REL`), checked lexically.
-fn resolve(ruby: &Ruby, rb_self: RObject, reference: Value) -> Result<RString, Error> {
-    if active(rb_self)? {
-        let _: Value = rb_self.funcall(*VALIDATE, ())?;
-    }
+fn resolve(ruby: &Ruby, rb_self: &Workspace, reference: Value) -> Result<RString, Error> {
+    let config = rb_self.config(ruby)?;
+    check_identities(ruby, rb_self, &config)?;
     // Kernel#String returns any String (subclasses included) unchanged.
     let reference = match RString::from_value(reference) {
         Some(string) => string,
         None => RString::try_convert(vo::kernel(ruby, "String", reference)?)?,
     };
     let reference = convert::path_of(reference);
-    let named = reference
+    let physical = if reference
         .as_os_str()
         .as_bytes()
-        .starts_with(core::SCHEME.as_bytes());
-    let layout = if named {
-        layout(rb_self)?
+        .starts_with(core::SCHEME.as_bytes())
+    {
+        config.layout.resolve(reference.as_os_str())
     } else {
-        root_layout(rb_self)?
+        // A root-relative reference needs only the root.
+        let root_only = Layout {
+            root: config.layout.root.clone(),
+            paths: Vec::new(),
+        };
+        root_only.resolve(reference.as_os_str())
     };
-    let physical = errors::core_result(ruby, layout.resolve(reference.as_os_str()))?;
+    let physical = errors::core_result(ruby, physical)?;
     Ok(convert::path_to_ruby(ruby, &physical))
 }
 
 /// reference(physical): the logical path of a physical one; ArgumentError when it is outside the workspace.
-fn reference(ruby: &Ruby, rb_self: RObject, physical: Value) -> Result<RString, Error> {
+fn reference(ruby: &Ruby, rb_self: &Workspace, physical: Value) -> Result<RString, Error> {
     let expanded = convert::path_of(vo::expand_path(ruby, physical, None)?);
-    let logical = errors::core_result(ruby, layout(rb_self)?.reference(&expanded))?;
+    let logical = errors::core_result(ruby, rb_self.config(ruby)?.layout.reference(&expanded))?;
     Ok(convert::path_to_ruby(ruby, &PathBuf::from(logical)))
 }
 
 /// environment: `LITTLE_GHOST_WORKSPACE_ROOT` and one `LITTLE_GHOST_WORKSPACE_<NAME>` per path, a frozen Hash.
-fn environment(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
+fn environment(ruby: &Ruby, rb_self: &Workspace) -> Result<RHash, Error> {
     let hash = ruby.hash_new();
-    for (variable, dir) in layout(rb_self)?.environment() {
+    for (variable, dir) in rb_self.config(ruby)?.layout.environment() {
         hash.aset(
             vo::frozen_str(ruby, &variable),
             convert::path_to_ruby(ruby, &dir),
@@ -266,24 +317,21 @@ fn system_call_error(ruby: &Ruby, error: std::io::Error, what: String) -> Error 
 }
 
 /// Steps 2–6 of `open` (3.6): setup, directories, identities.
-fn open_steps(ruby: &Ruby, rb_self: RObject, run: Value) -> Result<(), Error> {
-    let setup: Value = rb_self.ivar_get("@setup")?;
-    if !setup.is_nil() {
+fn open_steps(ruby: &Ruby, rb_self: Obj<Workspace>, run: Value) -> Result<(), Error> {
+    let config = rb_self.config(ruby)?;
+    if let Some(setup) = config.setup {
         let kwargs = ruby.hash_new();
         kwargs.aset(ruby.to_symbol("workspace"), rb_self)?;
         kwargs.aset(ruby.to_symbol("run"), run)?;
-        let _: Value = setup.funcall("call", (magnus::KwArgs(kwargs),))?;
+        let _: Value = ruby
+            .get_inner(setup)
+            .funcall("call", (magnus::KwArgs(kwargs),))?;
     }
-    let layout = layout(rb_self)?;
-    let relative: RArray = rb_self.ivar_get("@relative_paths")?;
-    let relative: Vec<String> = relative
-        .into_iter()
-        .map(|name| Symbol::try_convert(name).and_then(vo::sym_name))
-        .collect::<Result<_, _>>()?;
+    let layout = &config.layout;
     std::fs::create_dir_all(&layout.root)
         .map_err(|e| system_call_error(ruby, e, "could not create the workspace root".into()))?;
     for (name, dir) in &layout.paths {
-        if relative.contains(name) {
+        if config.relative.contains(name) {
             std::fs::create_dir_all(dir).map_err(|e| {
                 system_call_error(ruby, e, format!("could not create workspace path :{name}"))
             })?;
@@ -295,25 +343,25 @@ fn open_steps(ruby: &Ruby, rb_self: RObject, run: Value) -> Result<(), Error> {
         }
     }
     let identities = errors::core_result(ruby, layout.capture_identities())?;
-    rb_self.ivar_set(*IDENTITIES, Identities(identities))?;
+    *rb_self.identities.borrow_mut() = Some(std::sync::Arc::new(identities));
     Ok(())
 }
 
 /// open(run: nil): runs setup, creates the root and relative paths, and pins every directory's identity; returns self.
-fn open(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Value, Error> {
+fn open(ruby: &Ruby, rb_self: Obj<Workspace>, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["run"])?;
     let (run,) = kwargs.optional;
-    if !active(rb_self)? {
+    if !rb_self.active.get() {
         open_fresh(ruby, rb_self, run)?;
     }
     crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
 }
 
-fn open_fresh(ruby: &Ruby, rb_self: RObject, run: Option<Value>) -> Result<(), Error> {
+fn open_fresh(ruby: &Ruby, rb_self: Obj<Workspace>, run: Option<Value>) -> Result<(), Error> {
     let run = run.unwrap_or_else(|| ruby.qnil().as_value());
-    rb_self.ivar_set("@active", true)?;
-    rb_self.ivar_set("@run", run)?;
+    rb_self.active.set(true);
+    rb_self.run.set(Some(run.into()));
     if let Err(error) = open_steps(ruby, rb_self, run) {
         // Teardown runs after a partial setup; the original error wins.
         let _ = rb_self.funcall::<_, _, Value>("close", ());
@@ -323,58 +371,67 @@ fn open_fresh(ruby: &Ruby, rb_self: RObject, run: Option<Value>) -> Result<(), E
 }
 
 /// open?: whether the workspace is open.
-fn is_open(rb_self: RObject) -> Result<bool, Error> {
-    active(rb_self)
+fn is_open(rb_self: &Workspace) -> bool {
+    rb_self.active.get()
 }
 
 /// run: the run passed to `open`, or nil.
-fn run(rb_self: RObject) -> Result<Value, Error> {
-    rb_self.ivar_get("@run")
+fn run(ruby: &Ruby, rb_self: &Workspace) -> Value {
+    match rb_self.run.get() {
+        Some(run) => ruby.get_inner(run),
+        None => ruby.qnil().as_value(),
+    }
+}
+
+/// Raises ToolError if root or a path changed since `open` (nothing to check when closed).
+fn check_identities(ruby: &Ruby, rb_self: &Workspace, config: &Config) -> Result<(), Error> {
+    let Some(recorded) = rb_self.recorded_identities() else {
+        return Ok(()); // closed, or still inside `open`, before identities are pinned
+    };
+    errors::core_result(ruby, config.layout.validate(&recorded))
 }
 
 /// validate!: raises ToolError if root or any path was replaced, moved or removed since `open`; returns self.
-fn validate(ruby: &Ruby, rb_self: RObject) -> Result<RObject, Error> {
-    if !active(rb_self)? {
-        return Ok(rb_self);
-    }
-    let Some(recorded) = rb_self.ivar_get::<_, Option<Obj<Identities>>>(*IDENTITIES)? else {
-        return Ok(rb_self); // still inside `open`, before identities are pinned
-    };
-    errors::core_result(ruby, layout(rb_self)?.validate(&recorded.0))?;
+fn validate(ruby: &Ruby, rb_self: Obj<Workspace>) -> Result<Obj<Workspace>, Error> {
+    let config = rb_self.config(ruby)?;
+    check_identities(ruby, &rb_self, &config)?;
     Ok(rb_self)
 }
 
 /// close: runs teardown once if open, then always resets; re-raises a teardown error after the reset.
-fn close(ruby: &Ruby, rb_self: RObject) -> Result<(), Error> {
-    if !active(rb_self)? {
+fn close(ruby: &Ruby, rb_self: Obj<Workspace>) -> Result<(), Error> {
+    if !rb_self.active.get() {
         return Ok(());
     }
-    let teardown: Value = rb_self.ivar_get("@teardown")?;
-    let result = if teardown.is_nil() {
-        Ok(())
-    } else {
-        let kwargs = ruby.hash_new();
-        kwargs.aset(ruby.to_symbol("workspace"), rb_self)?;
-        kwargs.aset(ruby.to_symbol("run"), rb_self.ivar_get::<_, Value>("@run")?)?;
-        teardown
-            .funcall::<_, _, Value>("call", (magnus::KwArgs(kwargs),))
-            .map(|_| ())
+    let teardown = rb_self.config(ruby)?.teardown;
+    let result = match teardown {
+        None => Ok(()),
+        Some(teardown) => {
+            let kwargs = ruby.hash_new();
+            kwargs.aset(ruby.to_symbol("workspace"), rb_self)?;
+            kwargs.aset(ruby.to_symbol("run"), run(ruby, &rb_self))?;
+            ruby.get_inner(teardown)
+                .funcall::<_, _, Value>("call", (magnus::KwArgs(kwargs),))
+                .map(|_| ())
+        }
     };
-    rb_self.ivar_set("@active", false)?;
-    rb_self.ivar_set("@run", ruby.qnil())?;
-    rb_self.ivar_set(*IDENTITIES, ruby.qnil())?;
+    rb_self.active.set(false);
+    rb_self.run.set(None);
+    *rb_self.identities.borrow_mut() = None;
     result
 }
 
-/// inspect: `#<LittleGhost::Workspace root="/w" paths={source: "/w/src"}>`.
-fn inspect(ruby: &Ruby, rb_self: RObject) -> Result<String, Error> {
-    let mut text = vo::inspect_object(
-        ruby,
-        rb_self.as_value(),
-        &[("root", "@root"), ("paths", "@paths")],
-    )?;
-    if active(rb_self)? {
-        text.insert_str(text.len() - 1, " open");
-    }
-    Ok(text)
+/// inspect: `#<LittleGhost::Workspace root="/w" paths={source: "/w/src"} open>`.
+fn inspect(ruby: &Ruby, rb_self: Obj<Workspace>) -> Result<String, Error> {
+    let class_name: RString = rb_self.class().funcall("to_s", ())?;
+    let Ok(config) = rb_self.config(ruby) else {
+        return Ok(format!("#<{} uninitialized>", class_name.to_string()?));
+    };
+    let root = vo::inspect_value(ruby, ruby.get_inner(config.root).as_value())?;
+    let paths = vo::inspect_value(ruby, ruby.get_inner(config.paths).as_value())?;
+    let state = if rb_self.active.get() { " open" } else { "" };
+    Ok(format!(
+        "#<{} root={root} paths={paths}{state}>",
+        class_name.to_string()?
+    ))
 }

@@ -31,7 +31,7 @@ use rustix::fs::{self as rfs, AtFlags, FileType};
 use rustix::io::Errno;
 
 use crate::error::{tool, Error, Result};
-use crate::grants::{Access, Grant};
+use crate::grants::{Access, Grant, Identity};
 use crate::paths;
 
 use walk::{Failure, Strategy, WalkError};
@@ -44,6 +44,23 @@ const MULTIPLY_LINKED: &str = "Multiply-linked files are not accessible through 
 const SOURCE_CHANGED: &str = "Sandbox mount source changed after initialization";
 const READ_LIMIT: &str = "File exceeds the read limit";
 const READ_ONLY: &str = "Sandbox scope is read-only";
+const WRITE_LIMIT: &str = "Content exceeds the write limit";
+const LIST_LIMIT: &str = "Directory exceeds the listing limit";
+const NOT_UTF8: &str = "File is not valid UTF-8 text";
+/// Refusals that get ": LOGICAL" appended (issue 12); the others already name
+/// the path ("Text was not found in ...") or are about the grant, not the path.
+const NAMES_PATH: [&str; 10] = [
+    OUTSIDE,
+    NOT_A_FILE,
+    DOES_NOT_EXIST,
+    TRAVERSES_SYMLINK,
+    MULTIPLY_LINKED,
+    READ_ONLY,
+    NOT_UTF8,
+    write::WRITE_SYMLINK,
+    "Path must identify a sandbox entry",
+    "Path escapes the sandbox scope",
+];
 
 /// What tools may do inside a directory, decided by its identity (H.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,6 +226,29 @@ impl Broker {
         })
     }
 
+    /// Issue 7 (H.1 at build time): the broker pins its roots by path when it
+    /// is built, possibly long after the workspace was opened. `recorded` is
+    /// what the workspace verified at `open` (name, realpath, dev, ino): every
+    /// pinned root at a recorded realpath must be that very directory, so a
+    /// directory exchanged into place before the first file operation is
+    /// refused ("workspace path changed after opening: NAME") instead of
+    /// pinned as the grant.
+    pub fn check_pins(&self, recorded: &[(String, Identity)]) -> Result<()> {
+        for root in &self.roots {
+            let expected = recorded
+                .iter()
+                .find(|(_, identity)| identity.realpath == root.realpath);
+            if let Some((name, identity)) = expected {
+                if (identity.dev, identity.ino) != (root.dev, root.ino) {
+                    return Err(tool(format!(
+                        "workspace path changed after opening: {name}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Forces the per-component fallback so tests cover both strategies.
     #[cfg(test)]
     fn with_component_walk(mut self) -> Broker {
@@ -217,7 +257,53 @@ impl Broker {
     }
 
     /// Reads a UTF-8 text file (14.8).
-    pub fn read(&self, physical: &Path, _logical: &str) -> Result<String> {
+    pub fn read(&self, physical: &Path, logical: &str) -> Result<String> {
+        self.read_file(physical)
+            .map_err(|error| self.name_path(error, logical))
+    }
+
+    /// Lists a directory, one name a line, directories suffixed with `/` (14.9).
+    pub fn list(&self, physical: &Path, logical: &str) -> Result<String> {
+        self.list_dir(physical)
+            .map_err(|error| self.name_path(error, logical))
+    }
+
+    /// Writes `content` atomically, replacing any existing regular file (14.10).
+    pub fn write(&self, physical: &Path, logical: &str, content: &[u8]) -> Result<String> {
+        self.write_file(physical, logical, content)
+            .map_err(|error| self.name_path(error, logical))
+    }
+
+    /// Replaces the single occurrence of `old_text` with `new_text` literally (14.11).
+    pub fn replace(
+        &self,
+        physical: &Path,
+        logical: &str,
+        old_text: &[u8],
+        new_text: &[u8],
+    ) -> Result<String> {
+        self.replace_text(physical, logical, old_text, new_text)
+            .map_err(|error| self.name_path(error, logical))
+    }
+
+    /// Issue 12: a refusal names the caller's logical path (never a host
+    /// path) and, for a limit, the limit; today's wording stays the prefix.
+    fn name_path(&self, error: Error, logical: &str) -> Error {
+        let Error::Tool(message) = error else {
+            return error;
+        };
+        let limits = &self.limits;
+        let named = match message.as_str() {
+            READ_LIMIT => format!("{READ_LIMIT} of {} bytes: {logical}", limits.read_bytes),
+            WRITE_LIMIT => format!("{WRITE_LIMIT} of {} bytes: {logical}", limits.write_bytes),
+            LIST_LIMIT => format!("{LIST_LIMIT} of {} entries: {logical}", limits.list_entries),
+            m if NAMES_PATH.contains(&m) => format!("{m}: {logical}"),
+            _ => message,
+        };
+        Error::Tool(named)
+    }
+
+    fn read_file(&self, physical: &Path) -> Result<String> {
         let resolved = self.resolve(physical, true)?;
         let root = self.verify(&resolved)?;
         let file = if resolved.effective.guarded_reads {
@@ -240,11 +326,10 @@ impl Broker {
             .map_err(|error| walk_error(Wording::Read, error))?
         };
         let bytes = self.read_regular(file)?;
-        String::from_utf8(bytes).map_err(|_| tool("File is not valid UTF-8 text"))
+        String::from_utf8(bytes).map_err(|_| tool(NOT_UTF8))
     }
 
-    /// Lists a directory, one name a line, directories suffixed with `/` (14.9).
-    pub fn list(&self, physical: &Path, _logical: &str) -> Result<String> {
+    fn list_dir(&self, physical: &Path) -> Result<String> {
         let path = lexical_path(physical)?;
         let virtual_children = self.virtual_children(&path);
         if !self.visible_covers(&path) && !virtual_children.is_empty() {
@@ -272,8 +357,7 @@ impl Broker {
         Ok(join_listing(names))
     }
 
-    /// Writes `content` atomically, replacing any existing regular file (14.10).
-    pub fn write(&self, physical: &Path, logical: &str, content: &[u8]) -> Result<String> {
+    fn write_file(&self, physical: &Path, logical: &str, content: &[u8]) -> Result<String> {
         let resolved = self.resolve(physical, true)?;
         if !resolved.writable {
             return Err(tool(READ_ONLY));
@@ -285,8 +369,7 @@ impl Broker {
         Ok(wrote(content, logical))
     }
 
-    /// Replaces the single occurrence of `old_text` with `new_text` literally (14.11).
-    pub fn replace(
+    fn replace_text(
         &self,
         physical: &Path,
         logical: &str,
@@ -308,7 +391,7 @@ impl Broker {
         )
         .map_err(|errno| walk_error(Wording::Read, explain_last(parent, name, errno)))?;
         let content = self.read_regular(file)?;
-        let text = String::from_utf8(content).map_err(|_| tool("File is not valid UTF-8 text"))?;
+        let text = String::from_utf8(content).map_err(|_| tool(NOT_UTF8))?;
         let at = single_occurrence(&text, old_text, logical)?;
         if !resolved.writable {
             return Err(tool(READ_ONLY));
@@ -620,7 +703,7 @@ impl Broker {
 
     fn check_write_size(&self, content: &[u8]) -> Result<()> {
         if content.len() as u64 > self.limits.write_bytes {
-            return Err(tool("Content exceeds the write limit"));
+            return Err(tool(WRITE_LIMIT));
         }
         Ok(())
     }
@@ -650,7 +733,7 @@ impl Broker {
             }
             count += 1;
             if count > self.limits.list_entries {
-                return Err(tool("Directory exceeds the listing limit"));
+                return Err(tool(LIST_LIMIT));
             }
             let name_os = OsStr::from_bytes(name);
             let is_dir = match entry.file_type() {

@@ -1586,3 +1586,67 @@ fn unnamed_os_failures_never_carry_the_os_error_text() {
     );
     assert!(matches!(full, Error::Tool(_)));
 }
+
+#[test]
+fn pins_must_be_the_directories_the_workspace_recorded_at_open() {
+    let tree = Tree::new();
+    let source = tree.dir("ws/src/lib");
+    tree.dir("ws/d/lib");
+    let recorded = vec![
+        (
+            "root".to_owned(),
+            Identity::capture(&tree.path("ws")).unwrap(),
+        ),
+        ("source".to_owned(), Identity::capture(&source).unwrap()),
+    ];
+    let grants = [grant(&tree.path("ws"), RW), grant(&source, RO)];
+    broker(&grants).check_pins(&recorded).unwrap();
+    // Exchanged before the broker is built: the path now names the decoy.
+    std::fs::rename(tree.path("ws/src"), tree.path("ws/tmp")).unwrap();
+    std::fs::rename(tree.path("ws/d"), tree.path("ws/src")).unwrap();
+    let err = broker(&grants).check_pins(&recorded).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "workspace path changed after opening: source"
+    );
+}
+
+#[test]
+fn refusals_name_the_logical_path_and_the_limit() {
+    let tree = Tree::new();
+    let ws = tree.path("ws");
+    tree.file("ws/big.log", &"x".repeat(2000));
+    tree.dir("ws/sub");
+    let limits = FsLimits {
+        read_bytes: 1000,
+        write_bytes: 10,
+        list_entries: 1,
+    };
+    let broker = Broker::new(vec![grant(&ws, RW)], Vec::new(), limits).unwrap();
+    let message = |result: Result<String>| result.unwrap_err().message().to_owned();
+    assert_eq!(
+        message(broker.read(&ws.join("notes/missing.md"), "notes/missing.md")),
+        "Path does not exist: notes/missing.md"
+    );
+    assert_eq!(
+        message(broker.read(&ws.join("big.log"), "big.log")),
+        "File exceeds the read limit of 1000 bytes: big.log"
+    );
+    assert_eq!(
+        message(broker.write(&ws.join("a.txt"), "a.txt", &[b'y'; 11])),
+        "Content exceeds the write limit of 10 bytes: a.txt"
+    );
+    assert_eq!(
+        message(broker.list(&ws, ".")),
+        "Directory exceeds the listing limit of 1 entries: ."
+    );
+    assert_eq!(
+        message(broker.read(&ws.join("sub"), "sub")),
+        "Path is not a file: sub"
+    );
+    let read_only = Broker::new(vec![grant(&ws, RO)], Vec::new(), LIMITS).unwrap();
+    assert_eq!(
+        message(read_only.write(&ws.join("app.rb"), "source/app.rb", b"x")),
+        "Sandbox scope is read-only: source/app.rb"
+    );
+}

@@ -25,7 +25,7 @@ thread_local! {
     pub(super) static FAIL_BEFORE_RENAME: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-const WRITE_SYMLINK: &str = "Write target cannot be a symbolic link";
+pub(super) const WRITE_SYMLINK: &str = "Write target cannot be a symbolic link";
 
 /// Replaces (or creates) the regular file `name` in `parent` with `content`.
 pub(super) fn replace_file(parent: BorrowedFd<'_>, name: &OsStr, content: &[u8]) -> Result<()> {

@@ -308,17 +308,6 @@ module LittleGhost
     #   sandbox.replace("notes.md", "hello", "bye")   # => "Wrote 4 bytes to notes.md"
 
     ##
-    # :method: execute
-    # :call-seq:
-    #   execute(command, timeout:, context: nil, max_output_bytes: nil, **options) -> Execution
-    #
-    # Runs the String +command+ through <tt>/bin/sh -c</tt>, by calling #execute_program; the only method that
-    # interprets shell syntax. Prefer #execute_program for model-controlled arguments. Takes the same options and
-    # raises the same errors as #execute_program.
-    #
-    #   sandbox.execute("echo $((1 + 2)) | tr 3 x", timeout: 5).stdout   # => "x\n"
-
-    ##
     # :method: execute_program
     # :call-seq:
     #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, kill_on_output_limit: false, environment: {}, inherit_environment: false, scope: nil, cwd: nil) -> Execution
@@ -382,5 +371,17 @@ module LittleGhost
     #   session.read(timeout: 1).stdout   # => "ping\n"
     #   session.wait(timeout: 5).success? # => true
     #   session.close
+
+    ##
+    # :method: inspect
+    # :call-seq:
+    #   inspect -> String
+    #
+    # What a user needs to know about the sandbox, never its internal state: the class and the provider name it
+    # is registered under, the workspace root, the effective file and runtime grants with their access, the
+    # network mode (+default+ when the policy leaves it to the backend) and whether it is open or closed.
+    #
+    #   sandbox.inspect
+    #   # => "#<LittleGhost::Sandboxes::Bubblewrap provider=:bubblewrap root=\"/srv/agent\" files={root: :read_write, source: :read_only} runtime_paths={} network=:none open>"
   end
 end

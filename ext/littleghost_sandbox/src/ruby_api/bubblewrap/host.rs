@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::process::SpawnOptions;
-use magnus::{prelude::*, Error, KwArgs, RArray, RObject, RString, Ruby, Value};
+use magnus::{prelude::*, Error, KwArgs, RArray, RString, Ruby, Value};
 
 use crate::helpers::args::kwargs;
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{
     errors, mount, network_policy, ownership, process_runner, process_session, sandbox,
 };
@@ -167,7 +168,7 @@ fn reinterpret_exec_failure(
 /// Runs a wrapped host command through the shared process runner (§17).
 pub(crate) fn run_host(
     ruby: &Ruby,
-    owner: RObject,
+    owner: SandboxObj,
     host: HostCommand,
     timeout: f64,
     context: Option<Value>,
@@ -202,7 +203,7 @@ pub(crate) struct SessionLimits {
 /// `output_bytes` (default `limits.output_bytes`) and the optional limits, each a positive Integer.
 pub(crate) fn session_limits(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     get: &dyn Fn(&str) -> Option<Value>,
 ) -> Result<SessionLimits, Error> {
     let optional = |name: &str| -> Result<Option<u64>, Error> {
@@ -227,7 +228,7 @@ pub(crate) fn session_limits(
 /// Starts a wrapped host command as a shared ProcessSession (§18).
 pub(crate) fn start_host(
     ruby: &Ruby,
-    owner: RObject,
+    owner: SandboxObj,
     host: HostCommand,
     limits: SessionLimits,
 ) -> Result<Value, Error> {
@@ -254,7 +255,7 @@ pub(crate) fn start_host(
 /// `max_output_bytes` (default `limits.output_bytes`) and `timeout`, validated before anything is opened or spawned (17.3).
 pub(crate) fn run_limits(
     ruby: &Ruby,
-    rb_self: RObject,
+    rb_self: SandboxObj,
     timeout: Value,
     max_output_bytes: Option<Value>,
 ) -> Result<(f64, u64), Error> {

@@ -9,8 +9,8 @@ use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::launch;
 use littleghost_sandbox_core::policy as core_policy;
 use magnus::{
-    gc::Marker, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions, Error, RArray,
-    RObject, Ruby, TypedData, Value,
+    gc::Marker, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions, Error, RArray, Ruby,
+    TypedData, Value,
 };
 
 use super::host::{option_path, platform_or_host, policy_with_network_default};
@@ -18,6 +18,7 @@ use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{errors, mount, policy, sandbox};
 
 const OPTIONS: [&str; 15] = [
@@ -77,7 +78,7 @@ impl DataTypeFunctions for State {
 static STATE: LazyId = LazyId::new("__littleghost_bubblewrap");
 
 /// The backend state of `rb_self` (set by `initialize`).
-pub(super) fn state(ruby: &Ruby, rb_self: RObject) -> Result<&'static State, Error> {
+pub(super) fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
     let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
     slot.and_then(|value| <&State>::try_convert(value).ok())
         .ok_or_else(|| errors::tool_error(ruby, "bubblewrap sandbox is not initialized"))
@@ -102,7 +103,7 @@ fn command_wrapper(ruby: &Ruby, value: Option<Value>) -> Result<Option<Value>, E
 }
 
 /// Records the backend options of B.4 without touching the host; a nil policy counts as `{}`.
-pub(super) fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
     let values = keywords(ruby, options, &["workspace"], &OPTIONS)?;
     let get = |name: &str| -> Option<Value> {
