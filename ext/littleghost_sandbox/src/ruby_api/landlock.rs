@@ -14,8 +14,8 @@ use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::helper;
 use magnus::{
-    function, method, prelude::*, typed_data::Obj, Error, RArray, RHash, RModule, Ruby, Symbol,
-    Value,
+    function, gc::Marker, method, prelude::*, typed_data::Obj, value::LazyId, value::Opaque,
+    DataTypeFunctions, Error, RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only};
@@ -32,13 +32,30 @@ use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, errors, mount, ownership, process_runner, sandbox};
 use littleghost_sandbox_core::launch;
 
-/// The backend's own state, held by the sandbox in `@__landlock`.
-#[magnus::wrap(
+/// The backend's own state, reached from the sandbox through one hidden slot
+/// (no `@`: invisible to Ruby; the instance's own data belongs to
+/// `LittleGhost::Sandbox`).
+#[derive(TypedData)]
+#[magnus(
     class = "LittleGhost::Sandboxes::Landlock::State",
     free_immediately,
-    size
+    size,
+    mark
 )]
-struct State(Mutex<Inner>);
+struct State {
+    /// The requested policy with a nil network filled in as `:none`.
+    effective_policy: Opaque<Value>,
+    inner: Mutex<Inner>,
+}
+
+impl DataTypeFunctions for State {
+    fn mark(&self, marker: &Marker) {
+        marker.mark(self.effective_policy);
+    }
+}
+
+/// Interned once: looked up on every launch.
+static STATE: LazyId = LazyId::new("__littleghost_landlock");
 
 struct Inner {
     platform: String,
@@ -85,7 +102,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 }
 
 fn state(rb_self: SandboxObj) -> Result<Obj<State>, Error> {
-    rb_self.ivar_get("@__landlock")
+    rb_self.ivar_get(*STATE)
 }
 
 // ---------------------------------------------------------------------------
@@ -149,14 +166,13 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     let get = |index: usize| values[index + 1].filter(|v| !v.is_nil());
     sandbox::assign(ruby, rb_self, values[0].unwrap(), get(0), get(1), get(2))?;
     let platform = platform_or_host(ruby, get(3))?;
-    rb_self.ivar_set("@platform", platform)?;
     let roots = get(4).unwrap_or_else(|| frozen_strings(ruby, &bw::RUNTIME_ROOTS).as_value());
     let mut runtime_roots = Vec::new();
     for root in RArray::try_convert(vo::kernel(ruby, "Array", roots)?)?.into_iter() {
         let root = vo::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
         runtime_roots.push(convert::string_path(root.as_value())?);
     }
-    let requested: Value = rb_self.ivar_get("@policy")?;
+    let requested = sandbox::requested_policy(ruby, rb_self.as_value());
     let effective = bwrb::policy_with_network_default(ruby, requested)?;
     let network: Value = effective.funcall("network", ())?;
     if network.funcall::<_, _, Value>("allowlist?", ())?.to_bool() {
@@ -165,13 +181,16 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
             "the landlock sandbox cannot enforce network mode :allowlist: Landlock confines TCP by port only, not by destination",
         ));
     }
-    rb_self.ivar_set("@effective_policy", effective)?;
     let inner = Inner {
         platform: convert::display_string(ruby, platform)?,
         runtime_roots,
         tmpdir: None,
     };
-    rb_self.ivar_set("@__landlock", ruby.obj_wrap(State(Mutex::new(inner))))?;
+    let state = State {
+        effective_policy: Opaque::from(effective),
+        inner: Mutex::new(inner),
+    };
+    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))?;
     Ok(())
 }
 
@@ -187,7 +206,7 @@ fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error
 
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let state = state(rb_self)?;
-    let mut inner = state.0.lock().unwrap();
+    let mut inner = state.inner.lock().unwrap();
     if inner.tmpdir.is_some() {
         return Ok(());
     }
@@ -234,7 +253,7 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     let state = state(rb_self)?;
-    let mut inner = state.0.lock().unwrap();
+    let mut inner = state.inner.lock().unwrap();
     if let Some(tmpdir) = inner.tmpdir.take() {
         let _ = std::fs::remove_dir_all(tmpdir);
     }
@@ -244,7 +263,7 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 /// The private TMPDIR while open, else nil.
 fn tmpdir(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
     let state = state(rb_self)?;
-    let inner = state.0.lock().unwrap();
+    let inner = state.inner.lock().unwrap();
     Ok(inner
         .tmpdir
         .as_ref()
@@ -304,8 +323,8 @@ fn launch_plan(
 }
 
 /// The policy `new` settled (the requested one, network defaulting to `:none`).
-fn effective_policy(rb_self: SandboxObj) -> Result<Value, Error> {
-    rb_self.ivar_get("@effective_policy")
+fn effective_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(rb_self)?.effective_policy))
 }
 
 /// Validates the launch through the one launch plan (environment merge and
@@ -366,7 +385,7 @@ fn wrap_command(
     let network_none = launch.network == bw::NetworkMode::None;
     let state = state(rb_self)?;
     let (runtime_roots, tmpdir) = {
-        let inner = state.0.lock().unwrap();
+        let inner = state.inner.lock().unwrap();
         let tmpdir = inner.tmpdir.clone().ok_or_else(|| {
             errors::tool_error(ruby, "the landlock sandbox was closed during the launch")
         })?;

@@ -2,7 +2,12 @@
 //! backend (Seatbelt on macOS; on Linux Bubblewrap, else Landlock), chosen at
 //! construction and delegated to. It never falls back to Unrestricted.
 
-use magnus::{function, method, prelude::*, Error, RHash, RModule, Ruby, Value};
+use magnus::{function, method, prelude::*, value::LazyId, Error, RHash, RModule, Ruby, Value};
+
+/// The chosen backend, in one hidden slot (no `@`: invisible to Ruby; the
+/// instance's own data belongs to `LittleGhost::Sandbox`). Ruby reads it as
+/// `native.backend`.
+static BACKEND: LazyId = LazyId::new("__littleghost_native_backend");
 
 use crate::helpers::args::{call_with, keywords_only, kwargs, split_args};
 use crate::helpers::constants;
@@ -189,7 +194,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     options.aset(ruby.to_symbol("workspace"), workspace)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
     let backend = call_with(class, "new", &[], options)?;
-    rb_self.ivar_set("@backend", backend)?;
+    rb_self.ivar_set(*BACKEND, backend)?;
     crate::ruby_api::sandbox::store(
         ruby,
         rb_self,
@@ -202,7 +207,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
 
 /// The platform backend every operation is delegated to.
 fn backend(rb_self: SandboxObj) -> Result<Value, Error> {
-    rb_self.ivar_get("@backend")
+    rb_self.ivar_get(*BACKEND)
 }
 
 fn delegate(rb_self: SandboxObj, name: &str, args: &[Value]) -> Result<Value, Error> {
