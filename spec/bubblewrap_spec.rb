@@ -23,12 +23,12 @@ RSpec.describe LittleGhost::Sandboxes::Bubblewrap do
   end
 
   describe ".probe" do
-    it "reports the backend capabilities, subprocess denial included and allowlist excluded" do
+    it "reports the backend capabilities, subprocess denial and allowlist included" do
       result = described_class.probe
       expect(result[:available]).to be(true)
       expect(result[:reason]).to be_nil
       expect(result[:capabilities].features).to include(:process_tree_ownership, :process_spawn_denial, :filesystem_write)
-      expect(result[:capabilities].network_modes).to eq(%i[inherit none])
+      expect(result[:capabilities].network_modes).to eq(%i[inherit none allowlist])
       expect(result[:capabilities].isolation).to eq(:namespace)
     end
 
@@ -73,10 +73,10 @@ RSpec.describe LittleGhost::Sandboxes::Bubblewrap do
       expect(described_class.new(workspace: workspace, policy: {network: :inherit}).effective_policy.network.mode).to eq(:inherit)
     end
 
-    it "refuses allowlist networking instead of claiming it" do
-      expect do
-        described_class.new(workspace: workspace, policy: {network: {mode: :allowlist, allow: ["example.com:443"]}})
-      end.to raise_error(LittleGhost::CapabilityError, /allowlist networking is not implemented yet/)
+    it "accepts allowlist networking without touching the host until open" do
+      sandbox = described_class.new(workspace: workspace, policy: {network: {mode: :allowlist, allow: ["example.com:443"]}})
+      expect(sandbox.effective_policy.network.mode).to eq(:allowlist)
+      expect(sandbox.gateway).to be_nil
     end
 
     it "validates proc, uid, gid and keywords" do

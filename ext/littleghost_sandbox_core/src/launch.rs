@@ -22,8 +22,10 @@ pub const SOURCE_UNAVAILABLE: &str = "sandbox mount source is unavailable";
 pub const MOUNT_PATH_NOT_UTF8: &str = "sandbox mount path must be valid UTF-8";
 /// The working directory does not exist (every backend's wording).
 pub const CWD_NOT_AVAILABLE: &str = "Working directory is not available";
-/// A launch asking for `:allowlist` networking, which no backend enforces yet.
-pub const ALLOWLIST_NOT_IMPLEMENTED: &str = "allowlist networking is not implemented yet";
+/// A launch asking for `:allowlist` networking from a backend without a gateway.
+pub const ALLOWLIST_UNSUPPORTED: &str = "sandbox backend cannot enforce network mode :allowlist";
+/// Where the relay listens inside the sandbox's network namespace (G.5).
+pub const RELAY_PROXY_URL: &str = "http://127.0.0.1:3128";
 
 /// The identities of the policy grants, captured at `open` (16.5 step 2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,6 +99,9 @@ pub struct LaunchRequest<'a> {
     /// Directories that are valid working directories without existing on the host (bwrap's tmpfs).
     pub fresh_directories: &'a [PathBuf],
     pub filter: Filter,
+    /// The open gateway's `environment` when the backend has one (G.2);
+    /// None refuses `:allowlist` (the backend cannot enforce it).
+    pub gateway_environment: Option<Vec<(String, String)>>,
 }
 
 /// What a backend wraps: the decided environment, network, grants and filter.
@@ -128,16 +133,23 @@ pub fn plan<E>(
     core_error: impl Fn(crate::Error) -> E,
 ) -> std::result::Result<LaunchPlan, E> {
     let network = select_network(request.scope_network, request.policy_network);
-    if network == NetworkMode::Allowlist {
-        return Err(core_error(capability(ALLOWLIST_NOT_IMPLEMENTED)));
-    }
+    let gateway = match (network, request.gateway_environment) {
+        (NetworkMode::Allowlist, None) => {
+            return Err(core_error(capability(ALLOWLIST_UNSUPPORTED)))
+        }
+        (NetworkMode::Allowlist, Some(gateway)) => {
+            merge_environment(&[&proxy_environment(), &gateway])
+        }
+        _ => Vec::new(),
+    };
     if request.require_utf8_paths {
         let grants = request.policy_grants.iter();
         require_utf8_paths(grants.chain(request.selected.iter().flatten())).map_err(&core_error)?;
     }
     let (workspace, call) = layers()?;
     let policy = policy_values(request.policy_environment).map_err(&core_error)?;
-    let environment = merge_environment(&[&workspace, &policy, &call]);
+    // B.10 (2): the gateway's variables sit beneath the 16.4 merge.
+    let environment = merge_environment(&[&gateway, &workspace, &policy, &call]);
     let inherit_environment =
         inherits_environment(request.call_inherit, request.policy_environment);
     let filter = launch_filter(request.filter).map_err(&core_error)?;
@@ -164,6 +176,44 @@ pub fn select_network(scope: Option<NetworkMode>, policy: Option<&NetworkPolicy>
     scope
         .or_else(|| policy.and_then(|p| NetworkMode::parse(p.mode.name())))
         .unwrap_or(NetworkMode::None)
+}
+
+/// G.5: the child's proxy variables under `:allowlist` (the relay's
+/// address); the gateway's, the workspace's, the policy's and the call's
+/// values override them.
+pub fn proxy_environment() -> Vec<(String, String)> {
+    let proxy = [
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ]
+    .map(|name| (name.to_string(), RELAY_PROXY_URL.to_string()));
+    let direct =
+        ["NO_PROXY", "no_proxy"].map(|name| (name.to_string(), "localhost,127.0.0.1".to_string()));
+    proxy.into_iter().chain(direct).collect()
+}
+
+/// G.5: `command` run by the relay helper, which listens on the proxy
+/// address inside the network namespace before it starts the command and
+/// joins each connection to the gateway socket `socket` (an in-sandbox path).
+pub fn relay_argv(helper: &Path, socket: &Path, command: Vec<String>) -> Result<Vec<String>> {
+    let text = |path: &Path| {
+        path.to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| policy(MOUNT_PATH_NOT_UTF8))
+    };
+    let mut argv = vec![
+        text(helper)?,
+        "relay".into(),
+        "--socket".into(),
+        text(socket)?,
+        "--".into(),
+    ];
+    argv.extend(command);
+    Ok(argv)
 }
 
 /// 16.4: workspace, then policy, then call; a later value replaces an earlier one in place.
@@ -276,6 +326,7 @@ mod tests {
             cwd: cwd.to_path_buf(),
             fresh_directories: &[],
             filter: Filter::Off,
+            gateway_environment: None,
         }
     }
 
@@ -343,14 +394,53 @@ mod tests {
     }
 
     #[test]
-    fn refuses_allowlist_networking() {
+    fn allowlist_needs_a_gateway_whose_variables_sit_beneath() {
         let dir = tempfile::tempdir().unwrap();
         let environment = policy_environment(false);
         let mut request = request(&environment, dir.path());
         request.scope_network = Some(NetworkMode::Allowlist);
         assert_eq!(
-            plan(request).unwrap_err(),
-            Error::Capability(ALLOWLIST_NOT_IMPLEMENTED.into())
+            plan(request.clone()).unwrap_err(),
+            Error::Capability(ALLOWLIST_UNSUPPORTED.into())
+        );
+        request.gateway_environment = Some(pairs(&[("NO_PROXY", "gw"), ("A", "gw")]));
+        let planned = plan(request.clone()).unwrap();
+        let value = |name: &str| {
+            planned
+                .environment
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(value("HTTPS_PROXY").as_deref(), Some(RELAY_PROXY_URL));
+        assert_eq!(value("all_proxy").as_deref(), Some(RELAY_PROXY_URL));
+        assert_eq!(value("no_proxy").as_deref(), Some("localhost,127.0.0.1"));
+        assert_eq!(value("NO_PROXY").as_deref(), Some("gw"));
+        assert_eq!(value("A").as_deref(), Some("policy"));
+        // Narrowed to :none, the gateway adds nothing.
+        request.scope_network = Some(NetworkMode::None);
+        let planned = plan(request).unwrap();
+        assert!(!planned.environment.iter().any(|(n, _)| n == "HTTP_PROXY"));
+    }
+
+    #[test]
+    fn the_relay_wraps_the_command() {
+        let argv = relay_argv(
+            Path::new("/h/helper"),
+            Path::new("/tmp/g/proxy.sock"),
+            vec!["/bin/true".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            argv,
+            [
+                "/h/helper",
+                "relay",
+                "--socket",
+                "/tmp/g/proxy.sock",
+                "--",
+                "/bin/true"
+            ]
         );
     }
 

@@ -4,8 +4,9 @@
 //! identities, probes bwrap once per executable, and launches through the
 //! shared process runner and sessions.
 //!
-//! Network `:allowlist` is not implemented in this round: it is refused at
-//! `new` with CapabilityError and not listed among the network modes.
+//! Network `:allowlist` (§20): `open` resolves and opens the gateway
+//! (`gateway.rs`), each launch runs its command under the relay helper in
+//! bwrap's network namespace, `close` closes the gateway.
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -33,6 +34,7 @@ use crate::ruby_api::mount;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, policy, process_runner, sandbox};
 
+mod gateway;
 mod host;
 mod options;
 
@@ -70,6 +72,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("writable?", method!(writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
+    class.define_method("gateway", method!(gateway_of, 0))?;
     scoped_files::define(class)?;
     class.define_method("execute_program", method!(execute_program, -1))?;
     class.define_method("start_program", method!(start_program, -1))?;
@@ -98,8 +101,8 @@ fn feature_names() -> Vec<&'static str> {
     features
 }
 
-/// Network modes this round enforces; `:allowlist` is not implemented yet.
-const NETWORK_MODES: [&str; 2] = ["inherit", "none"];
+/// Network modes this backend enforces (B.3).
+const NETWORK_MODES: [&str; 3] = ["inherit", "none", "allowlist"];
 
 /// The capabilities every Bubblewrap sandbox has, independent of its policy.
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
@@ -183,6 +186,11 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Err
             bw::missing_reason(&state.executable),
         ));
     }
+    let effective: Value = rb_self.funcall("effective_policy", ())?;
+    let allowlist = gateway::allowlist_network(effective)?;
+    if allowlist.is_some() {
+        gateway::relay_helper(ruby, state.relay.as_ref())?;
+    }
     let grants = policy_grants(ruby, rb_self.as_value())?;
     for grant in &grants {
         if grant.source.exists() && !grant.source.is_dir() {
@@ -196,8 +204,46 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Err
     bw::functional_probe(&state.executable)
         .map_err(|reason| errors::dependency_error(ruby, reason))?;
     state.pins.replace(Some(pins));
+    if let Some(network) = allowlist {
+        // B.5 step 7: on failure `close` runs and the error is re-raised.
+        if let Err(error) = open_gateway(ruby, rb_self, state, network, effective) {
+            let _ = close(ruby, rb_self);
+            return Err(error);
+        }
+    }
     state.opened.set(true);
     Ok(())
+}
+
+/// Resolves the gateway once (G.3) and opens it.
+fn open_gateway(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    state: &State,
+    network: Value,
+    effective: Value,
+) -> Result<(), Error> {
+    let existing = *state.gateway.borrow();
+    let resolved = match existing {
+        Some(gateway) => ruby.get_inner(gateway),
+        None => {
+            let workspace: Value = rb_self.funcall("workspace", ())?;
+            let options = state.gateway_options.map(|o| ruby.get_inner(o));
+            let resolved = gateway::resolve(ruby, network, effective, workspace, options)?;
+            state.gateway.replace(Some(resolved.into()));
+            resolved
+        }
+    };
+    let kw = kwargs(ruby, &[("run", ruby.qnil().as_value())])?;
+    let _: Value = resolved.funcall("open", (KwArgs(kw),))?;
+    Ok(())
+}
+
+/// The gateway enforcing this sandbox's allowlist (resolved at the first `open`), or nil.
+fn gateway_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
+    let state = state(ruby, rb_self)?;
+    let gateway = *state.gateway.borrow();
+    Ok(gateway.map_or_else(|| ruby.qnil().as_value(), |g| ruby.get_inner(g)))
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then marks it unopened; idempotent.
@@ -206,6 +252,10 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let state = state(ruby, rb_self)?;
     state.opened.set(false);
     state.pins.replace(None);
+    let gateway = *state.gateway.borrow();
+    if let Some(gateway) = gateway {
+        let _: Value = ruby.get_inner(gateway).funcall("close", ())?;
+    }
     Ok(())
 }
 
@@ -229,6 +279,7 @@ fn bwrap_options(
     state: &State,
     plan: &launch::LaunchPlan,
     seccomp_fd: Option<i32>,
+    extra_ro_binds: Vec<(PathBuf, PathBuf)>,
 ) -> Result<Vec<OsString>, Error> {
     let host = bw::RealHost;
     let grants = bw::launch_grants(&plan.selected, &plan.policy_grants, &host);
@@ -263,6 +314,7 @@ fn bwrap_options(
     launch.gid = state.gid;
     launch.seccomp_fd = seccomp_fd;
     launch.tmpfs_size = state.tmpfs_size;
+    launch.extra_ro_binds = extra_ro_binds;
     errors::core_result(ruby, bw::bubblewrap_args(&launch, &host))
 }
 
@@ -335,7 +387,7 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
         cwd: launch_cwd(ruby, rb_self.as_value(), cwd)?,
         filter: None,
     };
-    let options = bwrap_options(ruby, rb_self, state, &plan, None)?;
+    let options = bwrap_options(ruby, rb_self, state, &plan, None, Vec::new())?;
     Ok(ruby.ary_from_iter(options.iter().map(|o| os_to_ruby(ruby, o))))
 }
 
@@ -443,6 +495,10 @@ fn wrap_command(
             uid: state.uid,
             gid: state.gid,
         },
+        gateway_environment: match open_gateway_value(ruby, state) {
+            Some(gateway) => Some(gateway::environment(ruby, gateway)?),
+            None => None,
+        },
     };
     let layers = || -> Result<launch::Layers, Error> {
         let workspace: Value = rb_self.funcall("workspace", ())?;
@@ -454,10 +510,21 @@ fn wrap_command(
     let mut plan = launch::plan(request, layers, |e| errors::from_core(ruby, e))?;
     let filter = plan.filter.take();
     let display_argv0 = argv[0].clone();
-    let command = wrapped_command(ruby, rb_self, state, argv, scope)?;
+    let mut command = wrapped_command(ruby, rb_self, state, argv, scope)?;
+    let mut extra_ro_binds = Vec::new();
+    if plan.network == launch::NetworkMode::Allowlist {
+        // B.10 (4), G.5, G.6: the relay runs the command; it and the gateway's mounts are bound read-only.
+        let gateway = open_gateway_value(ruby, state)
+            .ok_or_else(|| errors::dependency_error(ruby, "the network gateway is not open"))?;
+        let relay = gateway::relay(ruby, gateway)?;
+        let helper = gateway::relay_helper(ruby, state.relay.as_ref())?;
+        command = errors::core_result(ruby, launch::relay_argv(&helper, &relay.socket, command))?;
+        extra_ro_binds = relay.binds;
+        extra_ro_binds.push((helper.clone(), helper));
+    }
     // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
     let seccomp_fd = filter.as_ref().map(|_| SpawnOptions::child_fd(0));
-    let options = bwrap_options(ruby, rb_self, state, &plan, seccomp_fd)?;
+    let options = bwrap_options(ruby, rb_self, state, &plan, seccomp_fd, extra_ro_binds)?;
     let executable = convert::path_text(ruby, &state.executable, "bubblewrap executable path")?;
     let exec_argv0 = command[0].as_bytes().to_vec();
     let mut full = vec![executable];
@@ -485,6 +552,14 @@ fn wrap_command(
         exec_argv0: Some((exec_argv0, display_argv0)),
     };
     Ok((host, filter))
+}
+
+/// The gateway of an opened sandbox.
+fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
+    let gateway = *state.gateway.borrow();
+    gateway
+        .filter(|_| state.opened.get())
+        .map(|g| ruby.get_inner(g))
 }
 
 fn scope_allows_spawn(ruby: &Ruby, scope: Option<Value>) -> Result<bool, Error> {

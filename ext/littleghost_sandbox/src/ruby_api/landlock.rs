@@ -373,6 +373,7 @@ fn wrap_command(
         cwd: launch_cwd(ruby, rb_self.as_value(), cwd)?,
         fresh_directories: &[],
         filter: launch::Filter::Off,
+        gateway_environment: None,
     };
     let layers = || -> Result<launch::Layers, Error> {
         let workspace: Value = rb_self.funcall("workspace", ())?;

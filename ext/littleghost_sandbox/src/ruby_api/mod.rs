@@ -3,6 +3,7 @@
 use magnus::{Error, Module, Ruby};
 
 pub mod bubblewrap;
+pub mod builtin_gateway;
 pub mod capabilities;
 pub mod environment_policy;
 pub mod errors;
@@ -54,6 +55,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     seatbelt::init(ruby, little_ghost)?;
     native::init(ruby, little_ghost)?;
     gateway::init(ruby, little_ghost)?;
+    builtin_gateway::init(ruby, little_ghost)?;
     #[cfg(feature = "test-hooks")]
     test_hooks::init(ruby, sandbox)?;
     Ok(())

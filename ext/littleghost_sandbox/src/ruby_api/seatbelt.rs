@@ -292,6 +292,7 @@ fn planned(
         cwd: launch_cwd(ruby, rb_self.as_value(), call.cwd)?,
         fresh_directories: &[],
         filter: launch::Filter::Off,
+        gateway_environment: None,
     };
     let layers = || -> Result<launch::Layers, Error> {
         let workspace: Value = rb_self.funcall("workspace", ())?;

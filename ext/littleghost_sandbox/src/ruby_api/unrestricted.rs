@@ -371,6 +371,7 @@ fn planned(
         cwd: working_directory(ruby, rb_self, cwd)?,
         fresh_directories: &[],
         filter: launch::Filter::Off,
+        gateway_environment: None,
     };
     let layers = || -> Result<launch::Layers, Error> {
         let workspace: Value = rb_self.funcall("workspace", ())?;

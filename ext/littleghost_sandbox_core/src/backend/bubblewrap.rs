@@ -138,6 +138,11 @@ pub struct Launch {
     pub seccomp_fd: Option<RawFd>,
     /// Bytes each tmpfs may hold (H.3): tmpfs pages are host memory.
     pub tmpfs_size: u64,
+    /// Read-only binds (source, target) beyond the grants (G.5, G.6: the
+    /// relay helper, the gateway's socket directory), emitted after the
+    /// tmpfs mounts and masks so neither hides them; bwrap creates their
+    /// parents.
+    pub extra_ro_binds: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Launch {
@@ -160,6 +165,7 @@ impl Launch {
             gid: None,
             seccomp_fd: None,
             tmpfs_size: DEFAULT_TMPFS_SIZE,
+            extra_ro_binds: Vec::new(),
         }
     }
 }
@@ -539,6 +545,11 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     }
     for mask in deferred.iter().rev() {
         argv.path("--remount-ro", mask);
+    }
+
+    // 10b. What the gateway and relay need, read-only, above everything else.
+    for (source, target) in &launch.extra_ro_binds {
+        argv.two("--ro-bind", source.as_os_str(), target.as_os_str());
     }
 
     // 11. and 12. Working directory, then freeze /dev (its mounts stay as
@@ -955,6 +966,28 @@ mod tests {
                 "{mode:?}"
             );
         }
+    }
+
+    #[test]
+    fn relay_binds_come_after_tmpfs_and_masks() {
+        let mut launch = isolated_workspace();
+        launch.masks = vec![PathBuf::from("/tmp")];
+        let directory = PathBuf::from("/tmp/littleghost-gateway-1");
+        launch.extra_ro_binds = vec![(directory.clone(), directory)];
+        let argv = args(&launch, &FakeHost::debian());
+        let bind = argv
+            .windows(3)
+            .position(|w| {
+                w == [
+                    "--ro-bind",
+                    "/tmp/littleghost-gateway-1",
+                    "/tmp/littleghost-gateway-1",
+                ]
+            })
+            .expect("the gateway directory is bound");
+        let last_tmpfs = argv.iter().rposition(|a| a == "--tmpfs").unwrap();
+        assert!(bind > last_tmpfs, "{argv:?}");
+        assert!(bind < argv.iter().position(|a| a == "--chdir").unwrap());
     }
 
     #[test]

@@ -108,9 +108,17 @@ module LittleGhost
       # Checks the platform, the +bwrap+ executable and the grant directories, pins their identities, and runs the
       # functional probe (cached per executable); idempotent. See Sandbox#open for the block form.
       #
+      # Under <tt>network: {mode: :allowlist}</tt> it also checks the relay helper and opens the gateway (G.3:
+      # nil, +:builtin+ or +:envoy+ give LittleGhost::Network::BuiltinGateway; <tt>{provider: :external, ...}</tt>
+      # gives LittleGhost::Network::ExternalGateway; a callable is called with +policy:+ and +transport:+; any other
+      # object is used as is); +gateway_options:+ is merged under a provider Hash. Each launch then runs its command
+      # under the relay helper inside the network namespace, with the proxy variables of G.5.
+      #
       # Raises LittleGhost::UnsupportedPlatformError "Bubblewrap sandboxing is supported only on Linux",
-      # LittleGhost::DependencyError (bwrap missing, or user namespaces blocked, with what to do),
-      # LittleGhost::PolicyError "sandbox mount source is not a directory" / "is unavailable".
+      # LittleGhost::DependencyError (bwrap missing, or user namespaces blocked, with what to do; the relay helper
+      # missing, naming its path), LittleGhost::PolicyError "sandbox mount source is not a directory" / "is
+      # unavailable", a malformed allowlist entry, "unknown network gateway provider", "network gateway must respond
+      # to open and close".
       #
       #   sandbox.open { |box| box.execute_program(["true"], timeout: 5).success? }   # => true
 
@@ -119,10 +127,23 @@ module LittleGhost
       # :call-seq:
       #   close -> nil
       #
-      # Terminates every live process and session this sandbox or its scopes started and marks it unopened;
-      # idempotent. See Sandbox#close.
+      # Terminates every live process and session this sandbox or its scopes started, closes the network gateway
+      # (the built-in one stops serving and removes its socket and directory) and marks it unopened; idempotent.
+      # See Sandbox#close.
       #
       #   sandbox.close   # => nil
+
+      ##
+      # :method: gateway
+      # :call-seq:
+      #   gateway -> gateway or nil
+      #
+      # The gateway enforcing a <tt>network: {mode: :allowlist}</tt> policy (SPEC G.3), resolved at the first #open
+      # and opened and closed with the sandbox; nil before that or under another network mode. A
+      # LittleGhost::Network::BuiltinGateway keeps its denials after #close.
+      #
+      #   sandbox.open
+      #   sandbox.gateway.denials.last   # => {at: 2026-..., destination: "evil.example:443", reason: :not_allowed, ...}
 
       ##
       # :method: read

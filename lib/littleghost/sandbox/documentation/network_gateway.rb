@@ -189,5 +189,111 @@ module LittleGhost
       #
       #   gateway.close   # => nil
     end
+
+    # The gem's own enforcing gateway (SPEC G.3, G.5, G.7), what Bubblewrap uses for <tt>gateway: nil</tt>,
+    # +:builtin+ or +:envoy+. It serves HTTP +CONNECT+ and plain-HTTP forward requests on a Unix socket in a fresh
+    # private directory, lets through exactly the allowlisted <tt>host:port</tt> pairs, resolves names itself,
+    # refuses destinations in loopback, private and other reserved ranges unless +allow_private_destinations+, and
+    # answers +403+ to everything else, recording a denial.
+    #
+    #   gateway = LittleGhost::Network::BuiltinGateway.new(allow: ["api.example.com:443"])
+    #   gateway.open.proxy_mount_path   # => "/tmp/littleghost-gateway-.../proxy.sock"
+    #   gateway.close
+    class BuiltinGateway < Gateway
+      ##
+      # :singleton-method: new
+      # :call-seq:
+      #   new(allow:, allow_private_destinations: false) -> gateway
+      #
+      # Checks every entry (NetworkPolicy normalisation, then exactly <tt>host:port</tt>, G.7).
+      #
+      # Raises LittleGhost::PolicyError naming a malformed entry, or an IP-literal entry in a refused range without
+      # +allow_private_destinations+.
+      #
+      #   LittleGhost::Network::BuiltinGateway.new(allow: ["localhost:8080"], allow_private_destinations: true)
+
+      ##
+      # :method: allow
+      # :call-seq:
+      #   allow -> Array
+      #
+      # The normalised entries (frozen Strings).
+      #
+      #   gateway.allow   # => ["api.example.com:443"]
+
+      ##
+      # :method: allow_private_destinations?
+      # :call-seq:
+      #   allow_private_destinations? -> true or false
+      #
+      # Whether destinations in loopback, private and other reserved ranges are allowed.
+      #
+      #   gateway.allow_private_destinations?   # => false
+
+      ##
+      # :method: open
+      # :call-seq:
+      #   open(run: nil) -> self
+      #
+      # Starts serving on the gem's runtime, on a socket in a fresh 0700 directory; idempotent.
+      #
+      #   gateway.open   # => gateway
+
+      ##
+      # :method: open?
+      # :call-seq:
+      #   open? -> true or false
+      #
+      # Whether the gateway is serving.
+      #
+      #   gateway.open?   # => true
+
+      ##
+      # :method: close
+      # :call-seq:
+      #   close -> nil
+      #
+      # Stops accepting, ends every open connection, removes the socket and its directory; idempotent. Runs
+      # without the GVL.
+      #
+      #   gateway.close   # => nil
+
+      ##
+      # :method: validate!
+      # :call-seq:
+      #   validate! -> self
+      #
+      # Raises LittleGhost::DependencyError "the built-in network gateway is not open" unless serving.
+      #
+      #   gateway.validate!   # => gateway
+
+      ##
+      # :method: mounts
+      # :call-seq:
+      #   mounts -> Array
+      #
+      # The socket's directory as a read-only Sandbox::Mount at the same path (G.6); empty when closed.
+      #
+      #   gateway.mounts.map(&:target)   # => ["/tmp/littleghost-gateway-..."]
+
+      ##
+      # :method: proxy_mount_path
+      # :call-seq:
+      #   proxy_mount_path -> String or nil
+      #
+      # The socket the relay connects to (the same path inside the sandbox); nil when closed.
+      #
+      #   gateway.proxy_mount_path   # => "/tmp/littleghost-gateway-.../proxy.sock"
+
+      ##
+      # :method: denials
+      # :call-seq:
+      #   denials -> Array
+      #
+      # The refused requests, oldest first (the last 1000): frozen Hashes with +at+ (Time), +destination+
+      # (<tt>"host:port"</tt>), +reason+ (+:not_allowed+ or +:private_destination+) and +message+. Kept after #close.
+      #
+      #   gateway.denials.last   # => {at: 2026-..., destination: "evil.example:443", reason: :not_allowed, ...}
+    end
   end
 end

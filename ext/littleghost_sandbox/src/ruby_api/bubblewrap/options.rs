@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::launch;
-use littleghost_sandbox_core::policy as core_policy;
 use magnus::{
     gc::Marker, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions, Error, RArray, Ruby,
     TypedData, Value,
@@ -19,7 +18,7 @@ use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{errors, mount, policy, sandbox};
+use crate::ruby_api::{errors, mount, sandbox};
 
 const OPTIONS: [&str; 15] = [
     "policy",
@@ -64,6 +63,13 @@ pub(super) struct State {
     pub(super) tmpfs_size: u64,
     pub(super) opened: Cell<bool>,
     pub(super) pins: RefCell<Option<launch::Pins>>,
+    /// `relay:` (B.4): the relay helper; None means the gem's own.
+    pub(super) relay: Option<PathBuf>,
+    /// `gateway_options:` (G.7), merged under the gateway declaration.
+    pub(super) gateway_options: Option<Opaque<Value>>,
+    /// The gateway resolved at the first `open` under `:allowlist` (G.3),
+    /// opened and closed with the sandbox.
+    pub(super) gateway: RefCell<Option<Opaque<Value>>>,
 }
 
 impl DataTypeFunctions for State {
@@ -71,6 +77,12 @@ impl DataTypeFunctions for State {
         marker.mark(self.effective_policy);
         if let Some(wrapper) = self.command_wrapper {
             marker.mark(wrapper);
+        }
+        if let Some(options) = self.gateway_options {
+            marker.mark(options);
+        }
+        if let Some(gateway) = *self.gateway.borrow() {
+            marker.mark(gateway);
         }
     }
 }
@@ -144,13 +156,20 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
 
     let requested: Value = rb_self.funcall("policy", ())?;
     let effective = policy_with_network_default(ruby, requested)?;
-    let network = policy::borrow(effective).and_then(|p| p.core().network.as_ref());
-    if network.is_some_and(|n| n.mode == core_policy::NetworkMode::Allowlist) {
-        return Err(errors::capability_error(
-            ruby,
-            "the bubblewrap sandbox cannot enforce network mode :allowlist: allowlist networking is not implemented yet",
-        ));
-    }
+    let relay = get("relay").map(|v| option_path(ruby, v)).transpose()?;
+    let gateway_options = match get("gateway_options") {
+        Some(value) if vo::is_hash(ruby, value) => Some(Opaque::from(value)),
+        Some(value) => {
+            return Err(errors::policy_error(
+                ruby,
+                format!(
+                    "bubblewrap gateway_options must be a Hash (got {})",
+                    vo::inspect_value(ruby, value).unwrap_or_default()
+                ),
+            ))
+        }
+        None => None,
+    };
     let state = State {
         executable,
         platform,
@@ -165,6 +184,9 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         tmpfs_size,
         opened: Cell::new(false),
         pins: RefCell::new(None),
+        relay,
+        gateway_options,
+        gateway: RefCell::new(None),
     };
     rb_self.ivar_set(*STATE, ruby.obj_wrap(state))
 }

@@ -1,0 +1,191 @@
+//! The Bubblewrap side of allowlist networking (SPEC G.3-G.6, B.5, B.10):
+//! resolving `network.gateway` into an object speaking the G.2 protocol,
+//! and turning an open gateway into what a launch needs (its variables, its
+//! read-only binds, its socket path, the relay helper).
+
+use std::path::PathBuf;
+
+use littleghost_sandbox_core::helper;
+use magnus::{prelude::*, Error, KwArgs, RArray, RClass, RHash, Ruby, Value};
+
+use crate::helpers::args::kwargs;
+use crate::helpers::constants;
+use crate::helpers::convert;
+use crate::helpers::value_object as vo;
+use crate::ruby_api::{errors, mount, network_policy};
+
+/// The relay helper: `relay:` when given (B.4), else the gem's own (beside
+/// the extension). Missing: DependencyError naming its path (B.5 step 3).
+pub(crate) fn relay_helper(ruby: &Ruby, configured: Option<&PathBuf>) -> Result<PathBuf, Error> {
+    match configured {
+        Some(path) => {
+            use std::os::unix::fs::PermissionsExt;
+            let executable = std::fs::metadata(path)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+            if executable {
+                Ok(path.clone())
+            } else {
+                Err(errors::dependency_error(
+                    ruby,
+                    format!(
+                        "the relay helper is missing or not executable at {}",
+                        path.display()
+                    ),
+                ))
+            }
+        }
+        None => {
+            helper::path().ok_or_else(|| errors::dependency_error(ruby, helper::missing_reason()))
+        }
+    }
+}
+
+/// The effective policy's network when its mode is `:allowlist`.
+pub(crate) fn allowlist_network(effective_policy: Value) -> Result<Option<Value>, Error> {
+    let network: Value = effective_policy.funcall("network", ())?;
+    match network_policy::borrow(network) {
+        Some(policy) if policy.core().mode.name() == "allowlist" => Ok(Some(network)),
+        _ => Ok(None),
+    }
+}
+
+/// G.3: `network.gateway` resolved: nil, `:builtin` or `:envoy` give the
+/// built-in gateway; a Symbol or a Hash names a provider (`provider:`,
+/// default `:builtin`; `:external` is G.4) whose options are the Hash's
+/// other keys over `gateway_options`; a callable that is not a Gateway is
+/// called with `policy:` and `transport:`; anything else is used as is.
+/// The result must answer `open` and `close`.
+pub(crate) fn resolve(
+    ruby: &Ruby,
+    network: Value,
+    effective_policy: Value,
+    workspace: Value,
+    gateway_options: Option<Value>,
+) -> Result<Value, Error> {
+    let declared: Value = network.funcall("gateway", ())?;
+    let base = constants::class(ruby, "LittleGhost::Network::Gateway")?;
+    let resolved = if declared.is_nil() || vo::try_to_sym(declared)?.is_some() {
+        let hash = ruby.hash_new();
+        if !declared.is_nil() {
+            hash.aset(ruby.to_symbol("provider"), declared)?;
+        }
+        provider(
+            ruby,
+            hash,
+            network,
+            effective_policy,
+            workspace,
+            gateway_options,
+        )?
+    } else if vo::is_hash(ruby, declared) {
+        let hash = vo::symbolize_keys(ruby, declared)?;
+        provider(
+            ruby,
+            hash,
+            network,
+            effective_policy,
+            workspace,
+            gateway_options,
+        )?
+    } else if declared.respond_to("call", false)? && !declared.is_kind_of(base) {
+        let kw = kwargs(
+            ruby,
+            &[
+                ("policy", network),
+                ("transport", ruby.to_symbol("unix").as_value()),
+            ],
+        )?;
+        declared.funcall("call", (KwArgs(kw),))?
+    } else {
+        declared
+    };
+    if !resolved.respond_to("open", false)? || !resolved.respond_to("close", false)? {
+        return Err(errors::policy_error(
+            ruby,
+            "network gateway must respond to open and close",
+        ));
+    }
+    Ok(resolved)
+}
+
+/// A provider Hash: `gateway_options` merged under it, then the provider built.
+fn provider(
+    ruby: &Ruby,
+    declared: RHash,
+    network: Value,
+    effective_policy: Value,
+    workspace: Value,
+    gateway_options: Option<Value>,
+) -> Result<Value, Error> {
+    let options = match gateway_options {
+        Some(options) => vo::symbolize_keys(ruby, options)?,
+        None => ruby.hash_new(),
+    };
+    let options: RHash = options.funcall("merge", (declared,))?;
+    let given: Value = options.delete(ruby.to_symbol("provider"))?;
+    let name = match vo::try_to_sym(given)? {
+        Some(symbol) => symbol.name()?.into_owned(),
+        None if given.is_nil() => "builtin".to_owned(),
+        None => String::new(),
+    };
+    match name.as_str() {
+        "builtin" | "envoy" => {
+            options.aset(
+                ruby.to_symbol("allow"),
+                network.funcall::<_, _, Value>("allow", ())?,
+            )?;
+            let class = constants::class(ruby, "LittleGhost::Network::BuiltinGateway")?;
+            class.funcall("new", (KwArgs(options),))
+        }
+        "external" => {
+            options.aset(ruby.to_symbol("policy"), effective_policy)?;
+            options.aset(ruby.to_symbol("workspace"), workspace)?;
+            let class: RClass = constants::class(ruby, "LittleGhost::Network::ExternalGateway")?;
+            class.funcall("new", (KwArgs(options),))
+        }
+        _ => Err(errors::policy_error(
+            ruby,
+            format!(
+                "unknown network gateway provider {}",
+                vo::inspect_value(ruby, given).unwrap_or_default()
+            ),
+        )),
+    }
+}
+
+/// What one launch takes from an open gateway.
+pub(crate) struct Relay {
+    /// The socket path inside the sandbox (G.2 `proxy_mount_path`).
+    pub socket: PathBuf,
+    /// The gateway's `mounts`, bound read-only (G.6), as (source, target).
+    pub binds: Vec<(PathBuf, PathBuf)>,
+}
+
+/// `gateway.environment` as String pairs (beneath the 16.4 merge).
+pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, String)>, Error> {
+    let environment: Value = gateway.funcall("environment", ())?;
+    convert::environment(ruby, Some(environment))
+}
+
+/// Before a launch: `validate!` (G.2), then the socket path and the mounts.
+pub(crate) fn relay(ruby: &Ruby, gateway: Value) -> Result<Relay, Error> {
+    let _: Value = gateway.funcall("validate!", ())?;
+    let socket: Value = gateway.funcall("proxy_mount_path", ())?;
+    if socket.is_nil() {
+        return Err(errors::dependency_error(
+            ruby,
+            "the network gateway has no proxy_mount_path (is it open?)",
+        ));
+    }
+    let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
+    let mounts: RArray = RArray::try_convert(vo::kernel(
+        ruby,
+        "Array",
+        gateway.funcall::<_, _, Value>("mounts", ())?,
+    )?)?;
+    let binds = mounts
+        .into_iter()
+        .map(|m| mount::grant_from_ruby(ruby, m).map(|g| (g.source, g.target)))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Relay { socket, binds })
+}

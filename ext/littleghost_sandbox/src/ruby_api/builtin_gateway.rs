@@ -1,0 +1,206 @@
+//! `LittleGhost::Network::BuiltinGateway` (SPEC G.3, G.5, G.7): the gem's
+//! own enforcing gateway, the core's `network::Gateway`, behind the G.2
+//! protocol so a backend treats it like any other gateway. The allowlist is
+//! checked at construction; `open` starts the gateway on the gem's runtime,
+//! `close` stops it without the GVL (stopping waits for its tasks).
+
+use std::sync::{Arc, Mutex};
+use std::time::UNIX_EPOCH;
+
+use littleghost_sandbox_core::grants::{Access, Grant};
+use littleghost_sandbox_core::network as core;
+use magnus::{
+    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RClass, RModule, Ruby,
+    TypedData, Value,
+};
+
+use crate::helpers::args;
+use crate::helpers::nogvl;
+use crate::helpers::value_object as vo;
+use crate::ruby_api::{errors, mount};
+
+pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
+    let network: RModule = little_ghost.const_get("Network")?;
+    let base: RClass = network.const_get("Gateway")?;
+    let class = network.define_class("BuiltinGateway", base)?;
+    class.undef_default_alloc_func();
+    class.define_singleton_method("new", method!(new, -1))?;
+    class.define_method("allow", method!(BuiltinGateway::allow, 0))?;
+    class.define_method(
+        "allow_private_destinations?",
+        method!(BuiltinGateway::allow_private, 0),
+    )?;
+    class.define_method("open", method!(BuiltinGateway::open, -1))?;
+    class.define_method("open?", method!(BuiltinGateway::is_open, 0))?;
+    class.define_method("close", method!(BuiltinGateway::close, 0))?;
+    class.define_method("validate!", method!(BuiltinGateway::validate, 0))?;
+    class.define_method("mounts", method!(BuiltinGateway::mounts, 0))?;
+    class.define_method(
+        "proxy_mount_path",
+        method!(BuiltinGateway::proxy_mount_path, 0),
+    )?;
+    class.define_method("denials", method!(BuiltinGateway::denials, 0))?;
+    Ok(())
+}
+
+/// The built-in gateway: its validated allowlist and, once opened, the
+/// running core gateway (kept after `close` so its denials stay readable).
+#[derive(TypedData)]
+#[magnus(class = "LittleGhost::Network::BuiltinGateway", free_immediately, size)]
+pub struct BuiltinGateway {
+    allowlist: core::Allowlist,
+    entries: Vec<String>,
+    gateway: Mutex<Option<Arc<core::Gateway>>>,
+}
+
+impl DataTypeFunctions for BuiltinGateway {}
+
+/// BuiltinGateway.new(allow:, allow_private_destinations: false): PolicyError for a malformed entry (G.7).
+fn new(ruby: &Ruby, class: RClass, rb_args: &[Value]) -> Result<Obj<BuiltinGateway>, Error> {
+    let values = args::keywords(
+        ruby,
+        args::keywords_only(rb_args)?,
+        &["allow"],
+        &["allow_private_destinations"],
+    )?;
+    let entries: Vec<String> = vo::array_items(ruby, values[0])?
+        .into_iter()
+        .map(|entry| vo::string_of(ruby, entry))
+        .collect::<Result<_, _>>()?;
+    let allow_private = values[1].is_some_and(|v| v.to_bool());
+    let allowlist = errors::core_result(ruby, core::Allowlist::new(&entries, allow_private))?;
+    let entries = allowlist.entries().iter().map(|d| d.to_string()).collect();
+    Ok(ruby.obj_wrap_as(
+        BuiltinGateway {
+            allowlist,
+            entries,
+            gateway: Mutex::new(None),
+        },
+        class,
+    ))
+}
+
+impl BuiltinGateway {
+    fn current(&self) -> Option<Arc<core::Gateway>> {
+        self.gateway
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The running gateway, if `open` ran and `close` has not.
+    fn running(&self) -> Option<Arc<core::Gateway>> {
+        self.current().filter(|g| g.is_running())
+    }
+
+    fn allow(ruby: &Ruby, rb_self: &Self) -> RArray {
+        vo::frozen_strings(ruby, &rb_self.entries)
+    }
+
+    fn allow_private(rb_self: &Self) -> bool {
+        rb_self.allowlist.allow_private_destinations()
+    }
+
+    /// open(run: nil): starts serving on a socket in a fresh private directory; idempotent.
+    fn open(ruby: &Ruby, rb_self: Obj<Self>, rb_args: &[Value]) -> Result<Obj<Self>, Error> {
+        args::keywords(ruby, args::keywords_only(rb_args)?, &[], &["run"])?;
+        if rb_self.running().is_some() {
+            return Ok(rb_self);
+        }
+        let config = core::GatewayConfig::new(rb_self.allowlist.clone());
+        let gateway = errors::core_result(ruby, core::Gateway::start(config))?;
+        *rb_self.gateway.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(gateway));
+        Ok(rb_self)
+    }
+
+    fn is_open(rb_self: &Self) -> bool {
+        rb_self.running().is_some()
+    }
+
+    /// close: stops accepting, ends every connection, removes the socket and its directory; idempotent.
+    fn close(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        if let Some(gateway) = rb_self.running() {
+            let stopped = nogvl::blocking(ruby, move || gateway.stop())?;
+            errors::core_result(ruby, stopped)?;
+        }
+        Ok(ruby.qnil().as_value())
+    }
+
+    /// validate!: DependencyError unless the gateway is serving.
+    fn validate(ruby: &Ruby, rb_self: Obj<Self>) -> Result<Obj<Self>, Error> {
+        if rb_self.running().is_none() {
+            return Err(errors::dependency_error(
+                ruby,
+                "the built-in network gateway is not open",
+            ));
+        }
+        Ok(rb_self)
+    }
+
+    /// mounts: the socket's private directory, read-only at the same path (G.6); empty when closed.
+    fn mounts(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let mounts = ruby.ary_new();
+        if let Some(gateway) = rb_self.running() {
+            let directory = gateway.directory().to_path_buf();
+            let grant = Grant {
+                source: directory.clone(),
+                target: directory,
+                access: Access::ReadOnly,
+                tools: false,
+                protect_aliases: false,
+            };
+            mounts.push(mount::grant_to_ruby(ruby, &grant)?)?;
+        }
+        mounts.freeze();
+        Ok(mounts)
+    }
+
+    fn proxy_mount_path(ruby: &Ruby, rb_self: &Self) -> Value {
+        match rb_self.running() {
+            Some(gateway) => {
+                crate::helpers::convert::path_to_ruby(ruby, gateway.socket_path()).as_value()
+            }
+            None => ruby.qnil().as_value(),
+        }
+    }
+
+    /// denials: one frozen Hash per refused request, oldest first
+    /// (`at:` Time, `destination:` "host:port", `reason:` Symbol, `message:` String).
+    fn denials(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let list = ruby.ary_new();
+        let Some(gateway) = rb_self.current() else {
+            list.freeze();
+            return Ok(list);
+        };
+        let time: RClass = ruby.class_object().const_get("Time")?;
+        for denial in gateway.denials() {
+            let seconds = denial
+                .at
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            let hash = ruby.hash_new();
+            hash.aset(
+                ruby.to_symbol("at"),
+                time.funcall::<_, _, Value>("at", (seconds,))?,
+            )?;
+            hash.aset(
+                ruby.to_symbol("destination"),
+                vo::frozen_str(ruby, &denial.destination),
+            )?;
+            let reason = match denial.reason {
+                core::DenialReason::NotAllowed => "not_allowed",
+                core::DenialReason::PrivateDestination => "private_destination",
+            };
+            hash.aset(ruby.to_symbol("reason"), ruby.to_symbol(reason))?;
+            hash.aset(
+                ruby.to_symbol("message"),
+                vo::frozen_str(ruby, denial.reason.text()),
+            )?;
+            hash.freeze();
+            list.push(hash)?;
+        }
+        list.freeze();
+        Ok(list)
+    }
+}
