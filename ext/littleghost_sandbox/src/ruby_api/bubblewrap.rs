@@ -27,8 +27,10 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
+use crate::ruby_api::launch_limits;
 use crate::ruby_api::mount;
 use crate::ruby_api::{capabilities, ownership, process_runner, process_session, sandbox};
+use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::process::SpawnOptions;
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -192,6 +194,8 @@ fn feature_names() -> Vec<&'static str> {
         "process_spawn",
         "process_tree_ownership",
     ];
+    // L.3: only what the kernel enforces for launches here.
+    features.extend(launch_limits::features());
     // Claimed only where the seccomp filter exists for this architecture.
     if seccomp::Arch::native().is_some() {
         features.push("process_spawn_denial");
@@ -238,7 +242,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 // ---------------------------------------------------------------------------
 // Construction (B.4).
 
-const OPTIONS: [&str; 15] = [
+const OPTIONS: [&str; 16] = [
     "policy",
     "profiles",
     "limits",
@@ -254,6 +258,7 @@ const OPTIONS: [&str; 15] = [
     "uid",
     "gid",
     "tmpfs_size",
+    "process_limits",
 ];
 
 /// `command_wrapper:` is nil, a callable or an argv Array (a prefix);
@@ -333,6 +338,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     rb_self.ivar_set("@uid", id_option(ruby, "uid", get("uid"))?)?;
     rb_self.ivar_set("@gid", id_option(ruby, "gid", get("gid"))?)?;
     rb_self.ivar_set("@tmpfs_size", tmpfs_size_option(ruby, get("tmpfs_size"))?)?;
+    launch_limits::store_defaults(ruby, rb_self, get("process_limits"))?;
 
     let requested: Value = rb_self.ivar_get("@policy")?;
     let effective = policy_with_network_default(ruby, requested)?;
@@ -905,6 +911,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         timeout.unwrap(),
         max_output_bytes.filter(|v| !v.is_nil()),
     )?;
+    let limits = run_plan(ruby, rb_self, &values)?;
     let allow = scope_allows_spawn(ruby, scope)?;
     let (host, _filter) = wrap_command(
         ruby,
@@ -923,6 +930,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         timeout,
         context.filter(|v| !v.is_nil()),
         (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
+        limits,
     )
 }
 
@@ -970,6 +978,7 @@ pub(crate) fn run_host(
     timeout: f64,
     context: Option<Value>,
     (max_output_bytes, kill_on_output_limit): (u64, bool),
+    limits: Plan,
 ) -> Result<Value, Error> {
     let request = process_runner::RunRequest {
         argv: host.argv.clone(),
@@ -984,6 +993,7 @@ pub(crate) fn run_host(
         },
         owner: Some(ownership::owner(ruby, owner)?),
         kill_on_output_limit,
+        limits,
     };
     let execution = process_runner::run(ruby, request)?;
     reinterpret_exec_failure(ruby, &host, execution)
@@ -992,9 +1002,25 @@ pub(crate) fn run_host(
 /// The session limits of a `start_program` call, already validated.
 pub(crate) struct SessionLimits {
     pub output_bytes: u64,
-    pub memory_bytes: Option<u64>,
-    pub cpu_seconds: Option<u64>,
+    /// `memory_bytes`, `tasks`, `cpu_seconds` over `process_limits:` (L.1).
+    pub plan: Plan,
     pub file_bytes: Option<u64>,
+}
+
+/// The whole-tree limits of an `execute_program` call whose keyword values
+/// are `values` (`timeout` first, then [`EXECUTE_KEYS`]).
+pub(crate) fn run_plan(
+    ruby: &Ruby,
+    rb_self: RObject,
+    values: &[Option<Value>],
+) -> Result<Plan, Error> {
+    let get = |name: &str| {
+        EXECUTE_KEYS
+            .iter()
+            .position(|key| *key == name)
+            .and_then(|index| values[index + 1])
+    };
+    launch_limits::for_call(ruby, rb_self, &get, false)
 }
 
 /// `output_bytes` (default `limits.output_bytes`) and the optional limits, each a positive Integer.
@@ -1016,8 +1042,7 @@ pub(crate) fn session_limits(
     };
     Ok(SessionLimits {
         output_bytes,
-        memory_bytes: optional("memory_bytes")?,
-        cpu_seconds: optional("cpu_seconds")?,
+        plan: launch_limits::for_call(ruby, rb_self, get, false)?,
         file_bytes: optional("file_bytes")?,
     })
 }
@@ -1037,9 +1062,8 @@ pub(crate) fn start_host(
             inherit_environment: host.inherit_environment,
             chdir: host.chdir,
             output_bytes: limits.output_bytes,
-            memory_bytes: limits.memory_bytes,
+            limits: limits.plan,
             memory_reader: None,
-            cpu_seconds: limits.cpu_seconds,
             file_bytes: limits.file_bytes,
             spawn_options: SpawnOptions {
                 inherited_fds: host.keep_fds,
@@ -1069,7 +1093,7 @@ pub(crate) fn run_limits(
 }
 
 /// The optional keywords of `execute_program`, after the required `timeout`.
-pub(crate) const EXECUTE_KEYS: [&str; 7] = [
+pub(crate) const EXECUTE_KEYS: [&str; 10] = [
     "context",
     "max_output_bytes",
     "environment",
@@ -1077,10 +1101,13 @@ pub(crate) const EXECUTE_KEYS: [&str; 7] = [
     "scope",
     "cwd",
     "kill_on_output_limit",
+    "memory_bytes",
+    "tasks",
+    "cpu_seconds",
 ];
 
 /// The keywords of `start_program`, all optional.
-pub(crate) const START_KEYS: [&str; 10] = [
+pub(crate) const START_KEYS: [&str; 11] = [
     "context",
     "environment",
     "inherit_environment",
@@ -1091,6 +1118,7 @@ pub(crate) const START_KEYS: [&str; 10] = [
     "cpu_seconds",
     "file_bytes",
     "allow_subprocesses",
+    "tasks",
 ];
 
 /// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.

@@ -105,7 +105,9 @@ const FEATURES: [&str; 8] = [
 const NETWORK_MODES: [&str; 2] = ["inherit", "none"];
 
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    capabilities::build(ruby, &FEATURES, &NETWORK_MODES, "landlock")
+    let mut features = FEATURES.to_vec();
+    features.extend(crate::ruby_api::launch_limits::features());
+    capabilities::build(ruby, &features, &NETWORK_MODES, "landlock")
 }
 
 /// Why this host cannot run the backend, if it cannot.
@@ -138,7 +140,14 @@ fn capabilities_of(ruby: &Ruby, _rb_self: RObject) -> Result<Value, Error> {
 // ---------------------------------------------------------------------------
 // Construction and lifecycle.
 
-const OPTIONS: [&str; 5] = ["policy", "profiles", "limits", "platform", "runtime_roots"];
+const OPTIONS: [&str; 6] = [
+    "policy",
+    "profiles",
+    "limits",
+    "platform",
+    "runtime_roots",
+    "process_limits",
+];
 
 /// Records the options; refuses `:allowlist` (a port-only TCP rule cannot confine destinations).
 fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
@@ -148,6 +157,7 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     sandbox::assign(ruby, rb_self, values[0].unwrap(), get(0), get(1), get(2))?;
     let platform = platform_or_host(ruby, get(3))?;
     rb_self.ivar_set("@platform", platform)?;
+    crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(5))?;
     let roots = get(4).unwrap_or_else(|| frozen_strings(ruby, &bw::RUNTIME_ROOTS).as_value());
     let mut runtime_roots = Vec::new();
     for root in RArray::try_convert(vo::kernel(ruby, "Array", roots)?)?.into_iter() {
@@ -407,6 +417,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         timeout.unwrap(),
         max_output_bytes.filter(|v| !v.is_nil()),
     )?;
+    let limits = bwrb::run_plan(ruby, rb_self, &values)?;
     let allow = scope_allows_spawn(ruby, scope)?;
     let host = wrap_command(
         ruby,
@@ -425,6 +436,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         timeout,
         context.filter(|v| !v.is_nil()),
         (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
+        limits,
     )
 }
 

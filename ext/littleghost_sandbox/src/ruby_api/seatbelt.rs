@@ -84,7 +84,14 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
         ruby,
         options,
         &["workspace"],
-        &["policy", "profiles", "limits", "executable", "platform"],
+        &[
+            "policy",
+            "profiles",
+            "limits",
+            "executable",
+            "platform",
+            "process_limits",
+        ],
     )?;
     let get = |i: usize| values[i].filter(|v| !v.is_nil());
     sandbox::assign(ruby, rb_self, values[0].unwrap(), get(1), get(2), get(3))?;
@@ -94,6 +101,8 @@ fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error
     };
     rb_self.ivar_set("@executable", executable)?;
     rb_self.ivar_set("@platform", shared::platform_or_host(ruby, get(5))?)?;
+    // No cgroups on macOS: memory is sampled, CPU per process, tasks refused (L.3).
+    crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(6))?;
     let requested: Value = rb_self.ivar_get("@policy")?;
     rb_self.ivar_set(
         "@effective_policy",
@@ -308,6 +317,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         values[0].unwrap(),
         values[2].filter(|v| !v.is_nil()),
     )?;
+    let limits = shared::run_plan(ruby, rb_self, &values)?;
     let host = seatbelt_command(
         ruby, rb_self, command, values[5], values[6], values[3], values[4], None,
     )?;
@@ -318,6 +328,7 @@ fn execute_program(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<Valu
         timeout,
         values[1].filter(|v| !v.is_nil()),
         (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
+        limits,
     )
 }
 
