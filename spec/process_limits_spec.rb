@@ -113,7 +113,7 @@ RSpec.describe "Kernel-enforced process limits (L.1-L.3)" do
         $| = 1; my ($ok, $failed) = (0, 0);
         for (1 .. 40) {
           my $pid = fork;
-          if (!defined $pid) { $failed++ } elsif ($pid == 0) { exec "sleep", "3" } else { $ok++ }
+          if (!defined $pid) { $failed++ } elsif ($pid == 0) { exec "sleep", "5" } else { $ok++ }
         }
         print "spawned ok=$ok failed=$failed\n";
         1 while wait() != -1;
