@@ -16,6 +16,11 @@ module BenchSupport
     sorted[sorted.size / 2]
   end
 
+  # The [ours, baseline] medians (seconds per operation) of the last compare.
+  def last_medians
+    @last_medians
+  end
+
   # Runs `ours` and `baseline` alternately and prints their medians and ratio; returns the ratio.
   def compare(label, iterations:, rounds: 15, target: nil, ours:, baseline:)
     ours_samples = []
@@ -32,6 +37,7 @@ module BenchSupport
     ours_median = median_per_op(ours_samples)
     base_median = median_per_op(base_samples)
     ratio = ours_median / base_median
+    @last_medians = [ours_median, base_median]
     verdict = target ? (ratio <= target ? "  (target <= #{target}: met)" : "  (target <= #{target}: MISSED)") : ""
     printf("%-58s ours %9.2f us  baseline %9.2f us  ratio %.2fx%s\n", label, ours_median * 1e6, base_median * 1e6, ratio, verdict)
     ratio

@@ -49,10 +49,21 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
   end
 
   describe "writable? and capabilities (15.2, 15.3)" do
+    # L.2/L.3: what launch cgroups add on this host (none without a writable cgroup).
+    let(:cgroup_features) do
+      limits = LittleGhost::Sandbox.probe(:unrestricted)[:limits]
+      features = []
+      features << :process_tree_ownership if limits[:process_tree_ownership] == true
+      features << :memory_limit if limits[:memory_bytes] == true
+      features << :task_limit if limits[:tasks] == true
+      features
+    end
+
     it "is writable when a file grant is writable" do
       expect(sandbox.writable?).to be(true)
       expect(sandbox.capabilities.features)
-        .to eq(%i[filesystem_read filesystem_list process_execute process_spawn filesystem_write filesystem_replace])
+        .to eq(%i[filesystem_read filesystem_list process_execute process_spawn filesystem_write filesystem_replace] +
+               cgroup_features)
       expect(sandbox.capabilities.network_modes).to eq([:inherit])
       expect(sandbox.capabilities.isolation).to eq(:none)
     end
@@ -61,11 +72,12 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
       sandbox = described_class.new(workspace: workspace, policy: {files: {root: :read_only}, runtime_paths: {cache: :read_write}})
       expect(sandbox.writable?).to be(false)
       expect(sandbox.supports?(:filesystem_write)).to be(false)
-      expect(sandbox.capabilities.features).to eq(%i[filesystem_read filesystem_list process_execute process_spawn])
+      expect(sandbox.capabilities.features)
+        .to eq(%i[filesystem_read filesystem_list process_execute process_spawn] + cgroup_features)
     end
 
-    it "never claims process tree ownership or subprocess denial" do
-      expect(sandbox.supports?(:process_tree_ownership)).to be(false)
+    it "claims tree ownership exactly when launches get a cgroup, and never subprocess denial" do
+      expect(sandbox.supports?(:process_tree_ownership)).to be(cgroup_features.include?(:process_tree_ownership))
       expect(sandbox.supports?(:process_spawn_denial)).to be(false)
     end
 

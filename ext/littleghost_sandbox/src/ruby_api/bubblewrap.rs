@@ -30,6 +30,7 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
+use crate::ruby_api::launch_limits;
 use crate::ruby_api::mount;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, policy, process_runner, sandbox};
@@ -40,8 +41,8 @@ mod options;
 
 pub(crate) use host::{
     frozen_strings, launch_cwd, option_path, platform_or_host, policy_grants,
-    policy_with_network_default, run_host, run_limits, scope_network, session_limits, start_host,
-    validated_scope, HostCommand, EXECUTE_KEYS, START_KEYS,
+    policy_with_network_default, run_host, run_limits, run_plan, scope_network, session_limits,
+    start_host, validated_scope, HostCommand, EXECUTE_KEYS, START_KEYS,
 };
 use littleghost_sandbox_core::process::SpawnOptions;
 use options::{initialize, state, State};
@@ -94,6 +95,8 @@ fn feature_names() -> Vec<&'static str> {
         "process_spawn",
         "process_tree_ownership",
     ];
+    // L.3: only what the kernel enforces for launches here.
+    features.extend(launch_limits::features());
     // Claimed only where the seccomp filter exists for this architecture.
     if seccomp::Arch::native().is_some() {
         features.push("process_spawn_denial");
@@ -583,6 +586,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         timeout.unwrap(),
         max_output_bytes.filter(|v| !v.is_nil()),
     )?;
+    let limits = run_plan(ruby, rb_self, &values)?;
     let call = Call {
         command,
         scope,
@@ -599,6 +603,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         timeout,
         context.filter(|v| !v.is_nil()),
         (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
+        limits,
     )
 }
 

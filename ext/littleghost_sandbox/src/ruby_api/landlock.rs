@@ -124,7 +124,9 @@ const FEATURES: [&str; 8] = [
 const NETWORK_MODES: [&str; 2] = ["inherit", "none"];
 
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    capabilities::build(ruby, &FEATURES, &NETWORK_MODES, "landlock")
+    let mut features = FEATURES.to_vec();
+    features.extend(crate::ruby_api::launch_limits::features());
+    capabilities::build(ruby, &features, &NETWORK_MODES, "landlock")
 }
 
 /// Why this host cannot run the backend, if it cannot.
@@ -157,7 +159,14 @@ fn capabilities_of(ruby: &Ruby, _rb_self: SandboxObj) -> Result<Value, Error> {
 // ---------------------------------------------------------------------------
 // Construction and lifecycle.
 
-const OPTIONS: [&str; 5] = ["policy", "profiles", "limits", "platform", "runtime_roots"];
+const OPTIONS: [&str; 6] = [
+    "policy",
+    "profiles",
+    "limits",
+    "platform",
+    "runtime_roots",
+    "process_limits",
+];
 
 /// Records the options; refuses `:allowlist` (a port-only TCP rule cannot confine destinations).
 fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
@@ -166,6 +175,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     let get = |index: usize| values[index + 1].filter(|v| !v.is_nil());
     sandbox::assign(ruby, rb_self, values[0].unwrap(), get(0), get(1), get(2))?;
     let platform = platform_or_host(ruby, get(3))?;
+    crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(5))?;
     let roots = get(4).unwrap_or_else(|| frozen_strings(ruby, &bw::RUNTIME_ROOTS).as_value());
     let mut runtime_roots = Vec::new();
     for root in RArray::try_convert(vo::kernel(ruby, "Array", roots)?)?.into_iter() {
@@ -451,6 +461,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         timeout.unwrap(),
         max_output_bytes.filter(|v| !v.is_nil()),
     )?;
+    let limits = bwrb::run_plan(ruby, rb_self, &values)?;
     let allow = scope_allows_spawn(ruby, scope)?;
     let host = wrap_command(
         ruby,
@@ -469,6 +480,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         timeout,
         context.filter(|v| !v.is_nil()),
         (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
+        limits,
     )
 }
 

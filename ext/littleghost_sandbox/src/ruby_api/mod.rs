@@ -14,6 +14,7 @@ pub mod landlock;
 #[cfg(not(target_os = "linux"))]
 #[path = "landlock_unsupported.rs"]
 pub mod landlock;
+pub mod launch_limits;
 pub mod limits;
 pub mod mount;
 pub mod native;

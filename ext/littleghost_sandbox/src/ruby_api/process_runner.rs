@@ -30,6 +30,9 @@ use crate::helpers::convert;
 use crate::helpers::nogvl::{self, Wake};
 use crate::ruby_api::errors::{argument_error, capability_error, core_result, tool_error};
 use crate::ruby_api::execution::Execution;
+use crate::ruby_api::launch_limits;
+use littleghost_sandbox_core::limits::plan::Plan;
+use littleghost_sandbox_core::process::procfs::DefaultReader;
 
 /// A host argv to run to completion (17.13), as backends hand it over.
 pub struct RunRequest {
@@ -50,6 +53,8 @@ pub struct RunRequest {
     /// End the child (17.12) once a stream passes `max_output_bytes`,
     /// instead of dropping the excess until it exits or times out.
     pub kill_on_output_limit: bool,
+    /// Whole-tree limits (L.1-L.3), planned by [`launch_limits::for_call`].
+    pub limits: Plan,
 }
 
 /// `LittleGhost::Sandbox::TimeoutError`, defined in [`init`].
@@ -115,6 +120,7 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
         spawn_options: SpawnOptions::default(),
         owner: None,
         kill_on_output_limit: kill.is_some_and(|value| value.to_bool()),
+        limits: Plan::default(),
     };
     run(ruby, request)
 }
@@ -183,17 +189,24 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
         environment: request.environment,
         inherit_environment: request.inherit_environment,
         chdir: request.chdir,
-        cpu_seconds: None,
+        // L.3: per process where the tree's CPU time cannot be bounded.
+        cpu_seconds: request.limits.rlimit_cpu_seconds,
         file_bytes: None,
         spawn_options: request.spawn_options,
+    };
+    // 18.9's reader, chosen before anything is spawned (L.3 fallback).
+    let sampler = match request.limits.sampled_memory_bytes {
+        Some(limit) => Some((core_result(ruby, DefaultReader::choose())?, limit)),
+        None => None,
     };
     let mode = CaptureMode::PerStream {
         limit: usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX),
         stop_at_limit: request.kill_on_output_limit,
     };
     let owner = request.owner.as_ref();
+    let cgroup = &request.limits.cgroup;
     let started = nogvl::blocking(ruby, || {
-        RunningProcess::start_owned(&launch, mode, false, owner)
+        RunningProcess::start_limited(&launch, cgroup, mode, false, owner)
     })?;
     let process = match started {
         Ok(process) => process,
@@ -209,8 +222,11 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
     let supervised = supervise(
         ruby,
         &process,
-        request.timeout,
-        request.context,
+        Supervision {
+            timeout: request.timeout,
+            context: request.context,
+            sampler,
+        },
         &mut stream,
     );
     let finish = |process: &RunningProcess, exit: Exit| {
@@ -218,7 +234,14 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
         execution(ruby, &stdout, &stderr, exit.code(), exit.signal())
     };
     match supervised {
+        Ok(_) if process.limit_exceeded().is_some() => Err(launch_limits::exceeded_error(
+            ruby,
+            process.limit_exceeded().expect("checked"),
+        )),
         Ok(exit) => finish(&process, exit),
+        Err(Supervised::MemorySampled(limit)) => {
+            Err(launch_limits::sampled_memory_error(ruby, limit))
+        }
         Err(Supervised::TimedOut) => {
             let exit = process.exit().unwrap_or(Exit::Unknown);
             Err(timeout_error(
@@ -332,6 +355,27 @@ enum Supervised {
     TimedOut,
     /// An exception (interrupt, `check!`, the block, a closed sandbox).
     Raised(Error),
+    /// The sampled memory (L.3 fallback) passed this limit; the group was
+    /// terminated.
+    MemorySampled(u64),
+}
+
+/// What [`supervise`] watches besides the child's exit.
+struct Supervision {
+    timeout: f64,
+    context: Option<Value>,
+    /// The reader and limit of sampled memory (L.3), every [`SAMPLE_PERIOD`].
+    sampler: Option<(DefaultReader, u64)>,
+}
+
+/// How often sampled memory is read (as 18.9).
+const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
+
+/// Whether the tree of `pid` uses more than `limit` bytes now (a failed
+/// read counts as not over: the child may just have exited).
+fn over_memory(ruby: &Ruby, pid: i32, (reader, limit): (DefaultReader, u64)) -> bool {
+    let sampled = nogvl::blocking(ruby, || reader.sample(pid as u32));
+    matches!(sampled, Ok(Ok(bytes)) if bytes > limit)
 }
 
 impl From<Error> for Supervised {
@@ -346,11 +390,15 @@ impl From<Error> for Supervised {
 fn supervise(
     ruby: &Ruby,
     process: &RunningProcess,
-    timeout: f64,
-    context: Option<Value>,
+    Supervision {
+        timeout,
+        context,
+        sampler,
+    }: Supervision,
     stream: &mut Option<Streamer>,
 ) -> Result<Exit, Supervised> {
     let started = Instant::now();
+    let mut next_sample = started;
     let deadline = Duration::try_from_secs_f64(timeout)
         .ok()
         .and_then(|limit| started.checked_add(limit));
@@ -375,6 +423,13 @@ fn supervise(
             return Ok(process.exit().unwrap_or(Exit::Unknown));
         }
         let now = Instant::now();
+        if let Some(sampler) = sampler.filter(|_| now >= next_sample) {
+            next_sample = now + SAMPLE_PERIOD;
+            if over_memory(ruby, process.pid(), sampler) {
+                terminate_group(ruby, &mut waiter, process)?;
+                return Err(Supervised::MemorySampled(sampler.1));
+            }
+        }
         let slice = match deadline {
             Some(deadline) if now >= deadline => {
                 terminate_group(ruby, &mut waiter, process)?;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use littleghost_sandbox_core::process::{
     self as core_process, capture::DEFAULT_OUTPUT_BYTES, group::GroupSignal as Signal,
     procfs::DefaultReader, running::session_failure_subject, CaptureMode, Launch, Owner,
-    RunningProcess, SpawnOptions,
+    RunningProcess, SpawnError, SpawnOptions,
 };
 use magnus::{
     error::ErrorType,
@@ -37,9 +37,11 @@ use crate::helpers::convert;
 use crate::helpers::nogvl;
 use crate::ruby_api::errors::{argument_error, core_result, tool_error};
 use crate::ruby_api::execution::{define_data_class, DataShape};
+use crate::ruby_api::launch_limits;
 use crate::ruby_api::process_runner::{
     check_context, positive_integer, reap_leader, terminate_group, validate_timeout, Waiter,
 };
+use littleghost_sandbox_core::limits::plan::Plan;
 
 mod io;
 mod monitor;
@@ -68,10 +70,12 @@ pub struct SessionRequest {
     pub inherit_environment: bool,
     pub chdir: Option<std::path::PathBuf>,
     pub output_bytes: u64,
-    pub memory_bytes: Option<u64>,
-    /// Any callable `(pid) -> bytes`; nil/None picks the platform reader.
+    /// Whole-tree limits (L.1-L.3) and their fallbacks: sampled memory
+    /// (18.9) and the per-process `RLIMIT_CPU`.
+    pub limits: Plan,
+    /// Any callable `(pid) -> bytes` for sampled memory; nil/None picks the
+    /// platform reader.
     pub memory_reader: Option<Value>,
-    pub cpu_seconds: Option<u64>,
     pub file_bytes: Option<u64>,
     pub spawn_options: SpawnOptions,
     /// The sandbox whose `close` terminates the session (H.4), if any.
@@ -293,9 +297,14 @@ fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error
             None => DEFAULT_OUTPUT_BYTES,
             Some(value) => positive_integer(ruby, value, "output_bytes")?,
         },
-        memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
+        // This private constructor keeps 18.9's sampled memory and
+        // per-process CPU rlimit; backends pass whole-tree limits.
+        limits: Plan {
+            sampled_memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
+            rlimit_cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
+            ..Plan::default()
+        },
         memory_reader,
-        cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
         file_bytes: optional_positive(file_bytes, "file_bytes")?,
         spawn_options: SpawnOptions::default(),
         owner: None,
@@ -316,7 +325,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         ));
     }
     // 18.9: the reader is chosen before anything is spawned.
-    let default_reader = match (request.memory_bytes, request.memory_reader) {
+    let default_reader = match (request.limits.sampled_memory_bytes, request.memory_reader) {
         (Some(_), None) => Some(core_result(ruby, DefaultReader::choose())?),
         _ => None,
     };
@@ -325,7 +334,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         environment: request.environment,
         inherit_environment: request.inherit_environment,
         chdir: request.chdir,
-        cpu_seconds: request.cpu_seconds,
+        cpu_seconds: request.limits.rlimit_cpu_seconds,
         file_bytes: request.file_bytes,
         spawn_options: request.spawn_options,
     };
@@ -333,11 +342,15 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         limit: request.output_bytes,
     };
     let owner = request.owner.as_ref();
+    let cgroup = &request.limits.cgroup;
     let started = nogvl::blocking(ruby, || {
-        RunningProcess::start_owned(&launch, mode, true, owner)
+        RunningProcess::start_limited(&launch, cgroup, mode, true, owner)
     })?;
     let process = match started {
         Ok(process) => process,
+        Err(SpawnError::Unenforceable(reason)) => {
+            return Err(crate::ruby_api::errors::capability_error(ruby, reason))
+        }
         Err(error) => {
             let subject = session_failure_subject(&error, &launch.argv[0]);
             let errno: Value = ruby
@@ -360,7 +373,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
             "process session already started",
         ));
     }
-    if let Some(limit) = request.memory_bytes {
+    if let Some(limit) = request.limits.sampled_memory_bytes {
         start_monitor(ruby, session, request.memory_reader, default_reader, limit)?;
     }
     Ok(())
@@ -408,6 +421,14 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
     }
     if state.process.terminated_by_owner() {
         return Err(tool_error(ruby, crate::ruby_api::ownership::CLOSED_MESSAGE));
+    }
+    // L.2: the kernel (memory) or the CPU watcher stopped the tree.
+    if let Some(exceeded) = state.process.limit_exceeded() {
+        let error = launch_limits::exceeded_error(ruby, exceeded);
+        if let Some(exception) = exception_of(ruby, &error) {
+            record(session, exception)?;
+        }
+        return Err(error);
     }
     if state.process.overflowed() {
         let error = tool_error(
@@ -589,5 +610,8 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
     }
     state.process.close_stdin();
     state.process.close_output();
+    // L.2: nothing the session started outlives its close.
+    let process = &state.process;
+    nogvl::blocking(ruby, || process.release_tree())?;
     interruption.map_or(Ok(()), Err)
 }

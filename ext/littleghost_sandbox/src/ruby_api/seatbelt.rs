@@ -127,7 +127,14 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         ruby,
         options,
         &["workspace"],
-        &["policy", "profiles", "limits", "executable", "platform"],
+        &[
+            "policy",
+            "profiles",
+            "limits",
+            "executable",
+            "platform",
+            "process_limits",
+        ],
     )?;
     let get = |i: usize| values[i].filter(|v| !v.is_nil());
     sandbox::assign(ruby, rb_self, values[0].unwrap(), get(1), get(2), get(3))?;
@@ -135,6 +142,8 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         Some(value) => vo::kernel(ruby, "String", value)?,
         None => vo::frozen_str(ruby, sb::DEFAULT_EXECUTABLE).as_value(),
     };
+    // No cgroups on macOS: memory is sampled, CPU per process, tasks refused (L.3).
+    crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(6))?;
     let platform = shared::platform_or_host(ruby, get(5))?;
     let requested = sandbox::requested_policy(ruby, rb_self.as_value());
     let state = State {
@@ -401,6 +410,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         values[0].unwrap(),
         values[2].filter(|v| !v.is_nil()),
     )?;
+    let limits = shared::run_plan(ruby, rb_self, &values)?;
     let host = seatbelt_command(
         ruby, rb_self, command, values[5], values[6], values[3], values[4], None,
     )?;
@@ -411,6 +421,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         timeout,
         values[1].filter(|v| !v.is_nil()),
         (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
+        limits,
     )
 }
 

@@ -20,6 +20,7 @@ use crate::helpers::convert;
 use crate::helpers::probe;
 use crate::ruby_api::capabilities;
 use crate::ruby_api::errors;
+use crate::ruby_api::launch_limits;
 use crate::ruby_api::ownership;
 use crate::ruby_api::process_runner::{
     self, check_context, positive_integer, validate_output_bytes, validate_timeout, RunRequest,
@@ -104,6 +105,12 @@ fn capabilities_for(ruby: &Ruby, writable: bool) -> Result<Value, Error> {
     if writable {
         features.extend(WRITE_FEATURES);
     }
+    // L.2: each launch runs in a cgroup that is emptied when it ends, so a
+    // setsid daemon dies with it; only where the host allows that.
+    if launch_limits::owns_tree() {
+        features.push("process_tree_ownership");
+    }
+    features.extend(launch_limits::features());
     capabilities::build(ruby, &features, &["inherit"], "none")
 }
 
@@ -122,7 +129,11 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
 
 /// Unrestricted.new(workspace:, policy: nil, profiles: {}, limits: {}): refuses any network it cannot enforce.
 fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
-    let (workspace, policy, profiles, limits) = base_options(args)?;
+    // `process_limits:` is Unrestricted's own; the rest are the base options.
+    let options: RHash = keywords_only(args)?.funcall("dup", ())?;
+    let process_limits = options.delete::<_, Option<Value>>(ruby.to_symbol("process_limits"))?;
+    launch_limits::store_defaults(ruby, rb_self, process_limits)?;
+    let (workspace, policy, profiles, limits) = base_options(&[options.as_value()])?;
     let policy_class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
     let policy = match policy.filter(|p| !p.is_nil()) {
         Some(policy) => policy,
@@ -197,7 +208,7 @@ fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> {
 
 /// Read, list, execute and spawn (plus write and replace when a file grant is writable), network `:inherit`, isolation `:none`.
 fn capabilities_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    // Never process_tree_ownership: a descendant that calls setsid escapes cleanup.
+    // process_tree_ownership only with launch cgroups (see capabilities_for).
     capabilities_for(ruby, sandbox::has_writable_file_grant(rb_self.as_value())?)
 }
 
@@ -400,8 +411,9 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         Option<Value>,
         Option<Value>,
     );
+    let (keywords, limit_keywords) = launch_limits::take(ruby, args.keywords)?;
     let parsed = get_kwargs::<_, (Value,), Optional, ()>(
-        args.keywords,
+        keywords,
         &["timeout"],
         &[
             "context",
@@ -414,6 +426,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         ],
     )?;
     let (timeout,) = parsed.required;
+    let limits = launch_limits::for_call(ruby, rb_self, &|name| limit_keywords.get(name), true)?;
     let (context, max_output_bytes, environment, inherit_environment, _scope, cwd, kill) =
         parsed.optional;
     let timeout = validate_timeout(ruby, timeout)?;
@@ -435,6 +448,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         spawn_options: SpawnOptions::default(),
         owner: Some(ownership::owner(ruby, rb_self)?),
         kill_on_output_limit: kill.is_some_and(|value| value.to_bool()),
+        limits,
     };
     process_runner::run(ruby, request)
 }
@@ -450,8 +464,9 @@ fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Val
         Option<Value>,
         Option<Value>,
     );
+    let (keywords, limit_keywords) = launch_limits::take(ruby, args.keywords)?;
     let first = get_kwargs::<_, (), Five, RHash>(
-        args.keywords,
+        keywords,
         &[],
         &[
             "context",
@@ -461,19 +476,15 @@ fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Val
             "cwd",
         ],
     )?;
-    let second = get_kwargs::<_, (), Five, ()>(
+    type Three = (Option<Value>, Option<Value>, Option<Value>);
+    let second = get_kwargs::<_, (), Three, ()>(
         first.splat,
         &[],
-        &[
-            "output_bytes",
-            "memory_bytes",
-            "cpu_seconds",
-            "file_bytes",
-            "allow_subprocesses",
-        ],
+        &["output_bytes", "file_bytes", "allow_subprocesses"],
     )?;
     let (context, environment, inherit_environment, _scope, cwd) = first.optional;
-    let (output_bytes, memory_bytes, cpu_seconds, file_bytes, allow_subprocesses) = second.optional;
+    let (output_bytes, file_bytes, allow_subprocesses) = second.optional;
+    let limit = |name: &str| limit_keywords.get(name);
     // nil means the default (H.6), which here is true.
     if allow_subprocesses.is_some_and(|allow| !allow.is_nil() && !truthy(allow)) {
         return Err(errors::capability_error(
@@ -498,9 +509,8 @@ fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Val
             Some(bytes) => bytes,
             None => output_limit(rb_self)?,
         },
-        memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
+        limits: launch_limits::for_call(ruby, rb_self, &limit, true)?,
         memory_reader: None,
-        cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
         file_bytes: optional_positive(file_bytes, "file_bytes")?,
         spawn_options: SpawnOptions::default(),
         owner: Some(ownership::owner(ruby, rb_self)?),

@@ -30,6 +30,7 @@
 
 pub mod cgroup;
 pub mod launch;
+pub mod plan;
 pub mod watch;
 
 pub use launch::LaunchCgroup;

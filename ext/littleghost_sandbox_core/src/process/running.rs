@@ -463,6 +463,16 @@ impl RunningProcess {
         self.cgroup.as_ref().and_then(|cgroup| cgroup.exceeded())
     }
 
+    /// The launch ended (a session's `close`): kills everything left in its
+    /// cgroup (a `setsid` daemon) and removes the cgroup now rather than
+    /// when the process is dropped. A no-op without a cgroup.
+    pub fn release_tree(&self) {
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill_all();
+            let _ = cgroup.remove();
+        }
+    }
+
     /// CPU time the whole tree used so far, where it runs in a cgroup.
     pub fn tree_cpu_time(&self) -> Option<Duration> {
         self.cgroup.as_ref().and_then(|cgroup| cgroup.cpu_usage())

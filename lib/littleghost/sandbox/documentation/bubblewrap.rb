@@ -27,7 +27,7 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(workspace:, policy: nil, profiles: {}, limits: {}, bubblewrap: DEFAULT_EXECUTABLE, platform: RUBY_PLATFORM, command_wrapper: nil, proc: :new, tmpfs: ["/tmp", "/run"], tmpfs_size: 268_435_456, masks: [], runtime_roots: RUNTIME_ROOTS, uid: nil, gid: nil, relay: nil, gateway_options: {}) -> sandbox
+      #   new(workspace:, policy: nil, profiles: {}, limits: {}, bubblewrap: DEFAULT_EXECUTABLE, platform: RUBY_PLATFORM, command_wrapper: nil, proc: :new, tmpfs: ["/tmp", "/run"], tmpfs_size: 268_435_456, masks: [], runtime_roots: RUNTIME_ROOTS, uid: nil, gid: nil, relay: nil, gateway_options: {}, process_limits: {}) -> sandbox
       #
       # Records the options without touching the host (see Sandbox.new for the common ones):
       #
@@ -38,6 +38,9 @@ module LittleGhost
       # +proc+:: <tt>:new</tt> (a fresh <tt>/proc</tt>), <tt>:none</tt>, or a Mount Hash mounted at <tt>/proc</tt>.
       # +tmpfs+:: paths that get an empty, writable tmpfs.
       # +tmpfs_size+:: the size in bytes of each tmpfs (default 256 MiB), a positive Integer.
+      # +process_limits+:: defaults for every launch, <tt>{memory_bytes:, tasks:, cpu_seconds:}</tt> (positive
+      #                    Integers, else ArgumentError); per-call keywords override them. See
+      #                    Sandbox#execute_program.
       # +masks+:: paths hidden behind an empty read-only tmpfs.
       # +runtime_roots+:: host directories bound read-only under <tt>root_filesystem: :isolated</tt>
       #                   (<tt>["/usr"]</tt>).

@@ -26,7 +26,10 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(workspace:, policy: nil, profiles: {}, limits: {}, platform: RUBY_PLATFORM, runtime_roots: RUNTIME_ROOTS) -> sandbox
+      #   new(workspace:, policy: nil, profiles: {}, limits: {}, platform: RUBY_PLATFORM, runtime_roots: RUNTIME_ROOTS, process_limits: {}) -> sandbox
+      #
+      # +process_limits+ (<tt>{memory_bytes:, tasks:, cpu_seconds:}</tt>) sets defaults for every launch; see
+      # Sandbox#execute_program.
       #
       # Records the options without touching the host (see Sandbox.new for the common ones).
       #

@@ -310,7 +310,7 @@ module LittleGhost
     ##
     # :method: execute_program
     # :call-seq:
-    #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, kill_on_output_limit: false, environment: {}, inherit_environment: false, scope: nil, cwd: nil) -> Execution
+    #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, kill_on_output_limit: false, environment: {}, inherit_environment: false, scope: nil, cwd: nil, memory_bytes: nil, tasks: nil, cpu_seconds: nil) -> Execution
     #   execute_program(argv, timeout:, **options) { |stream, chunk| ... } -> Execution
     #
     # Runs the argument vector +argv+ (never through a shell) to completion and returns its
@@ -329,11 +329,22 @@ module LittleGhost
     # thread, as <tt>(:stdout or :stderr, frozen binary String)</tt> (the kept bytes, in order); the Execution is
     # still returned, and an exception from the block kills the tree and propagates.
     #
+    # Whole-tree limits (positive Integers; nil means the backend's <tt>process_limits:</tt> default, else
+    # unlimited): +memory_bytes+ (anonymous memory, tmpfs pages and page cache the tree causes), +tasks+ (processes
+    # and threads alive at once) and +cpu_seconds+ (CPU time of the whole tree). Where the host gives a writable
+    # cgroup (capabilities <tt>:memory_limit</tt>, <tt>:task_limit</tt>; Sandbox.probe's <tt>:limits</tt> says
+    # why not) each launch runs in a cgroup made for it and removed after it: past +memory_bytes+ the kernel
+    # OOM-kills inside it and the call raises LittleGhost::ToolError "Program memory exceeded N bytes"; past
+    # +tasks+, <tt>fork</tt> fails with EAGAIN inside the child and nothing is killed; past +cpu_seconds+ the tree
+    # is terminated and the call raises LittleGhost::ToolError "Program CPU time exceeded N seconds". Without one,
+    # +memory_bytes+ is <em>sampled</em> every 100 ms over /proc (bursts can pass it), +cpu_seconds+ is the
+    # <em>per-process</em> RLIMIT_CPU, and +tasks+ raises LittleGhost::CapabilityError before anything runs.
+    #
     # Raises LittleGhost::Sandbox::TimeoutError, a LittleGhost::ToolError, "Command timed out after SECONDS
     # seconds" (the process tree is killed first); its +execution+ holds what the child wrote until then.
     # Also
     # LittleGhost::ToolError "Command must contain an executable" for an empty argv, ArgumentError "timeout must be
-    # positive"; an exception from <tt>context.check!</tt> kills the tree and propagates unchanged. Backends add
+    # positive" (or "NAME must be a positive Integer" for a limit); an exception from <tt>context.check!</tt> kills the tree and propagates unchanged. Backends add
     # their own (LittleGhost::PolicyError "sandbox working directory is outside the selected scope",
     # LittleGhost::DependencyError).
     #
@@ -351,13 +362,15 @@ module LittleGhost
     ##
     # :method: start_program
     # :call-seq:
-    #   start_program(argv, context: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil, output_bytes: nil, memory_bytes: nil, cpu_seconds: nil, file_bytes: nil, allow_subprocesses: nil) -> ProcessSession
+    #   start_program(argv, context: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil, output_bytes: nil, memory_bytes: nil, tasks: nil, cpu_seconds: nil, file_bytes: nil, allow_subprocesses: nil) -> ProcessSession
     #
     # Starts +argv+ as a long-lived child with stdin, stdout and stderr pipes and returns the
     # LittleGhost::Sandbox::ProcessSession that owns its process group; the caller must #close it (closing the
     # sandbox closes it too). The environment, +cwd+ and +scope+ follow #execute_program. +output_bytes+ (default
-    # <tt>limits.output_bytes</tt>) bounds stdout and stderr together; +memory_bytes+ is sampled every 100 ms;
-    # +cpu_seconds+ and +file_bytes+ become RLIMIT_CPU and RLIMIT_FSIZE. <tt>allow_subprocesses: false</tt> forbids
+    # <tt>limits.output_bytes</tt>) bounds stdout and stderr together; +memory_bytes+, +tasks+ and +cpu_seconds+
+    # limit the whole tree as for #execute_program (a passed memory or CPU limit is raised by the session's next
+    # call; closing the session kills whatever is left in its cgroup); +file_bytes+ becomes RLIMIT_FSIZE.
+    # <tt>allow_subprocesses: false</tt> forbids
     # the child to create processes where the backend can enforce it (capability
     # <tt>:process_spawn_denial</tt>); nil means the backend's default.
     #

@@ -19,7 +19,11 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(workspace:, policy: nil, profiles: {}, limits: {}, executable: DEFAULT_EXECUTABLE, platform: RUBY_PLATFORM) -> sandbox
+      #   new(workspace:, policy: nil, profiles: {}, limits: {}, executable: DEFAULT_EXECUTABLE, platform: RUBY_PLATFORM, process_limits: {}) -> sandbox
+      #
+      # +process_limits+ (<tt>{memory_bytes:, tasks:, cpu_seconds:}</tt>) sets defaults for every launch. macOS has
+      # no cgroups: +memory_bytes+ is sampled, +cpu_seconds+ is per process, and +tasks+ raises
+      # LittleGhost::CapabilityError (see Sandbox#execute_program).
       #
       # +executable+ is the path of <tt>sandbox-exec</tt> (<tt>"/usr/bin/sandbox-exec"</tt>); see Sandbox.new for
       # the others. Touches nothing on the host.

@@ -21,9 +21,13 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(workspace:, policy: nil, profiles: {}, limits: {}) -> sandbox
+      #   new(workspace:, policy: nil, profiles: {}, limits: {}, process_limits: {}) -> sandbox
       #
       # A nil +policy+ means <tt>{files: {root: :read_only}}</tt>. See Sandbox.new.
+      # +process_limits+ (<tt>{memory_bytes:, tasks:, cpu_seconds:}</tt>, positive Integers, else ArgumentError)
+      # sets defaults for every launch, <tt>execute_program(argv, timeout:)</tt> included; per-call keywords override
+      # them. Where the host gives a writable cgroup, every launch runs in its own cgroup, so nothing it started (a
+      # <tt>setsid</tt> daemon included) outlives it, and the capabilities list <tt>:process_tree_ownership</tt>.
       #
       # Raises LittleGhost::CapabilityError "the unrestricted sandbox cannot enforce network mode :MODE" for a
       # network other than nil or <tt>:inherit</tt>.
@@ -56,7 +60,8 @@ module LittleGhost
       #   capabilities -> Capabilities
       #
       # Read, list, execute and spawn, plus write and replace when #writable?; network <tt>[:inherit]</tt>;
-      # isolation <tt>:none</tt>. Never <tt>:process_tree_ownership</tt> or <tt>:process_spawn_denial</tt>.
+      # isolation <tt>:none</tt>. <tt>:process_tree_ownership</tt>, <tt>:memory_limit</tt> and <tt>:task_limit</tt> only where launches get a
+      # cgroup (see ::new); never <tt>:process_spawn_denial</tt>.
       #
       #   sandbox.capabilities.features   # => [:filesystem_read, :filesystem_list, :process_execute, :process_spawn, ...]
 
@@ -138,7 +143,7 @@ module LittleGhost
       ##
       # :method: execute_program
       # :call-seq:
-      #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil) -> Execution
+      #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil, memory_bytes: nil, tasks: nil, cpu_seconds: nil) -> Execution
       #
       # Runs +argv+ on the host (no isolation) in the workspace root or the logical +cwd+; see
       # Sandbox#execute_program for options and errors.

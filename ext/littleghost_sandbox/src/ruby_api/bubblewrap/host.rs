@@ -13,10 +13,12 @@ use crate::helpers::args::kwargs;
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::launch_limits;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{
     errors, mount, network_policy, ownership, process_runner, process_session, sandbox,
 };
+use littleghost_sandbox_core::limits::plan::Plan;
 
 /// A frozen Array of frozen Strings.
 pub(crate) fn frozen_strings(ruby: &Ruby, items: &[&str]) -> RArray {
@@ -173,6 +175,7 @@ pub(crate) fn run_host(
     timeout: f64,
     context: Option<Value>,
     (max_output_bytes, kill_on_output_limit): (u64, bool),
+    limits: Plan,
 ) -> Result<Value, Error> {
     let request = process_runner::RunRequest {
         argv: host.argv.clone(),
@@ -187,6 +190,7 @@ pub(crate) fn run_host(
         },
         owner: Some(ownership::owner(ruby, owner)?),
         kill_on_output_limit,
+        limits,
     };
     let execution = process_runner::run(ruby, request)?;
     reinterpret_exec_failure(ruby, &host, execution)
@@ -195,9 +199,25 @@ pub(crate) fn run_host(
 /// The session limits of a `start_program` call, already validated.
 pub(crate) struct SessionLimits {
     pub output_bytes: u64,
-    pub memory_bytes: Option<u64>,
-    pub cpu_seconds: Option<u64>,
+    /// `memory_bytes`, `tasks`, `cpu_seconds` over `process_limits:` (L.1).
+    pub plan: Plan,
     pub file_bytes: Option<u64>,
+}
+
+/// The whole-tree limits of an `execute_program` call whose keyword values
+/// are `values` (`timeout` first, then [`EXECUTE_KEYS`]).
+pub(crate) fn run_plan(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    values: &[Option<Value>],
+) -> Result<Plan, Error> {
+    let get = |name: &str| {
+        EXECUTE_KEYS
+            .iter()
+            .position(|key| *key == name)
+            .and_then(|index| values[index + 1])
+    };
+    launch_limits::for_call(ruby, rb_self, &get, false)
 }
 
 /// `output_bytes` (default `limits.output_bytes`) and the optional limits, each a positive Integer.
@@ -219,8 +239,7 @@ pub(crate) fn session_limits(
     };
     Ok(SessionLimits {
         output_bytes,
-        memory_bytes: optional("memory_bytes")?,
-        cpu_seconds: optional("cpu_seconds")?,
+        plan: launch_limits::for_call(ruby, rb_self, get, false)?,
         file_bytes: optional("file_bytes")?,
     })
 }
@@ -240,9 +259,8 @@ pub(crate) fn start_host(
             inherit_environment: host.inherit_environment,
             chdir: host.chdir,
             output_bytes: limits.output_bytes,
-            memory_bytes: limits.memory_bytes,
+            limits: limits.plan,
             memory_reader: None,
-            cpu_seconds: limits.cpu_seconds,
             file_bytes: limits.file_bytes,
             spawn_options: SpawnOptions {
                 inherited_fds: host.keep_fds,
@@ -272,7 +290,7 @@ pub(crate) fn run_limits(
 }
 
 /// The optional keywords of `execute_program`, after the required `timeout`.
-pub(crate) const EXECUTE_KEYS: [&str; 7] = [
+pub(crate) const EXECUTE_KEYS: [&str; 10] = [
     "context",
     "max_output_bytes",
     "environment",
@@ -280,10 +298,13 @@ pub(crate) const EXECUTE_KEYS: [&str; 7] = [
     "scope",
     "cwd",
     "kill_on_output_limit",
+    "memory_bytes",
+    "tasks",
+    "cpu_seconds",
 ];
 
 /// The keywords of `start_program`, all optional.
-pub(crate) const START_KEYS: [&str; 10] = [
+pub(crate) const START_KEYS: [&str; 11] = [
     "context",
     "environment",
     "inherit_environment",
@@ -294,4 +315,5 @@ pub(crate) const START_KEYS: [&str; 10] = [
     "cpu_seconds",
     "file_bytes",
     "allow_subprocesses",
+    "tasks",
 ];

@@ -1,0 +1,168 @@
+//! How one launch's requested limits are enforced on this host (SPEC §25
+//! L.1-L.3): by its cgroup where the kernel can, else by the documented
+//! fallbacks, else refused before anything is spawned.
+
+use super::{Enforcement, ProcessLimits};
+
+/// Limits a caller asked for (per-call values over the backend's defaults),
+/// each a positive count; `None` means unlimited.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Requested {
+    pub memory_bytes: Option<u64>,
+    pub tasks: Option<u64>,
+    pub cpu_seconds: Option<u64>,
+    /// Own the whole tree when the host allows it (Unrestricted): nothing a
+    /// launch started survives it. Silently skipped where it cannot hold;
+    /// the capabilities then do not list `process_tree_ownership`.
+    pub own_tree_if_possible: bool,
+}
+
+impl Requested {
+    /// `self`'s limits, each replaced by `over`'s where `over` has one.
+    pub fn overridden_by(self, over: Requested) -> Requested {
+        Requested {
+            memory_bytes: over.memory_bytes.or(self.memory_bytes),
+            tasks: over.tasks.or(self.tasks),
+            cpu_seconds: over.cpu_seconds.or(self.cpu_seconds),
+            own_tree_if_possible: self.own_tree_if_possible || over.own_tree_if_possible,
+        }
+    }
+}
+
+/// How a launch is limited: `cgroup` goes to the core spawn; the rest are
+/// the L.3 fallbacks the caller applies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Enforced by the launch's cgroup.
+    pub cgroup: ProcessLimits,
+    /// Memory sampled over /proc every 100 ms (not kernel-enforced).
+    pub sampled_memory_bytes: Option<u64>,
+    /// The per-process `RLIMIT_CPU` (not whole-tree).
+    pub rlimit_cpu_seconds: Option<u64>,
+}
+
+/// Decides how `requested` is enforced given what the host can
+/// (`enforcement`); `Err(reason)` when `tasks` is asked for and cannot be
+/// bounded at all (CapabilityError before spawning).
+pub fn plan(requested: Requested, enforcement: &Enforcement) -> Result<Plan, String> {
+    let mut plan = Plan::default();
+    if let Some(tasks) = requested.tasks {
+        match &enforcement.tasks {
+            Ok(()) => plan.cgroup.tasks = Some(tasks),
+            Err(reason) => return Err(format!("tasks cannot be limited here: {reason}")),
+        }
+    }
+    if let Some(bytes) = requested.memory_bytes {
+        match enforcement.memory {
+            Ok(()) => plan.cgroup.memory_bytes = Some(bytes),
+            Err(_) => plan.sampled_memory_bytes = Some(bytes),
+        }
+    }
+    if let Some(seconds) = requested.cpu_seconds {
+        match enforcement.cpu {
+            Ok(()) => plan.cgroup.cpu_seconds = Some(seconds),
+            Err(_) => plan.rlimit_cpu_seconds = Some(seconds),
+        }
+    }
+    plan.cgroup.own_tree = requested.own_tree_if_possible && enforcement.tree.is_ok();
+    Ok(plan)
+}
+
+/// The capability features the kernel enforces here (`:memory_limit`,
+/// `:task_limit`), in that order.
+pub fn enforced_features(enforcement: &Enforcement) -> Vec<&'static str> {
+    let mut features = Vec::new();
+    if enforcement.memory.is_ok() {
+        features.push("memory_limit");
+    }
+    if enforcement.tasks.is_ok() {
+        features.push("task_limit");
+    }
+    features
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_enforced() -> Enforcement {
+        Enforcement {
+            memory: Ok(()),
+            tasks: Ok(()),
+            cpu: Ok(()),
+            tree: Ok(()),
+        }
+    }
+
+    fn asked() -> Requested {
+        Requested {
+            memory_bytes: Some(64),
+            tasks: None,
+            cpu_seconds: Some(1),
+            own_tree_if_possible: true,
+        }
+    }
+
+    #[test]
+    fn enforceable_limits_go_to_the_cgroup() {
+        let plan = plan(
+            Requested {
+                tasks: Some(16),
+                ..asked()
+            },
+            &all_enforced(),
+        )
+        .unwrap();
+        assert_eq!(plan.cgroup.memory_bytes, Some(64));
+        assert_eq!(plan.cgroup.tasks, Some(16));
+        assert_eq!(plan.cgroup.cpu_seconds, Some(1));
+        assert!(plan.cgroup.own_tree);
+        assert_eq!(plan.sampled_memory_bytes, None);
+        assert_eq!(plan.rlimit_cpu_seconds, None);
+        assert_eq!(
+            enforced_features(&all_enforced()),
+            ["memory_limit", "task_limit"]
+        );
+    }
+
+    #[test]
+    fn without_a_cgroup_memory_is_sampled_and_cpu_per_process() {
+        let none = Enforcement::none("cannot write /sys/fs/cgroup/pids".into());
+        let plan = plan(asked(), &none).unwrap();
+        assert!(!plan.cgroup.wants_cgroup());
+        assert_eq!(plan.sampled_memory_bytes, Some(64));
+        assert_eq!(plan.rlimit_cpu_seconds, Some(1));
+        assert!(enforced_features(&none).is_empty());
+    }
+
+    #[test]
+    fn tasks_without_a_pids_controller_are_refused_with_the_reason() {
+        let none = Enforcement::none("cannot write /sys/fs/cgroup/pids".into());
+        let refused = plan(
+            Requested {
+                tasks: Some(16),
+                ..Requested::default()
+            },
+            &none,
+        )
+        .unwrap_err();
+        assert!(refused.contains("/sys/fs/cgroup/pids"), "{refused}");
+    }
+
+    #[test]
+    fn per_call_values_override_defaults() {
+        let defaults = Requested {
+            memory_bytes: Some(1),
+            tasks: Some(2),
+            ..Requested::default()
+        };
+        let call = Requested {
+            memory_bytes: Some(10),
+            ..Requested::default()
+        };
+        let merged = defaults.overridden_by(call);
+        assert_eq!(merged.memory_bytes, Some(10));
+        assert_eq!(merged.tasks, Some(2));
+        assert_eq!(merged.cpu_seconds, None);
+    }
+}
