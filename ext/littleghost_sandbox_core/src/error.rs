@@ -3,11 +3,17 @@
 
 use std::fmt;
 
+use crate::denial::{Reason, Refusal};
+
 /// A failure the caller can act on; the message is what Ruby shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// `LittleGhost::ToolError`: expected per-operation failure, safe to show the model.
     Tool(String),
+    /// `LittleGhost::ToolError` too, for a refusal of policy: the message
+    /// plus the rule that refused, so the binding records a denial (issue 12)
+    /// without parsing the message.
+    Refused(Refusal),
     /// `LittleGhost::PolicyError`: invalid policy, limits or declaration.
     Policy(String),
     /// `LittleGhost::CapabilityError`: a control cannot be enforced, or a scope tries to widen.
@@ -30,6 +36,14 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// The refusal this error carries, if it is one.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Error::Refused(refusal) => Some(refusal),
+            _ => None,
+        }
+    }
+
     /// The message Ruby will show.
     pub fn message(&self) -> &str {
         match self {
@@ -42,6 +56,7 @@ impl Error {
             | Error::Argument(m)
             | Error::Key(m)
             | Error::Io(m) => m,
+            Error::Refused(refusal) => &refusal.message,
         }
     }
 }
@@ -57,6 +72,13 @@ impl std::error::Error for Error {}
 /// Shorthand constructors keep call sites short: `tool("Path does not exist")`.
 pub fn tool(message: impl Into<String>) -> Error {
     Error::Tool(message.into())
+}
+/// A `ToolError` that refuses by `reason` (see [`Error::Refused`]).
+pub fn refused(reason: Reason, message: impl Into<String>) -> Error {
+    Error::Refused(Refusal {
+        reason,
+        message: message.into(),
+    })
 }
 /// See [`tool`].
 pub fn policy(message: impl Into<String>) -> Error {

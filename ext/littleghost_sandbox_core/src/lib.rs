@@ -5,6 +5,7 @@
 //! into these types and maps [`Error`] onto the documented Ruby exceptions.
 
 pub mod backend;
+pub mod denial;
 pub mod error;
 pub mod fs;
 pub mod grants;

@@ -94,7 +94,7 @@ pub fn type_error(ruby: &Ruby, message: impl Into<String>) -> Error {
 /// Maps a core error onto its documented Ruby exception class.
 pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
     let class = match &error {
-        CoreError::Tool(_) => ruby.get_inner(&TOOL_ERROR),
+        CoreError::Tool(_) | CoreError::Refused(_) => ruby.get_inner(&TOOL_ERROR),
         CoreError::Policy(_) => ruby.get_inner(&POLICY_ERROR),
         CoreError::Capability(_) => ruby.get_inner(&CAPABILITY_ERROR),
         CoreError::Dependency(_) => ruby.get_inner(&DEPENDENCY_ERROR),

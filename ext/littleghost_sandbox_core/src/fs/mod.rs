@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, FileType};
 use rustix::io::Errno;
 
-use crate::error::{tool, Error, Result};
+use crate::denial::Reason;
+use crate::error::{refused, tool, Error, Result};
 use crate::grants::{Access, Grant, Identity};
 use crate::paths;
 
@@ -83,8 +84,8 @@ impl Rule {
 
     fn check(self, writes: bool) -> Result<()> {
         match self {
-            Rule::Hidden => Err(tool(OUTSIDE)),
-            Rule::ReadOnly if writes => Err(tool(READ_ONLY)),
+            Rule::Hidden => Err(refused(Reason::OutsideScope, OUTSIDE)),
+            Rule::ReadOnly if writes => Err(refused(Reason::ReadOnly, READ_ONLY)),
             _ => Ok(()),
         }
     }
@@ -289,8 +290,10 @@ impl Broker {
     /// Issue 12: a refusal names the caller's logical path (never a host
     /// path) and, for a limit, the limit; today's wording stays the prefix.
     fn name_path(&self, error: Error, logical: &str) -> Error {
-        let Error::Tool(message) = error else {
-            return error;
+        let (message, reason) = match error {
+            Error::Tool(message) => (message, None),
+            Error::Refused(refusal) => (refusal.message, Some(refusal.reason)),
+            other => return other,
         };
         let limits = &self.limits;
         let named = match message.as_str() {
@@ -300,7 +303,10 @@ impl Broker {
             m if NAMES_PATH.contains(&m) => format!("{m}: {logical}"),
             _ => message,
         };
-        Error::Tool(named)
+        match reason {
+            Some(reason) => refused(reason, named),
+            None => Error::Tool(named),
+        }
     }
 
     fn read_file(&self, physical: &Path) -> Result<String> {
@@ -360,7 +366,7 @@ impl Broker {
     fn write_file(&self, physical: &Path, logical: &str, content: &[u8]) -> Result<String> {
         let resolved = self.resolve(physical, true)?;
         if !resolved.writable {
-            return Err(tool(READ_ONLY));
+            return Err(refused(Reason::ReadOnly, READ_ONLY));
         }
         self.check_write_size(content)?;
         let root = self.verify(&resolved)?;
@@ -394,7 +400,7 @@ impl Broker {
         let text = String::from_utf8(content).map_err(|_| tool(NOT_UTF8))?;
         let at = single_occurrence(&text, old_text, logical)?;
         if !resolved.writable {
-            return Err(tool(READ_ONLY));
+            return Err(refused(Reason::ReadOnly, READ_ONLY));
         }
         rule.check(true)?;
         let mut updated = Vec::with_capacity(text.len() - old_text.len() + new_text.len());
@@ -485,7 +491,7 @@ impl Broker {
             .iter()
             .filter(|root| clean_remainder(path, &root.target).is_some())
             .max_by_key(|root| root.target_depth)
-            .ok_or_else(|| tool(OUTSIDE))?;
+            .ok_or_else(|| refused(Reason::OutsideScope, OUTSIDE))?;
         let remainder = clean_remainder(path, &lexical.target).unwrap_or(Path::new(""));
         if entry_required && remainder.as_os_str().is_empty() {
             return Err(tool("Path must identify a sandbox entry"));
@@ -509,7 +515,7 @@ impl Broker {
         // [DEV] tie: a tool-visible grant wins, read-only if any tied grant is.
         let effective = tied()
             .find(|root| root.visible)
-            .ok_or_else(|| tool(OUTSIDE))?;
+            .ok_or_else(|| refused(Reason::OutsideScope, OUTSIDE))?;
         let writable = tied().all(|root| root.access.writable());
         let below = clean_remainder(&candidate, &effective.realpath)
             .unwrap_or(Path::new(""))
@@ -687,7 +693,7 @@ impl Broker {
         let limit = self.limits.read_bytes;
         let size = u64::try_from(stat.st_size).unwrap_or(0);
         if size > limit {
-            return Err(tool(READ_LIMIT));
+            return Err(refused(Reason::ReadLimit, READ_LIMIT));
         }
         const MAX_PREALLOCATION: u64 = 64 << 20;
         let mut bytes = Vec::with_capacity(size.min(MAX_PREALLOCATION) as usize + 1);
@@ -696,14 +702,14 @@ impl Broker {
             .read_to_end(&mut bytes)
             .map_err(|error| tool(format!("Could not read file: {error}")))?;
         if bytes.len() as u64 > limit {
-            return Err(tool(READ_LIMIT));
+            return Err(refused(Reason::ReadLimit, READ_LIMIT));
         }
         Ok(bytes)
     }
 
     fn check_write_size(&self, content: &[u8]) -> Result<()> {
         if content.len() as u64 > self.limits.write_bytes {
-            return Err(tool(WRITE_LIMIT));
+            return Err(refused(Reason::WriteLimit, WRITE_LIMIT));
         }
         Ok(())
     }
@@ -733,7 +739,7 @@ impl Broker {
             }
             count += 1;
             if count > self.limits.list_entries {
-                return Err(tool(LIST_LIMIT));
+                return Err(refused(Reason::ListLimit, LIST_LIMIT));
             }
             let name_os = OsStr::from_bytes(name);
             let is_dir = match entry.file_type() {
@@ -875,10 +881,13 @@ fn lexical_path(physical: &Path) -> Result<PathBuf> {
         return Err(tool("Path contains a null byte"));
     }
     if bytes.split(|b| *b == b'/').any(|part| part == b"..") {
-        return Err(tool("Path escapes the sandbox scope"));
+        return Err(refused(
+            Reason::EscapesScope,
+            "Path escapes the sandbox scope",
+        ));
     }
     if !physical.is_absolute() {
-        return Err(tool(OUTSIDE));
+        return Err(refused(Reason::OutsideScope, OUTSIDE));
     }
     // `Workspace#resolve` hands over clean paths; clean only what is not.
     if is_clean_absolute(bytes) {
@@ -930,7 +939,7 @@ fn check_regular(stat: &rfs::Stat) -> Result<()> {
         return Err(tool(NOT_A_FILE));
     }
     if stat.st_nlink > 1 {
-        return Err(tool(MULTIPLY_LINKED));
+        return Err(refused(Reason::MultiplyLinked, MULTIPLY_LINKED));
     }
     Ok(())
 }
@@ -968,6 +977,9 @@ fn walk_error(wording: Wording, error: WalkError) -> Error {
         (Failure::Missing | Failure::NotDirectory, _) => DOES_NOT_EXIST,
         (Failure::Os(errno), _) => return errno_error(errno),
     };
+    if error.failure == Failure::Symlink {
+        return refused(Reason::Symlink, message);
+    }
     tool(message)
 }
 

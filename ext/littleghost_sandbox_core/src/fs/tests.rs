@@ -118,9 +118,10 @@ fn broker(grants: &[Grant]) -> Broker {
 #[track_caller]
 fn assert_tool<T: std::fmt::Debug>(result: Result<T>, fragment: &str) {
     match result {
-        Err(Error::Tool(message)) => assert!(
-            message.contains(fragment),
-            "expected ToolError containing {fragment:?}, got {message:?}"
+        Err(error @ (Error::Tool(_) | Error::Refused(_))) => assert!(
+            error.message().contains(fragment),
+            "expected ToolError containing {fragment:?}, got {:?}",
+            error.message()
         ),
         other => panic!("expected ToolError containing {fragment:?}, got {other:?}"),
     }
@@ -1649,4 +1650,36 @@ fn refusals_name_the_logical_path_and_the_limit() {
         message(read_only.write(&ws.join("app.rb"), "source/app.rb", b"x")),
         "Sandbox scope is read-only: source/app.rb"
     );
+}
+
+/// Issue 12 item 12: a refusal of policy carries its rule, so the binding
+/// records a denial without parsing the message; other failures do not.
+#[test]
+fn refusals_carry_their_rule_and_other_failures_do_not() {
+    use crate::denial::Reason;
+    let tree = Tree::new();
+    let ws = tree.path("ws");
+    let docs = tree.dir("ws/docs");
+    tree.file("ws/docs/a.md", "a");
+    tree.file("ws/big.txt", &"x".repeat(LIMITS.read_bytes as usize + 1));
+    tree.dir("outside");
+    let broker = broker(&[grant(&ws, RW), grant(&docs, RO)]);
+    let reason = |result: Result<String>| result.unwrap_err().refusal().map(|r| r.reason);
+    assert_eq!(
+        reason(broker.write(&docs.join("a.md"), "docs/a.md", b"b")),
+        Some(Reason::ReadOnly)
+    );
+    let refused = broker
+        .write(&docs.join("a.md"), "docs/a.md", b"b")
+        .unwrap_err();
+    assert_eq!(refused.message(), "Sandbox scope is read-only: docs/a.md");
+    assert_eq!(
+        reason(broker.read(&tree.path("outside/x"), "../outside/x")),
+        Some(Reason::OutsideScope)
+    );
+    assert_eq!(
+        reason(broker.read(&ws.join("big.txt"), "big.txt")),
+        Some(Reason::ReadLimit)
+    );
+    assert_eq!(reason(broker.read(&ws.join("missing"), "missing")), None);
 }

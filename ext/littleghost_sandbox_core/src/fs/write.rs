@@ -71,7 +71,12 @@ fn inspect_target(parent: BorrowedFd<'_>, name: &OsStr) -> Result<Option<rfs::St
     let handle = match rfs::openat(parent, name, OFlags::WRONLY | walk::ALWAYS, Mode::empty()) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Ok(None), // removed meanwhile: we create it
-        Err(Errno::LOOP) => return Err(tool(WRITE_SYMLINK)),
+        Err(Errno::LOOP) => {
+            return Err(crate::error::refused(
+                crate::denial::Reason::Symlink,
+                WRITE_SYMLINK,
+            ))
+        }
         Err(errno) => return Err(errno_error(errno)),
     };
     let stat = rfs::fstat(&handle).map_err(io_error)?;
@@ -81,7 +86,10 @@ fn inspect_target(parent: BorrowedFd<'_>, name: &OsStr) -> Result<Option<rfs::St
 
 fn check_target(stat: &rfs::Stat) -> Result<()> {
     if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink {
-        return Err(tool(WRITE_SYMLINK));
+        return Err(crate::error::refused(
+            crate::denial::Reason::Symlink,
+            WRITE_SYMLINK,
+        ));
     }
     check_regular(stat)
 }

@@ -1,0 +1,312 @@
+//! Denials (issue 12 item 12): every refusal the gem makes, as a value a
+//! caller can observe without parsing messages, and the bounded log a
+//! sandbox keeps of them.
+//!
+//! Three kinds of refusal exist:
+//!
+//! - [`Kind::Filesystem`]: the broker (§14) or a scope's capabilities refused
+//!   a file operation. The broker's error carries a [`Refusal`] (see
+//!   [`crate::Error::Refused`]); the binding adds the operation and the
+//!   caller's logical path.
+//! - [`Kind::Limit`]: a program was ended because it passed a resource limit
+//!   (memory, CPU time, the output bound with `kill_on_output_limit`). A
+//!   timeout is *not* a denial: it bounds how long the caller waits, it does
+//!   not refuse anything the program asked for, and it already raises its
+//!   own `TimeoutError`.
+//! - [`Kind::Network`]: the built-in gateway answered 403; its own record
+//!   ([`crate::network::denial::Denial`]) converts with `From`.
+//!
+//! Things that are not refusals (a missing file, text not found, invalid
+//! UTF-8, an OS failure) are plain errors and are not recorded.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use crate::network::denial as gateway;
+
+/// What was refused, broadly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Filesystem,
+    Limit,
+    Network,
+}
+
+impl Kind {
+    /// The Ruby Symbol name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Filesystem => "filesystem",
+            Kind::Limit => "limit",
+            Kind::Network => "network",
+        }
+    }
+}
+
+/// The operation that was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    Read,
+    List,
+    Write,
+    Replace,
+    /// A program run (`execute_program`, `start_program`, `execute`).
+    Execute,
+    /// An outbound connection through the gateway.
+    Connect,
+}
+
+impl Operation {
+    /// The Ruby Symbol name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Read => "read",
+            Operation::List => "list",
+            Operation::Write => "write",
+            Operation::Replace => "replace",
+            Operation::Execute => "execute",
+            Operation::Connect => "connect",
+        }
+    }
+}
+
+/// The rule that refused it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The path lies outside every tool-visible grant (or under a deny marker).
+    OutsideScope,
+    /// The path contains a `..` component.
+    EscapesScope,
+    /// A write or replace under a read-only grant.
+    ReadOnly,
+    /// The path is or traverses a symbolic link.
+    Symlink,
+    /// The file has more than one hard link.
+    MultiplyLinked,
+    /// The scope's capabilities do not include the operation.
+    Capability,
+    /// `Limits#read_bytes`.
+    ReadLimit,
+    /// `Limits#write_bytes`.
+    WriteLimit,
+    /// `Limits#list_entries`.
+    ListLimit,
+    /// A program passed its memory limit and was ended.
+    MemoryLimit,
+    /// A program passed its CPU time limit and was ended.
+    CpuLimit,
+    /// A program passed `max_output_bytes` with `kill_on_output_limit`.
+    OutputLimit,
+    /// The gateway's allowlist does not name the destination.
+    NotAllowed,
+    /// The destination resolves to a private or reserved address.
+    PrivateDestination,
+}
+
+impl Reason {
+    /// The Ruby Symbol name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::OutsideScope => "outside_scope",
+            Reason::EscapesScope => "escapes_scope",
+            Reason::ReadOnly => "read_only",
+            Reason::Symlink => "symlink",
+            Reason::MultiplyLinked => "multiply_linked",
+            Reason::Capability => "capability",
+            Reason::ReadLimit => "read_limit",
+            Reason::WriteLimit => "write_limit",
+            Reason::ListLimit => "list_limit",
+            Reason::MemoryLimit => "memory_limit",
+            Reason::CpuLimit => "cpu_limit",
+            Reason::OutputLimit => "output_limit",
+            Reason::NotAllowed => "not_allowed",
+            Reason::PrivateDestination => "private_destination",
+        }
+    }
+
+    /// The kind a refusal for this reason belongs to.
+    pub fn kind(self) -> Kind {
+        match self {
+            Reason::MemoryLimit | Reason::CpuLimit | Reason::OutputLimit => Kind::Limit,
+            Reason::NotAllowed | Reason::PrivateDestination => Kind::Network,
+            _ => Kind::Filesystem,
+        }
+    }
+}
+
+/// What a refusing error carries besides its message: the rule, so callers
+/// never parse the message. See [`crate::Error::Refused`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: Reason,
+    /// The message Ruby shows (a `ToolError`'s).
+    pub message: String,
+}
+
+/// One refusal, as `LittleGhost::Sandbox::Denial` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Denial {
+    pub kind: Kind,
+    pub operation: Operation,
+    /// The caller's logical path, the program's `argv[0]`, or `host:port`.
+    pub target: String,
+    pub reason: Reason,
+    /// The refused operation's own error message (or the gateway's reason).
+    pub message: String,
+    pub at: SystemTime,
+}
+
+impl Denial {
+    /// A denial now, of the kind `reason` implies.
+    pub fn new(
+        operation: Operation,
+        target: impl Into<String>,
+        reason: Reason,
+        message: impl Into<String>,
+    ) -> Denial {
+        Denial {
+            kind: reason.kind(),
+            operation,
+            target: target.into(),
+            reason,
+            message: message.into(),
+            at: SystemTime::now(),
+        }
+    }
+
+    /// The denial of a broker refusal of `operation` on `logical`.
+    pub fn refused(operation: Operation, logical: &str, refusal: &Refusal) -> Denial {
+        Denial::new(operation, logical, refusal.reason, refusal.message.clone())
+    }
+}
+
+impl From<&gateway::Denial> for Denial {
+    fn from(record: &gateway::Denial) -> Denial {
+        let reason = match record.reason {
+            gateway::DenialReason::NotAllowed => Reason::NotAllowed,
+            gateway::DenialReason::PrivateDestination => Reason::PrivateDestination,
+        };
+        Denial {
+            kind: Kind::Network,
+            operation: Operation::Connect,
+            target: record.destination.clone(),
+            reason,
+            message: record.reason.text().to_owned(),
+            at: record.at,
+        }
+    }
+}
+
+/// How many denials a sandbox keeps by default.
+pub const DEFAULT_CAPACITY: usize = 100;
+
+/// The last `capacity` denials, oldest first; older ones are dropped (and
+/// counted). Safe to share between threads.
+#[derive(Debug)]
+pub struct DenialLog {
+    capacity: usize,
+    state: Mutex<(VecDeque<Denial>, u64)>,
+}
+
+impl Default for DenialLog {
+    fn default() -> Self {
+        DenialLog::new(DEFAULT_CAPACITY)
+    }
+}
+
+impl DenialLog {
+    /// Keeps the last `capacity` denials (at least one).
+    pub fn new(capacity: usize) -> DenialLog {
+        DenialLog {
+            capacity: capacity.max(1),
+            state: Mutex::new((VecDeque::new(), 0)),
+        }
+    }
+
+    /// Appends `denial`, dropping the oldest one when full.
+    pub fn record(&self, denial: Denial) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.0.len() == self.capacity {
+            state.0.pop_front();
+            state.1 += 1;
+        }
+        state.0.push_back(denial);
+    }
+
+    /// The kept denials, oldest first.
+    pub fn list(&self) -> Vec<Denial> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0.iter().cloned().collect()
+    }
+
+    /// How many denials were dropped to respect the bound.
+    pub fn dropped(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+
+    /// The bound.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_keeps_the_newest_and_counts_the_dropped() {
+        let log = DenialLog::new(2);
+        for name in ["a", "b", "c"] {
+            log.record(Denial::new(
+                Operation::Read,
+                name,
+                Reason::OutsideScope,
+                "x",
+            ));
+        }
+        let kept: Vec<String> = log.list().into_iter().map(|d| d.target).collect();
+        assert_eq!(kept, ["b", "c"]);
+        assert_eq!(log.dropped(), 1);
+        assert_eq!(DenialLog::new(0).capacity(), 1);
+        assert_eq!(DenialLog::default().capacity(), DEFAULT_CAPACITY);
+    }
+
+    #[test]
+    fn reasons_imply_their_kind() {
+        assert_eq!(Reason::ReadOnly.kind(), Kind::Filesystem);
+        assert_eq!(Reason::ReadLimit.kind(), Kind::Filesystem);
+        assert_eq!(Reason::MemoryLimit.kind(), Kind::Limit);
+        assert_eq!(Reason::OutputLimit.kind(), Kind::Limit);
+        assert_eq!(Reason::NotAllowed.kind(), Kind::Network);
+        let denial = Denial::refused(
+            Operation::Write,
+            "docs/a.md",
+            &Refusal {
+                reason: Reason::ReadOnly,
+                message: "Sandbox scope is read-only: docs/a.md".into(),
+            },
+        );
+        assert_eq!(
+            (denial.kind, denial.operation, denial.target.as_str()),
+            (Kind::Filesystem, Operation::Write, "docs/a.md")
+        );
+    }
+
+    #[test]
+    fn a_gateway_record_converts() {
+        let record = gateway::Denial {
+            at: SystemTime::UNIX_EPOCH,
+            destination: "example.com:443".into(),
+            reason: gateway::DenialReason::PrivateDestination,
+        };
+        let denial = Denial::from(&record);
+        assert_eq!(denial.kind, Kind::Network);
+        assert_eq!(denial.operation, Operation::Connect);
+        assert_eq!(denial.target, "example.com:443");
+        assert_eq!(denial.reason, Reason::PrivateDestination);
+        assert_eq!(denial.at, SystemTime::UNIX_EPOCH);
+        assert_eq!(denial.message, record.reason.text());
+    }
+}
