@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use crate::limits::LimitExceeded;
 use crate::network::denial as gateway;
 
 /// What was refused, broadly.
@@ -181,6 +182,17 @@ impl Denial {
     }
 }
 
+impl Denial {
+    /// The denial of a run of `program` the cgroup (or the sampler) ended at a limit.
+    pub fn limit_kill(program: &str, exceeded: &LimitExceeded) -> Denial {
+        let reason = match exceeded {
+            LimitExceeded::Memory { .. } => Reason::MemoryLimit,
+            LimitExceeded::Cpu { .. } => Reason::CpuLimit,
+        };
+        Denial::new(Operation::Execute, program, reason, exceeded.message())
+    }
+}
+
 impl From<&gateway::Denial> for Denial {
     fn from(record: &gateway::Denial) -> Denial {
         let reason = match record.reason {
@@ -292,6 +304,18 @@ mod tests {
             (denial.kind, denial.operation, denial.target.as_str()),
             (Kind::Filesystem, Operation::Write, "docs/a.md")
         );
+    }
+
+    #[test]
+    fn a_limit_kill_names_its_limit() {
+        let denial = Denial::limit_kill("sh", &LimitExceeded::Cpu { seconds: 2 });
+        assert_eq!(
+            (denial.kind, denial.operation, denial.reason),
+            (Kind::Limit, Operation::Execute, Reason::CpuLimit)
+        );
+        assert_eq!(denial.message, "Program CPU time exceeded 2 seconds");
+        let denial = Denial::limit_kill("sh", &LimitExceeded::Memory { bytes: 64 });
+        assert_eq!(denial.reason, Reason::MemoryLimit);
     }
 
     #[test]

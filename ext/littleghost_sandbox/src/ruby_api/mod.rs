@@ -5,6 +5,7 @@ use magnus::{Error, Module, Ruby};
 pub mod bubblewrap;
 pub mod builtin_gateway;
 pub mod capabilities;
+pub mod denial;
 pub mod environment_policy;
 pub mod errors;
 pub mod execution;
@@ -49,6 +50,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     process_runner::init(ruby, sandbox)?;
     process_session::init(ruby, sandbox)?;
     sandbox::init(ruby, sandbox)?;
+    denial::init(ruby, sandbox)?;
     scope::init(ruby, sandbox)?;
     unrestricted::init(ruby, little_ghost)?;
     bubblewrap::init(ruby, little_ghost)?;

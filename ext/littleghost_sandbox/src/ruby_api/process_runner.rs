@@ -31,7 +31,8 @@ use crate::helpers::nogvl::{self, Wake};
 use crate::ruby_api::errors::{argument_error, capability_error, core_result, tool_error};
 use crate::ruby_api::execution::Execution;
 use crate::ruby_api::launch_limits;
-use littleghost_sandbox_core::limits::plan::Plan;
+use littleghost_sandbox_core::denial::Denial;
+use littleghost_sandbox_core::limits::{plan::Plan, LimitExceeded};
 use littleghost_sandbox_core::process::procfs::DefaultReader;
 
 /// A host argv to run to completion (17.13), as backends hand it over.
@@ -55,6 +56,8 @@ pub struct RunRequest {
     pub kill_on_output_limit: bool,
     /// Whole-tree limits (L.1-L.3), planned by [`launch_limits::for_call`].
     pub limits: Plan,
+    /// Where an output-bound kill is reported as a denial (issue 12 item 12).
+    pub denials: Option<crate::ruby_api::denial::Reporter>,
 }
 
 /// `LittleGhost::Sandbox::TimeoutError`, defined in [`init`].
@@ -121,6 +124,7 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
         owner: None,
         kill_on_output_limit: kill.is_some_and(|value| value.to_bool()),
         limits: Plan::default(),
+        denials: None,
     };
     run(ruby, request)
 }
@@ -234,12 +238,25 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
         execution(ruby, &stdout, &stderr, exit.code(), exit.signal())
     };
     match supervised {
-        Ok(_) if process.limit_exceeded().is_some() => Err(launch_limits::exceeded_error(
-            ruby,
-            process.limit_exceeded().expect("checked"),
-        )),
-        Ok(exit) => finish(&process, exit),
+        Ok(_) if process.limit_exceeded().is_some() => {
+            let exceeded = process.limit_exceeded().expect("checked");
+            if let Some(reporter) = &request.denials {
+                reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))?;
+            }
+            Err(launch_limits::exceeded_error(ruby, exceeded))
+        }
+        Ok(exit) => {
+            let execution = finish(&process, exit)?;
+            if request.kill_on_output_limit && process.overflowed() {
+                report_output_kill(ruby, request.denials.as_ref(), request.max_output_bytes)?;
+            }
+            Ok(execution)
+        }
         Err(Supervised::MemorySampled(limit)) => {
+            if let Some(reporter) = &request.denials {
+                let exceeded = LimitExceeded::Memory { bytes: limit };
+                reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))?;
+            }
             Err(launch_limits::sampled_memory_error(ruby, limit))
         }
         Err(Supervised::TimedOut) => {
@@ -252,6 +269,26 @@ pub fn run(ruby: &Ruby, request: RunRequest) -> Result<Value, Error> {
         }
         Err(Supervised::Raised(error)) => Err(error),
     }
+}
+
+/// A run ended at its output bound (`kill_on_output_limit`) is a denial
+/// of kind `:limit`; a timeout is not (it refuses nothing the program asked).
+fn report_output_kill(
+    ruby: &Ruby,
+    reporter: Option<&crate::ruby_api::denial::Reporter>,
+    max_output_bytes: u64,
+) -> Result<(), Error> {
+    use littleghost_sandbox_core::denial::{Operation, Reason};
+    let Some(reporter) = reporter else {
+        return Ok(());
+    };
+    let denial = Denial::new(
+        Operation::Execute,
+        reporter.program.as_str(),
+        Reason::OutputLimit,
+        format!("Program output exceeded {max_output_bytes} bytes"),
+    );
+    reporter.report(ruby, denial)
 }
 
 /// An Execution for a program that could not run (127/126), or the ToolError.

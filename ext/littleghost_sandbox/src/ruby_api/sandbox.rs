@@ -49,6 +49,8 @@ pub struct Sandbox {
     owner: Owner,
     /// Between `open` and `close` (for `inspect`).
     opened: Cell<bool>,
+    /// Its denial log and `on_denial` subscribers (issue 12 item 12).
+    denials: crate::ruby_api::denial::Denials,
 }
 
 impl DataTypeFunctions for Sandbox {
@@ -62,6 +64,7 @@ impl DataTypeFunctions for Sandbox {
         if let Some(scope) = self.default_scope.get() {
             marker.mark(scope);
         }
+        self.denials.mark(marker);
     }
 }
 
@@ -77,6 +80,11 @@ impl Sandbox {
 
     pub(crate) fn set_default_scope(&self, scope: Value) {
         self.default_scope.set(Some(scope.into()));
+    }
+
+    /// Its denial log and subscribers.
+    pub(crate) fn denials(&self) -> &crate::ruby_api::denial::Denials {
+        &self.denials
     }
 
     pub(crate) fn set_opened(&self, opened: bool) {

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 
+use littleghost_sandbox_core::denial::Operation;
 use littleghost_sandbox_core::fs::{Broker, FsLimits, FsOperation};
 use littleghost_sandbox_core::grants::{Grant, Identity};
 use littleghost_sandbox_core::scope as core_scope;
@@ -25,6 +26,7 @@ use magnus::{
 use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::convert;
 use crate::helpers::{constants, nogvl};
+use crate::ruby_api::denial::{self, brokered};
 use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby};
 use crate::ruby_api::sandbox::{error_message, truthy};
@@ -393,10 +395,8 @@ fn prepare(
         context.funcall::<_, _, Value>("check!", ())?;
     }
     if !supports_feature(ruby, rb_self, feature)? {
-        return Err(errors::tool_error(
-            ruby,
-            format!("Sandbox scope does not allow {}", feature.replace('_', " ")),
-        ));
+        let sandbox = ruby.get_inner(state(ruby, rb_self)?.sandbox);
+        return Err(denial::capability_refused(ruby, sandbox, feature, path));
     }
     let logical = convert::path_string(ruby, path, "path")?;
     let physical = resolve(ruby, rb_self, logical.as_value())?;
@@ -432,9 +432,13 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let context = context_keyword(args.keywords)?;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_read", args.required.0)?;
     let state = state(ruby, rb_self)?;
-    core_result(
+    let result = nogvl::blocking(ruby, || state.broker.read(&physical, &logical))?;
+    brokered(
         ruby,
-        nogvl::blocking(ruby, || state.broker.read(&physical, &logical))?,
+        ruby.get_inner(state.sandbox),
+        Operation::Read,
+        &logical,
+        result,
     )
 }
 
@@ -448,9 +452,13 @@ fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
         .unwrap_or_else(|| ruby.str_new(".").as_value());
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_list", path)?;
     let state = state(ruby, rb_self)?;
-    core_result(
+    let result = nogvl::blocking(ruby, || state.broker.list(&physical, &logical))?;
+    brokered(
         ruby,
-        nogvl::blocking(ruby, || state.broker.list(&physical, &logical))?,
+        ruby.get_inner(state.sandbox),
+        Operation::List,
+        &logical,
+        result,
     )
 }
 
@@ -462,9 +470,13 @@ fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_write", path)?;
     let content = convert::bytes(RString::try_convert(content)?);
     let state = state(ruby, rb_self)?;
-    core_result(
+    let result = nogvl::blocking(ruby, || state.broker.write(&physical, &logical, &content))?;
+    brokered(
         ruby,
-        nogvl::blocking(ruby, || state.broker.write(&physical, &logical, &content))?,
+        ruby.get_inner(state.sandbox),
+        Operation::Write,
+        &logical,
+        result,
     )
 }
 
@@ -477,13 +489,17 @@ fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error>
     let old_text = convert::bytes(RString::try_convert(old_text)?);
     let new_text = convert::bytes(RString::try_convert(new_text)?);
     let state = state(ruby, rb_self)?;
-    core_result(
+    let result = nogvl::blocking(ruby, || {
+        state
+            .broker
+            .replace(&physical, &logical, &old_text, &new_text)
+    })?;
+    brokered(
         ruby,
-        nogvl::blocking(ruby, || {
-            state
-                .broker
-                .replace(&physical, &logical, &old_text, &new_text)
-        })?,
+        ruby.get_inner(state.sandbox),
+        Operation::Replace,
+        &logical,
+        result,
     )
 }
 

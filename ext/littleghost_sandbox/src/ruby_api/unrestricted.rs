@@ -437,6 +437,8 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
     )?;
     let argv = convert::argv(ruby, args.required.0)?;
     let plan = planned(ruby, rb_self, environment, inherit_environment, cwd)?;
+    let denials =
+        crate::ruby_api::denial::Reporter::of(rb_self, argv.first().map_or("", String::as_str));
     let request = RunRequest {
         argv,
         timeout,
@@ -449,6 +451,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
         owner: Some(ownership::owner(ruby, rb_self)?),
         kill_on_output_limit: kill.is_some_and(|value| value.to_bool()),
         limits,
+        denials,
     };
     process_runner::run(ruby, request)
 }

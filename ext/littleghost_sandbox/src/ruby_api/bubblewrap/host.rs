@@ -131,6 +131,16 @@ pub(crate) struct HostCommand {
     pub exec_argv0: Option<(Vec<u8>, String)>,
 }
 
+impl HostCommand {
+    /// The program as the caller named it (for denial events).
+    fn program(&self) -> &str {
+        match &self.exec_argv0 {
+            Some((_, written)) => written,
+            None => self.argv.first().map_or("", String::as_str),
+        }
+    }
+}
+
 /// 17.4: bwrap's own execvp failure becomes exit 127/126 with a shell-style message.
 fn reinterpret_exec_failure(
     ruby: &Ruby,
@@ -191,6 +201,7 @@ pub(crate) fn run_host(
         owner: Some(ownership::owner(ruby, owner)?),
         kill_on_output_limit,
         limits,
+        denials: crate::ruby_api::denial::Reporter::of(owner, host.program()),
     };
     let execution = process_runner::run(ruby, request)?;
     reinterpret_exec_failure(ruby, &host, execution)
