@@ -80,6 +80,8 @@ pub struct SessionRequest {
     pub spawn_options: SpawnOptions,
     /// The sandbox whose `close` terminates the session (H.4), if any.
     pub owner: Option<Owner>,
+    /// Where a memory-limit kill is reported as a denial (issue 12 item 12).
+    pub denials: Option<crate::ruby_api::denial::Reporter>,
 }
 
 /// ProcessSession::Chunk: `stdout`, `stderr`, `eof`.
@@ -308,6 +310,7 @@ fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error
         file_bytes: optional_positive(file_bytes, "file_bytes")?,
         spawn_options: SpawnOptions::default(),
         owner: None,
+        denials: None,
     };
     setup(ruby, rb_self, request)
 }
@@ -374,7 +377,14 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         ));
     }
     if let Some(limit) = request.limits.sampled_memory_bytes {
-        start_monitor(ruby, session, request.memory_reader, default_reader, limit)?;
+        let denials = (limit, request.denials);
+        start_monitor(
+            ruby,
+            session,
+            request.memory_reader,
+            default_reader,
+            denials,
+        )?;
     }
     Ok(())
 }

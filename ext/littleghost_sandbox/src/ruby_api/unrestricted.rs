@@ -503,6 +503,8 @@ fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Val
     };
     let argv = convert::argv(ruby, args.required.0)?;
     let plan = planned(ruby, rb_self, environment, inherit_environment, cwd)?;
+    let denials =
+        crate::ruby_api::denial::Reporter::of(rb_self, argv.first().map_or("", String::as_str));
     let request = SessionRequest {
         argv,
         environment: plan.environment,
@@ -517,6 +519,7 @@ fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Val
         file_bytes: optional_positive(file_bytes, "file_bytes")?,
         spawn_options: SpawnOptions::default(),
         owner: Some(ownership::owner(ruby, rb_self)?),
+        denials,
     };
     // 2.4: once, before spawning.
     check_context(context)?;

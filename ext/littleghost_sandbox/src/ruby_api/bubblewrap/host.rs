@@ -262,6 +262,7 @@ pub(crate) fn start_host(
     host: HostCommand,
     limits: SessionLimits,
 ) -> Result<Value, Error> {
+    let denials = crate::ruby_api::denial::Reporter::of(owner, host.program());
     process_session::start(
         ruby,
         process_session::SessionRequest {
@@ -277,6 +278,7 @@ pub(crate) fn start_host(
                 inherited_fds: host.keep_fds,
             },
             owner: Some(ownership::owner(ruby, owner)?),
+            denials,
         },
     )
 }

@@ -17,6 +17,7 @@ use magnus::{
 use super::{exception_of, record, Session};
 use crate::helpers::constants;
 use crate::helpers::nogvl;
+use crate::ruby_api::denial::Reporter;
 use crate::ruby_api::errors::{from_core, tool_error};
 use crate::ruby_api::process_runner::error_with_cause;
 
@@ -45,19 +46,39 @@ pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
     Ok(())
 }
 
+/// A session ended at its memory limit is a denial of kind `:limit`,
+/// reported from this monitor thread once the group is being terminated.
+fn report_memory_kill(ruby: &Ruby, denials: Option<&Reporter>, limit: u64) -> Result<(), Error> {
+    use littleghost_sandbox_core::denial::{Denial, Operation, Reason};
+    let Some(reporter) = denials else {
+        return Ok(());
+    };
+    let denial = Denial::new(
+        Operation::Execute,
+        reporter.program.as_str(),
+        Reason::MemoryLimit,
+        format!("Program memory exceeded {limit} bytes"),
+    );
+    crate::ruby_api::denial::report(ruby, &reporter.hub, denial)
+}
+
 /// 18.9: a Ruby thread samples every 100 ms while the session is alive.
 pub(super) fn start_monitor(
     ruby: &Ruby,
     session: Session,
     reader: Option<Value>,
     default_reader: Option<DefaultReader>,
-    limit: u64,
+    (limit, denials): (u64, Option<Reporter>),
 ) -> Result<(), Error> {
     let body = ruby.proc_from_fn(move |ruby, args, _block| -> Result<Value, Error> {
         let session = Session::try_convert(args[0])?;
         let reader = Some(args[1]).filter(|value| !value.is_nil());
         match monitor(ruby, session, reader, default_reader, limit) {
-            Ok(()) => Ok(ruby.qnil().as_value()),
+            Ok(true) => {
+                report_memory_kill(ruby, denials.as_ref(), limit)?;
+                Ok(ruby.qnil().as_value())
+            }
+            Ok(false) => Ok(ruby.qnil().as_value()),
             // Thread#kill (from close) ends the thread normally.
             Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => Err(error),
             // Anything unexpected fails closed.
@@ -82,14 +103,15 @@ fn monitor(
     reader: Option<Value>,
     default_reader: Option<DefaultReader>,
     limit: u64,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
+    // true: the limit was passed and the group is being terminated.
     let state = session.state(ruby)?;
     let pid = state.process.pid();
     let mut failures = 0;
     let stopped = || state.monitor_stop.load(Ordering::SeqCst);
     loop {
         if stopped() || !state.process.alive() {
-            return Ok(());
+            return Ok(false);
         }
         match sample(ruby, pid, reader, default_reader, limit) {
             Ok(false) => failures = 0,
@@ -101,18 +123,18 @@ fn monitor(
                 // The one protocol (17.12): TERM the group and every
                 // descendant, grace, KILL; run by the core in the background.
                 state.process.terminate_detached();
-                return Ok(());
+                return Ok(true);
             }
             Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => return Err(error),
             Err(error) => {
                 failures += 1;
                 if failures >= FAILURE_LIMIT {
-                    return fail_closed(ruby, session, &error);
+                    return fail_closed(ruby, session, &error).map(|()| false);
                 }
             }
         }
         if stopped() {
-            return Ok(());
+            return Ok(false);
         }
         let _: Value = ruby.module_kernel().funcall("sleep", (SAMPLE_PERIOD,))?;
     }
