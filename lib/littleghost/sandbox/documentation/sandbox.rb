@@ -386,6 +386,50 @@ module LittleGhost
     #   session.close
 
     ##
+    # :method: on_denial
+    # :call-seq:
+    #   on_denial { |denial| ... } -> Proc
+    #
+    # Subscribes the block to this sandbox's denials (see Denial): every refusal of the broker or of a scope's
+    # capabilities (through this sandbox or any of its scopes), and every program ended at a resource limit. Returns
+    # the block as a Proc, the handle #off_denial takes. Blocks run in the order they subscribed.
+    #
+    # The block runs in the thread that was refused, before the refused call raises its ToolError; for a session
+    # ended at +memory_bytes+ it runs in the session's monitor thread. A block that raises a StandardError is
+    # reported with +Kernel#warn+ and otherwise ignored: the other blocks still run and the refused call raises
+    # (or returns) exactly what it would have. Other exceptions (Interrupt, +throw+, Thread#kill) propagate.
+    #
+    # Raises ArgumentError without a block.
+    #
+    #   handle = sandbox.on_denial { |denial| logger.warn("refused #{denial.operation} #{denial.target}: #{denial.reason}") }
+    #   sandbox.write("docs/readme.md", "x")   # raises ToolError; the block ran first
+    #   sandbox.off_denial(handle)
+
+    ##
+    # :method: off_denial
+    # :call-seq:
+    #   off_denial(handle) -> true or false
+    #
+    # Unsubscribes the Proc #on_denial returned; true if it was subscribed, false otherwise.
+    #
+    #   handle = sandbox.on_denial { |denial| p denial }
+    #   sandbox.off_denial(handle)   # => true
+    #   sandbox.off_denial(handle)   # => false
+
+    ##
+    # :method: denials
+    # :call-seq:
+    #   denials -> Array of Denial
+    #
+    # The most recent denials of this sandbox and its scopes, oldest first, as a frozen Array: at most 100 are
+    # kept, older ones are dropped. Each call returns new (equal) Denial values.
+    #
+    #   sandbox.write("docs/readme.md", "x") rescue nil   # docs is read-only
+    #   sandbox.denials.last.to_h
+    #   # => {kind: :filesystem, operation: :write, target: "docs/readme.md", reason: :read_only,
+    #   #     message: "Sandbox scope is read-only: docs/readme.md", time: 2026-11-30 17:16:27 +0000}
+
+    ##
     # :method: inspect
     # :call-seq:
     #   inspect -> String

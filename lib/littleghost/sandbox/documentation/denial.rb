@@ -1,0 +1,146 @@
+# frozen_string_literal: true
+
+#--
+# Documentation only: LittleGhost::Sandbox::Denial is defined by the Rust extension. This file defines nothing.
+#++
+
+module LittleGhost
+  class Sandbox
+    # One refusal, as Sandbox#denials and Sandbox#on_denial show it: a frozen value compared by value, so nobody
+    # parses error messages. Only the extension creates Denials (+new+ is private).
+    #
+    # Kinds, operations and reasons:
+    #
+    # [+:filesystem+]  the broker or a scope's capabilities refused +:read+, +:list+, +:write+ or +:replace+ of a
+    #                  logical path (the target, as the caller wrote it). Reasons: +:outside_scope+ (no tool-visible
+    #                  grant, or a deny marker), +:escapes_scope+ (a +..+ component the broker saw), +:read_only+,
+    #                  +:symlink+, +:multiply_linked+, +:capability+ (the scope does not allow the operation),
+    #                  +:read_limit+, +:write_limit+, +:list_limit+.
+    # [+:limit+]       a program was ended at a resource limit; operation +:execute+, target its +argv[0]+ as
+    #                  given. Reasons: +:output_limit+ (+kill_on_output_limit: true+), +:memory_limit+ (a session's
+    #                  +memory_bytes+), +:cpu_limit+.
+    # [+:network+]     the built-in gateway answered 403 (operation +:connect+, target <tt>host:port</tt>; reasons
+    #                  +:not_allowed+, +:private_destination+), once the gateway reports to sandboxes.
+    #
+    # Not denials: a missing file, text not found, invalid UTF-8, an OS failure, and a timeout (it bounds how long
+    # the caller waits and refuses nothing the program asked; it raises TimeoutError). A path the Workspace itself
+    # rejects before the broker sees it (absolute, an unknown name, +..+ in a workspace reference) raises without a
+    # Denial for now.
+    #
+    #   sandbox.on_denial { |denial| audit.record(denial.to_h) }
+    #   sandbox.read("workspace://secrets/key") rescue nil
+    #   sandbox.denials.last   # => #<LittleGhost::Sandbox::Denial filesystem read "workspace://secrets/key" outside_scope>
+    class Denial
+      ##
+      # :method: kind
+      # :call-seq:
+      #   kind -> :filesystem, :limit or :network
+      #
+      # What was refused, broadly.
+      #
+      #   denial.kind   # => :filesystem
+
+      ##
+      # :method: operation
+      # :call-seq:
+      #   operation -> Symbol
+      #
+      # The refused operation: +:read+, +:list+, +:write+, +:replace+, +:execute+ or +:connect+.
+      #
+      #   denial.operation   # => :write
+
+      ##
+      # :method: target
+      # :call-seq:
+      #   target -> String
+      #
+      # The caller's logical path (never a host path), the program's +argv[0]+, or <tt>host:port</tt>; frozen.
+      #
+      #   denial.target   # => "docs/readme.md"
+
+      ##
+      # :method: reason
+      # :call-seq:
+      #   reason -> Symbol
+      #
+      # The rule that refused (see the class documentation for the list).
+      #
+      #   denial.reason   # => :read_only
+
+      ##
+      # :method: message
+      # :call-seq:
+      #   message -> String
+      #
+      # The refused call's own error message (or, for the gateway, its reason text); frozen.
+      #
+      #   denial.message   # => "Sandbox scope is read-only: docs/readme.md"
+
+      ##
+      # :method: time
+      # :call-seq:
+      #   time -> Time
+      #
+      # When the refusal happened (frozen).
+      #
+      #   denial.time   # => 2026-11-30 17:16:27.012904648 +0000
+
+      ##
+      # :method: to_h
+      # :call-seq:
+      #   to_h -> Hash
+      #
+      # The fields as a Hash with the keys +:kind+, +:operation+, +:target+, +:reason+, +:message+, +:time+.
+      #
+      #   denial.to_h.except(:time)
+      #   # => {kind: :filesystem, operation: :write, target: "docs/readme.md", reason: :read_only,
+      #   #     message: "Sandbox scope is read-only: docs/readme.md"}
+
+      ##
+      # :method: ==
+      # :call-seq:
+      #   denial == other -> true or false
+      #
+      # True iff +other+ is a Denial with equal fields (time included): two reads of Sandbox#denials give equal
+      # values; two refusals of the same call are two events.
+      #
+      #   sandbox.denials.last == sandbox.denials.last   # => true
+
+      ##
+      # :method: eql?
+      # :call-seq:
+      #   eql?(other) -> true or false
+      #
+      # Same as ==, so Denials work as Hash keys.
+      #
+      #   {sandbox.denials.last => 1}[sandbox.denials.last]   # => 1
+
+      ##
+      # :method: hash
+      # :call-seq:
+      #   hash -> Integer
+      #
+      # A hash of the fields, consistent with eql?.
+      #
+      #   sandbox.denials.last.hash == sandbox.denials.last.hash   # => true
+
+      ##
+      # :method: inspect
+      # :call-seq:
+      #   inspect -> String
+      #
+      # Kind, operation, target and reason.
+      #
+      #   denial.inspect   # => "#<LittleGhost::Sandbox::Denial filesystem write \"docs/readme.md\" read_only>"
+
+      ##
+      # :method: to_s
+      # :call-seq:
+      #   to_s -> String
+      #
+      # Same as inspect.
+      #
+      #   puts denial   # prints #<LittleGhost::Sandbox::Denial filesystem write "docs/readme.md" read_only>
+    end
+  end
+end
