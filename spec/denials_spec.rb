@@ -92,18 +92,33 @@ RSpec.describe LittleGhost::Sandbox::Denial do
                                       message: "Program output exceeded 1000 bytes")
   end
 
-  it "records a session ended at its memory limit, from the thread that ended it" do
-    session = sandbox.start_program(["sh", "-c", "x=$(head -c 50000000 /dev/zero | tr '\\0' a); sleep 30"],
+  it "records a session ended at its memory limit" do
+    session = sandbox.start_program(["sh", "-c", "x=$(head -c 80000000 /dev/zero | tr '\\0' a); sleep 30"],
                                     memory_bytes: 20_000_000)
     expect { session.wait(timeout: 20) }
       .to raise_error(LittleGhost::ToolError, "Program memory exceeded 20000000 bytes")
+    # With a cgroup the waiting thread notices; with the sampled fallback, the session's monitor thread.
     eventually(5) { seen.any? }
     expect(sandbox.denials.map { |d| fields(d) })
       .to eq([{kind: :limit, operation: :execute, target: "sh", reason: :memory_limit,
                message: "Program memory exceeded 20000000 bytes"}])
-    expect(seen.map(&:last)).not_to include(Thread.current)
   ensure
     session&.close
+  end
+
+  it "records a run ended at its memory or CPU limit, in the refused thread" do
+    skip "no writable cgroup here" unless LittleGhost::Sandbox.probe(:unrestricted).fetch(:limits, {}).values.all?(true)
+
+    expect do
+      sandbox.execute_program(["sh", "-c", "x=$(head -c 80000000 /dev/zero | tr '\\0' a); sleep 30"],
+                              timeout: 30, memory_bytes: 20_000_000)
+    end.to raise_error(LittleGhost::ToolError, "Program memory exceeded 20000000 bytes")
+    expect do
+      sandbox.execute_program(["sh", "-c", "while :; do :; done"], timeout: 30, cpu_seconds: 1)
+    end.to raise_error(LittleGhost::ToolError, "Program CPU time exceeded 1 seconds")
+    expect(sandbox.denials.map { |d| fields(d).slice(:kind, :target, :reason) })
+      .to eq([{kind: :limit, target: "sh", reason: :memory_limit}, {kind: :limit, target: "sh", reason: :cpu_limit}])
+    expect(seen.map(&:last)).to eq([Thread.current, Thread.current])
   end
 
   it "records nothing for failures that refuse nothing: a missing file, text not found, a timeout" do

@@ -102,6 +102,8 @@ struct SessionState {
     monitor_stop: AtomicBool,
     /// The write mutex of 18.4, taken without holding a lock across GVL releases.
     writing: AtomicBool,
+    /// Where a limit kill is reported as a denial (issue 12 item 12).
+    denials: Option<crate::ruby_api::denial::Reporter>,
 }
 
 /// Ruby objects a session holds: kept in Rust and marked for the GC (no
@@ -369,6 +371,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         closed: AtomicBool::new(false),
         monitor_stop: AtomicBool::new(false),
         writing: AtomicBool::new(false),
+        denials: request.denials.clone(),
     };
     if session.state.set(state).is_err() {
         return Err(Error::new(
@@ -434,6 +437,12 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
     }
     // L.2: the kernel (memory) or the CPU watcher stopped the tree.
     if let Some(exceeded) = state.process.limit_exceeded() {
+        // Reached once: the recorded error answers every later call.
+        if let Some(reporter) = &state.denials {
+            let program = &reporter.program;
+            let denial = littleghost_sandbox_core::denial::Denial::limit_kill(program, &exceeded);
+            reporter.report(ruby, denial)?;
+        }
         let error = launch_limits::exceeded_error(ruby, exceeded);
         if let Some(exception) = exception_of(ruby, &error) {
             record(session, exception)?;

@@ -17,8 +17,10 @@ module LittleGhost
     #                  +:symlink+, +:multiply_linked+, +:capability+ (the scope does not allow the operation),
     #                  +:read_limit+, +:write_limit+, +:list_limit+.
     # [+:limit+]       a program was ended at a resource limit; operation +:execute+, target its +argv[0]+ as
-    #                  given. Reasons: +:output_limit+ (+kill_on_output_limit: true+), +:memory_limit+ (a session's
-    #                  +memory_bytes+), +:cpu_limit+.
+    #                  given. Reasons: +:output_limit+ (+kill_on_output_limit: true+), +:memory_limit+
+    #                  (+memory_bytes+, by the launch's cgroup or the sampled fallback), +:cpu_limit+
+    #                  (+cpu_seconds+ enforced by the cgroup; the per-process RLIMIT_CPU fallback ends the
+    #                  program with a signal and reports nothing).
     # [+:network+]     the built-in gateway answered 403 (operation +:connect+, target <tt>host:port</tt>; reasons
     #                  +:not_allowed+, +:private_destination+), once the gateway reports to sandboxes.
     #

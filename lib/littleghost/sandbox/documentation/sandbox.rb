@@ -394,8 +394,9 @@ module LittleGhost
     # capabilities (through this sandbox or any of its scopes), and every program ended at a resource limit. Returns
     # the block as a Proc, the handle #off_denial takes. Blocks run in the order they subscribed.
     #
-    # The block runs in the thread that was refused, before the refused call raises its ToolError; for a session
-    # ended at +memory_bytes+ it runs in the session's monitor thread. A block that raises a StandardError is
+    # The block runs in the thread that was refused, before the refused call raises its ToolError (for a session,
+    # the thread whose +read+/+wait+ noticed the limit); where +memory_bytes+ falls back to sampling, in the
+    # session's monitor thread. A block that raises a StandardError is
     # reported with +Kernel#warn+ and otherwise ignored: the other blocks still run and the refused call raises
     # (or returns) exactly what it would have. Other exceptions (Interrupt, +throw+, Thread#kill) propagate.
     #
