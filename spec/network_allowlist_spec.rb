@@ -112,6 +112,10 @@ RSpec.describe "Network allowlist" do # rubocop:disable RSpec/DescribeClass
       denial = sandbox.gateway.denials.last
       expect(denial).to include(destination: "localhost:#{other.port}", reason: :not_allowed)
       expect(denial[:at]).to be_a(Time)
+      # The same 403 is one of the sandbox's denial events.
+      event = sandbox.denials.find { |d| d.kind == :network }
+      expect(event).not_to be_nil
+      expect([event.operation, event.target, event.reason]).to eq([:connect, "localhost:#{other.port}", :not_allowed])
     end
   end
 

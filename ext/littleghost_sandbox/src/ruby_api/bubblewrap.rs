@@ -233,6 +233,8 @@ fn open_gateway(
             let workspace: Value = rb_self.funcall("workspace", ())?;
             let options = state.gateway_options.map(|o| ruby.get_inner(o));
             let resolved = gateway::resolve(ruby, network, effective, workspace, options)?;
+            // The gateway's 403s show in this sandbox's `denials` (issue 12 item 12).
+            crate::ruby_api::builtin_gateway::attach_denials(resolved, rb_self.denials().hub());
             state.gateway.replace(Some(resolved.into()));
             resolved
         }

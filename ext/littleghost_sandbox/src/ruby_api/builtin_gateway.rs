@@ -17,7 +17,9 @@ use magnus::{
 use crate::helpers::args;
 use crate::helpers::nogvl;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::denial::DenialHub;
 use crate::ruby_api::{errors, mount};
+use littleghost_sandbox_core::denial::Denial as CoreDenial;
 
 pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let network: RModule = little_ghost.const_get("Network")?;
@@ -51,6 +53,9 @@ pub struct BuiltinGateway {
     allowlist: core::Allowlist,
     entries: Vec<String>,
     gateway: Mutex<Option<Arc<core::Gateway>>>,
+    /// The denial log of the sandbox this gateway serves, if one attached it:
+    /// each 403 is recorded there too (issue 12 item 12).
+    denials: Mutex<Option<Arc<DenialHub>>>,
 }
 
 impl DataTypeFunctions for BuiltinGateway {}
@@ -75,9 +80,18 @@ fn new(ruby: &Ruby, class: RClass, rb_args: &[Value]) -> Result<Obj<BuiltinGatew
             allowlist,
             entries,
             gateway: Mutex::new(None),
+            denials: Mutex::new(None),
         },
         class,
     ))
+}
+
+/// Makes `gateway`, if it is a BuiltinGateway, record its 403s in `hub` from
+/// its next `open` on (the sandbox that resolved it attaches its own log).
+pub(crate) fn attach_denials(gateway: Value, hub: Arc<DenialHub>) {
+    if let Ok(gateway) = <&BuiltinGateway>::try_convert(gateway) {
+        *gateway.denials.lock().unwrap_or_else(|e| e.into_inner()) = Some(hub);
+    }
 }
 
 impl BuiltinGateway {
@@ -107,7 +121,18 @@ impl BuiltinGateway {
         if rb_self.running().is_some() {
             return Ok(rb_self);
         }
-        let config = core::GatewayConfig::new(rb_self.allowlist.clone());
+        let mut config = core::GatewayConfig::new(rb_self.allowlist.clone());
+        let hub = rb_self
+            .denials
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(hub) = hub {
+            // Called on a gateway thread without the GVL: only the Rust log is touched.
+            config.on_denial = Some(Arc::new(move |denial: &core::Denial| {
+                hub.record_only(CoreDenial::from(denial))
+            }));
+        }
         let gateway = errors::core_result(ruby, core::Gateway::start(config))?;
         *rb_self.gateway.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(gateway));
         Ok(rb_self)

@@ -35,6 +35,12 @@ pub struct DenialHub {
 }
 
 impl DenialHub {
+    /// Records `denial` without calling subscribers: for refusals made where
+    /// Ruby cannot run (the gateway's threads); `denials` shows them.
+    pub fn record_only(&self, denial: CoreDenial) {
+        self.log.record(denial);
+    }
+
     fn subscribers(&self) -> std::sync::MutexGuard<'_, Vec<Opaque<Value>>> {
         self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -22,7 +22,9 @@ module LittleGhost
     #                  (+cpu_seconds+ enforced by the cgroup; the per-process RLIMIT_CPU fallback ends the
     #                  program with a signal and reports nothing).
     # [+:network+]     the built-in gateway answered 403 (operation +:connect+, target <tt>host:port</tt>; reasons
-    #                  +:not_allowed+, +:private_destination+), once the gateway reports to sandboxes.
+    #                  +:not_allowed+, +:private_destination+). They are recorded in +denials+ as they happen; the
+    #                  gateway answers on its own threads, where Ruby cannot run, so +on_denial+ blocks are not called
+    #                  for them.
     #
     # Not denials: a missing file, text not found, invalid UTF-8, an OS failure, and a timeout (it bounds how long
     # the caller waits and refuses nothing the program asked; it raises TimeoutError). A path the Workspace itself
