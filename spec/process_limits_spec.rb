@@ -2,6 +2,7 @@
 
 require "open3"
 require "rbconfig"
+require "pathname"
 
 # SPEC §25 L.1-L.3: whole-tree limits enforced by a per-launch cgroup (as root on this host: cgroup v1),
 # and the documented fallbacks for a user without a writable cgroup (uid 65534, through setpriv).
@@ -211,6 +212,22 @@ RSpec.describe "Kernel-enforced process limits (L.1-L.3)" do
           expect { sandbox.start_program(["true"], name => value) }.to raise_error(ArgumentError, /#{name}/)
         end
       end
+    end
+
+    it "takes a delegated cgroup directory as cgroup: on every Linux backend, and refuses one that is not a path" do
+      delegated = Dir.mktmpdir("lg-delegated")
+      backends = [LittleGhost::Sandboxes::Unrestricted, LittleGhost::Sandboxes::Bubblewrap, LittleGhost::Sandboxes::Landlock]
+      backends.each do |backend|
+        expect { backend.new(workspace: workspace, cgroup: 5) }.to raise_error(TypeError, /cgroup/)
+        expect { backend.new(workspace: workspace, cgroup: delegated) }.not_to raise_error
+        expect { backend.new(workspace: workspace, cgroup: Pathname(delegated)) }.not_to raise_error
+      end
+      # On this host (cgroup v1 for memory, pids and cpuacct) the v2 directory is not needed: launches keep
+      # their own cgroups and their limits.
+      limited = LittleGhost::Sandboxes::Unrestricted.new(workspace: workspace, cgroup: delegated)
+      expect(limited.execute_program(["/bin/echo", "ok"], timeout: 10, memory_bytes: 64 << 20).stdout).to eq("ok\n")
+    ensure
+      FileUtils.rm_rf(delegated) if delegated
     end
 
     it "raises ArgumentError for bad process_limits: defaults" do

@@ -159,13 +159,14 @@ fn capabilities_of(ruby: &Ruby, _rb_self: SandboxObj) -> Result<Value, Error> {
 // ---------------------------------------------------------------------------
 // Construction and lifecycle.
 
-const OPTIONS: [&str; 6] = [
+const OPTIONS: [&str; 7] = [
     "policy",
     "profiles",
     "limits",
     "platform",
     "runtime_roots",
     "process_limits",
+    "cgroup",
 ];
 
 /// Records the options; refuses `:allowlist` (a port-only TCP rule cannot confine destinations).
@@ -176,6 +177,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     sandbox::assign(ruby, rb_self, values[0].unwrap(), get(0), get(1), get(2))?;
     let platform = platform_or_host(ruby, get(3))?;
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(5))?;
+    crate::ruby_api::launch_limits::store_cgroup(ruby, rb_self, get(6))?;
     let roots = get(4).unwrap_or_else(|| frozen_strings(ruby, &bw::RUNTIME_ROOTS).as_value());
     let mut runtime_roots = Vec::new();
     for root in RArray::try_convert(vo::kernel(ruby, "Array", roots)?)?.into_iter() {

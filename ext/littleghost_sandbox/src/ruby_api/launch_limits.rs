@@ -23,6 +23,8 @@ pub const KEYS: [&str; 3] = ["memory_bytes", "tasks", "cpu_seconds"];
 
 /// The `process_limits:` defaults, in one hidden slot (no `@`: invisible to Ruby).
 static DEFAULTS: LazyId = LazyId::new("__littleghost_process_limits");
+/// The backend option `cgroup:` (a delegated cgroup v2 directory), hidden likewise.
+static CGROUP: LazyId = LazyId::new("__littleghost_cgroup");
 
 /// The three limits from their values (nil or absent: unlimited); each a
 /// positive Integer, else ArgumentError naming it.
@@ -58,6 +60,35 @@ pub fn store_defaults(
     option: Option<Value>,
 ) -> Result<(), Error> {
     let stored = ruby.hash_new();
+    store_limit_values(ruby, stored, option)?;
+    stored.freeze();
+    sandbox.ivar_set(*DEFAULTS, stored)
+}
+
+/// Validates and stores the backend option `cgroup:` (nil, or the path of a
+/// delegated cgroup v2 directory that launches create their cgroups under,
+/// instead of `LITTLEGHOST_CGROUP`; TypeError for anything but a String or a
+/// Pathname). Nothing is touched until a launch needs a cgroup.
+pub fn store_cgroup(ruby: &Ruby, sandbox: SandboxObj, option: Option<Value>) -> Result<(), Error> {
+    let stored = match option.filter(|value| !value.is_nil()) {
+        None => ruby.qnil().as_value(),
+        Some(value) => {
+            let path = crate::helpers::convert::path_string(ruby, value, "cgroup")?;
+            path.freeze();
+            path.as_value()
+        }
+    };
+    sandbox.ivar_set(*CGROUP, stored)
+}
+
+/// The `cgroup:` option of `sandbox`, if it gave one.
+fn cgroup_dir(sandbox: SandboxObj) -> Result<Option<std::path::PathBuf>, Error> {
+    let stored: Option<magnus::RString> = sandbox.ivar_get(*CGROUP)?;
+    Ok(stored.map(crate::helpers::convert::path_of))
+}
+
+/// Validates `option` (see [`store_defaults`]) into `stored`.
+fn store_limit_values(ruby: &Ruby, stored: RHash, option: Option<Value>) -> Result<(), Error> {
     if let Some(option) = option.filter(|value| !value.is_nil()) {
         let hash = RHash::from_value(option).ok_or_else(|| {
             argument_error(
@@ -92,8 +123,7 @@ pub fn store_defaults(
             }
         }
     }
-    stored.freeze();
-    sandbox.ivar_set(*DEFAULTS, stored)
+    Ok(())
 }
 
 /// The `process_limits:` defaults of `sandbox` (none if it stored none).
@@ -121,13 +151,17 @@ pub fn for_call(
     let call = parse(ruby, KEYS.map(get))?;
     let mut requested = defaults(ruby, sandbox)?.overridden_by(call);
     requested.own_tree_if_possible = own_tree;
-    plan(ruby, requested)
+    plan(ruby, requested, cgroup_dir(sandbox)?)
 }
 
-/// [`core_limits::plan::plan`] against what this host enforces.
-pub fn plan(ruby: &Ruby, requested: Requested) -> Result<Plan, Error> {
-    core_limits::plan::plan(requested, core_limits::probe())
-        .map_err(|reason| capability_error(ruby, reason))
+/// [`core_limits::plan::plan`] against what this host enforces for launches
+/// whose cgroups go under `dir` (the `cgroup:` option), or the default place.
+fn plan(ruby: &Ruby, requested: Requested, dir: Option<std::path::PathBuf>) -> Result<Plan, Error> {
+    let enforcement = core_limits::probe_with(dir.as_deref());
+    let mut plan = core_limits::plan::plan(requested, &enforcement)
+        .map_err(|reason| capability_error(ruby, reason))?;
+    plan.cgroup.cgroup_dir = dir;
+    Ok(plan)
 }
 
 /// The features the kernel enforces for launches here (`memory_limit`,

@@ -129,10 +129,12 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
 
 /// Unrestricted.new(workspace:, policy: nil, profiles: {}, limits: {}): refuses any network it cannot enforce.
 fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
-    // `process_limits:` is Unrestricted's own; the rest are the base options.
+    // `process_limits:` and `cgroup:` are Unrestricted's own; the rest are the base options.
     let options: RHash = keywords_only(args)?.funcall("dup", ())?;
     let process_limits = options.delete::<_, Option<Value>>(ruby.to_symbol("process_limits"))?;
     launch_limits::store_defaults(ruby, rb_self, process_limits)?;
+    let cgroup = options.delete::<_, Option<Value>>(ruby.to_symbol("cgroup"))?;
+    launch_limits::store_cgroup(ruby, rb_self, cgroup)?;
     let (workspace, policy, profiles, limits) = base_options(&[options.as_value()])?;
     let policy_class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
     let policy = match policy.filter(|p| !p.is_nil()) {

@@ -118,6 +118,27 @@ impl Enforcement {
     }
 }
 
+/// What the host cgroup layout lets this process enforce when launches use
+/// the delegated directory `explicit` (a backend's `cgroup:` option), or
+/// [`probe`]'s answer without one. Each directory is examined once.
+pub fn probe_with(explicit: Option<&std::path::Path>) -> Enforcement {
+    let Some(dir) = explicit else {
+        return probe().clone();
+    };
+    static PROBED: std::sync::Mutex<Vec<(std::path::PathBuf, Enforcement)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, known)) = probed.iter().find(|(known, _)| known == dir) {
+        return known.clone();
+    }
+    let enforcement = match cgroup::host_layout_with(Some(dir)) {
+        Ok(layout) => layout.enforcement(),
+        Err(reason) => Enforcement::none(reason),
+    };
+    probed.push((dir.to_path_buf(), enforcement.clone()));
+    enforcement
+}
+
 /// What the host cgroup layout lets this process enforce (computed once;
 /// `LITTLEGHOST_CGROUP` is read on the first call).
 pub fn probe() -> &'static Enforcement {

@@ -38,6 +38,7 @@ module LittleGhost
       # +proc+:: <tt>:new</tt> (a fresh <tt>/proc</tt>), <tt>:none</tt>, or a Mount Hash mounted at <tt>/proc</tt>.
       # +tmpfs+:: paths that get an empty, writable tmpfs.
       # +tmpfs_size+:: the size in bytes of each tmpfs (default 256 MiB), a positive Integer.
+      # +cgroup+:: the delegated cgroup v2 directory launches create their cgroups under when this process's own cgroup cannot have children (instead of the LITTLEGHOST_CGROUP variable); a String or Pathname, else TypeError.
       # +process_limits+:: defaults for every launch, <tt>{memory_bytes:, tasks:, cpu_seconds:}</tt> (positive
       #                    Integers, else ArgumentError); per-call keywords override them. See
       #                    Sandbox#execute_program.

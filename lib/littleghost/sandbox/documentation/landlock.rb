@@ -28,6 +28,7 @@ module LittleGhost
       # :call-seq:
       #   new(workspace:, policy: nil, profiles: {}, limits: {}, platform: RUBY_PLATFORM, runtime_roots: RUNTIME_ROOTS, process_limits: {}) -> sandbox
       #
+      # +cgroup+ is the delegated cgroup v2 directory launches create their cgroups under when this process's own cgroup cannot have children (instead of the LITTLEGHOST_CGROUP variable); a String or Pathname, else TypeError.
       # +process_limits+ (<tt>{memory_bytes:, tasks:, cpu_seconds:}</tt>) sets defaults for every launch; see
       # Sandbox#execute_program.
       #

@@ -21,13 +21,14 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(workspace:, policy: nil, profiles: {}, limits: {}, process_limits: {}) -> sandbox
+      #   new(workspace:, policy: nil, profiles: {}, limits: {}, process_limits: {}, cgroup: nil) -> sandbox
       #
       # A nil +policy+ means <tt>{files: {root: :read_only}}</tt>. See Sandbox.new.
       # +process_limits+ (<tt>{memory_bytes:, tasks:, cpu_seconds:}</tt>, positive Integers, else ArgumentError)
       # sets defaults for every launch, <tt>execute_program(argv, timeout:)</tt> included; per-call keywords override
       # them. Where the host gives a writable cgroup, every launch runs in its own cgroup, so nothing it started (a
       # <tt>setsid</tt> daemon included) outlives it, and the capabilities list <tt>:process_tree_ownership</tt>.
+      # +cgroup+ is the delegated cgroup v2 directory launches create their cgroups under when this process's own cgroup cannot have children (instead of the LITTLEGHOST_CGROUP variable); a String or Pathname, else TypeError.
       #
       # Raises LittleGhost::CapabilityError "the unrestricted sandbox cannot enforce network mode :MODE" for a
       # network other than nil or <tt>:inherit</tt>.

@@ -20,7 +20,7 @@ use crate::helpers::value_object as vo;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{errors, mount, sandbox};
 
-const OPTIONS: [&str; 16] = [
+const OPTIONS: [&str; 17] = [
     "policy",
     "profiles",
     "limits",
@@ -37,6 +37,7 @@ const OPTIONS: [&str; 16] = [
     "gid",
     "tmpfs_size",
     "process_limits",
+    "cgroup",
 ];
 
 /// The backend options of B.4, the effective policy, and the pins of `open`.
@@ -155,6 +156,7 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
     let gid = id_option(ruby, "gid", get("gid"))?;
     let tmpfs_size = tmpfs_size_option(ruby, get("tmpfs_size"))?;
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get("process_limits"))?;
+    crate::ruby_api::launch_limits::store_cgroup(ruby, rb_self, get("cgroup"))?;
 
     let requested: Value = rb_self.funcall("policy", ())?;
     let effective = policy_with_network_default(ruby, requested)?;
