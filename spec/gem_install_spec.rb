@@ -45,6 +45,9 @@ RSpec.describe "gem packaging" do
       expect([status.success?, JSON.parse(out).dig("bubblewrap", "available")]).to eq([true, true]), out
 
       gem_dir = Dir[File.join(gem_home, "gems", "littleghost-sandbox-*")].first
+      # The build said what it was doing (on a terminal the same lines go there as they happen).
+      build_log = Dir[File.join(gem_home, "extensions", "**", "gem_make.out")].first
+      expect(File.read(build_log)).to include("littleghost-sandbox: compiling the Rust extension")
       expect(Dir[File.join(gem_dir, "**", "littleghost_sandbox.so")].size).to eq(1)
       helpers = Dir[File.join(gem_dir, "**", "littleghost-sandbox-helper")]
       expect(helpers.size).to eq(1)
@@ -53,6 +56,15 @@ RSpec.describe "gem packaging" do
       expect(Dir[File.join(gem_dir, "**", "target")]).to be_empty
       expect(tree_bytes(gem_dir)).to be < 40 * 1024 * 1024
       %w[LICENSE CHANGELOG.md README.md].each { |file| expect(File).to exist(File.join(gem_dir, file)) }
+    end
+  end
+
+  it "stops before the long build with the command that installs a missing cargo" do
+    Dir.mktmpdir("lg-nocargo") do |tmp|
+      out, status = Open3.capture2e({ "CARGO" => "/nonexistent/cargo" }, RbConfig.ruby, extconf, chdir: tmp)
+      expect(status).not_to be_success
+      expect(out).to include("needs cargo").and include("rustup")
+      expect(File).not_to exist(File.join(tmp, "Makefile"))
     end
   end
 
