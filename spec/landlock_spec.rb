@@ -63,6 +63,16 @@ RSpec.describe LittleGhost::Sandboxes::Landlock do
     File.delete(secret) if secret && File.exist?(secret)
   end
 
+  it "refuses a scope launch that leaves out a grant Landlock would still show, never a wider view (W12)" do
+    File.write(File.join(root, "out", "secret"), "SECRET")
+    keeps_root = sandbox.scope(files: {root: :read_only, source: :read_only})
+    expect { keeps_root.execute_program(["/bin/cat", "out/secret"], timeout: 10) }
+      .to raise_error(LittleGhost::CapabilityError, %r{cannot hide .*/out from a scope})
+    # A scope that leaves nothing out launches as usual.
+    same = sandbox.scope(files: {root: :read_only, source: :read_only, out: :read_write})
+    expect(same.execute_program(["/bin/cat", "out/secret"], timeout: 10).stdout).to eq("SECRET")
+  end
+
   it "serves a read-only grant nested inside a writable one without making it writable" do
     nested = described_class.new(workspace: workspace, policy: {files: {root: :read_write, source: :read_only}})
     result = nested.execute_program(["/bin/sh", "-c", "echo x > src/code.rb && echo WROTE-SOURCE; " \

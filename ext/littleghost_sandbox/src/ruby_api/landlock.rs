@@ -313,14 +313,7 @@ fn launch_plan(
             writable: grant.access == Access::ReadWrite,
         });
     }
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let root: Symbol = policy.funcall("root_filesystem", ())?;
-    let root = match root.name()?.as_ref() {
-        "isolated" => ll::RootMode::Isolated,
-        "read_only" => ll::RootMode::ReadOnly,
-        "read_write" => ll::RootMode::ReadWrite,
-        _ => return Err(errors::policy_error(ruby, "unsupported root_filesystem")),
-    };
+    let root = root_mode(ruby, rb_self)?;
     errors::core_result(
         ruby,
         ll::plan(
@@ -332,6 +325,29 @@ fn launch_plan(
             deny_subprocesses,
         ),
     )
+}
+
+/// The effective policy's root mode.
+fn root_mode(ruby: &Ruby, rb_self: SandboxObj) -> Result<ll::RootMode, Error> {
+    let policy: Value = rb_self.funcall("effective_policy", ())?;
+    let root: Symbol = policy.funcall("root_filesystem", ())?;
+    match root.name()?.as_ref() {
+        "isolated" => Ok(ll::RootMode::Isolated),
+        "read_only" => Ok(ll::RootMode::ReadOnly),
+        "read_write" => Ok(ll::RootMode::ReadWrite),
+        _ => Err(errors::policy_error(ruby, "unsupported root_filesystem")),
+    }
+}
+
+/// Grants as the Landlock plan names them (by physical path).
+fn landlock_grants(grants: &[Grant]) -> Vec<ll::Grant> {
+    grants
+        .iter()
+        .map(|grant| ll::Grant {
+            path: grant.source.clone(),
+            writable: grant.access == Access::ReadWrite,
+        })
+        .collect()
 }
 
 /// The policy `new` settled (the requested one, network defaulting to `:none`).
@@ -395,6 +411,17 @@ fn wrap_command(
         ))
     };
     let launch = launch::plan(request, layers, |e| errors::from_core(ruby, e))?;
+    if scope.is_some() {
+        // W12: what the scope left out must stay out of reach, or the launch is refused.
+        errors::core_result(
+            ruby,
+            ll::refuse_unhidable(
+                root_mode(ruby, rb_self)?,
+                &landlock_grants(&launch.policy_grants),
+                &landlock_grants(&launch.selected),
+            ),
+        )?;
+    }
     let network_none = launch.network == bw::NetworkMode::None;
     let state = state(rb_self)?;
     let (runtime_roots, tmpdir) = {

@@ -145,6 +145,34 @@ pub struct Grant {
     pub writable: bool,
 }
 
+/// W12 under Landlock: a scope that leaves out a policy grant must not let
+/// its launch see it. Bubblewrap masks such a grant; Landlock rules only add
+/// access, so when the left-out grant would still be reachable (beneath a
+/// kept grant, or anywhere under a `:read_only`/`:read_write` root) the
+/// launch is refused, naming the grant, rather than run with a wider view.
+pub fn refuse_unhidable(root: RootMode, policy: &[Grant], selected: &[Grant]) -> Result<()> {
+    for dropped in policy
+        .iter()
+        .filter(|grant| !selected.iter().any(|kept| kept.path == grant.path))
+    {
+        let beneath = selected
+            .iter()
+            .find(|kept| dropped.path.starts_with(&kept.path));
+        let reachable = match root {
+            RootMode::Isolated => beneath.is_some(),
+            RootMode::ReadOnly | RootMode::ReadWrite => true,
+        };
+        if reachable {
+            return Err(capability(format!(
+                "the landlock sandbox cannot hide {} from a scope that leaves it out: Landlock rules only add \
+                 access (use Bubblewrap, which masks it)",
+                dropped.path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The plan for one launch: the root mode's rules, the grants, the runtime
 /// roots (`:isolated` only) and the sandbox's private temporary directory
 /// (writable). Two rules for one path keep the weaker (never a wider sandbox).

@@ -178,3 +178,26 @@ fn carving_grants_siblings_and_narrows_the_path() {
     // The symbolic link gets no rule.
     assert!(described.iter().all(|(p, _)| !p.ends_with("link")));
 }
+
+#[test]
+fn a_scope_cannot_leave_out_a_grant_landlock_would_still_show() {
+    let grant = |path: &str| Grant {
+        path: PathBuf::from(path),
+        writable: false,
+    };
+    let policy = [grant("/w"), grant("/w/secret"), grant("/elsewhere")];
+    // Nested beneath a kept grant: reachable, refused.
+    let error = refuse_unhidable(
+        RootMode::Isolated,
+        &policy,
+        &[grant("/w"), grant("/elsewhere")],
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains("/w/secret"), "{error}");
+    // Not beneath anything kept under :isolated: hidden by having no rule.
+    assert!(refuse_unhidable(RootMode::Isolated, &policy, &[grant("/w/secret")]).is_ok());
+    // A readable root shows everything: any left-out grant is refused.
+    assert!(refuse_unhidable(RootMode::ReadOnly, &policy, &[grant("/w/secret")]).is_err());
+    // Nothing left out: fine.
+    assert!(refuse_unhidable(RootMode::ReadWrite, &policy, &policy).is_ok());
+}
