@@ -19,7 +19,6 @@ pub struct Capabilities(core::Capabilities);
 
 impl Capabilities {
     /// The core report.
-    #[allow(dead_code)] // for the backend and scope slices of issue 8, which read it without funcall
     pub(crate) fn core(&self) -> &core::Capabilities {
         &self.0
     }

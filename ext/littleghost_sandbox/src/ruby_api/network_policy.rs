@@ -51,7 +51,6 @@ impl NetworkPolicy {
 }
 
 /// The NetworkPolicy `value` wraps, if it is one.
-#[allow(dead_code)] // for the backends' slice
 pub(crate) fn borrow(value: Value) -> Option<&'static NetworkPolicy> {
     <&NetworkPolicy>::try_convert(value).ok()
 }

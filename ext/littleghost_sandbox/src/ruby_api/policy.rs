@@ -32,7 +32,6 @@ impl DataTypeFunctions for Policy {
 
 impl Policy {
     /// The core policy.
-    #[allow(dead_code)] // for the backend and scope slices of issue 8, which read it without funcall
     pub(crate) fn core(&self) -> &core::Policy {
         &self.core
     }

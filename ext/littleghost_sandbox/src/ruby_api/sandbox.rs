@@ -111,6 +111,21 @@ pub(crate) fn workspace_of(ruby: &Ruby, rb_self: Value) -> Value {
 }
 
 /// The policy given to `new`, normalised (what backends derive their effective policy from).
+/// A Rust backend's own state, kept in the hidden slot `slot` of its sandbox
+/// (the instance's own data is the base class's [`Sandbox`]); ToolError
+/// "BACKEND sandbox is not initialized" before its `initialize` ran.
+pub(crate) fn backend_state<T: TypedData>(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    slot: &magnus::value::LazyId,
+    backend: &str,
+) -> Result<&'static T, Error> {
+    let value: Option<Value> = rb_self.ivar_get(**slot)?;
+    value
+        .and_then(|value| <&T>::try_convert(value).ok())
+        .ok_or_else(|| errors::tool_error(ruby, format!("{backend} sandbox is not initialized")))
+}
+
 pub(crate) fn requested_policy(ruby: &Ruby, rb_self: Value) -> Value {
     base_value(ruby, rb_self, |base| base.policy)
 }

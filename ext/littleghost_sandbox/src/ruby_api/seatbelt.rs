@@ -81,9 +81,7 @@ static STATE: LazyId = LazyId::new("__littleghost_seatbelt");
 
 /// The backend state of `rb_self` (set by `initialize`).
 fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
-    let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
-    slot.and_then(|value| <&State>::try_convert(value).ok())
-        .ok_or_else(|| errors::tool_error(ruby, "seatbelt sandbox is not initialized"))
+    crate::ruby_api::sandbox::backend_state(ruby, rb_self, &STATE, "seatbelt")
 }
 
 const FEATURES: [&str; 7] = [

@@ -61,9 +61,7 @@ static STATE: LazyId = LazyId::new("__littleghost_unrestricted");
 
 /// The backend state of `rb_self` (set by `initialize`).
 fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
-    let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
-    slot.and_then(|value| <&State>::try_convert(value).ok())
-        .ok_or_else(|| errors::tool_error(ruby, "unrestricted sandbox is not initialized"))
+    crate::ruby_api::sandbox::backend_state(ruby, rb_self, &STATE, "unrestricted")
 }
 
 /// Features every Unrestricted sandbox has; write and replace follow `files` (15.3).

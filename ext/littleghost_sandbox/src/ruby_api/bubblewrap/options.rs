@@ -93,9 +93,7 @@ static STATE: LazyId = LazyId::new("__littleghost_bubblewrap");
 
 /// The backend state of `rb_self` (set by `initialize`).
 pub(super) fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
-    let slot: Option<Value> = rb_self.ivar_get(*STATE)?;
-    slot.and_then(|value| <&State>::try_convert(value).ok())
-        .ok_or_else(|| errors::tool_error(ruby, "bubblewrap sandbox is not initialized"))
+    crate::ruby_api::sandbox::backend_state(ruby, rb_self, &STATE, "bubblewrap")
 }
 
 /// `command_wrapper:` is nil, a callable or an argv Array (a prefix);
