@@ -14,7 +14,7 @@ use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::helper;
 use magnus::{
-    function, gc::Marker, method, prelude::*, typed_data::Obj, value::LazyId, value::Opaque,
+    function, gc::Marker, method, prelude::*, typed_data::Obj, value::Opaque,
     DataTypeFunctions, Error, RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
 };
 
@@ -55,7 +55,6 @@ impl DataTypeFunctions for State {
 }
 
 /// Interned once: looked up on every launch.
-static STATE: LazyId = LazyId::new("__littleghost_landlock");
 
 struct Inner {
     platform: String,
@@ -102,7 +101,10 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 }
 
 fn state(rb_self: SandboxObj) -> Result<Obj<State>, Error> {
-    rb_self.ivar_get(*STATE)
+    let ruby = Ruby::get_with(rb_self);
+    crate::ruby_api::sandbox::backend_value(&ruby, rb_self)
+        .ok_or_else(|| errors::tool_error(&ruby, "landlock sandbox is not initialized"))
+        .and_then(Obj::<State>::try_convert)
 }
 
 // ---------------------------------------------------------------------------
@@ -202,7 +204,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         effective_policy: Opaque::from(effective),
         inner: Mutex::new(inner),
     };
-    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))?;
+    crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
     Ok(())
 }
 

@@ -2,12 +2,11 @@
 //! backend (Seatbelt on macOS; on Linux Bubblewrap, else Landlock), chosen at
 //! construction and delegated to. It never falls back to Unrestricted.
 
-use magnus::{function, method, prelude::*, value::LazyId, Error, RHash, RModule, Ruby, Value};
+use magnus::{function, method, prelude::*, Error, RHash, RModule, Ruby, Value};
 
 /// The chosen backend, in one hidden slot (no `@`: invisible to Ruby; the
 /// instance's own data belongs to `LittleGhost::Sandbox`). Ruby reads it as
 /// `native.backend`.
-static BACKEND: LazyId = LazyId::new("__littleghost_native_backend");
 
 use crate::helpers::args::{call_with, keywords_only, kwargs, split_args};
 use crate::helpers::constants;
@@ -194,7 +193,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     options.aset(ruby.to_symbol("workspace"), workspace)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
     let backend = call_with(class, "new", &[], options)?;
-    rb_self.ivar_set(*BACKEND, backend)?;
+    crate::ruby_api::sandbox::set_backend(rb_self, backend);
     crate::ruby_api::sandbox::store(
         ruby,
         rb_self,
@@ -207,7 +206,9 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
 
 /// The platform backend every operation is delegated to.
 fn backend(rb_self: SandboxObj) -> Result<Value, Error> {
-    rb_self.ivar_get(*BACKEND)
+    let ruby = Ruby::get_with(rb_self);
+    crate::ruby_api::sandbox::backend_value(&ruby, rb_self)
+        .ok_or_else(|| crate::ruby_api::errors::tool_error(&ruby, "native sandbox is not initialized"))
 }
 
 fn delegate(rb_self: SandboxObj, name: &str, args: &[Value]) -> Result<Value, Error> {

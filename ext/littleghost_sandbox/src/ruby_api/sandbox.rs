@@ -51,6 +51,9 @@ pub struct Sandbox {
     opened: Cell<bool>,
     /// Its denial log and `on_denial` subscribers (issue 12 item 12).
     denials: crate::ruby_api::denial::Denials,
+    /// A Rust backend's own state object (Bubblewrap's, Landlock's, ...), or
+    /// the platform backend Native delegates to; set once by `initialize`.
+    backend: Cell<Option<Opaque<Value>>>,
 }
 
 impl DataTypeFunctions for Sandbox {
@@ -65,6 +68,9 @@ impl DataTypeFunctions for Sandbox {
             marker.mark(scope);
         }
         self.denials.mark(marker);
+        if let Some(backend) = self.backend.get() {
+            marker.mark(backend);
+        }
     }
 }
 
@@ -111,19 +117,27 @@ pub(crate) fn workspace_of(ruby: &Ruby, rb_self: Value) -> Value {
 }
 
 /// The policy given to `new`, normalised (what backends derive their effective policy from).
-/// A Rust backend's own state, kept in the hidden slot `slot` of its sandbox
-/// (the instance's own data is the base class's [`Sandbox`]); ToolError
+/// A Rust backend's own state, kept in its sandbox's `backend` field (the
+/// instance's own data is the base class's [`Sandbox`]); ToolError
 /// "BACKEND sandbox is not initialized" before its `initialize` ran.
 pub(crate) fn backend_state<T: TypedData>(
     ruby: &Ruby,
     rb_self: SandboxObj,
-    slot: &magnus::value::LazyId,
     backend: &str,
 ) -> Result<&'static T, Error> {
-    let value: Option<Value> = rb_self.ivar_get(**slot)?;
-    value
+    backend_value(ruby, rb_self)
         .and_then(|value| <&T>::try_convert(value).ok())
         .ok_or_else(|| errors::tool_error(ruby, format!("{backend} sandbox is not initialized")))
+}
+
+/// The backend object stored by [`set_backend`], if any.
+pub(crate) fn backend_value(ruby: &Ruby, rb_self: SandboxObj) -> Option<Value> {
+    rb_self.backend.get().map(|value| ruby.get_inner(value))
+}
+
+/// Stores a backend's state object (or Native's platform backend) in the sandbox.
+pub(crate) fn set_backend(rb_self: SandboxObj, value: Value) {
+    rb_self.backend.set(Some(value.into()));
 }
 
 pub(crate) fn requested_policy(ruby: &Ruby, rb_self: Value) -> Value {

@@ -10,7 +10,7 @@ use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
 use littleghost_sandbox_core::backend::seatbelt as sb;
 use littleghost_sandbox_core::launch;
 use magnus::{
-    function, gc::Marker, method, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions,
+    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions,
     Error, KwArgs, RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
 };
 
@@ -77,11 +77,10 @@ impl DataTypeFunctions for State {
     }
 }
 
-static STATE: LazyId = LazyId::new("__littleghost_seatbelt");
 
 /// The backend state of `rb_self` (set by `initialize`).
 fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
-    crate::ruby_api::sandbox::backend_state(ruby, rb_self, &STATE, "seatbelt")
+    crate::ruby_api::sandbox::backend_state(ruby, rb_self, "seatbelt")
 }
 
 const FEATURES: [&str; 7] = [
@@ -150,7 +149,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         effective_policy: Opaque::from(shared::policy_with_network_default(ruby, requested)?),
         temp_dir: RefCell::new(None),
     };
-    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))?;
+    crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
     Ok(())
 }
 

@@ -57,11 +57,10 @@ impl DataTypeFunctions for State {
 }
 
 /// Interned once: looked up on every file operation.
-static STATE: LazyId = LazyId::new("__littleghost_unrestricted");
 
 /// The backend state of `rb_self` (set by `initialize`).
 fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
-    crate::ruby_api::sandbox::backend_state(ruby, rb_self, &STATE, "unrestricted")
+    crate::ruby_api::sandbox::backend_state(ruby, rb_self, "unrestricted")
 }
 
 /// Features every Unrestricted sandbox has; write and replace follow `files` (15.3).
@@ -182,7 +181,8 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         root_identity: Cell::new(root_identity(workspace)?),
         default_scope: RefCell::new(None),
     };
-    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))
+    crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
+    Ok(())
 }
 
 /// The (dev, ino) of the workspace root, or None when it does not exist.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::launch;
 use magnus::{
-    gc::Marker, prelude::*, value::LazyId, value::Opaque, DataTypeFunctions, Error, RArray, Ruby,
+    gc::Marker, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, Ruby,
     TypedData, Value,
 };
 
@@ -41,9 +41,9 @@ const OPTIONS: [&str; 17] = [
 ];
 
 /// The backend options of B.4, the effective policy, and the pins of `open`.
-/// Reached from the sandbox through one hidden slot ([`STATE`]): the
-/// instance itself belongs to `LittleGhost::Sandbox`, whose own state is
-/// native data, so a subclass cannot carry a second TypedData.
+/// Kept in the sandbox's `backend` field: the instance itself belongs to
+/// `LittleGhost::Sandbox`, whose own state is native data, so a subclass
+/// cannot carry a second TypedData.
 #[derive(TypedData)]
 #[magnus(
     class = "LittleGhost::Sandboxes::Bubblewrap::State",
@@ -89,11 +89,10 @@ impl DataTypeFunctions for State {
     }
 }
 
-static STATE: LazyId = LazyId::new("__littleghost_bubblewrap");
 
 /// The backend state of `rb_self` (set by `initialize`).
 pub(super) fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
-    crate::ruby_api::sandbox::backend_state(ruby, rb_self, &STATE, "bubblewrap")
+    crate::ruby_api::sandbox::backend_state(ruby, rb_self, "bubblewrap")
 }
 
 /// `command_wrapper:` is nil, a callable or an argv Array (a prefix);
@@ -190,7 +189,8 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         gateway_options,
         gateway: RefCell::new(None),
     };
-    rb_self.ivar_set(*STATE, ruby.obj_wrap(state))
+    crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
+    Ok(())
 }
 
 /// `proc:` is `:new`, `:none`, or a mount declaration whose target is forced to `/proc`.
