@@ -54,8 +54,6 @@ impl DataTypeFunctions for State {
     }
 }
 
-/// Interned once: looked up on every launch.
-
 struct Inner {
     platform: String,
     runtime_roots: Vec<PathBuf>,

@@ -4,10 +4,6 @@
 
 use magnus::{function, method, prelude::*, Error, RHash, RModule, Ruby, Value};
 
-/// The chosen backend, in one hidden slot (no `@`: invisible to Ruby; the
-/// instance's own data belongs to `LittleGhost::Sandbox`). Ruby reads it as
-/// `native.backend`.
-
 use crate::helpers::args::{call_with, keywords_only, kwargs, split_args};
 use crate::helpers::constants;
 use crate::helpers::convert;

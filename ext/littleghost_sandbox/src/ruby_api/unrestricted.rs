@@ -56,8 +56,6 @@ impl DataTypeFunctions for State {
     }
 }
 
-/// Interned once: looked up on every file operation.
-
 /// The backend state of `rb_self` (set by `initialize`).
 fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
     crate::ruby_api::sandbox::backend_state(ruby, rb_self, "unrestricted")
