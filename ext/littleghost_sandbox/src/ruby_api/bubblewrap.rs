@@ -159,7 +159,8 @@ fn capabilities_of(ruby: &Ruby, _rb_self: SandboxObj) -> Result<Value, Error> {
 /// True iff writes are supported and some tool-visible grant is writable (also Seatbelt's).
 pub(crate) fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> {
     let supports: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
-    Ok(supports.to_bool() && sandbox::has_writable_file_grant(rb_self.as_value())?)
+    Ok(supports.to_bool()
+        && sandbox::has_writable_file_grant(sandbox::enforced_policy(ruby, rb_self.as_value())?)?)
 }
 
 // ---------------------------------------------------------------------------

@@ -14,8 +14,8 @@ use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::helper;
 use magnus::{
-    function, gc::Marker, method, prelude::*, typed_data::Obj, value::Opaque,
-    DataTypeFunctions, Error, RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
+    function, gc::Marker, method, prelude::*, typed_data::Obj, value::Opaque, DataTypeFunctions,
+    Error, RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only};

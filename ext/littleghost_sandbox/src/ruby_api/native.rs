@@ -203,8 +203,9 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
 /// The platform backend every operation is delegated to.
 fn backend(rb_self: SandboxObj) -> Result<Value, Error> {
     let ruby = Ruby::get_with(rb_self);
-    crate::ruby_api::sandbox::backend_value(&ruby, rb_self)
-        .ok_or_else(|| crate::ruby_api::errors::tool_error(&ruby, "native sandbox is not initialized"))
+    crate::ruby_api::sandbox::backend_value(&ruby, rb_self).ok_or_else(|| {
+        crate::ruby_api::errors::tool_error(&ruby, "native sandbox is not initialized")
+    })
 }
 
 fn delegate(rb_self: SandboxObj, name: &str, args: &[Value]) -> Result<Value, Error> {

@@ -54,6 +54,26 @@ pub struct Sandbox {
     /// A Rust backend's own state object (Bubblewrap's, Landlock's, ...), or
     /// the platform backend Native delegates to; set once by `initialize`.
     backend: Cell<Option<Opaque<Value>>>,
+    /// What a Rust backend enforces, fixed by its `initialize` (see [`set_enforced`]).
+    enforced: Cell<Option<Enforced>>,
+}
+
+/// The effective policy and capabilities a Rust backend stored at construction.
+#[derive(Clone, Copy)]
+struct Enforced {
+    policy: Opaque<Value>,
+    capabilities: Opaque<Value>,
+    /// The instance is of the backend's own class, so no Ruby subclass can
+    /// have overridden `effective_policy` or `capabilities` (a subclass may
+    /// narrow them, and the binding must then ask it).
+    own_class: bool,
+}
+
+impl Enforced {
+    /// The stored values, when they are what Ruby dispatch would answer.
+    fn authoritative(self) -> Option<Self> {
+        self.own_class.then_some(self)
+    }
 }
 
 impl DataTypeFunctions for Sandbox {
@@ -70,6 +90,10 @@ impl DataTypeFunctions for Sandbox {
         self.denials.mark(marker);
         if let Some(backend) = self.backend.get() {
             marker.mark(backend);
+        }
+        if let Some(enforced) = self.enforced.get() {
+            marker.mark(enforced.policy);
+            marker.mark(enforced.capabilities);
         }
     }
 }
@@ -138,6 +162,41 @@ pub(crate) fn backend_value(ruby: &Ruby, rb_self: SandboxObj) -> Option<Value> {
 /// Stores a backend's state object (or Native's platform backend) in the sandbox.
 pub(crate) fn set_backend(rb_self: SandboxObj, value: Value) {
     rb_self.backend.set(Some(value.into()));
+}
+
+/// Records what a Rust backend enforces; `effective_policy` and `capabilities`
+/// then answer from the struct, and the binding reads it without Ruby dispatch.
+/// `backend_class` is the Rust backend's class: for an instance of a Ruby
+/// subclass the binding keeps asking Ruby, which honours its overrides.
+pub(crate) fn set_enforced(
+    rb_self: SandboxObj,
+    backend_class: RClass,
+    policy: Value,
+    capabilities: Value,
+) {
+    rb_self.enforced.set(Some(Enforced {
+        policy: policy.into(),
+        capabilities: capabilities.into(),
+        own_class: rb_self.class().equal(backend_class).unwrap_or(false),
+    }));
+}
+
+/// The effective policy of any sandbox: a Rust backend's stored one, else the
+/// (possibly Ruby-defined) `effective_policy` of a custom provider.
+pub(crate) fn enforced_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    match borrow(rb_self).and_then(|sandbox| sandbox.enforced.get()?.authoritative()) {
+        Some(enforced) => Ok(ruby.get_inner(enforced.policy)),
+        None => rb_self.funcall("effective_policy", ()),
+    }
+}
+
+/// The capabilities of any sandbox: a Rust backend's stored ones, else the
+/// (possibly Ruby-defined) `capabilities` of a custom provider.
+pub(crate) fn enforced_capabilities(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    match borrow(rb_self).and_then(|sandbox| sandbox.enforced.get()?.authoritative()) {
+        Some(enforced) => Ok(ruby.get_inner(enforced.capabilities)),
+        None => rb_self.funcall("capabilities", ()),
+    }
 }
 
 pub(crate) fn requested_policy(ruby: &Ruby, rb_self: Value) -> Value {
@@ -348,13 +407,19 @@ fn limits(ruby: &Ruby, rb_self: Value) -> Value {
 }
 
 /// The policy the backend enforces; the base enforces exactly the requested policy.
-fn effective_policy(rb_self: Value) -> Result<Value, Error> {
-    rb_self.funcall("policy", ())
+fn effective_policy(ruby: &Ruby, rb_self: Value) -> Value {
+    match borrow(rb_self).and_then(|sandbox| sandbox.enforced.get()) {
+        Some(enforced) => ruby.get_inner(enforced.policy),
+        None => base_value(ruby, rb_self, |base| base.policy),
+    }
 }
 
 /// Operations and network modes this backend implements; the base implements none.
-fn capabilities(ruby: &Ruby, _rb_self: Value) -> Result<Value, Error> {
-    empty_capabilities(ruby)
+fn capabilities(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    match borrow(rb_self).and_then(|sandbox| sandbox.enforced.get()) {
+        Some(enforced) => Ok(ruby.get_inner(enforced.capabilities)),
+        None => empty_capabilities(ruby),
+    }
 }
 
 /// Whether the backend implements `feature` (and, for `:network`, the mode `value`).
@@ -539,11 +604,10 @@ fn abstract_start_program(ruby: &Ruby, rb_self: Value, _args: &[Value]) -> Resul
 // ---------------------------------------------------------------------------
 // The child environment merge and opt-in (16.4, 17.6) are the core's `launch::plan`.
 
-/// W13 (15.2, 16.2): whether some tool-visible grant of the effective policy is
+/// W13 (15.2, 16.2): whether some tool-visible grant of `policy` is
 /// writable; runtime-only grants do not count. Read from `files`, whose entries
 /// are exactly the tool-visible grants (8.5), so nothing touches the disk.
-pub(crate) fn has_writable_file_grant(rb_self: Value) -> Result<bool, Error> {
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
+pub(crate) fn has_writable_file_grant(policy: Value) -> Result<bool, Error> {
     let files: RHash = policy.funcall("files", ())?;
     let accesses: RArray = files.funcall("values", ())?;
     for access in accesses {

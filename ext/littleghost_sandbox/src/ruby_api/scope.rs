@@ -174,10 +174,10 @@ fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> 
             )
         }
         None => {
-            let policy: Value = sandbox.funcall("effective_policy", ())?;
+            let policy = crate::ruby_api::sandbox::enforced_policy(ruby, sandbox)?;
             (
                 policy.funcall("process_grants", (workspace,))?,
-                sandbox.funcall("capabilities", ())?,
+                crate::ruby_api::sandbox::enforced_capabilities(ruby, sandbox)?,
                 policy.funcall("network", ())?,
                 Vec::new(),
             )
@@ -281,7 +281,7 @@ fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 /// The policy the sandbox enforces (`sandbox.effective_policy`).
 fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let sandbox = reader_sandbox(ruby, rb_self)?;
-    sandbox.funcall("effective_policy", ())
+    crate::ruby_api::sandbox::enforced_policy(ruby, sandbox)
 }
 
 /// Whether this scope allows `feature` (and, for `:network`, the mode `value`).

@@ -10,8 +10,8 @@ use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
 use littleghost_sandbox_core::backend::seatbelt as sb;
 use littleghost_sandbox_core::launch;
 use magnus::{
-    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions,
-    Error, KwArgs, RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
+    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, KwArgs,
+    RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
@@ -76,7 +76,6 @@ impl DataTypeFunctions for State {
         }
     }
 }
-
 
 /// The backend state of `rb_self` (set by `initialize`).
 fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {

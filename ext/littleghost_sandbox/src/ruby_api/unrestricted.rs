@@ -80,9 +80,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let state = class.define_class("State", ruby.class_object())?;
     state.undef_default_alloc_func();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("effective_policy", method!(effective_policy, 0))?;
     class.define_method("writable?", method!(writable, 0))?;
-    class.define_method("capabilities", method!(capabilities_of, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("read", method!(read, -1))?;
@@ -180,6 +178,9 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         default_scope: RefCell::new(None),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
+    let capabilities = capabilities_for(ruby, sandbox::has_writable_file_grant(effective)?)?;
+    let class = constants::class(ruby, "LittleGhost::Sandboxes::Unrestricted")?;
+    sandbox::set_enforced(rb_self, class, effective, capabilities);
     Ok(())
 }
 
@@ -190,24 +191,13 @@ fn root_identity(workspace: Value) -> Result<Option<(u64, u64)>, Error> {
     Ok(std::fs::metadata(root).ok().map(|m| (m.dev(), m.ino())))
 }
 
-/// The files, runtime paths and environment requested, with `root_filesystem: :read_write` and `network: :inherit`, which it cannot avoid.
-fn effective_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.effective_policy))
-}
-
 /// True iff `filesystem_write` is supported and some tool-visible grant is writable (runtime-only grants do not count).
 fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> {
-    if !sandbox::has_writable_file_grant(rb_self.as_value())? {
+    if !sandbox::has_writable_file_grant(sandbox::enforced_policy(ruby, rb_self.as_value())?)? {
         return Ok(false);
     }
     let answer: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
     Ok(truthy(answer))
-}
-
-/// Read, list, execute and spawn (plus write and replace when a file grant is writable), network `:inherit`, isolation `:none`.
-fn capabilities_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    // process_tree_ownership only with launch cgroups (see capabilities_for).
-    capabilities_for(ruby, sandbox::has_writable_file_grant(rb_self.as_value())?)
 }
 
 /// Verifies (or first records) the workspace root's identity and returns self; with a block, yields self, always closes and returns the block's value.
@@ -364,7 +354,7 @@ fn planned(
     inherit: Option<Value>,
     cwd: Option<Value>,
 ) -> Result<launch::LaunchPlan, Error> {
-    let policy_value = effective_policy(ruby, rb_self)?;
+    let policy_value = sandbox::enforced_policy(ruby, rb_self.as_value())?;
     let Some(policy) = crate::ruby_api::policy::borrow(policy_value) else {
         return Err(errors::policy_error(ruby, "unsupported effective policy"));
     };

@@ -8,8 +8,7 @@ use std::path::PathBuf;
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::launch;
 use magnus::{
-    gc::Marker, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, Ruby,
-    TypedData, Value,
+    gc::Marker, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, Ruby, TypedData, Value,
 };
 
 use super::host::{option_path, platform_or_host, policy_with_network_default};
@@ -88,7 +87,6 @@ impl DataTypeFunctions for State {
         }
     }
 }
-
 
 /// The backend state of `rb_self` (set by `initialize`).
 pub(super) fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
