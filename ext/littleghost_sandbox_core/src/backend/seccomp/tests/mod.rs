@@ -41,6 +41,9 @@ fn install_filter(deny_subprocesses: bool) {
         len: filters.len() as u16,
         filter: filters.as_ptr() as *mut _,
     };
+    // SAFETY: runs only in the re-executed child, never in the test runner;
+    // prctl takes plain integers, and `fprog` points at `filters`, which
+    // outlive the call (the kernel copies the program).
     unsafe {
         assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
         assert_eq!(
@@ -86,8 +89,11 @@ fn every_filter_denies_keyrings_and_only_the_strict_one_denies_processes() {
         if mode == "keyring-strict" || mode == "keyring-lenient" {
             install_filter(mode == "keyring-strict");
             // KEYCTL_GET_KEYRING_ID (0) of the session keyring (-3): succeeds without the filter.
+            // SAFETY: integer arguments only; the outcome is reported, not trusted.
             let keyctl = unsafe { libc::syscall(libc::SYS_keyctl, 0, -3i64, 0) };
             println!("keyctl: {}", errno_name(keyctl));
+            // SAFETY: the type, description and payload are static C strings
+            // (the length covers the payload); the call only reads them.
             let add_key = unsafe {
                 libc::syscall(
                     libc::SYS_add_key,
@@ -124,23 +130,27 @@ fn a_filtered_process_cannot_fork_but_can_start_threads() {
     if std::env::var(CHILD_MODE).as_deref() == Ok("fork") {
         install_native_filter();
         // glibc's fork() is clone(SIGCHLD) without CLONE_THREAD.
+        // SAFETY: the filter should refuse it; if it did not, the forked
+        // child only calls _exit below.
         let forked = unsafe { libc::fork() };
         if forked == 0 {
+            // SAFETY: _exit is async-signal-safe and never returns.
             unsafe { libc::_exit(0) };
         }
         println!("fork: {}", errno_name(forked as i64));
         #[cfg(target_arch = "x86_64")]
         {
-            println!(
-                "sys_fork: {}",
-                errno_name(unsafe { libc::syscall(libc::SYS_fork) })
-            );
-            println!(
-                "sys_vfork: {}",
-                errno_name(unsafe { libc::syscall(libc::SYS_vfork) })
-            );
+            // SAFETY: the filter refuses fork before the kernel forks; the
+            // parent's assertions fail should it succeed.
+            let fork = unsafe { libc::syscall(libc::SYS_fork) };
+            println!("sys_fork: {}", errno_name(fork));
+            // SAFETY: likewise for vfork, so no child ever shares this stack.
+            let vfork = unsafe { libc::syscall(libc::SYS_vfork) };
+            println!("sys_vfork: {}", errno_name(vfork));
         }
         // Without the filter a null clone_args gives EFAULT.
+        // SAFETY: with a null clone_args the kernel creates nothing (EFAULT
+        // at worst); the filter answers ENOSYS before that.
         let clone3 = unsafe { libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 88usize) };
         println!("clone3: {}", errno_name(clone3));
         let spawned = Command::new("/bin/true").status();
@@ -172,12 +182,16 @@ fn a_filtered_process_cannot_fork_but_can_start_threads() {
 fn without_the_filter_the_same_probes_succeed() {
     // The control for the test above: it would pass for the wrong reason
     // if fork or spawning failed here anyway.
+    // SAFETY: the child calls only _exit, which is async-signal-safe, so
+    // forking the multi-threaded test runner is sound.
     let forked = unsafe { libc::fork() };
     if forked == 0 {
+        // SAFETY: _exit is async-signal-safe and never returns.
         unsafe { libc::_exit(0) };
     }
     assert!(forked > 0);
     let mut status = 0;
+    // SAFETY: reaps our own child into a local.
     unsafe { libc::waitpid(forked, &mut status, 0) };
     assert!(Command::new("/bin/true").status().unwrap().success());
 }
@@ -189,6 +203,7 @@ fn an_x32_syscall_kills_the_filtered_process() {
     if std::env::var(CHILD_MODE).as_deref() == Ok("x32") {
         install_native_filter();
         // x32 fork: the native arch with the x32 bit set in the number.
+        // SAFETY: the filter kills the process before the kernel sees the call.
         unsafe { libc::syscall(libc::SYS_fork | 0x4000_0000) };
         println!("survived");
         return;
@@ -251,9 +266,11 @@ fn the_fd_holds_the_sock_filter_bytes_from_offset_zero() {
     file.read_to_end(&mut bytes).unwrap();
     assert_eq!(bytes, native_filter_bytes(&strict()).unwrap());
     assert_eq!(bytes.len() % 8, 0);
+    // SAFETY: F_GETFD on a descriptor `file` owns; it reads flags only.
     let flags = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&file), libc::F_GETFD) };
     assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
 }
+
 #[test]
 fn the_native_table_matches_the_c_library() {
     let t = table(Arch::native().expect("supported arch"));
@@ -336,8 +353,10 @@ fn chown_may_name_only_the_launch_ids() {
     let filter = Filter::for_launch(false, Some(1000), Some(100));
     assert_eq!((filter.uid, filter.gid), (1000, 100));
     let host = Filter::for_launch(false, None, None);
-    assert_eq!(host.uid, unsafe { libc::getuid() });
-    assert_eq!(host.gid, unsafe { libc::getgid() });
+    // SAFETY: getuid and getgid take nothing and cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    assert_eq!(host.uid, uid);
+    assert_eq!(host.gid, gid);
     for arch in [Arch::X86_64, Arch::Aarch64] {
         let p = program(arch, &filter);
         assert!(p.iter().any(|i| i.code == BPF_JMP_JEQ_K && i.k == 1000));
