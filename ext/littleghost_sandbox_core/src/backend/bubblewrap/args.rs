@@ -118,7 +118,7 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
 /// One step of B.8's emission order each (the steps `bubblewrap_args` does
 /// not write inline).
 impl Argv {
-    /// 1. Namespaces and privileges. `--disable-userns` (bwrap >= 0.8) stops
+    /// Step 1: Namespaces and privileges. `--disable-userns` (bwrap >= 0.8) stops
     /// the child from creating nested user namespaces, which is where most
     /// kernel attack surface reachable from an unprivileged sandbox lives.
     fn namespaces(&mut self) {
@@ -137,7 +137,7 @@ impl Argv {
         self.value("--cap-drop", "ALL");
     }
 
-    /// 2. The root.
+    /// Step 2: The root.
     fn root(&mut self, root_filesystem: RootFilesystem) {
         match root_filesystem {
             RootFilesystem::Isolated => self.tmpfs(Path::new("/")),
@@ -146,7 +146,7 @@ impl Argv {
         }
     }
 
-    /// 4. Runtime and compatibility roots of an isolated root.
+    /// Step 4: Runtime and compatibility roots of an isolated root.
     fn runtime_roots(&mut self, launch: &Launch, host: &dyn HostProbe) {
         for root in &launch.runtime_roots {
             if host.is_dir(root) {
@@ -164,7 +164,7 @@ impl Argv {
         }
     }
 
-    /// 5. and 6. Devices and /proc. bwrap's /dev is a tmpfs it cannot size:
+    /// Steps 5 and 6: Devices and /proc. bwrap's /dev is a tmpfs it cannot size:
     /// it turns read-only in step 12, and /dev/shm (a plain directory in it)
     /// becomes a sized tmpfs of its own.
     fn devices_and_proc(&mut self, proc_mount: &ProcMount) {
@@ -198,7 +198,7 @@ impl Argv {
         }
     }
 
-    /// 8. Missing ancestors: all of them in an empty root, otherwise only
+    /// Step 8: Missing ancestors: all of them in an empty root, otherwise only
     /// those a tmpfs just hid.
     fn missing_ancestors(
         &mut self,
@@ -232,7 +232,7 @@ impl Argv {
         }
     }
 
-    /// 9. and 10. The grants' identity binds, then the masks.
+    /// Steps 9 and 10: The grants' identity binds, then the masks.
     fn binds_and_masks(&mut self, grants: &[Grant], masks: &[PathBuf]) {
         // 9. Identity binds, shortest target first, except those a mask holds.
         let under_mask = |path: &Path| masks.iter().any(|m| strictly_beneath(path, m));
@@ -243,7 +243,7 @@ impl Argv {
         self.masks(&held, masks);
     }
 
-    /// 10. Masks. A grant selected beneath a mask is bound inside it before
+    /// Step 10: Masks. A grant selected beneath a mask is bound inside it before
     /// the mask turns read-only, so masking a dropped parent never hides a
     /// grant the launch kept.
     fn masks(&mut self, held: &[&Grant], masks: &[PathBuf]) {
@@ -286,7 +286,7 @@ impl Argv {
         }
     }
 
-    /// 13. to 15. Environment and identity, then 16. the subprocess filter,
+    /// Steps 13 to 15: Environment and identity, then step 16: the subprocess filter,
     /// which bwrap reads and installs right before the child's execve.
     fn environment_and_identity(&mut self, launch: &Launch) {
         if !launch.inherit_environment {
