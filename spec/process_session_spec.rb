@@ -78,11 +78,15 @@ RSpec.describe LittleGhost::Sandbox::ProcessSession do
   describe "#alive? (18.3)" do
     it "stays true while a forked member of the group still runs after the leader exited" do
       pid_file = File.join(dir, "child")
-      session = start(["/bin/sh", "-c", "sleep 1 >/dev/null 2>&1 & echo $! > #{pid_file}; exit 0"],
+      gate = File.join(dir, "gate")
+      # The forked member runs until the spec opens the gate, not for a fixed time.
+      member = "while [ ! -e #{gate} ]; do sleep 0.01; done"
+      session = start(["/bin/sh", "-c", "(#{member}) >/dev/null 2>&1 & echo $! > #{pid_file}; exit 0"],
                       environment: path_env)
       read_pid(pid_file)
       eventually { session.read.eof == false && !File.exist?("/proc/#{session.pid}/status") }
       expect(session.alive?).to be(true)
+      FileUtils.touch(gate)
       expect(eventually(5) { !session.alive? }).to be(true)
     end
   end
