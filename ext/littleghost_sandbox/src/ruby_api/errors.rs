@@ -49,7 +49,6 @@ error_class!(CAPABILITY_ERROR, "CapabilityError");
 error_class!(DEPENDENCY_ERROR, "DependencyError");
 error_class!(UNSUPPORTED_PLATFORM_ERROR, "UnsupportedPlatformError");
 error_class!(CLEANUP_ERROR, "CleanupError");
-error_class!(ABSTRACT_METHOD_ERROR, "AbstractMethodError");
 
 /// `LittleGhost::ToolError` with `message`.
 pub fn tool_error(ruby: &Ruby, message: impl Into<String>) -> Error {
@@ -76,11 +75,6 @@ pub fn unsupported_platform_error(ruby: &Ruby, message: impl Into<String>) -> Er
     Error::new(ruby.get_inner(&UNSUPPORTED_PLATFORM_ERROR), message.into())
 }
 
-/// `LittleGhost::AbstractMethodError` with `message`.
-pub fn abstract_method_error(ruby: &Ruby, message: impl Into<String>) -> Error {
-    Error::new(ruby.get_inner(&ABSTRACT_METHOD_ERROR), message.into())
-}
-
 /// Ruby `ArgumentError` with `message`.
 pub fn argument_error(ruby: &Ruby, message: impl Into<String>) -> Error {
     Error::new(ruby.exception_arg_error(), message.into())
@@ -89,6 +83,17 @@ pub fn argument_error(ruby: &Ruby, message: impl Into<String>) -> Error {
 /// Ruby `TypeError` with `message`.
 pub fn type_error(ruby: &Ruby, message: impl Into<String>) -> Error {
     Error::new(ruby.exception_type_error(), message.into())
+}
+
+/// The message of a Ruby error, whether it was raised in Ruby or built in Rust.
+pub fn message(error: &Error) -> String {
+    match error.error_type() {
+        magnus::error::ErrorType::Exception(exception) => exception
+            .funcall::<_, _, String>("message", ())
+            .unwrap_or_default(),
+        magnus::error::ErrorType::Error(_, message) => message.to_string(),
+        magnus::error::ErrorType::Jump(_) => String::new(),
+    }
 }
 
 /// Maps a core error onto its documented Ruby exception class.
