@@ -5,13 +5,12 @@
 //! `close` stops it without the GVL (stopping waits for its tasks).
 
 use std::sync::{Arc, Mutex};
-use std::time::UNIX_EPOCH;
 
 use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::network as core;
 use magnus::{
-    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RClass, RModule, Ruby,
-    TypedData, Value,
+    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, IntoValue, RArray, RClass,
+    RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args;
@@ -197,18 +196,9 @@ impl BuiltinGateway {
             list.freeze();
             return Ok(list);
         };
-        let time: RClass = ruby.class_object().const_get("Time")?;
         for denial in gateway.denials() {
-            let seconds = denial
-                .at
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0);
             let hash = ruby.hash_new();
-            hash.aset(
-                ruby.to_symbol("at"),
-                time.funcall::<_, _, Value>("at", (seconds,))?,
-            )?;
+            hash.aset(ruby.to_symbol("at"), denial.at.into_value_with(ruby))?;
             hash.aset(
                 ruby.to_symbol("destination"),
                 vo::frozen_str(ruby, &denial.destination),
