@@ -35,6 +35,10 @@ module LittleGhost
       end
     end
 
-    Denial.private_class_method :new
+    class Denial
+      private_class_method :new
+
+      def to_h = {kind: kind, operation: operation, target: target, reason: reason, message: message, time: time} # :nodoc:
+    end
   end
 end

@@ -13,9 +13,7 @@ use magnus::{
     RModule, Ruby, TypedData, Value,
 };
 
-use crate::helpers::args;
-use crate::helpers::nogvl;
-use crate::helpers::value_object as vo;
+use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
 use crate::ruby_api::{errors, mount};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
@@ -181,9 +179,7 @@ impl BuiltinGateway {
 
     fn proxy_mount_path(ruby: &Ruby, rb_self: &Self) -> Value {
         match rb_self.running() {
-            Some(gateway) => {
-                crate::helpers::convert::path_to_ruby(ruby, gateway.socket_path()).as_value()
-            }
+            Some(gateway) => convert::path_to_ruby(ruby, gateway.socket_path()).as_value(),
             None => ruby.qnil().as_value(),
         }
     }
@@ -192,25 +188,16 @@ impl BuiltinGateway {
     /// (`at:` Time, `destination:` "host:port", `reason:` Symbol, `message:` String).
     fn denials(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
         let list = ruby.ary_new();
-        let Some(gateway) = rb_self.current() else {
-            list.freeze();
-            return Ok(list);
-        };
-        for denial in gateway.denials() {
-            let hash = ruby.hash_new();
-            hash.aset(ruby.to_symbol("at"), denial.at.into_value_with(ruby))?;
-            hash.aset(
-                ruby.to_symbol("destination"),
-                vo::frozen_str(ruby, &denial.destination),
-            )?;
-            let reason = match denial.reason {
-                core::DenialReason::NotAllowed => "not_allowed",
-                core::DenialReason::PrivateDestination => "private_destination",
-            };
-            hash.aset(ruby.to_symbol("reason"), ruby.to_symbol(reason))?;
-            hash.aset(
-                ruby.to_symbol("message"),
-                vo::frozen_str(ruby, denial.reason.text()),
+        for denial in rb_self.current().map(|g| g.denials()).unwrap_or_default() {
+            let reason = CoreDenial::from(&denial).reason.name();
+            let hash = args::kwargs(
+                ruby,
+                &[
+                    ("at", denial.at.into_value_with(ruby)),
+                    ("destination", vo::frozen_str(ruby, &denial.destination).as_value()),
+                    ("reason", ruby.to_symbol(reason).as_value()),
+                    ("message", vo::frozen_str(ruby, denial.reason.text()).as_value()),
+                ],
             )?;
             hash.freeze();
             list.push(hash)?;

@@ -8,17 +8,15 @@
 
 pub mod hub;
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use littleghost_sandbox_core::denial::{Denial as CoreDenial, Operation, Reason};
-use magnus::{method, prelude::*, IntoValue, Error, RArray, RClass, RHash, Ruby, Value};
+use littleghost_sandbox_core::denial::{Denial as CoreDenial, Operation};
+use magnus::{method, prelude::*, Error, IntoValue, RArray, RClass, RString, Ruby, Symbol, Value};
 
 pub use hub::{report, DenialHub, Reporter};
 use hub::{wrap, Denial};
 
-use crate::helpers::convert;
+use crate::helpers::{convert, value_object as vo};
 use crate::ruby_api::errors;
 use crate::ruby_api::sandbox::state::{self, SandboxObj};
 
@@ -42,7 +40,6 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("reason", method!(reason, 0))?;
     class.define_method("message", method!(message, 0))?;
     class.define_method("time", method!(time, 0))?;
-    class.define_method("to_h", method!(to_h, 0))?;
     class.define_method("==", method!(equal, 1))?;
     class.define_method("eql?", method!(equal, 1))?;
     class.define_method("hash", method!(hash, 0))?;
@@ -65,27 +62,12 @@ pub fn report_to(ruby: &Ruby, sandbox: Value, denial: CoreDenial) -> Result<(), 
 /// The ToolError of a file operation the scope's capabilities refuse
 /// (`feature` is `filesystem_read`...), reported to `sandbox` first.
 pub fn capability_refused(ruby: &Ruby, sandbox: Value, feature: &str, path: Value) -> Error {
-    let message = format!("Sandbox scope does not allow {}", feature.replace('_', " "));
     let target = convert::path_string(ruby, path, "path").map(convert::lossy);
-    let denial = CoreDenial::new(
-        operation_of(feature),
-        target.unwrap_or_default(),
-        Reason::Capability,
-        message.clone(),
-    );
+    let denial = CoreDenial::capability(feature, target.unwrap_or_default());
+    let message = denial.message.clone();
     match report_to(ruby, sandbox, denial) {
         Ok(()) => errors::tool_error(ruby, message),
         Err(error) => error,
-    }
-}
-
-/// The denial operation of a `filesystem_*` feature.
-fn operation_of(feature: &str) -> Operation {
-    match feature {
-        "filesystem_list" => Operation::List,
-        "filesystem_write" => Operation::Write,
-        "filesystem_replace" => Operation::Replace,
-        _ => Operation::Read,
     }
 }
 
@@ -151,45 +133,30 @@ fn denials(ruby: &Ruby, rb_self: SandboxObj) -> Result<RArray, Error> {
 // ---------------------------------------------------------------------------
 // Denial methods.
 
-fn kind(ruby: &Ruby, rb_self: &Denial) -> Value {
-    ruby.to_symbol(rb_self.0.kind.name()).as_value()
+fn kind(ruby: &Ruby, rb_self: &Denial) -> Symbol {
+    ruby.to_symbol(rb_self.0.kind.name())
 }
 
-fn operation(ruby: &Ruby, rb_self: &Denial) -> Value {
-    ruby.to_symbol(rb_self.0.operation.name()).as_value()
+fn operation(ruby: &Ruby, rb_self: &Denial) -> Symbol {
+    ruby.to_symbol(rb_self.0.operation.name())
 }
 
-fn target(ruby: &Ruby, rb_self: &Denial) -> Value {
-    let string = ruby.str_new(&rb_self.0.target);
-    string.freeze();
-    string.as_value()
+fn target(ruby: &Ruby, rb_self: &Denial) -> RString {
+    vo::frozen_str(ruby, &rb_self.0.target)
 }
 
-fn reason(ruby: &Ruby, rb_self: &Denial) -> Value {
-    ruby.to_symbol(rb_self.0.reason.name()).as_value()
+fn reason(ruby: &Ruby, rb_self: &Denial) -> Symbol {
+    ruby.to_symbol(rb_self.0.reason.name())
 }
 
-fn message(ruby: &Ruby, rb_self: &Denial) -> Value {
-    let string = ruby.str_new(&rb_self.0.message);
-    string.freeze();
-    string.as_value()
+fn message(ruby: &Ruby, rb_self: &Denial) -> RString {
+    vo::frozen_str(ruby, &rb_self.0.message)
 }
 
-fn time(ruby: &Ruby, rb_self: &Denial) -> Result<Value, Error> {
+fn time(ruby: &Ruby, rb_self: &Denial) -> Value {
     let time: Value = rb_self.0.at.into_value_with(ruby);
     time.freeze();
-    Ok(time)
-}
-
-fn to_h(ruby: &Ruby, rb_self: &Denial) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    hash.aset(ruby.to_symbol("kind"), kind(ruby, rb_self))?;
-    hash.aset(ruby.to_symbol("operation"), operation(ruby, rb_self))?;
-    hash.aset(ruby.to_symbol("target"), target(ruby, rb_self))?;
-    hash.aset(ruby.to_symbol("reason"), reason(ruby, rb_self))?;
-    hash.aset(ruby.to_symbol("message"), message(ruby, rb_self))?;
-    hash.aset(ruby.to_symbol("time"), time(ruby, rb_self)?)?;
-    Ok(hash)
+    time
 }
 
 fn equal(rb_self: &Denial, other: Value) -> bool {
@@ -197,9 +164,7 @@ fn equal(rb_self: &Denial, other: Value) -> bool {
 }
 
 fn hash(rb_self: &Denial) -> i64 {
-    let mut hasher = DefaultHasher::new();
-    rb_self.0.hash(&mut hasher);
-    hasher.finish() as i64
+    vo::hash_code(&rb_self.0)
 }
 
 /// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`
