@@ -286,8 +286,14 @@ mod tests {
         assert_eq!(denial.operation, Operation::Write);
         assert_eq!(denial.reason, Reason::Capability);
         assert_eq!(denial.target, "docs/a.md");
-        assert_eq!(denial.message, "Sandbox scope does not allow filesystem write");
-        assert_eq!(Denial::capability("filesystem_read", "").operation, Operation::Read);
+        assert_eq!(
+            denial.message,
+            "Sandbox scope does not allow filesystem write"
+        );
+        assert_eq!(
+            Denial::capability("filesystem_read", "").operation,
+            Operation::Read
+        );
     }
 
     #[test]

@@ -13,7 +13,11 @@ pub const PROFILE_KEYS: [&str; 4] = ["files", "runtime_paths", "capabilities", "
 /// Issue 12: every grant of `policy` (files and runtime paths) names `root`
 /// or one of the workspace's `path_names`; PolicyError listing them otherwise.
 pub fn check_grant_names(policy: &Policy, path_names: &[&str]) -> Result<()> {
-    let files = policy.files.entries().iter().map(|(n, _)| ("files", n.as_str()));
+    let files = policy
+        .files
+        .entries()
+        .iter()
+        .map(|(n, _)| ("files", n.as_str()));
     let runtime = policy.runtime_paths.entries().iter();
     let runtime = runtime.map(|(n, _)| ("runtime_paths", n.as_str()));
     crate::workspace::check_grant_names(files.chain(runtime), path_names)
@@ -22,13 +26,19 @@ pub fn check_grant_names(policy: &Policy, path_names: &[&str]) -> Result<()> {
 /// W13 (15.2, 16.2): some tool-visible grant is writable; runtime-only grants
 /// do not count, and nothing touches the disk.
 pub fn has_writable_file_grant(policy: &Policy) -> bool {
-    policy.files.entries().iter().any(|(_, access)| *access == Access::ReadWrite)
+    policy
+        .files
+        .entries()
+        .iter()
+        .any(|(_, access)| *access == Access::ReadWrite)
 }
 
 /// 10.8: a profile name and explicit options exclude each other.
 pub fn check_scope_selection(profile_given: bool, explicit_given: bool) -> Result<()> {
     if profile_given && explicit_given {
-        return Err(argument("scope profile cannot be combined with explicit options"));
+        return Err(argument(
+            "scope profile cannot be combined with explicit options",
+        ));
     }
     Ok(())
 }
@@ -74,19 +84,28 @@ mod tests {
 
     #[test]
     fn grant_names_cover_files_and_runtime_paths() {
-        let policy = policy_with(&[("root", Access::ReadOnly)], &[("home", Access::ReadWrite)]);
+        let policy = policy_with(
+            &[("root", Access::ReadOnly)],
+            &[("home", Access::ReadWrite)],
+        );
         check_grant_names(&policy, &["home"]).unwrap();
         let err = check_grant_names(&policy, &["source"]).unwrap_err();
         assert!(matches!(err, Error::Policy(_)));
-        assert!(err.message().starts_with("sandbox policy runtime_paths grants :home"));
+        assert!(err
+            .message()
+            .starts_with("sandbox policy runtime_paths grants :home"));
     }
 
     #[test]
     fn only_tool_visible_writable_grants_count() {
         assert!(!has_writable_file_grant(&Policy::default()));
-        let runtime_only = policy_with(&[("root", Access::ReadOnly)], &[("tmp", Access::ReadWrite)]);
+        let runtime_only =
+            policy_with(&[("root", Access::ReadOnly)], &[("tmp", Access::ReadWrite)]);
         assert!(!has_writable_file_grant(&runtime_only));
-        let docs = policy_with(&[("root", Access::ReadOnly), ("docs", Access::ReadWrite)], &[]);
+        let docs = policy_with(
+            &[("root", Access::ReadOnly), ("docs", Access::ReadWrite)],
+            &[],
+        );
         assert!(has_writable_file_grant(&docs));
     }
 
@@ -103,8 +122,14 @@ mod tests {
         check_profile_keys(["files", "network"]).unwrap();
         let err = check_profile_keys(["files", "bogus", "other"]).unwrap_err();
         assert!(matches!(err, Error::Policy(_)));
-        assert_eq!(err.message(), "unknown sandbox scope profile options: :bogus, :other");
-        assert_eq!(unknown_profile("x").message(), "unknown sandbox scope profile: x");
+        assert_eq!(
+            err.message(),
+            "unknown sandbox scope profile options: :bogus, :other"
+        );
+        assert_eq!(
+            unknown_profile("x").message(),
+            "unknown sandbox scope profile: x"
+        );
         assert!(matches!(profile_not_a_hash(), Error::Policy(_)));
     }
 }

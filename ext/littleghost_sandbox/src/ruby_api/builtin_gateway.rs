@@ -194,9 +194,15 @@ impl BuiltinGateway {
                 ruby,
                 &[
                     ("at", denial.at.into_value_with(ruby)),
-                    ("destination", vo::frozen_str(ruby, &denial.destination).as_value()),
+                    (
+                        "destination",
+                        vo::frozen_str(ruby, &denial.destination).as_value(),
+                    ),
                     ("reason", ruby.to_symbol(reason).as_value()),
-                    ("message", vo::frozen_str(ruby, denial.reason.text()).as_value()),
+                    (
+                        "message",
+                        vo::frozen_str(ruby, denial.reason.text()).as_value(),
+                    ),
                 ],
             )?;
             hash.freeze();

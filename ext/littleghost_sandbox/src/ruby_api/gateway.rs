@@ -9,8 +9,8 @@ use std::sync::Mutex;
 
 use littleghost_sandbox_core::network as core;
 use magnus::{
-    block::Proc, gc::Marker, method, prelude::*, typed_data::Obj, value::Opaque,
-    DataTypeFunctions, Error, RArray, RClass, RHash, RModule, RString, Ruby, TypedData, Value,
+    block::Proc, gc::Marker, method, prelude::*, typed_data::Obj, value::Opaque, DataTypeFunctions,
+    Error, RArray, RClass, RHash, RModule, RString, Ruby, TypedData, Value,
 };
 
 use crate::helpers::{args, constants, convert, value_object as vo};
@@ -165,7 +165,15 @@ impl ExternalGateway {
         args::keywords(ruby, args::keywords_only(rb_args)?, &[], &["run"])?;
         let policy = ruby.get_inner(rb_self.policy);
         let names = match crate::ruby_api::policy::borrow(policy) {
-            Some(policy) => Some(policy.core().runtime_paths.entries().iter().map(|(n, _)| n.clone()).collect()),
+            Some(policy) => Some(
+                policy
+                    .core()
+                    .runtime_paths
+                    .entries()
+                    .iter()
+                    .map(|(n, _)| n.clone())
+                    .collect(),
+            ),
             None => duck_runtime_paths(policy)?,
         };
         if let Some(names) = names {
@@ -191,7 +199,11 @@ impl ExternalGateway {
                 Some(block) => block.arity(),
                 None => validator.funcall("arity", ()).unwrap_or(1),
             };
-            let args: &[Value] = if arity == 0 { &[] } else { &[rb_self.as_value()] };
+            let args: &[Value] = if arity == 0 {
+                &[]
+            } else {
+                &[rb_self.as_value()]
+            };
             validator.funcall::<_, _, Value>("call", args)?;
         }
         Ok(rb_self)

@@ -11,15 +11,14 @@ pub(crate) mod state;
 
 pub(crate) use providers::PROVIDERS;
 pub(crate) use state::{
-    backend_state, backend_value, borrow, enforced_capabilities,
-    enforced_policy, requested_policy, set_backend, set_enforced, store, workspace_of, Sandbox,
-    SandboxObj,
+    backend_state, backend_value, borrow, enforced_capabilities, enforced_policy, requested_policy,
+    set_backend, set_enforced, store, workspace_of, Sandbox, SandboxObj,
 };
 
 use littleghost_sandbox_core::sandbox as rules;
 use magnus::{
-    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, KwArgs, Error,
-    RClass, RHash, Ruby, Symbol, Value,
+    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs, RClass, RHash,
+    Ruby, Symbol, Value,
 };
 use state::{base_value, Field};
 
@@ -119,7 +118,14 @@ pub(crate) fn assign(
             errors::core_result(ruby, rules::check_grant_names(policy.core(), &names))?;
         }
     }
-    store(ruby, rb_self, workspace, policy, profiles.as_value(), limits)
+    store(
+        ruby,
+        rb_self,
+        workspace,
+        policy,
+        profiles.as_value(),
+        limits,
+    )
 }
 
 /// `profiles.to_h` with Symbol keys, frozen (10.1).
@@ -130,7 +136,12 @@ fn normalize_profiles(ruby: &Ruby, profiles: Option<Value>) -> Result<RHash, Err
             Some(hash) => hash,
             // A user's Hash-like object.
             None if profiles.respond_to("to_h", false)? => profiles.funcall("to_h", ())?,
-            None => return Err(errors::policy_error(ruby, "sandbox profiles must be a Hash")),
+            None => {
+                return Err(errors::policy_error(
+                    ruby,
+                    "sandbox profiles must be a Hash",
+                ))
+            }
         };
         for (key, value) in vo::hash_pairs(hash)? {
             normalized.aset(vo::name_to_sym(key, "sandbox profile name")?, value)?;
@@ -207,7 +218,10 @@ fn profile_options(
     let profiles = base_value(ruby, rb_self, Field::Profiles);
     let profiles = RHash::from_value(profiles).unwrap_or_else(|| ruby.hash_new());
     let Some(mut options) = profiles.get(name) else {
-        return Err(errors::from_core(ruby, rules::unknown_profile(&name.name()?)));
+        return Err(errors::from_core(
+            ruby,
+            rules::unknown_profile(&name.name()?),
+        ));
     };
     if options.respond_to("call", false)? {
         let workspace = workspace_of(ruby, rb_self);
@@ -224,10 +238,17 @@ fn profile_options(
         let key = vo::name_to_sym(key, "sandbox scope profile option")?;
         named.push((key.name()?.into_owned(), value));
     }
-    errors::core_result(ruby, rules::check_profile_keys(named.iter().map(|(k, _)| k.as_str())))?;
+    errors::core_result(
+        ruby,
+        rules::check_profile_keys(named.iter().map(|(k, _)| k.as_str())),
+    )?;
     let mut selection = [None; 4];
     for (slot, key) in selection.iter_mut().zip(rules::PROFILE_KEYS) {
-        *slot = named.iter().find(|(k, _)| k == key).map(|(_, v)| *v).filter(|v| !v.is_nil());
+        *slot = named
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| *v)
+            .filter(|v| !v.is_nil());
     }
     Ok(selection)
 }
@@ -271,18 +292,28 @@ fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     let policy = enforced_policy(ruby, rb_self).unwrap_or_else(|_| requested_policy(ruby, rb_self));
     let mut network = "default".to_owned();
     if let Some(policy) = crate::ruby_api::policy::borrow(policy).map(|p| p.core()) {
-        for (label, table) in [("files", &policy.files), ("runtime_paths", &policy.runtime_paths)] {
+        for (label, table) in [
+            ("files", &policy.files),
+            ("runtime_paths", &policy.runtime_paths),
+        ] {
             let grants = ruby.hash_new();
             for (name, access) in table.entries() {
                 grants.aset(ruby.to_symbol(name), ruby.to_symbol(access.name()))?;
             }
-            out.push_str(&format!(" {label}={}", vo::inspect_value(ruby, grants.as_value())?));
+            out.push_str(&format!(
+                " {label}={}",
+                vo::inspect_value(ruby, grants.as_value())?
+            ));
         }
         if let Some(mode) = policy.network.as_ref().map(|n| n.mode.name()) {
             network = format!(":{mode}");
         }
     }
     out.push_str(&format!(" network={network}"));
-    out.push_str(if sandbox.opened() { " open>" } else { " closed>" });
+    out.push_str(if sandbox.opened() {
+        " open>"
+    } else {
+        " closed>"
+    });
     Ok(out)
 }

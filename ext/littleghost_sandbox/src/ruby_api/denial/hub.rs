@@ -122,7 +122,9 @@ fn swallow(ruby: &Ruby, error: Error) -> Result<(), Error> {
     let message = errors::message(&error);
     let _: Value = ruby.module_kernel().funcall(
         "warn",
-        (format!("LittleGhost::Sandbox#on_denial subscriber raised {class}: {message}"),),
+        (format!(
+            "LittleGhost::Sandbox#on_denial subscriber raised {class}: {message}"
+        ),),
     )?;
     Ok(())
 }

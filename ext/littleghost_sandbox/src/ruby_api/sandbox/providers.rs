@@ -1,6 +1,8 @@
 //! The Sandbox provider registry and `Sandbox.probe` (§12).
 
-use magnus::{function, method, prelude::*, scan_args::scan_args, Error, KwArgs, RClass, RHash, Ruby, Value};
+use magnus::{
+    function, method, prelude::*, scan_args::scan_args, Error, KwArgs, RClass, RHash, Ruby, Value,
+};
 
 use crate::helpers::registry::Registry;
 use crate::helpers::{constants, probe};
@@ -46,7 +48,9 @@ fn probe(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
         if !error.is_kind_of(dependency_error) {
             return Err(error);
         }
-        probe::result(ruby, Some(errors::message(&error)), || capabilities::empty(ruby))
+        probe::result(ruby, Some(errors::message(&error)), || {
+            capabilities::empty(ruby)
+        })
     };
     let Some(name) = args.optional.0 else {
         return probe_without_hook(ruby, rb_self, options);

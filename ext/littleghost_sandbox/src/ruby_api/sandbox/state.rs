@@ -8,8 +8,7 @@ use std::cell::Cell;
 
 use littleghost_sandbox_core::process::Owner;
 use magnus::{
-    gc::Marker, prelude::*, value::Opaque, DataTypeFunctions, Error, RClass, Ruby, TypedData,
-    Value,
+    gc::Marker, prelude::*, value::Opaque, DataTypeFunctions, Error, RClass, Ruby, TypedData, Value,
 };
 
 use crate::ruby_api::denial::hub::Denials;
@@ -116,7 +115,10 @@ impl Sandbox {
     /// The effective policy and capabilities a Rust backend stored, whatever the class.
     pub(crate) fn stored_enforced(&self, ruby: &Ruby) -> Option<(Value, Value)> {
         let enforced = self.enforced.get()?;
-        Some((ruby.get_inner(enforced.policy), ruby.get_inner(enforced.capabilities)))
+        Some((
+            ruby.get_inner(enforced.policy),
+            ruby.get_inner(enforced.capabilities),
+        ))
     }
 
     /// The stored values, when they are what Ruby dispatch would answer.
