@@ -13,7 +13,7 @@ use littleghost_sandbox_core::limits::{
 };
 use magnus::{prelude::*, value::LazyId, value::ReprValue, Error, RHash, Ruby, Symbol, Value};
 
-use crate::ruby_api::sandbox::SandboxObj;
+use crate::ruby_api::sandbox::state::SandboxObj;
 
 use crate::ruby_api::errors::{argument_error, capability_error, tool_error};
 use crate::ruby_api::process_runner::positive_integer;
