@@ -1,25 +1,61 @@
 //! Shared plumbing for the frozen value objects (Capabilities, Limits,
 //! EnvironmentPolicy, NetworkPolicy, Policy, Mount) and Workspace: Ruby
-//! coercions that must match Ruby exactly, freezing, value equality over
-//! instance variables, `to_h` and a readable `inspect`.
+//! coercions that must match Ruby exactly (through Ruby's C conversion
+//! functions), name-ish values as the core's `Given`, freezing, hash codes of
+//! core values and a readable `inspect`. Equality and hashing are the core
+//! structs' own (`PartialEq`, `Hash`).
 
 use magnus::{
-    prelude::*, value::ReprValue, Error, RArray, RClass, RHash, RObject, RString, Ruby, Symbol,
-    Value,
+    encoding::Coderange,
+    prelude::*,
+    rb_sys::{protect, AsRawValue, FromRawValue},
+    value::ReprValue,
+    Error, RArray, RHash, RString, Ruby, Symbol, Value,
 };
+use rb_sys::VALUE;
 
-/// `Kernel#name(value)`, e.g. `Integer("10")` or `String(:a)`.
-pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
-    ruby.module_kernel().funcall(name, (value,))
+/// Ruby's conversion function `func` (`rb_String`, `rb_Array`, ...) applied
+/// to `value`, with a raise returned as an Error. These are the C functions
+/// behind `Kernel#String` and friends: they run the conversion protocol
+/// (`to_str`, `to_s`, `to_ary`, ...) on `value` without looking up a method
+/// on Kernel.
+fn c_convert(value: Value, func: unsafe extern "C" fn(VALUE) -> VALUE) -> Result<Value, Error> {
+    let raw = value.as_raw();
+    // SAFETY: `func` takes and returns a VALUE and may raise; `protect` turns
+    // a raise into an Error. `value` is live on this stack, so the GC sees it.
+    let out = protect(|| unsafe { func(raw) })?;
+    // SAFETY: `out` is the VALUE Ruby just returned.
+    Ok(unsafe { Value::from_raw(out) })
 }
 
-/// `File.expand_path(path, base)` (Ruby semantics, including `~`).
+/// `Kernel#name(value)` for `String`, `Array`, `Integer` and `Hash`, e.g. `Integer("10")`.
+pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
+    let func: unsafe extern "C" fn(VALUE) -> VALUE = match name {
+        "String" => rb_sys::rb_String,
+        "Array" => rb_sys::rb_Array,
+        "Integer" => rb_sys::rb_Integer,
+        "Hash" => rb_sys::rb_Hash,
+        _ => {
+            return Err(Error::new(
+                ruby.exception_arg_error(),
+                format!("no conversion Kernel#{name}"),
+            ))
+        }
+    };
+    c_convert(value, func)
+}
+
+/// `File.expand_path(path, base)` (Ruby semantics, including `~` and `to_path`).
 pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RString, Error> {
-    let file: RClass = ruby.class_object().const_get("File")?;
-    match base {
-        Some(base) => file.funcall("expand_path", (path, base)),
-        None => file.funcall("expand_path", (path,)),
-    }
+    let (path, base) = (
+        path.as_raw(),
+        base.unwrap_or_else(|| ruby.qnil().as_value()).as_raw(),
+    );
+    // SAFETY: rb_file_expand_path is File.expand_path's body; `protect`
+    // catches its raise, and both VALUEs are live on this stack.
+    let out = protect(|| unsafe { rb_sys::rb_file_expand_path(path, base) })?;
+    // SAFETY: `out` is the String Ruby just returned.
+    RString::try_convert(unsafe { Value::from_raw(out) })
 }
 
 /// A frozen Ruby String.
@@ -43,15 +79,22 @@ pub fn try_to_sym(value: Value) -> Result<Option<Symbol>, Error> {
     if !responds(value, "to_sym") {
         return Ok(None);
     }
-    if RString::from_value(value).is_some()
-        && !value.funcall::<_, _, bool>("valid_encoding?", ())?
-    {
-        let ruby = Ruby::get_with(value);
-        return Err(Error::new(
-            ruby.exception_arg_error(),
-            "name is not valid text in its encoding; pass a Symbol or a valid String",
-        ));
+    if let Some(string) = RString::from_value(value) {
+        if string.enc_coderange_scan() == Coderange::Broken {
+            let ruby = Ruby::get_with(value);
+            return Err(Error::new(
+                ruby.exception_arg_error(),
+                "name is not valid text in its encoding; pass a Symbol or a valid String",
+            ));
+        }
+        let raw = string.as_raw();
+        // SAFETY: rb_str_intern is String#to_sym's body; `protect` catches a
+        // raise and `string` is live on this stack.
+        let symbol = protect(|| unsafe { rb_sys::rb_str_intern(raw) })?;
+        // SAFETY: `symbol` is the Symbol Ruby just returned.
+        return Ok(Symbol::from_value(unsafe { Value::from_raw(symbol) }));
     }
+    // Any other object answering to_sym (a caller's own type).
     let result: Value = value.funcall("to_sym", ())?;
     Ok(Symbol::from_value(result))
 }
@@ -88,7 +131,8 @@ pub fn require_duck(value: Value, what: &str, methods: &[&str]) -> Result<(), Er
     ))
 }
 
-fn class_name(value: Value) -> String {
+/// The name of `value`'s class (`#<Class:0x...>` for an anonymous one).
+pub fn class_name(value: Value) -> String {
     // SAFETY: the borrowed name is copied before any other Ruby call can run.
     unsafe { value.classname() }.into_owned()
 }
@@ -187,17 +231,6 @@ pub fn sym_name(symbol: Symbol) -> Result<String, Error> {
     Ok(symbol.name()?.into_owned())
 }
 
-/// Reads an instance variable (nil when unset).
-pub fn ivar(object: Value, name: &str) -> Result<Value, Error> {
-    match RObject::from_value(object) {
-        Some(object) => object.ivar_get(name),
-        None => Err(Error::new(
-            Ruby::get_with(object).exception_type_error(),
-            "expected a plain Ruby object",
-        )),
-    }
-}
-
 /// `value.inspect`, but Symbol-keyed Hashes read `{root: :read_only}` on every Ruby.
 #[allow(clippy::only_used_in_recursion)]
 pub fn inspect_value(ruby: &Ruby, value: Value) -> Result<String, Error> {
@@ -230,124 +263,6 @@ fn simple_symbol(name: &str) -> bool {
     matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
-
-/// `#<Class a=1 b=:x>` from (label, ivar) pairs.
-pub fn inspect_object(
-    ruby: &Ruby,
-    object: Value,
-    fields: &[(&str, &str)],
-) -> Result<String, Error> {
-    let class_name: RString = object.class().funcall("to_s", ())?;
-    let mut out = format!("#<{}", class_name.to_string()?);
-    for (label, name) in fields {
-        out.push_str(&format!(
-            " {label}={}",
-            inspect_value(ruby, ivar(object, name)?)?
-        ));
-    }
-    out.push('>');
-    Ok(out)
-}
-
-/// A frozen Hash of each field's label (as a Symbol) to its ivar, in `fields` order.
-pub fn fields_hash(ruby: &Ruby, object: RObject, fields: &[(&str, &str)]) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (label, name) in fields {
-        hash.aset(ruby.to_symbol(label), object.ivar_get::<_, Value>(*name)?)?;
-    }
-    hash.freeze();
-    Ok(hash)
-}
-
-/// Value equality: the same class and every listed ivar equal under `method` (`==` or `eql?`).
-pub fn equal_by(object: Value, other: Value, ivars: &[&str], method: &str) -> Result<bool, Error> {
-    // Identity, not `==` (rb_equal would call back into this method).
-    if identical(object, other)? {
-        return Ok(true);
-    }
-    if !identical(other.class().as_value(), object.class().as_value())? {
-        return Ok(false);
-    }
-    for name in ivars {
-        let mine = ivar(object, name)?;
-        let theirs = ivar(other, name)?;
-        let same: bool = mine.funcall(method, (theirs,))?;
-        if !same {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// `a.equal?(b)`: object identity.
-pub fn identical(a: Value, b: Value) -> Result<bool, Error> {
-    a.funcall("equal?", (b,))
-}
-
-/// `[class, *ivars].hash`, consistent with [`equal_by`] using `eql?`.
-pub fn hash_by(ruby: &Ruby, object: Value, ivars: &[&str]) -> Result<Value, Error> {
-    let array = ruby.ary_new_capa(ivars.len() + 1);
-    array.push(object.class())?;
-    for name in ivars {
-        array.push(ivar(object, name)?)?;
-    }
-    array.funcall("hash", ())
-}
-
-/// Defines `==`, `eql?`, `hash` and `inspect` over a fixed ivar list.
-/// Usage: `value_methods!(IVARS, INSPECT_FIELDS);` then `define_value_methods(class)?`.
-macro_rules! value_methods {
-    ($ivars:expr, $fields:expr) => {
-        /// Value equality with another instance of the same class.
-        fn value_eq(rb_self: magnus::Value, other: magnus::Value) -> Result<bool, magnus::Error> {
-            crate::helpers::value_object::equal_by(rb_self, other, $ivars, "==")
-        }
-
-        /// Strict value equality (used by Hash keys).
-        fn value_eql(rb_self: magnus::Value, other: magnus::Value) -> Result<bool, magnus::Error> {
-            crate::helpers::value_object::equal_by(rb_self, other, $ivars, "eql?")
-        }
-
-        /// Hash code consistent with `eql?`.
-        fn value_hash(
-            ruby: &magnus::Ruby,
-            rb_self: magnus::Value,
-        ) -> Result<magnus::Value, magnus::Error> {
-            crate::helpers::value_object::hash_by(ruby, rb_self, $ivars)
-        }
-
-        /// A readable one-line description of the value.
-        fn value_inspect(
-            ruby: &magnus::Ruby,
-            rb_self: magnus::Value,
-        ) -> Result<String, magnus::Error> {
-            crate::helpers::value_object::inspect_object(ruby, rb_self, $fields)
-        }
-
-        fn define_value_methods(class: magnus::RClass) -> Result<(), magnus::Error> {
-            use magnus::Module;
-            class.define_method("==", magnus::method!(value_eq, 1))?;
-            class.define_method("eql?", magnus::method!(value_eql, 1))?;
-            class.define_method("hash", magnus::method!(value_hash, 0))?;
-            class.define_method("inspect", magnus::method!(value_inspect, 0))?;
-            class.define_alias("to_s", "inspect")?;
-            Ok(())
-        }
-    };
-}
-pub(crate) use value_methods;
-
-/// A reader method body: the ivar of the same name.
-macro_rules! ivar_reader {
-    ($fn_name:ident, $ivar:literal, $doc:literal) => {
-        #[doc = $doc]
-        fn $fn_name(rb_self: magnus::RObject) -> Result<magnus::Value, magnus::Error> {
-            use magnus::Object;
-            rb_self.ivar_get($ivar)
-        }
-    };
-}
-pub(crate) use ivar_reader;
 
 /// Maps a keyword-less Ruby exception raised by a conversion onto `make(message)`.
 pub fn is_standard_error(ruby: &Ruby, error: &Error) -> bool {
