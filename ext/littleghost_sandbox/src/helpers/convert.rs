@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use littleghost_sandbox_core::process as core_process;
 use magnus::{encoding::EncodingCapable, prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
 /// The advice a String command line gets.
@@ -109,7 +110,7 @@ pub fn argv(ruby: &Ruby, command: Value) -> Result<Vec<String>, Error> {
             ));
         }
     }
-    let array: RArray = ruby.module_kernel().funcall("Array", (command,))?;
+    let array = RArray::try_convert(vo::kernel(ruby, "Array", command)?)?;
     let mut argv = Vec::with_capacity(array.len());
     for item in array.into_iter() {
         argv.push(text(ruby, to_s(ruby, item)?, "command arguments")?);
@@ -128,7 +129,7 @@ pub fn environment(
     let Some(environment) = environment.filter(|value| !value.is_nil()) else {
         return Ok(Vec::new());
     };
-    let hash: RHash = ruby.module_kernel().funcall("Hash", (environment,))?;
+    let hash = RHash::try_convert(vo::kernel(ruby, "Hash", environment)?)?;
     let mut pairs = Vec::with_capacity(hash.len());
     hash.foreach(|name: Value, value: Value| {
         pairs.push((
@@ -197,7 +198,7 @@ pub fn path_text(ruby: &Ruby, path: &Path, what: &str) -> Result<String, Error> 
 
 /// `String(value)` for descriptive options (a platform name), lossy.
 pub fn display_string(ruby: &Ruby, value: Value) -> Result<String, Error> {
-    let string: RString = RString::try_convert(ruby.module_kernel().funcall("String", (value,))?)?;
+    let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
     Ok(lossy(string))
 }
 
@@ -222,7 +223,5 @@ pub fn expanded_path(
     let Some(string) = optional_path_string(ruby, value, what)? else {
         return Ok(None);
     };
-    let file: magnus::RClass = ruby.class_object().const_get("File")?;
-    let expanded: RString = file.funcall("expand_path", (string,))?;
-    Ok(Some(path_of(expanded)))
+    Ok(Some(path_of(vo::expand_path(ruby, string.as_value(), None)?)))
 }

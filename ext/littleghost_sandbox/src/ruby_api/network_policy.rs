@@ -151,6 +151,16 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
         authorizer: !authorizer.is_nil(),
     };
     let core = errors::core_result(ruby, core::NetworkPolicy::new(request))?;
+    Ok(wrap_as(ruby, class, core, gateway, authorizer))
+}
+
+fn wrap_as(
+    ruby: &Ruby,
+    class: RClass,
+    core: core::NetworkPolicy,
+    gateway: Value,
+    authorizer: Value,
+) -> Obj<NetworkPolicy> {
     let object = ruby.obj_wrap_as(
         NetworkPolicy {
             core,
@@ -160,7 +170,20 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
         class,
     );
     object.freeze();
-    Ok(object)
+    object
+}
+
+/// A frozen NetworkPolicy holding `core`, which must name no gateway or
+/// authorizer (only the binding holds those objects): ArgumentError otherwise.
+pub(crate) fn wrap(ruby: &Ruby, core: core::NetworkPolicy) -> Result<Value, Error> {
+    if core.gateway || core.authorizer {
+        return Err(errors::argument_error(
+            ruby,
+            "a network policy with a gateway or authorizer needs its Ruby objects",
+        ));
+    }
+    let nil = ruby.qnil().as_value();
+    Ok(wrap_as(ruby, NetworkPolicy::class(ruby), core, nil, nil).as_value())
 }
 
 /// mode: `:inherit`, `:none` or `:allowlist`.

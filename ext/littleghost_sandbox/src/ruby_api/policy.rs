@@ -168,6 +168,16 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Err
             .unwrap_or_default(),
         network: network_policy::borrow(network).map(|n| n.core().clone()),
     };
+    Ok(wrap_as(ruby, class, core, environment, network))
+}
+
+fn wrap_as(
+    ruby: &Ruby,
+    class: RClass,
+    core: core::Policy,
+    environment: Value,
+    network: Value,
+) -> Obj<Policy> {
     let object = ruby.obj_wrap_as(
         Policy {
             core,
@@ -177,7 +187,21 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Err
         class,
     );
     object.freeze();
-    Ok(object)
+    object
+}
+
+/// A frozen Policy holding `core` (a backend's effective policy), without
+/// `Policy.new`. Its `environment` and `network` objects are built from the
+/// core values, so `core.network` must name no gateway or authorizer.
+// For the backends' effective policies (issue 8); they adopt it as they drop `Policy.new`.
+#[allow(dead_code)]
+pub(crate) fn wrap(ruby: &Ruby, core: core::Policy) -> Result<Value, Error> {
+    let environment = environment_policy::wrap(ruby, core.environment.clone())?;
+    let network = match &core.network {
+        Some(network) => network_policy::wrap(ruby, network.clone())?,
+        None => ruby.qnil().as_value(),
+    };
+    Ok(wrap_as(ruby, Policy::class(ruby), core, environment, network).as_value())
 }
 
 fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<RHash, Error> {
