@@ -10,7 +10,8 @@ use magnus::{
     prelude::*,
     rb_sys::{protect, AsRawValue, FromRawValue},
     value::ReprValue,
-    Error, RArray, RHash, RString, Ruby, Symbol, Value,
+    typed_data::Obj,
+    Error, RArray, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
 use rb_sys::VALUE;
 
@@ -313,6 +314,115 @@ pub fn inspect_fields(
     out.push('>');
     Ok(out)
 }
+
+/// A frozen TypedData value object over a core struct: equality and hashing
+/// are the core value's (`PartialEq`, `Hash`), `inspect` and `to_h` show
+/// [`fields`](ValueObject::fields). [`value_methods!`] defines the Ruby methods.
+pub(crate) trait ValueObject: TypedData + Sized + 'static {
+    /// The core value compared and hashed.
+    type Core: PartialEq + std::hash::Hash;
+
+    fn core(&self) -> &Self::Core;
+
+    /// The labelled values `inspect` shows (and `to_h` returns), in order.
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error>;
+
+    /// Equal to `other` of the same class; `strict` is `eql?` rather than `==`
+    /// for the Ruby objects a value holds besides its core value.
+    fn same(&self, _ruby: &Ruby, other: &Self, _strict: bool) -> Result<bool, Error> {
+        Ok(self.core() == other.core())
+    }
+
+    /// A hash code consistent with `same(other, true)`.
+    fn hash_code(&self, _ruby: &Ruby) -> Result<i64, Error> {
+        Ok(hash_code(self.core()))
+    }
+}
+
+/// `==` (or `eql?` when `strict`): the same class and [`ValueObject::same`].
+pub(crate) fn value_same<T: ValueObject>(
+    ruby: &Ruby,
+    rb_self: Obj<T>,
+    other: Value,
+    strict: bool,
+) -> Result<bool, Error> {
+    if !same_class(rb_self.as_value(), other) {
+        return Ok(false);
+    }
+    match <&T>::try_convert(other) {
+        Ok(theirs) if std::ptr::eq(theirs, &*rb_self) => Ok(true),
+        Ok(theirs) => rb_self.same(ruby, theirs, strict),
+        Err(_) => Ok(false),
+    }
+}
+
+/// `inspect` of a value object: `#<Class label=value ...>`.
+pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Result<String, Error> {
+    inspect_fields(ruby, rb_self.as_value(), &rb_self.fields(ruby)?)
+}
+
+/// `to_h` of a value object: its fields in a frozen Symbol-keyed Hash.
+pub(crate) fn value_to_h<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    for (label, value) in rb_self.fields(ruby)? {
+        hash.aset(ruby.to_symbol(label), value)?;
+    }
+    hash.freeze();
+    Ok(hash)
+}
+
+/// Defines `==`, `eql?`, `hash`, `inspect` and `to_s` (and `to_h` when asked)
+/// of a [`ValueObject`] type. Usage: `value_methods!(Limits);` then
+/// `define_value_methods(class, true)?`. (A macro, as magnus's `method!`
+/// cannot name a generic function's type parameter.)
+macro_rules! value_methods {
+    ($type:ty) => {
+        fn value_eq(
+            ruby: &magnus::Ruby,
+            rb_self: magnus::typed_data::Obj<$type>,
+            other: magnus::Value,
+        ) -> Result<bool, magnus::Error> {
+            crate::helpers::value_object::value_same(ruby, rb_self, other, false)
+        }
+
+        fn value_eql(
+            ruby: &magnus::Ruby,
+            rb_self: magnus::typed_data::Obj<$type>,
+            other: magnus::Value,
+        ) -> Result<bool, magnus::Error> {
+            crate::helpers::value_object::value_same(ruby, rb_self, other, true)
+        }
+
+        fn value_hash(ruby: &magnus::Ruby, rb_self: &$type) -> Result<i64, magnus::Error> {
+            crate::helpers::value_object::ValueObject::hash_code(rb_self, ruby)
+        }
+
+        fn value_inspect(
+            ruby: &magnus::Ruby,
+            rb_self: magnus::typed_data::Obj<$type>,
+        ) -> Result<String, magnus::Error> {
+            crate::helpers::value_object::value_inspect(ruby, rb_self)
+        }
+
+        fn value_to_h(ruby: &magnus::Ruby, rb_self: &$type) -> Result<magnus::RHash, magnus::Error> {
+            crate::helpers::value_object::value_to_h(ruby, rb_self)
+        }
+
+        fn define_value_methods(class: magnus::RClass, to_h: bool) -> Result<(), magnus::Error> {
+            use magnus::{method, Module};
+            class.define_method("==", method!(value_eq, 1))?;
+            class.define_method("eql?", method!(value_eql, 1))?;
+            class.define_method("hash", method!(value_hash, 0))?;
+            class.define_method("inspect", method!(value_inspect, 0))?;
+            class.define_alias("to_s", "inspect")?;
+            if to_h {
+                class.define_method("to_h", method!(value_to_h, 0))?;
+            }
+            Ok(())
+        }
+    };
+}
+pub(crate) use value_methods;
 
 /// A frozen Array of frozen Strings.
 pub fn frozen_strings<'a>(ruby: &Ruby, items: impl IntoIterator<Item = &'a String>) -> RArray {

@@ -54,13 +54,25 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("values", method!(values, 0))?;
     class.define_method("to_h", method!(values, 0))?;
     class.define_method("inherit?", method!(inherit, 0))?;
-    class.define_method("==", method!(eq, 1))?;
-    class.define_method("eql?", method!(eq, 1))?;
-    class.define_method("hash", method!(hash, 0))?;
-    class.define_method("inspect", method!(inspect, 0))?;
-    class.define_alias("to_s", "inspect")?;
-    Ok(())
+    define_value_methods(class, false)
 }
+
+impl vo::ValueObject for EnvironmentPolicy {
+    type Core = core::EnvironmentPolicy;
+
+    fn core(&self) -> &core::EnvironmentPolicy {
+        &self.core
+    }
+
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        Ok(vec![
+            ("inherit", ruby.into_value(self.core.inherit())),
+            ("values", values(ruby, self).as_value()),
+        ])
+    }
+}
+
+vo::value_methods!(EnvironmentPolicy);
 
 /// EnvironmentPolicy.coerce(value): an instance as is; `{set:, inherit:}` or a plain Hash of variables otherwise.
 pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
@@ -184,27 +196,4 @@ fn values(ruby: &Ruby, rb_self: &EnvironmentPolicy) -> RHash {
 /// inherit?: whether processes start from the parent's environment.
 fn inherit(rb_self: &EnvironmentPolicy) -> bool {
     rb_self.core.inherit()
-}
-
-/// ==(other) and eql?(other): the same class, inheritance and variables.
-fn eq(rb_self: Obj<EnvironmentPolicy>, other: Value) -> bool {
-    vo::same_class(rb_self.as_value(), other)
-        && borrow(other).is_some_and(|theirs| theirs.core == rb_self.core)
-}
-
-/// hash: consistent with `eql?`.
-fn hash(rb_self: &EnvironmentPolicy) -> i64 {
-    vo::hash_code(&rb_self.core)
-}
-
-/// inspect: `#<LittleGhost::Sandbox::EnvironmentPolicy inherit=false values={...}>`.
-fn inspect(ruby: &Ruby, rb_self: Obj<EnvironmentPolicy>) -> Result<String, Error> {
-    vo::inspect_fields(
-        ruby,
-        rb_self.as_value(),
-        &[
-            ("inherit", ruby.into_value(rb_self.core.inherit())),
-            ("values", values(ruby, &rb_self).as_value()),
-        ],
-    )
 }

@@ -23,21 +23,29 @@ pub(crate) fn borrow(value: Value) -> Option<&'static core::Limits> {
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Limits", ruby.class_object())?;
     class.undef_default_alloc_func();
-    class.const_set("DEFAULTS", fields_hash(ruby, &core::Limits::default())?)?;
+    class.const_set("DEFAULTS", vo::value_to_h(ruby, &Limits(core::Limits::default()))?)?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", function!(coerce, 1))?;
     class.define_method("read_bytes", method!(read_bytes, 0))?;
     class.define_method("write_bytes", method!(write_bytes, 0))?;
     class.define_method("list_entries", method!(list_entries, 0))?;
     class.define_method("output_bytes", method!(output_bytes, 0))?;
-    class.define_method("to_h", method!(to_h, 0))?;
-    class.define_method("==", method!(eq, 1))?;
-    class.define_method("eql?", method!(eq, 1))?;
-    class.define_method("hash", method!(hash, 0))?;
-    class.define_method("inspect", method!(inspect, 0))?;
-    class.define_alias("to_s", "inspect")?;
-    Ok(())
+    define_value_methods(class, true)
 }
+
+impl vo::ValueObject for Limits {
+    type Core = core::Limits;
+
+    fn core(&self) -> &core::Limits {
+        &self.0
+    }
+
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        Ok(self.0.fields().map(|(name, value)| (name, ruby.into_value(value))).to_vec())
+    }
+}
+
+vo::value_methods!(Limits);
 
 fn wrap_as(ruby: &Ruby, class: RClass, limits: core::Limits) -> Obj<Limits> {
     let object = ruby.obj_wrap_as(Limits(limits), class);
@@ -48,8 +56,7 @@ fn wrap_as(ruby: &Ruby, class: RClass, limits: core::Limits) -> Obj<Limits> {
 /// Limits.coerce(value): a Limits unchanged, or `new(**value.to_h)` with Symbol keys.
 /// Rust callers (Sandbox#initialize) may call it directly instead of dispatching.
 pub(crate) fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
-    let class = Limits::class(ruby);
-    if value.is_kind_of(class) {
+    if borrow(value).is_some() {
         return Ok(value);
     }
     let hash = if vo::is_hash(ruby, value) {
@@ -63,7 +70,7 @@ pub(crate) fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
         return Err(errors::policy_error(ruby, "sandbox limits must be a Hash"));
     };
     let options = vo::symbolize_keys(ruby, hash)?;
-    Ok(build(ruby, class, options)?.as_value())
+    Ok(build(ruby, Limits::class(ruby), options)?.as_value())
 }
 
 /// Limits.new(**values): the defaults with `values` merged over them; each must be a positive integer.
@@ -119,38 +126,4 @@ fn list_entries(rb_self: &Limits) -> u64 {
 /// output_bytes: the most bytes of process output captured per stream.
 fn output_bytes(rb_self: &Limits) -> u64 {
     rb_self.0.output_bytes
-}
-
-fn fields_hash(ruby: &Ruby, limits: &core::Limits) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (name, value) in limits.fields() {
-        hash.aset(ruby.to_symbol(name), value)?;
-    }
-    hash.freeze();
-    Ok(hash)
-}
-
-/// to_h: every limit by name, frozen.
-fn to_h(ruby: &Ruby, rb_self: &Limits) -> Result<RHash, Error> {
-    fields_hash(ruby, &rb_self.0)
-}
-
-/// ==(other) and eql?(other): the same class and every limit equal.
-fn eq(rb_self: Obj<Limits>, other: Value) -> bool {
-    vo::same_class(rb_self.as_value(), other) && borrow(other).is_some_and(|l| *l == rb_self.0)
-}
-
-/// hash: consistent with `eql?`.
-fn hash(rb_self: &Limits) -> i64 {
-    vo::hash_code(&rb_self.0)
-}
-
-/// inspect: `#<LittleGhost::Sandbox::Limits read_bytes=1000000 ...>`.
-fn inspect(rb_self: Obj<Limits>) -> String {
-    let mut out = format!("#<{}", vo::class_name(rb_self.as_value()));
-    for (name, value) in rb_self.0.fields() {
-        out.push_str(&format!(" {name}={value}"));
-    }
-    out.push('>');
-    out
 }
