@@ -223,5 +223,9 @@ pub fn expanded_path(
     let Some(string) = optional_path_string(ruby, value, what)? else {
         return Ok(None);
     };
-    Ok(Some(path_of(vo::expand_path(ruby, string.as_value(), None)?)))
+    Ok(Some(path_of(vo::expand_path(
+        ruby,
+        string.as_value(),
+        None,
+    )?)))
 }

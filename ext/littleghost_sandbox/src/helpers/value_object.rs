@@ -9,8 +9,8 @@ use magnus::{
     encoding::Coderange,
     prelude::*,
     rb_sys::{protect, AsRawValue, FromRawValue},
-    value::ReprValue,
     typed_data::Obj,
+    value::ReprValue,
     Error, RArray, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
 use rb_sys::VALUE;
@@ -186,12 +186,23 @@ pub fn pairs(value: Value) -> Result<Pairs, Error> {
             _keep_alive: None,
         });
     }
-    let enumerator: Value = value.funcall("each_pair", ())?;
-    let array: RArray = enumerator.funcall("to_a", ())?;
-    let keep_alive = magnus::value::BoxValue::new(array);
-    let mut items = Vec::with_capacity(array.len());
-    for pair in array.into_iter() {
-        let pair = RArray::try_convert(pair)?;
+    // One call of the caller's `each_pair`, keeping what each yield passes.
+    let ruby = Ruby::get_with(value);
+    let yielded = ruby.ary_new();
+    let keep_alive = magnus::value::BoxValue::new(yielded);
+    let sink = magnus::value::Opaque::from(yielded);
+    let block = ruby.proc_from_fn(move |ruby, args, _| {
+        ruby.get_inner(sink).push(ruby.ary_new_from_values(args))
+    });
+    let _: Value = value.funcall_with_block("each_pair", (), block)?;
+    let mut items = Vec::with_capacity(yielded.len());
+    for args in yielded.into_iter() {
+        // `yield key, value`, or `yield [key, value]` (Struct, ENV).
+        let args = RArray::try_convert(args)?;
+        let pair = match args.len() {
+            1 => RArray::try_convert(args.entry(0)?)?,
+            _ => args,
+        };
         items.push((pair.entry(0)?, pair.entry(1)?));
     }
     Ok(Pairs {
@@ -404,7 +415,10 @@ macro_rules! value_methods {
             crate::helpers::value_object::value_inspect(ruby, rb_self)
         }
 
-        fn value_to_h(ruby: &magnus::Ruby, rb_self: &$type) -> Result<magnus::RHash, magnus::Error> {
+        fn value_to_h(
+            ruby: &magnus::Ruby,
+            rb_self: &$type,
+        ) -> Result<magnus::RHash, magnus::Error> {
             crate::helpers::value_object::value_to_h(ruby, rb_self)
         }
 

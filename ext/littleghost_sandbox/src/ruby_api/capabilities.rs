@@ -68,7 +68,7 @@ fn frozen_symbols<S: AsRef<str>>(ruby: &Ruby, names: &[S]) -> RArray {
     array
 }
 
-fn wrap(ruby: &Ruby, class: RClass, core: core::Capabilities) -> Obj<Capabilities> {
+fn wrap_as(ruby: &Ruby, class: RClass, core: core::Capabilities) -> Obj<Capabilities> {
     let object = ruby.obj_wrap_as(Capabilities(core), class);
     object.freeze();
     object
@@ -90,12 +90,17 @@ pub fn build(
             Some(&Given::symbol(isolation)),
         ),
     )?;
-    Ok(wrap(ruby, Capabilities::class(ruby), core).as_value())
+    Ok(wrap(ruby, core))
+}
+
+/// A frozen Capabilities holding `core` (for backends and scopes that computed it).
+pub(crate) fn wrap(ruby: &Ruby, core: core::Capabilities) -> Value {
+    wrap_as(ruby, Capabilities::class(ruby), core).as_value()
 }
 
 /// Capabilities with no features and no network modes (10.4, 12.3).
 pub fn empty(ruby: &Ruby) -> Result<Value, Error> {
-    Ok(wrap(ruby, Capabilities::class(ruby), core::Capabilities::empty()).as_value())
+    Ok(wrap(ruby, core::Capabilities::empty()))
 }
 
 /// Capabilities.normalize(feature): the canonical feature Symbol, resolving aliases such as `:read`.
@@ -134,7 +139,7 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, 
             isolation.as_ref(),
         ),
     )?;
-    Ok(wrap(ruby, class, core))
+    Ok(wrap_as(ruby, class, core))
 }
 
 /// features: the supported features, a frozen Array of Symbols.
@@ -207,5 +212,5 @@ fn intersect(
             rb_self.0.intersect(&features, &modes)
         }
     };
-    Ok(wrap(ruby, rb_self.class(), core))
+    Ok(wrap_as(ruby, rb_self.class(), core))
 }

@@ -181,7 +181,10 @@ pub(crate) fn wrap(ruby: &Ruby, core: core::EnvironmentPolicy) -> Result<Value, 
     let table = ruby.hash_new();
     for (name, value) in core.values() {
         let string = |bytes: &[u8]| {
-            convert::path_to_ruby(ruby, std::path::Path::new(std::ffi::OsStr::from_bytes(bytes)))
+            convert::path_to_ruby(
+                ruby,
+                std::path::Path::new(std::ffi::OsStr::from_bytes(bytes)),
+            )
         };
         table.aset(string(name), string(value))?;
     }

@@ -23,7 +23,10 @@ pub(crate) fn borrow(value: Value) -> Option<&'static core::Limits> {
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Limits", ruby.class_object())?;
     class.undef_default_alloc_func();
-    class.const_set("DEFAULTS", vo::value_to_h(ruby, &Limits(core::Limits::default()))?)?;
+    class.const_set(
+        "DEFAULTS",
+        vo::value_to_h(ruby, &Limits(core::Limits::default()))?,
+    )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", function!(coerce, 1))?;
     class.define_method("read_bytes", method!(read_bytes, 0))?;
@@ -41,7 +44,11 @@ impl vo::ValueObject for Limits {
     }
 
     fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
-        Ok(self.0.fields().map(|(name, value)| (name, ruby.into_value(value))).to_vec())
+        Ok(self
+            .0
+            .fields()
+            .map(|(name, value)| (name, ruby.into_value(value)))
+            .to_vec())
     }
 }
 
@@ -101,7 +108,9 @@ fn integer(ruby: &Ruby, value: Value) -> Result<LimitValue, Error> {
     };
     Ok(match integer.to_i64() {
         Ok(n) => LimitValue::Integer(n),
-        Err(_) if magnus::RBignum::from_value(integer.as_value()).is_some_and(|b| b.is_negative()) => {
+        Err(_)
+            if magnus::RBignum::from_value(integer.as_value()).is_some_and(|b| b.is_negative()) =>
+        {
             LimitValue::TooSmall
         }
         Err(_) => LimitValue::TooLarge,

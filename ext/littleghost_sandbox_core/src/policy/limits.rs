@@ -91,7 +91,11 @@ impl Limits {
         let unknown: Vec<String> = given
             .iter()
             .filter(|(name, _)| !name.name().is_some_and(|n| LIMIT_NAMES.contains(&n)))
-            .map(|(name, _)| name.name().map(str::to_owned).unwrap_or_else(|| name.shown()))
+            .map(|(name, _)| {
+                name.name()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| name.shown())
+            })
             .collect();
         if !unknown.is_empty() {
             return Ok(Err(policy(format!(
@@ -125,9 +129,7 @@ fn check(name: &str, value: LimitValue) -> Result<u64> {
     match value {
         LimitValue::NotInteger => Err(policy(format!("sandbox {name} must be an integer"))),
         LimitValue::TooSmall => Err(policy(format!("sandbox {name} must be positive"))),
-        LimitValue::Integer(n) if n <= 0 => {
-            Err(policy(format!("sandbox {name} must be positive")))
-        }
+        LimitValue::Integer(n) if n <= 0 => Err(policy(format!("sandbox {name} must be positive"))),
         // Every limit becomes a byte or entry count in the core; a value
         // beyond the platform's signed 64-bit range (off_t, ssize_t) could not
         // be carried, and would fail at first use instead of here.
