@@ -80,16 +80,11 @@ fn to_s(ruby: &Ruby, value: Value) -> Result<RString, Error> {
             ruby,
             format!(
                 "can't convert {} to String (to_s gives {})",
-                class_name(value),
-                class_name(converted)
+                vo::class_name(value),
+                vo::class_name(converted)
             ),
         )
     })
-}
-
-fn class_name(value: Value) -> String {
-    // SAFETY: classname returns a static C string owned by Ruby.
-    unsafe { value.classname() }.into_owned()
 }
 
 fn is_whitespace(byte: &u8) -> bool {
@@ -159,7 +154,7 @@ pub fn path_string(ruby: &Ruby, value: Value, what: &str) -> Result<RString, Err
         ruby,
         format!(
             "{what} must be a String or respond to to_path (got {})",
-            class_name(value)
+            vo::class_name(value)
         ),
     ))
 }
