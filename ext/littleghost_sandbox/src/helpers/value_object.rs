@@ -276,7 +276,7 @@ fn simple_symbol(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-/// Maps a keyword-less Ruby exception raised by a conversion onto `make(message)`.
+/// Whether `error` is a StandardError (a refused conversion), not an Interrupt or SystemExit.
 pub fn is_standard_error(ruby: &Ruby, error: &Error) -> bool {
     error.is_kind_of(ruby.exception_standard_error())
 }
