@@ -2,6 +2,7 @@
 //! Each file is one mechanism; policy arrives as plain data.
 
 pub mod bubblewrap;
+pub mod effective;
 #[cfg(target_os = "linux")]
 pub mod landlock;
 pub mod native;
