@@ -7,6 +7,7 @@ require "littleghost_sandbox"
 require_relative "sandbox/shell"
 require_relative "sandbox/version"
 require_relative "sandbox/configuration"
+require_relative "sandbox/native"
 
 module LittleGhost
   class Sandbox

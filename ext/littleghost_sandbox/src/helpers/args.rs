@@ -1,7 +1,7 @@
 //! Keyword arguments across the binding: parsing a `-1` arity call the way
 //! Ruby would, and building Symbol-keyed Hashes for keyword calls.
 
-use magnus::{prelude::*, scan_args::scan_args, Error, KwArgs, RArray, RHash, Ruby, Symbol, Value};
+use magnus::{prelude::*, scan_args::scan_args, Error, RHash, Ruby, Symbol, Value};
 
 use crate::ruby_api::errors;
 
@@ -89,28 +89,4 @@ pub fn unknown_keys(hash: RHash, known: impl Fn(&str) -> bool) -> Result<Vec<Str
         Ok(magnus::r_hash::ForEach::Continue)
     })?;
     Ok(unknown)
-}
-
-/// Calls `receiver.name(*positionals, **keywords)`.
-pub fn call_with(
-    receiver: Value,
-    name: &str,
-    positionals: &[Value],
-    keywords: RHash,
-) -> Result<Value, Error> {
-    let kw = KwArgs(keywords);
-    match positionals {
-        [] => receiver.funcall(name, (kw,)),
-        [a] => receiver.funcall(name, (*a, kw)),
-        [a, b] => receiver.funcall(name, (*a, *b, kw)),
-        [a, b, c] => receiver.funcall(name, (*a, *b, *c, kw)),
-        [a, b, c, d] => receiver.funcall(name, (*a, *b, *c, *d, kw)),
-        _ => receiver.funcall(name, positionals),
-    }
-}
-
-/// Splits a `-1` arity call into its positionals and keywords.
-pub fn split_args(args: &[Value]) -> Result<(Vec<Value>, RHash), Error> {
-    let parsed = scan_args::<(), (), RArray, (), RHash, ()>(args)?;
-    Ok((parsed.splat.into_iter().collect(), parsed.keywords))
 }

@@ -35,11 +35,40 @@ impl Policy {
     pub(crate) fn core(&self) -> &core::Policy {
         &self.core
     }
+
+    /// Its NetworkPolicy object (nil when none was given).
+    pub(crate) fn network_value(&self, ruby: &Ruby) -> Value {
+        ruby.get_inner(self.network)
+    }
 }
 
 /// The Policy `value` wraps, if it is one.
 pub(crate) fn borrow(value: Value) -> Option<&'static Policy> {
     <&Policy>::try_convert(value).ok()
+}
+
+/// A frozen Policy wrapping `core` (a backend's effective policy, derived
+/// from `like`): it keeps `like`'s environment object, and its network
+/// object while the rule is unchanged; a changed rule is a plain mode.
+pub(crate) fn wrap(ruby: &Ruby, core: core::Policy, like: &Policy) -> Result<Value, Error> {
+    let network = match &core.network {
+        None => ruby.qnil().as_value(),
+        Some(network) if like.core.network.as_ref() == Some(network) => {
+            ruby.get_inner(like.network)
+        }
+        Some(network) => network_policy::coerce(
+            ruby,
+            network_policy::NetworkPolicy::class(ruby),
+            ruby.to_symbol(network.mode.name()).as_value(),
+        )?,
+    };
+    let object = ruby.obj_wrap(Policy {
+        core,
+        environment: like.environment,
+        network: network.into(),
+    });
+    object.freeze();
+    Ok(object.as_value())
 }
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {

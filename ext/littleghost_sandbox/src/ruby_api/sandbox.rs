@@ -16,8 +16,7 @@ use std::cell::Cell;
 use littleghost_sandbox_core::process::Owner;
 use magnus::{
     function, gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args,
-    value::Opaque, DataTypeFunctions, Error, KwArgs, RArray, RClass, RHash, Ruby, Symbol,
-    TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, KwArgs, RClass, RHash, Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs, unknown_keys};
@@ -138,6 +137,18 @@ fn base_value(ruby: &Ruby, rb_self: Value, pick: fn(&Base) -> Opaque<Value>) -> 
 /// The workspace given to `new` (nil before `initialize` ran).
 pub(crate) fn workspace_of(ruby: &Ruby, rb_self: Value) -> Value {
     base_value(ruby, rb_self, |base| base.workspace)
+}
+
+/// The limits given to `new`, coerced (nil before `initialize` ran).
+pub(crate) fn limits_of(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, |base| base.limits)
+}
+
+/// Drops the cached default scope (a reopened Unrestricted sandbox pins anew).
+pub(crate) fn forget_default_scope(rb_self: Value) {
+    if let Some(sandbox) = borrow(rb_self) {
+        sandbox.default_scope.set(None);
+    }
 }
 
 /// The policy given to `new`, normalised (what backends derive their effective policy from).
@@ -603,21 +614,6 @@ fn abstract_start_program(ruby: &Ruby, rb_self: Value, _args: &[Value]) -> Resul
 
 // ---------------------------------------------------------------------------
 // The child environment merge and opt-in (16.4, 17.6) are the core's `launch::plan`.
-
-/// W13 (15.2, 16.2): whether some tool-visible grant of `policy` is
-/// writable; runtime-only grants do not count. Read from `files`, whose entries
-/// are exactly the tool-visible grants (8.5), so nothing touches the disk.
-pub(crate) fn has_writable_file_grant(policy: Value) -> Result<bool, Error> {
-    let files: RHash = policy.funcall("files", ())?;
-    let accesses: RArray = files.funcall("values", ())?;
-    for access in accesses {
-        let name: String = access.funcall("to_s", ())?;
-        if name == "read_write" {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
 
 // ---------------------------------------------------------------------------
 // inspect (issue 12 item 8).
