@@ -176,18 +176,22 @@ pub(crate) fn core_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static P
         })
 }
 
+/// The workspace root of the sandbox (a host path).
+pub(crate) fn workspace_root(workspace: Value) -> Result<PathBuf, Error> {
+    convert::string_path(workspace.funcall("root", ())?)
+}
+
 /// `effective_policy.process_grants(workspace)` as core grants.
 pub(crate) fn policy_grants(ruby: &Ruby, rb_self: SandboxObj) -> Result<Vec<Grant>, Error> {
     let policy = core_policy(ruby, rb_self)?;
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     vo::require_duck(workspace, "workspace", &["root", "path"])?;
     let directory = |name: &str| -> Result<PathBuf, Error> {
-        let path: Value = if name == "root" {
-            workspace.funcall("root", ())?
-        } else {
-            workspace.funcall("path", (ruby.to_symbol(name),))?
-        };
-        Ok(convert::path_of(RString::try_convert(path)?))
+        if name == "root" {
+            return workspace_root(workspace);
+        }
+        let path: RString = workspace.funcall("path", (ruby.to_symbol(name),))?;
+        Ok(convert::path_of(path))
     };
     policy.process_grants(directory, |error| errors::from_core(ruby, error))
 }
@@ -251,7 +255,7 @@ pub(crate) fn launch_cwd(
 ) -> Result<PathBuf, Error> {
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     let cwd = match cwd.filter(|v| !v.is_nil()) {
-        None => return convert::string_path(workspace.funcall("root", ())?),
+        None => return workspace_root(workspace),
         Some(cwd) => convert::path_string(ruby, cwd, "cwd")?,
     };
     if in_sandbox && convert::path_of(cwd).is_absolute() {

@@ -289,7 +289,7 @@ fn bwrap_options(
     launch.runtime_roots = state.runtime_roots.clone();
     launch.proc_mount = state.proc_mount.clone();
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    launch.workspace_paths = vec![convert::string_path(workspace.funcall("root", ())?)?];
+    launch.workspace_paths = vec![la::workspace_root(workspace)?];
     for (_, path) in vo::pairs(workspace.funcall("paths", ())?)? {
         launch.workspace_paths.push(convert::string_path(path)?);
     }

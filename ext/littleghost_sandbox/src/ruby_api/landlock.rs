@@ -12,8 +12,9 @@ use std::sync::Mutex;
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
+use littleghost_sandbox_core::backend::private_tmp;
 use littleghost_sandbox_core::helper;
-use littleghost_sandbox_core::launch::{self, LaunchRequest};
+use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
     function, method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RHash,
     RModule, Ruby, TypedData, Value,
@@ -322,7 +323,7 @@ fn wrap_command(
     let tmp_text = convert::path_text(ruby, &tmpdir, "TMPDIR")?;
     let argv = ll::launch::supervise_argv(helper_path, &rules, argv);
     let mut host = HostCommand::planned(argv, launch);
-    host.environment = launch::with_tmpdir(std::mem::take(&mut host.environment), tmp_text);
+    host.environment = private_tmp::with_tmpdir(std::mem::take(&mut host.environment), tmp_text);
     Ok(host)
 }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
 use littleghost_sandbox_core::backend::effective::{seatbelt_features, Backend};
+use littleghost_sandbox_core::backend::private_tmp;
 use littleghost_sandbox_core::backend::seatbelt as sb;
 use littleghost_sandbox_core::launch::{self, LaunchRequest};
 use magnus::{
@@ -203,7 +204,7 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     }
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     let _: Value = workspace.funcall("validate!", ())?;
-    match launch::private_directory("little-ghost-seatbelt-") {
+    match private_tmp::private_directory("little-ghost-seatbelt-") {
         Ok(dir) => {
             state.temp_dir.replace(Some(dir));
             Ok(())
@@ -311,7 +312,7 @@ fn seatbelt_command(
     let mut full: Vec<String> = vec![executable, "-p".into(), profile, "--".into()];
     full.extend(argv);
     let mut host = HostCommand::planned(full, plan);
-    host.environment = launch::with_tmpdir(std::mem::take(&mut host.environment), temp);
+    host.environment = private_tmp::with_tmpdir(std::mem::take(&mut host.environment), temp);
     Ok(host)
 }
 

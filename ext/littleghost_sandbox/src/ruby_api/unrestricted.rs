@@ -8,8 +8,8 @@ use std::os::unix::fs::MetadataExt;
 use littleghost_sandbox_core::backend::effective::{has_writable_file_grant, Backend};
 use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
-    method, prelude::*, scan_args::get_kwargs, DataTypeFunctions, Error, RHash, RModule, RString,
-    Ruby, TypedData, Value,
+    method, prelude::*, scan_args::get_kwargs, DataTypeFunctions, Error, RHash, RModule, Ruby,
+    TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
@@ -147,8 +147,7 @@ fn default_policy(ruby: &Ruby) -> Result<RHash, Error> {
 
 /// The (dev, ino) of the workspace root, or None when it does not exist.
 fn root_identity(workspace: Value) -> Result<Option<(u64, u64)>, Error> {
-    let root: RString = workspace.funcall("root", ())?;
-    let root = convert::path_of(root);
+    let root = la::workspace_root(workspace)?;
     Ok(std::fs::metadata(root).ok().map(|m| (m.dev(), m.ino())))
 }
 

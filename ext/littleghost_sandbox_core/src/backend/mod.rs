@@ -6,6 +6,7 @@ pub mod effective;
 #[cfg(target_os = "linux")]
 pub mod landlock;
 pub mod native;
+pub mod private_tmp;
 pub mod seatbelt;
 pub mod seccomp;
 

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::helper;
-use magnus::{prelude::*, Error, KwArgs, RArray, RClass, RHash, Ruby, Value};
+use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
 use crate::helpers::constants;
@@ -130,27 +130,28 @@ fn provider(
         None if given.is_nil() => "builtin".to_owned(),
         None => String::new(),
     };
-    match name.as_str() {
+    let class = match name.as_str() {
         "builtin" | "envoy" => {
             let allow = network_policy::borrow(network).map_or(&[][..], |n| &n.core().allow[..]);
             options.aset(ruby.to_symbol("allow"), vo::frozen_strings(ruby, allow))?;
-            let class = constants::class(ruby, "LittleGhost::Network::BuiltinGateway")?;
-            class.funcall("new", (KwArgs(options),))
+            "LittleGhost::Network::BuiltinGateway"
         }
         "external" => {
             options.aset(ruby.to_symbol("policy"), effective_policy)?;
             options.aset(ruby.to_symbol("workspace"), workspace)?;
-            let class: RClass = constants::class(ruby, "LittleGhost::Network::ExternalGateway")?;
-            class.funcall("new", (KwArgs(options),))
+            "LittleGhost::Network::ExternalGateway"
         }
-        _ => Err(errors::policy_error(
-            ruby,
-            format!(
-                "unknown network gateway provider {}",
-                vo::inspect_value(ruby, given).unwrap_or_default()
-            ),
-        )),
-    }
+        _ => {
+            return Err(errors::policy_error(
+                ruby,
+                format!(
+                    "unknown network gateway provider {}",
+                    vo::inspect_value(ruby, given).unwrap_or_default()
+                ),
+            ))
+        }
+    };
+    constants::class(ruby, class)?.funcall("new", (KwArgs(options),))
 }
 
 /// What one launch takes from an open gateway.
