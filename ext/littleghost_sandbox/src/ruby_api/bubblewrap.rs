@@ -388,7 +388,7 @@ fn wrapped_command(
     let wrapped = match RArray::from_value(wrapper) {
         Some(prefix) => {
             let joined = ruby.ary_new();
-            for item in prefix.into_iter().chain(rb_argv.into_iter()) {
+            for item in prefix.into_iter().chain(rb_argv) {
                 joined.push(item)?;
             }
             joined.as_value()
