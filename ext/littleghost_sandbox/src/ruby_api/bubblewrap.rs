@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
-use littleghost_sandbox_core::backend::seccomp;
+use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch::{self, LaunchRequest};
 use littleghost_sandbox_core::process::SpawnOptions;
@@ -34,7 +34,6 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
-use crate::ruby_api::launch_limits;
 use crate::ruby_api::mount;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, sandbox};
@@ -43,7 +42,7 @@ mod gateway;
 mod host;
 mod options;
 
-pub(crate) use host::{enforce, frozen_strings, option_path, platform_or_host};
+pub(crate) use host::{claimed, enforce, frozen_strings, option_path, platform_or_host};
 use options::{initialize, state, State};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -81,32 +80,9 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 // ---------------------------------------------------------------------------
 // Probe (B.2) and capabilities (B.3).
 
-/// The features this backend enforces, whatever the policy (B.3).
-fn feature_names() -> Vec<&'static str> {
-    let mut features = vec![
-        "filesystem_read",
-        "filesystem_list",
-        "filesystem_write",
-        "filesystem_replace",
-        "process_execute",
-        "process_spawn",
-        "process_tree_ownership",
-    ];
-    // L.3: only what the kernel enforces for launches here.
-    features.extend(launch_limits::features());
-    // Claimed only where the seccomp filter exists for this architecture.
-    if seccomp::Arch::native().is_some() {
-        features.push("process_spawn_denial");
-    }
-    features
-}
-
-/// Network modes this backend enforces (B.3).
-const NETWORK_MODES: [&str; 3] = ["inherit", "none", "allowlist"];
-
-/// The capabilities every Bubblewrap sandbox has, independent of its policy.
-pub(super) fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    capabilities::build(ruby, &feature_names(), &NETWORK_MODES, "namespace")
+/// The capabilities every Bubblewrap sandbox has, independent of its policy (B.3).
+fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
+    claimed(ruby, Backend::Bubblewrap, None)
 }
 
 /// The probe Hash: the backend capabilities unless there is a reason it is unavailable.

@@ -31,7 +31,7 @@ use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{capabilities, errors, ownership, process_runner, sandbox};
+use crate::ruby_api::{errors, ownership, process_runner, sandbox};
 
 /// The backend's own state, reached from the sandbox through one hidden slot
 /// (no `@`: invisible to Ruby; the instance's own data belongs to
@@ -100,25 +100,8 @@ fn state(rb_self: SandboxObj) -> Result<Obj<State>, Error> {
 // ---------------------------------------------------------------------------
 // Probe and capabilities.
 
-const FEATURES: [&str; 8] = [
-    "filesystem_read",
-    "filesystem_list",
-    "filesystem_write",
-    "filesystem_replace",
-    "process_execute",
-    "process_spawn",
-    // The helper's subreaper supervisor kills every descendant when the
-    // command ends, and on TERM.
-    "process_tree_ownership",
-    "process_spawn_denial",
-];
-
-const NETWORK_MODES: [&str; 2] = ["inherit", "none"];
-
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    let mut features = FEATURES.to_vec();
-    features.extend(crate::ruby_api::launch_limits::features());
-    capabilities::build(ruby, &features, &NETWORK_MODES, "landlock")
+    bwrb::claimed(ruby, Backend::Landlock, None)
 }
 
 /// Why this host cannot run the backend, if it cannot.
@@ -181,7 +164,6 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         rb_self,
         Backend::Landlock,
         "LittleGhost::Sandboxes::Landlock",
-        |_| backend_capabilities(ruby),
     )?;
     let inner = Inner {
         platform: convert::display_string(ruby, platform)?,

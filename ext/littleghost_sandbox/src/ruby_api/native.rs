@@ -12,7 +12,7 @@ use crate::helpers::probe;
 use crate::ruby_api::bubblewrap::{self, platform_or_host};
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{capabilities, landlock, seatbelt};
-use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice};
+use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice, BUBBLEWRAP_OPTIONS};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -24,23 +24,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-/// Options only Bubblewrap understands. A caller who gives one configured
-/// Bubblewrap, so Native never falls back to Landlock (whose sandbox would
-/// ignore them) and reports Bubblewrap's own failure instead.
-const BUBBLEWRAP_OPTIONS: [&str; 11] = [
-    "bubblewrap",
-    "executable",
-    "proc",
-    "tmpfs",
-    "masks",
-    "uid",
-    "gid",
-    "tmpfs_size",
-    "relay",
-    "gateway_options",
-    "command_wrapper",
-];
-
+/// Whether the caller gave an option only Bubblewrap understands.
 fn bubblewrap_configured(ruby: &Ruby, options: RHash) -> Result<bool, Error> {
     for name in BUBBLEWRAP_OPTIONS {
         if options.get(ruby.to_symbol(name)).is_some() {

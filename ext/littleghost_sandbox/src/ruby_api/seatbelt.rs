@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
-use littleghost_sandbox_core::backend::effective::{seatbelt_features, Backend};
+use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::private_tmp;
 use littleghost_sandbox_core::backend::seatbelt as sb;
 use littleghost_sandbox_core::launch::{self, LaunchRequest};
@@ -27,7 +27,7 @@ use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, enforce, option_path};
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{capabilities, errors, ownership};
+use crate::ruby_api::{errors, ownership};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -80,20 +80,9 @@ fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
     crate::ruby_api::sandbox::backend_state(ruby, rb_self, "seatbelt")
 }
 
-const FEATURES: [&str; 7] = [
-    "filesystem_read",
-    "filesystem_list",
-    "filesystem_write",
-    "filesystem_replace",
-    "process_execute",
-    "process_spawn",
-    "process_spawn_denial",
-];
-const NETWORK_MODES: [&str; 2] = ["inherit", "none"];
-
 /// The capabilities of the Seatbelt backend before policy adjustments (SB.2).
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    capabilities::build(ruby, &FEATURES, &NETWORK_MODES, "seatbelt")
+    shared::claimed(ruby, Backend::Seatbelt, None)
 }
 
 fn requires_macos(executable: &str) -> String {
@@ -149,10 +138,6 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         rb_self,
         Backend::Seatbelt,
         "LittleGhost::Sandboxes::Seatbelt",
-        |policy| {
-            let features = seatbelt_features(&FEATURES, policy);
-            capabilities::build(ruby, &features, &NETWORK_MODES, "seatbelt")
-        },
     )?;
     let state = State {
         executable: Opaque::from(executable),

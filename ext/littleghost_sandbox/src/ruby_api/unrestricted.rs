@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::os::unix::fs::MetadataExt;
 
-use littleghost_sandbox_core::backend::effective::{has_writable_file_grant, Backend};
+use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
     method, prelude::*, scan_args::get_kwargs, DataTypeFunctions, Error, RHash, RModule, Ruby,
@@ -18,8 +18,7 @@ use crate::helpers::convert;
 use crate::helpers::launch_args::{self as la, core_policy, ExecuteCall, HostCommand, StartCall};
 use crate::helpers::probe;
 use crate::helpers::scoped_files;
-use crate::ruby_api::bubblewrap::{enforce, writable};
-use crate::ruby_api::capabilities;
+use crate::ruby_api::bubblewrap::{claimed, enforce, writable};
 use crate::ruby_api::errors;
 use crate::ruby_api::launch_limits;
 use crate::ruby_api::ownership;
@@ -47,15 +46,6 @@ fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
     crate::ruby_api::sandbox::backend_state(ruby, rb_self, "unrestricted")
 }
 
-/// Features every Unrestricted sandbox has; write and replace follow `files` (15.3).
-const BASE_FEATURES: [&str; 4] = [
-    "filesystem_read",
-    "filesystem_list",
-    "process_execute",
-    "process_spawn",
-];
-const WRITE_FEATURES: [&str; 2] = ["filesystem_write", "filesystem_replace"];
-
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
     let class = sandboxes.define_class(
@@ -75,20 +65,6 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-fn capabilities_for(ruby: &Ruby, writable: bool) -> Result<Value, Error> {
-    let mut features: Vec<&str> = BASE_FEATURES.to_vec();
-    if writable {
-        features.extend(WRITE_FEATURES);
-    }
-    // L.2: each launch runs in a cgroup that is emptied when it ends, so a
-    // setsid daemon dies with it; only where the host allows that.
-    if launch_limits::owns_tree() {
-        features.push("process_tree_ownership");
-    }
-    features.extend(launch_limits::features());
-    capabilities::build(ruby, &features, &["inherit"], "none")
-}
-
 /// Unrestricted.probe: always available, reporting the capabilities a default Unrestricted sandbox has.
 fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
     let options = keywords_only(args)?;
@@ -99,7 +75,7 @@ fn probe(ruby: &Ruby, _rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
         ));
     }
     // The default policy is `files: {root: :read_only}`: nothing writable.
-    probe::result(ruby, None, || capabilities_for(ruby, false))
+    probe::result(ruby, None, || claimed(ruby, Backend::Unrestricted, None))
 }
 
 const OPTIONS: [&str; 5] = ["policy", "profiles", "limits", "process_limits", "cgroup"];
@@ -122,7 +98,6 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         rb_self,
         Backend::Unrestricted,
         "LittleGhost::Sandboxes::Unrestricted",
-        |policy| capabilities_for(ruby, has_writable_file_grant(policy)),
     )?;
     let state = State {
         root_identity: Cell::new(root_identity(workspace)?),

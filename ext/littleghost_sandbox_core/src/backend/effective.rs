@@ -56,14 +56,83 @@ pub fn effective_policy(backend: Backend, requested: &Policy) -> Result<Policy> 
     Ok(policy)
 }
 
-/// SB.2: Seatbelt's features for a policy (`process_spawn` goes under an isolated root).
-pub fn seatbelt_features<'a>(features: &[&'a str], policy: &Policy) -> Vec<&'a str> {
-    let isolated = policy.root_filesystem == RootFilesystem::Isolated;
-    features
-        .iter()
-        .copied()
-        .filter(|feature| !(isolated && *feature == "process_spawn"))
-        .collect()
+/// What the host enforces, which some claims depend on.
+#[derive(Debug, Clone, Default)]
+pub struct Host {
+    /// The launch limits the kernel enforces here (L.3: `memory_limit`, `task_limit`).
+    pub limit_features: Vec<&'static str>,
+    /// Launches can own their whole tree in a cgroup (L.2, Unrestricted).
+    pub owns_tree: bool,
+    /// The seccomp filter exists for this architecture (Bubblewrap).
+    pub seccomp: bool,
+}
+
+/// What a backend claims to enforce: features, network modes, isolation name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claims {
+    pub features: Vec<&'static str>,
+    pub network_modes: &'static [&'static str],
+    pub isolation: &'static str,
+}
+
+const FILES: [&str; 4] = [
+    "filesystem_read",
+    "filesystem_list",
+    "filesystem_write",
+    "filesystem_replace",
+];
+const PROCESSES: [&str; 2] = ["process_execute", "process_spawn"];
+
+/// The claims of `backend` (B.3, 15.3, SB.2, LL.1), for its effective
+/// `policy` or, without one, for the backend as such (its probe):
+/// - Unrestricted: writes only with a writable tool-visible grant; tree
+///   ownership where the host gives it; `:inherit` only.
+/// - Bubblewrap: tree ownership; subprocess denial where seccomp exists.
+/// - Landlock: tree ownership (the helper's subreaper) and subprocess denial.
+/// - Seatbelt: subprocess denial; no `process_spawn` under an isolated root;
+///   no cgroup limits.
+pub fn claims(backend: Backend, policy: Option<&Policy>, host: &Host) -> Claims {
+    let mut features: Vec<&'static str> = Vec::new();
+    let (network_modes, isolation): (&'static [&'static str], _) = match backend {
+        Backend::Unrestricted => {
+            features.extend(FILES[..2].iter().chain(&PROCESSES));
+            if policy.is_some_and(has_writable_file_grant) {
+                features.extend(&FILES[2..]);
+            }
+            if host.owns_tree {
+                features.push("process_tree_ownership");
+            }
+            (&["inherit"], "none")
+        }
+        Backend::Bubblewrap => {
+            features.extend(FILES.iter().chain(&PROCESSES));
+            features.push("process_tree_ownership");
+            (&["inherit", "none", "allowlist"], "namespace")
+        }
+        Backend::Landlock => {
+            features.extend(FILES.iter().chain(&PROCESSES));
+            features.extend(["process_tree_ownership", "process_spawn_denial"]);
+            (&["inherit", "none"], "landlock")
+        }
+        Backend::Seatbelt => {
+            let isolated = policy.is_some_and(|p| p.root_filesystem == RootFilesystem::Isolated);
+            features.extend(FILES.iter().chain(&PROCESSES));
+            features.retain(|feature| !(isolated && *feature == "process_spawn"));
+            features.push("process_spawn_denial");
+            (&["inherit", "none"], "seatbelt")
+        }
+    };
+    if backend != Backend::Seatbelt {
+        features.extend(&host.limit_features);
+    }
+    if backend == Backend::Bubblewrap && host.seccomp {
+        features.push("process_spawn_denial");
+    }
+    Claims {
+        features,
+        network_modes,
+        isolation,
+    }
 }
 
 /// Whether some tool-visible grant is writable (W13, 15.2, 16.2): runtime-only
@@ -132,17 +201,58 @@ mod tests {
 
     #[test]
     fn seatbelt_drops_spawn_under_an_isolated_root() {
-        let features = ["process_execute", "process_spawn"];
+        let host = Host::default();
         let isolated = Policy {
             root_filesystem: RootFilesystem::Isolated,
             ..Policy::default()
         };
-        assert_eq!(seatbelt_features(&features, &isolated), ["process_execute"]);
-        let shared = Policy {
-            root_filesystem: RootFilesystem::ReadOnly,
+        let claims = claims(Backend::Seatbelt, Some(&isolated), &host);
+        assert!(!claims.features.contains(&"process_spawn"));
+        assert!(claims.features.contains(&"process_spawn_denial"));
+        let probe = super::claims(Backend::Seatbelt, None, &host);
+        assert!(probe.features.contains(&"process_spawn"));
+        assert_eq!(probe.isolation, "seatbelt");
+    }
+
+    #[test]
+    fn unrestricted_claims_writes_only_for_a_writable_grant() {
+        let host = Host {
+            limit_features: vec!["memory_limit"],
+            owns_tree: true,
+            seccomp: true,
+        };
+        let read_only = claims(Backend::Unrestricted, Some(&Policy::default()), &host);
+        assert_eq!(
+            read_only.features,
+            [
+                "filesystem_read",
+                "filesystem_list",
+                "process_execute",
+                "process_spawn",
+                "process_tree_ownership",
+                "memory_limit"
+            ]
+        );
+        let writable = Policy {
+            files: GrantTable::of(&[("root", Access::ReadWrite)]),
             ..Policy::default()
         };
-        assert_eq!(seatbelt_features(&features, &shared), features);
+        let claims = claims(Backend::Unrestricted, Some(&writable), &host);
+        assert!(claims.features.contains(&"filesystem_write"));
+        assert_eq!(claims.network_modes, ["inherit"]);
+    }
+
+    #[test]
+    fn bubblewrap_claims_spawn_denial_only_with_seccomp() {
+        let mut host = Host::default();
+        let without = claims(Backend::Bubblewrap, None, &host);
+        assert!(!without.features.contains(&"process_spawn_denial"));
+        host.seccomp = true;
+        let with = claims(Backend::Bubblewrap, None, &host);
+        assert_eq!(with.features.last(), Some(&"process_spawn_denial"));
+        assert_eq!(with.network_modes, ["inherit", "none", "allowlist"]);
+        let landlock = claims(Backend::Landlock, None, &host);
+        assert_eq!(landlock.isolation, "landlock");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use littleghost_sandbox_core::backend::effective::{self, Backend};
+use littleghost_sandbox_core::backend::effective::{self, Backend, Host};
+use littleghost_sandbox_core::backend::seccomp;
 use littleghost_sandbox_core::policy::Policy;
 use magnus::{prelude::*, Error, RArray, Ruby, Value};
 
@@ -11,7 +12,7 @@ use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{errors, policy};
+use crate::ruby_api::{capabilities, errors, launch_limits, policy};
 
 /// A frozen Array of frozen Strings.
 pub(crate) fn frozen_strings(ruby: &Ruby, items: &[&str]) -> RArray {
@@ -33,21 +34,41 @@ pub(crate) fn option_path(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
     convert::string_path(vo::kernel(ruby, "String", value)?)
 }
 
+/// The Capabilities `backend` claims (the core's rule) for its effective
+/// `policy`, or for the backend as such (its probe).
+pub(crate) fn claimed(
+    ruby: &Ruby,
+    backend: Backend,
+    policy: Option<&Policy>,
+) -> Result<Value, Error> {
+    let host = Host {
+        limit_features: launch_limits::features(),
+        owns_tree: backend == Backend::Unrestricted && launch_limits::owns_tree(),
+        seccomp: seccomp::Arch::native().is_some(),
+    };
+    let claims = effective::claims(backend, policy, &host);
+    capabilities::build(
+        ruby,
+        &claims.features,
+        claims.network_modes,
+        claims.isolation,
+    )
+}
+
 /// Settles what `backend` enforces for the requested policy (the core's
-/// rule) and stores it with the capabilities `capabilities` gives for it,
+/// rule) and stores it with the capabilities it claims for it,
 /// so the binding reads both without Ruby dispatch.
 pub(crate) fn enforce(
     ruby: &Ruby,
     rb_self: SandboxObj,
     backend: Backend,
     class_name: &str,
-    capabilities: impl FnOnce(&Policy) -> Result<Value, Error>,
 ) -> Result<(), Error> {
     let requested = sandbox::requested_policy(ruby, rb_self.as_value());
     let requested = policy::borrow(requested)
         .ok_or_else(|| errors::policy_error(ruby, "unsupported sandbox policy"))?;
     let core = errors::core_result(ruby, effective::effective_policy(backend, requested.core()))?;
-    let capabilities = capabilities(&core)?;
+    let capabilities = claimed(ruby, backend, Some(&core))?;
     let effective = policy::wrap(ruby, core, requested)?;
     let class = constants::class(ruby, class_name)?;
     sandbox::set_enforced(rb_self, class, effective, capabilities);

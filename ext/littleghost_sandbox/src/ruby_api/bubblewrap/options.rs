@@ -155,7 +155,6 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         rb_self,
         Backend::Bubblewrap,
         "LittleGhost::Sandboxes::Bubblewrap",
-        |_| super::backend_capabilities(ruby),
     )?;
     let relay = get("relay").map(|v| option_path(ruby, v)).transpose()?;
     let gateway_options = gateway_options(ruby, get("gateway_options"))?;
