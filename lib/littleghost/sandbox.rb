@@ -9,6 +9,7 @@ require_relative "sandbox/version"
 require_relative "sandbox/base"
 require_relative "sandbox/gateway"
 require_relative "sandbox/configuration"
+require_relative "sandbox/native"
 
 module LittleGhost
   class Sandbox

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::backend::seccomp;
 use crate::error::{argument, capability, policy, tool, Result};
 use crate::grants::{Grant, Identity};
-use crate::policy::{EnvironmentPolicy, NetworkPolicy};
+use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
 pub use crate::scope::NetworkMode;
 
 /// A policy grant changed between `open` and a launch (16.5 step 2).
@@ -102,6 +102,27 @@ pub struct LaunchRequest<'a> {
     /// The open gateway's `environment` when the backend has one (G.2);
     /// None refuses `:allowlist` (the backend cannot enforce it).
     pub gateway_environment: Option<Vec<(String, String)>>,
+}
+
+impl<'a> LaunchRequest<'a> {
+    /// A request under `policy` with nothing backend-specific: no grants, no
+    /// scope, no pins, no filter, no gateway (`:allowlist` refused).
+    pub fn new(policy: &'a Policy, call_inherit: bool, cwd: PathBuf) -> LaunchRequest<'a> {
+        LaunchRequest {
+            policy_environment: &policy.environment,
+            call_inherit,
+            scope_network: None,
+            policy_network: policy.network.as_ref(),
+            policy_grants: Vec::new(),
+            selected: None,
+            require_utf8_paths: false,
+            pins: None,
+            cwd,
+            fresh_directories: &[],
+            filter: Filter::Off,
+            gateway_environment: None,
+        }
+    }
 }
 
 /// What a backend wraps: the decided environment, network, grants and filter.
@@ -522,5 +543,16 @@ mod tests {
         } else {
             assert!(planned.is_err());
         }
+    }
+
+    #[test]
+    fn a_plain_request_takes_the_policy_and_nothing_else() {
+        let policy = Policy::default();
+        let request = LaunchRequest::new(&policy, true, PathBuf::from("/w"));
+        assert!(request.call_inherit);
+        assert!(request.policy_network.is_none());
+        assert!(request.selected.is_none() && request.pins.is_none());
+        assert_eq!(request.filter, Filter::Off);
+        assert!(request.gateway_environment.is_none());
     }
 }

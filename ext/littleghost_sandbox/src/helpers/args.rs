@@ -1,13 +1,7 @@
 //! Keyword arguments across the binding: parsing a `-1` arity call the way
 //! Ruby would, and building Symbol-keyed Hashes for keyword calls.
 
-use magnus::{
-    prelude::*,
-    rb_sys::{protect, AsRawId, AsRawValue, FromRawValue},
-    scan_args::scan_args,
-    Error, RArray, RHash, Ruby, Symbol, Value,
-};
-use rb_sys::VALUE;
+use magnus::{prelude::*, scan_args::scan_args, Error, RHash, Ruby, Symbol, Value};
 
 use crate::ruby_api::errors;
 
@@ -95,34 +89,4 @@ pub fn unknown_keys(hash: RHash, known: impl Fn(&str) -> bool) -> Result<Vec<Str
         Ok(magnus::r_hash::ForEach::Continue)
     })?;
     Ok(unknown)
-}
-
-/// Calls `receiver.name(*positionals, **keywords)` (one dispatch, any arity).
-pub fn call_with(
-    receiver: Value,
-    name: &str,
-    positionals: &[Value],
-    keywords: RHash,
-) -> Result<Value, Error> {
-    let ruby = Ruby::get_with(receiver);
-    let argv: Vec<VALUE> = positionals
-        .iter()
-        .chain(std::iter::once(&keywords.as_value()))
-        .map(|value| value.as_raw())
-        .collect();
-    let (receiver, id) = (receiver.as_raw(), ruby.intern(name).as_raw());
-    let argc = std::ffi::c_int::try_from(argv.len()).unwrap_or(std::ffi::c_int::MAX);
-    // SAFETY: `argv` holds `argc` live VALUEs (the caller's arguments and
-    // `keywords`, all reachable from this call's stack); the last is the
-    // keyword Hash, passed as keywords (kw_splat = 1) as `**keywords` would.
-    // `protect` catches a raise.
-    let out = protect(|| unsafe { rb_sys::rb_funcallv_kw(receiver, id, argc, argv.as_ptr(), 1) })?;
-    // SAFETY: `out` is the value the method just returned.
-    Ok(unsafe { Value::from_raw(out) })
-}
-
-/// Splits a `-1` arity call into its positionals and keywords.
-pub fn split_args(args: &[Value]) -> Result<(Vec<Value>, RHash), Error> {
-    let parsed = scan_args::<(), (), RArray, (), RHash, ()>(args)?;
-    Ok((parsed.splat.into_iter().collect(), parsed.keywords))
 }

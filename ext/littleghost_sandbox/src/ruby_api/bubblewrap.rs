@@ -14,37 +14,35 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
-use littleghost_sandbox_core::backend::seccomp;
+use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
+use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::grants::Grant;
-use littleghost_sandbox_core::launch;
-use littleghost_sandbox_core::policy as core_policy;
+use littleghost_sandbox_core::launch::{self, LaunchRequest};
+use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{
-    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, Symbol,
+    function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, TypedData,
     Value,
 };
 
-use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
+use crate::helpers::args::{keywords, keywords_only, kwargs};
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::launch_args::{
+    self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, HostCommand, Launch, StartCall,
+};
 use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
-use crate::ruby_api::launch_limits;
 use crate::ruby_api::mount;
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{capabilities, network_policy, ownership, policy, process_runner, sandbox};
+use crate::ruby_api::{capabilities, network_policy, ownership, sandbox};
 
 mod gateway;
 mod host;
 mod options;
 
-pub(crate) use host::{
-    frozen_strings, launch_cwd, option_path, platform_or_host, policy_grants,
-    policy_with_network_default, run_host, run_limits, run_plan, scope_network, session_limits,
-    start_host, validated_scope, HostCommand, EXECUTE_KEYS, START_KEYS,
-};
-use littleghost_sandbox_core::process::SpawnOptions;
+pub(crate) use host::{claimed, enforce, frozen_strings, option_path, platform_or_host};
 use options::{initialize, state, State};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -68,8 +66,6 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let state = class.define_class("State", ruby.class_object())?;
     state.undef_default_alloc_func();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("effective_policy", method!(effective_policy, 0))?;
-    class.define_method("capabilities", method!(capabilities_of, 0))?;
     class.define_method("writable?", method!(writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
@@ -84,32 +80,9 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 // ---------------------------------------------------------------------------
 // Probe (B.2) and capabilities (B.3).
 
-/// The features this backend enforces, whatever the policy (B.3).
-fn feature_names() -> Vec<&'static str> {
-    let mut features = vec![
-        "filesystem_read",
-        "filesystem_list",
-        "filesystem_write",
-        "filesystem_replace",
-        "process_execute",
-        "process_spawn",
-        "process_tree_ownership",
-    ];
-    // L.3: only what the kernel enforces for launches here.
-    features.extend(launch_limits::features());
-    // Claimed only where the seccomp filter exists for this architecture.
-    if seccomp::Arch::native().is_some() {
-        features.push("process_spawn_denial");
-    }
-    features
-}
-
-/// Network modes this backend enforces (B.3).
-const NETWORK_MODES: [&str; 3] = ["inherit", "none", "allowlist"];
-
-/// The capabilities every Bubblewrap sandbox has, independent of its policy.
+/// The capabilities every Bubblewrap sandbox has, independent of its policy (B.3).
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    capabilities::build(ruby, &feature_names(), &NETWORK_MODES, "namespace")
+    claimed(ruby, Backend::Bubblewrap, None)
 }
 
 /// The probe Hash: the backend capabilities unless there is a reason it is unavailable.
@@ -119,7 +92,11 @@ fn probe_result(ruby: &Ruby, unavailable: Option<String>) -> Result<RHash, Error
 
 /// Reports whether bwrap can create the namespaces a sandbox needs, with an actionable reason when not.
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
-    let options = keywords_only(args)?;
+    probe_options(ruby, keywords_only(args)?)
+}
+
+/// [`probe`] of a keyword Hash (Native probes with the caller's options).
+pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
     let values = keywords(
         ruby,
         options,
@@ -140,27 +117,12 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     probe_result(ruby, bw::functional_probe(&executable).err())
 }
 
-// ---------------------------------------------------------------------------
-// Construction (B.4): options.rs parses the keywords into the backend's state.
-
-// ---------------------------------------------------------------------------
-// Readers (16.1, 16.2, B.3).
-
-/// The requested policy, with a nil network filled in as `:none`.
-fn effective_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.effective_policy))
-}
-
-/// The backend capabilities of B.3 (independent of the policy).
-fn capabilities_of(ruby: &Ruby, _rb_self: SandboxObj) -> Result<Value, Error> {
-    backend_capabilities(ruby)
-}
-
-/// True iff writes are supported and some tool-visible grant is writable (also Seatbelt's).
+/// True iff writes are supported and some tool-visible grant is writable (every Rust backend's).
 pub(crate) fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> {
-    let supports: Value = rb_self.funcall("supports?", (ruby.to_symbol("filesystem_write"),))?;
-    Ok(supports.to_bool()
-        && sandbox::has_writable_file_grant(sandbox::enforced_policy(ruby, rb_self.as_value())?)?)
+    let capabilities = sandbox::enforced_capabilities(ruby, rb_self.as_value())?;
+    let supports = capabilities::borrow(capabilities)
+        .is_some_and(|capabilities| capabilities.core().supports("filesystem_write"));
+    Ok(supports && has_writable_file_grant(core_policy(ruby, rb_self)?))
 }
 
 // ---------------------------------------------------------------------------
@@ -190,12 +152,12 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Err
             bw::missing_reason(&state.executable),
         ));
     }
-    let effective: Value = rb_self.funcall("effective_policy", ())?;
-    let allowlist = gateway::allowlist_network(effective)?;
+    let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
+    let allowlist = gateway::allowlist_network(ruby, effective);
     if allowlist.is_some() {
         gateway::relay_helper(ruby, state.relay.as_ref())?;
     }
-    let grants = policy_grants(ruby, rb_self.as_value())?;
+    let grants = policy_grants(ruby, rb_self)?;
     for grant in &grants {
         if grant.source.exists() && !grant.source.is_dir() {
             return Err(errors::policy_error(
@@ -231,7 +193,7 @@ fn open_gateway(
     let resolved = match existing {
         Some(gateway) => ruby.get_inner(gateway),
         None => {
-            let workspace: Value = rb_self.funcall("workspace", ())?;
+            let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
             let options = state.gateway_options.map(|o| ruby.get_inner(o));
             let resolved = gateway::resolve(ruby, network, effective, workspace, options)?;
             // The gateway's 403s show in this sandbox's `denials` (issue 12 item 12).
@@ -289,15 +251,9 @@ fn bwrap_options(
 ) -> Result<Vec<OsString>, Error> {
     let host = bw::RealHost;
     let grants = bw::launch_grants(&plan.selected, &plan.policy_grants, &host);
-    let policy_value: Value = rb_self.funcall("effective_policy", ())?;
-    let root_filesystem = match policy::borrow(policy_value) {
-        Some(policy) => bw::RootFilesystem::parse(policy.core().root_filesystem.name()),
-        None => {
-            let root: Symbol = policy_value.funcall("root_filesystem", ())?;
-            bw::RootFilesystem::parse(&root.name()?)
-        }
-    }
-    .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
+    let root_filesystem =
+        bw::RootFilesystem::parse(core_policy(ruby, rb_self)?.root_filesystem.name())
+            .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
     let mut launch = bw::Launch::new(root_filesystem, grants, plan.cwd.clone());
     launch.masks = state.masks.clone();
     for mask in bw::scope_masks(&plan.policy_grants, &launch.grants, &host) {
@@ -308,8 +264,8 @@ fn bwrap_options(
     launch.tmpfs = state.tmpfs.clone();
     launch.runtime_roots = state.runtime_roots.clone();
     launch.proc_mount = state.proc_mount.clone();
-    let workspace: Value = rb_self.funcall("workspace", ())?;
-    launch.workspace_paths = vec![convert::string_path(workspace.funcall("root", ())?)?];
+    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
+    launch.workspace_paths = vec![la::workspace_root(workspace)?];
     for (_, path) in vo::pairs(workspace.funcall("paths", ())?)? {
         launch.workspace_paths.push(convert::string_path(path)?);
     }
@@ -322,16 +278,6 @@ fn bwrap_options(
     launch.tmpfs_size = state.tmpfs_size;
     launch.extra_ro_binds = extra_ro_binds;
     errors::core_result(ruby, bw::bubblewrap_args(&launch, &host))
-}
-
-/// The grants of a scope (validated), as core grants.
-fn scope_grants(ruby: &Ruby, scope: Option<Value>) -> Result<Option<Vec<Grant>>, Error> {
-    let Some(scope) = scope else { return Ok(None) };
-    RArray::try_convert(scope.funcall("process_grants", ())?)?
-        .into_iter()
-        .map(|m| mount::grant_from_ruby(ruby, m))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
 }
 
 /// The bwrap options (before `--`) for the given mounts, cwd, environment and network; works before `open`.
@@ -357,13 +303,12 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
                 .collect::<Result<Vec<_>, _>>()?,
         ),
     };
-    let policy_value: Value = rb_self.funcall("effective_policy", ())?;
-    let core = core_policy(ruby, policy_value)?;
+    let core = core_policy(ruby, rb_self)?;
     // This inspection method shows the argv for exactly the given values: no
     // workspace layer, no double opt-in (the launch methods add those).
     let environment = match environment {
         Some(values) => convert::environment(ruby, Some(values))?,
-        None => policy_values(ruby, &core)?,
+        None => errors::core_result(ruby, launch::policy_values(&core.environment))?,
     };
     let inherit_environment = match inherit {
         Some(value) => value.to_bool(),
@@ -372,14 +317,13 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
     let network = match network {
         None => launch::select_network(None, core.network.as_ref()),
         Some(value) => {
-            let class = constants::class(ruby, "LittleGhost::Sandbox::NetworkPolicy")?;
-            let policy: Value = class.funcall("coerce", (value,))?;
-            network_policy::borrow(policy)
+            let class = network_policy::NetworkPolicy::class(ruby);
+            network_policy::borrow(network_policy::coerce(ruby, class, value)?)
                 .and_then(|n| bw::NetworkMode::parse(n.core().mode.name()))
                 .unwrap_or(bw::NetworkMode::None)
         }
     };
-    let policy_grants = policy_grants(ruby, rb_self.as_value())?;
+    let policy_grants = policy_grants(ruby, rb_self)?;
     errors::core_result(
         ruby,
         pins(ruby, state, &policy_grants)?.verify(&policy_grants),
@@ -390,30 +334,11 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
         network,
         selected: selected.unwrap_or_else(|| policy_grants.clone()),
         policy_grants,
-        cwd: launch_cwd(ruby, rb_self.as_value(), cwd)?,
+        cwd: launch_cwd(ruby, rb_self, cwd, true)?,
         filter: None,
     };
     let options = bwrap_options(ruby, rb_self, state, &plan, None, Vec::new())?;
     Ok(ruby.ary_from_iter(options.iter().map(|o| os_to_ruby(ruby, o))))
-}
-
-/// The core policy of an effective policy value.
-fn core_policy(ruby: &Ruby, value: Value) -> Result<core_policy::Policy, Error> {
-    match policy::borrow(value) {
-        Some(policy) => Ok(policy.core().clone()),
-        None => Err(errors::policy_error(
-            ruby,
-            "sandbox effective_policy must be a LittleGhost::Sandbox::Policy",
-        )),
-    }
-}
-
-/// The policy's variables as checked text.
-fn policy_values(
-    ruby: &Ruby,
-    policy: &core_policy::Policy,
-) -> Result<Vec<(String, String)>, Error> {
-    errors::core_result(ruby, launch::policy_values(&policy.environment))
 }
 
 fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {
@@ -423,17 +348,8 @@ fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {
     }
 }
 
-/// The call's launch keywords, as given.
-struct Call {
-    command: Value,
-    scope: Option<Value>,
-    cwd: Option<Value>,
-    environment: Option<Value>,
-    inherit: Option<Value>,
-    allow_subprocesses: bool,
-}
-
-/// The command after the `command_wrapper:` of B.4, if any.
+/// The command after the `command_wrapper:` of B.4, if any: a callable
+/// (the user's) is called, an Array is a prefix.
 fn wrapped_command(
     ruby: &Ruby,
     rb_self: SandboxObj,
@@ -445,78 +361,84 @@ fn wrapped_command(
         return Ok(command);
     };
     let rb_argv = ruby.ary_from_iter(command.iter().map(|arg| ruby.str_new(arg)));
-    let wrapped: Value = if wrapper.respond_to("call", false)? {
-        let workspace: Value = rb_self.funcall("workspace", ())?;
-        let scope_value = scope.unwrap_or_else(|| ruby.qnil().as_value());
-        let kw = kwargs(
-            ruby,
-            &[
-                ("argv", rb_argv.as_value()),
-                ("workspace", workspace),
-                ("scope", scope_value),
-            ],
-        )?;
-        wrapper.funcall("call", (KwArgs(kw),))?
-    } else {
-        let prefix = RArray::try_convert(vo::kernel(ruby, "Array", wrapper)?)?;
-        prefix.funcall("+", (rb_argv,))?
+    let wrapped = match RArray::from_value(wrapper) {
+        Some(prefix) => {
+            let joined = ruby.ary_new();
+            for item in prefix.into_iter().chain(rb_argv) {
+                joined.push(item)?;
+            }
+            joined.as_value()
+        }
+        None => {
+            let kw = kwargs(
+                ruby,
+                &[
+                    ("argv", rb_argv.as_value()),
+                    ("workspace", sandbox::workspace_of(ruby, rb_self.as_value())),
+                    ("scope", scope.unwrap_or_else(|| ruby.qnil().as_value())),
+                ],
+            )?;
+            wrapper.funcall("call", (KwArgs(kw),))?
+        }
     };
     convert::argv(ruby, wrapped)
 }
 
-/// 16.5 and B.10: convert the call, ask the core for the launch plan, apply
-/// the command wrapper, build the argv. The returned fd holds the filter and
-/// must outlive the spawn.
+/// 16.5 and B.10: the core launch plan of a call (opening the sandbox first).
+fn planned(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    state: &State,
+    call: &Launch,
+    scope: Option<&la::ScopeView>,
+    allow_subprocesses: bool,
+) -> Result<launch::LaunchPlan, Error> {
+    if !state.opened.get() {
+        open_steps(ruby, rb_self, state)?;
+    }
+    let core = core_policy(ruby, rb_self)?;
+    let policy_grants = policy_grants(ruby, rb_self)?;
+    let pins = pins(ruby, state, &policy_grants)?;
+    let mut request = LaunchRequest::new(
+        core,
+        call.inherit,
+        launch_cwd(ruby, rb_self, call.cwd, true)?,
+    );
+    request.scope_network = scope.and_then(|scope| scope.network);
+    request.selected = scope.map(|scope| scope.grants.clone());
+    request.policy_grants = policy_grants;
+    request.require_utf8_paths = true;
+    request.pins = Some(&pins);
+    request.fresh_directories = &state.tmpfs;
+    request.filter = launch::Filter::Seccomp {
+        deny_subprocesses: !allow_subprocesses,
+        uid: state.uid,
+        gid: state.gid,
+    };
+    request.gateway_environment = match open_gateway_value(ruby, state) {
+        Some(gateway) => Some(gateway::environment(ruby, gateway)?),
+        None => None,
+    };
+    la::plan(ruby, rb_self, call.environment, request)
+}
+
+/// The bwrap command of a call: the plan, the command wrapper, the relay
+/// under `:allowlist`, then the argv (B.8). The returned fd holds the filter
+/// and must outlive the spawn.
 fn wrap_command(
     ruby: &Ruby,
     rb_self: SandboxObj,
-    call: Call,
+    call: &Launch,
+    requested_subprocesses: Option<bool>,
 ) -> Result<(HostCommand, Option<OwnedFd>), Error> {
     let argv = convert::argv(ruby, call.command)?;
     let state = state(ruby, rb_self)?;
-    if !state.opened.get() {
-        let _: Value = rb_self.funcall("open", ())?;
-    }
-    let scope = validated_scope(call.scope)?;
-    let selected = scope_grants(ruby, scope)?;
-    let scope_network = scope_network(scope)?;
-    let policy_value: Value = rb_self.funcall("effective_policy", ())?;
-    let core = core_policy(ruby, policy_value)?;
-    let policy_grants = policy_grants(ruby, rb_self.as_value())?;
-    let pins = pins(ruby, state, &policy_grants)?;
-    let cwd = launch_cwd(ruby, rb_self.as_value(), call.cwd)?;
-    let request = launch::LaunchRequest {
-        policy_environment: &core.environment,
-        call_inherit: call.inherit.is_some_and(|v| v.to_bool()),
-        scope_network,
-        policy_network: core.network.as_ref(),
-        policy_grants,
-        selected,
-        require_utf8_paths: true,
-        pins: Some(&pins),
-        cwd,
-        fresh_directories: &state.tmpfs,
-        filter: launch::Filter::Seccomp {
-            deny_subprocesses: !call.allow_subprocesses,
-            uid: state.uid,
-            gid: state.gid,
-        },
-        gateway_environment: match open_gateway_value(ruby, state) {
-            Some(gateway) => Some(gateway::environment(ruby, gateway)?),
-            None => None,
-        },
-    };
-    let layers = || -> Result<launch::Layers, Error> {
-        let workspace: Value = rb_self.funcall("workspace", ())?;
-        Ok((
-            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
-            convert::environment(ruby, call.environment)?,
-        ))
-    };
-    let mut plan = launch::plan(request, layers, |e| errors::from_core(ruby, e))?;
+    let scope = la::scope_view(ruby, call.scope)?;
+    let allow = la::subprocesses(ruby, scope.as_ref(), requested_subprocesses)?;
+    let mut plan = planned(ruby, rb_self, state, call, scope.as_ref(), allow)?;
     let filter = plan.filter.take();
     let display_argv0 = argv[0].clone();
-    let mut command = wrapped_command(ruby, rb_self, state, argv, scope)?;
+    let mut command = wrapped_command(ruby, rb_self, state, argv, scope.map(|s| s.value))?;
     let mut extra_ro_binds = Vec::new();
     if plan.network == launch::NetworkMode::Allowlist {
         // B.10 (4), G.5, G.6: the relay runs the command; it and the gateway's mounts are bound read-only.
@@ -531,9 +453,12 @@ fn wrap_command(
     // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
     let seccomp_fd = filter.as_ref().map(|_| SpawnOptions::child_fd(0));
     let options = bwrap_options(ruby, rb_self, state, &plan, seccomp_fd, extra_ro_binds)?;
-    let executable = convert::path_text(ruby, &state.executable, "bubblewrap executable path")?;
     let exec_argv0 = command[0].as_bytes().to_vec();
-    let mut full = vec![executable];
+    let mut full = vec![convert::path_text(
+        ruby,
+        &state.executable,
+        "bubblewrap executable path",
+    )?];
     // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
     // different path (a mask on a renamed twin leaves the real one visible).
     for option in options {
@@ -568,75 +493,19 @@ fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
         .map(|g| ruby.get_inner(g))
 }
 
-fn scope_allows_spawn(ruby: &Ruby, scope: Option<Value>) -> Result<bool, Error> {
-    match scope.filter(|v| !v.is_nil()) {
-        None => Ok(true),
-        Some(scope) => Ok(scope
-            .funcall::<_, _, Value>("supports?", (ruby.to_symbol("process_spawn"),))?
-            .to_bool()),
-    }
-}
-
 /// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let (command, values) = command_call(ruby, args, &["timeout"], &EXECUTE_KEYS)?;
-    let [timeout, context, max_output_bytes, environment, inherit, scope, cwd] = [
-        values[0], values[1], values[2], values[3], values[4], values[5], values[6],
-    ];
-    let (timeout, max_output_bytes) = run_limits(
-        ruby,
-        rb_self,
-        timeout.unwrap(),
-        max_output_bytes.filter(|v| !v.is_nil()),
-    )?;
-    let limits = run_plan(ruby, rb_self, &values)?;
-    let call = Call {
-        command,
-        scope,
-        cwd,
-        environment,
-        inherit,
-        allow_subprocesses: scope_allows_spawn(ruby, scope)?,
-    };
-    let (host, _filter) = wrap_command(ruby, rb_self, call)?;
-    run_host(
-        ruby,
-        rb_self,
-        host,
-        timeout,
-        context.filter(|v| !v.is_nil()),
-        (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
-        limits,
-    )
+    let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
+    let (host, _filter) = wrap_command(ruby, rb_self, &call.launch, None)?;
+    la::run(ruby, rb_self, host, call)
 }
 
 /// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let (command, values) = command_call(ruby, args, &[], &START_KEYS)?;
-    let get = |name: &str| {
-        values[START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())
-    };
+    let call = StartCall::parse(ruby, rb_self, args, false)?;
     // nil means the default (H.6), which here is true.
-    let allow = get("allow_subprocesses")
-        .map(|v| v.to_bool())
-        .unwrap_or(true);
-    let scope = get("scope");
-    if allow && !scope_allows_spawn(ruby, scope)? {
-        return Err(errors::capability_error(
-            ruby,
-            "sandbox scope does not allow subprocess creation",
-        ));
-    }
-    let limits = session_limits(ruby, rb_self, &get)?;
-    process_runner::check_context(get("context"))?;
-    let call = Call {
-        command,
-        scope,
-        cwd: get("cwd"),
-        environment: get("environment"),
-        inherit: get("inherit_environment"),
-        allow_subprocesses: allow,
-    };
-    let (host, _filter) = wrap_command(ruby, rb_self, call)?;
-    start_host(ruby, rb_self, host, limits)
+    let requested = Some(call.allow_subprocesses.unwrap_or(true));
+    crate::ruby_api::process_runner::check_context(call.launch.context)?;
+    let (host, _filter) = wrap_command(ruby, rb_self, &call.launch, requested)?;
+    la::start(ruby, rb_self, host, call)
 }

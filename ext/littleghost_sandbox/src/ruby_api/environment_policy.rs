@@ -3,8 +3,6 @@
 //! is the core's `policy::EnvironmentPolicy`; the frozen Hash Ruby reads is
 //! built once from the caller's Strings (their encodings kept).
 
-use std::os::unix::ffi::OsStrExt;
-
 use littleghost_sandbox_core::policy as core;
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
@@ -178,22 +176,6 @@ fn wrap_as(
     );
     object.freeze();
     object
-}
-
-/// A frozen EnvironmentPolicy holding `core`; its `values` are frozen Strings
-/// of the core's bytes (UTF-8 when valid, binary otherwise).
-pub(crate) fn wrap(ruby: &Ruby, core: core::EnvironmentPolicy) -> Result<Value, Error> {
-    let table = ruby.hash_new();
-    for (name, value) in core.values() {
-        let string = |bytes: &[u8]| {
-            convert::path_to_ruby(
-                ruby,
-                std::path::Path::new(std::ffi::OsStr::from_bytes(bytes)),
-            )
-        };
-        table.aset(string(name), string(value))?;
-    }
-    Ok(wrap_as(ruby, EnvironmentPolicy::class(ruby), core, table).as_value())
 }
 
 /// values: the variables to set, a frozen Hash of frozen Strings.

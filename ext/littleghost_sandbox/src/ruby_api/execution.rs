@@ -151,7 +151,7 @@ impl Execution {
 }
 
 /// The values of an initialized Execution.
-fn fields(rb_self: Value) -> Result<[Value; 5], Error> {
+pub(crate) fn fields(rb_self: Value) -> Result<[Value; 5], Error> {
     let ruby = Ruby::get_with(rb_self);
     let execution = <&Execution>::try_convert(rb_self)?;
     match execution.fields.get() {

@@ -10,27 +10,28 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
-use littleghost_sandbox_core::grants::{Access, Grant};
+use littleghost_sandbox_core::backend::private_tmp;
 use littleghost_sandbox_core::helper;
+use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
-    function, gc::Marker, method, prelude::*, typed_data::Obj, value::Opaque, DataTypeFunctions,
-    Error, RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
+    function, method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RHash,
+    RModule, Ruby, TypedData, Value,
 };
 
-use crate::helpers::args::{command_call, keywords, keywords_only};
+use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::launch_args::{
+    self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, HostCommand, Launch, StartCall,
+};
 use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::bubblewrap::{
-    self as bwrb, frozen_strings, launch_cwd, platform_or_host, policy_grants, scope_network,
-    validated_scope, HostCommand,
-};
+use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{capabilities, errors, mount, ownership, process_runner, sandbox};
-use littleghost_sandbox_core::launch;
+use crate::ruby_api::{errors, ownership, process_runner, sandbox};
 
 /// The backend's own state, reached from the sandbox through one hidden slot
 /// (no `@`: invisible to Ruby; the instance's own data belongs to
@@ -39,20 +40,13 @@ use littleghost_sandbox_core::launch;
 #[magnus(
     class = "LittleGhost::Sandboxes::Landlock::State",
     free_immediately,
-    size,
-    mark
+    size
 )]
 struct State {
-    /// The requested policy with a nil network filled in as `:none`.
-    effective_policy: Opaque<Value>,
     inner: Mutex<Inner>,
 }
 
-impl DataTypeFunctions for State {
-    fn mark(&self, marker: &Marker) {
-        marker.mark(self.effective_policy);
-    }
-}
+impl DataTypeFunctions for State {}
 
 struct Inner {
     platform: String,
@@ -86,8 +80,6 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("effective_policy", method!(effective_policy, 0))?;
-    class.define_method("capabilities", method!(capabilities_of, 0))?;
     class.define_method("writable?", method!(bwrb::writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
@@ -108,25 +100,8 @@ fn state(rb_self: SandboxObj) -> Result<Obj<State>, Error> {
 // ---------------------------------------------------------------------------
 // Probe and capabilities.
 
-const FEATURES: [&str; 8] = [
-    "filesystem_read",
-    "filesystem_list",
-    "filesystem_write",
-    "filesystem_replace",
-    "process_execute",
-    "process_spawn",
-    // The helper's subreaper supervisor kills every descendant when the
-    // command ends, and on TERM.
-    "process_tree_ownership",
-    "process_spawn_denial",
-];
-
-const NETWORK_MODES: [&str; 2] = ["inherit", "none"];
-
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    let mut features = FEATURES.to_vec();
-    features.extend(crate::ruby_api::launch_limits::features());
-    capabilities::build(ruby, &features, &NETWORK_MODES, "landlock")
+    bwrb::claimed(ruby, Backend::Landlock, None)
 }
 
 /// Why this host cannot run the backend, if it cannot.
@@ -143,17 +118,17 @@ pub(crate) fn unavailable_reason(platform: &str) -> (Option<i32>, Option<String>
 
 /// `{available:, reason:, capabilities:, abi:}`: the kernel's Landlock ABI (nil without Landlock).
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
-    let options = keywords_only(args)?;
+    probe_options(ruby, keywords_only(args)?)
+}
+
+/// [`probe`] of a keyword Hash (for Native).
+pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
     let values = keywords(ruby, options, &[], &["platform"])?;
     let platform = convert::display_string(ruby, platform_or_host(ruby, values[0])?)?;
     let (abi, unavailable) = unavailable_reason(&platform);
     let result = probe::result(ruby, unavailable, || backend_capabilities(ruby))?;
     result.aset(ruby.to_symbol("abi"), abi)?;
     Ok(result)
-}
-
-fn capabilities_of(ruby: &Ruby, _rb_self: SandboxObj) -> Result<Value, Error> {
-    backend_capabilities(ruby)
 }
 
 // ---------------------------------------------------------------------------
@@ -184,22 +159,18 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         let root = vo::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
         runtime_roots.push(convert::string_path(root.as_value())?);
     }
-    let requested = sandbox::requested_policy(ruby, rb_self.as_value());
-    let effective = bwrb::policy_with_network_default(ruby, requested)?;
-    let network: Value = effective.funcall("network", ())?;
-    if network.funcall::<_, _, Value>("allowlist?", ())?.to_bool() {
-        return Err(errors::capability_error(
-            ruby,
-            "the landlock sandbox cannot enforce network mode :allowlist: Landlock confines TCP by port only, not by destination",
-        ));
-    }
+    enforce(
+        ruby,
+        rb_self,
+        Backend::Landlock,
+        "LittleGhost::Sandboxes::Landlock",
+    )?;
     let inner = Inner {
         platform: convert::display_string(ruby, platform)?,
         runtime_roots,
         tmpdir: None,
     };
     let state = State {
-        effective_policy: Opaque::from(effective),
         inner: Mutex::new(inner),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
@@ -231,7 +202,7 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     if let (_, Some(reason)) = unavailable_reason(&inner.platform) {
         return Err(errors::dependency_error(ruby, reason));
     }
-    let grants = policy_grants(ruby, rb_self.as_value())?;
+    let grants = policy_grants(ruby, rb_self)?;
     for grant in &grants {
         if !grant.source.is_dir() {
             return Err(errors::policy_error(
@@ -242,17 +213,12 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     }
     let tmpdir = errors::core_result(ruby, ll::private_tmpdir())?;
     // A dry run of the carving: a grant it cannot express is refused now.
-    let checked = launch_plan(
-        ruby,
-        rb_self,
-        &inner.runtime_roots,
-        &tmpdir,
-        &grants,
-        true,
-        false,
-    )
-    .and_then(|plan| errors::core_result(ruby, ll::expand(&plan.rules)).map(|_| ()));
-    if let Err(error) = checked {
+    let sandbox = ll::launch::Sandbox {
+        root: core_policy(ruby, rb_self)?.root_filesystem,
+        runtime_roots: &inner.runtime_roots,
+        tmpdir: &tmpdir,
+    };
+    if let Err(error) = errors::core_result(ruby, ll::launch::check(sandbox, &grants)) {
         let _ = std::fs::remove_dir_all(&tmpdir);
         return Err(error);
     }
@@ -285,144 +251,29 @@ fn tmpdir(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
 // ---------------------------------------------------------------------------
 // Launching.
 
-/// The plan of one launch. A grant shown at another path than its source
-/// cannot be expressed without a mount namespace: CapabilityError.
-fn launch_plan(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    runtime_roots: &[PathBuf],
-    tmpdir: &std::path::Path,
-    grants: &[Grant],
-    network_none: bool,
-    deny_subprocesses: bool,
-) -> Result<ll::Plan, Error> {
-    let mut planned = Vec::with_capacity(grants.len());
-    for grant in grants {
-        if grant.source != grant.target {
-            return Err(errors::capability_error(
-                ruby,
-                format!(
-                    "the landlock sandbox cannot show {} at {}: it has no mount namespace",
-                    grant.source.display(),
-                    grant.target.display()
-                ),
-            ));
-        }
-        planned.push(ll::Grant {
-            path: grant.source.clone(),
-            writable: grant.access == Access::ReadWrite,
-        });
-    }
-    let root = root_mode(ruby, rb_self)?;
-    errors::core_result(
-        ruby,
-        ll::plan(
-            root,
-            &planned,
-            runtime_roots,
-            tmpdir,
-            network_none,
-            deny_subprocesses,
-        ),
-    )
-}
-
-/// The effective policy's root mode.
-fn root_mode(ruby: &Ruby, rb_self: SandboxObj) -> Result<ll::RootMode, Error> {
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let root: Symbol = policy.funcall("root_filesystem", ())?;
-    match root.name()?.as_ref() {
-        "isolated" => Ok(ll::RootMode::Isolated),
-        "read_only" => Ok(ll::RootMode::ReadOnly),
-        "read_write" => Ok(ll::RootMode::ReadWrite),
-        _ => Err(errors::policy_error(ruby, "unsupported root_filesystem")),
-    }
-}
-
-/// Grants as the Landlock plan names them (by physical path).
-fn landlock_grants(grants: &[Grant]) -> Vec<ll::Grant> {
-    grants
-        .iter()
-        .map(|grant| ll::Grant {
-            path: grant.source.clone(),
-            writable: grant.access == Access::ReadWrite,
-        })
-        .collect()
-}
-
-/// The policy `new` settled (the requested one, network defaulting to `:none`).
-fn effective_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(rb_self)?.effective_policy))
-}
-
-/// Validates the launch through the one launch plan (environment merge and
-/// opt-in, network, working directory) and builds
-/// `[helper, "supervise", *rules, "--", *command]`.
-#[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through
+/// Plans the launch through the one launch plan (environment merge and
+/// opt-in, network, working directory) and the core's Landlock rules, and
+/// builds `[helper, "supervise", *rules, "--", *command]`.
 fn wrap_command(
     ruby: &Ruby,
     rb_self: SandboxObj,
-    command: Value,
-    scope: Option<Value>,
-    cwd: Option<Value>,
-    environment: Option<Value>,
-    inherit: Option<Value>,
-    allow_subprocesses: bool,
+    call: &Launch,
+    requested_subprocesses: Option<bool>,
 ) -> Result<HostCommand, Error> {
-    let argv = convert::argv(ruby, command)?;
-    let _: Value = rb_self.funcall("open", ())?;
-    let scope = validated_scope(scope)?;
-    let selected = match scope {
-        None => None,
-        Some(scope) => Some(
-            RArray::try_convert(scope.funcall("process_grants", ())?)?
-                .into_iter()
-                .map(|m| mount::grant_from_ruby(ruby, m))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
-    let policy_value: Value = rb_self.funcall("effective_policy", ())?;
-    let Some(policy) = crate::ruby_api::policy::borrow(policy_value) else {
-        return Err(errors::policy_error(
-            ruby,
-            "sandbox effective_policy must be a LittleGhost::Sandbox::Policy",
-        ));
-    };
-    let core = policy.core().clone();
-    let request = launch::LaunchRequest {
-        policy_environment: &core.environment,
-        call_inherit: inherit.is_some_and(|v| v.to_bool()),
-        scope_network: scope_network(scope)?,
-        policy_network: core.network.as_ref(),
-        policy_grants: policy_grants(ruby, rb_self.as_value())?,
-        selected,
-        require_utf8_paths: false,
-        pins: None,
-        cwd: launch_cwd(ruby, rb_self.as_value(), cwd)?,
-        fresh_directories: &[],
-        filter: launch::Filter::Off,
-        gateway_environment: None,
-    };
-    let layers = || -> Result<launch::Layers, Error> {
-        let workspace: Value = rb_self.funcall("workspace", ())?;
-        Ok((
-            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
-            convert::environment(ruby, environment)?,
-        ))
-    };
-    let launch = launch::plan(request, layers, |e| errors::from_core(ruby, e))?;
-    if scope.is_some() {
-        // W12: what the scope left out must stay out of reach, or the launch is refused.
-        errors::core_result(
-            ruby,
-            ll::refuse_unhidable(
-                root_mode(ruby, rb_self)?,
-                &landlock_grants(&launch.policy_grants),
-                &landlock_grants(&launch.selected),
-            ),
-        )?;
-    }
-    let network_none = launch.network == bw::NetworkMode::None;
+    let argv = convert::argv(ruby, call.command)?;
+    open_steps(ruby, rb_self)?;
+    let scope = la::scope_view(ruby, call.scope)?;
+    let allow = la::subprocesses(ruby, scope.as_ref(), requested_subprocesses)?;
+    let core = core_policy(ruby, rb_self)?;
+    let mut request = LaunchRequest::new(
+        core,
+        call.inherit,
+        launch_cwd(ruby, rb_self, call.cwd, true)?,
+    );
+    request.scope_network = scope.as_ref().and_then(|scope| scope.network);
+    request.selected = scope.as_ref().map(|scope| scope.grants.clone());
+    request.policy_grants = policy_grants(ruby, rb_self)?;
+    let launch = la::plan(ruby, rb_self, call.environment, request)?;
     let state = state(rb_self)?;
     let (runtime_roots, tmpdir) = {
         let inner = state.inner.lock().unwrap();
@@ -431,115 +282,46 @@ fn wrap_command(
         })?;
         (inner.runtime_roots.clone(), tmpdir)
     };
-    let plan = launch_plan(
+    let sandbox = ll::launch::Sandbox {
+        root: core.root_filesystem,
+        runtime_roots: &runtime_roots,
+        tmpdir: &tmpdir,
+    };
+    let rules = errors::core_result(
         ruby,
-        rb_self,
-        &runtime_roots,
-        &tmpdir,
-        &launch.selected,
-        network_none,
-        !allow_subprocesses,
+        ll::launch::launch_rules(
+            sandbox,
+            &launch.policy_grants,
+            &launch.selected,
+            scope.is_some(),
+            launch.network,
+            !allow,
+            &launch.cwd,
+        ),
     )?;
-    if !ll::cwd_allowed(&plan, &launch.cwd) {
-        return Err(errors::policy_error(
-            ruby,
-            "sandbox working directory is outside the selected scope",
-        ));
-    }
-    let mut merged = launch.environment;
-    let tmp_text = convert::path_text(ruby, &tmpdir, "TMPDIR")?;
-    merged.retain(|(name, _)| name != "TMPDIR");
-    merged.push(("TMPDIR".into(), tmp_text));
     let helper_path =
         helper::path().ok_or_else(|| errors::dependency_error(ruby, helper::missing_reason()))?;
-    let mut full = vec![
-        convert::path_text(ruby, &helper_path, "helper path")?,
-        "supervise".into(),
-    ];
-    full.extend(plan.to_args());
-    full.push("--".into());
-    full.extend(argv);
-    Ok(HostCommand {
-        argv: full,
-        environment: merged,
-        inherit_environment: launch.inherit_environment,
-        chdir: Some(launch.cwd),
-        keep_fds: Vec::new(),
-        exec_argv0: None,
-    })
-}
-
-fn scope_allows_spawn(ruby: &Ruby, scope: Option<Value>) -> Result<bool, Error> {
-    match scope.filter(|v| !v.is_nil()) {
-        None => Ok(true),
-        Some(scope) => Ok(scope
-            .funcall::<_, _, Value>("supports?", (ruby.to_symbol("process_spawn"),))?
-            .to_bool()),
-    }
+    let helper_path = convert::path_text(ruby, &helper_path, "helper path")?;
+    let tmp_text = convert::path_text(ruby, &tmpdir, "TMPDIR")?;
+    let argv = ll::launch::supervise_argv(helper_path, &rules, argv);
+    let mut host = HostCommand::planned(argv, launch);
+    host.environment = private_tmp::with_tmpdir(std::mem::take(&mut host.environment), tmp_text);
+    Ok(host)
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let (command, values) = command_call(ruby, args, &["timeout"], &bwrb::EXECUTE_KEYS)?;
-    let [timeout, context, max_output_bytes, environment, inherit, scope, cwd] = [
-        values[0], values[1], values[2], values[3], values[4], values[5], values[6],
-    ];
-    let (timeout, max_output_bytes) = bwrb::run_limits(
-        ruby,
-        rb_self,
-        timeout.unwrap(),
-        max_output_bytes.filter(|v| !v.is_nil()),
-    )?;
-    let limits = bwrb::run_plan(ruby, rb_self, &values)?;
-    let allow = scope_allows_spawn(ruby, scope)?;
-    let host = wrap_command(
-        ruby,
-        rb_self,
-        command,
-        scope,
-        cwd,
-        environment,
-        inherit,
-        allow,
-    )?;
-    bwrb::run_host(
-        ruby,
-        rb_self,
-        host,
-        timeout,
-        context.filter(|v| !v.is_nil()),
-        (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
-        limits,
-    )
+    let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
+    let host = wrap_command(ruby, rb_self, &call.launch, None)?;
+    la::run(ruby, rb_self, host, call)
 }
 
 /// Starts `command` under Landlock as an owned ProcessSession.
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let keys = bwrb::START_KEYS;
-    let (command, values) = command_call(ruby, args, &[], &keys)?;
-    let get =
-        |name: &str| values[keys.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil());
-    let allow = get("allow_subprocesses")
-        .map(|v| v.to_bool())
-        .unwrap_or(true);
-    let scope = get("scope");
-    if allow && !scope_allows_spawn(ruby, scope)? {
-        return Err(errors::capability_error(
-            ruby,
-            "sandbox scope does not allow subprocess creation",
-        ));
-    }
-    let limits = bwrb::session_limits(ruby, rb_self, &get)?;
-    process_runner::check_context(get("context"))?;
-    let host = wrap_command(
-        ruby,
-        rb_self,
-        command,
-        scope,
-        get("cwd"),
-        get("environment"),
-        get("inherit_environment"),
-        allow,
-    )?;
-    bwrb::start_host(ruby, rb_self, host, limits)
+    let call = StartCall::parse(ruby, rb_self, args, false)?;
+    // nil means the default (H.6), which here is true.
+    let requested = Some(call.allow_subprocesses.unwrap_or(true));
+    process_runner::check_context(call.launch.context)?;
+    let host = wrap_command(ruby, rb_self, &call.launch, requested)?;
+    la::start(ruby, rb_self, host, call)
 }

@@ -26,7 +26,11 @@ pub(crate) fn unavailable_reason(_platform: &str) -> (Option<i32>, Option<String
 }
 
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
-    keywords_only(args)?;
+    probe_options(ruby, keywords_only(args)?)
+}
+
+/// [`probe`] of a keyword Hash (for Native).
+pub(crate) fn probe_options(ruby: &Ruby, _options: RHash) -> Result<RHash, Error> {
     let result = probe::result(ruby, Some(REASON.into()), || capabilities::empty(ruby))?;
     result.aset(ruby.to_symbol("abi"), ruby.qnil())?;
     Ok(result)

@@ -207,26 +207,3 @@ pub fn probe_report(ruby: &Ruby) -> Result<RHash, Error> {
     report.freeze();
     Ok(report)
 }
-
-/// The limit keywords taken out of a call's keyword Hash (for backends that
-/// parse the rest with `get_kwargs`).
-pub struct Taken([Option<Value>; 3]);
-
-impl Taken {
-    /// The value given for `name` (one of [`KEYS`]), if any.
-    pub fn get(&self, name: &str) -> Option<Value> {
-        KEYS.iter()
-            .position(|key| *key == name)
-            .and_then(|index| self.0[index])
-    }
-}
-
-/// A copy of `keywords` without the limit keywords, and those keywords.
-pub fn take(ruby: &Ruby, keywords: RHash) -> Result<(RHash, Taken), Error> {
-    let rest: RHash = keywords.funcall("dup", ())?;
-    let mut taken = [None; 3];
-    for (slot, name) in taken.iter_mut().zip(KEYS) {
-        *slot = rest.delete::<_, Option<Value>>(ruby.to_symbol(name))?;
-    }
-    Ok((rest, Taken(taken)))
-}

@@ -1,18 +1,18 @@
 //! `LittleGhost::Sandboxes::Native` (SPEC §22, LL.2): the platform's isolated
 //! backend (Seatbelt on macOS; on Linux Bubblewrap, else Landlock), chosen at
-//! construction and delegated to. It never falls back to Unrestricted.
+//! construction (the core's `native_choice`). It never falls back to
+//! Unrestricted. The delegation itself is Ruby (lib/littleghost/sandbox/native.rb).
 
-use magnus::{function, method, prelude::*, Error, RHash, RModule, Ruby, Value};
+use magnus::{function, method, prelude::*, Error, KwArgs, RHash, RModule, Ruby, Value};
 
-use crate::helpers::args::{call_with, keywords_only, kwargs, split_args};
+use crate::helpers::args::keywords_only;
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::probe;
-use crate::ruby_api::bubblewrap::platform_or_host;
-use crate::ruby_api::capabilities;
-use crate::ruby_api::landlock;
-use crate::ruby_api::sandbox::SandboxObj;
-use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice};
+use crate::ruby_api::bubblewrap::{self, platform_or_host};
+use crate::ruby_api::sandbox::{self, SandboxObj};
+use crate::ruby_api::{capabilities, landlock, seatbelt};
+use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice, BUBBLEWRAP_OPTIONS};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -21,39 +21,10 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("backend", method!(backend, 0))?;
-    class.define_method("open", method!(open, -1))?;
-    class.define_method("close", method!(close, 0))?;
-    class.define_method("effective_policy", method!(effective_policy, 0))?;
-    class.define_method("capabilities", method!(capabilities_of, 0))?;
-    class.define_method("writable?", method!(writable, 0))?;
-    class.define_method("allows?", method!(allows, -1))?;
-    class.define_method("scope", method!(scope, -1))?;
-    class.define_method("read", method!(read, -1))?;
-    class.define_method("list", method!(list, -1))?;
-    class.define_method("write", method!(write, -1))?;
-    class.define_method("replace", method!(replace, -1))?;
-    class.define_method("execute_program", method!(execute_program, -1))?;
-    class.define_method("start_program", method!(start_program, -1))?;
     Ok(())
 }
 
-/// Options only Bubblewrap understands. A caller who gives one configured
-/// Bubblewrap, so Native never falls back to Landlock (whose sandbox would
-/// ignore them) and reports Bubblewrap's own failure instead.
-const BUBBLEWRAP_OPTIONS: [&str; 11] = [
-    "bubblewrap",
-    "executable",
-    "proc",
-    "tmpfs",
-    "masks",
-    "uid",
-    "gid",
-    "tmpfs_size",
-    "relay",
-    "gateway_options",
-    "command_wrapper",
-];
-
+/// Whether the caller gave an option only Bubblewrap understands.
 fn bubblewrap_configured(ruby: &Ruby, options: RHash) -> Result<bool, Error> {
     for name in BUBBLEWRAP_OPTIONS {
         if options.get(ruby.to_symbol(name)).is_some() {
@@ -71,9 +42,7 @@ struct LinuxChoice {
 
 /// Probes Bubblewrap (with the caller's options) and, when needed, Landlock.
 fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoice, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandboxes::Bubblewrap")?;
-    let bubblewrap_probe: RHash =
-        RHash::try_convert(call_with(class.as_value(), "probe", &[], options)?)?;
+    let bubblewrap_probe = bubblewrap::probe_options(ruby, options)?;
     let available = |hash: RHash| -> Result<Result<(), String>, Error> {
         if hash
             .aref::<_, Value>(ruby.to_symbol("available"))?
@@ -109,8 +78,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     let platform = convert::display_string(ruby, platform_value)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
     if platform.contains("darwin") {
-        let class = constants::class(ruby, "LittleGhost::Sandboxes::Seatbelt")?;
-        return call_with(class.as_value(), "probe", &[], options);
+        return Ok(seatbelt::probe_options(ruby, options)?.as_value());
     }
     if !platform.contains("linux") {
         return Ok(probe::result(ruby, Some(unavailable(&platform)), || {
@@ -129,9 +97,9 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
             bubblewrap_probe
         }
         Ok(NativeChoice::Landlock { bubblewrap_reason }) => {
-            let class = constants::class(ruby, "LittleGhost::Sandboxes::Landlock")?;
-            let kw = kwargs(ruby, &[("platform", platform_value)])?;
-            let result = RHash::try_convert(call_with(class.as_value(), "probe", &[], kw)?)?;
+            let landlock_options = ruby.hash_new();
+            landlock_options.aset(ruby.to_symbol("platform"), platform_value)?;
+            let result = landlock::probe_options(ruby, landlock_options)?;
             result.aset(backend, ruby.to_symbol("landlock"))?;
             result.aset(ruby.to_symbol("bubblewrap_reason"), bubblewrap_reason)?;
             result
@@ -174,7 +142,9 @@ fn backend_class(ruby: &Ruby, options: RHash, platform: &str) -> Result<Value, E
     Ok(constants::class(ruby, name)?.as_value())
 }
 
-/// Builds the chosen backend with `(workspace:, platform:, **options)`.
+/// Builds the chosen backend with `(workspace:, platform:, **options)`;
+/// this sandbox shares its workspace, policy and limits, and enforces what it
+/// enforces.
 fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let options: RHash = keywords_only(args)?;
     let Some(workspace) = options.delete::<_, Option<Value>>(ruby.to_symbol("workspace"))? else {
@@ -188,93 +158,29 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     let class = backend_class(ruby, options, &platform)?;
     options.aset(ruby.to_symbol("workspace"), workspace)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
-    let backend = call_with(class, "new", &[], options)?;
-    crate::ruby_api::sandbox::set_backend(rb_self, backend);
-    crate::ruby_api::sandbox::store(
+    let backend: Value = class.funcall("new", (KwArgs(options),))?;
+    sandbox::set_backend(rb_self, backend);
+    let own = constants::class(ruby, "LittleGhost::Sandboxes::Native")?;
+    sandbox::set_enforced(
+        rb_self,
+        own,
+        sandbox::enforced_policy(ruby, backend)?,
+        sandbox::enforced_capabilities(ruby, backend)?,
+    );
+    sandbox::store(
         ruby,
         rb_self,
-        backend.funcall("workspace", ())?,
-        backend.funcall("policy", ())?,
+        sandbox::workspace_of(ruby, backend),
+        sandbox::requested_policy(ruby, backend),
         ruby.hash_new().as_value(),
-        backend.funcall("limits", ())?,
+        sandbox::limits_of(ruby, backend),
     )
 }
 
 /// The platform backend every operation is delegated to.
 fn backend(rb_self: SandboxObj) -> Result<Value, Error> {
     let ruby = Ruby::get_with(rb_self);
-    crate::ruby_api::sandbox::backend_value(&ruby, rb_self).ok_or_else(|| {
+    sandbox::backend_value(&ruby, rb_self).ok_or_else(|| {
         crate::ruby_api::errors::tool_error(&ruby, "native sandbox is not initialized")
     })
-}
-
-fn delegate(rb_self: SandboxObj, name: &str, args: &[Value]) -> Result<Value, Error> {
-    let (positionals, keywords) = split_args(args)?;
-    call_with(backend(rb_self)?, name, &positionals, keywords)
-}
-
-/// Opens the platform backend and returns this Native sandbox; with a block, yields self, always closes and returns the block's value.
-fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "open", args)?;
-    crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
-}
-
-/// Closes the platform backend.
-fn close(rb_self: SandboxObj) -> Result<Value, Error> {
-    backend(rb_self)?.funcall("close", ())
-}
-
-/// The platform backend's effective policy.
-fn effective_policy(rb_self: SandboxObj) -> Result<Value, Error> {
-    backend(rb_self)?.funcall("effective_policy", ())
-}
-
-/// The platform backend's capabilities.
-fn capabilities_of(rb_self: SandboxObj) -> Result<Value, Error> {
-    backend(rb_self)?.funcall("capabilities", ())
-}
-
-/// The platform backend's answer to `writable?`.
-fn writable(rb_self: SandboxObj) -> Result<Value, Error> {
-    backend(rb_self)?.funcall("writable?", ())
-}
-
-/// The platform backend's answer to `allows?`.
-fn allows(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "allows?", args)
-}
-
-/// A scope of the platform backend.
-fn scope(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "scope", args)
-}
-
-/// Reads through the platform backend.
-fn read(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "read", args)
-}
-
-/// Lists through the platform backend.
-fn list(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "list", args)
-}
-
-/// Writes through the platform backend.
-fn write(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "write", args)
-}
-
-/// Replaces text through the platform backend.
-fn replace(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "replace", args)
-}
-
-/// Executes a program in the platform backend.
-fn execute_program(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "execute_program", args)
-}
-
-/// Starts a program session in the platform backend.
-fn start_program(rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    delegate(rb_self, "start_program", args)
 }

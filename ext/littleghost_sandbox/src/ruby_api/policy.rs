@@ -35,11 +35,36 @@ impl Policy {
     pub(crate) fn core(&self) -> &core::Policy {
         &self.core
     }
+
+    /// Its NetworkPolicy object (nil when none was given).
+    pub(crate) fn network_value(&self, ruby: &Ruby) -> Value {
+        ruby.get_inner(self.network)
+    }
 }
 
 /// The Policy `value` wraps, if it is one.
 pub(crate) fn borrow(value: Value) -> Option<&'static Policy> {
     <&Policy>::try_convert(value).ok()
+}
+
+/// A frozen Policy wrapping `core` (a backend's effective policy, derived
+/// from `like`): it keeps `like`'s environment object, and its network
+/// object while the rule is unchanged; a changed rule is a plain mode.
+pub(crate) fn wrap(ruby: &Ruby, core: core::Policy, like: &Policy) -> Result<Value, Error> {
+    let network = match &core.network {
+        None => ruby.qnil().as_value(),
+        Some(network) if like.core.network.as_ref() == Some(network) => {
+            ruby.get_inner(like.network)
+        }
+        Some(network) => network_policy::wrap(ruby, network.clone())?,
+    };
+    let object = ruby.obj_wrap(Policy {
+        core,
+        environment: like.environment,
+        network: network.into(),
+    });
+    object.freeze();
+    Ok(object.as_value())
 }
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
@@ -227,20 +252,6 @@ fn wrap_as(
     );
     object.freeze();
     object
-}
-
-/// A frozen Policy holding `core` (a backend's effective policy), without
-/// `Policy.new`. Its `environment` and `network` objects are built from the
-/// core values, so `core.network` must name no gateway or authorizer.
-// For the backends' effective policies (issue 8); they adopt it as they drop `Policy.new`.
-#[allow(dead_code)]
-pub(crate) fn wrap(ruby: &Ruby, core: core::Policy) -> Result<Value, Error> {
-    let environment = environment_policy::wrap(ruby, core.environment.clone())?;
-    let network = match &core.network {
-        Some(network) => network_policy::wrap(ruby, network.clone())?,
-        None => ruby.qnil().as_value(),
-    };
-    Ok(wrap_as(ruby, Policy::class(ruby), core, environment, network).as_value())
 }
 
 fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<RHash, Error> {

@@ -11,8 +11,9 @@ pub(crate) mod state;
 
 pub(crate) use providers::PROVIDERS;
 pub(crate) use state::{
-    backend_state, backend_value, borrow, enforced_capabilities, enforced_policy, requested_policy,
-    set_backend, set_enforced, store, workspace_of, Sandbox, SandboxObj,
+    backend_state, backend_value, borrow, enforced_capabilities, enforced_policy,
+    forget_default_scope, limits_of, requested_policy, set_backend, set_enforced, store,
+    workspace_of, Sandbox, SandboxObj,
 };
 
 use littleghost_sandbox_core::sandbox as rules;
@@ -58,13 +59,6 @@ pub(crate) fn truthy(value: Value) -> bool {
 /// `LittleGhost::Sandbox::Capabilities.new(features: [], network_modes: [])`.
 pub(crate) fn empty_capabilities(ruby: &Ruby) -> Result<Value, Error> {
     crate::ruby_api::capabilities::empty(ruby)
-}
-
-/// W13 (15.2, 16.2): whether some tool-visible grant of `policy` is writable
-/// (the core's rule; a value that is not a Policy grants nothing).
-pub(crate) fn has_writable_file_grant(policy: Value) -> Result<bool, Error> {
-    let policy = crate::ruby_api::policy::borrow(policy);
-    Ok(policy.is_some_and(|policy| rules::has_writable_file_grant(policy.core())))
 }
 
 // ---------------------------------------------------------------------------

@@ -269,12 +269,12 @@ fn reader_capabilities(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 }
 
 /// The scope's NetworkPolicy, or nil when it keeps the backend's default.
-fn reader_network(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+pub(crate) fn reader_network(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     Ok(ruby.get_inner(state(ruby, rb_self)?.network))
 }
 
 /// The scope's grants as frozen Mounts, longest target first.
-fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+pub(crate) fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     Ok(ruby.get_inner(state(ruby, rb_self)?.process_grants))
 }
 
@@ -293,7 +293,7 @@ fn supports(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     capabilities.funcall(*SUPPORTS, (feature, value))
 }
 
-fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
+pub(crate) fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
     let interned = match feature {
         "filesystem_read" => Some(&FILESYSTEM_READ),
         "filesystem_list" => Some(&FILESYSTEM_LIST),
@@ -323,7 +323,7 @@ fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
 }
 
 /// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
-fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
+pub(crate) fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
@@ -427,7 +427,7 @@ fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
 }
 
 /// Reads UTF-8 text at a logical `path` through the broker.
-fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
+pub(crate) fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_read", args.required.0)?;
@@ -443,7 +443,7 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
 }
 
 /// Lists the directory at a logical `path` (default ".") through the broker.
-fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
+pub(crate) fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let path = args
@@ -463,7 +463,7 @@ fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
 }
 
 /// Writes the String `content` to a logical `path` through the broker.
-fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
+pub(crate) fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (path, content) = args.required;
@@ -481,7 +481,7 @@ fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
 }
 
 /// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`.
-fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
+pub(crate) fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
     let context = context_keyword(args.keywords)?;
     let (path, old_text, new_text) = args.required;
@@ -584,7 +584,7 @@ fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
 fn close(_rb_self: Value) {}
 
 /// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
-fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+pub(crate) fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,

@@ -7,22 +7,27 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
+use littleghost_sandbox_core::backend::effective::Backend;
+use littleghost_sandbox_core::backend::private_tmp;
 use littleghost_sandbox_core::backend::seatbelt as sb;
-use littleghost_sandbox_core::launch;
+use littleghost_sandbox_core::launch::{self, LaunchRequest};
 use magnus::{
-    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, KwArgs,
-    RArray, RHash, RModule, Ruby, Symbol, TypedData, Value,
+    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RHash,
+    RModule, Ruby, TypedData, Value,
 };
 
-use crate::helpers::args::{command_call, keywords, keywords_only, kwargs};
+use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::launch_args::{
+    self as la, core_policy, launch_cwd, ExecuteCall, HostCommand, Launch, StartCall,
+};
 use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::bubblewrap::{self as shared, launch_cwd, option_path, HostCommand};
-use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{capabilities, errors, mount, ownership, policy, sandbox};
+use crate::ruby_api::bubblewrap::{self as shared, enforce, option_path};
+use crate::ruby_api::sandbox::{self, SandboxObj};
+use crate::ruby_api::{errors, ownership};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -37,8 +42,6 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let state = class.define_class("State", ruby.class_object())?;
     state.undef_default_alloc_func();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("effective_policy", method!(effective_policy, 0))?;
-    class.define_method("capabilities", method!(capabilities_of, 0))?;
     class.define_method("writable?", method!(shared::writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
@@ -61,19 +64,14 @@ struct State {
     /// `String(executable:)`, kept as given (the messages show it).
     executable: Opaque<Value>,
     platform: Opaque<Value>,
-    effective_policy: Opaque<Value>,
     /// The private temporary directory of an open sandbox.
-    temp_dir: RefCell<Option<Opaque<Value>>>,
+    temp_dir: RefCell<Option<PathBuf>>,
 }
 
 impl DataTypeFunctions for State {
     fn mark(&self, marker: &Marker) {
         marker.mark(self.executable);
         marker.mark(self.platform);
-        marker.mark(self.effective_policy);
-        if let Some(dir) = *self.temp_dir.borrow() {
-            marker.mark(dir);
-        }
     }
 }
 
@@ -82,20 +80,9 @@ fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
     crate::ruby_api::sandbox::backend_state(ruby, rb_self, "seatbelt")
 }
 
-const FEATURES: [&str; 7] = [
-    "filesystem_read",
-    "filesystem_list",
-    "filesystem_write",
-    "filesystem_replace",
-    "process_execute",
-    "process_spawn",
-    "process_spawn_denial",
-];
-const NETWORK_MODES: [&str; 2] = ["inherit", "none"];
-
 /// The capabilities of the Seatbelt backend before policy adjustments (SB.2).
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    capabilities::build(ruby, &FEATURES, &NETWORK_MODES, "seatbelt")
+    shared::claimed(ruby, Backend::Seatbelt, None)
 }
 
 fn requires_macos(executable: &str) -> String {
@@ -104,7 +91,11 @@ fn requires_macos(executable: &str) -> String {
 
 /// Reports whether `sandbox-exec` is usable here: only on macOS with the executable present.
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
-    let options = keywords_only(args)?;
+    probe_options(ruby, keywords_only(args)?)
+}
+
+/// [`probe`] of a keyword Hash (for Native).
+pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
     let values = keywords(ruby, options, &[], &["executable", "platform"])?;
     let executable = match values[0].filter(|v| !v.is_nil()) {
         Some(value) => option_path(ruby, value)?,
@@ -141,41 +132,26 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     // No cgroups on macOS: memory is sampled, CPU per process, tasks refused (L.3).
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(6))?;
     let platform = shared::platform_or_host(ruby, get(5))?;
-    let requested = sandbox::requested_policy(ruby, rb_self.as_value());
+    // SB.2: no `process_spawn` under an isolated root.
+    enforce(
+        ruby,
+        rb_self,
+        Backend::Seatbelt,
+        "LittleGhost::Sandboxes::Seatbelt",
+    )?;
     let state = State {
         executable: Opaque::from(executable),
         platform: Opaque::from(platform),
-        effective_policy: Opaque::from(shared::policy_with_network_default(ruby, requested)?),
         temp_dir: RefCell::new(None),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
     Ok(())
 }
 
-/// The requested policy, with a nil network filled in as `:none`.
-fn effective_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.effective_policy))
-}
-
-/// SB.2: the backend capabilities, without `process_spawn` under an isolated root.
-fn capabilities_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let root: Symbol = policy.funcall("root_filesystem", ())?;
-    if root.name()? == "isolated" {
-        let features: Vec<&str> = FEATURES
-            .iter()
-            .copied()
-            .filter(|f| *f != "process_spawn")
-            .collect();
-        return capabilities::build(ruby, &features, &NETWORK_MODES, "seatbelt");
-    }
-    backend_capabilities(ruby)
-}
-
-fn temp_dir(rb_self: SandboxObj) -> Result<Option<Value>, Error> {
+fn temp_dir(rb_self: SandboxObj) -> Result<Option<PathBuf>, Error> {
     let ruby = Ruby::get_with(rb_self);
-    let dir = *state(&ruby, rb_self)?.temp_dir.borrow();
-    Ok(dir.map(|dir| ruby.get_inner(dir)))
+    let dir = state(&ruby, rb_self)?.temp_dir.borrow().clone();
+    Ok(dir)
 }
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
@@ -204,39 +180,35 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
             format!("Seatbelt executable is missing: {executable}"),
         ));
     }
-    let policy: Value = rb_self.funcall("effective_policy", ())?;
-    let network: Value = policy.funcall("network", ())?;
-    if network.funcall::<_, _, Value>("allowlist?", ())?.to_bool() {
+    let network = core_policy(ruby, rb_self)?.network.as_ref().map(|n| n.mode);
+    if network == Some(littleghost_sandbox_core::policy::NetworkMode::Allowlist) {
         return Err(errors::capability_error(
             ruby,
             "Seatbelt does not implement allowlisted network egress",
         ));
     }
-    let workspace: Value = rb_self.funcall("workspace", ())?;
+    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     let _: Value = workspace.funcall("validate!", ())?;
-    let _: bool = ruby.require("tmpdir")?;
-    let dir_class: Value = ruby.class_object().const_get("Dir")?;
-    let created: Result<Value, Error> = dir_class.funcall("mktmpdir", ("little-ghost-seatbelt-",));
-    match created {
+    match private_tmp::private_directory("little-ghost-seatbelt-") {
         Ok(dir) => {
-            state.temp_dir.replace(Some(Opaque::from(dir)));
+            state.temp_dir.replace(Some(dir));
+            Ok(())
         }
         Err(error) => {
             let _ = close(ruby, rb_self);
-            return Err(error);
+            Err(errors::dependency_error(
+                ruby,
+                format!("Seatbelt cannot create its temporary directory: {error}"),
+            ))
         }
     }
-    Ok(())
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then removes the private temporary directory; idempotent.
 fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
-    if let Some(dir) = temp_dir(rb_self)? {
-        state(ruby, rb_self)?.temp_dir.replace(None);
-        let _: bool = ruby.require("fileutils")?;
-        let fileutils: Value = ruby.class_object().const_get("FileUtils")?;
-        let _: Value = fileutils.funcall("rm_rf", (dir,))?;
+    if let Some(dir) = state(ruby, rb_self)?.temp_dir.take() {
+        let _ = std::fs::remove_dir_all(dir);
     }
     Ok(())
 }
@@ -246,8 +218,8 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
     let mut roots: Vec<PathBuf> = sb::RUNTIME_ROOTS.iter().map(PathBuf::from).collect();
     let _: bool = ruby.require("rbconfig")?;
-    let rbconfig: Value = ruby.class_object().const_get("RbConfig")?;
-    let config: RHash = rbconfig.funcall("const_get", ("CONFIG",))?;
+    let rbconfig: RModule = ruby.class_object().const_get("RbConfig")?;
+    let config: RHash = rbconfig.const_get("CONFIG")?;
     for key in ["prefix", "libdir"] {
         if let Some(value) = config.get(key) {
             roots.push(convert::path_of(vo::expand_path(ruby, value, None)?));
@@ -269,117 +241,54 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
     Ok(out)
 }
 
-/// The Ruby-side inputs of one sandbox-exec launch.
-struct Launch {
-    scope: Value,
-    grants: Vec<littleghost_sandbox_core::grants::Grant>,
-    cwd: Option<Value>,
-    environment: Option<Value>,
-    inherit: Option<Value>,
-}
-
-/// The core launch plan (16.4, 17.6, B.7): environment, opt-in, network, cwd.
-fn planned(
+/// The scope of a launch: the call's, or the sandbox's own (`Scope.new(sandbox: self)`), validated.
+fn launch_scope(
     ruby: &Ruby,
     rb_self: SandboxObj,
-    core: &littleghost_sandbox_core::policy::Policy,
-    call: Launch,
-) -> Result<launch::LaunchPlan, Error> {
-    let request = launch::LaunchRequest {
-        policy_environment: &core.environment,
-        call_inherit: call.inherit.is_some_and(|v| v.to_bool()),
-        scope_network: shared::scope_network(Some(call.scope))?,
-        policy_network: core.network.as_ref(),
-        policy_grants: Vec::new(),
-        selected: Some(call.grants),
-        require_utf8_paths: false,
-        pins: None,
-        cwd: launch_cwd(ruby, rb_self.as_value(), call.cwd)?,
-        fresh_directories: &[],
-        filter: launch::Filter::Off,
-        gateway_environment: None,
+    given: Option<Value>,
+) -> Result<la::ScopeView, Error> {
+    let value = match given {
+        Some(scope) => scope,
+        None => scoped_files::new_scope(ruby, rb_self)?,
     };
-    let layers = || -> Result<launch::Layers, Error> {
-        let workspace: Value = rb_self.funcall("workspace", ())?;
-        Ok((
-            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
-            convert::environment(ruby, call.environment)?,
-        ))
-    };
-    launch::plan(request, layers, |e| errors::from_core(ruby, e))
+    Ok(la::scope_view(ruby, Some(value))?.expect("a scope was given"))
 }
 
-/// The sandbox-exec command for `command` under `scope` (SB.5, SB.6).
-#[allow(clippy::too_many_arguments)] // the Ruby method's arguments, passed through as they are
+/// The sandbox-exec command for a call (SB.5, SB.6); subprocesses as
+/// `requested`, else as the scope allows.
 fn seatbelt_command(
     ruby: &Ruby,
     rb_self: SandboxObj,
-    command: Value,
-    scope: Option<Value>,
-    cwd: Option<Value>,
-    environment: Option<Value>,
-    inherit: Option<Value>,
-    allow_subprocesses: Option<bool>,
+    call: &Launch,
+    requested_subprocesses: Option<bool>,
 ) -> Result<HostCommand, Error> {
-    let argv = convert::argv(ruby, command)?;
+    let argv = convert::argv(ruby, call.command)?;
     if temp_dir(rb_self)?.is_none() {
-        let _: Value = rb_self.funcall("open", ())?;
+        open_steps(ruby, rb_self)?;
     }
-    let scope = match scope.filter(|v| !v.is_nil()) {
-        Some(scope) => scope,
-        None => {
-            let class = constants::class(ruby, "LittleGhost::Sandbox::Scope")?;
-            class.funcall(
-                "new",
-                (KwArgs(kwargs(ruby, &[("sandbox", rb_self.as_value())])?),),
-            )?
-        }
-    };
-    let _: Value = scope.funcall("validate!", ())?;
-    let scope_spawns: bool = scope
-        .funcall::<_, _, Value>("supports?", (ruby.to_symbol("process_spawn"),))?
-        .to_bool();
-    let allow = allow_subprocesses.unwrap_or(scope_spawns);
-    if allow && !scope_spawns {
-        return Err(errors::capability_error(
-            ruby,
-            "sandbox scope does not allow subprocess creation",
-        ));
-    }
-    let grants = RArray::try_convert(scope.funcall("process_grants", ())?)?
-        .into_iter()
-        .map(|m| mount::grant_from_ruby(ruby, m))
-        .collect::<Result<Vec<_>, _>>()?;
-    let policy_value: Value = rb_self.funcall("effective_policy", ())?;
-    let Some(policy) = policy::borrow(policy_value) else {
-        return Err(errors::policy_error(ruby, "unsupported effective policy"));
-    };
-    let core = policy.core();
+    let scope = launch_scope(ruby, rb_self, call.scope)?;
+    let allow = la::subprocesses(ruby, Some(&scope), requested_subprocesses)?;
+    let core = core_policy(ruby, rb_self)?;
     let root_filesystem = RootFilesystem::parse(core.root_filesystem.name())
         .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
-    let launch = Launch {
-        scope,
-        grants,
-        cwd,
-        environment,
-        inherit,
-    };
-    let plan = planned(ruby, rb_self, core, launch)?;
-    let temp = convert::string_path(temp_dir(rb_self)?.unwrap())?;
+    let mut request = LaunchRequest::new(
+        core,
+        call.inherit,
+        launch_cwd(ruby, rb_self, call.cwd, true)?,
+    );
+    request.scope_network = scope.network;
+    request.selected = Some(scope.grants);
+    let plan = la::plan(ruby, rb_self, call.environment, request)?;
+    let temp = temp_dir(rb_self)?.unwrap();
     let profile = sb::profile(&sb::Profile {
         root_filesystem,
-        grants: plan.selected,
+        grants: plan.selected.clone(),
         runtime_roots: runtime_roots(ruby)?,
         temp_dir: temp.clone(),
         allow_subprocesses: allow,
         network_inherit: plan.network == launch::NetworkMode::Inherit,
     });
-    let mut environment = plan.environment;
-    environment.retain(|(name, _)| name != "TMPDIR");
-    environment.push((
-        "TMPDIR".into(),
-        convert::path_text(ruby, &temp, "Seatbelt temporary directory")?,
-    ));
+    let temp = convert::path_text(ruby, &temp, "Seatbelt temporary directory")?;
     let executable = convert::path_text(
         ruby,
         &option_path(ruby, ruby.get_inner(state(ruby, rb_self)?.executable))?,
@@ -387,62 +296,24 @@ fn seatbelt_command(
     )?;
     let mut full: Vec<String> = vec![executable, "-p".into(), profile, "--".into()];
     full.extend(argv);
-    Ok(HostCommand {
-        argv: full,
-        environment,
-        inherit_environment: plan.inherit_environment,
-        chdir: Some(plan.cwd),
-        keep_fds: Vec::new(),
-        exec_argv0: None,
-    })
+    let mut host = HostCommand::planned(full, plan);
+    host.environment = private_tmp::with_tmpdir(std::mem::take(&mut host.environment), temp);
+    Ok(host)
 }
 
 /// Runs `command` (no shell) under sandbox-exec and returns its Execution (SB.7).
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let (command, values) = command_call(ruby, args, &["timeout"], &shared::EXECUTE_KEYS)?;
-    let (timeout, max_output_bytes) = shared::run_limits(
-        ruby,
-        rb_self,
-        values[0].unwrap(),
-        values[2].filter(|v| !v.is_nil()),
-    )?;
-    let limits = shared::run_plan(ruby, rb_self, &values)?;
-    let host = seatbelt_command(
-        ruby, rb_self, command, values[5], values[6], values[3], values[4], None,
-    )?;
-    shared::run_host(
-        ruby,
-        rb_self,
-        host,
-        timeout,
-        values[1].filter(|v| !v.is_nil()),
-        (max_output_bytes, values[7].is_some_and(|v| v.to_bool())),
-        limits,
-    )
+    let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
+    let host = seatbelt_command(ruby, rb_self, &call.launch, None)?;
+    la::run(ruby, rb_self, host, call)
 }
 
 /// Starts `command` under sandbox-exec as an owned ProcessSession; subprocesses are denied unless asked for (SB.5).
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let (command, values) = command_call(ruby, args, &[], &shared::START_KEYS)?;
-    let get = |name: &str| {
-        values[shared::START_KEYS.iter().position(|k| *k == name).unwrap()].filter(|v| !v.is_nil())
-    };
+    let call = StartCall::parse(ruby, rb_self, args, false)?;
     // nil means the default (H.6): denied unless asked for (SB.5).
-    let allow = values[9]
-        .filter(|v| !v.is_nil())
-        .map(|v| v.to_bool())
-        .unwrap_or(false);
-    let limits = shared::session_limits(ruby, rb_self, &get)?;
-    crate::ruby_api::process_runner::check_context(get("context"))?;
-    let host = seatbelt_command(
-        ruby,
-        rb_self,
-        command,
-        get("scope"),
-        get("cwd"),
-        get("environment"),
-        get("inherit_environment"),
-        Some(allow),
-    )?;
-    shared::start_host(ruby, rb_self, host, limits)
+    let requested = Some(call.allow_subprocesses.unwrap_or(false));
+    crate::ruby_api::process_runner::check_context(call.launch.context)?;
+    let host = seatbelt_command(ruby, rb_self, &call.launch, requested)?;
+    la::start(ruby, rb_self, host, call)
 }

@@ -40,6 +40,7 @@
 //!   keyring, io_uring rules; `allow_subprocesses: false`).
 
 mod carve;
+pub mod launch;
 
 use std::path::{Path, PathBuf};
 

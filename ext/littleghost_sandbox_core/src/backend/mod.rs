@@ -2,9 +2,11 @@
 //! Each file is one mechanism; policy arrives as plain data.
 
 pub mod bubblewrap;
+pub mod effective;
 #[cfg(target_os = "linux")]
 pub mod landlock;
 pub mod native;
+pub mod private_tmp;
 pub mod seatbelt;
 pub mod seccomp;
 

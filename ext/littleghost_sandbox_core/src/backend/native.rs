@@ -11,6 +11,23 @@ pub enum NativeChoice {
     Landlock { bubblewrap_reason: String },
 }
 
+/// Options only Bubblewrap understands. A caller who gives one configured
+/// Bubblewrap, so Native never falls back to Landlock (whose sandbox would
+/// ignore them) and reports Bubblewrap's own failure instead.
+pub const BUBBLEWRAP_OPTIONS: [&str; 11] = [
+    "bubblewrap",
+    "executable",
+    "proc",
+    "tmpfs",
+    "masks",
+    "uid",
+    "gid",
+    "tmpfs_size",
+    "relay",
+    "gateway_options",
+    "command_wrapper",
+];
+
 pub fn native_choice(
     bubblewrap: std::result::Result<(), String>,
     landlock: std::result::Result<(), String>,

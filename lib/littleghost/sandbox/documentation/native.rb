@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 #--
-# Documentation only: LittleGhost::Sandboxes::Native is defined by the Rust extension. This file defines nothing.
+# Documentation only: LittleGhost::Sandboxes::Native is defined by the Rust extension, its delegation by
+# lib/littleghost/sandbox/native.rb (which documents #open and #close). This file defines nothing.
 #++
 
 module LittleGhost
@@ -94,28 +95,6 @@ module LittleGhost
       # A Scope of the backend; see Sandbox#scope.
       #
       #   sandbox.scope(files: [:source]).sandbox   # => the backend
-
-      ##
-      # :method: open
-      # :call-seq:
-      #   open(run: nil) -> self
-      #   open(run: nil) { |sandbox| ... } -> result of the block
-      #
-      # Opens the backend and returns this Native sandbox (or, with a block, the block's value after closing).
-      #
-      # Raises what the backend's open raises (LittleGhost::DependencyError when +bwrap+ is missing or user
-      # namespaces are blocked).
-      #
-      #   sandbox.open.equal?(sandbox)   # => true
-
-      ##
-      # :method: close
-      # :call-seq:
-      #   close -> nil
-      #
-      # Closes the backend (terminating the processes and sessions it started).
-      #
-      #   sandbox.close   # => nil
 
       ##
       # :method: read

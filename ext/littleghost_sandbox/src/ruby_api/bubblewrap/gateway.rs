@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::helper;
-use magnus::{prelude::*, Error, KwArgs, RArray, RClass, RHash, Ruby, Value};
+use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
 use crate::helpers::constants;
@@ -41,12 +41,11 @@ pub(crate) fn relay_helper(ruby: &Ruby, configured: Option<&PathBuf>) -> Result<
 }
 
 /// The effective policy's network when its mode is `:allowlist`.
-pub(crate) fn allowlist_network(effective_policy: Value) -> Result<Option<Value>, Error> {
-    let network: Value = effective_policy.funcall("network", ())?;
-    match network_policy::borrow(network) {
-        Some(policy) if policy.core().mode.name() == "allowlist" => Ok(Some(network)),
-        _ => Ok(None),
-    }
+pub(crate) fn allowlist_network(ruby: &Ruby, effective_policy: Value) -> Option<Value> {
+    let network = crate::ruby_api::policy::borrow(effective_policy)?.network_value(ruby);
+    network_policy::borrow(network)
+        .filter(|policy| policy.core().mode.name() == "allowlist")
+        .map(|_| network)
 }
 
 /// G.3: `network.gateway` resolved: nil, `:builtin` or `:envoy` give the
@@ -62,7 +61,8 @@ pub(crate) fn resolve(
     workspace: Value,
     gateway_options: Option<Value>,
 ) -> Result<Value, Error> {
-    let declared: Value = network.funcall("gateway", ())?;
+    let declared = network_policy::borrow(network)
+        .map_or_else(|| ruby.qnil().as_value(), |n| n.gateway_value(ruby));
     let base = constants::class(ruby, "LittleGhost::Network::Gateway")?;
     let resolved = if declared.is_nil() || vo::try_to_sym(declared)?.is_some() {
         let hash = ruby.hash_new();
@@ -121,36 +121,37 @@ fn provider(
         Some(options) => vo::symbolize_keys(ruby, options)?,
         None => ruby.hash_new(),
     };
-    let options: RHash = options.funcall("merge", (declared,))?;
+    for (key, value) in vo::hash_pairs(declared)? {
+        options.aset(key, value)?;
+    }
     let given: Value = options.delete(ruby.to_symbol("provider"))?;
     let name = match vo::try_to_sym(given)? {
         Some(symbol) => symbol.name()?.into_owned(),
         None if given.is_nil() => "builtin".to_owned(),
         None => String::new(),
     };
-    match name.as_str() {
+    let class = match name.as_str() {
         "builtin" | "envoy" => {
-            options.aset(
-                ruby.to_symbol("allow"),
-                network.funcall::<_, _, Value>("allow", ())?,
-            )?;
-            let class = constants::class(ruby, "LittleGhost::Network::BuiltinGateway")?;
-            class.funcall("new", (KwArgs(options),))
+            let allow = network_policy::borrow(network).map_or(&[][..], |n| &n.core().allow[..]);
+            options.aset(ruby.to_symbol("allow"), vo::frozen_strings(ruby, allow))?;
+            "LittleGhost::Network::BuiltinGateway"
         }
         "external" => {
             options.aset(ruby.to_symbol("policy"), effective_policy)?;
             options.aset(ruby.to_symbol("workspace"), workspace)?;
-            let class: RClass = constants::class(ruby, "LittleGhost::Network::ExternalGateway")?;
-            class.funcall("new", (KwArgs(options),))
+            "LittleGhost::Network::ExternalGateway"
         }
-        _ => Err(errors::policy_error(
-            ruby,
-            format!(
-                "unknown network gateway provider {}",
-                vo::inspect_value(ruby, given).unwrap_or_default()
-            ),
-        )),
-    }
+        _ => {
+            return Err(errors::policy_error(
+                ruby,
+                format!(
+                    "unknown network gateway provider {}",
+                    vo::inspect_value(ruby, given).unwrap_or_default()
+                ),
+            ))
+        }
+    };
+    constants::class(ruby, class)?.funcall("new", (KwArgs(options),))
 }
 
 /// What one launch takes from an open gateway.

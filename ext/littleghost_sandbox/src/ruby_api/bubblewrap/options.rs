@@ -11,13 +11,13 @@ use magnus::{
     gc::Marker, prelude::*, value::Opaque, DataTypeFunctions, Error, RArray, Ruby, TypedData, Value,
 };
 
-use super::host::{option_path, platform_or_host, policy_with_network_default};
+use super::host::{enforce, option_path, platform_or_host};
 use crate::helpers::args::{keywords, keywords_only};
-use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{errors, mount, sandbox};
+use littleghost_sandbox_core::backend::effective::Backend;
 
 const OPTIONS: [&str; 17] = [
     "policy",
@@ -54,7 +54,6 @@ pub(super) struct State {
     pub(super) executable: PathBuf,
     pub(super) platform: String,
     pub(super) command_wrapper: Option<Opaque<Value>>,
-    pub(super) effective_policy: Opaque<Value>,
     pub(super) proc_mount: bw::ProcMount,
     pub(super) tmpfs: Vec<PathBuf>,
     pub(super) masks: Vec<PathBuf>,
@@ -75,7 +74,6 @@ pub(super) struct State {
 
 impl DataTypeFunctions for State {
     fn mark(&self, marker: &Marker) {
-        marker.mark(self.effective_policy);
         if let Some(wrapper) = self.command_wrapper {
             marker.mark(wrapper);
         }
@@ -152,28 +150,18 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
     let tmpfs_size = tmpfs_size_option(ruby, get("tmpfs_size"))?;
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get("process_limits"))?;
     crate::ruby_api::launch_limits::store_cgroup(ruby, rb_self, get("cgroup"))?;
-
-    let requested: Value = rb_self.funcall("policy", ())?;
-    let effective = policy_with_network_default(ruby, requested)?;
+    enforce(
+        ruby,
+        rb_self,
+        Backend::Bubblewrap,
+        "LittleGhost::Sandboxes::Bubblewrap",
+    )?;
     let relay = get("relay").map(|v| option_path(ruby, v)).transpose()?;
-    let gateway_options = match get("gateway_options") {
-        Some(value) if vo::is_hash(ruby, value) => Some(Opaque::from(value)),
-        Some(value) => {
-            return Err(errors::policy_error(
-                ruby,
-                format!(
-                    "bubblewrap gateway_options must be a Hash (got {})",
-                    vo::inspect_value(ruby, value).unwrap_or_default()
-                ),
-            ))
-        }
-        None => None,
-    };
+    let gateway_options = gateway_options(ruby, get("gateway_options"))?;
     let state = State {
         executable,
         platform,
         command_wrapper,
-        effective_policy: Opaque::from(effective),
         proc_mount,
         tmpfs,
         masks,
@@ -191,6 +179,21 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
     Ok(())
 }
 
+/// `gateway_options:` (G.7) must be a Hash.
+fn gateway_options(ruby: &Ruby, value: Option<Value>) -> Result<Option<Opaque<Value>>, Error> {
+    match value {
+        Some(value) if vo::is_hash(ruby, value) => Ok(Some(Opaque::from(value))),
+        Some(value) => Err(errors::policy_error(
+            ruby,
+            format!(
+                "bubblewrap gateway_options must be a Hash (got {})",
+                vo::inspect_value(ruby, value).unwrap_or_default()
+            ),
+        )),
+        None => Ok(None),
+    }
+}
+
 /// `proc:` is `:new`, `:none`, or a mount declaration whose target is forced to `/proc`.
 fn normalize_proc(ruby: &Ruby, value: Option<Value>) -> Result<bw::ProcMount, Error> {
     let Some(value) = value else {
@@ -206,9 +209,7 @@ fn normalize_proc(ruby: &Ruby, value: Option<Value>) -> Result<bw::ProcMount, Er
     if vo::is_hash(ruby, value) {
         let declaration = vo::symbolize_keys(ruby, value)?;
         declaration.aset(ruby.to_symbol("target"), "/proc")?;
-        let class = constants::class(ruby, "LittleGhost::Sandbox::Mount")?;
-        let mount: Value = class.funcall("coerce", (declaration,))?;
-        let grant = mount::grant_from_ruby(ruby, mount)?;
+        let grant = mount::grant_from_ruby(ruby, declaration.as_value())?;
         return Ok(bw::ProcMount::Bind {
             source: grant.source,
             access: grant.access,

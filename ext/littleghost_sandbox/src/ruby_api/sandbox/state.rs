@@ -160,6 +160,18 @@ pub(crate) fn workspace_of(ruby: &Ruby, rb_self: Value) -> Value {
     base_value(ruby, rb_self, Field::Workspace)
 }
 
+/// The limits given to `new`, coerced (nil before `initialize` ran).
+pub(crate) fn limits_of(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, Field::Limits)
+}
+
+/// Drops the cached default scope (a reopened Unrestricted sandbox pins anew).
+pub(crate) fn forget_default_scope(rb_self: Value) {
+    if let Some(sandbox) = borrow(rb_self) {
+        sandbox.default_scope.set(None);
+    }
+}
+
 /// The policy given to `new`, normalised (what backends derive their effective policy from).
 pub(crate) fn requested_policy(ruby: &Ruby, rb_self: Value) -> Value {
     base_value(ruby, rb_self, Field::Policy)

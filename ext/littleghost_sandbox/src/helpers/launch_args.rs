@@ -1,0 +1,415 @@
+//! What every backend's `execute_program` and `start_program` share: the
+//! keywords parsed once into an [`ExecuteCall`] or a [`StartCall`], the
+//! Ruby-side inputs of the core launch plan (effective policy, grants,
+//! scope, working directory, environment layers), and the shared runner a
+//! wrapped [`HostCommand`] goes through.
+
+use std::path::PathBuf;
+
+use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::grants::Grant;
+use littleghost_sandbox_core::launch::{self, LaunchPlan, LaunchRequest, NetworkMode};
+use littleghost_sandbox_core::limits::plan::Plan;
+use littleghost_sandbox_core::policy::Policy;
+use littleghost_sandbox_core::process::SpawnOptions;
+use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
+
+use crate::helpers::args::command_call;
+use crate::helpers::convert;
+use crate::helpers::value_object as vo;
+use crate::ruby_api::process_runner::{self, positive_integer, validate_timeout, RunRequest};
+use crate::ruby_api::process_session::{self, SessionRequest};
+use crate::ruby_api::sandbox::{self, SandboxObj};
+use crate::ruby_api::{errors, execution, launch_limits, mount, network_policy, ownership, scope};
+
+/// The optional keywords of `execute_program`, after the required `timeout`.
+const EXECUTE_KEYS: [&str; 10] = [
+    "context",
+    "max_output_bytes",
+    "environment",
+    "inherit_environment",
+    "scope",
+    "cwd",
+    "kill_on_output_limit",
+    "memory_bytes",
+    "tasks",
+    "cpu_seconds",
+];
+
+/// The keywords of `start_program`, all optional.
+const START_KEYS: [&str; 11] = [
+    "context",
+    "environment",
+    "inherit_environment",
+    "scope",
+    "cwd",
+    "output_bytes",
+    "memory_bytes",
+    "cpu_seconds",
+    "file_bytes",
+    "allow_subprocesses",
+    "tasks",
+];
+
+/// What both launch methods take: the command and where and how it runs.
+pub(crate) struct Launch {
+    pub command: Value,
+    pub context: Option<Value>,
+    pub environment: Option<Value>,
+    pub inherit: bool,
+    pub scope: Option<Value>,
+    pub cwd: Option<Value>,
+}
+
+/// `execute_program(command, timeout:, ...)`, validated before anything is
+/// opened or spawned (17.3).
+pub(crate) struct ExecuteCall {
+    pub launch: Launch,
+    pub timeout: f64,
+    pub max_output_bytes: u64,
+    pub kill_on_output_limit: bool,
+    pub limits: Plan,
+}
+
+/// `start_program(command, ...)`, validated likewise.
+pub(crate) struct StartCall {
+    pub launch: Launch,
+    pub output_bytes: u64,
+    pub file_bytes: Option<u64>,
+    /// nil or absent: the backend's default (H.6).
+    pub allow_subprocesses: Option<bool>,
+    pub limits: Plan,
+}
+
+/// The value given for `name` (nil counts as absent).
+fn lookup(keys: &[&str], values: &[Option<Value>], name: &str) -> Option<Value> {
+    let index = keys.iter().position(|key| *key == name)?;
+    values[index].filter(|value| !value.is_nil())
+}
+
+impl Launch {
+    fn parse(command: Value, get: &dyn Fn(&str) -> Option<Value>) -> Launch {
+        Launch {
+            command,
+            context: get("context"),
+            environment: get("environment"),
+            inherit: get("inherit_environment").is_some_and(|v| v.to_bool()),
+            scope: get("scope"),
+            cwd: get("cwd"),
+        }
+    }
+}
+
+/// `limits.output_bytes` of the sandbox: the default output bound.
+fn default_output_bytes(ruby: &Ruby, rb_self: SandboxObj) -> Result<u64, Error> {
+    sandbox::limits_of(ruby, rb_self.as_value()).funcall("output_bytes", ())
+}
+
+impl ExecuteCall {
+    /// Parses and validates the call; `own_tree` runs it in a cgroup even
+    /// without limits wherever the host allows (Unrestricted).
+    pub(crate) fn parse(
+        ruby: &Ruby,
+        rb_self: SandboxObj,
+        args: &[Value],
+        own_tree: bool,
+    ) -> Result<ExecuteCall, Error> {
+        let (command, values) = command_call(ruby, args, &["timeout"], &EXECUTE_KEYS)?;
+        let get = |name: &str| lookup(&EXECUTE_KEYS, &values[1..], name);
+        let timeout = validate_timeout(ruby, values[0].unwrap())?;
+        let max_output_bytes = match get("max_output_bytes") {
+            Some(value) => positive_integer(ruby, value, "max_output_bytes")?,
+            None => default_output_bytes(ruby, rb_self)?,
+        };
+        Ok(ExecuteCall {
+            timeout,
+            max_output_bytes,
+            kill_on_output_limit: get("kill_on_output_limit").is_some_and(|v| v.to_bool()),
+            limits: launch_limits::for_call(ruby, rb_self, &get, own_tree)?,
+            launch: Launch::parse(command, &get),
+        })
+    }
+}
+
+impl StartCall {
+    /// Parses and validates the call (see [`ExecuteCall::parse`]).
+    pub(crate) fn parse(
+        ruby: &Ruby,
+        rb_self: SandboxObj,
+        args: &[Value],
+        own_tree: bool,
+    ) -> Result<StartCall, Error> {
+        let (command, values) = command_call(ruby, args, &[], &START_KEYS)?;
+        let get = |name: &str| lookup(&START_KEYS, &values, name);
+        let optional = |name: &str| -> Result<Option<u64>, Error> {
+            get(name)
+                .map(|v| positive_integer(ruby, v, name))
+                .transpose()
+        };
+        let output_bytes = match optional("output_bytes")? {
+            Some(bytes) => bytes,
+            None => default_output_bytes(ruby, rb_self)?,
+        };
+        Ok(StartCall {
+            output_bytes,
+            limits: launch_limits::for_call(ruby, rb_self, &get, own_tree)?,
+            file_bytes: optional("file_bytes")?,
+            allow_subprocesses: get("allow_subprocesses").map(|v| v.to_bool()),
+            launch: Launch::parse(command, &get),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The Ruby-side inputs of the core launch plan.
+
+/// The effective policy the sandbox enforces, as the core policy.
+pub(crate) fn core_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static Policy, Error> {
+    let value = sandbox::enforced_policy(ruby, rb_self.as_value())?;
+    crate::ruby_api::policy::borrow(value)
+        .map(|policy| policy.core())
+        .ok_or_else(|| {
+            errors::policy_error(
+                ruby,
+                "sandbox effective_policy must be a LittleGhost::Sandbox::Policy",
+            )
+        })
+}
+
+/// The workspace root of the sandbox (a host path).
+pub(crate) fn workspace_root(workspace: Value) -> Result<PathBuf, Error> {
+    convert::string_path(workspace.funcall("root", ())?)
+}
+
+/// `effective_policy.process_grants(workspace)` as core grants.
+pub(crate) fn policy_grants(ruby: &Ruby, rb_self: SandboxObj) -> Result<Vec<Grant>, Error> {
+    let policy = core_policy(ruby, rb_self)?;
+    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
+    vo::require_duck(workspace, "workspace", &["root", "path"])?;
+    let directory = |name: &str| -> Result<PathBuf, Error> {
+        if name == "root" {
+            return workspace_root(workspace);
+        }
+        let path: RString = workspace.funcall("path", (ruby.to_symbol(name),))?;
+        Ok(convert::path_of(path))
+    };
+    policy.process_grants(directory, |error| errors::from_core(ruby, error))
+}
+
+/// A launch's scope as the plan needs it.
+pub(crate) struct ScopeView {
+    pub value: Value,
+    pub grants: Vec<Grant>,
+    pub network: Option<NetworkMode>,
+    /// The scope allows `process_spawn`.
+    pub spawns: bool,
+}
+
+/// The scope of a launch, validated (16.5 step 1), or None.
+pub(crate) fn scope_view(ruby: &Ruby, value: Option<Value>) -> Result<Option<ScopeView>, Error> {
+    let Some(value) = value.filter(|v| !v.is_nil()) else {
+        return Ok(None);
+    };
+    scope::validate(ruby, value)?;
+    let grants = RArray::try_convert(scope::reader_process_grants(ruby, value)?)?
+        .into_iter()
+        .map(|m| mount::grant_from_ruby(ruby, m))
+        .collect::<Result<Vec<_>, _>>()?;
+    let network = network_policy::borrow(scope::reader_network(ruby, value)?)
+        .and_then(|n| bw::NetworkMode::parse(n.core().mode.name()));
+    Ok(Some(ScopeView {
+        value,
+        grants,
+        network,
+        spawns: scope::supports_feature(ruby, value, "process_spawn")?,
+    }))
+}
+
+/// Whether the launch may create subprocesses: as `requested`, or as the
+/// scope allows when nothing was requested; asking for them where the scope
+/// forbids them is a CapabilityError.
+pub(crate) fn subprocesses(
+    ruby: &Ruby,
+    scope: Option<&ScopeView>,
+    requested: Option<bool>,
+) -> Result<bool, Error> {
+    let spawns = scope.is_none_or(|scope| scope.spawns);
+    match requested {
+        None => Ok(spawns),
+        Some(true) if !spawns => Err(errors::capability_error(
+            ruby,
+            "sandbox scope does not allow subprocess creation",
+        )),
+        Some(allow) => Ok(allow),
+    }
+}
+
+/// The working directory of a launch (B.7): nil is the workspace root; a
+/// relative value resolves logically, as does an absolute one unless
+/// `in_sandbox` (then it names a path inside the sandbox).
+pub(crate) fn launch_cwd(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    cwd: Option<Value>,
+    in_sandbox: bool,
+) -> Result<PathBuf, Error> {
+    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
+    let cwd = match cwd.filter(|v| !v.is_nil()) {
+        None => return workspace_root(workspace),
+        Some(cwd) => convert::path_string(ruby, cwd, "cwd")?,
+    };
+    if in_sandbox && convert::path_of(cwd).is_absolute() {
+        return convert::string_path(vo::expand_path(ruby, cwd.as_value(), None)?.as_value());
+    }
+    // A logical path the workspace refuses is a ToolError.
+    match workspace.funcall::<_, _, Value>("resolve", (cwd,)) {
+        Ok(resolved) => convert::string_path(resolved),
+        Err(error)
+            if error.is_kind_of(ruby.exception_arg_error())
+                || error.is_kind_of(ruby.exception_key_error()) =>
+        {
+            Err(errors::tool_error(ruby, sandbox::error_message(&error)))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The core launch plan of `request`, with the workspace's and the call's
+/// variables as its environment layers.
+pub(crate) fn plan(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    environment: Option<Value>,
+    request: LaunchRequest<'_>,
+) -> Result<LaunchPlan, Error> {
+    let layers = || -> Result<launch::Layers, Error> {
+        let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
+        Ok((
+            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
+            convert::environment(ruby, environment)?,
+        ))
+    };
+    launch::plan(request, layers, |e| errors::from_core(ruby, e))
+}
+
+// ---------------------------------------------------------------------------
+// The shared runner.
+
+/// A host command ready for the shared runner or session: the wrapper argv
+/// plus what its own process gets.
+pub(crate) struct HostCommand {
+    pub argv: Vec<String>,
+    /// The wrapper process's explicit environment (bwrap: none, its child gets `--setenv`).
+    pub environment: Vec<(String, String)>,
+    pub inherit_environment: bool,
+    pub chdir: Option<PathBuf>,
+    /// Descriptors kept open across exec (the seccomp program).
+    pub keep_fds: Vec<i32>,
+    /// For bwrap: argv[0] as bwrap execs it, and as the caller wrote it (17.4).
+    pub exec_argv0: Option<(Vec<u8>, String)>,
+}
+
+impl HostCommand {
+    /// A plain host launch of a planned command (no wrapper descriptors).
+    pub(crate) fn planned(argv: Vec<String>, plan: LaunchPlan) -> HostCommand {
+        HostCommand {
+            argv,
+            environment: plan.environment,
+            inherit_environment: plan.inherit_environment,
+            chdir: Some(plan.cwd),
+            keep_fds: Vec::new(),
+            exec_argv0: None,
+        }
+    }
+
+    /// The program as the caller named it (for denial events).
+    fn program(&self) -> &str {
+        match &self.exec_argv0 {
+            Some((_, written)) => written,
+            None => self.argv.first().map_or("", String::as_str),
+        }
+    }
+}
+
+/// 17.4: bwrap's own execvp failure becomes exit 127/126 with a shell-style message.
+fn reinterpret_exec_failure(
+    ruby: &Ruby,
+    host: &HostCommand,
+    execution: Value,
+) -> Result<Value, Error> {
+    let Some((exec_argv0, display_argv0)) = &host.exec_argv0 else {
+        return Ok(execution);
+    };
+    let [stdout, stderr, exit_code, _, _] = execution::fields(execution)?;
+    let failure = bw::classify_exec_failure(
+        Option::<i32>::try_convert(exit_code)?,
+        &convert::bytes(RString::try_convert(stdout)?),
+        &convert::bytes(RString::try_convert(stderr)?),
+        exec_argv0,
+    );
+    Ok(match failure {
+        None => execution,
+        Some(failure) => execution::Execution::wrap(
+            ruby,
+            "",
+            &failure.message(display_argv0),
+            Some(failure.exit_code()),
+            None,
+        ),
+    })
+}
+
+/// Runs a host command through the shared process runner (§17).
+pub(crate) fn run(
+    ruby: &Ruby,
+    owner: SandboxObj,
+    host: HostCommand,
+    call: ExecuteCall,
+) -> Result<Value, Error> {
+    let request = RunRequest {
+        argv: host.argv.clone(),
+        timeout: call.timeout,
+        context: call.launch.context,
+        max_output_bytes: call.max_output_bytes,
+        environment: host.environment.clone(),
+        inherit_environment: host.inherit_environment,
+        chdir: host.chdir.clone(),
+        spawn_options: SpawnOptions {
+            inherited_fds: host.keep_fds.clone(),
+        },
+        owner: Some(ownership::owner(ruby, owner)?),
+        kill_on_output_limit: call.kill_on_output_limit,
+        limits: call.limits,
+        denials: crate::ruby_api::denial::Reporter::of(owner, host.program()),
+    };
+    let execution = process_runner::run(ruby, request)?;
+    reinterpret_exec_failure(ruby, &host, execution)
+}
+
+/// Starts a host command as a shared ProcessSession (§18).
+pub(crate) fn start(
+    ruby: &Ruby,
+    owner: SandboxObj,
+    host: HostCommand,
+    call: StartCall,
+) -> Result<Value, Error> {
+    let denials = crate::ruby_api::denial::Reporter::of(owner, host.program());
+    process_session::start(
+        ruby,
+        SessionRequest {
+            argv: host.argv,
+            environment: host.environment,
+            inherit_environment: host.inherit_environment,
+            chdir: host.chdir,
+            output_bytes: call.output_bytes,
+            limits: call.limits,
+            memory_reader: None,
+            file_bytes: call.file_bytes,
+            spawn_options: SpawnOptions {
+                inherited_fds: host.keep_fds,
+            },
+            owner: Some(ownership::owner(ruby, owner)?),
+            denials,
+        },
+    )
+}

@@ -1,0 +1,179 @@
+//! One Landlock launch (LL.1), planned from the shared launch plan: the
+//! mounts as Landlock rules, W12 for a scope, the working directory, and the
+//! helper's `supervise` argv.
+
+use std::path::{Path, PathBuf};
+
+use super::{cwd_allowed, expand, plan, refuse_unhidable, Grant, Plan, RootMode};
+use crate::error::{capability, policy, Result};
+use crate::grants::{Access, Grant as Mount};
+use crate::launch::NetworkMode;
+use crate::policy::RootFilesystem;
+
+/// The Landlock root mode of a policy's root filesystem.
+pub fn root_mode(root: RootFilesystem) -> RootMode {
+    match root {
+        RootFilesystem::Isolated => RootMode::Isolated,
+        RootFilesystem::ReadOnly => RootMode::ReadOnly,
+        RootFilesystem::ReadWrite => RootMode::ReadWrite,
+    }
+}
+
+/// Mounts as Landlock rules (by physical path). A grant shown at another
+/// path than its source cannot be expressed without a mount namespace:
+/// CapabilityError.
+pub fn rules_of(mounts: &[Mount]) -> Result<Vec<Grant>> {
+    mounts
+        .iter()
+        .map(|mount| {
+            if mount.source != mount.target {
+                return Err(capability(format!(
+                    "the landlock sandbox cannot show {} at {}: it has no mount namespace",
+                    mount.source.display(),
+                    mount.target.display()
+                )));
+            }
+            Ok(Grant {
+                path: mount.source.clone(),
+                writable: mount.access == Access::ReadWrite,
+            })
+        })
+        .collect()
+}
+
+/// What a Landlock sandbox holds between `open` and `close`.
+#[derive(Debug, Clone, Copy)]
+pub struct Sandbox<'a> {
+    pub root: RootFilesystem,
+    pub runtime_roots: &'a [PathBuf],
+    pub tmpdir: &'a Path,
+}
+
+/// `open`'s dry run: every policy grant must be expressible exactly.
+pub fn check(sandbox: Sandbox<'_>, grants: &[Mount]) -> Result<()> {
+    let rules = rules_of(grants)?;
+    let planned = plan(
+        root_mode(sandbox.root),
+        &rules,
+        sandbox.runtime_roots,
+        sandbox.tmpdir,
+        true,
+        false,
+    )?;
+    expand(&planned.rules).map(|_| ())
+}
+
+/// The rules of one launch of `selected` (the scope's grants, or the
+/// policy's): W12 when `scoped` (what the scope left out must stay out of
+/// reach), and a working directory the rules reach.
+pub fn launch_rules(
+    sandbox: Sandbox<'_>,
+    policy_grants: &[Mount],
+    selected: &[Mount],
+    scoped: bool,
+    network: NetworkMode,
+    deny_subprocesses: bool,
+    cwd: &Path,
+) -> Result<Plan> {
+    let root = root_mode(sandbox.root);
+    if scoped {
+        refuse_unhidable(root, &rules_of(policy_grants)?, &rules_of(selected)?)?;
+    }
+    let planned = plan(
+        root,
+        &rules_of(selected)?,
+        sandbox.runtime_roots,
+        sandbox.tmpdir,
+        network == NetworkMode::None,
+        deny_subprocesses,
+    )?;
+    if !cwd_allowed(&planned, cwd) {
+        return Err(policy(
+            "sandbox working directory is outside the selected scope",
+        ));
+    }
+    Ok(planned)
+}
+
+/// `[helper, "supervise", *rules, "--", *command]`.
+pub fn supervise_argv(helper: String, plan: &Plan, command: Vec<String>) -> Vec<String> {
+    let mut argv = vec![helper, "supervise".into()];
+    argv.extend(plan.to_args());
+    argv.push("--".into());
+    argv.extend(command);
+    argv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mount(source: &str, target: &str) -> Mount {
+        Mount {
+            source: source.into(),
+            target: target.into(),
+            access: Access::ReadWrite,
+            tools: true,
+            protect_aliases: false,
+        }
+    }
+
+    #[test]
+    fn a_moved_grant_cannot_be_expressed() {
+        let error = rules_of(&[mount("/src", "/dst")]).unwrap_err();
+        assert!(error.message().contains("no mount namespace"));
+        let rules = rules_of(&[mount("/w", "/w")]).unwrap();
+        assert_eq!(rules[0].path, PathBuf::from("/w"));
+        assert!(rules[0].writable);
+    }
+
+    #[test]
+    fn root_modes_follow_the_policy() {
+        assert_eq!(root_mode(RootFilesystem::Isolated), RootMode::Isolated);
+        assert_eq!(root_mode(RootFilesystem::ReadOnly), RootMode::ReadOnly);
+        assert_eq!(root_mode(RootFilesystem::ReadWrite), RootMode::ReadWrite);
+    }
+
+    #[test]
+    fn the_working_directory_must_be_reachable() {
+        let tmp = std::env::temp_dir();
+        let sandbox = Sandbox {
+            root: RootFilesystem::Isolated,
+            runtime_roots: &[],
+            tmpdir: &tmp,
+        };
+        let grants = [mount("/w", "/w")];
+        let inside = launch_rules(
+            sandbox,
+            &grants,
+            &grants,
+            false,
+            NetworkMode::None,
+            false,
+            Path::new("/w"),
+        );
+        assert!(inside.is_ok());
+        let outside = launch_rules(
+            sandbox,
+            &grants,
+            &grants,
+            false,
+            NetworkMode::None,
+            false,
+            Path::new("/elsewhere"),
+        );
+        assert_eq!(
+            outside.unwrap_err().message(),
+            "sandbox working directory is outside the selected scope"
+        );
+    }
+
+    #[test]
+    fn the_helper_supervises_the_command() {
+        let tmp = std::env::temp_dir();
+        let planned = plan(RootMode::ReadOnly, &[], &[], &tmp, true, false).unwrap();
+        let argv = supervise_argv("/h".into(), &planned, vec!["echo".into(), "hi".into()]);
+        assert_eq!(&argv[..2], ["/h", "supervise"]);
+        assert_eq!(&argv[argv.len() - 3..], ["--", "echo", "hi"]);
+    }
+}
