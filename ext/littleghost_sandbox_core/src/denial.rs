@@ -206,6 +206,21 @@ impl Denial {
     }
 }
 
+/// How Ruby's `Denial#inspect` shows it:
+/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`.
+impl std::fmt::Display for Denial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "#<LittleGhost::Sandbox::Denial {} {} {:?} {}>",
+            self.kind.name(),
+            self.operation.name(),
+            self.target,
+            self.reason.name()
+        )
+    }
+}
+
 impl From<&gateway::Denial> for Denial {
     fn from(record: &gateway::Denial) -> Denial {
         let reason = match record.reason {
@@ -312,6 +327,15 @@ mod tests {
         assert_eq!(log.dropped(), 1);
         assert_eq!(DenialLog::new(0).capacity(), 1);
         assert_eq!(DenialLog::default().capacity(), DEFAULT_CAPACITY);
+    }
+
+    #[test]
+    fn it_shows_as_ruby_inspects_it() {
+        let denial = Denial::capability("filesystem_write", "docs/\"a\".md");
+        assert_eq!(
+            denial.to_string(),
+            r#"#<LittleGhost::Sandbox::Denial filesystem write "docs/\"a\".md" capability>"#
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use littleghost_sandbox_core::grants::Access;
 use littleghost_sandbox_core::network::{Allowlist, DenialReason, Gateway, GatewayConfig};
 
 /// A one-response-per-connection HTTP server on 127.0.0.1.
@@ -144,6 +145,17 @@ fn an_allowed_server_is_reached_by_connect_and_plain_http() {
         "{last}"
     );
     assert!(gateway.denials().is_empty());
+}
+
+#[test]
+fn a_sandbox_mounts_the_socket_directory_read_only_at_the_same_path() {
+    let gateway = gateway(&entry(1), true);
+    let mount = gateway.mount();
+    assert_eq!(mount.source, gateway.directory());
+    assert_eq!(mount.target, gateway.directory());
+    assert_eq!(mount.access, Access::ReadOnly);
+    assert!(!mount.tools && !mount.protect_aliases);
+    assert!(gateway.socket_path().starts_with(&mount.target));
 }
 
 #[test]

@@ -6,7 +6,6 @@
 
 use std::sync::{Arc, Mutex};
 
-use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::network as core;
 use magnus::{
     method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, IntoValue, RArray, RClass,
@@ -57,20 +56,34 @@ pub struct BuiltinGateway {
 
 impl DataTypeFunctions for BuiltinGateway {}
 
+/// The keywords of `BuiltinGateway.new`: the entries as Strings and the flag.
+struct BuiltinOptions {
+    allow: Vec<String>,
+    allow_private_destinations: bool,
+}
+
+impl BuiltinOptions {
+    fn parse(ruby: &Ruby, rb_args: &[Value]) -> Result<BuiltinOptions, Error> {
+        let keywords = args::keywords_only(rb_args)?;
+        let optional = &["allow_private_destinations"];
+        let values = args::keywords(ruby, keywords, &["allow"], optional)?;
+        let allow = vo::array_items(ruby, values[0])?
+            .into_iter()
+            .map(|entry| vo::string_of(ruby, entry))
+            .collect::<Result<_, _>>()?;
+        let allow_private_destinations = values[1].is_some_and(|v| v.to_bool());
+        Ok(BuiltinOptions {
+            allow,
+            allow_private_destinations,
+        })
+    }
+}
+
 /// BuiltinGateway.new(allow:, allow_private_destinations: false): PolicyError for a malformed entry (G.7).
 fn new(ruby: &Ruby, class: RClass, rb_args: &[Value]) -> Result<Obj<BuiltinGateway>, Error> {
-    let values = args::keywords(
-        ruby,
-        args::keywords_only(rb_args)?,
-        &["allow"],
-        &["allow_private_destinations"],
-    )?;
-    let entries: Vec<String> = vo::array_items(ruby, values[0])?
-        .into_iter()
-        .map(|entry| vo::string_of(ruby, entry))
-        .collect::<Result<_, _>>()?;
-    let allow_private = values[1].is_some_and(|v| v.to_bool());
-    let allowlist = errors::core_result(ruby, core::Allowlist::new(&entries, allow_private))?;
+    let options = BuiltinOptions::parse(ruby, rb_args)?;
+    let allowlist = core::Allowlist::new(&options.allow, options.allow_private_destinations);
+    let allowlist = errors::core_result(ruby, allowlist)?;
     let entries = allowlist.entries().iter().map(|d| d.to_string()).collect();
     Ok(ruby.obj_wrap_as(
         BuiltinGateway {
@@ -163,15 +176,7 @@ impl BuiltinGateway {
     fn mounts(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
         let mounts = ruby.ary_new();
         if let Some(gateway) = rb_self.running() {
-            let directory = gateway.directory().to_path_buf();
-            let grant = Grant {
-                source: directory.clone(),
-                target: directory,
-                access: Access::ReadOnly,
-                tools: false,
-                protect_aliases: false,
-            };
-            mounts.push(mount::grant_to_ruby(ruby, &grant)?)?;
+            mounts.push(mount::grant_to_ruby(ruby, &gateway.mount())?)?;
         }
         mounts.freeze();
         Ok(mounts)

@@ -167,14 +167,7 @@ fn hash(rb_self: &Denial) -> i64 {
     vo::hash_code(&rb_self.0)
 }
 
-/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`
+/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>` (the core's Display).
 fn inspect(rb_self: &Denial) -> String {
-    let d = &rb_self.0;
-    format!(
-        "#<LittleGhost::Sandbox::Denial {} {} {:?} {}>",
-        d.kind.name(),
-        d.operation.name(),
-        d.target,
-        d.reason.name()
-    )
+    rb_self.0.to_string()
 }

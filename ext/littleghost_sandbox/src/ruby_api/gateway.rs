@@ -65,54 +65,76 @@ impl DataTypeFunctions for ExternalGateway {
     }
 }
 
+/// The keywords of `ExternalGateway.new`, as given.
+struct ExternalOptions {
+    policy: Value,
+    workspace: Value,
+    /// `runtime_paths:`, one name or an Array of them (nil: none).
+    names: Vec<Value>,
+    proxy_mount_path: Value,
+    environment: Option<Value>,
+    validator: Value,
+}
+
+impl ExternalOptions {
+    fn parse(ruby: &Ruby, rb_args: &[Value]) -> Result<ExternalOptions, Error> {
+        let values = args::keywords(
+            ruby,
+            args::keywords_only(rb_args)?,
+            &["policy", "workspace", "runtime_paths", "proxy_mount_path"],
+            &["environment", "validate"],
+        )?;
+        let value = |i: usize| values[i].unwrap_or_else(|| ruby.qnil().as_value());
+        let names = match value(2) {
+            nil if nil.is_nil() => Vec::new(),
+            value => match RArray::from_value(value) {
+                Some(array) => array.into_iter().collect(),
+                None => vec![value],
+            },
+        };
+        Ok(ExternalOptions {
+            policy: value(0),
+            workspace: value(1),
+            names,
+            proxy_mount_path: value(3),
+            environment: values[4],
+            validator: value(5),
+        })
+    }
+}
+
 /// ExternalGateway.new(policy:, workspace:, runtime_paths:, proxy_mount_path:, environment: {}, validate: nil)
 fn external_new(
     ruby: &Ruby,
     class: RClass,
     rb_args: &[Value],
 ) -> Result<Obj<ExternalGateway>, Error> {
-    let values = args::keywords(
-        ruby,
-        args::keywords_only(rb_args)?,
-        &["policy", "workspace", "runtime_paths", "proxy_mount_path"],
-        &["environment", "validate"],
-    )?;
-    let value = |i: usize| values[i].unwrap_or_else(|| ruby.qnil().as_value());
-    let (policy, workspace) = (value(0), value(1));
-    let names = match value(2) {
-        nil if nil.is_nil() => Vec::new(),
-        value => match RArray::from_value(value) {
-            Some(array) => array.into_iter().collect(),
-            None => vec![value],
-        },
-    };
+    let options = ExternalOptions::parse(ruby, rb_args)?;
     let symbols = ruby.ary_new();
-    let mut roots = Vec::new();
-    for name in names {
+    let mut declaration = core::ExternalDeclaration::default();
+    for name in options.names {
         let symbol = vo::name_to_sym(name, "external gateway runtime path name")?;
         // The workspace a user passed (any duck type with `path`).
-        let directory: RString = workspace.funcall("path", (symbol,))?;
-        roots.push((symbol.name()?.into_owned(), convert::path_of(directory)));
+        let directory: RString = options.workspace.funcall("path", (symbol,))?;
+        let root = (symbol.name()?.into_owned(), convert::path_of(directory));
+        declaration.roots.push(root);
         symbols.push(symbol)?;
     }
     symbols.freeze();
-    let proxy =
-        convert::expanded_path(ruby, Some(value(3)), "proxy_mount_path")?.unwrap_or_default();
-    let validator = value(5);
-    if !validator.is_nil() && !validator.respond_to("call", false)? {
-        return Err(errors::policy_error(
-            ruby,
-            "external gateway validate must be nil or respond to call",
-        ));
+    let proxy = Some(options.proxy_mount_path);
+    declaration.proxy_mount_path = convert::expanded_path(ruby, proxy, "proxy_mount_path")?;
+    let validator = options.validator;
+    if !validator.is_nil() {
+        declaration.validator_callable = Some(validator.respond_to("call", false)?);
     }
-    let gateway = errors::core_result(ruby, core::ExternalGateway::new(roots, proxy))?;
-    let environment = environment_hash(ruby, values[4])?;
+    let gateway = errors::core_result(ruby, declaration.build())?;
+    let environment = environment_hash(ruby, options.environment)?;
     let path = convert::path_to_ruby(ruby, gateway.proxy_mount_path());
     Ok(ruby.obj_wrap_as(
         ExternalGateway {
             core: Mutex::new(gateway),
-            policy: policy.into(),
-            workspace: workspace.into(),
+            policy: options.policy.into(),
+            workspace: options.workspace.into(),
             runtime_paths: symbols.into(),
             proxy_mount_path: path.into(),
             environment: environment.into(),

@@ -18,6 +18,31 @@ pub struct ExternalGateway {
     pinned: Option<Vec<Identity>>,
 }
 
+/// What `ExternalGateway.new` was given, in the terms the core decides on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExternalDeclaration {
+    /// (runtime path name, its workspace directory), in the order given.
+    pub roots: Vec<(String, PathBuf)>,
+    /// The expanded proxy socket path; None when nil was given.
+    pub proxy_mount_path: Option<PathBuf>,
+    /// None without a validator, else whether it answers `call`.
+    pub validator_callable: Option<bool>,
+}
+
+impl ExternalDeclaration {
+    /// The declared gateway (not yet open), or the PolicyError the
+    /// declaration earns: a validator that cannot be called first, then the
+    /// rules of [`ExternalGateway::new`].
+    pub fn build(self) -> Result<ExternalGateway> {
+        if self.validator_callable == Some(false) {
+            return Err(policy(
+                "external gateway validate must be nil or respond to call",
+            ));
+        }
+        ExternalGateway::new(self.roots, self.proxy_mount_path.unwrap_or_default())
+    }
+}
+
 impl ExternalGateway {
     /// `roots` are (runtime path name, its workspace directory), non-empty;
     /// `proxy_mount_path` (already expanded) must lie inside one of them.
@@ -176,6 +201,29 @@ mod tests {
             gateway.check_grants(["other"]).unwrap_err(),
             policy("external gateway runtime paths are not process grants: :proxy")
         );
+    }
+
+    #[test]
+    fn a_declaration_checks_its_validator_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let declared = |validator_callable, proxy: Option<PathBuf>| ExternalDeclaration {
+            roots: roots(dir.path()),
+            proxy_mount_path: proxy,
+            validator_callable,
+        };
+        assert_eq!(
+            declared(Some(false), None).build().unwrap_err(),
+            policy("external gateway validate must be nil or respond to call")
+        );
+        let missing = declared(Some(true), None).build().unwrap_err();
+        assert_eq!(
+            missing,
+            policy("external gateway proxy_mount_path  must be inside a runtime path")
+        );
+        let proxy = Some(dir.path().join("proxy/s"));
+        assert!(declared(None, proxy.clone()).build().is_ok());
+        assert!(declared(Some(true), proxy).build().is_ok());
+        assert!(ExternalDeclaration::default().build().is_err());
     }
 
     #[test]

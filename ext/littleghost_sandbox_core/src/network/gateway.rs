@@ -16,6 +16,7 @@ use super::allowlist::Allowlist;
 use super::denial::{Denial, DenialCallback, Denials};
 use super::proxy::{self, Shared};
 use crate::error::{Error, Result};
+use crate::grants::{Access, Grant};
 
 /// The socket's file name inside the gateway's directory.
 pub const SOCKET_NAME: &str = "proxy.sock";
@@ -137,6 +138,18 @@ impl Gateway {
     /// The private directory holding the socket (bound read-only into a sandbox).
     pub fn directory(&self) -> &Path {
         &self.directory
+    }
+
+    /// What a sandbox mounts to reach it (G.6): the socket's private
+    /// directory, read-only at the same path, process-only.
+    pub fn mount(&self) -> Grant {
+        Grant {
+            source: self.directory.clone(),
+            target: self.directory.clone(),
+            access: Access::ReadOnly,
+            tools: false,
+            protect_aliases: false,
+        }
     }
 
     /// The denials kept so far, oldest first.

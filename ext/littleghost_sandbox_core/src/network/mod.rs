@@ -14,5 +14,5 @@ mod proxy;
 
 pub use allowlist::{refused_address, Allowlist, Destination, Host};
 pub use denial::{Denial, DenialCallback, DenialReason, Denials};
-pub use external::ExternalGateway;
+pub use external::{ExternalDeclaration, ExternalGateway};
 pub use gateway::{Gateway, GatewayConfig};
