@@ -102,7 +102,9 @@ impl Launch {
 
 /// `limits.output_bytes` of the sandbox: the default output bound.
 fn default_output_bytes(ruby: &Ruby, rb_self: SandboxObj) -> Result<u64, Error> {
-    sandbox::limits_of(ruby, rb_self.as_value()).funcall("output_bytes", ())
+    crate::ruby_api::limits::borrow(sandbox::limits_of(ruby, rb_self.as_value()))
+        .map(|limits| limits.output_bytes)
+        .ok_or_else(|| errors::tool_error(ruby, "sandbox is not initialized"))
 }
 
 impl ExecuteCall {
