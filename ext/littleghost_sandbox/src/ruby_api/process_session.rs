@@ -28,7 +28,7 @@ use magnus::{
     prelude::*,
     scan_args::{get_kwargs, scan_args},
     typed_data::Obj,
-    value::{Lazy, LazyId, Opaque, ReprValue},
+    value::{Lazy, Opaque, ReprValue},
     DataTypeFunctions, Error, Exception, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
@@ -39,7 +39,8 @@ use crate::ruby_api::errors::{argument_error, core_result, tool_error};
 use crate::ruby_api::execution::{define_data_class, DataShape};
 use crate::ruby_api::launch_limits;
 use crate::ruby_api::process_runner::{
-    check_context, positive_integer, reap_leader, terminate_group, validate_timeout, Waiter,
+    check_context, errno_exception, positive_integer, reap_leader, terminate_group,
+    validate_timeout, Waiter,
 };
 use littleghost_sandbox_core::limits::plan::Plan;
 
@@ -59,9 +60,6 @@ static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
     constants::class(ruby, "LittleGhost::Sandbox::ProcessSession::Chunk")
         .expect("ProcessSession::Chunk is defined at load")
 });
-static STDOUT_IVAR: LazyId = LazyId::new("@stdout");
-static STDERR_IVAR: LazyId = LazyId::new("@stderr");
-static EOF_IVAR: LazyId = LazyId::new("@eof");
 
 /// A session launch as backends hand it over (18.1).
 pub struct SessionRequest {
@@ -100,6 +98,8 @@ struct SessionState {
     output_bytes: u64,
     closed: AtomicBool,
     monitor_stop: AtomicBool,
+    /// Set by the memory monitor thread when it ends.
+    monitor_done: AtomicBool,
     /// The write mutex of 18.4, taken without holding a lock across GVL releases.
     writing: AtomicBool,
     /// Where a limit kill is reported as a denial (issue 12 item 12).
@@ -162,6 +162,12 @@ impl ProcessSession {
     /// The monitor thread, if one was started.
     pub(super) fn monitor_thread(&self, ruby: &Ruby) -> Option<Value> {
         self.refs().monitor.map(|value| ruby.get_inner(value))
+    }
+
+    /// The memory reader given to the session, if any.
+    pub(super) fn memory_reader(&self, ruby: &Ruby) -> Option<Value> {
+        let reader = self.refs().memory_reader.map(|value| ruby.get_inner(value));
+        reader.filter(|value| !value.is_nil())
     }
 
     /// Keeps the monitor thread and its reader reachable.
@@ -358,10 +364,8 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         }
         Err(error) => {
             let subject = session_failure_subject(&error, &launch.argv[0]);
-            let errno: Value = ruby
-                .exception_system_call_error()
-                .funcall("new", (subject, error.errno()))?;
-            return Err(Error::from(Exception::try_convert(errno)?));
+            let errno = errno_exception(ruby, error.errno(), Some(&subject))?;
+            return Err(Error::from(errno));
         }
     };
     let state = SessionState {
@@ -370,6 +374,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         output_bytes: request.output_bytes,
         closed: AtomicBool::new(false),
         monitor_stop: AtomicBool::new(false),
+        monitor_done: AtomicBool::new(false),
         writing: AtomicBool::new(false),
         denials: request.denials.clone(),
     };
@@ -504,6 +509,20 @@ fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
     })
 }
 
+/// The timeout as given, as `to_s` shows it (a caller's own object answers itself).
+fn shown_timeout(value: Value) -> Result<String, Error> {
+    if let Some(number) = magnus::Fixnum::from_value(value) {
+        return Ok(number.to_i64().to_string());
+    }
+    if let Some(number) = magnus::Float::from_value(value) {
+        return Ok(littleghost_sandbox_core::process::arguments::float_text(number.to_f64()));
+    }
+    if let Some(text) = RString::from_value(value) {
+        return text.to_string();
+    }
+    value.funcall::<_, _, RString>("to_s", ())?.to_string()
+}
+
 enum Step {
     Exited,
     TimedOut,
@@ -566,11 +585,10 @@ fn wait(
                 if terminate {
                     terminate_group(ruby, &mut waiter, &state.process)?;
                 }
-                let shown: RString =
-                    timeout.map_or(Ok(ruby.str_new("")), |value| value.funcall("to_s", ()))?;
+                let shown = timeout.map_or(Ok(String::new()), shown_timeout)?;
                 return Err(tool_error(
                     ruby,
-                    format!("Program timed out after {} seconds", shown.to_string()?),
+                    format!("Program timed out after {shown} seconds"),
                 ));
             }
             Err(error) => {
