@@ -12,7 +12,9 @@ use littleghost_sandbox_core::limits::{
     plan::{Plan, Requested},
     LimitExceeded,
 };
-use magnus::{rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value};
+use magnus::{
+    rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value,
+};
 
 use crate::ruby_api::errors::{argument_error, capability_error, tool_error};
 use crate::ruby_api::sandbox::{launch_defaults, SandboxObj};
@@ -25,7 +27,9 @@ pub fn integer_given(integer: Integer) -> Given {
     match integer.to_i128() {
         Ok(n) => Given::Integer(n),
         // SAFETY: `integer` is a live Bignum VALUE and the GVL is held.
-        Err(_) if unsafe { rb_sys::rb_big_sign(integer.as_raw()) } != 0 => Given::Integer(i128::MAX),
+        Err(_) if unsafe { rb_sys::rb_big_sign(integer.as_raw()) } != 0 => {
+            Given::Integer(i128::MAX)
+        }
         Err(_) => Given::Integer(i128::MIN),
     }
 }

@@ -34,11 +34,11 @@ use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::limits::{plan::Plan, LimitExceeded};
 use littleghost_sandbox_core::process::procfs::DefaultReader;
 
+use convert::with_errno_cause;
 pub use convert::{
     class_name, errno_exception, error_with_cause, kernel_float, kernel_integer, positive_integer,
     validate_output_bytes, validate_timeout,
 };
-use convert::with_errno_cause;
 use supervise::{supervise, Streamer, Supervised, Supervision};
 pub use waiter::{reap_leader, terminate_group, Waiter};
 
@@ -178,7 +178,10 @@ pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
         Ok(process) => process,
         Err(error) => return start_failure(ruby, StartFailure::of(&error, &launch.argv[0])),
     };
-    let mut stream = ruby.block_proc().ok().map(|block| Streamer::new(ruby, block));
+    let mut stream = ruby
+        .block_proc()
+        .ok()
+        .map(|block| Streamer::new(ruby, block));
     if stream.is_some() {
         process.stream_output();
     }

@@ -515,7 +515,9 @@ fn shown_timeout(value: Value) -> Result<String, Error> {
         return Ok(number.to_i64().to_string());
     }
     if let Some(number) = magnus::Float::from_value(value) {
-        return Ok(littleghost_sandbox_core::process::arguments::float_text(number.to_f64()));
+        return Ok(littleghost_sandbox_core::process::arguments::float_text(
+            number.to_f64(),
+        ));
     }
     if let Some(text) = RString::from_value(value) {
         return text.to_string();

@@ -132,8 +132,16 @@ mod tests {
     #[test]
     fn defaults_refuse_unknown_keys_before_values() {
         let entries = [
-            Entry { name: Some("tasks"), shown: ":tasks", value: Some(Given::NotInteger) },
-            Entry { name: None, shown: "1", value: None },
+            Entry {
+                name: Some("tasks"),
+                shown: ":tasks",
+                value: Some(Given::NotInteger),
+            },
+            Entry {
+                name: None,
+                shown: "1",
+                value: None,
+            },
         ];
         assert_eq!(
             defaults(&entries),
@@ -144,9 +152,21 @@ mod tests {
     #[test]
     fn defaults_take_nil_as_unlimited_and_later_keys_win() {
         let entries = [
-            Entry { name: Some("tasks"), shown: ":tasks", value: Some(Given::Integer(5)) },
-            Entry { name: Some("memory_bytes"), shown: "\"memory_bytes\"", value: None },
-            Entry { name: Some("tasks"), shown: ":tasks", value: Some(Given::Integer(7)) },
+            Entry {
+                name: Some("tasks"),
+                shown: ":tasks",
+                value: Some(Given::Integer(5)),
+            },
+            Entry {
+                name: Some("memory_bytes"),
+                shown: "\"memory_bytes\"",
+                value: None,
+            },
+            Entry {
+                name: Some("tasks"),
+                shown: ":tasks",
+                value: Some(Given::Integer(7)),
+            },
         ];
         let parsed = defaults(&entries).unwrap();
         assert_eq!(parsed.tasks, Some(7));
@@ -156,10 +176,17 @@ mod tests {
     #[test]
     fn a_call_overrides_the_defaults_per_limit() {
         let stored = LaunchDefaults {
-            limits: Requested { memory_bytes: Some(1), tasks: Some(2), ..Requested::default() },
+            limits: Requested {
+                memory_bytes: Some(1),
+                tasks: Some(2),
+                ..Requested::default()
+            },
             cgroup_dir: None,
         };
-        let call = Requested { tasks: Some(9), ..Requested::default() };
+        let call = Requested {
+            tasks: Some(9),
+            ..Requested::default()
+        };
         let merged = stored.for_call(call, true);
         assert_eq!(merged.memory_bytes, Some(1));
         assert_eq!(merged.tasks, Some(9));

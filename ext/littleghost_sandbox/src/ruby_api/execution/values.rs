@@ -69,7 +69,9 @@ pub(super) fn equal_values(a: Value, b: Value, strict: bool) -> Result<bool, Err
 
 /// A caller's object answers for itself.
 fn ask(object: Value, method: &str, other: Value) -> Result<bool, Error> {
-    object.funcall::<_, _, Value>(method, (other,)).map(|answer| answer.to_bool())
+    object
+        .funcall::<_, _, Value>(method, (other,))
+        .map(|answer| answer.to_bool())
 }
 
 /// Feeds `value`'s hash into `hasher` (equal values feed equal hashes).
@@ -83,7 +85,10 @@ fn hash_value(value: Value, hasher: &mut DefaultHasher) -> Result<(), Error> {
         Plain::Other if is_atom(value) => value.as_raw().hash(hasher),
         Plain::Other => {
             let answer: Value = value.funcall("hash", ())?;
-            Integer::try_convert(answer)?.to_i64().unwrap_or(0).hash(hasher)
+            Integer::try_convert(answer)?
+                .to_i64()
+                .unwrap_or(0)
+                .hash(hasher)
         }
     }
     Ok(())
@@ -101,13 +106,16 @@ fn show(value: Value) -> Result<String, Error> {
         Plain::Whole(n) => n.to_string(),
         Plain::Real(x) => littleghost_sandbox_core::process::arguments::float_text(x),
         Plain::Other if value.is_nil() => "nil".into(),
-        Plain::Other if is_atom(value) && Symbol::from_value(value).is_none() => value.to_bool().to_string(),
+        Plain::Other if is_atom(value) && Symbol::from_value(value).is_none() => {
+            value.to_bool().to_string()
+        }
         Plain::Other => value.funcall::<_, _, RString>("inspect", ())?.to_string()?,
     };
     Ok(shown)
 }
 
-/// A key's name (Symbol or String; another object by its `to_s`).
+/// A keyword's name: a Symbol's or a String's (an Integer by its digits;
+/// any other key is named by its class, and is never a member).
 fn key_name(key: Value) -> Result<String, Error> {
     if let Some(symbol) = Symbol::from_value(key) {
         return Ok(symbol.name()?.into_owned());
@@ -115,7 +123,13 @@ fn key_name(key: Value) -> Result<String, Error> {
     if let Some(text) = RString::from_value(key) {
         return text.to_string();
     }
-    key.funcall::<_, _, RString>("to_s", ())?.to_string()
+    if let Some(number) = Fixnum::from_value(key) {
+        return Ok(number.to_i64().to_string());
+    }
+    Ok(format!(
+        "#<{}>",
+        crate::ruby_api::process_runner::class_name(key)
+    ))
 }
 
 /// Generic method bodies; see [`define_data_class`](super::define_data_class).
@@ -165,7 +179,10 @@ pub mod data {
             Some(values) => Ok(values.iter().map(|value| ruby.get_inner(*value)).collect()),
             None => Err(Error::new(
                 ruby.exception_runtime_error(),
-                format!("{} was not initialized", crate::ruby_api::process_runner::class_name(rb_self)),
+                format!(
+                    "{} was not initialized",
+                    crate::ruby_api::process_runner::class_name(rb_self)
+                ),
             )),
         }
     }

@@ -82,7 +82,12 @@ pub fn with_errno_cause(ruby: &Ruby, message: &str, errno: i32) -> Error {
         let cause = errno_exception(ruby, errno, None)?;
         let class_name = class_name(cause.as_value());
         let class = constants::class(ruby, "LittleGhost::ToolError")?;
-        error_with_cause(ruby, class, &format!("{message} ({class_name})"), cause.as_value())
+        error_with_cause(
+            ruby,
+            class,
+            &format!("{message} ({class_name})"),
+            cause.as_value(),
+        )
     };
     build().unwrap_or_else(|error| error)
 }

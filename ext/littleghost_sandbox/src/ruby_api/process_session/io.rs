@@ -17,8 +17,8 @@ use super::{
     alive_checked, io_error, raise_resource_error, Session, SessionState, CHUNK_CLASS,
     READ_PASS_BYTES,
 };
-use crate::ruby_api::execution::{frozen_text, DataObject};
 use crate::ruby_api::errors::{argument_error, tool_error};
+use crate::ruby_api::execution::{frozen_text, DataObject};
 use crate::ruby_api::process_runner::{kernel_float, terminate_group, Waiter};
 
 /// `String(value)`: a String as it is, anything else through Ruby's own

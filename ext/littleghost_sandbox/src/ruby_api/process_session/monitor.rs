@@ -14,8 +14,8 @@ use littleghost_sandbox_core::process::{
     self as core_process, group::GroupSignal as Signal, procfs::DefaultReader,
 };
 use magnus::{
-    error::ErrorType, rb_sys::AsRawValue, value::ReprValue, Error, ExceptionClass,
-    Ruby, Thread, Value,
+    error::ErrorType, rb_sys::AsRawValue, value::ReprValue, Error, ExceptionClass, Ruby, Thread,
+    Value,
 };
 
 use super::{exception_of, record, Session};
@@ -106,7 +106,10 @@ pub(super) fn start_monitor(
     });
     // The new thread runs once this one releases the GVL: both are set by then.
     thread.local_aset(SESSION_KEY, session)?;
-    session.set_monitor(thread.as_value(), reader.unwrap_or_else(|| ruby.qnil().as_value()));
+    session.set_monitor(
+        thread.as_value(),
+        reader.unwrap_or_else(|| ruby.qnil().as_value()),
+    );
     Ok(())
 }
 
