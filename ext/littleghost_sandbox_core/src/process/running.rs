@@ -137,11 +137,12 @@ impl RunningProcess {
         let me = rustix::process::getpid();
         let pid = spawned.pid;
         let pidfd = open_pidfd(pid);
-        let pipes = [spawned.stdout.as_fd(), spawned.stderr.as_fd()]
-            .into_iter()
-            .chain(spawned.stdin.as_ref().map(|fd| fd.as_fd()));
         // Cannot fail on a fresh pipe; if it did, reads would block a worker.
-        if let Err(error) = pipes.map(set_nonblocking).collect::<io::Result<()>>() {
+        let nonblocking = [spawned.stdout.as_fd(), spawned.stderr.as_fd()]
+            .into_iter()
+            .chain(spawned.stdin.as_ref().map(|fd| fd.as_fd()))
+            .try_for_each(set_nonblocking);
+        if let Err(error) = nonblocking {
             signal_group(pid, Signal::KILL);
             let shared = Shared::new(pid, me, mode, notifier, [None, None], Weak::new());
             handle.spawn(watch_exit(Arc::new(shared), pidfd));
