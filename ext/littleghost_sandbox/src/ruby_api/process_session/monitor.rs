@@ -60,6 +60,8 @@ pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
         }
         Ok(true)
     };
+    // Cuts short a `sleep` inside a caller's reader, as before.
+    let _ = thread.wakeup();
     if !finished(ruby)? {
         thread.kill()?;
         finished(ruby)?;
