@@ -34,6 +34,7 @@ use magnus::{
 };
 
 pub use values::data;
+pub(crate) use values::show_plain;
 
 /// The shape of a Data-like class.
 pub trait DataShape: 'static {

@@ -65,9 +65,14 @@ pub fn store_defaults(
                 let name = Symbol::from_value(key)
                     .and_then(|symbol| symbol.name().ok().map(|name| name.into_owned()))
                     .or_else(|| RString::from_value(key).and_then(|s| s.to_string().ok()));
-                // How the message shows an unknown key (a user's object: its own `inspect`).
+                // How the message shows an unknown key (another object by its class).
                 let known = name.as_deref().is_some_and(|name| KEYS.contains(&name));
-                let shown = if known { String::new() } else { key.inspect() };
+                let shown = match known {
+                    true => String::new(),
+                    false => crate::ruby_api::execution::show_plain(key)?.unwrap_or_else(|| {
+                        format!("#<{}>", crate::ruby_api::process_runner::class_name(key))
+                    }),
+                };
                 pairs.push((name, shown, strict(Some(value))));
                 Ok(magnus::r_hash::ForEach::Continue)
             })?;

@@ -94,24 +94,55 @@ fn hash_value(value: Value, hasher: &mut DefaultHasher) -> Result<(), Error> {
     Ok(())
 }
 
-/// How `inspect` shows `value`.
-fn show(value: Value) -> Result<String, Error> {
+/// String#inspect through its C body.
+fn inspect_text(text: RString) -> Result<String, Error> {
+    // SAFETY: a live String, GVL held; a raise is caught by `protect`.
+    let raw = protect(|| unsafe { rb_sys::rb_str_inspect(text.as_raw()) })?;
+    // SAFETY: rb_str_inspect returned a live String.
+    RString::try_convert(unsafe { Value::from_raw(raw) })?.to_string()
+}
+
+/// How `inspect` shows a String, a number, a Symbol, nil or a boolean
+/// (`None` for any other object).
+pub(crate) fn show_plain(value: Value) -> Result<Option<String>, Error> {
     let shown = match plain(value) {
-        Plain::Text(text) => {
-            // SAFETY: a live String, GVL held; String#inspect's C body.
-            let raw = protect(|| unsafe { rb_sys::rb_str_inspect(text.as_raw()) })?;
-            // SAFETY: rb_str_inspect returned a live String.
-            RString::try_convert(unsafe { Value::from_raw(raw) })?.to_string()?
-        }
+        Plain::Text(text) => inspect_text(text)?,
         Plain::Whole(n) => n.to_string(),
         Plain::Real(x) => littleghost_sandbox_core::process::arguments::float_text(x),
         Plain::Other if value.is_nil() => "nil".into(),
-        Plain::Other if is_atom(value) && Symbol::from_value(value).is_none() => {
-            value.to_bool().to_string()
-        }
-        Plain::Other => value.funcall::<_, _, RString>("inspect", ())?.to_string()?,
+        Plain::Other => match Symbol::from_value(value) {
+            Some(symbol) => {
+                let name = symbol.name()?;
+                let simple = name
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && name
+                        .trim_end_matches(['?', '!', '='])
+                        .chars()
+                        .all(|c| c.is_alphanumeric() || c == '_');
+                if simple {
+                    format!(":{name}")
+                } else {
+                    format!(
+                        ":{}",
+                        inspect_text(magnus::Ruby::get_with(value).str_new(&name))?
+                    )
+                }
+            }
+            None if is_atom(value) => value.to_bool().to_string(),
+            None => return Ok(None),
+        },
     };
-    Ok(shown)
+    Ok(Some(shown))
+}
+
+/// How `inspect` shows `value` (a caller's own object answers itself).
+fn show(value: Value) -> Result<String, Error> {
+    match show_plain(value)? {
+        Some(shown) => Ok(shown),
+        None => value.funcall::<_, _, RString>("inspect", ())?.to_string(),
+    }
 }
 
 /// A keyword's name: a Symbol's or a String's (an Integer by its digits;
