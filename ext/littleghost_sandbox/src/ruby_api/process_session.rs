@@ -14,10 +14,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, group::GroupSignal as Signal, Owner, RunningProcess, SpawnOptions,
+    deadline::Deadline, group::GroupSignal as Signal, Owner, RunningProcess, SpawnOptions,
 };
 use magnus::{
     error::ErrorType,
@@ -389,13 +388,8 @@ fn wait(
     let terminate = terminate.is_none_or(|value| value.to_bool());
     let state = rb_self.state(ruby)?;
     let deadline = match timeout {
-        None => None,
-        Some(value) => {
-            let seconds = validate_timeout(ruby, value)?;
-            Duration::try_from_secs_f64(seconds)
-                .ok()
-                .and_then(|limit| Instant::now().checked_add(limit))
-        }
+        None => Deadline::never(),
+        Some(value) => Deadline::after_secs(validate_timeout(ruby, value)?),
     };
     let mut waiter = Waiter::new(&state.process);
     loop {
@@ -404,18 +398,11 @@ fn wait(
                 return Ok(Step::Exited);
             }
             check_context(context)?;
-            let now = Instant::now();
-            match deadline {
-                Some(deadline) if now >= deadline => Ok(Step::TimedOut),
-                Some(deadline) => {
-                    waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?;
-                    Ok(Step::Waiting)
-                }
-                None => {
-                    waiter.wait(ruby, core_process::POLL_INTERVAL)?;
-                    Ok(Step::Waiting)
-                }
-            }
+            let Some(slice) = deadline.slice() else {
+                return Ok(Step::TimedOut);
+            };
+            waiter.wait(ruby, slice)?;
+            Ok(Step::Waiting)
         })();
         match step {
             Ok(Step::Waiting) => {}

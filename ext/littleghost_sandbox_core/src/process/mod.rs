@@ -23,6 +23,7 @@
 
 pub mod arguments;
 pub mod capture;
+pub mod deadline;
 pub mod error;
 pub mod group;
 pub mod notify;

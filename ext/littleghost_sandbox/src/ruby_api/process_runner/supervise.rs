@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, procfs::DefaultReader, Exit, RunningProcess,
+    deadline::Deadline, procfs::DefaultReader, Exit, RunningProcess,
 };
 use magnus::{block::Proc, prelude::*, Error, Ruby, Symbol, Value};
 
@@ -65,9 +65,7 @@ pub(super) fn supervise(
 ) -> Result<Exit, Supervised> {
     let started = Instant::now();
     let mut next_sample = started;
-    let deadline = Duration::try_from_secs_f64(timeout)
-        .ok()
-        .and_then(|limit| started.checked_add(limit));
+    let deadline = Deadline::after_secs(timeout);
     let mut waiter = Waiter::new(process);
     loop {
         if process.terminated_by_owner() {
@@ -96,13 +94,9 @@ pub(super) fn supervise(
                 return Err(Supervised::MemorySampled(sampler.1));
             }
         }
-        let slice = match deadline {
-            Some(deadline) if now >= deadline => {
-                terminate_group(ruby, &mut waiter, process)?;
-                return Err(Supervised::TimedOut);
-            }
-            Some(deadline) => core_process::POLL_INTERVAL.min(deadline - now),
-            None => core_process::POLL_INTERVAL,
+        let Some(slice) = deadline.slice() else {
+            terminate_group(ruby, &mut waiter, process)?;
+            return Err(Supervised::TimedOut);
         };
         let waited = waiter
             .wait(ruby, slice)

@@ -3,9 +3,11 @@
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use littleghost_sandbox_core::process::{self as core_process, arguments, write_stdin, PollFlags};
+use littleghost_sandbox_core::process::{
+    self as core_process, arguments, deadline::Deadline, write_stdin, PollFlags,
+};
 use magnus::{
     prelude::*,
     rb_sys::{protect, AsRawValue, FromRawValue},
@@ -153,9 +155,7 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
         return Err(io_error(ruby, "process session is closed"));
     }
     raise_resource_error(ruby, rb_self, state)?;
-    let deadline = Duration::try_from_secs_f64(timeout)
-        .ok()
-        .and_then(|limit| Instant::now().checked_add(limit));
+    let deadline = Deadline::after_secs(timeout);
     let mut waiter = Waiter::new(&state.process);
     state.process.try_reap();
     settle_output(ruby, &mut waiter, state)?;
@@ -169,24 +169,13 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
             terminate_group(ruby, &mut waiter, &state.process)?;
             raise_resource_error(ruby, rb_self, state)?;
         }
-        let now = Instant::now();
-        if chunk.stdout_closed && chunk.stderr_closed {
-            // Pipes close a moment before the leader becomes reapable; within
-            // the timeout, give the exit a chance so `eof` reflects it.
-            match deadline {
-                Some(deadline) if now < deadline && state.process.alive() => {
-                    waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?;
-                    continue;
-                }
-                _ => break true,
-            }
-        }
-        match deadline {
-            Some(deadline) if now < deadline => {
-                waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?
-            }
-            Some(_) => break false,
-            None => waiter.wait(ruby, core_process::POLL_INTERVAL)?,
+        let both = chunk.stdout_closed && chunk.stderr_closed;
+        // Pipes close a moment before the leader becomes reapable; within
+        // the timeout, give the exit a chance so `eof` reflects it.
+        match deadline.slice() {
+            Some(_) if both && !state.process.alive() => break true,
+            Some(slice) => waiter.wait(ruby, slice)?,
+            None => break both,
         }
     };
     let eof = both_closed && !alive_checked(ruby, rb_self, state)?;
@@ -207,16 +196,15 @@ pub(super) fn settle_output(
     waiter: &mut Waiter,
     state: &SessionState,
 ) -> Result<(), Error> {
-    let give_up = Instant::now() + Duration::from_millis(100);
+    let give_up = Deadline::after(Duration::from_millis(100));
     while !state.process.output_complete()
         && state.process.exit().is_some()
         && !state.process.group_alive()
     {
-        let now = Instant::now();
-        if now >= give_up {
-            break;
+        match give_up.slice() {
+            Some(slice) => waiter.wait(ruby, slice)?,
+            None => break,
         }
-        waiter.wait(ruby, core_process::POLL_INTERVAL.min(give_up - now))?;
     }
     Ok(())
 }
