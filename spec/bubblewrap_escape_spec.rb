@@ -170,9 +170,16 @@ RSpec.describe "Bubblewrap escapes" do # rubocop:disable RSpec/DescribeClass
     end
   end
 
+  # Shell that polls inside the sandbox until the daemon carrying +token+ in
+  # its environment runs, so "started" means it really started (the call's
+  # timeout is the deadline).
+  def wait_for_daemon(token)
+    "until grep -qs #{token} /proc/[0-9]*/environ; do sleep 0.01; done"
+  end
+
   it "ends a setsid daemon when the call returns" do
     token = "LG_TOKEN=daemon-#{Process.pid}-#{rand(1_000_000)}"
-    script = "setsid /usr/bin/env #{token} /bin/sleep 30 </dev/null >/dev/null 2>&1 & sleep 0.2; echo started"
+    script = "setsid /usr/bin/env #{token} /bin/sleep 30 </dev/null >/dev/null 2>&1 & #{wait_for_daemon(token)}; echo started"
     expect(sh(sandbox_for, script).stdout).to eq("started\n")
     expect(ProcessHelpers.eventually { host_processes_with(token).zero? }).to be(true)
   end
@@ -180,7 +187,7 @@ RSpec.describe "Bubblewrap escapes" do # rubocop:disable RSpec/DescribeClass
   it "ends a setsid daemon when the session closes" do
     token = "LG_TOKEN=session-#{Process.pid}-#{rand(1_000_000)}"
     session = sandbox_for.start_program(
-      ["/bin/sh", "-c", "setsid /usr/bin/env #{token} /bin/sleep 30 </dev/null >/dev/null 2>&1 & sleep 0.2; echo started; exec /bin/sleep 30"]
+      ["/bin/sh", "-c", "setsid /usr/bin/env #{token} /bin/sleep 30 </dev/null >/dev/null 2>&1 & #{wait_for_daemon(token)}; echo started; exec /bin/sleep 30"]
     )
     expect(session.read(timeout: 5).stdout).to eq("started\n")
     expect(host_processes_with(token)).to eq(1) # the daemon is really running

@@ -78,11 +78,15 @@ RSpec.describe LittleGhost::Sandbox::ProcessSession do
   describe "#alive? (18.3)" do
     it "stays true while a forked member of the group still runs after the leader exited" do
       pid_file = File.join(dir, "child")
-      session = start(["/bin/sh", "-c", "sleep 1 >/dev/null 2>&1 & echo $! > #{pid_file}; exit 0"],
+      gate = File.join(dir, "gate")
+      # The forked member runs until the spec opens the gate, not for a fixed time.
+      member = "while [ ! -e #{gate} ]; do sleep 0.01; done"
+      session = start(["/bin/sh", "-c", "(#{member}) >/dev/null 2>&1 & echo $! > #{pid_file}; exit 0"],
                       environment: path_env)
       read_pid(pid_file)
       eventually { session.read.eof == false && !File.exist?("/proc/#{session.pid}/status") }
       expect(session.alive?).to be(true)
+      FileUtils.touch(gate)
       expect(eventually(5) { !session.alive? }).to be(true)
     end
   end
@@ -222,7 +226,7 @@ RSpec.describe LittleGhost::Sandbox::ProcessSession do
       samples = 0
       session = start(["sleep", "30"], memory_bytes: 1000, memory_reader: ->(_pid) { samples += 1; 10**9 })
       expect { session.wait(timeout: 5) }.to raise_error(LittleGhost::ToolError, "Program memory exceeded 1000 bytes")
-      sleep 0.3
+      consistently(0.3) { samples == 1 } # no sample after the stop
       expect(samples).to eq(1)
       expect(live_group_members(session.pid)).to be_empty
     end
@@ -237,7 +241,7 @@ RSpec.describe LittleGhost::Sandbox::ProcessSession do
         expect(error.cause).to be_a(ArgumentError)
         expect(error.cause.message).to eq("secret detail")
       }
-      sleep 0.3
+      consistently(0.3) { samples == 3 } # no sample after the stop
       expect(samples).to eq(3)
       expect(live_group_members(session.pid)).to be_empty
     end
@@ -252,7 +256,7 @@ RSpec.describe LittleGhost::Sandbox::ProcessSession do
       end
       session = start(["sleep", "30"], memory_bytes: 1000, memory_reader: reader)
       expect { session.wait(timeout: 5) }.to raise_error(LittleGhost::ToolError, /supervisor failed \(RuntimeError\)/)
-      sleep 0.3
+      consistently(0.3) { samples == 6 } # no sample after the stop
       expect(samples).to eq(6)
     end
 
@@ -266,7 +270,7 @@ RSpec.describe LittleGhost::Sandbox::ProcessSession do
 
     it "uses the /proc reader by default" do
       quiet = start(["sleep", "30"], memory_bytes: 10**12)
-      sleep 0.35
+      consistently(0.35) { quiet.alive? } # several samples at /proc, no false stop
       expect(quiet.alive?).to be(true)
       tiny = start(["sleep", "30"], memory_bytes: 1024)
       expect { tiny.wait(timeout: 5) }.to raise_error(LittleGhost::ToolError, "Program memory exceeded 1024 bytes")

@@ -6,6 +6,8 @@
 require "littleghost_sandbox"
 require_relative "sandbox/shell"
 require_relative "sandbox/version"
+require_relative "sandbox/base"
+require_relative "sandbox/gateway"
 require_relative "sandbox/configuration"
 
 module LittleGhost

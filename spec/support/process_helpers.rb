@@ -56,6 +56,20 @@ module ProcessHelpers
     end
   end
 
+  # The counterpart of #eventually for "nothing more happens": checks +block+
+  # every +every+ seconds for +seconds+ and returns false at the first falsy
+  # result, true if it held the whole time. Use it instead of a bare sleep
+  # before asserting that something stayed the same (a count, a live child).
+  def consistently(seconds, every: 0.02)
+    deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + seconds
+    loop do
+      return false unless yield
+      return true if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+
+      sleep every
+    end
+  end
+
   # Waits for a file a child writes (its pid) and returns the Integer in it.
   def read_pid(path, seconds = 5)
     eventually(seconds) { File.exist?(path) && !File.read(path).strip.empty? }

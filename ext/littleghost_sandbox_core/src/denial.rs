@@ -191,6 +191,19 @@ impl Denial {
         };
         Denial::new(Operation::Execute, program, reason, exceeded.message())
     }
+
+    /// The denial of a file operation on `target` a scope's capabilities
+    /// refuse; `feature` is `filesystem_read`, `filesystem_list`, ...
+    pub fn capability(feature: &str, target: impl Into<String>) -> Denial {
+        let operation = match feature {
+            "filesystem_list" => Operation::List,
+            "filesystem_write" => Operation::Write,
+            "filesystem_replace" => Operation::Replace,
+            _ => Operation::Read,
+        };
+        let message = format!("Sandbox scope does not allow {}", feature.replace('_', " "));
+        Denial::new(operation, target, Reason::Capability, message)
+    }
 }
 
 impl From<&gateway::Denial> for Denial {
@@ -266,6 +279,22 @@ impl DenialLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_capability_refusal_names_the_feature() {
+        let denial = Denial::capability("filesystem_write", "docs/a.md");
+        assert_eq!(denial.operation, Operation::Write);
+        assert_eq!(denial.reason, Reason::Capability);
+        assert_eq!(denial.target, "docs/a.md");
+        assert_eq!(
+            denial.message,
+            "Sandbox scope does not allow filesystem write"
+        );
+        assert_eq!(
+            Denial::capability("filesystem_read", "").operation,
+            Operation::Read
+        );
+    }
 
     #[test]
     fn the_log_keeps_the_newest_and_counts_the_dropped() {

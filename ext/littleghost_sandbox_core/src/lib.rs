@@ -16,6 +16,7 @@ pub mod network;
 pub mod paths;
 pub mod policy;
 pub mod process;
+pub mod sandbox;
 pub mod scope;
 pub mod workspace;
 

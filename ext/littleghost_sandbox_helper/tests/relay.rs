@@ -173,6 +173,16 @@ fn bench_relay_start_and_gateway_throughput() {
     if !namespaces_available() {
         return;
     }
+    bench_relay_start();
+    let size = 100 * 1024 * 1024;
+    let port = server(Arc::new(vec![b'x'; size]));
+    let serving = gateway(&[port]);
+    bench_gateway_throughput(&serving, port, size);
+    bench_curl_end_to_end(&serving, port);
+}
+
+/// What the relay adds to starting a command in a fresh network namespace.
+fn bench_relay_start() {
     let idle = gateway(&[1]);
     let runs = 40;
     let time = |relay: bool| {
@@ -196,10 +206,10 @@ fn bench_relay_start_and_gateway_throughput() {
         "per command: unshare -n /bin/true {plain:.2} ms, with relay {relayed:.2} ms, overhead {:.2} ms",
         relayed - plain
     );
+}
 
-    let size = 100 * 1024 * 1024;
-    let port = server(Arc::new(vec![b'x'; size]));
-    let serving = gateway(&[port]);
+/// `size` bytes from the server at `port`, directly and through `serving`.
+fn bench_gateway_throughput(serving: &Gateway, port: u16, size: usize) {
     let fetch = |through_gateway: bool| {
         let start = Instant::now();
         let mut received = Vec::with_capacity(size + 1024);
@@ -222,8 +232,10 @@ fn bench_relay_start_and_gateway_throughput() {
         "100 MB: direct {direct:.0} MB/s, through the gateway {proxied:.0} MB/s ({:.2}x)",
         proxied / direct
     );
+}
 
-    // End to end as a child sees it: curl in the namespace, relay, gateway.
+/// End to end as a child sees it: curl in the namespace, relay, gateway.
+fn bench_curl_end_to_end(serving: &Gateway, port: u16) {
     let url = format!("http://127.0.0.1:{port}/");
     let curl = |prefix: &[&str]| {
         let mut args: Vec<&str> = prefix.to_vec();

@@ -5,18 +5,15 @@
 //! `close` stops it without the GVL (stopping waits for its tasks).
 
 use std::sync::{Arc, Mutex};
-use std::time::UNIX_EPOCH;
 
 use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::network as core;
 use magnus::{
-    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RClass, RModule, Ruby,
-    TypedData, Value,
+    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, IntoValue, RArray, RClass,
+    RModule, Ruby, TypedData, Value,
 };
 
-use crate::helpers::args;
-use crate::helpers::nogvl;
-use crate::helpers::value_object as vo;
+use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
 use crate::ruby_api::{errors, mount};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
@@ -182,9 +179,7 @@ impl BuiltinGateway {
 
     fn proxy_mount_path(ruby: &Ruby, rb_self: &Self) -> Value {
         match rb_self.running() {
-            Some(gateway) => {
-                crate::helpers::convert::path_to_ruby(ruby, gateway.socket_path()).as_value()
-            }
+            Some(gateway) => convert::path_to_ruby(ruby, gateway.socket_path()).as_value(),
             None => ruby.qnil().as_value(),
         }
     }
@@ -193,34 +188,22 @@ impl BuiltinGateway {
     /// (`at:` Time, `destination:` "host:port", `reason:` Symbol, `message:` String).
     fn denials(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
         let list = ruby.ary_new();
-        let Some(gateway) = rb_self.current() else {
-            list.freeze();
-            return Ok(list);
-        };
-        let time: RClass = ruby.class_object().const_get("Time")?;
-        for denial in gateway.denials() {
-            let seconds = denial
-                .at
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0);
-            let hash = ruby.hash_new();
-            hash.aset(
-                ruby.to_symbol("at"),
-                time.funcall::<_, _, Value>("at", (seconds,))?,
-            )?;
-            hash.aset(
-                ruby.to_symbol("destination"),
-                vo::frozen_str(ruby, &denial.destination),
-            )?;
-            let reason = match denial.reason {
-                core::DenialReason::NotAllowed => "not_allowed",
-                core::DenialReason::PrivateDestination => "private_destination",
-            };
-            hash.aset(ruby.to_symbol("reason"), ruby.to_symbol(reason))?;
-            hash.aset(
-                ruby.to_symbol("message"),
-                vo::frozen_str(ruby, denial.reason.text()),
+        for denial in rb_self.current().map(|g| g.denials()).unwrap_or_default() {
+            let reason = CoreDenial::from(&denial).reason.name();
+            let hash = args::kwargs(
+                ruby,
+                &[
+                    ("at", denial.at.into_value_with(ruby)),
+                    (
+                        "destination",
+                        vo::frozen_str(ruby, &denial.destination).as_value(),
+                    ),
+                    ("reason", ruby.to_symbol(reason).as_value()),
+                    (
+                        "message",
+                        vo::frozen_str(ruby, denial.reason.text()).as_value(),
+                    ),
+                ],
             )?;
             hash.freeze();
             list.push(hash)?;

@@ -37,6 +37,11 @@ impl EnvironmentPolicy {
     pub(crate) fn core(&self) -> &core::EnvironmentPolicy {
         &self.core
     }
+
+    /// The frozen String => String Hash `values` answers.
+    pub(crate) fn values_hash(&self, ruby: &Ruby) -> RHash {
+        ruby.get_inner(self.values)
+    }
 }
 
 /// The EnvironmentPolicy `value` wraps, if it is one.

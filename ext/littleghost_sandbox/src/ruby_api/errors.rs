@@ -32,53 +32,31 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-macro_rules! error_class {
-    ($static_name:ident, $name:literal) => {
-        static $static_name: Lazy<ExceptionClass> = Lazy::new(|ruby| {
+/// For each documented class: a handle looked up once, and `fn(ruby, message)`
+/// building an error of that class.
+macro_rules! ruby_errors {
+    ($($function:ident, $handle:ident, $name:literal;)*) => {$(
+        static $handle: Lazy<ExceptionClass> = Lazy::new(|ruby| {
             ruby.class_object()
                 .const_get::<_, RModule>("LittleGhost")
                 .and_then(|m| m.const_get($name))
                 .expect(concat!("LittleGhost::", $name, " is defined at load"))
         });
-    };
+
+        #[doc = concat!("`LittleGhost::", $name, "` with `message`.")]
+        pub fn $function(ruby: &Ruby, message: impl Into<String>) -> Error {
+            Error::new(ruby.get_inner(&$handle), message.into())
+        }
+    )*};
 }
 
-error_class!(TOOL_ERROR, "ToolError");
-error_class!(POLICY_ERROR, "PolicyError");
-error_class!(CAPABILITY_ERROR, "CapabilityError");
-error_class!(DEPENDENCY_ERROR, "DependencyError");
-error_class!(UNSUPPORTED_PLATFORM_ERROR, "UnsupportedPlatformError");
-error_class!(CLEANUP_ERROR, "CleanupError");
-error_class!(ABSTRACT_METHOD_ERROR, "AbstractMethodError");
-
-/// `LittleGhost::ToolError` with `message`.
-pub fn tool_error(ruby: &Ruby, message: impl Into<String>) -> Error {
-    Error::new(ruby.get_inner(&TOOL_ERROR), message.into())
-}
-
-/// `LittleGhost::PolicyError` with `message`.
-pub fn policy_error(ruby: &Ruby, message: impl Into<String>) -> Error {
-    Error::new(ruby.get_inner(&POLICY_ERROR), message.into())
-}
-
-/// `LittleGhost::CapabilityError` with `message`.
-pub fn capability_error(ruby: &Ruby, message: impl Into<String>) -> Error {
-    Error::new(ruby.get_inner(&CAPABILITY_ERROR), message.into())
-}
-
-/// `LittleGhost::DependencyError` with `message`.
-pub fn dependency_error(ruby: &Ruby, message: impl Into<String>) -> Error {
-    Error::new(ruby.get_inner(&DEPENDENCY_ERROR), message.into())
-}
-
-/// `LittleGhost::UnsupportedPlatformError` with `message`.
-pub fn unsupported_platform_error(ruby: &Ruby, message: impl Into<String>) -> Error {
-    Error::new(ruby.get_inner(&UNSUPPORTED_PLATFORM_ERROR), message.into())
-}
-
-/// `LittleGhost::AbstractMethodError` with `message`.
-pub fn abstract_method_error(ruby: &Ruby, message: impl Into<String>) -> Error {
-    Error::new(ruby.get_inner(&ABSTRACT_METHOD_ERROR), message.into())
+ruby_errors! {
+    tool_error, TOOL_ERROR, "ToolError";
+    policy_error, POLICY_ERROR, "PolicyError";
+    capability_error, CAPABILITY_ERROR, "CapabilityError";
+    dependency_error, DEPENDENCY_ERROR, "DependencyError";
+    unsupported_platform_error, UNSUPPORTED_PLATFORM_ERROR, "UnsupportedPlatformError";
+    cleanup_error, CLEANUP_ERROR, "CleanupError";
 }
 
 /// Ruby `ArgumentError` with `message`.
@@ -91,20 +69,31 @@ pub fn type_error(ruby: &Ruby, message: impl Into<String>) -> Error {
     Error::new(ruby.exception_type_error(), message.into())
 }
 
-/// Maps a core error onto its documented Ruby exception class.
+/// The message of a Ruby error, whether it was raised in Ruby or built in Rust.
+pub fn message(error: &Error) -> String {
+    match error.error_type() {
+        magnus::error::ErrorType::Exception(exception) => exception
+            .funcall::<_, _, String>("message", ())
+            .unwrap_or_default(),
+        magnus::error::ErrorType::Error(_, message) => message.to_string(),
+        magnus::error::ErrorType::Jump(_) => String::new(),
+    }
+}
+
+/// Maps a core error onto its documented Ruby exception class: the one place that does.
 pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
-    let class = match &error {
-        CoreError::Tool(_) | CoreError::Refused(_) => ruby.get_inner(&TOOL_ERROR),
-        CoreError::Policy(_) => ruby.get_inner(&POLICY_ERROR),
-        CoreError::Capability(_) => ruby.get_inner(&CAPABILITY_ERROR),
-        CoreError::Dependency(_) => ruby.get_inner(&DEPENDENCY_ERROR),
-        CoreError::UnsupportedPlatform(_) => ruby.get_inner(&UNSUPPORTED_PLATFORM_ERROR),
-        CoreError::Cleanup(_) => ruby.get_inner(&CLEANUP_ERROR),
-        CoreError::Argument(_) => ruby.exception_arg_error(),
-        CoreError::Key(_) => ruby.exception_key_error(),
-        CoreError::Io(_) => ruby.exception_io_error(),
-    };
-    Error::new(class, error.message().to_owned())
+    let message = error.message().to_owned();
+    match error {
+        CoreError::Tool(_) | CoreError::Refused(_) => tool_error(ruby, message),
+        CoreError::Policy(_) => policy_error(ruby, message),
+        CoreError::Capability(_) => capability_error(ruby, message),
+        CoreError::Dependency(_) => dependency_error(ruby, message),
+        CoreError::UnsupportedPlatform(_) => unsupported_platform_error(ruby, message),
+        CoreError::Cleanup(_) => cleanup_error(ruby, message),
+        CoreError::Argument(_) => argument_error(ruby, message),
+        CoreError::Key(_) => Error::new(ruby.exception_key_error(), message),
+        CoreError::Io(_) => Error::new(ruby.exception_io_error(), message),
+    }
 }
 
 /// `result.map_err(into_ruby)` in one call: `core_result(ruby, broker.read(..))?`.

@@ -1,5 +1,6 @@
-//! `LittleGhost::Network::Gateway` (SPEC G.2), the no-op base of the gateway
-//! protocol, and `LittleGhost::Network::ExternalGateway` (G.4), a gateway
+//! `LittleGhost::Network::Gateway` (SPEC G.2), the base of the gateway
+//! protocol (its no-op methods are Ruby, lib/littleghost/sandbox/gateway.rb),
+//! and `LittleGhost::Network::ExternalGateway` (G.4), a gateway
 //! whose proxy the application runs itself. The rules of G.4 are the core's
 //! `network::ExternalGateway`; this file converts the keywords, holds the
 //! Ruby objects (policy, workspace, validator) and maps the errors.
@@ -8,75 +9,31 @@ use std::sync::Mutex;
 
 use littleghost_sandbox_core::network as core;
 use magnus::{
-    gc::Marker, method, prelude::*, typed_data::Obj, value::Opaque, DataTypeFunctions, Error,
-    RArray, RClass, RHash, RModule, RString, Ruby, Symbol, TypedData, Value,
+    block::Proc, gc::Marker, method, prelude::*, typed_data::Obj, value::Opaque, DataTypeFunctions,
+    Error, RArray, RClass, RHash, RModule, RString, Ruby, TypedData, Value,
 };
 
-use crate::helpers::{args, convert};
-use crate::ruby_api::errors;
+use crate::helpers::{args, constants, convert, value_object as vo};
+use crate::ruby_api::{environment_policy, errors};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let network = little_ghost.define_module("Network")?;
+    // The base's no-op methods are lib/littleghost/sandbox/gateway.rb.
     let base = network.define_class("Gateway", ruby.class_object())?;
-    base.define_method("open", method!(open_self, -1))?;
-    base.define_method("close", method!(close_nothing, 0))?;
-    base.define_method("validate!", method!(validate_self, 0))?;
-    base.define_method("environment", method!(no_environment, 0))?;
-    base.define_method("mounts", method!(no_mounts, 0))?;
-    base.define_method("proxy_mount_path", method!(no_proxy_mount_path, 0))?;
-    base.define_method("client_network", method!(client_network, 0))?;
-
     let external = network.define_class("ExternalGateway", base)?;
     external.undef_default_alloc_func();
     external.define_singleton_method("new", method!(external_new, -1))?;
     external.define_method("policy", method!(ExternalGateway::policy, 0))?;
     external.define_method("workspace", method!(ExternalGateway::workspace, 0))?;
     external.define_method("runtime_paths", method!(ExternalGateway::runtime_paths, 0))?;
-    external.define_method(
-        "proxy_mount_path",
-        method!(ExternalGateway::proxy_mount_path, 0),
-    )?;
+    let proxy_mount_path = method!(ExternalGateway::proxy_mount_path, 0);
+    external.define_method("proxy_mount_path", proxy_mount_path)?;
     external.define_method("environment", method!(ExternalGateway::environment, 0))?;
     external.define_method("open", method!(ExternalGateway::open, -1))?;
     external.define_method("open?", method!(ExternalGateway::is_open, 0))?;
     external.define_method("validate!", method!(ExternalGateway::validate, 0))?;
     external.define_method("close", method!(ExternalGateway::close, 0))?;
     Ok(())
-}
-
-/// Gateway#open(run: nil): the base owns nothing, so it returns self.
-fn open_self(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    args::keywords(ruby, args::keywords_only(args)?, &[], &["run"])?;
-    Ok(rb_self)
-}
-
-fn close_nothing(ruby: &Ruby, _rb_self: Value) -> Value {
-    ruby.qnil().as_value()
-}
-
-fn validate_self(rb_self: Value) -> Value {
-    rb_self
-}
-
-fn no_environment(ruby: &Ruby, _rb_self: Value) -> RHash {
-    let hash = ruby.hash_new();
-    hash.freeze();
-    hash
-}
-
-fn no_mounts(ruby: &Ruby, _rb_self: Value) -> RArray {
-    let array = ruby.ary_new();
-    array.freeze();
-    array
-}
-
-fn no_proxy_mount_path(ruby: &Ruby, _rb_self: Value) -> Value {
-    ruby.qnil().as_value()
-}
-
-/// What the child's own sockets reach: nothing (G.1); a gateway is the only way out.
-fn client_network(ruby: &Ruby, _rb_self: Value) -> Symbol {
-    ruby.to_symbol("none")
 }
 
 /// An application-run proxy reached through a socket under a runtime path.
@@ -122,11 +79,18 @@ fn external_new(
     )?;
     let value = |i: usize| values[i].unwrap_or_else(|| ruby.qnil().as_value());
     let (policy, workspace) = (value(0), value(1));
-    let names: RArray = ruby.module_kernel().funcall("Array", (value(2),))?;
+    let names = match value(2) {
+        nil if nil.is_nil() => Vec::new(),
+        value => match RArray::from_value(value) {
+            Some(array) => array.into_iter().collect(),
+            None => vec![value],
+        },
+    };
     let symbols = ruby.ary_new();
     let mut roots = Vec::new();
-    for name in names.into_iter() {
-        let symbol: Symbol = name.funcall("to_sym", ())?;
+    for name in names {
+        let symbol = vo::name_to_sym(name, "external gateway runtime path name")?;
+        // The workspace a user passed (any duck type with `path`).
         let directory: RString = workspace.funcall("path", (symbol,))?;
         roots.push((symbol.name()?.into_owned(), convert::path_of(directory)));
         symbols.push(symbol)?;
@@ -163,13 +127,11 @@ fn environment_hash(ruby: &Ruby, environment: Option<Value>) -> Result<Value, Er
     let given = environment
         .filter(|value| !value.is_nil())
         .unwrap_or_else(|| ruby.hash_new().as_value());
-    let class: Value = ruby
-        .class_object()
-        .const_get::<_, RModule>("LittleGhost")?
-        .const_get::<_, RClass>("Sandbox")?
-        .const_get("EnvironmentPolicy")?;
-    let policy: Value = class.funcall("coerce", (given,))?;
-    policy.funcall("values", ())
+    let class = constants::class(ruby, "LittleGhost::Sandbox::EnvironmentPolicy")?;
+    let policy = environment_policy::coerce(ruby, class, given)?;
+    let policy = environment_policy::borrow(policy)
+        .ok_or_else(|| errors::type_error(ruby, "not a LittleGhost::Sandbox::EnvironmentPolicy"))?;
+    Ok(policy.values_hash(ruby).as_value())
 }
 
 impl ExternalGateway {
@@ -202,13 +164,19 @@ impl ExternalGateway {
     fn open(ruby: &Ruby, rb_self: Obj<Self>, rb_args: &[Value]) -> Result<Obj<Self>, Error> {
         args::keywords(ruby, args::keywords_only(rb_args)?, &[], &["run"])?;
         let policy = ruby.get_inner(rb_self.policy);
-        if policy.respond_to("runtime_paths", false)? {
-            let granted: RHash = policy.funcall("runtime_paths", ())?;
-            let mut names = Vec::new();
-            granted.foreach(|key: Value, _: Value| {
-                names.push(key.funcall::<_, _, RString>("to_s", ())?.to_string()?);
-                Ok(magnus::r_hash::ForEach::Continue)
-            })?;
+        let names = match crate::ruby_api::policy::borrow(policy) {
+            Some(policy) => Some(
+                policy
+                    .core()
+                    .runtime_paths
+                    .entries()
+                    .iter()
+                    .map(|(n, _)| n.clone())
+                    .collect(),
+            ),
+            None => duck_runtime_paths(policy)?,
+        };
+        if let Some(names) = names {
             let core = rb_self.core();
             errors::core_result(ruby, core.check_grants(names.iter().map(String::as_str)))?;
         }
@@ -226,12 +194,17 @@ impl ExternalGateway {
         errors::core_result(ruby, rb_self.core().validate())?;
         let validator = ruby.get_inner(rb_self.validator);
         if !validator.is_nil() {
-            let arity: i64 = validator.funcall("arity", ()).unwrap_or(1);
-            if arity == 0 {
-                validator.funcall::<_, _, Value>("call", ())?;
+            // The application's validator: `call()` or `call(gateway)` by its arity.
+            let arity = match Proc::from_value(validator) {
+                Some(block) => block.arity(),
+                None => validator.funcall("arity", ()).unwrap_or(1),
+            };
+            let args: &[Value] = if arity == 0 {
+                &[]
             } else {
-                validator.funcall::<_, _, Value>("call", (rb_self,))?;
-            }
+                &[rb_self.as_value()]
+            };
+            validator.funcall::<_, _, Value>("call", args)?;
         }
         Ok(rb_self)
     }
@@ -240,4 +213,18 @@ impl ExternalGateway {
         rb_self.core().close();
         ruby.qnil().as_value()
     }
+}
+
+/// The names a policy object other than a Policy grants as runtime paths,
+/// when it answers `runtime_paths` (a user's duck-typed policy).
+fn duck_runtime_paths(policy: Value) -> Result<Option<Vec<String>>, Error> {
+    if !policy.respond_to("runtime_paths", false)? {
+        return Ok(None);
+    }
+    let granted: RHash = policy.funcall("runtime_paths", ())?;
+    let mut names = Vec::new();
+    for (key, _) in vo::hash_pairs(granted)? {
+        names.push(vo::sym_name(vo::name_to_sym(key, "runtime path name")?)?);
+    }
+    Ok(Some(names))
 }

@@ -17,7 +17,7 @@ use magnus::{
 };
 
 use crate::ruby_api::errors::{argument_error, capability_error, tool_error};
-use crate::ruby_api::sandbox::{launch_defaults, SandboxObj};
+use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
 
 /// The limit keywords, in the order [`Requested`] holds them.
 pub const KEYS: [&str; 3] = keywords::KEYS;

@@ -57,7 +57,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
 }
 
 /// Limits.coerce(value): a Limits unchanged, or `new(**value.to_h)` with Symbol keys.
-fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
+pub(crate) fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
     let class = constants::class(ruby, "LittleGhost::Sandbox::Limits")?;
     if value.is_kind_of(class) {
         return Ok(value);

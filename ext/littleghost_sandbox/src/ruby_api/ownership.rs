@@ -8,7 +8,7 @@ use littleghost_sandbox_core::process::Owner;
 use magnus::{prelude::*, Error, Ruby, Value};
 
 use crate::helpers::nogvl;
-use crate::ruby_api::sandbox::SandboxObj;
+use crate::ruby_api::sandbox::state::{self, SandboxObj};
 
 /// The message a child's next operation raises (ToolError) once `close`
 /// terminated it.
@@ -16,7 +16,7 @@ pub const CLOSED_MESSAGE: &str = "Program was terminated because the sandbox was
 
 /// The registry of `sandbox`.
 pub fn owner(ruby: &Ruby, sandbox: SandboxObj) -> Result<Owner, Error> {
-    crate::ruby_api::sandbox::borrow(sandbox.as_value())
+    state::borrow(sandbox.as_value())
         .map(|sandbox| sandbox.owner().clone())
         .ok_or_else(|| crate::ruby_api::errors::type_error(ruby, "not a LittleGhost::Sandbox"))
 }
@@ -26,7 +26,7 @@ pub fn owner(ruby: &Ruby, sandbox: SandboxObj) -> Result<Owner, Error> {
 /// the GVL, so another thread's `execute_program` sees its child end and
 /// raises ToolError [`CLOSED_MESSAGE`].
 pub fn terminate_children(ruby: &Ruby, sandbox: SandboxObj) -> Result<(), Error> {
-    let Some(sandbox) = crate::ruby_api::sandbox::borrow(sandbox.as_value()) else {
+    let Some(sandbox) = state::borrow(sandbox.as_value()) else {
         return Ok(());
     };
     sandbox.set_opened(false);
@@ -45,7 +45,7 @@ pub fn terminate_children(ruby: &Ruby, sandbox: SandboxObj) -> Result<(), Error>
 /// block did (`ensure`) and returns the block's value. When both the block
 /// and `close` raise, the block's exception wins.
 pub fn yield_and_close(ruby: &Ruby, opened: Value) -> Result<Value, Error> {
-    if let Some(sandbox) = crate::ruby_api::sandbox::borrow(opened) {
+    if let Some(sandbox) = state::borrow(opened) {
         sandbox.set_opened(true);
     }
     if !ruby.block_given() {

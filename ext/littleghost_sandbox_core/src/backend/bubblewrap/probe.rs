@@ -1,0 +1,126 @@
+//! B.2: the functional probe of a bwrap executable and the reasons it reports.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// B.2: the functional probe: can this bwrap create the namespaces we need?
+pub fn probe_argv(executable: &Path) -> Vec<OsString> {
+    let mut argv: Vec<OsString> = vec![executable.as_os_str().to_owned()];
+    // --disable-userns is probed too: every launch uses it.
+    for part in [
+        "--unshare-user",
+        "--disable-userns",
+        "--unshare-pid",
+        "--new-session",
+        "--die-with-parent",
+        "--ro-bind",
+        "/",
+        "/",
+        "--",
+        "/bin/true",
+    ] {
+        argv.push(part.into());
+    }
+    argv
+}
+
+/// B.2: the reason for a missing executable, with what to do about it.
+pub fn missing_reason(executable: &Path) -> String {
+    format!(
+        "Bubblewrap is not installed at {} (install it with `apt-get install bubblewrap`, or pass bubblewrap: PATH)",
+        executable.display()
+    )
+}
+
+/// B.2: the reason for a failed functional probe: bwrap's first stderr line,
+/// or a generic phrase, followed by the usual remedy.
+pub fn probe_failure_reason(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let first = text.lines().map(str::trim).find(|line| !line.is_empty());
+    format!(
+        "Bubblewrap is installed but unavailable: {} (enable unprivileged user namespaces: \
+         sysctl -w kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0, \
+         or allow bwrap in the AppArmor/SELinux policy)",
+        first.unwrap_or("the namespace probe failed")
+    )
+}
+
+/// True iff `path` is a regular file this process may execute.
+pub fn is_executable_file(path: &Path) -> bool {
+    path.is_file() && rustix::fs::access(path, rustix::fs::Access::EXEC_OK).is_ok()
+}
+
+/// A probed executable's path and file identity: device, inode, mtime.
+type ProbeKey = (PathBuf, u64, u64, i64);
+
+/// Executables whose functional probe passed, keyed by path and file
+/// identity, so a replaced binary is probed again (W18).
+static PROBED: Mutex<Option<HashSet<ProbeKey>>> = Mutex::new(None);
+
+fn probe_key(executable: &Path) -> Option<ProbeKey> {
+    let meta = std::fs::metadata(executable).ok()?;
+    Some((
+        executable.to_path_buf(),
+        meta.dev(),
+        meta.ino(),
+        meta.mtime(),
+    ))
+}
+
+/// B.2 and B.5 step 6: runs the functional probe (5 s, 16 KiB of stderr)
+/// unless it already passed for this executable in this process, and
+/// returns the failure reason otherwise. The probe takes milliseconds; the
+/// bound only guards against a wedged kernel.
+pub fn functional_probe(executable: &Path) -> std::result::Result<(), String> {
+    let key = probe_key(executable);
+    let cached = |key: &ProbeKey| {
+        PROBED
+            .lock()
+            .map(|set| set.as_ref().is_some_and(|s| s.contains(key)))
+            .unwrap_or(false)
+    };
+    if key.as_ref().is_some_and(cached) {
+        return Ok(());
+    }
+    let argv = probe_argv(executable);
+    let spawned = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = spawned else {
+        return Err(probe_failure_reason(b""));
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let mut stderr = Vec::new();
+    if let Some(pipe) = child.stderr.take() {
+        let _ = pipe.take(16 * 1024).read_to_end(&mut stderr);
+    }
+    match status {
+        Some(status) if status.success() => {
+            if let (Some(key), Ok(mut set)) = (key, PROBED.lock()) {
+                set.get_or_insert_with(HashSet::new).insert(key);
+            }
+            Ok(())
+        }
+        _ => Err(probe_failure_reason(&stderr)),
+    }
+}

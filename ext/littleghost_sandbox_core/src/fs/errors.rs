@@ -1,0 +1,88 @@
+//! How a failure on a sandbox entry is worded: by operation, never with a
+//! host path or the OS's own error text (14.5, 14.6, 14.8 to 14.10, 1.2).
+
+use std::ffi::OsStr;
+use std::os::fd::BorrowedFd;
+
+use rustix::fs::{self as rfs, AtFlags, FileType};
+use rustix::io::Errno;
+
+use super::walk::{Failure, WalkError};
+use super::*;
+use crate::denial::Reason;
+use crate::error::{refused, tool, Error, Result};
+
+/// 14.6, on the open handle.
+pub(super) fn check_regular(stat: &rfs::Stat) -> Result<()> {
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(tool(NOT_A_FILE));
+    }
+    if stat.st_nlink > 1 {
+        return Err(refused(Reason::MultiplyLinked, MULTIPLY_LINKED));
+    }
+    Ok(())
+}
+
+/// Explains a failed open of a single entry `name` in `parent`.
+pub(super) fn explain_last(parent: BorrowedFd<'_>, name: &OsStr, errno: Errno) -> WalkError {
+    let failure = match errno {
+        Errno::NOENT | Errno::LOOP => match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat) if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink => {
+                Failure::Symlink
+            }
+            Err(Errno::NOENT) => Failure::Missing,
+            _ => Failure::Os(errno),
+        },
+        other => Failure::Os(other),
+    };
+    WalkError {
+        last: true,
+        failure,
+    }
+}
+
+/// The message for a failed walk, worded for the operation (14.5, 14.8–14.10).
+pub(super) fn walk_error(wording: Wording, error: WalkError) -> Error {
+    let message = match (error.failure, wording) {
+        (Failure::Symlink, Wording::Read) if error.last => "Path cannot be a symbolic link",
+        (Failure::Symlink, Wording::Write) if error.last => {
+            "Write target cannot be a symbolic link"
+        }
+        (Failure::Symlink, _) => TRAVERSES_SYMLINK,
+        (Failure::Missing | Failure::NotDirectory, Wording::Write) => {
+            "Write target parent does not exist"
+        }
+        (Failure::NotDirectory, Wording::List) => "Path is not a directory",
+        (Failure::Missing | Failure::NotDirectory, _) => DOES_NOT_EXIST,
+        (Failure::Os(errno), _) => return errno_error(errno),
+    };
+    if error.failure == Failure::Symlink {
+        return refused(Reason::Symlink, message);
+    }
+    tool(message)
+}
+
+/// Maps an OS error on a sandbox entry to a message without host paths.
+pub(super) fn errno_error(errno: Errno) -> Error {
+    match errno {
+        // A socket, a FIFO without a reader, a directory opened for writing...
+        Errno::ISDIR | Errno::NXIO | Errno::NODEV | Errno::OPNOTSUPP => tool(NOT_A_FILE),
+        // Bad input the caller can fix: say what to change rather than echo the errno.
+        Errno::NAMETOOLONG => {
+            tool("Path name is too long; shorten each component to at most 255 bytes")
+        }
+        other => io_error(other),
+    }
+}
+
+/// An OS failure no rule of §14 names, in our own words: the OS's error text
+/// is never embedded (1.2), but the model still learns what it can act on.
+pub(super) fn io_error(errno: Errno) -> Error {
+    let reason = match errno {
+        Errno::NOSPC | Errno::DQUOT => ": no space left on the host filesystem",
+        Errno::ROFS => ": the host filesystem is read-only",
+        Errno::ACCESS | Errno::PERM => ": the host refused access",
+        _ => "",
+    };
+    tool(format!("Sandbox filesystem operation failed{reason}"))
+}
