@@ -1,7 +1,13 @@
 //! Keyword arguments across the binding: parsing a `-1` arity call the way
 //! Ruby would, and building Symbol-keyed Hashes for keyword calls.
 
-use magnus::{prelude::*, scan_args::scan_args, Error, KwArgs, RArray, RHash, Ruby, Symbol, Value};
+use magnus::{
+    prelude::*,
+    rb_sys::{protect, AsRawId, AsRawValue, FromRawValue},
+    scan_args::scan_args,
+    Error, RArray, RHash, Ruby, Symbol, Value,
+};
+use rb_sys::VALUE;
 
 use crate::ruby_api::errors;
 
@@ -91,22 +97,28 @@ pub fn unknown_keys(hash: RHash, known: impl Fn(&str) -> bool) -> Result<Vec<Str
     Ok(unknown)
 }
 
-/// Calls `receiver.name(*positionals, **keywords)`.
+/// Calls `receiver.name(*positionals, **keywords)` (one dispatch, any arity).
 pub fn call_with(
     receiver: Value,
     name: &str,
     positionals: &[Value],
     keywords: RHash,
 ) -> Result<Value, Error> {
-    let kw = KwArgs(keywords);
-    match positionals {
-        [] => receiver.funcall(name, (kw,)),
-        [a] => receiver.funcall(name, (*a, kw)),
-        [a, b] => receiver.funcall(name, (*a, *b, kw)),
-        [a, b, c] => receiver.funcall(name, (*a, *b, *c, kw)),
-        [a, b, c, d] => receiver.funcall(name, (*a, *b, *c, *d, kw)),
-        _ => receiver.funcall(name, positionals),
-    }
+    let ruby = Ruby::get_with(receiver);
+    let argv: Vec<VALUE> = positionals
+        .iter()
+        .chain(std::iter::once(&keywords.as_value()))
+        .map(|value| value.as_raw())
+        .collect();
+    let (receiver, id) = (receiver.as_raw(), ruby.intern(name).as_raw());
+    let argc = std::ffi::c_int::try_from(argv.len()).unwrap_or(std::ffi::c_int::MAX);
+    // SAFETY: `argv` holds `argc` live VALUEs (the caller's arguments and
+    // `keywords`, all reachable from this call's stack); the last is the
+    // keyword Hash, passed as keywords (kw_splat = 1) as `**keywords` would.
+    // `protect` catches a raise.
+    let out = protect(|| unsafe { rb_sys::rb_funcallv_kw(receiver, id, argc, argv.as_ptr(), 1) })?;
+    // SAFETY: `out` is the value the method just returned.
+    Ok(unsafe { Value::from_raw(out) })
 }
 
 /// Splits a `-1` arity call into its positionals and keywords.

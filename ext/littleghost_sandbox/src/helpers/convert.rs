@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use littleghost_sandbox_core::process as core_process;
 use magnus::{encoding::EncodingCapable, prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
 /// The advice a String command line gets.
@@ -79,16 +80,11 @@ fn to_s(ruby: &Ruby, value: Value) -> Result<RString, Error> {
             ruby,
             format!(
                 "can't convert {} to String (to_s gives {})",
-                class_name(value),
-                class_name(converted)
+                vo::class_name(value),
+                vo::class_name(converted)
             ),
         )
     })
-}
-
-fn class_name(value: Value) -> String {
-    // SAFETY: classname returns a static C string owned by Ruby.
-    unsafe { value.classname() }.into_owned()
 }
 
 fn is_whitespace(byte: &u8) -> bool {
@@ -109,7 +105,7 @@ pub fn argv(ruby: &Ruby, command: Value) -> Result<Vec<String>, Error> {
             ));
         }
     }
-    let array: RArray = ruby.module_kernel().funcall("Array", (command,))?;
+    let array = RArray::try_convert(vo::kernel(ruby, "Array", command)?)?;
     let mut argv = Vec::with_capacity(array.len());
     for item in array.into_iter() {
         argv.push(text(ruby, to_s(ruby, item)?, "command arguments")?);
@@ -128,7 +124,7 @@ pub fn environment(
     let Some(environment) = environment.filter(|value| !value.is_nil()) else {
         return Ok(Vec::new());
     };
-    let hash: RHash = ruby.module_kernel().funcall("Hash", (environment,))?;
+    let hash = RHash::try_convert(vo::kernel(ruby, "Hash", environment)?)?;
     let mut pairs = Vec::with_capacity(hash.len());
     hash.foreach(|name: Value, value: Value| {
         pairs.push((
@@ -158,7 +154,7 @@ pub fn path_string(ruby: &Ruby, value: Value, what: &str) -> Result<RString, Err
         ruby,
         format!(
             "{what} must be a String or respond to to_path (got {})",
-            class_name(value)
+            vo::class_name(value)
         ),
     ))
 }
@@ -197,7 +193,7 @@ pub fn path_text(ruby: &Ruby, path: &Path, what: &str) -> Result<String, Error> 
 
 /// `String(value)` for descriptive options (a platform name), lossy.
 pub fn display_string(ruby: &Ruby, value: Value) -> Result<String, Error> {
-    let string: RString = RString::try_convert(ruby.module_kernel().funcall("String", (value,))?)?;
+    let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
     Ok(lossy(string))
 }
 
@@ -222,7 +218,9 @@ pub fn expanded_path(
     let Some(string) = optional_path_string(ruby, value, what)? else {
         return Ok(None);
     };
-    let file: magnus::RClass = ruby.class_object().const_get("File")?;
-    let expanded: RString = file.funcall("expand_path", (string,))?;
-    Ok(Some(path_of(expanded)))
+    Ok(Some(path_of(vo::expand_path(
+        ruby,
+        string.as_value(),
+        None,
+    )?)))
 }

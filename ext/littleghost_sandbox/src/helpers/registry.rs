@@ -35,8 +35,8 @@ impl Registry {
     #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
     pub fn restore(&self, ruby: &Ruby, snapshot: RHash) -> Result<(), Error> {
         let table = self.table(ruby)?;
-        let _: Value = table.funcall("replace", (snapshot,))?;
-        Ok(())
+        table.clear()?;
+        table.update(snapshot)
     }
 
     /// Stores `implementation` under `name` if it is the base class or a subclass;

@@ -1,25 +1,62 @@
 //! Shared plumbing for the frozen value objects (Capabilities, Limits,
 //! EnvironmentPolicy, NetworkPolicy, Policy, Mount) and Workspace: Ruby
-//! coercions that must match Ruby exactly, freezing, value equality over
-//! instance variables, `to_h` and a readable `inspect`.
+//! coercions that must match Ruby exactly (through Ruby's C conversion
+//! functions), name-ish values as the core's `Given`, freezing, hash codes of
+//! core values and a readable `inspect`. Equality and hashing are the core
+//! structs' own (`PartialEq`, `Hash`).
 
 use magnus::{
-    prelude::*, value::ReprValue, Error, RArray, RClass, RHash, RObject, RString, Ruby, Symbol,
-    Value,
+    encoding::Coderange,
+    prelude::*,
+    rb_sys::{protect, AsRawValue, FromRawValue},
+    typed_data::Obj,
+    value::ReprValue,
+    Error, RArray, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
+use rb_sys::VALUE;
 
-/// `Kernel#name(value)`, e.g. `Integer("10")` or `String(:a)`.
-pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
-    ruby.module_kernel().funcall(name, (value,))
+/// Ruby's conversion function `func` (`rb_String`, `rb_Array`, ...) applied
+/// to `value`, with a raise returned as an Error. These are the C functions
+/// behind `Kernel#String` and friends: they run the conversion protocol
+/// (`to_str`, `to_s`, `to_ary`, ...) on `value` without looking up a method
+/// on Kernel.
+fn c_convert(value: Value, func: unsafe extern "C" fn(VALUE) -> VALUE) -> Result<Value, Error> {
+    let raw = value.as_raw();
+    // SAFETY: `func` takes and returns a VALUE and may raise; `protect` turns
+    // a raise into an Error. `value` is live on this stack, so the GC sees it.
+    let out = protect(|| unsafe { func(raw) })?;
+    // SAFETY: `out` is the VALUE Ruby just returned.
+    Ok(unsafe { Value::from_raw(out) })
 }
 
-/// `File.expand_path(path, base)` (Ruby semantics, including `~`).
+/// `Kernel#name(value)` for `String`, `Array`, `Integer` and `Hash`, e.g. `Integer("10")`.
+pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
+    let func: unsafe extern "C" fn(VALUE) -> VALUE = match name {
+        "String" => rb_sys::rb_String,
+        "Array" => rb_sys::rb_Array,
+        "Integer" => rb_sys::rb_Integer,
+        "Hash" => rb_sys::rb_Hash,
+        _ => {
+            return Err(Error::new(
+                ruby.exception_arg_error(),
+                format!("no conversion Kernel#{name}"),
+            ))
+        }
+    };
+    c_convert(value, func)
+}
+
+/// `File.expand_path(path, base)` (Ruby semantics, including `~` and `to_path`).
 pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RString, Error> {
-    let file: RClass = ruby.class_object().const_get("File")?;
-    match base {
-        Some(base) => file.funcall("expand_path", (path, base)),
-        None => file.funcall("expand_path", (path,)),
-    }
+    let (path, base) = (
+        path.as_raw(),
+        base.unwrap_or_else(|| ruby.qnil().as_value()).as_raw(),
+    );
+    // SAFETY: rb_file_expand_path is File.expand_path's body; `protect`
+    // catches its raise, and both VALUEs are live on this stack.
+    let out = protect(|| unsafe { rb_sys::rb_file_expand_path(path, base) })?;
+    // SAFETY: `out` is the String Ruby just returned.
+    RString::try_convert(unsafe { Value::from_raw(out) })
 }
 
 /// A frozen Ruby String.
@@ -43,15 +80,22 @@ pub fn try_to_sym(value: Value) -> Result<Option<Symbol>, Error> {
     if !responds(value, "to_sym") {
         return Ok(None);
     }
-    if RString::from_value(value).is_some()
-        && !value.funcall::<_, _, bool>("valid_encoding?", ())?
-    {
-        let ruby = Ruby::get_with(value);
-        return Err(Error::new(
-            ruby.exception_arg_error(),
-            "name is not valid text in its encoding; pass a Symbol or a valid String",
-        ));
+    if let Some(string) = RString::from_value(value) {
+        if string.enc_coderange_scan() == Coderange::Broken {
+            let ruby = Ruby::get_with(value);
+            return Err(Error::new(
+                ruby.exception_arg_error(),
+                "name is not valid text in its encoding; pass a Symbol or a valid String",
+            ));
+        }
+        let raw = string.as_raw();
+        // SAFETY: rb_str_intern is String#to_sym's body; `protect` catches a
+        // raise and `string` is live on this stack.
+        let symbol = protect(|| unsafe { rb_sys::rb_str_intern(raw) })?;
+        // SAFETY: `symbol` is the Symbol Ruby just returned.
+        return Ok(Symbol::from_value(unsafe { Value::from_raw(symbol) }));
     }
+    // Any other object answering to_sym (a caller's own type).
     let result: Value = value.funcall("to_sym", ())?;
     Ok(Symbol::from_value(result))
 }
@@ -88,7 +132,8 @@ pub fn require_duck(value: Value, what: &str, methods: &[&str]) -> Result<(), Er
     ))
 }
 
-fn class_name(value: Value) -> String {
+/// The name of `value`'s class (`#<Class:0x...>` for an anonymous one).
+pub fn class_name(value: Value) -> String {
     // SAFETY: the borrowed name is copied before any other Ruby call can run.
     unsafe { value.classname() }.into_owned()
 }
@@ -141,12 +186,23 @@ pub fn pairs(value: Value) -> Result<Pairs, Error> {
             _keep_alive: None,
         });
     }
-    let enumerator: Value = value.funcall("each_pair", ())?;
-    let array: RArray = enumerator.funcall("to_a", ())?;
-    let keep_alive = magnus::value::BoxValue::new(array);
-    let mut items = Vec::with_capacity(array.len());
-    for pair in array.into_iter() {
-        let pair = RArray::try_convert(pair)?;
+    // One call of the caller's `each_pair`, keeping what each yield passes.
+    let ruby = Ruby::get_with(value);
+    let yielded = ruby.ary_new();
+    let keep_alive = magnus::value::BoxValue::new(yielded);
+    let sink = magnus::value::Opaque::from(yielded);
+    let block = ruby.proc_from_fn(move |ruby, args, _| {
+        ruby.get_inner(sink).push(ruby.ary_new_from_values(args))
+    });
+    let _: Value = value.funcall_with_block("each_pair", (), block)?;
+    let mut items = Vec::with_capacity(yielded.len());
+    for args in yielded.into_iter() {
+        // `yield key, value`, or `yield [key, value]` (Struct, ENV).
+        let args = RArray::try_convert(args)?;
+        let pair = match args.len() {
+            1 => RArray::try_convert(args.entry(0)?)?,
+            _ => args,
+        };
         items.push((pair.entry(0)?, pair.entry(1)?));
     }
     Ok(Pairs {
@@ -187,17 +243,6 @@ pub fn sym_name(symbol: Symbol) -> Result<String, Error> {
     Ok(symbol.name()?.into_owned())
 }
 
-/// Reads an instance variable (nil when unset).
-pub fn ivar(object: Value, name: &str) -> Result<Value, Error> {
-    match RObject::from_value(object) {
-        Some(object) => object.ivar_get(name),
-        None => Err(Error::new(
-            Ruby::get_with(object).exception_type_error(),
-            "expected a plain Ruby object",
-        )),
-    }
-}
-
 /// `value.inspect`, but Symbol-keyed Hashes read `{root: :read_only}` on every Ruby.
 #[allow(clippy::only_used_in_recursion)]
 pub fn inspect_value(ruby: &Ruby, value: Value) -> Result<String, Error> {
@@ -231,125 +276,7 @@ fn simple_symbol(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-/// `#<Class a=1 b=:x>` from (label, ivar) pairs.
-pub fn inspect_object(
-    ruby: &Ruby,
-    object: Value,
-    fields: &[(&str, &str)],
-) -> Result<String, Error> {
-    let class_name: RString = object.class().funcall("to_s", ())?;
-    let mut out = format!("#<{}", class_name.to_string()?);
-    for (label, name) in fields {
-        out.push_str(&format!(
-            " {label}={}",
-            inspect_value(ruby, ivar(object, name)?)?
-        ));
-    }
-    out.push('>');
-    Ok(out)
-}
-
-/// A frozen Hash of each field's label (as a Symbol) to its ivar, in `fields` order.
-pub fn fields_hash(ruby: &Ruby, object: RObject, fields: &[(&str, &str)]) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (label, name) in fields {
-        hash.aset(ruby.to_symbol(label), object.ivar_get::<_, Value>(*name)?)?;
-    }
-    hash.freeze();
-    Ok(hash)
-}
-
-/// Value equality: the same class and every listed ivar equal under `method` (`==` or `eql?`).
-pub fn equal_by(object: Value, other: Value, ivars: &[&str], method: &str) -> Result<bool, Error> {
-    // Identity, not `==` (rb_equal would call back into this method).
-    if identical(object, other)? {
-        return Ok(true);
-    }
-    if !identical(other.class().as_value(), object.class().as_value())? {
-        return Ok(false);
-    }
-    for name in ivars {
-        let mine = ivar(object, name)?;
-        let theirs = ivar(other, name)?;
-        let same: bool = mine.funcall(method, (theirs,))?;
-        if !same {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
-/// `a.equal?(b)`: object identity.
-pub fn identical(a: Value, b: Value) -> Result<bool, Error> {
-    a.funcall("equal?", (b,))
-}
-
-/// `[class, *ivars].hash`, consistent with [`equal_by`] using `eql?`.
-pub fn hash_by(ruby: &Ruby, object: Value, ivars: &[&str]) -> Result<Value, Error> {
-    let array = ruby.ary_new_capa(ivars.len() + 1);
-    array.push(object.class())?;
-    for name in ivars {
-        array.push(ivar(object, name)?)?;
-    }
-    array.funcall("hash", ())
-}
-
-/// Defines `==`, `eql?`, `hash` and `inspect` over a fixed ivar list.
-/// Usage: `value_methods!(IVARS, INSPECT_FIELDS);` then `define_value_methods(class)?`.
-macro_rules! value_methods {
-    ($ivars:expr, $fields:expr) => {
-        /// Value equality with another instance of the same class.
-        fn value_eq(rb_self: magnus::Value, other: magnus::Value) -> Result<bool, magnus::Error> {
-            crate::helpers::value_object::equal_by(rb_self, other, $ivars, "==")
-        }
-
-        /// Strict value equality (used by Hash keys).
-        fn value_eql(rb_self: magnus::Value, other: magnus::Value) -> Result<bool, magnus::Error> {
-            crate::helpers::value_object::equal_by(rb_self, other, $ivars, "eql?")
-        }
-
-        /// Hash code consistent with `eql?`.
-        fn value_hash(
-            ruby: &magnus::Ruby,
-            rb_self: magnus::Value,
-        ) -> Result<magnus::Value, magnus::Error> {
-            crate::helpers::value_object::hash_by(ruby, rb_self, $ivars)
-        }
-
-        /// A readable one-line description of the value.
-        fn value_inspect(
-            ruby: &magnus::Ruby,
-            rb_self: magnus::Value,
-        ) -> Result<String, magnus::Error> {
-            crate::helpers::value_object::inspect_object(ruby, rb_self, $fields)
-        }
-
-        fn define_value_methods(class: magnus::RClass) -> Result<(), magnus::Error> {
-            use magnus::Module;
-            class.define_method("==", magnus::method!(value_eq, 1))?;
-            class.define_method("eql?", magnus::method!(value_eql, 1))?;
-            class.define_method("hash", magnus::method!(value_hash, 0))?;
-            class.define_method("inspect", magnus::method!(value_inspect, 0))?;
-            class.define_alias("to_s", "inspect")?;
-            Ok(())
-        }
-    };
-}
-pub(crate) use value_methods;
-
-/// A reader method body: the ivar of the same name.
-macro_rules! ivar_reader {
-    ($fn_name:ident, $ivar:literal, $doc:literal) => {
-        #[doc = $doc]
-        fn $fn_name(rb_self: magnus::RObject) -> Result<magnus::Value, magnus::Error> {
-            use magnus::Object;
-            rb_self.ivar_get($ivar)
-        }
-    };
-}
-pub(crate) use ivar_reader;
-
-/// Maps a keyword-less Ruby exception raised by a conversion onto `make(message)`.
+/// Whether `error` is a StandardError (a refused conversion), not an Interrupt or SystemExit.
 pub fn is_standard_error(ruby: &Ruby, error: &Error) -> bool {
     error.is_kind_of(ruby.exception_standard_error())
 }
@@ -398,6 +325,118 @@ pub fn inspect_fields(
     out.push('>');
     Ok(out)
 }
+
+/// A frozen TypedData value object over a core struct: equality and hashing
+/// are the core value's (`PartialEq`, `Hash`), `inspect` and `to_h` show
+/// [`fields`](ValueObject::fields). [`value_methods!`] defines the Ruby methods.
+pub(crate) trait ValueObject: TypedData + Sized + 'static {
+    /// The core value compared and hashed.
+    type Core: PartialEq + std::hash::Hash;
+
+    fn core(&self) -> &Self::Core;
+
+    /// The labelled values `inspect` shows (and `to_h` returns), in order.
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error>;
+
+    /// Equal to `other` of the same class; `strict` is `eql?` rather than `==`
+    /// for the Ruby objects a value holds besides its core value.
+    fn same(&self, _ruby: &Ruby, other: &Self, _strict: bool) -> Result<bool, Error> {
+        Ok(self.core() == other.core())
+    }
+
+    /// A hash code consistent with `same(other, true)`.
+    fn hash_code(&self, _ruby: &Ruby) -> Result<i64, Error> {
+        Ok(hash_code(self.core()))
+    }
+}
+
+/// `==` (or `eql?` when `strict`): the same class and [`ValueObject::same`].
+pub(crate) fn value_same<T: ValueObject>(
+    ruby: &Ruby,
+    rb_self: Obj<T>,
+    other: Value,
+    strict: bool,
+) -> Result<bool, Error> {
+    if !same_class(rb_self.as_value(), other) {
+        return Ok(false);
+    }
+    match <&T>::try_convert(other) {
+        Ok(theirs) if std::ptr::eq(theirs, &*rb_self) => Ok(true),
+        Ok(theirs) => rb_self.same(ruby, theirs, strict),
+        Err(_) => Ok(false),
+    }
+}
+
+/// `inspect` of a value object: `#<Class label=value ...>`.
+pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Result<String, Error> {
+    inspect_fields(ruby, rb_self.as_value(), &rb_self.fields(ruby)?)
+}
+
+/// `to_h` of a value object: its fields in a frozen Symbol-keyed Hash.
+pub(crate) fn value_to_h<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    for (label, value) in rb_self.fields(ruby)? {
+        hash.aset(ruby.to_symbol(label), value)?;
+    }
+    hash.freeze();
+    Ok(hash)
+}
+
+/// Defines `==`, `eql?`, `hash`, `inspect` and `to_s` (and `to_h` when asked)
+/// of a [`ValueObject`] type. Usage: `value_methods!(Limits);` then
+/// `define_value_methods(class, true)?`. (A macro, as magnus's `method!`
+/// cannot name a generic function's type parameter.)
+macro_rules! value_methods {
+    ($type:ty) => {
+        fn value_eq(
+            ruby: &magnus::Ruby,
+            rb_self: magnus::typed_data::Obj<$type>,
+            other: magnus::Value,
+        ) -> Result<bool, magnus::Error> {
+            crate::helpers::value_object::value_same(ruby, rb_self, other, false)
+        }
+
+        fn value_eql(
+            ruby: &magnus::Ruby,
+            rb_self: magnus::typed_data::Obj<$type>,
+            other: magnus::Value,
+        ) -> Result<bool, magnus::Error> {
+            crate::helpers::value_object::value_same(ruby, rb_self, other, true)
+        }
+
+        fn value_hash(ruby: &magnus::Ruby, rb_self: &$type) -> Result<i64, magnus::Error> {
+            crate::helpers::value_object::ValueObject::hash_code(rb_self, ruby)
+        }
+
+        fn value_inspect(
+            ruby: &magnus::Ruby,
+            rb_self: magnus::typed_data::Obj<$type>,
+        ) -> Result<String, magnus::Error> {
+            crate::helpers::value_object::value_inspect(ruby, rb_self)
+        }
+
+        fn value_to_h(
+            ruby: &magnus::Ruby,
+            rb_self: &$type,
+        ) -> Result<magnus::RHash, magnus::Error> {
+            crate::helpers::value_object::value_to_h(ruby, rb_self)
+        }
+
+        fn define_value_methods(class: magnus::RClass, to_h: bool) -> Result<(), magnus::Error> {
+            use magnus::{method, Module};
+            class.define_method("==", method!(value_eq, 1))?;
+            class.define_method("eql?", method!(value_eql, 1))?;
+            class.define_method("hash", method!(value_hash, 0))?;
+            class.define_method("inspect", method!(value_inspect, 0))?;
+            class.define_alias("to_s", "inspect")?;
+            if to_h {
+                class.define_method("to_h", method!(value_to_h, 0))?;
+            }
+            Ok(())
+        }
+    };
+}
+pub(crate) use value_methods;
 
 /// A frozen Array of frozen Strings.
 pub fn frozen_strings<'a>(ruby: &Ruby, items: impl IntoIterator<Item = &'a String>) -> RArray {

@@ -41,14 +41,26 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("supports?", method!(supports, -1))?;
     class.define_method("include?", method!(supports, -1))?;
     class.define_method("intersect", method!(intersect, 1))?;
-    class.define_method("to_h", method!(to_h, 0))?;
-    class.define_method("==", method!(eq, 1))?;
-    class.define_method("eql?", method!(eq, 1))?;
-    class.define_method("hash", method!(hash, 0))?;
-    class.define_method("inspect", method!(inspect, 0))?;
-    class.define_alias("to_s", "inspect")?;
-    Ok(())
+    define_value_methods(class, true)
 }
+
+impl vo::ValueObject for Capabilities {
+    type Core = core::Capabilities;
+
+    fn core(&self) -> &core::Capabilities {
+        &self.0
+    }
+
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        Ok(vec![
+            ("features", features(ruby, self).as_value()),
+            ("network_modes", network_modes(ruby, self).as_value()),
+            ("isolation", isolation(ruby, self).as_value()),
+        ])
+    }
+}
+
+vo::value_methods!(Capabilities);
 
 fn frozen_symbols<S: AsRef<str>>(ruby: &Ruby, names: &[S]) -> RArray {
     let array = ruby.ary_from_iter(names.iter().map(|name| ruby.to_symbol(name.as_ref())));
@@ -56,7 +68,7 @@ fn frozen_symbols<S: AsRef<str>>(ruby: &Ruby, names: &[S]) -> RArray {
     array
 }
 
-fn wrap(ruby: &Ruby, class: RClass, core: core::Capabilities) -> Obj<Capabilities> {
+fn wrap_as(ruby: &Ruby, class: RClass, core: core::Capabilities) -> Obj<Capabilities> {
     let object = ruby.obj_wrap_as(Capabilities(core), class);
     object.freeze();
     object
@@ -78,12 +90,17 @@ pub fn build(
             Some(&Given::symbol(isolation)),
         ),
     )?;
-    Ok(wrap(ruby, Capabilities::class(ruby), core).as_value())
+    Ok(wrap(ruby, core))
+}
+
+/// A frozen Capabilities holding `core` (for backends and scopes that computed it).
+pub(crate) fn wrap(ruby: &Ruby, core: core::Capabilities) -> Value {
+    wrap_as(ruby, Capabilities::class(ruby), core).as_value()
 }
 
 /// Capabilities with no features and no network modes (10.4, 12.3).
 pub fn empty(ruby: &Ruby) -> Result<Value, Error> {
-    Ok(wrap(ruby, Capabilities::class(ruby), core::Capabilities::empty()).as_value())
+    Ok(wrap(ruby, core::Capabilities::empty()))
 }
 
 /// Capabilities.normalize(feature): the canonical feature Symbol, resolving aliases such as `:read`.
@@ -122,7 +139,7 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, 
             isolation.as_ref(),
         ),
     )?;
-    Ok(wrap(ruby, class, core))
+    Ok(wrap_as(ruby, class, core))
 }
 
 /// features: the supported features, a frozen Array of Symbols.
@@ -195,42 +212,5 @@ fn intersect(
             rb_self.0.intersect(&features, &modes)
         }
     };
-    Ok(wrap(ruby, rb_self.class(), core))
-}
-
-/// to_h: `{features:, network_modes:, isolation:}`, frozen.
-fn to_h(ruby: &Ruby, rb_self: &Capabilities) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    hash.aset(ruby.to_symbol("features"), features(ruby, rb_self))?;
-    hash.aset(
-        ruby.to_symbol("network_modes"),
-        network_modes(ruby, rb_self),
-    )?;
-    hash.aset(ruby.to_symbol("isolation"), isolation(ruby, rb_self))?;
-    hash.freeze();
-    Ok(hash)
-}
-
-/// ==(other) and eql?(other): the same class with the same features, network modes and isolation.
-fn eq(rb_self: Obj<Capabilities>, other: Value) -> bool {
-    vo::same_class(rb_self.as_value(), other)
-        && borrow(other).is_some_and(|theirs| theirs.0 == rb_self.0)
-}
-
-/// hash: consistent with `eql?`.
-fn hash(rb_self: &Capabilities) -> i64 {
-    vo::hash_code(&rb_self.0)
-}
-
-/// inspect: `#<LittleGhost::Sandbox::Capabilities features=[...] network_modes=[...] isolation=:none>`.
-fn inspect(ruby: &Ruby, rb_self: Obj<Capabilities>) -> Result<String, Error> {
-    vo::inspect_fields(
-        ruby,
-        rb_self.as_value(),
-        &[
-            ("features", features(ruby, &rb_self).as_value()),
-            ("network_modes", network_modes(ruby, &rb_self).as_value()),
-            ("isolation", isolation(ruby, &rb_self).as_value()),
-        ],
-    )
+    Ok(wrap_as(ruby, rb_self.class(), core))
 }

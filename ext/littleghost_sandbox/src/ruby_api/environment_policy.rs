@@ -3,6 +3,8 @@
 //! is the core's `policy::EnvironmentPolicy`; the frozen Hash Ruby reads is
 //! built once from the caller's Strings (their encodings kept).
 
+use std::os::unix::ffi::OsStrExt;
+
 use littleghost_sandbox_core::policy as core;
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
@@ -57,13 +59,25 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("values", method!(values, 0))?;
     class.define_method("to_h", method!(values, 0))?;
     class.define_method("inherit?", method!(inherit, 0))?;
-    class.define_method("==", method!(eq, 1))?;
-    class.define_method("eql?", method!(eq, 1))?;
-    class.define_method("hash", method!(hash, 0))?;
-    class.define_method("inspect", method!(inspect, 0))?;
-    class.define_alias("to_s", "inspect")?;
-    Ok(())
+    define_value_methods(class, false)
 }
+
+impl vo::ValueObject for EnvironmentPolicy {
+    type Core = core::EnvironmentPolicy;
+
+    fn core(&self) -> &core::EnvironmentPolicy {
+        &self.core
+    }
+
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        Ok(vec![
+            ("inherit", ruby.into_value(self.core.inherit())),
+            ("values", values(ruby, self).as_value()),
+        ])
+    }
+}
+
+vo::value_methods!(EnvironmentPolicy);
 
 /// EnvironmentPolicy.coerce(value): an instance as is; `{set:, inherit:}` or a plain Hash of variables otherwise.
 pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
@@ -78,11 +92,10 @@ pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> 
     };
     let symbol = |name: &str| ruby.to_symbol(name).as_value();
     let string = |name: &str| ruby.str_new(name).as_value();
-    let has_key = |name: &str| -> Result<bool, Error> {
-        Ok(hash.funcall::<_, _, bool>("key?", (symbol(name),))?
-            || hash.funcall::<_, _, bool>("key?", (string(name),))?)
-    };
-    let (values, inherit) = if has_key("set")? || has_key("inherit")? {
+    // `key?`: present even when the value is nil or false (no default applies).
+    let has = |key: Value| hash.get(key).is_some();
+    let has_key = |name: &str| has(symbol(name)) || has(string(name));
+    let (values, inherit) = if has_key("set") || has_key("inherit") {
         // `h[:set] || h["set"]`: the first truthy of the two spellings.
         let by_symbol: Value = hash.aref(symbol("set"))?;
         let values = if by_symbol.to_bool() {
@@ -91,7 +104,7 @@ pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> 
             Some(hash.aref::<_, Value>(string("set"))?).filter(|v| v.to_bool())
         };
         // `h[:inherit]` when the key is present (even if false), else `h["inherit"]`.
-        let inherit: Value = if hash.funcall::<_, _, bool>("key?", (symbol("inherit"),))? {
+        let inherit: Value = if has(symbol("inherit")) {
             hash.aref(symbol("inherit"))?
         } else {
             hash.aref(string("inherit"))?
@@ -136,21 +149,51 @@ fn build(
             table.aset(RString::new_frozen(name), RString::new_frozen(value))?;
         }
     }
-    table.freeze();
     let mut pairs = Vec::with_capacity(table.len());
     for (name, value) in vo::hash_pairs(table)? {
         let bytes = |v: Value| RString::try_convert(v).map(convert::bytes);
         pairs.push((bytes(name)?, bytes(value)?));
     }
+    Ok(wrap_as(
+        ruby,
+        class,
+        core::EnvironmentPolicy::new(inherit, pairs),
+        table,
+    ))
+}
+
+fn wrap_as(
+    ruby: &Ruby,
+    class: RClass,
+    core: core::EnvironmentPolicy,
+    values: RHash,
+) -> Obj<EnvironmentPolicy> {
+    values.freeze();
     let object = ruby.obj_wrap_as(
         EnvironmentPolicy {
-            core: core::EnvironmentPolicy::new(inherit, pairs),
-            values: table.into(),
+            core,
+            values: values.into(),
         },
         class,
     );
     object.freeze();
-    Ok(object)
+    object
+}
+
+/// A frozen EnvironmentPolicy holding `core`; its `values` are frozen Strings
+/// of the core's bytes (UTF-8 when valid, binary otherwise).
+pub(crate) fn wrap(ruby: &Ruby, core: core::EnvironmentPolicy) -> Result<Value, Error> {
+    let table = ruby.hash_new();
+    for (name, value) in core.values() {
+        let string = |bytes: &[u8]| {
+            convert::path_to_ruby(
+                ruby,
+                std::path::Path::new(std::ffi::OsStr::from_bytes(bytes)),
+            )
+        };
+        table.aset(string(name), string(value))?;
+    }
+    Ok(wrap_as(ruby, EnvironmentPolicy::class(ruby), core, table).as_value())
 }
 
 /// values: the variables to set, a frozen Hash of frozen Strings.
@@ -161,27 +204,4 @@ fn values(ruby: &Ruby, rb_self: &EnvironmentPolicy) -> RHash {
 /// inherit?: whether processes start from the parent's environment.
 fn inherit(rb_self: &EnvironmentPolicy) -> bool {
     rb_self.core.inherit()
-}
-
-/// ==(other) and eql?(other): the same class, inheritance and variables.
-fn eq(rb_self: Obj<EnvironmentPolicy>, other: Value) -> bool {
-    vo::same_class(rb_self.as_value(), other)
-        && borrow(other).is_some_and(|theirs| theirs.core == rb_self.core)
-}
-
-/// hash: consistent with `eql?`.
-fn hash(rb_self: &EnvironmentPolicy) -> i64 {
-    vo::hash_code(&rb_self.core)
-}
-
-/// inspect: `#<LittleGhost::Sandbox::EnvironmentPolicy inherit=false values={...}>`.
-fn inspect(ruby: &Ruby, rb_self: Obj<EnvironmentPolicy>) -> Result<String, Error> {
-    vo::inspect_fields(
-        ruby,
-        rb_self.as_value(),
-        &[
-            ("inherit", ruby.into_value(rb_self.core.inherit())),
-            ("values", values(ruby, &rb_self).as_value()),
-        ],
-    )
 }

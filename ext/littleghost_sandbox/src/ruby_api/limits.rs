@@ -1,167 +1,138 @@
 //! `LittleGhost::Sandbox::Limits` (SPEC §5): byte and entry caps for file
-//! operations and captured output.
+//! operations and captured output. Names, defaults and rules are the core's
+//! `policy::Limits`; this file converts each value with Ruby's `Integer()`.
 
+use littleghost_sandbox_core::policy::{self as core, Given, LimitValue};
 use magnus::{
-    function, method, prelude::*, scan_args::scan_args, Error, IntoValue, RClass, RHash, RObject,
-    Ruby, Symbol, Value,
+    function, method, prelude::*, scan_args::scan_args, typed_data::Obj, Error, RClass, RHash,
+    Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::constants;
-use crate::helpers::value_object::{self as vo, ivar_reader, value_methods};
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
-/// The limit names and their defaults (5.1).
-pub const DEFAULTS: [(&str, i64); 4] = [
-    ("read_bytes", 1_000_000),
-    ("write_bytes", 1_000_000),
-    ("list_entries", 10_000),
-    // The one default the process runner and sessions also use.
-    (
-        "output_bytes",
-        littleghost_sandbox_core::process::capture::DEFAULT_OUTPUT_BYTES as i64,
-    ),
-];
+/// A frozen set of limits holding the core's value.
+#[magnus::wrap(class = "LittleGhost::Sandbox::Limits", free_immediately, size)]
+pub struct Limits(core::Limits);
 
-const IVARS: &[&str] = &[
-    "@read_bytes",
-    "@write_bytes",
-    "@list_entries",
-    "@output_bytes",
-];
-const FIELDS: &[(&str, &str)] = &[
-    ("read_bytes", "@read_bytes"),
-    ("write_bytes", "@write_bytes"),
-    ("list_entries", "@list_entries"),
-    ("output_bytes", "@output_bytes"),
-];
-
-value_methods!(IVARS, FIELDS);
+/// The core limits `value` wraps, if it is a Limits.
+pub(crate) fn borrow(value: Value) -> Option<&'static core::Limits> {
+    <&Limits>::try_convert(value).ok().map(|limits| &limits.0)
+}
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Limits", ruby.class_object())?;
-    let defaults = ruby.hash_new();
-    for (name, value) in DEFAULTS {
-        defaults.aset(ruby.to_symbol(name), value)?;
-    }
-    defaults.freeze();
-    class.const_set("DEFAULTS", defaults)?;
+    class.undef_default_alloc_func();
+    class.const_set(
+        "DEFAULTS",
+        vo::value_to_h(ruby, &Limits(core::Limits::default()))?,
+    )?;
+    class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", function!(coerce, 1))?;
-    class.define_method("initialize", method!(initialize, -1))?;
     class.define_method("read_bytes", method!(read_bytes, 0))?;
     class.define_method("write_bytes", method!(write_bytes, 0))?;
     class.define_method("list_entries", method!(list_entries, 0))?;
     class.define_method("output_bytes", method!(output_bytes, 0))?;
-    class.define_method("to_h", method!(to_h, 0))?;
-    define_value_methods(class)?;
-    Ok(())
+    define_value_methods(class, true)
+}
+
+impl vo::ValueObject for Limits {
+    type Core = core::Limits;
+
+    fn core(&self) -> &core::Limits {
+        &self.0
+    }
+
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        Ok(self
+            .0
+            .fields()
+            .map(|(name, value)| (name, ruby.into_value(value)))
+            .to_vec())
+    }
+}
+
+vo::value_methods!(Limits);
+
+fn wrap_as(ruby: &Ruby, class: RClass, limits: core::Limits) -> Obj<Limits> {
+    let object = ruby.obj_wrap_as(Limits(limits), class);
+    object.freeze();
+    object
 }
 
 /// Limits.coerce(value): a Limits unchanged, or `new(**value.to_h)` with Symbol keys.
+/// Rust callers (Sandbox#initialize) may call it directly instead of dispatching.
 pub(crate) fn coerce(ruby: &Ruby, value: Value) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Limits")?;
-    if value.is_kind_of(class) {
+    if borrow(value).is_some() {
         return Ok(value);
     }
-    if !vo::responds(value, "to_h") {
+    let hash = if vo::is_hash(ruby, value) {
+        value
+    } else if value.is_nil() {
+        ruby.hash_new().as_value()
+    } else if vo::responds(value, "to_h") {
+        // An Array of pairs, a Struct, or a caller's own type.
+        value.funcall("to_h", ())?
+    } else {
         return Err(errors::policy_error(ruby, "sandbox limits must be a Hash"));
-    }
-    let hash: Value = value.funcall("to_h", ())?;
+    };
     let options = vo::symbolize_keys(ruby, hash)?;
-    class.funcall("new", (magnus::KwArgs(options),))
-}
-
-/// `Integer(value)`, positive, or PolicyError naming the limit.
-fn positive_integer(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
-    let integer = vo::kernel(ruby, "Integer", value).map_err(|error| {
-        if vo::is_standard_error(ruby, &error) {
-            errors::policy_error(ruby, format!("sandbox {name} must be an integer"))
-        } else {
-            error
-        }
-    })?;
-    let positive: bool = integer.funcall("positive?", ())?;
-    if !positive {
-        return Err(errors::policy_error(
-            ruby,
-            format!("sandbox {name} must be positive"),
-        ));
-    }
-    // Every limit becomes a byte or entry count in the core; a value beyond
-    // the platform's signed 64-bit range (off_t, ssize_t) could not be
-    // carried, and would fail at first use instead of here.
-    if magnus::Integer::try_convert(integer)?.to_i64().is_err() {
-        return Err(errors::policy_error(
-            ruby,
-            format!("sandbox {name} must be at most {}", i64::MAX),
-        ));
-    }
-    Ok(integer)
+    Ok(build(ruby, Limits::class(ruby), options)?.as_value())
 }
 
 /// Limits.new(**values): the defaults with `values` merged over them; each must be a positive integer.
-fn initialize(ruby: &Ruby, rb_self: RObject, args: &[Value]) -> Result<(), Error> {
+fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Limits>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let given = vo::hash_pairs(args.keywords)?;
-    let known = |key: Value| {
-        Symbol::from_value(key)
-            .and_then(|s| s.name().ok())
-            .filter(|name| DEFAULTS.iter().any(|(known, _)| known == name))
-            .map(|name| name.into_owned())
-    };
-    let unknown: Vec<String> = given
-        .iter()
-        .filter(|(key, _)| known(*key).is_none())
-        .map(|(key, _)| match Symbol::from_value(*key) {
-            Some(symbol) => vo::sym_name(symbol).unwrap_or_default(),
-            None => vo::inspect_value(ruby, *key).unwrap_or_default(),
-        })
-        .collect();
-    if !unknown.is_empty() {
-        return Err(errors::policy_error(
-            ruby,
-            format!(
-                "unknown sandbox limits: {} (known: read_bytes, write_bytes, list_entries, output_bytes)",
-                unknown.join(", ")
-            ),
-        ));
-    }
-    for (name, default) in DEFAULTS {
-        let value = given
-            .iter()
-            .find(|(key, _)| known(*key).as_deref() == Some(name))
-            .map(|(_, value)| *value);
-        let value = match value {
-            Some(value) => positive_integer(ruby, name, value)?,
-            None => default.into_value_with(ruby),
-        };
-        rb_self.ivar_set(format!("@{name}"), value)?;
-    }
-    rb_self.freeze();
-    Ok(())
+    build(ruby, class, args.keywords)
 }
 
-ivar_reader!(
-    read_bytes,
-    "@read_bytes",
-    "The largest file `read` returns, in bytes."
-);
-ivar_reader!(
-    write_bytes,
-    "@write_bytes",
-    "The largest content `write` or `replace` accepts, in bytes."
-);
-ivar_reader!(
-    list_entries,
-    "@list_entries",
-    "The most entries `list` returns."
-);
-ivar_reader!(
-    output_bytes,
-    "@output_bytes",
-    "The most bytes of process output captured per stream."
-);
+fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Limits>, Error> {
+    let mut given = Vec::with_capacity(keywords.len());
+    for (key, value) in vo::hash_pairs(keywords)? {
+        let name = match Symbol::from_value(key) {
+            Some(symbol) => Given::symbol(&vo::sym_name(symbol)?),
+            None => Given::other(&vo::inspect_value(ruby, key)?),
+        };
+        given.push((name, value));
+    }
+    let limits = core::Limits::parse(given, |value| integer(ruby, value))?;
+    Ok(wrap_as(ruby, class, errors::core_result(ruby, limits)?))
+}
 
-/// to_h: every limit by name, frozen.
-fn to_h(ruby: &Ruby, rb_self: RObject) -> Result<RHash, Error> {
-    vo::fields_hash(ruby, rb_self, FIELDS)
+/// `Integer(value)` as the core sees it; a StandardError from the conversion means "not an integer".
+fn integer(ruby: &Ruby, value: Value) -> Result<LimitValue, Error> {
+    let integer = match vo::kernel(ruby, "Integer", value) {
+        Ok(integer) => magnus::Integer::try_convert(integer)?,
+        Err(error) if vo::is_standard_error(ruby, &error) => return Ok(LimitValue::NotInteger),
+        Err(error) => return Err(error),
+    };
+    Ok(match integer.to_i64() {
+        Ok(n) => LimitValue::Integer(n),
+        Err(_)
+            if magnus::RBignum::from_value(integer.as_value()).is_some_and(|b| b.is_negative()) =>
+        {
+            LimitValue::TooSmall
+        }
+        Err(_) => LimitValue::TooLarge,
+    })
+}
+
+/// read_bytes: the largest file `read` returns, in bytes.
+fn read_bytes(rb_self: &Limits) -> u64 {
+    rb_self.0.read_bytes
+}
+
+/// write_bytes: the largest content `write` or `replace` accepts, in bytes.
+fn write_bytes(rb_self: &Limits) -> u64 {
+    rb_self.0.write_bytes
+}
+
+/// list_entries: the most entries `list` returns.
+fn list_entries(rb_self: &Limits) -> u64 {
+    rb_self.0.list_entries
+}
+
+/// output_bytes: the most bytes of process output captured per stream.
+fn output_bytes(rb_self: &Limits) -> u64 {
+    rb_self.0.output_bytes
 }

@@ -47,13 +47,43 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("tool_visible?", method!(tools, 0))?;
     class.define_method("covers?", method!(covers, 1))?;
     class.define_method("narrow", method!(narrow, -1))?;
-    class.define_method("==", method!(mount_eq, 1))?;
-    class.define_method("eql?", method!(mount_eq, 1))?;
-    class.define_method("hash", method!(mount_hash, 0))?;
-    class.define_method("inspect", method!(inspect, 0))?;
-    class.define_alias("to_s", "inspect")?;
-    Ok(())
+    define_value_methods(class, false)
 }
+
+impl vo::ValueObject for Mount {
+    type Core = Grant;
+
+    fn core(&self) -> &Grant {
+        &self.0
+    }
+
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        Ok(vec![
+            ("source", source(ruby, self).as_value()),
+            ("target", target(ruby, self).as_value()),
+            ("access", access(ruby, self).as_value()),
+            ("tools", ruby.into_value(self.0.tools)),
+            ("protect_aliases", ruby.into_value(self.0.protect_aliases)),
+        ])
+    }
+
+    /// The same real source (its realpath when it exists), target, access and flags.
+    fn same(&self, _ruby: &Ruby, other: &Mount, _strict: bool) -> Result<bool, Error> {
+        let (mine, theirs) = (&self.0, &other.0);
+        // The cheap fields first: a realpath is a system call.
+        Ok(mine.target == theirs.target
+            && mine.access == theirs.access
+            && mine.protect_aliases == theirs.protect_aliases
+            && mine.tools == theirs.tools
+            && identity(mine).0 == identity(theirs).0)
+    }
+
+    fn hash_code(&self, _ruby: &Ruby) -> Result<i64, Error> {
+        Ok(vo::hash_code(&identity(&self.0)))
+    }
+}
+
+vo::value_methods!(Mount);
 
 /// The core grant a Mount (or a Hash `Mount.coerce` accepts) describes.
 pub fn grant_from_ruby(ruby: &Ruby, mount: Value) -> Result<Grant, Error> {
@@ -224,43 +254,5 @@ fn identity(grant: &Grant) -> (PathBuf, &PathBuf, Access, bool, bool) {
         grant.access,
         grant.protect_aliases,
         grant.tools,
-    )
-}
-
-/// ==(other): same real source, target, access, protect_aliases and tools.
-fn mount_eq(rb_self: Obj<Mount>, other: Value) -> bool {
-    if !vo::same_class(rb_self.as_value(), other) {
-        return false;
-    }
-    borrow(other).is_some_and(|theirs| {
-        let (mine, theirs) = (&rb_self.0, &theirs.0);
-        mine.target == theirs.target
-            && mine.access == theirs.access
-            && mine.protect_aliases == theirs.protect_aliases
-            && mine.tools == theirs.tools
-            && identity(mine).0 == identity(theirs).0
-    })
-}
-
-/// hash: consistent with `==`.
-fn mount_hash(rb_self: &Mount) -> i64 {
-    vo::hash_code(&identity(&rb_self.0))
-}
-
-/// inspect: `#<LittleGhost::Sandbox::Mount source="/w" target="/w" access=:read_only ...>`.
-fn inspect(ruby: &Ruby, rb_self: Obj<Mount>) -> Result<String, Error> {
-    vo::inspect_fields(
-        ruby,
-        rb_self.as_value(),
-        &[
-            ("source", source(ruby, &rb_self).as_value()),
-            ("target", target(ruby, &rb_self).as_value()),
-            ("access", access(ruby, &rb_self).as_value()),
-            ("tools", ruby.into_value(rb_self.0.tools)),
-            (
-                "protect_aliases",
-                ruby.into_value(rb_self.0.protect_aliases),
-            ),
-        ],
     )
 }

@@ -70,13 +70,44 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("inherit?", method!(is_inherit, 0))?;
     class.define_method("none?", method!(is_none, 0))?;
     class.define_method("allowlist?", method!(is_allowlist, 0))?;
-    class.define_method("==", method!(eq, 1))?;
-    class.define_method("eql?", method!(eql, 1))?;
-    class.define_method("hash", method!(hash, 0))?;
-    class.define_method("inspect", method!(inspect, 0))?;
-    class.define_alias("to_s", "inspect")?;
-    Ok(())
+    define_value_methods(class, false)
 }
+
+impl vo::ValueObject for NetworkPolicy {
+    type Core = core::NetworkPolicy;
+
+    fn core(&self) -> &core::NetworkPolicy {
+        &self.core
+    }
+
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        Ok(vec![
+            ("mode", mode(ruby, self)),
+            ("allow", allow(ruby, self)),
+            ("inspection", inspection(ruby, self)),
+            ("gateway", gateway(ruby, self)),
+            ("authorizer", authorizer(ruby, self)),
+            ("forward_headers", forward_headers(ruby, self)),
+            ("mutation_headers", mutation_headers(ruby, self)),
+        ])
+    }
+
+    /// The core rules equal, and the gateway and authorizer under `eql?` (strict) or `==`.
+    fn same(&self, ruby: &Ruby, other: &NetworkPolicy, strict: bool) -> Result<bool, Error> {
+        let compare = |a: Value, b: Value| if strict { a.eql(b) } else { a.equal(b) };
+        Ok(self.core == other.core
+            && compare(self.gateway_value(ruby), other.gateway_value(ruby))?
+            && compare(self.authorizer_value(ruby), other.authorizer_value(ruby))?)
+    }
+
+    fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
+        let gateway = self.gateway_value(ruby).hash()?.to_i64()?;
+        let authorizer = self.authorizer_value(ruby).hash()?.to_i64()?;
+        Ok(vo::hash_code(&(&self.core, gateway, authorizer)))
+    }
+}
+
+vo::value_methods!(NetworkPolicy);
 
 /// NetworkPolicy.coerce(value): nil, an instance, a mode Symbol/String, or a Hash of `new`'s keywords.
 pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
@@ -151,6 +182,16 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
         authorizer: !authorizer.is_nil(),
     };
     let core = errors::core_result(ruby, core::NetworkPolicy::new(request))?;
+    Ok(wrap_as(ruby, class, core, gateway, authorizer))
+}
+
+fn wrap_as(
+    ruby: &Ruby,
+    class: RClass,
+    core: core::NetworkPolicy,
+    gateway: Value,
+    authorizer: Value,
+) -> Obj<NetworkPolicy> {
     let object = ruby.obj_wrap_as(
         NetworkPolicy {
             core,
@@ -160,7 +201,20 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
         class,
     );
     object.freeze();
-    Ok(object)
+    object
+}
+
+/// A frozen NetworkPolicy holding `core`, which must name no gateway or
+/// authorizer (only the binding holds those objects): ArgumentError otherwise.
+pub(crate) fn wrap(ruby: &Ruby, core: core::NetworkPolicy) -> Result<Value, Error> {
+    if core.gateway || core.authorizer {
+        return Err(errors::argument_error(
+            ruby,
+            "a network policy with a gateway or authorizer needs its Ruby objects",
+        ));
+    }
+    let nil = ruby.qnil().as_value();
+    Ok(wrap_as(ruby, NetworkPolicy::class(ruby), core, nil, nil).as_value())
 }
 
 /// mode: `:inherit`, `:none` or `:allowlist`.
@@ -211,67 +265,4 @@ fn is_none(rb_self: &NetworkPolicy) -> bool {
 /// allowlist?: true when only the allowed destinations are reachable.
 fn is_allowlist(rb_self: &NetworkPolicy) -> bool {
     rb_self.core.mode == core::NetworkMode::Allowlist
-}
-
-/// The core rules equal and the gateway and authorizer equal under `strict` (`eql?`) or `==`.
-fn same(
-    ruby: &Ruby,
-    rb_self: Obj<NetworkPolicy>,
-    other: Value,
-    strict: bool,
-) -> Result<bool, Error> {
-    if !vo::same_class(rb_self.as_value(), other) {
-        return Ok(false);
-    }
-    let Some(theirs) = borrow(other) else {
-        return Ok(false);
-    };
-    if std::ptr::eq(theirs, &*rb_self) {
-        return Ok(true);
-    }
-    if rb_self.core != theirs.core {
-        return Ok(false);
-    }
-    let compare = |a: Value, b: Value| if strict { a.eql(b) } else { a.equal(b) };
-    Ok(
-        compare(rb_self.gateway_value(ruby), theirs.gateway_value(ruby))?
-            && compare(
-                rb_self.authorizer_value(ruby),
-                theirs.authorizer_value(ruby),
-            )?,
-    )
-}
-
-/// ==(other): the same class and all seven fields equal.
-fn eq(ruby: &Ruby, rb_self: Obj<NetworkPolicy>, other: Value) -> Result<bool, Error> {
-    same(ruby, rb_self, other, false)
-}
-
-/// eql?(other): strict value equality (used by Hash keys).
-fn eql(ruby: &Ruby, rb_self: Obj<NetworkPolicy>, other: Value) -> Result<bool, Error> {
-    same(ruby, rb_self, other, true)
-}
-
-/// hash: consistent with `eql?`.
-fn hash(ruby: &Ruby, rb_self: &NetworkPolicy) -> Result<i64, Error> {
-    let gateway = rb_self.gateway_value(ruby).hash()?.to_i64()?;
-    let authorizer = rb_self.authorizer_value(ruby).hash()?.to_i64()?;
-    Ok(vo::hash_code(&(&rb_self.core, gateway, authorizer)))
-}
-
-/// inspect: `#<LittleGhost::Sandbox::NetworkPolicy mode=:none allow=[] ...>`.
-fn inspect(ruby: &Ruby, rb_self: Obj<NetworkPolicy>) -> Result<String, Error> {
-    vo::inspect_fields(
-        ruby,
-        rb_self.as_value(),
-        &[
-            ("mode", mode(ruby, &rb_self)),
-            ("allow", allow(ruby, &rb_self)),
-            ("inspection", inspection(ruby, &rb_self)),
-            ("gateway", gateway(ruby, &rb_self)),
-            ("authorizer", authorizer(ruby, &rb_self)),
-            ("forward_headers", forward_headers(ruby, &rb_self)),
-            ("mutation_headers", mutation_headers(ruby, &rb_self)),
-        ],
-    )
 }

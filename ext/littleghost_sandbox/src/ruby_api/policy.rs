@@ -65,21 +65,60 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("network", method!(network, 0))?;
     class.define_method("workspace_writable?", method!(workspace_writable, 0))?;
     class.define_method("process_grants", method!(process_grants, 1))?;
-    class.define_method("to_h", method!(to_h, 0))?;
-    class.define_method("==", method!(eq, 1))?;
-    class.define_method("eql?", method!(eql, 1))?;
-    class.define_method("hash", method!(hash, 0))?;
-    class.define_method("inspect", method!(inspect, 0))?;
-    class.define_alias("to_s", "inspect")?;
-    Ok(())
+    define_value_methods(class, true)
 }
+
+impl vo::ValueObject for Policy {
+    type Core = core::Policy;
+
+    fn core(&self) -> &core::Policy {
+        &self.core
+    }
+
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        Ok(vec![
+            ("files", files(ruby, self)?.as_value()),
+            ("runtime_paths", runtime_paths(ruby, self)?.as_value()),
+            ("root_filesystem", root_filesystem(ruby, self).as_value()),
+            ("environment", environment(ruby, self)),
+            ("network", network(ruby, self)),
+        ])
+    }
+
+    /// The core values equal and the network objects (gateway, authorizer) equal under `eql?` or `==`.
+    fn same(&self, ruby: &Ruby, other: &Policy, strict: bool) -> Result<bool, Error> {
+        let (mine, theirs) = (network(ruby, self), network(ruby, other));
+        Ok(self.core == other.core
+            && if strict {
+                mine.eql(theirs)?
+            } else {
+                mine.equal(theirs)?
+            })
+    }
+
+    fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
+        let network = network(ruby, self).hash()?.to_i64()?;
+        Ok(vo::hash_code(&(&self.core, network)))
+    }
+}
+
+vo::value_methods!(Policy);
 
 /// Policy.coerce(value = nil, **options): a Policy as is, or one built from a Hash with `options` merged over it.
 fn coerce(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
     let (value,) = args.optional;
-    let options = args.keywords;
     let value = value.unwrap_or_else(|| ruby.qnil().as_value());
+    coerce_with(ruby, class, value, args.keywords)
+}
+
+/// `Policy.coerce(value, **options)` for Rust callers (Sandbox#initialize), without dispatch.
+pub(crate) fn coerce_with(
+    ruby: &Ruby,
+    class: RClass,
+    value: Value,
+    options: RHash,
+) -> Result<Value, Error> {
     if value.is_kind_of(class) && options.is_empty() {
         return Ok(value);
     }
@@ -168,6 +207,16 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Err
             .unwrap_or_default(),
         network: network_policy::borrow(network).map(|n| n.core().clone()),
     };
+    Ok(wrap_as(ruby, class, core, environment, network))
+}
+
+fn wrap_as(
+    ruby: &Ruby,
+    class: RClass,
+    core: core::Policy,
+    environment: Value,
+    network: Value,
+) -> Obj<Policy> {
     let object = ruby.obj_wrap_as(
         Policy {
             core,
@@ -177,7 +226,21 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Err
         class,
     );
     object.freeze();
-    Ok(object)
+    object
+}
+
+/// A frozen Policy holding `core` (a backend's effective policy), without
+/// `Policy.new`. Its `environment` and `network` objects are built from the
+/// core values, so `core.network` must name no gateway or authorizer.
+// For the backends' effective policies (issue 8); they adopt it as they drop `Policy.new`.
+#[allow(dead_code)]
+pub(crate) fn wrap(ruby: &Ruby, core: core::Policy) -> Result<Value, Error> {
+    let environment = environment_policy::wrap(ruby, core.environment.clone())?;
+    let network = match &core.network {
+        Some(network) => network_policy::wrap(ruby, network.clone())?,
+        None => ruby.qnil().as_value(),
+    };
+    Ok(wrap_as(ruby, Policy::class(ruby), core, environment, network).as_value())
 }
 
 fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<RHash, Error> {
@@ -239,67 +302,4 @@ fn process_grants(ruby: &Ruby, rb_self: &Policy, workspace: Value) -> Result<RAr
     }
     array.freeze();
     Ok(array)
-}
-
-/// to_h: the policy as the keyword Hash `Policy.new` accepts, frozen.
-fn to_h(ruby: &Ruby, rb_self: &Policy) -> Result<RHash, Error> {
-    let hash = ruby.hash_new();
-    for (label, value) in fields(ruby, rb_self)? {
-        hash.aset(ruby.to_symbol(label), value)?;
-    }
-    hash.freeze();
-    Ok(hash)
-}
-
-fn fields(ruby: &Ruby, rb_self: &Policy) -> Result<[(&'static str, Value); 5], Error> {
-    Ok([
-        ("files", files(ruby, rb_self)?.as_value()),
-        ("runtime_paths", runtime_paths(ruby, rb_self)?.as_value()),
-        ("root_filesystem", root_filesystem(ruby, rb_self).as_value()),
-        ("environment", environment(ruby, rb_self)),
-        ("network", network(ruby, rb_self)),
-    ])
-}
-
-/// The core values equal and the network objects (gateway, authorizer) equal under `eql?` or `==`.
-fn same(ruby: &Ruby, rb_self: Obj<Policy>, other: Value, strict: bool) -> Result<bool, Error> {
-    if !vo::same_class(rb_self.as_value(), other) {
-        return Ok(false);
-    }
-    let Some(theirs) = borrow(other) else {
-        return Ok(false);
-    };
-    if std::ptr::eq(theirs, &*rb_self) {
-        return Ok(true);
-    }
-    if rb_self.core != theirs.core {
-        return Ok(false);
-    }
-    let (mine, theirs) = (network(ruby, &rb_self), network(ruby, theirs));
-    if strict {
-        mine.eql(theirs)
-    } else {
-        mine.equal(theirs)
-    }
-}
-
-/// ==(other): the same class and every field equal.
-fn eq(ruby: &Ruby, rb_self: Obj<Policy>, other: Value) -> Result<bool, Error> {
-    same(ruby, rb_self, other, false)
-}
-
-/// eql?(other): strict value equality (used by Hash keys).
-fn eql(ruby: &Ruby, rb_self: Obj<Policy>, other: Value) -> Result<bool, Error> {
-    same(ruby, rb_self, other, true)
-}
-
-/// hash: consistent with `eql?`.
-fn hash(ruby: &Ruby, rb_self: &Policy) -> Result<i64, Error> {
-    let network = network(ruby, rb_self).hash()?.to_i64()?;
-    Ok(vo::hash_code(&(&rb_self.core, network)))
-}
-
-/// inspect: `#<LittleGhost::Sandbox::Policy files={root: :read_only} ...>`.
-fn inspect(ruby: &Ruby, rb_self: Obj<Policy>) -> Result<String, Error> {
-    vo::inspect_fields(ruby, rb_self.as_value(), &fields(ruby, &rb_self)?)
 }

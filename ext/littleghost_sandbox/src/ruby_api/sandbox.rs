@@ -103,7 +103,8 @@ pub(crate) fn assign(
 ) -> Result<(), Error> {
     vo::require_duck(workspace, "sandbox workspace", &["root", "resolve"])?;
     let policy_class = constants::class(ruby, "LittleGhost::Sandbox::Policy")?;
-    let policy: Value = policy_class.funcall("coerce", (policy,))?;
+    let policy = policy.unwrap_or_else(|| ruby.qnil().as_value());
+    let policy = crate::ruby_api::policy::coerce_with(ruby, policy_class, policy, ruby.hash_new())?;
     let limits = limits.unwrap_or_else(|| ruby.hash_new().as_value());
     let limits = crate::ruby_api::limits::coerce(ruby, limits)?;
     let profiles = normalize_profiles(ruby, profiles)?;

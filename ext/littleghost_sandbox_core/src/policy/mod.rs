@@ -1,4 +1,4 @@
-//! The policy model (SPEC §4, §6, §7, §8, §9): what a sandbox is asked to
+//! The policy model (SPEC §4, §5, §6, §7, §8, §9): what a sandbox is asked to
 //! enforce, validated here once with the messages Ruby shows. The binding
 //! parses Ruby values into these inputs and maps [`crate::Error`] onto the
 //! documented exceptions; it decides nothing.
@@ -6,6 +6,7 @@
 mod capabilities;
 mod environment;
 mod given;
+mod limits;
 mod mount;
 mod network;
 mod rules;
@@ -13,6 +14,7 @@ mod rules;
 pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};
 pub use environment::EnvironmentPolicy;
 pub use given::Given;
+pub use limits::{LimitValue, Limits, LIMIT_NAMES};
 pub use mount::{normalize_target, parse_access};
 pub(crate) use network::allow_entries;
 pub use network::{Inspection, NetworkMode, NetworkPolicy, NetworkRequest};
