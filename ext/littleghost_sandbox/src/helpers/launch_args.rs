@@ -342,7 +342,8 @@ fn reinterpret_exec_failure(
     let Some((exec_argv0, display_argv0)) = &host.exec_argv0 else {
         return Ok(execution);
     };
-    let [stdout, stderr, exit_code, _, _] = execution::fields(execution)?;
+    let values = execution::data::values(execution)?;
+    let (stdout, stderr, exit_code) = (values[0], values[1], values[2]);
     let failure = bw::classify_exec_failure(
         Option::<i32>::try_convert(exit_code)?,
         &convert::bytes(RString::try_convert(stdout)?),

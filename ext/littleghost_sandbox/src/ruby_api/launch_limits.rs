@@ -4,65 +4,91 @@
 //! option `process_limits:`. The decision of how each is enforced (cgroup,
 //! sampler, per-process rlimit, refusal) is the core's
 //! ([`littleghost_sandbox_core::limits::plan`]); this file only parses,
-//! stores the defaults and maps the outcome to Ruby.
+//! stores the defaults in the Sandbox struct and maps the outcome to Ruby.
 
 use littleghost_sandbox_core::limits::{
     self as core_limits,
+    keywords::{self, Entry, Given},
     plan::{Plan, Requested},
     LimitExceeded,
 };
-use magnus::{prelude::*, value::LazyId, value::ReprValue, Error, RHash, Ruby, Symbol, Value};
-
-use crate::ruby_api::sandbox::state::SandboxObj;
+use magnus::{
+    rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value,
+};
 
 use crate::ruby_api::errors::{argument_error, capability_error, tool_error};
-use crate::ruby_api::process_runner::positive_integer;
+use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
 
 /// The limit keywords, in the order [`Requested`] holds them.
-pub const KEYS: [&str; 3] = ["memory_bytes", "tasks", "cpu_seconds"];
+pub const KEYS: [&str; 3] = keywords::KEYS;
 
-/// The `process_limits:` defaults, in one hidden slot (no `@`: invisible to Ruby).
-static DEFAULTS: LazyId = LazyId::new("__littleghost_process_limits");
-/// The backend option `cgroup:` (a delegated cgroup v2 directory), hidden likewise.
-static CGROUP: LazyId = LazyId::new("__littleghost_cgroup");
+/// An Integer as the core's [`Given`] (Bignums saturate by sign).
+pub fn integer_given(integer: Integer) -> Given {
+    match integer.to_i128() {
+        Ok(n) => Given::Integer(n),
+        // SAFETY: `integer` is a live Bignum VALUE and the GVL is held.
+        Err(_) if unsafe { rb_sys::rb_big_sign(integer.as_raw()) } != 0 => {
+            Given::Integer(i128::MAX)
+        }
+        Err(_) => Given::Integer(i128::MIN),
+    }
+}
+
+/// A limit value as given: nil is absent, only an Integer is one.
+fn strict(value: Option<Value>) -> Option<Given> {
+    value
+        .filter(|value| !value.is_nil())
+        .map(|value| Integer::from_value(value).map_or(Given::NotInteger, integer_given))
+}
 
 /// The three limits from their values (nil or absent: unlimited); each a
 /// positive Integer, else ArgumentError naming it.
 pub fn parse(ruby: &Ruby, values: [Option<Value>; 3]) -> Result<Requested, Error> {
-    let [memory_bytes, tasks, cpu_seconds] = values;
-    // Integers only (a Float or a numeric String is refused, not truncated).
-    let one = |value: Option<Value>, name: &str| -> Result<Option<u64>, Error> {
-        match value.filter(|value| !value.is_nil()) {
-            None => Ok(None),
-            Some(value) if magnus::Integer::from_value(value).is_some() => {
-                positive_integer(ruby, value, name).map(Some)
-            }
-            Some(_) => Err(argument_error(
-                ruby,
-                format!("{name} must be a positive Integer"),
-            )),
-        }
-    };
-    Ok(Requested {
-        memory_bytes: one(memory_bytes, KEYS[0])?,
-        tasks: one(tasks, KEYS[1])?,
-        cpu_seconds: one(cpu_seconds, KEYS[2])?,
-        own_tree_if_possible: false,
-    })
+    keywords::requested(values.map(strict)).map_err(|message| argument_error(ruby, message))
 }
 
 /// Validates the backend option `process_limits:` (nil, or a Hash with some
 /// of `memory_bytes`, `tasks`, `cpu_seconds`; ArgumentError otherwise) and
-/// stores it, frozen, as the defaults of every launch of `sandbox`.
+/// stores it as the defaults of every launch of `sandbox`.
 pub fn store_defaults(
     ruby: &Ruby,
     sandbox: SandboxObj,
     option: Option<Value>,
 ) -> Result<(), Error> {
-    let stored = ruby.hash_new();
-    store_limit_values(ruby, stored, option)?;
-    stored.freeze();
-    sandbox.ivar_set(*DEFAULTS, stored)
+    let limits = match option.filter(|value| !value.is_nil()) {
+        None => Requested::default(),
+        Some(option) => {
+            let hash = RHash::from_value(option)
+                .ok_or_else(|| argument_error(ruby, keywords::NOT_A_HASH))?;
+            let mut pairs: Vec<(Option<String>, String, Option<Given>)> = Vec::new();
+            hash.foreach(|key: Value, value: Value| {
+                let name = Symbol::from_value(key)
+                    .and_then(|symbol| symbol.name().ok().map(|name| name.into_owned()))
+                    .or_else(|| RString::from_value(key).and_then(|s| s.to_string().ok()));
+                // How the message shows an unknown key (another object by its class).
+                let known = name.as_deref().is_some_and(|name| KEYS.contains(&name));
+                let shown = match known {
+                    true => String::new(),
+                    false => crate::ruby_api::execution::show_plain(key)?.unwrap_or_else(|| {
+                        format!("#<{}>", crate::ruby_api::process_runner::class_name(key))
+                    }),
+                };
+                pairs.push((name, shown, strict(Some(value))));
+                Ok(magnus::r_hash::ForEach::Continue)
+            })?;
+            let entries: Vec<Entry<'_>> = pairs
+                .iter()
+                .map(|(name, shown, value)| Entry {
+                    name: name.as_deref(),
+                    shown,
+                    value: *value,
+                })
+                .collect();
+            keywords::defaults(&entries).map_err(|message| argument_error(ruby, message))?
+        }
+    };
+    launch_defaults(sandbox).borrow_mut().limits = limits;
+    Ok(())
 }
 
 /// Validates and stores the backend option `cgroup:` (nil, or the path of a
@@ -70,70 +96,14 @@ pub fn store_defaults(
 /// instead of `LITTLEGHOST_CGROUP`; TypeError for anything but a String or a
 /// Pathname). Nothing is touched until a launch needs a cgroup.
 pub fn store_cgroup(ruby: &Ruby, sandbox: SandboxObj, option: Option<Value>) -> Result<(), Error> {
-    let stored = match option.filter(|value| !value.is_nil()) {
-        None => ruby.qnil().as_value(),
-        Some(value) => {
-            let path = crate::helpers::convert::path_string(ruby, value, "cgroup")?;
-            path.freeze();
-            path.as_value()
-        }
+    let dir = match option.filter(|value| !value.is_nil()) {
+        None => None,
+        Some(value) => Some(crate::helpers::convert::path_of(
+            crate::helpers::convert::path_string(ruby, value, "cgroup")?,
+        )),
     };
-    sandbox.ivar_set(*CGROUP, stored)
-}
-
-/// The `cgroup:` option of `sandbox`, if it gave one.
-fn cgroup_dir(sandbox: SandboxObj) -> Result<Option<std::path::PathBuf>, Error> {
-    let stored: Option<magnus::RString> = sandbox.ivar_get(*CGROUP)?;
-    Ok(stored.map(crate::helpers::convert::path_of))
-}
-
-/// Validates `option` (see [`store_defaults`]) into `stored`.
-fn store_limit_values(ruby: &Ruby, stored: RHash, option: Option<Value>) -> Result<(), Error> {
-    if let Some(option) = option.filter(|value| !value.is_nil()) {
-        let hash = RHash::from_value(option).ok_or_else(|| {
-            argument_error(
-                ruby,
-                "process_limits must be a Hash of memory_bytes:, tasks:, cpu_seconds:",
-            )
-        })?;
-        let mut values: [Option<Value>; 3] = [None; 3];
-        hash.foreach(|key: Value, value: Value| {
-            let name = Symbol::from_value(key)
-                .and_then(|symbol| symbol.name().ok().map(|name| name.into_owned()))
-                .or_else(|| magnus::RString::from_value(key).and_then(|s| s.to_string().ok()));
-            match name.and_then(|name| KEYS.iter().position(|known| *known == name)) {
-                Some(index) => values[index] = Some(value),
-                None => {
-                    let shown: String = key.funcall("inspect", ())?;
-                    return Err(argument_error(
-                        ruby,
-                        format!(
-                            "unknown process limit {shown} (known: memory_bytes, tasks, cpu_seconds)"
-                        ),
-                    ));
-                }
-            }
-            Ok(magnus::r_hash::ForEach::Continue)
-        })?;
-        let parsed = parse(ruby, values)?;
-        let given = [parsed.memory_bytes, parsed.tasks, parsed.cpu_seconds];
-        for (name, value) in KEYS.iter().zip(given) {
-            if let Some(value) = value {
-                stored.aset(ruby.to_symbol(name), value)?;
-            }
-        }
-    }
+    launch_defaults(sandbox).borrow_mut().cgroup_dir = dir;
     Ok(())
-}
-
-/// The `process_limits:` defaults of `sandbox` (none if it stored none).
-fn defaults(ruby: &Ruby, sandbox: SandboxObj) -> Result<Requested, Error> {
-    let stored: Value = sandbox.ivar_get(*DEFAULTS)?;
-    let Some(hash) = RHash::from_value(stored) else {
-        return Ok(Requested::default());
-    };
-    let get = |name: &str| hash.get(ruby.to_symbol(name));
-    parse(ruby, [get(KEYS[0]), get(KEYS[1]), get(KEYS[2])])
 }
 
 /// How one launch of `sandbox` is limited: the per-call keywords (`get`
@@ -149,9 +119,8 @@ pub fn for_call(
     own_tree: bool,
 ) -> Result<Plan, Error> {
     let call = parse(ruby, KEYS.map(get))?;
-    let mut requested = defaults(ruby, sandbox)?.overridden_by(call);
-    requested.own_tree_if_possible = own_tree;
-    plan(ruby, requested, cgroup_dir(sandbox)?)
+    let stored = launch_defaults(sandbox).borrow().clone();
+    plan(ruby, stored.for_call(call, own_tree), stored.cgroup_dir)
 }
 
 /// [`core_limits::plan::plan`] against what this host enforces for launches
@@ -179,11 +148,6 @@ pub fn owns_tree() -> bool {
 /// The ToolError of L.2 for a limit the kernel (or the CPU watcher) hit.
 pub fn exceeded_error(ruby: &Ruby, exceeded: LimitExceeded) -> Error {
     tool_error(ruby, exceeded.message())
-}
-
-/// ToolError "Program memory exceeded N bytes" (the sampled fallback).
-pub fn sampled_memory_error(ruby: &Ruby, bytes: u64) -> Error {
-    exceeded_error(ruby, LimitExceeded::Memory { bytes })
 }
 
 /// For a probe Hash: each limit (`memory_bytes`, `tasks`, `cpu_seconds`,

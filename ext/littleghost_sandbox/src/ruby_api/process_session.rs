@@ -14,12 +14,9 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::process::{
-    self as core_process, capture::DEFAULT_OUTPUT_BYTES, group::GroupSignal as Signal,
-    procfs::DefaultReader, running::session_failure_subject, CaptureMode, Launch, Owner,
-    RunningProcess, SpawnError, SpawnOptions,
+    deadline::Deadline, group::GroupSignal as Signal, Owner, RunningProcess, SpawnOptions,
 };
 use magnus::{
     error::ErrorType,
@@ -28,27 +25,29 @@ use magnus::{
     prelude::*,
     scan_args::{get_kwargs, scan_args},
     typed_data::Obj,
-    value::{Lazy, LazyId, Opaque, ReprValue},
+    value::{Lazy, Opaque, ReprValue},
     DataTypeFunctions, Error, Exception, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
 use crate::helpers::constants;
-use crate::helpers::convert;
 use crate::helpers::nogvl;
-use crate::ruby_api::errors::{argument_error, core_result, tool_error};
+use crate::ruby_api::errors::tool_error;
 use crate::ruby_api::execution::{define_data_class, DataShape};
 use crate::ruby_api::launch_limits;
 use crate::ruby_api::process_runner::{
-    check_context, positive_integer, reap_leader, terminate_group, validate_timeout, Waiter,
+    check_context, reap_leader, terminate_group, validate_timeout, Waiter,
 };
 use littleghost_sandbox_core::limits::plan::Plan;
 
 mod io;
 mod monitor;
+mod start;
 mod status;
 
 use io::{close_write, read, settle_output, write};
-use monitor::{start_monitor, stop_monitor};
+use monitor::stop_monitor;
+use start::initialize;
+pub use start::start;
 use status::SessionStatus;
 
 /// Bytes taken from each stream per read pass (18.5).
@@ -59,9 +58,6 @@ static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
     constants::class(ruby, "LittleGhost::Sandbox::ProcessSession::Chunk")
         .expect("ProcessSession::Chunk is defined at load")
 });
-static STDOUT_IVAR: LazyId = LazyId::new("@stdout");
-static STDERR_IVAR: LazyId = LazyId::new("@stderr");
-static EOF_IVAR: LazyId = LazyId::new("@eof");
 
 /// A session launch as backends hand it over (18.1).
 pub struct SessionRequest {
@@ -100,6 +96,8 @@ struct SessionState {
     output_bytes: u64,
     closed: AtomicBool,
     monitor_stop: AtomicBool,
+    /// Set by the memory monitor thread when it ends.
+    monitor_done: AtomicBool,
     /// The write mutex of 18.4, taken without holding a lock across GVL releases.
     writing: AtomicBool,
     /// Where a limit kill is reported as a denial (issue 12 item 12).
@@ -162,6 +160,12 @@ impl ProcessSession {
     /// The monitor thread, if one was started.
     pub(super) fn monitor_thread(&self, ruby: &Ruby) -> Option<Value> {
         self.refs().monitor.map(|value| ruby.get_inner(value))
+    }
+
+    /// The memory reader given to the session, if any.
+    pub(super) fn memory_reader(&self, ruby: &Ruby) -> Option<Value> {
+        let reader = self.refs().memory_reader.map(|value| ruby.get_inner(value));
+        reader.filter(|value| !value.is_nil())
     }
 
     /// Keeps the monitor thread and its reader reachable.
@@ -230,166 +234,6 @@ impl ProcessSession {
         }
         Ok(state)
     }
-}
-
-/// Starts a session from Rust (backends' `start_program`). The caller has
-/// already called `context&.check!` (2.4; see `process_runner::check_context`).
-#[allow(dead_code)] // called by the backends' start_program
-pub fn start(ruby: &Ruby, request: SessionRequest) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::ProcessSession")?;
-    let session: Session = ruby.obj_wrap_as(ProcessSession::default(), class);
-    setup(ruby, session, request)?;
-    Ok(session.as_value())
-}
-
-/// Spawns `command` in a new process group with pipes, limits and optional memory supervision (18.1).
-fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    type Optional = (
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-    );
-    let kw = get_kwargs::<_, (Value,), Optional, ()>(
-        args.keywords,
-        &["command"],
-        &[
-            "environment",
-            "inherit_environment",
-            "chdir",
-            "output_bytes",
-            "memory_bytes",
-            "memory_reader",
-            "cpu_seconds",
-            "file_bytes",
-        ],
-    )?;
-    let (command,) = kw.required;
-    let (
-        environment,
-        inherit_environment,
-        chdir,
-        output_bytes,
-        memory_bytes,
-        memory_reader,
-        cpu_seconds,
-        file_bytes,
-    ) = kw.optional;
-    let optional_positive = |value: Option<Value>, name: &str| -> Result<Option<u64>, Error> {
-        match value.filter(|value| !value.is_nil()) {
-            None => Ok(None),
-            Some(value) => positive_integer(ruby, value, name).map(Some),
-        }
-    };
-    let memory_reader = memory_reader.filter(|value| !value.is_nil());
-    if let Some(reader) = memory_reader {
-        if !reader.respond_to("call", false)? {
-            return Err(argument_error(ruby, "memory_reader must respond to call"));
-        }
-    }
-    let request = SessionRequest {
-        argv: convert::argv(ruby, command)?,
-        environment: convert::environment(ruby, environment)?,
-        inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
-        chdir: convert::expanded_path(ruby, chdir, "chdir")?,
-        output_bytes: match output_bytes {
-            None => DEFAULT_OUTPUT_BYTES,
-            Some(value) => positive_integer(ruby, value, "output_bytes")?,
-        },
-        // This private constructor keeps 18.9's sampled memory and
-        // per-process CPU rlimit; backends pass whole-tree limits.
-        limits: Plan {
-            sampled_memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
-            rlimit_cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
-            ..Plan::default()
-        },
-        memory_reader,
-        file_bytes: optional_positive(file_bytes, "file_bytes")?,
-        spawn_options: SpawnOptions::default(),
-        owner: None,
-        denials: None,
-    };
-    setup(ruby, rb_self, request)
-}
-
-fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), Error> {
-    core_result(ruby, core_process::validate_argv(&request.argv))?;
-    core_result(
-        ruby,
-        core_process::validate_environment(&request.environment),
-    )?;
-    if session.state.get().is_some() {
-        return Err(Error::new(
-            ruby.exception_runtime_error(),
-            "process session already started",
-        ));
-    }
-    // 18.9: the reader is chosen before anything is spawned.
-    let default_reader = match (request.limits.sampled_memory_bytes, request.memory_reader) {
-        (Some(_), None) => Some(core_result(ruby, DefaultReader::choose())?),
-        _ => None,
-    };
-    let launch = Launch {
-        argv: request.argv,
-        environment: request.environment,
-        inherit_environment: request.inherit_environment,
-        chdir: request.chdir,
-        cpu_seconds: request.limits.rlimit_cpu_seconds,
-        file_bytes: request.file_bytes,
-        spawn_options: request.spawn_options,
-    };
-    let mode = CaptureMode::Combined {
-        limit: request.output_bytes,
-    };
-    let owner = request.owner.as_ref();
-    let cgroup = &request.limits.cgroup;
-    let started = nogvl::blocking(ruby, || {
-        RunningProcess::start_limited(&launch, cgroup, mode, true, owner)
-    })?;
-    let process = match started {
-        Ok(process) => process,
-        Err(SpawnError::Unenforceable(reason)) => {
-            return Err(crate::ruby_api::errors::capability_error(ruby, reason))
-        }
-        Err(error) => {
-            let subject = session_failure_subject(&error, &launch.argv[0]);
-            let errno: Value = ruby
-                .exception_system_call_error()
-                .funcall("new", (subject, error.errno()))?;
-            return Err(Error::from(Exception::try_convert(errno)?));
-        }
-    };
-    let state = SessionState {
-        process,
-        command: launch.argv.clone(),
-        output_bytes: request.output_bytes,
-        closed: AtomicBool::new(false),
-        monitor_stop: AtomicBool::new(false),
-        writing: AtomicBool::new(false),
-        denials: request.denials.clone(),
-    };
-    if session.state.set(state).is_err() {
-        return Err(Error::new(
-            ruby.exception_runtime_error(),
-            "process session already started",
-        ));
-    }
-    if let Some(limit) = request.limits.sampled_memory_bytes {
-        let denials = (limit, request.denials);
-        start_monitor(
-            ruby,
-            session,
-            request.memory_reader,
-            default_reader,
-            denials,
-        )?;
-    }
-    Ok(())
 }
 
 /// The OS pid of the child, which is also its process group id.
@@ -504,6 +348,22 @@ fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
     })
 }
 
+/// The timeout as given, as `to_s` shows it (a caller's own object answers itself).
+fn shown_timeout(value: Value) -> Result<String, Error> {
+    if let Some(number) = magnus::Fixnum::from_value(value) {
+        return Ok(number.to_i64().to_string());
+    }
+    if let Some(number) = magnus::Float::from_value(value) {
+        return Ok(littleghost_sandbox_core::process::arguments::float_text(
+            number.to_f64(),
+        ));
+    }
+    if let Some(text) = RString::from_value(value) {
+        return text.to_string();
+    }
+    value.funcall::<_, _, RString>("to_s", ())?.to_string()
+}
+
 enum Step {
     Exited,
     TimedOut,
@@ -528,13 +388,8 @@ fn wait(
     let terminate = terminate.is_none_or(|value| value.to_bool());
     let state = rb_self.state(ruby)?;
     let deadline = match timeout {
-        None => None,
-        Some(value) => {
-            let seconds = validate_timeout(ruby, value)?;
-            Duration::try_from_secs_f64(seconds)
-                .ok()
-                .and_then(|limit| Instant::now().checked_add(limit))
-        }
+        None => Deadline::never(),
+        Some(value) => Deadline::after_secs(validate_timeout(ruby, value)?),
     };
     let mut waiter = Waiter::new(&state.process);
     loop {
@@ -543,18 +398,11 @@ fn wait(
                 return Ok(Step::Exited);
             }
             check_context(context)?;
-            let now = Instant::now();
-            match deadline {
-                Some(deadline) if now >= deadline => Ok(Step::TimedOut),
-                Some(deadline) => {
-                    waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?;
-                    Ok(Step::Waiting)
-                }
-                None => {
-                    waiter.wait(ruby, core_process::POLL_INTERVAL)?;
-                    Ok(Step::Waiting)
-                }
-            }
+            let Some(slice) = deadline.slice() else {
+                return Ok(Step::TimedOut);
+            };
+            waiter.wait(ruby, slice)?;
+            Ok(Step::Waiting)
         })();
         match step {
             Ok(Step::Waiting) => {}
@@ -566,11 +414,10 @@ fn wait(
                 if terminate {
                     terminate_group(ruby, &mut waiter, &state.process)?;
                 }
-                let shown: RString =
-                    timeout.map_or(Ok(ruby.str_new("")), |value| value.funcall("to_s", ()))?;
+                let shown = timeout.map_or(Ok(String::new()), shown_timeout)?;
                 return Err(tool_error(
                     ruby,
-                    format!("Program timed out after {} seconds", shown.to_string()?),
+                    format!("Program timed out after {shown} seconds"),
                 ));
             }
             Err(error) => {

@@ -29,6 +29,7 @@
 //! with [`crate::process::SpawnError::Unenforceable`] before anything runs.
 
 pub mod cgroup;
+pub mod keywords;
 pub mod launch;
 pub mod plan;
 pub mod watch;

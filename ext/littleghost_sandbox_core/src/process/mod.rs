@@ -21,7 +21,9 @@
 //! responsive: it waits on [`Notifier`] in short slices and decides when to
 //! terminate. Nothing here installs a signal handler.
 
+pub mod arguments;
 pub mod capture;
+pub mod deadline;
 pub mod error;
 pub mod group;
 pub mod notify;

@@ -3,22 +3,37 @@
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use littleghost_sandbox_core::process::{self as core_process, write_stdin, PollFlags};
+use littleghost_sandbox_core::process::{
+    self as core_process, arguments, deadline::Deadline, write_stdin, PollFlags,
+};
 use magnus::{
     prelude::*,
+    rb_sys::{protect, AsRawValue, FromRawValue},
     scan_args::{get_kwargs, scan_args},
-    value::ReprValue,
-    Error, Fixnum, Float, RHash, RObject, RString, Ruby, Value,
+    Error, Fixnum, Float, RHash, RString, Ruby, Value,
 };
 
 use super::{
-    alive_checked, io_error, raise_resource_error, Session, SessionState, CHUNK_CLASS, EOF_IVAR,
-    READ_PASS_BYTES, STDERR_IVAR, STDOUT_IVAR,
+    alive_checked, io_error, raise_resource_error, Session, SessionState, CHUNK_CLASS,
+    READ_PASS_BYTES,
 };
 use crate::ruby_api::errors::{argument_error, tool_error};
-use crate::ruby_api::process_runner::{terminate_group, Waiter};
+use crate::ruby_api::execution::{frozen_text, DataObject};
+use crate::ruby_api::process_runner::{kernel_float, terminate_group, Waiter};
+
+/// `String(value)`: a String as it is, anything else through Ruby's own
+/// conversion (`rb_String`: the caller's `to_str` or `to_s`).
+fn kernel_string(value: Value) -> Result<RString, Error> {
+    if let Some(text) = RString::from_value(value) {
+        return Ok(text);
+    }
+    // SAFETY: GVL held, a live VALUE; a raise is caught by `protect`.
+    let raw = protect(|| unsafe { rb_sys::rb_String(value.as_raw()) })?;
+    // SAFETY: rb_String returned a live String.
+    RString::try_convert(unsafe { Value::from_raw(raw) })
+}
 
 /// Releases the write flag when dropped.
 struct WriteTurn<'a>(&'a AtomicBool);
@@ -38,7 +53,7 @@ pub(super) fn write(ruby: &Ruby, rb_self: Session, value: Value) -> Result<usize
     if state.process.terminated_by_owner() {
         return Err(tool_error(ruby, crate::ruby_api::ownership::CLOSED_MESSAGE));
     }
-    let text: RString = ruby.module_kernel().funcall("String", (value,))?;
+    let text = kernel_string(value)?;
     // SAFETY: copied before any other Ruby call.
     let bytes = unsafe { text.as_slice() }.to_vec();
     let mut waiter = Waiter::new(&state.process);
@@ -80,12 +95,6 @@ pub(super) fn close_write(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
     Ok(())
 }
 
-fn binary(ruby: &Ruby, bytes: &[u8]) -> RString {
-    let string = ruby.str_from_slice(bytes);
-    string.freeze();
-    string
-}
-
 /// `Float(timeout)`, finite and ≥ 0 (ArgumentError otherwise); nil or absent means 0 (one pass).
 fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
     let timeout = match args {
@@ -112,20 +121,11 @@ fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
         Some(value) if Float::from_value(value).is_some() => {
             Float::from_value(value).map_or(0.0, |number| number.to_f64())
         }
-        Some(value) => ruby
-            .module_kernel()
-            .funcall::<_, _, f64>("Float", (value,))?,
+        Some(value) => kernel_float(value)?,
     };
     // H.6: like `wait`, a timeout that can never pass (infinite, NaN) or is
     // negative is misuse, not a request to block forever or poll once.
-    if seconds.is_finite() && seconds >= 0.0 {
-        Ok(seconds)
-    } else {
-        Err(argument_error(
-            ruby,
-            "timeout must be a finite number of seconds, 0 or more",
-        ))
-    }
+    arguments::read_timeout_seconds(seconds).map_err(|message| argument_error(ruby, message))
 }
 
 /// The `timeout:` keyword of `read`, through magnus's keyword parser.
@@ -138,13 +138,13 @@ fn parse_timeout_keyword(args: &[Value]) -> Result<Option<Value>, Error> {
 /// A frozen Chunk, as `Chunk.new(stdout:, stderr:, eof:)` would build it from
 /// frozen Strings, without the Ruby dispatch and keyword parsing (this is on
 /// every poll of a round trip).
-fn new_chunk(ruby: &Ruby, stdout: &[u8], stderr: &[u8], eof: bool) -> Result<Value, Error> {
-    let chunk = RObject::try_convert(ruby.get_inner(&CHUNK_CLASS).obj_alloc()?)?;
-    chunk.ivar_set(*STDOUT_IVAR, binary(ruby, stdout))?;
-    chunk.ivar_set(*STDERR_IVAR, binary(ruby, stderr))?;
-    chunk.ivar_set(*EOF_IVAR, eof)?;
-    chunk.freeze();
-    Ok(chunk.as_value())
+fn new_chunk(ruby: &Ruby, stdout: &[u8], stderr: &[u8], eof: bool) -> Value {
+    let values = vec![
+        frozen_text(ruby, stdout, true),
+        frozen_text(ruby, stderr, true),
+        ruby.into_value(eof),
+    ];
+    DataObject::wrap(ruby, ruby.get_inner(&CHUNK_CLASS), values)
 }
 
 /// Collects output for up to `timeout` seconds (one pass for 0) and returns a Chunk; raises once the combined output bound is passed.
@@ -155,9 +155,7 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
         return Err(io_error(ruby, "process session is closed"));
     }
     raise_resource_error(ruby, rb_self, state)?;
-    let deadline = Duration::try_from_secs_f64(timeout)
-        .ok()
-        .and_then(|limit| Instant::now().checked_add(limit));
+    let deadline = Deadline::after_secs(timeout);
     let mut waiter = Waiter::new(&state.process);
     state.process.try_reap();
     settle_output(ruby, &mut waiter, state)?;
@@ -171,24 +169,13 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
             terminate_group(ruby, &mut waiter, &state.process)?;
             raise_resource_error(ruby, rb_self, state)?;
         }
-        let now = Instant::now();
-        if chunk.stdout_closed && chunk.stderr_closed {
-            // Pipes close a moment before the leader becomes reapable; within
-            // the timeout, give the exit a chance so `eof` reflects it.
-            match deadline {
-                Some(deadline) if now < deadline && state.process.alive() => {
-                    waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?;
-                    continue;
-                }
-                _ => break true,
-            }
-        }
-        match deadline {
-            Some(deadline) if now < deadline => {
-                waiter.wait(ruby, core_process::POLL_INTERVAL.min(deadline - now))?
-            }
-            Some(_) => break false,
-            None => waiter.wait(ruby, core_process::POLL_INTERVAL)?,
+        let both = chunk.stdout_closed && chunk.stderr_closed;
+        // Pipes close a moment before the leader becomes reapable; within
+        // the timeout, give the exit a chance so `eof` reflects it.
+        match deadline.slice() {
+            Some(_) if both && !state.process.alive() => break true,
+            Some(slice) => waiter.wait(ruby, slice)?,
+            None => break both,
         }
     };
     let eof = both_closed && !alive_checked(ruby, rb_self, state)?;
@@ -198,7 +185,7 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
         // child off a busy CPU; an empty pass steps aside for a moment.
         core_process::yield_cpu();
     }
-    new_chunk(ruby, &stdout, &stderr, eof)
+    Ok(new_chunk(ruby, &stdout, &stderr, eof))
 }
 
 /// Once the whole group is gone, EOF on the pipes is a moment away (unless a
@@ -209,16 +196,15 @@ pub(super) fn settle_output(
     waiter: &mut Waiter,
     state: &SessionState,
 ) -> Result<(), Error> {
-    let give_up = Instant::now() + Duration::from_millis(100);
+    let give_up = Deadline::after(Duration::from_millis(100));
     while !state.process.output_complete()
         && state.process.exit().is_some()
         && !state.process.group_alive()
     {
-        let now = Instant::now();
-        if now >= give_up {
-            break;
+        match give_up.slice() {
+            Some(slice) => waiter.wait(ruby, slice)?,
+            None => break,
         }
-        waiter.wait(ruby, core_process::POLL_INTERVAL.min(give_up - now))?;
     }
     Ok(())
 }

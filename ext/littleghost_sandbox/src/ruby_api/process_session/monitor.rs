@@ -1,17 +1,21 @@
-//! 18.9: the memory monitor of a session, a Ruby thread (so a Ruby
-//! `memory_reader` runs with the GVL) that samples every 100 ms and, past
+//! 18.9: the memory monitor of a session, a Ruby thread made from Rust
+//! (`rb_thread_create`, so a Ruby `memory_reader` runs with the GVL; the
+//! only Ruby call it makes is into that reader) that samples every 100 ms and, past
 //! the limit, records the error and hands the group to the core's one
 //! termination protocol ([`RunningProcess::terminate_detached`]).
 //!
 //! [`RunningProcess::terminate_detached`]: littleghost_sandbox_core::process::RunningProcess::terminate_detached
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
+use littleghost_sandbox_core::limits::keywords::Given;
 use littleghost_sandbox_core::process::{
     self as core_process, group::GroupSignal as Signal, procfs::DefaultReader,
 };
 use magnus::{
-    error::ErrorType, prelude::*, value::ReprValue, Error, ExceptionClass, RString, Ruby, Value,
+    error::ErrorType, rb_sys::AsRawValue, value::ReprValue, Error, ExceptionClass, Ruby, Thread,
+    Value,
 };
 
 use super::{exception_of, record, Session};
@@ -19,29 +23,48 @@ use crate::helpers::constants;
 use crate::helpers::nogvl;
 use crate::ruby_api::denial::Reporter;
 use crate::ruby_api::errors::{from_core, tool_error};
-use crate::ruby_api::process_runner::error_with_cause;
+use crate::ruby_api::process_runner::{
+    class_name, errno_exception, error_with_cause, kernel_integer,
+};
 
 /// Memory sampling period (18.9).
-const SAMPLE_PERIOD: f64 = 0.1;
+const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
+/// How often the monitor looks at its stop flag while it waits.
+const STOP_CHECK: Duration = Duration::from_millis(10);
 /// Consecutive reader failures that fail closed (18.9).
 const FAILURE_LIMIT: u32 = 3;
+/// The thread-local key under which a monitor thread holds its session: a
+/// running thread is a GC root, so the session stays reachable while its
+/// monitor runs.
+const SESSION_KEY: &str = "__littleghost_monitored_session";
 
+/// Stops the monitor of `session` (its stop flag is already set): waits up to
+/// 1 s for it to finish, else kills it and waits up to 1 s more.
 pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
-    let Some(thread) = session.monitor_thread(ruby) else {
+    let Some(thread) = session.monitor_thread(ruby).and_then(Thread::from_value) else {
         return Ok(());
     };
-    if !thread.funcall::<_, _, bool>("alive?", ())? {
+    let Some(state) = session.state.get() else {
+        return Ok(());
+    };
+    if thread.as_raw() == ruby.thread_current().as_raw() {
         return Ok(());
     }
-    let current = ruby.thread_current();
-    if thread.funcall::<_, _, bool>("equal?", (current,))? {
-        return Ok(());
-    }
-    let _ = thread.funcall::<_, _, Value>("wakeup", ());
-    let joined: Value = thread.funcall("join", (1.0,))?;
-    if joined.is_nil() {
-        let _: Value = thread.funcall("kill", ())?;
-        let _: Value = thread.funcall("join", (1.0,))?;
+    let finished = |ruby: &Ruby| -> Result<bool, Error> {
+        let give_up = Instant::now() + Duration::from_secs(1);
+        while !state.monitor_done.load(Ordering::SeqCst) {
+            if Instant::now() >= give_up {
+                return Ok(false);
+            }
+            ruby.thread_sleep(Duration::from_millis(1))?;
+        }
+        Ok(true)
+    };
+    // Cuts short a `sleep` inside a caller's reader, as before.
+    let _ = thread.wakeup();
+    if !finished(ruby)? {
+        thread.kill()?;
+        finished(ruby)?;
     }
     Ok(())
 }
@@ -62,7 +85,17 @@ fn report_memory_kill(ruby: &Ruby, denials: Option<&Reporter>, limit: u64) -> Re
     crate::ruby_api::denial::report(ruby, &reporter.hub, denial)
 }
 
-/// 18.9: a Ruby thread samples every 100 ms while the session is alive.
+/// Sets the session's `monitor_done` when the monitor ends, however it ends.
+struct Done<'a>(&'a AtomicBool);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// 18.9: a Ruby thread (so a Ruby `memory_reader` runs with the GVL)
+/// samples every 100 ms while the session is alive.
 pub(super) fn start_monitor(
     ruby: &Ruby,
     session: Session,
@@ -70,31 +103,43 @@ pub(super) fn start_monitor(
     default_reader: Option<DefaultReader>,
     (limit, denials): (u64, Option<Reporter>),
 ) -> Result<(), Error> {
-    let body = ruby.proc_from_fn(move |ruby, args, _block| -> Result<Value, Error> {
-        let session = Session::try_convert(args[0])?;
-        let reader = Some(args[1]).filter(|value| !value.is_nil());
-        match monitor(ruby, session, reader, default_reader, limit) {
-            Ok(true) => {
-                report_memory_kill(ruby, denials.as_ref(), limit)?;
-                Ok(ruby.qnil().as_value())
-            }
-            Ok(false) => Ok(ruby.qnil().as_value()),
-            // Thread#kill (from close) ends the thread normally.
-            Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => Err(error),
-            // Anything unexpected fails closed.
-            Err(error) => {
-                fail_closed(ruby, session, &error)?;
-                Ok(ruby.qnil().as_value())
-            }
-        }
+    let thread = ruby.thread_create_from_fn(move |ruby| {
+        run_monitor(ruby, default_reader, limit, denials.as_ref())
     });
-    let reader_value = reader.unwrap_or_else(|| ruby.qnil().as_value());
-    let thread: Value =
-        ruby.class_thread()
-            .funcall_with_block("new", (session, reader_value), body)?;
-    let _: Value = thread.funcall("report_on_exception=", (false,))?;
-    session.set_monitor(thread, reader_value);
+    // The new thread runs once this one releases the GVL: both are set by then.
+    thread.local_aset(SESSION_KEY, session)?;
+    session.set_monitor(
+        thread.as_value(),
+        reader.unwrap_or_else(|| ruby.qnil().as_value()),
+    );
     Ok(())
+}
+
+/// The monitor thread's body; only a Thread#kill (from `close`) leaves it
+/// as an error, so nothing is ever reported on the thread.
+fn run_monitor(
+    ruby: &Ruby,
+    default_reader: Option<DefaultReader>,
+    limit: u64,
+    denials: Option<&Reporter>,
+) -> Result<(), Error> {
+    let session: Session = ruby.thread_current().local_aref(SESSION_KEY)?;
+    let Some(state) = session.state.get() else {
+        return Ok(());
+    };
+    let _done = Done(&state.monitor_done);
+    let reader = session.memory_reader(ruby);
+    let jump = |error: Error| match error.error_type() {
+        ErrorType::Jump(_) => Err(error),
+        _ => Ok(()),
+    };
+    match monitor(ruby, session, reader, default_reader, limit) {
+        Ok(true) => report_memory_kill(ruby, denials, limit).or_else(jump),
+        Ok(false) => Ok(()),
+        Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => Err(error),
+        // Anything unexpected fails closed.
+        Err(error) => fail_closed(ruby, session, &error).or_else(jump),
+    }
 }
 
 fn monitor(
@@ -133,10 +178,13 @@ fn monitor(
                 }
             }
         }
-        if stopped() {
-            return Ok(false);
+        let next = Instant::now() + SAMPLE_PERIOD;
+        while Instant::now() < next {
+            if stopped() {
+                return Ok(false);
+            }
+            ruby.thread_sleep(STOP_CHECK)?;
         }
-        let _: Value = ruby.module_kernel().funcall("sleep", (SAMPLE_PERIOD,))?;
     }
 }
 
@@ -147,14 +195,10 @@ fn fail_closed(ruby: &Ruby, session: Session, error: &Error) -> Result<(), Error
         state.process.signal_group(Signal::KILL);
     }
     let cause = exception_of(ruby, error).unwrap_or_else(|| ruby.qnil().as_value());
-    let class_name: String = if cause.is_nil() {
+    let class_name = if cause.is_nil() {
         "unknown".to_string()
     } else {
-        cause
-            .class()
-            .funcall::<_, _, Value>("name", ())?
-            .funcall::<_, _, RString>("to_s", ())?
-            .to_string()?
+        class_name(cause)
     };
     let tool = constants::class(ruby, "LittleGhost::ToolError")?;
     let failure = error_with_cause(
@@ -177,15 +221,19 @@ fn sample(
     default_reader: Option<DefaultReader>,
     limit: u64,
 ) -> Result<bool, Error> {
-    let bytes: Value = match (reader, default_reader) {
+    let bytes: i128 = match (reader, default_reader) {
         (Some(reader), _) => {
+            // The caller's reader, with `Integer()` on what it answers.
             let raw: Value = reader.funcall("call", (pid,))?;
-            ruby.module_kernel().funcall("Integer", (raw,))?
+            match kernel_integer(raw)? {
+                Given::Integer(bytes) => bytes,
+                Given::NotInteger => 0,
+            }
         }
         (None, Some(default_reader)) => {
             let sampled = nogvl::blocking(ruby, || default_reader.sample(pid as u32))?;
             match sampled {
-                Ok(bytes) => ruby.integer_from_u64(bytes).as_value(),
+                Ok(bytes) => bytes.into(),
                 Err(failure) => return Err(sample_error(ruby, &failure)),
             }
         }
@@ -198,7 +246,7 @@ fn sample(
             ))
         }
     };
-    bytes.funcall(">", (limit,))
+    Ok(bytes > i128::from(limit))
 }
 
 /// DependencyError with the documented message and the OS error as `cause`.
@@ -207,10 +255,8 @@ fn sample_error(ruby: &Ruby, failure: &core_process::procfs::SampleError) -> Err
         let class = constants::class(ruby, "LittleGhost::DependencyError")?;
         match failure.cause().and_then(|cause| cause.raw_os_error()) {
             Some(errno) => {
-                let cause: Value = ruby
-                    .exception_system_call_error()
-                    .funcall("new", (ruby.qnil(), errno))?;
-                error_with_cause(ruby, class, &failure.message(), cause)
+                let cause = errno_exception(ruby, errno, None)?;
+                error_with_cause(ruby, class, &failure.message(), cause.as_value())
             }
             None => Ok(Error::new(
                 ExceptionClass::from_value(class.as_value())

@@ -45,6 +45,9 @@ pub struct Sandbox {
     backend: Cell<Option<Opaque<Value>>>,
     /// What a Rust backend enforces, fixed by its `initialize` (see [`set_enforced`]).
     enforced: Cell<Option<Enforced>>,
+    /// The backend options `process_limits:` and `cgroup:` (read by
+    /// `launch_limits`; borrowed only briefly, never across a Ruby call).
+    launch_defaults: std::cell::RefCell<littleghost_sandbox_core::limits::keywords::LaunchDefaults>,
 }
 
 /// The effective policy and capabilities a Rust backend stored at construction.
@@ -213,6 +216,15 @@ pub(crate) fn backend_state<T: TypedData>(
 /// The backend object stored by [`set_backend`], if any.
 pub(crate) fn backend_value(ruby: &Ruby, rb_self: SandboxObj) -> Option<Value> {
     rb_self.backend.get().map(|value| ruby.get_inner(value))
+}
+
+/// The launch defaults a backend stored from its options (see `launch_limits`).
+pub(crate) fn launch_defaults(
+    rb_self: SandboxObj,
+) -> &'static std::cell::RefCell<littleghost_sandbox_core::limits::keywords::LaunchDefaults> {
+    // An Obj<Sandbox> always converts; `borrow` gives the GC-lived reference.
+    let sandbox = borrow(rb_self.as_value()).expect("a SandboxObj holds a Sandbox");
+    &sandbox.launch_defaults
 }
 
 /// Stores a backend's state object (or Native's platform backend) in the sandbox.

@@ -1,5 +1,7 @@
 //! Tests of [`RunningProcess`](super::RunningProcess): real children, no Ruby.
 use super::super::group::process_alive;
+use super::super::spawn::pid_of;
+use super::super::POLL_INTERVAL;
 use super::*;
 use std::time::{Duration, Instant};
 

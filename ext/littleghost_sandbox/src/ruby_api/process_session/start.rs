@@ -1,0 +1,183 @@
+//! Starting a session (18.1): from Rust for the backends' `start_program`,
+//! or through the private `ProcessSession.new` keywords.
+
+use std::sync::atomic::AtomicBool;
+
+use littleghost_sandbox_core::limits::plan::Plan;
+use littleghost_sandbox_core::process::{
+    self as core_process, capture::DEFAULT_OUTPUT_BYTES, procfs::DefaultReader,
+    running::session_failure_subject, CaptureMode, Launch, RunningProcess, SpawnError,
+    SpawnOptions,
+};
+use magnus::{
+    scan_args::{get_kwargs, scan_args},
+    value::ReprValue,
+    Error, RHash, Ruby, Value,
+};
+
+use super::monitor::start_monitor;
+use super::{ProcessSession, Session, SessionRequest, SessionState};
+use crate::helpers::constants;
+use crate::helpers::convert;
+use crate::helpers::nogvl;
+use crate::ruby_api::errors::{argument_error, core_result};
+use crate::ruby_api::process_runner::{errno_exception, positive_integer};
+
+/// Starts a session from Rust (backends' `start_program`). The caller has
+/// already called `context&.check!` (2.4; see `process_runner::check_context`).
+#[allow(dead_code)] // called by the backends' start_program
+pub fn start(ruby: &Ruby, request: SessionRequest) -> Result<Value, Error> {
+    let class = constants::class(ruby, "LittleGhost::Sandbox::ProcessSession")?;
+    let session: Session = ruby.obj_wrap_as(ProcessSession::default(), class);
+    setup(ruby, session, request)?;
+    Ok(session.as_value())
+}
+
+/// Spawns `command` in a new process group with pipes, limits and optional memory supervision (18.1).
+pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error> {
+    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
+    type Optional = (
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+    );
+    let kw = get_kwargs::<_, (Value,), Optional, ()>(
+        args.keywords,
+        &["command"],
+        &[
+            "environment",
+            "inherit_environment",
+            "chdir",
+            "output_bytes",
+            "memory_bytes",
+            "memory_reader",
+            "cpu_seconds",
+            "file_bytes",
+        ],
+    )?;
+    let (command,) = kw.required;
+    let (
+        environment,
+        inherit_environment,
+        chdir,
+        output_bytes,
+        memory_bytes,
+        memory_reader,
+        cpu_seconds,
+        file_bytes,
+    ) = kw.optional;
+    let optional_positive = |value: Option<Value>, name: &str| -> Result<Option<u64>, Error> {
+        match value.filter(|value| !value.is_nil()) {
+            None => Ok(None),
+            Some(value) => positive_integer(ruby, value, name).map(Some),
+        }
+    };
+    let memory_reader = memory_reader.filter(|value| !value.is_nil());
+    if let Some(reader) = memory_reader {
+        if !reader.respond_to("call", false)? {
+            return Err(argument_error(ruby, "memory_reader must respond to call"));
+        }
+    }
+    let request = SessionRequest {
+        argv: convert::argv(ruby, command)?,
+        environment: convert::environment(ruby, environment)?,
+        inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
+        chdir: convert::expanded_path(ruby, chdir, "chdir")?,
+        output_bytes: match output_bytes {
+            None => DEFAULT_OUTPUT_BYTES,
+            Some(value) => positive_integer(ruby, value, "output_bytes")?,
+        },
+        // This private constructor keeps 18.9's sampled memory and
+        // per-process CPU rlimit; backends pass whole-tree limits.
+        limits: Plan {
+            sampled_memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
+            rlimit_cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
+            ..Plan::default()
+        },
+        memory_reader,
+        file_bytes: optional_positive(file_bytes, "file_bytes")?,
+        spawn_options: SpawnOptions::default(),
+        owner: None,
+        denials: None,
+    };
+    setup(ruby, rb_self, request)
+}
+
+fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), Error> {
+    core_result(ruby, core_process::validate_argv(&request.argv))?;
+    core_result(
+        ruby,
+        core_process::validate_environment(&request.environment),
+    )?;
+    if session.state.get().is_some() {
+        return Err(Error::new(
+            ruby.exception_runtime_error(),
+            "process session already started",
+        ));
+    }
+    // 18.9: the reader is chosen before anything is spawned.
+    let default_reader = match (request.limits.sampled_memory_bytes, request.memory_reader) {
+        (Some(_), None) => Some(core_result(ruby, DefaultReader::choose())?),
+        _ => None,
+    };
+    let launch = Launch {
+        argv: request.argv,
+        environment: request.environment,
+        inherit_environment: request.inherit_environment,
+        chdir: request.chdir,
+        cpu_seconds: request.limits.rlimit_cpu_seconds,
+        file_bytes: request.file_bytes,
+        spawn_options: request.spawn_options,
+    };
+    let mode = CaptureMode::Combined {
+        limit: request.output_bytes,
+    };
+    let owner = request.owner.as_ref();
+    let cgroup = &request.limits.cgroup;
+    let started = nogvl::blocking(ruby, || {
+        RunningProcess::start_limited(&launch, cgroup, mode, true, owner)
+    })?;
+    let process = match started {
+        Ok(process) => process,
+        Err(SpawnError::Unenforceable(reason)) => {
+            return Err(crate::ruby_api::errors::capability_error(ruby, reason))
+        }
+        Err(error) => {
+            let subject = session_failure_subject(&error, &launch.argv[0]);
+            let errno = errno_exception(ruby, error.errno(), Some(subject))?;
+            return Err(Error::from(errno));
+        }
+    };
+    let state = SessionState {
+        process,
+        command: launch.argv.clone(),
+        output_bytes: request.output_bytes,
+        closed: AtomicBool::new(false),
+        monitor_stop: AtomicBool::new(false),
+        monitor_done: AtomicBool::new(false),
+        writing: AtomicBool::new(false),
+        denials: request.denials.clone(),
+    };
+    if session.state.set(state).is_err() {
+        return Err(Error::new(
+            ruby.exception_runtime_error(),
+            "process session already started",
+        ));
+    }
+    if let Some(limit) = request.limits.sampled_memory_bytes {
+        let denials = (limit, request.denials);
+        start_monitor(
+            ruby,
+            session,
+            request.memory_reader,
+            default_reader,
+            denials,
+        )?;
+    }
+    Ok(())
+}

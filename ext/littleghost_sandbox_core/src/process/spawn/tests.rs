@@ -1,0 +1,159 @@
+//! Tests of [`super::spawn_in`] on both paths: real children, no Ruby.
+use super::*;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+
+fn launch(argv: &[&str], limits: bool) -> Launch {
+    Launch {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        environment: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        cpu_seconds: limits.then_some(30),
+        ..Launch::default()
+    }
+}
+
+/// Spawns, checks the method taken, waits and returns (exit code, stdout).
+fn run(launch: &Launch, expected: Method) -> (i32, String) {
+    let spawned = spawn(launch, false).unwrap();
+    assert_eq!(LAST_METHOD.with(|last| last.get()), Some(expected));
+    let mut stdout = String::new();
+    std::fs::File::from(spawned.stdout)
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: waiting for our own child into a local.
+    assert_eq!(
+        unsafe { libc::waitpid(spawned.pid, &mut status, 0) },
+        spawned.pid
+    );
+    (libc::WEXITSTATUS(status), stdout)
+}
+
+/// Opens `path` without close-on-exec, as Ruby's `IO#close_on_exec = false` leaves it.
+fn inheritable(path: &Path) -> OwnedFd {
+    let file = OwnedFd::from(std::fs::File::open(path).unwrap());
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFD, 0) };
+    file
+}
+
+#[test]
+fn posix_spawn_is_taken_without_rlimits_and_fork_with_them() {
+    assert_eq!(method_for(&launch(&["true"], false)), Method::PosixSpawn);
+    assert_eq!(
+        method_for(&Launch {
+            file_bytes: Some(1),
+            ..launch(&["true"], false)
+        }),
+        Method::Fork
+    );
+    assert_eq!(
+        run(&launch(&["sh", "-c", "exit 7"], false), Method::PosixSpawn).0,
+        7
+    );
+    // The limit really reaches the forked child.
+    assert_eq!(
+        run(&launch(&["sh", "-c", "ulimit -t"], true), Method::Fork),
+        (0, "30\n".into())
+    );
+}
+
+#[test]
+fn only_stdio_and_inherited_fds_reach_the_child_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let (leaked_path, kept_path) = (dir.path().join("leaked"), dir.path().join("kept"));
+    std::fs::write(&leaked_path, "").unwrap();
+    std::fs::write(&kept_path, "").unwrap();
+    let leaked = inheritable(&leaked_path);
+    let kept = inheritable(&kept_path);
+    // The shell's own descriptors (ls and readlink run as its children),
+    // as numbers then targets. readlink fails on the one the glob opened
+    // and closed, so its exit code is not checked.
+    let script = "ls /proc/$$/fd; readlink /proc/$$/fd/*";
+    for (limits, method) in [(false, Method::PosixSpawn), (true, Method::Fork)] {
+        let (_, listing) = run(&launch(&["sh", "-c", script], limits), method);
+        let numbers: Vec<&str> = listing
+            .lines()
+            .filter(|line| line.parse::<u32>().is_ok())
+            .collect();
+        assert_eq!(numbers, ["0", "1", "2"], "{method:?}: {listing}");
+        assert!(
+            !listing.contains(leaked_path.to_str().unwrap()),
+            "{method:?} leaked: {listing}"
+        );
+
+        let mut with_kept = launch(&["sh", "-c", script], limits);
+        with_kept.spawn_options.inherited_fds = vec![kept.as_raw_fd()];
+        let (_, listing) = run(&with_kept, method);
+        let numbers: Vec<&str> = listing
+            .lines()
+            .filter(|line| line.parse::<u32>().is_ok())
+            .collect();
+        assert_eq!(numbers, ["0", "1", "2", "3"], "{method:?}: {listing}");
+        assert_eq!(
+            listing.lines().last(),
+            Some(kept_path.to_str().unwrap()),
+            "{method:?}: {listing}"
+        );
+        assert!(
+            !listing.contains(leaked_path.to_str().unwrap()),
+            "{method:?} leaked: {listing}"
+        );
+    }
+    // The parent's descriptors are untouched.
+    for fd in [&leaked, &kept] {
+        // SAFETY: fcntl on descriptors we own.
+        assert_eq!(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFD) }, 0);
+    }
+}
+
+#[test]
+fn inherited_fds_in_the_target_range_are_renumbered_without_clobbering() {
+    // Parent fds 3 and 4 may hold anything; ask for them swapped.
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    std::fs::write(&first, "").unwrap();
+    std::fs::write(&second, "").unwrap();
+    let (first_fd, second_fd) = (inheritable(&first), inheritable(&second));
+    let script = "readlink /proc/$$/fd/3 /proc/$$/fd/4";
+    for (limits, method) in [(false, Method::PosixSpawn), (true, Method::Fork)] {
+        let mut swapped = launch(&["sh", "-c", script], limits);
+        swapped.spawn_options.inherited_fds = vec![second_fd.as_raw_fd(), first_fd.as_raw_fd()];
+        let expected = format!("{}\n{}\n", second.display(), first.display());
+        assert_eq!(run(&swapped, method), (0, expected), "{method:?}");
+    }
+}
+
+#[test]
+fn an_executable_without_a_shebang_is_refused_and_no_shell_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("not-a-program");
+    let marker = dir.path().join("shell-ran");
+    std::fs::write(&script, format!("touch {}\n", marker.display())).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for limits in [false, true] {
+        let result = spawn(&launch(&[script.to_str().unwrap()], limits), false);
+        assert!(
+            matches!(result, Err(SpawnError::NotExecutable)),
+            "limits {limits}: {:?}",
+            result.err()
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_working_directory_is_applied_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    for (limits, method) in [(false, Method::PosixSpawn), (true, Method::Fork)] {
+        let launch = Launch {
+            chdir: Some(dir.path().to_path_buf()),
+            ..launch(&["pwd"], limits)
+        };
+        assert_eq!(
+            run(&launch, method),
+            (0, format!("{}\n", dir.path().display()))
+        );
+    }
+}
