@@ -154,6 +154,20 @@ impl Layout {
         beneath(base, relative)
     }
 
+    /// `Workspace#resolve` (3.3): while the workspace is open (`recorded` are
+    /// the identities `open` pinned), root and every path must still be what
+    /// was pinned (3.7); then [`Layout::resolve`].
+    pub fn resolve_checked(
+        &self,
+        recorded: Option<&[(String, Identity)]>,
+        reference: &OsStr,
+    ) -> Result<PathBuf> {
+        if let Some(recorded) = recorded {
+            self.validate(recorded)?;
+        }
+        self.resolve(reference)
+    }
+
     /// The logical path of a physical one (3.4): the longest named path that
     /// contains it, else root-relative, else an error.
     pub fn reference(&self, physical: &Path) -> Result<OsString> {

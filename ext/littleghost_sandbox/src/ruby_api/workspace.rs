@@ -6,9 +6,9 @@
 //! subclasses get it too), never in instance variables.
 
 use std::cell::{Cell, RefCell};
-use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
 use littleghost_sandbox_core::grants::Identity;
 use littleghost_sandbox_core::workspace::{self as core, Layout};
 use magnus::{
@@ -77,6 +77,20 @@ impl Workspace {
         Some(config.layout.paths.iter().map(|(n, _)| n.clone()).collect())
     }
 
+    /// `resolve` (3.3) in Rust: the identity check while open, then the
+    /// lexical mapping. Core errors, so a scope can map them (SC.12).
+    pub(crate) fn resolve_core(&self, reference: &Path) -> CoreResult<PathBuf> {
+        let config = self.config.borrow().clone();
+        let Some(config) = config else {
+            return Err(CoreError::Tool("uninitialized workspace".to_owned()));
+        };
+        let recorded = self.recorded_identities();
+        config.layout.resolve_checked(
+            recorded.as_deref().map(Vec::as_slice),
+            reference.as_os_str(),
+        )
+    }
+
     /// The identities `open` recorded, while the workspace is open.
     pub(crate) fn recorded_identities(&self) -> Option<Recorded> {
         if !self.active.get() {
@@ -89,6 +103,41 @@ impl Workspace {
 /// The Workspace struct behind `value`, if it is one (or a subclass instance).
 pub(crate) fn borrow(value: Value) -> Option<&'static Workspace> {
     <&Workspace>::try_convert(value).ok()
+}
+
+/// The Workspace struct behind `value` when Ruby dispatch would reach its
+/// Rust methods: an instance of `Workspace` itself, not of a subclass (which
+/// may override `root`, `path` or `resolve`) nor a duck-typed object.
+pub(crate) fn native(ruby: &Ruby, value: Value) -> Option<&'static Workspace> {
+    let workspace = borrow(value)?;
+    value
+        .class()
+        .equal(Workspace::class(ruby))
+        .unwrap_or(false)
+        .then_some(workspace)
+}
+
+/// The directory `name` (`root` or a path name) stands for: the Rust state of
+/// a plain Workspace, else the object's own `root` or `path(name)`.
+pub(crate) fn directory(ruby: &Ruby, workspace: Value, name: &str) -> Result<PathBuf, Error> {
+    if let Some(native) = native(ruby, workspace) {
+        let config = native.config(ruby)?;
+        if name == core::ROOT_NAME {
+            return Ok(config.layout.root.clone());
+        }
+        let path = errors::core_result(ruby, config.layout.path(name))?;
+        return Ok(path.to_path_buf());
+    }
+    let (method, args) = match name {
+        core::ROOT_NAME => ("root", Vec::new()),
+        _ => ("path", vec![ruby.to_symbol(name).as_value()]),
+    };
+    let directory: Value = workspace.funcall(method, args.as_slice())?;
+    Ok(convert::path_of(convert::path_string(
+        ruby,
+        directory,
+        "workspace directory",
+    )?))
 }
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -256,29 +305,12 @@ fn path(ruby: &Ruby, rb_self: &Workspace, name: Value) -> Result<Value, Error> {
 
 /// resolve(reference): the physical path of a logical one (`notes/a.md`, `workspace://NAME/REL`), checked lexically.
 fn resolve(ruby: &Ruby, rb_self: &Workspace, reference: Value) -> Result<RString, Error> {
-    let config = rb_self.config(ruby)?;
-    check_identities(ruby, rb_self, &config)?;
     // Kernel#String returns any String (subclasses included) unchanged.
     let reference = match RString::from_value(reference) {
         Some(string) => string,
         None => RString::try_convert(vo::kernel(ruby, "String", reference)?)?,
     };
-    let reference = convert::path_of(reference);
-    let physical = if reference
-        .as_os_str()
-        .as_bytes()
-        .starts_with(core::SCHEME.as_bytes())
-    {
-        config.layout.resolve(reference.as_os_str())
-    } else {
-        // A root-relative reference needs only the root.
-        let root_only = Layout {
-            root: config.layout.root.clone(),
-            paths: Vec::new(),
-        };
-        root_only.resolve(reference.as_os_str())
-    };
-    let physical = errors::core_result(ruby, physical)?;
+    let physical = errors::core_result(ruby, rb_self.resolve_core(&convert::path_of(reference)))?;
     Ok(convert::path_to_ruby(ruby, &physical))
 }
 
