@@ -9,19 +9,18 @@
 //! a Scope value and the Ruby arguments of the matching method.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::Operation;
-use littleghost_sandbox_core::error::Error as CoreError;
+use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
 use littleghost_sandbox_core::fs::{Broker, FsOperation};
-use littleghost_sandbox_core::grants::{Grant, Identity};
-use littleghost_sandbox_core::policy::{self as core_policy, Capabilities as CoreCapabilities};
+use littleghost_sandbox_core::policy as core_policy;
 use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
-    value::Opaque, DataTypeFunctions, Error, KwArgs, RArray, RClass, RHash, RString, Ruby,
-    TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, KwArgs, RClass, RHash, RString, Ruby, TypedData,
+    Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
@@ -35,44 +34,19 @@ mod narrowing;
 
 /// Rust state behind a Scope: what the core built, and the Ruby objects its readers return.
 pub struct ScopeState {
-    broker: Broker,
-    grants: Vec<Grant>,
-    deny_markers: Vec<Grant>,
-    identities: Vec<Identity>,
-    core_capabilities: CoreCapabilities,
-    sandbox: Opaque<Value>,
-    workspace: Opaque<Value>,
-    capabilities: Opaque<Value>,
-    network: Opaque<Value>,
-    process_grants: Opaque<Value>,
+    scoped: Scoped,
+    /// The sandbox, workspace, capabilities, network and process grants (see [`SANDBOX`] ...).
+    values: [Opaque<Value>; 5],
     /// The workspace is a plain `Workspace`: resolve in Rust (else through its own `resolve`).
     native_workspace: bool,
 }
 
-impl ScopeState {
-    /// `values` are the sandbox, workspace, capabilities and network objects.
-    fn new(
-        scoped: Scoped,
-        values: [Value; 4],
-        process_grants: RArray,
-        native_workspace: bool,
-    ) -> ScopeState {
-        let [sandbox, workspace, capabilities, network] = values;
-        ScopeState {
-            broker: scoped.broker,
-            grants: scoped.grants,
-            deny_markers: scoped.deny_markers,
-            identities: scoped.identities,
-            core_capabilities: scoped.capabilities,
-            sandbox: sandbox.into(),
-            workspace: workspace.into(),
-            capabilities: capabilities.into(),
-            network: network.into(),
-            process_grants: process_grants.as_value().into(),
-            native_workspace,
-        }
-    }
-}
+/// Indexes into [`ScopeState::values`], the order of `Scope`'s readers.
+const SANDBOX: usize = 0;
+const WORKSPACE: usize = 1;
+const CAPABILITIES: usize = 2;
+const NETWORK: usize = 3;
+const PROCESS_GRANTS: usize = 4;
 
 /// A Scope: its state once `initialize` ran. The lock is only ever held to
 /// clone or replace the `Arc`, never across a call into Ruby.
@@ -86,11 +60,7 @@ impl DataTypeFunctions for Scope {
     fn mark(&self, marker: &Marker) {
         if let Ok(state) = self.state.try_borrow() {
             if let Some(state) = state.as_ref() {
-                marker.mark(state.sandbox);
-                marker.mark(state.workspace);
-                marker.mark(state.capabilities);
-                marker.mark(state.network);
-                marker.mark(state.process_grants);
+                state.values.iter().for_each(|value| marker.mark(*value));
             }
         }
     }
@@ -103,11 +73,11 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Scope", ruby.class_object())?;
     class.define_alloc_func::<Scope>();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("sandbox", method!(reader_sandbox, 0))?;
-    class.define_method("workspace", method!(reader_workspace, 0))?;
-    class.define_method("capabilities", method!(reader_capabilities, 0))?;
-    class.define_method("network", method!(reader_network, 0))?;
-    class.define_method("process_grants", method!(reader_process_grants, 0))?;
+    class.define_method("sandbox", method!(reader::<SANDBOX>, 0))?;
+    class.define_method("workspace", method!(reader::<WORKSPACE>, 0))?;
+    class.define_method("capabilities", method!(reader::<CAPABILITIES>, 0))?;
+    class.define_method("network", method!(reader::<NETWORK>, 0))?;
+    class.define_method("process_grants", method!(reader::<PROCESS_GRANTS>, 0))?;
     class.define_method("policy", method!(effective_policy, 0))?;
     class.define_method("effective_policy", method!(effective_policy, 0))?;
     class.define_method("supports?", method!(supports, -1))?;
@@ -146,34 +116,16 @@ fn initialize(ruby: &Ruby, rb_self: &Scope, args: &[Value]) -> Result<(), Error>
     Ok(())
 }
 
-/// The sandbox this scope narrows.
-fn reader_sandbox(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.sandbox))
-}
-
-/// The sandbox's Workspace.
-fn reader_workspace(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.workspace))
-}
-
-/// The features and network modes this scope allows.
-fn reader_capabilities(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.capabilities))
-}
-
-/// The scope's NetworkPolicy, or nil when it keeps the backend's default.
-fn reader_network(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.network))
-}
-
-/// The scope's grants as frozen Mounts, longest target first.
-fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.process_grants))
+/// `sandbox`, `workspace`, `capabilities`, `network` (nil when the scope
+/// keeps the backend's default) and `process_grants` (frozen Mounts, longest
+/// target first): what `Scope.new` fixed.
+fn reader<const I: usize>(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.values[I]))
 }
 
 /// The policy the sandbox enforces (`sandbox.effective_policy`).
 fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let sandbox = reader_sandbox(ruby, rb_self)?;
+    let sandbox = reader::<SANDBOX>(ruby, rb_self)?;
     crate::ruby_api::sandbox::enforced_policy(ruby, sandbox)
 }
 
@@ -182,7 +134,7 @@ fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 
 /// Whether this scope allows `feature` (and, for `:network`, the mode `value`).
 fn supports(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
-    let own = ruby.get_inner(state(ruby, rb_self)?.capabilities);
+    let own = reader::<CAPABILITIES>(ruby, rb_self)?;
     let own = capabilities::borrow(own)
         .ok_or_else(|| errors::type_error(ruby, "uninitialized sandbox scope"))?;
     capabilities::supports(ruby, own, args)
@@ -191,8 +143,8 @@ fn supports(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> 
 /// A canonical feature name against the scope's capabilities (`:network`: any mode).
 fn supports_feature(state: &ScopeState, feature: &str) -> bool {
     match feature {
-        "network" => state.core_capabilities.supports_network(None),
-        _ => state.core_capabilities.supports(feature),
+        "network" => state.scoped.capabilities.supports_network(None),
+        _ => state.scoped.capabilities.supports(feature),
     }
 }
 
@@ -200,7 +152,11 @@ fn supports_feature(state: &ScopeState, feature: &str) -> bool {
 fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
     let state = state(ruby, rb_self)?;
     Ok(supports_feature(&state, "filesystem_write")
-        && state.grants.iter().any(|g| g.tools && g.access.writable()))
+        && state
+            .scoped
+            .grants
+            .iter()
+            .any(|g| g.tools && g.access.writable()))
 }
 
 /// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
@@ -250,7 +206,7 @@ fn allows_or_raise(
         // Anything else asks only whether the path is visible.
         _ => FsOperation::Read,
     };
-    Ok(state.broker.allows(operation, &physical))
+    Ok(state.scoped.broker.allows(operation, &physical))
 }
 
 // ---------------------------------------------------------------------------
@@ -273,7 +229,7 @@ fn prepare(
         context.funcall::<_, _, Value>("check!", ())?;
     }
     if !supports_feature(state, feature) {
-        let sandbox = ruby.get_inner(state.sandbox);
+        let sandbox = ruby.get_inner(state.values[SANDBOX]);
         return Err(denial::capability_refused(ruby, sandbox, feature, path));
     }
     let logical = convert::path_string(ruby, path, "path")?;
@@ -290,7 +246,7 @@ fn resolve_core(
     if !state.native_workspace {
         return None;
     }
-    let workspace = workspace::borrow(ruby.get_inner(state.workspace))?;
+    let workspace = workspace::borrow(ruby.get_inner(state.values[WORKSPACE]))?;
     Some(workspace.resolve_core(&convert::path_of(logical)))
 }
 
@@ -305,7 +261,7 @@ fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf,
         None => {}
     }
     // A Workspace subclass or a duck-typed workspace: its own `resolve`.
-    let workspace = ruby.get_inner(state.workspace);
+    let workspace = ruby.get_inner(state.values[WORKSPACE]);
     match workspace.funcall::<_, _, RString>(*RESOLVE, (logical,)) {
         Ok(physical) => Ok(convert::path_of(physical)),
         Err(error)
@@ -326,58 +282,65 @@ fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
     Ok(parsed.optional.0)
 }
 
+/// One file operation: check!, capability, resolve, then `run` on the broker without the GVL.
+fn operate(
+    ruby: &Ruby,
+    rb_self: Value,
+    (path, context): (Value, RHash),
+    operation: Operation,
+    run: impl FnOnce(&Broker, &Path, &str) -> CoreResult<String>,
+) -> Result<String, Error> {
+    let context = context_keyword(context)?;
+    let state = state(ruby, rb_self)?;
+    let feature = match operation {
+        Operation::Read => "filesystem_read",
+        Operation::List => "filesystem_list",
+        Operation::Write => "filesystem_write",
+        _ => "filesystem_replace",
+    };
+    let (physical, logical) = prepare(ruby, &state, context, feature, path)?;
+    let result = nogvl::blocking(ruby, || run(&state.scoped.broker, &physical, &logical))?;
+    let sandbox = ruby.get_inner(state.values[SANDBOX]);
+    brokered(ruby, sandbox, operation, &logical, result)
+}
+
 /// Reads UTF-8 text at a logical `path` through the broker: `scope.read(path, context: nil)`.
 pub(crate) fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let context = context_keyword(args.keywords)?;
-    let state = state(ruby, rb_self)?;
-    let (physical, logical) = prepare(ruby, &state, context, "filesystem_read", args.required.0)?;
-    let result = nogvl::blocking(ruby, || state.broker.read(&physical, &logical))?;
-    let sandbox = ruby.get_inner(state.sandbox);
-    brokered(ruby, sandbox, Operation::Read, &logical, result)
+    let call = (args.required.0, args.keywords);
+    operate(ruby, rb_self, call, Operation::Read, |b, p, l| b.read(p, l))
 }
 
 /// Lists the directory at a logical `path` (default ".") through the broker: `scope.list(path = ".", context: nil)`.
 pub(crate) fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
-    let context = context_keyword(args.keywords)?;
     let path = args.optional.0;
     let path = path.unwrap_or_else(|| ruby.str_new(".").as_value());
-    let state = state(ruby, rb_self)?;
-    let (physical, logical) = prepare(ruby, &state, context, "filesystem_list", path)?;
-    let result = nogvl::blocking(ruby, || state.broker.list(&physical, &logical))?;
-    let sandbox = ruby.get_inner(state.sandbox);
-    brokered(ruby, sandbox, Operation::List, &logical, result)
+    let call = (path, args.keywords);
+    operate(ruby, rb_self, call, Operation::List, |b, p, l| b.list(p, l))
 }
 
 /// Writes the String `content` to a logical `path` through the broker: `scope.write(path, content, context: nil)`.
 pub(crate) fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
-    let context = context_keyword(args.keywords)?;
     let (path, content) = args.required;
-    let state = state(ruby, rb_self)?;
-    let (physical, logical) = prepare(ruby, &state, context, "filesystem_write", path)?;
     let content = convert::bytes(RString::try_convert(content)?);
-    let result = nogvl::blocking(ruby, || state.broker.write(&physical, &logical, &content))?;
-    let sandbox = ruby.get_inner(state.sandbox);
-    brokered(ruby, sandbox, Operation::Write, &logical, result)
+    let call = (path, args.keywords);
+    operate(ruby, rb_self, call, Operation::Write, |b, p, l| {
+        b.write(p, l, &content)
+    })
 }
 
 /// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`: `scope.replace(path, old_text, new_text, context: nil)`.
 pub(crate) fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
-    let context = context_keyword(args.keywords)?;
     let (path, old_text, new_text) = args.required;
-    let state = state(ruby, rb_self)?;
-    let (physical, logical) = prepare(ruby, &state, context, "filesystem_replace", path)?;
     let old_text = convert::bytes(RString::try_convert(old_text)?);
     let new_text = convert::bytes(RString::try_convert(new_text)?);
-    let broker = &state.broker;
-    let result = nogvl::blocking(ruby, || {
-        broker.replace(&physical, &logical, &old_text, &new_text)
-    })?;
-    let sandbox = ruby.get_inner(state.sandbox);
-    brokered(ruby, sandbox, Operation::Replace, &logical, result)
+    let call = (path, args.keywords);
+    operate(ruby, rb_self, call, Operation::Replace, |b, p, l| {
+        b.replace(p, l, &old_text, &new_text)
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -399,7 +362,7 @@ fn delegate_process(
     }
     let options = args.keywords;
     options.aset(ruby.to_symbol("scope"), rb_self)?;
-    let sandbox = ruby.get_inner(state.sandbox);
+    let sandbox = ruby.get_inner(state.values[SANDBOX]);
     let call = (args.required.0, KwArgs(options));
     // A streaming block (issue 12 item 11) goes along to the sandbox.
     match ruby.block_proc() {
@@ -435,7 +398,7 @@ fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
         get_kwargs::<_, (), Optional, ()>(options, &[], &names)?.optional;
     let nil = ruby.qnil().as_value();
     let pairs = [
-        ("sandbox", reader_sandbox(ruby, rb_self)?),
+        ("sandbox", reader::<SANDBOX>(ruby, rb_self)?),
         ("files", files.unwrap_or(nil)),
         ("runtime_paths", runtime_paths.unwrap_or(nil)),
         ("capabilities", capabilities.unwrap_or(nil)),
@@ -471,7 +434,7 @@ fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,
-        core_scope::validate_identities(&state.grants, &state.identities),
+        core_scope::validate_identities(&state.scoped.grants, &state.scoped.identities),
     )?;
     Ok(rb_self)
 }
@@ -481,6 +444,7 @@ fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     let class = rb_self.class();
     let grants = match state(ruby, rb_self) {
         Ok(state) => state
+            .scoped
             .grants
             .iter()
             .map(|g| {

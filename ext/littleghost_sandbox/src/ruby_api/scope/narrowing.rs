@@ -10,9 +10,9 @@ use littleghost_sandbox_core::scope::{
     Request, ScopeRequest,
 };
 use magnus::{prelude::*, scan_args::get_kwargs, RArray, Ruby, TypedData, Value};
-use magnus::{Error, Symbol};
+use magnus::{value::Opaque, Error, Symbol};
 
-use super::ScopeState;
+use super::{ScopeState, CAPABILITIES, NETWORK};
 use crate::helpers::args::keywords_only;
 use crate::helpers::value_object::{self as vo, ValueObject};
 use crate::ruby_api::errors::{self, core_result};
@@ -74,11 +74,11 @@ fn parent_state(ruby: &Ruby, keywords: &Keywords, workspace: Value) -> Result<Pa
     if let Some(parent) = keywords.parent_scope {
         let parent = super::state(ruby, parent)?;
         return Ok(ParentState {
-            grants: parent.grants.clone(),
-            deny_markers: parent.deny_markers.clone(),
-            capabilities: parent.core_capabilities.clone(),
-            capabilities_value: ruby.get_inner(parent.capabilities),
-            network: ruby.get_inner(parent.network),
+            grants: parent.scoped.grants.clone(),
+            deny_markers: parent.scoped.deny_markers.clone(),
+            capabilities: parent.scoped.capabilities.clone(),
+            capabilities_value: ruby.get_inner(parent.values[CAPABILITIES]),
+            network: ruby.get_inner(parent.values[NETWORK]),
         });
     }
     let policy_value = sandbox::enforced_policy(ruby, keywords.sandbox)?;
@@ -147,12 +147,19 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
         process_grants.push(grant_to_ruby(ruby, grant)?)?;
     }
     process_grants.freeze();
-    Ok(ScopeState::new(
+    let values = [keywords.sandbox, workspace, capabilities, network];
+    let [sandbox, workspace_value, capabilities, network] = values.map(Opaque::from);
+    Ok(ScopeState {
         scoped,
-        [keywords.sandbox, workspace, capabilities, network],
-        process_grants,
-        workspace::native(ruby, workspace).is_some(),
-    ))
+        values: [
+            sandbox,
+            workspace_value,
+            capabilities,
+            network,
+            process_grants.as_value().into(),
+        ],
+        native_workspace: workspace::native(ruby, workspace).is_some(),
+    })
 }
 
 /// SC.3: nil keeps the category; a Hash, an Array of names or of `[name, access]` pairs replaces it.
