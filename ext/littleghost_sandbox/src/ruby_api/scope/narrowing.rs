@@ -22,12 +22,32 @@ use crate::ruby_api::{capabilities, limits, policy, sandbox, workspace};
 
 /// The keywords of `Scope.new`; an explicit nil means the same as an absent keyword.
 pub(super) struct Keywords {
-    pub(super) sandbox: Value,
+    sandbox: Value,
     files: Option<Value>,
     runtime_paths: Option<Value>,
     capabilities: Option<Value>,
     network: Option<Value>,
-    pub(super) parent_scope: Option<Value>,
+    parent_scope: Option<Value>,
+}
+
+impl Keywords {
+    /// A scope of `sandbox` (or of `parent_scope`) asking for `[files,
+    /// runtime_paths, capabilities, network]`.
+    pub(super) fn new(
+        sandbox: Value,
+        parent_scope: Option<Value>,
+        [files, runtime_paths, capabilities, network]: [Option<Value>; 4],
+    ) -> Keywords {
+        let present = |value: Option<Value>| value.filter(|v| !v.is_nil());
+        Keywords {
+            sandbox,
+            files: present(files),
+            runtime_paths: present(runtime_paths),
+            capabilities: present(capabilities),
+            network, // nil, true and false differ only in how they are coerced
+            parent_scope: present(parent_scope),
+        }
+    }
 }
 
 /// Scope.new(sandbox:, files: nil, runtime_paths: nil, capabilities: nil, network: nil, parent_scope: nil).
@@ -48,16 +68,9 @@ pub(super) fn keywords(args: &[Value]) -> Result<Keywords, Error> {
     ];
     let parsed =
         get_kwargs::<_, (Value,), Optional, ()>(keywords_only(args)?, &["sandbox"], &names)?;
-    let present = |value: Option<Value>| value.filter(|v| !v.is_nil());
     let (files, runtime_paths, capabilities, network, parent_scope) = parsed.optional;
-    Ok(Keywords {
-        sandbox: parsed.required.0,
-        files: present(files),
-        runtime_paths: present(runtime_paths),
-        capabilities: present(capabilities),
-        network, // nil, true and false differ only in how they are coerced
-        parent_scope: present(parent_scope),
-    })
+    let narrowing = [files, runtime_paths, capabilities, network];
+    Ok(Keywords::new(parsed.required.0, parent_scope, narrowing))
 }
 
 /// What the parent has, as core values plus the Ruby objects a scope hands on.
