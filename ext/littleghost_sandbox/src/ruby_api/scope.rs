@@ -123,6 +123,16 @@ fn reader<const I: usize>(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     Ok(ruby.get_inner(state(ruby, rb_self)?.values[I]))
 }
 
+/// The scope's NetworkPolicy or nil (for the backends' launch options).
+pub(crate) fn reader_network(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    reader::<NETWORK>(ruby, rb_self)
+}
+
+/// The scope's grants as frozen Mounts (for the backends' launch options).
+pub(crate) fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    reader::<PROCESS_GRANTS>(ruby, rb_self)
+}
+
 /// The policy the sandbox enforces (`sandbox.effective_policy`).
 fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let sandbox = reader::<SANDBOX>(ruby, rb_self)?;
@@ -141,17 +151,23 @@ fn supports(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> 
 }
 
 /// A canonical feature name against the scope's capabilities (`:network`: any mode).
-fn supports_feature(state: &ScopeState, feature: &str) -> bool {
+fn supports_in(state: &ScopeState, feature: &str) -> bool {
     match feature {
         "network" => state.scoped.capabilities.supports_network(None),
         _ => state.scoped.capabilities.supports(feature),
     }
 }
 
+/// Whether the scope at `rb_self` allows the canonical `feature` (for the backends).
+pub(crate) fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
+    let state = state(ruby, rb_self)?;
+    Ok(supports_in(&state, feature))
+}
+
 /// True iff the scope allows filesystem writes and some tool-visible grant is writable.
 fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
     let state = state(ruby, rb_self)?;
-    Ok(supports_feature(&state, "filesystem_write")
+    Ok(supports_in(&state, "filesystem_write")
         && state
             .scoped
             .grants
@@ -160,7 +176,7 @@ fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
 }
 
 /// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
-fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
+pub(crate) fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
@@ -194,7 +210,7 @@ fn allows_or_raise(
 ) -> Result<bool, Error> {
     let feature = core_result(ruby, core_policy::normalize_feature(&vo::given(operation)?))?;
     let state = state(ruby, rb_self)?;
-    if !supports_feature(&state, &feature) {
+    if !supports_in(&state, &feature) {
         return Ok(false);
     }
     let Some(path) = path else { return Ok(true) };
@@ -228,7 +244,7 @@ fn prepare(
         // The exception raised by check! propagates as the same object (1.3).
         context.funcall::<_, _, Value>("check!", ())?;
     }
-    if !supports_feature(state, feature) {
+    if !supports_in(state, feature) {
         let sandbox = ruby.get_inner(state.values[SANDBOX]);
         return Err(denial::capability_refused(ruby, sandbox, feature, path));
     }
@@ -354,7 +370,7 @@ fn delegate_process(
 ) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     let state = state(ruby, rb_self)?;
-    if !supports_feature(&state, "process_execute") {
+    if !supports_in(&state, "process_execute") {
         return Err(errors::tool_error(
             ruby,
             "Sandbox scope does not allow process execute",
@@ -438,7 +454,7 @@ fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
 fn close(_rb_self: Value) {}
 
 /// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
-fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+pub(crate) fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,
