@@ -252,6 +252,19 @@ RSpec.describe LittleGhost::Sandbox::Scope do
       expect { scope.read("workspace://nope/x") }.to raise_error(LittleGhost::ToolError, /nope/)
     end
 
+    it "resolves through a Workspace subclass's own resolve (only a plain Workspace resolves in Rust)" do
+      aliasing = Class.new(LittleGhost::Workspace) do
+        def resolve(reference) = super(reference == "alias.md" ? "notes.md" : reference)
+      end
+      custom = aliasing.new(root: workspace.root).open
+      scoped = LittleGhost::Sandboxes::Unrestricted.new(workspace: custom, policy: {files: {root: :read_only}}).scope
+      expect(scoped.read("alias.md")).to eq("notes")
+      expect(scoped.allows?(:read, "alias.md")).to be(true)
+      expect { scoped.read("../x") }.to raise_error(LittleGhost::ToolError, /traversal/)
+    ensure
+      custom&.close
+    end
+
     it "calls context.check! before any I/O and propagates the same exception object" do
       stop = LittleGhost::CancelledError.new("The run was cancelled")
       context = Object.new

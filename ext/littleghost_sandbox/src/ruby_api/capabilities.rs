@@ -159,7 +159,7 @@ fn isolation(ruby: &Ruby, rb_self: &Capabilities) -> Symbol {
 }
 
 /// supports?(feature, value = nil): whether the feature (or network mode) is available; aliases are honoured.
-fn supports(ruby: &Ruby, rb_self: &Capabilities, args: &[Value]) -> Result<bool, Error> {
+pub(crate) fn supports(ruby: &Ruby, rb_self: &Capabilities, args: &[Value]) -> Result<bool, Error> {
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (feature,) = args.required;
     let (value,) = args.optional;

@@ -51,11 +51,6 @@ pub(crate) fn error_message(error: &Error) -> String {
     errors::message(error)
 }
 
-/// Ruby truthiness: everything but nil and false.
-pub(crate) fn truthy(value: Value) -> bool {
-    value.to_bool()
-}
-
 /// `LittleGhost::Sandbox::Capabilities.new(features: [], network_modes: [])`.
 pub(crate) fn empty_capabilities(ruby: &Ruby) -> Result<Value, Error> {
     crate::ruby_api::capabilities::empty(ruby)

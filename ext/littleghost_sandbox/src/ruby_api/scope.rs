@@ -1,50 +1,52 @@
 //! `LittleGhost::Sandbox::Scope` (SPEC §13): a non-owning view of a sandbox
 //! that can only narrow it. The narrowing rules live in the core
-//! (`littleghost_sandbox_core::scope`); this file gathers the parent's state
-//! through Ruby calls, hands it to the core, and keeps the resulting
-//! filesystem broker in the Scope's own TypedData struct (no instance
-//! variables; an allocator gives Ruby subclasses the struct too).
-
-use std::path::PathBuf;
-
-use littleghost_sandbox_core::denial::Operation;
-use littleghost_sandbox_core::fs::{Broker, FsLimits, FsOperation};
-use littleghost_sandbox_core::grants::{Grant, Identity};
-use littleghost_sandbox_core::scope as core_scope;
-mod narrowing;
-use narrowing::{narrow_capabilities, narrow_network, requests, with_network_modes};
+//! (`littleghost_sandbox_core::scope::narrow`); `narrowing.rs` parses the
+//! keywords and reads the parent's state in Rust. The result (core grants,
+//! capabilities and the filesystem broker) sits in the Scope's TypedData
+//! struct, so a file operation reaches the broker without Ruby dispatch.
+//!
+//! Backends call [`read`], [`list`], [`write`] and [`replace`] directly with
+//! a Scope value and the Ruby arguments of the matching method.
 
 use std::cell::RefCell;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use littleghost_sandbox_core::denial::Operation;
+use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
+use littleghost_sandbox_core::fs::{Broker, FsOperation};
+use littleghost_sandbox_core::policy as core_policy;
+use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
-    value::Opaque, DataTypeFunctions, Error, IntoValue, KwArgs, RArray, RClass, RHash, RString,
-    Ruby, Symbol, TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, KwArgs, RClass, RHash, RString, Ruby, TypedData,
+    Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
-use crate::helpers::convert;
-use crate::helpers::{constants, nogvl};
+use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
 use crate::ruby_api::errors::{self, core_result};
-use crate::ruby_api::mount::{grant_from_ruby, grant_to_ruby};
-use crate::ruby_api::sandbox::{error_message, truthy};
+use crate::ruby_api::sandbox::error_message;
 use crate::ruby_api::{capabilities, workspace};
 
-/// Rust state behind a Scope: its grants, deny markers, pinned identities and
-/// broker, and the Ruby objects its readers return.
+mod narrowing;
+
+/// Rust state behind a Scope: what the core built, and the Ruby objects its readers return.
 pub struct ScopeState {
-    broker: Broker,
-    grants: Vec<Grant>,
-    deny_markers: Vec<Grant>,
-    identities: Vec<Identity>,
-    sandbox: Opaque<Value>,
-    workspace: Opaque<Value>,
-    capabilities: Opaque<Value>,
-    network: Opaque<Value>,
-    process_grants: Opaque<Value>,
+    scoped: Scoped,
+    /// The sandbox, workspace, capabilities, network and process grants (see [`SANDBOX`] ...).
+    values: [Opaque<Value>; 5],
+    /// The workspace is a plain `Workspace`: resolve in Rust (else through its own `resolve`).
+    native_workspace: bool,
 }
+
+/// Indexes into [`ScopeState::values`], the order of `Scope`'s readers.
+const SANDBOX: usize = 0;
+const WORKSPACE: usize = 1;
+const CAPABILITIES: usize = 2;
+const NETWORK: usize = 3;
+const PROCESS_GRANTS: usize = 4;
 
 /// A Scope: its state once `initialize` ran. The lock is only ever held to
 /// clone or replace the `Arc`, never across a call into Ruby.
@@ -58,35 +60,24 @@ impl DataTypeFunctions for Scope {
     fn mark(&self, marker: &Marker) {
         if let Ok(state) = self.state.try_borrow() {
             if let Some(state) = state.as_ref() {
-                marker.mark(state.sandbox);
-                marker.mark(state.workspace);
-                marker.mark(state.capabilities);
-                marker.mark(state.network);
-                marker.mark(state.process_grants);
+                state.values.iter().for_each(|value| marker.mark(*value));
             }
         }
     }
 }
 
-// Names used on every file operation, interned once rather than per call
-// (interning showed up in profiles of `read`).
-static SUPPORTS: LazyId = LazyId::new("supports?");
-static CAPABILITIES: LazyId = LazyId::new("capabilities");
+/// Interned once: `resolve` on a duck-typed workspace is on every file operation.
 static RESOLVE: LazyId = LazyId::new("resolve");
-static FILESYSTEM_READ: LazyId = LazyId::new("filesystem_read");
-static FILESYSTEM_LIST: LazyId = LazyId::new("filesystem_list");
-static FILESYSTEM_WRITE: LazyId = LazyId::new("filesystem_write");
-static FILESYSTEM_REPLACE: LazyId = LazyId::new("filesystem_replace");
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Scope", ruby.class_object())?;
     class.define_alloc_func::<Scope>();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("sandbox", method!(reader_sandbox, 0))?;
-    class.define_method("workspace", method!(reader_workspace, 0))?;
-    class.define_method("capabilities", method!(reader_capabilities, 0))?;
-    class.define_method("network", method!(reader_network, 0))?;
-    class.define_method("process_grants", method!(reader_process_grants, 0))?;
+    class.define_method("sandbox", method!(reader::<SANDBOX>, 0))?;
+    class.define_method("workspace", method!(reader::<WORKSPACE>, 0))?;
+    class.define_method("capabilities", method!(reader::<CAPABILITIES>, 0))?;
+    class.define_method("network", method!(reader::<NETWORK>, 0))?;
+    class.define_method("process_grants", method!(reader::<PROCESS_GRANTS>, 0))?;
     class.define_method("policy", method!(effective_policy, 0))?;
     class.define_method("effective_policy", method!(effective_policy, 0))?;
     class.define_method("supports?", method!(supports, -1))?;
@@ -108,218 +99,80 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
 }
 
 fn state(ruby: &Ruby, rb_self: Value) -> Result<Arc<ScopeState>, Error> {
-    <&Scope>::try_convert(rb_self.as_value())
+    <&Scope>::try_convert(rb_self)
         .ok()
         .and_then(|scope| scope.state.borrow().clone())
         .ok_or_else(|| errors::type_error(ruby, "uninitialized sandbox scope"))
 }
 
-fn nil(ruby: &Ruby) -> Value {
-    ruby.qnil().as_value()
-}
-
 // ---------------------------------------------------------------------------
-// Construction (SC.1–SC.10).
+// Construction (SC.1–SC.10) and readers (SC.11).
 
 /// Scope.new(sandbox:, files: nil, runtime_paths: nil, capabilities: nil, network: nil, parent_scope: nil): a view that can only narrow its parent.
-fn initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
-    let options = keywords_only(args)?;
-    type Optional = (
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-    );
-    let parsed = get_kwargs::<_, (Value,), Optional, ()>(
-        options,
-        &["sandbox"],
-        &[
-            "files",
-            "runtime_paths",
-            "capabilities",
-            "network",
-            "parent_scope",
-        ],
-    )?;
-    let (sandbox,) = parsed.required;
-    // An explicit nil means the same as an absent keyword.
-    let present = |value: Option<Value>| value.filter(|v| !v.is_nil());
-    let (files, runtime_paths, capabilities, network, parent_scope) = parsed.optional;
-    let (files, runtime_paths, capabilities, parent_scope) = (
-        present(files),
-        present(runtime_paths),
-        present(capabilities),
-        present(parent_scope),
-    );
-    let workspace = match crate::ruby_api::sandbox::borrow(sandbox) {
-        Some(_) => crate::ruby_api::sandbox::workspace_of(ruby, sandbox),
-        None => sandbox.funcall("workspace", ())?,
-    };
-
-    // SC.2: what the parent has.
-    let (parent_mounts, parent_capabilities, parent_network, parent_markers): (
-        RArray,
-        Value,
-        Value,
-        Vec<Grant>,
-    ) = match parent_scope {
-        Some(parent) => {
-            let parent = state(ruby, parent)?;
-            (
-                RArray::try_convert(ruby.get_inner(parent.process_grants))?,
-                ruby.get_inner(parent.capabilities),
-                ruby.get_inner(parent.network),
-                parent.deny_markers.clone(),
-            )
-        }
-        None => {
-            let policy = crate::ruby_api::sandbox::enforced_policy(ruby, sandbox)?;
-            (
-                policy.funcall("process_grants", (workspace,))?,
-                crate::ruby_api::sandbox::enforced_capabilities(ruby, sandbox)?,
-                policy.funcall("network", ())?,
-                Vec::new(),
-            )
-        }
-    };
-    let parent_grants = parent_mounts
-        .into_iter()
-        .map(|mount| grant_from_ruby(ruby, mount))
-        .collect::<Result<Vec<Grant>, Error>>()?;
-
-    // SC.3–SC.8: grants and deny markers.
-    let files = requests(ruby, workspace, files, "files")?;
-    let runtime = requests(ruby, workspace, runtime_paths, "runtime_paths")?;
-    let narrowed = core_result(
-        ruby,
-        core_scope::narrow_grants(
-            &parent_grants,
-            &parent_markers,
-            files.as_deref(),
-            runtime.as_deref(),
-        ),
-    )?;
-
-    // SC.9–SC.10b: capabilities and network.
-    let mut scope_capabilities = narrow_capabilities(ruby, parent_capabilities, capabilities)?;
-    let (network, mode) = narrow_network(ruby, parent_capabilities, parent_network, network)?;
-    if let Some(mode) = mode {
-        scope_capabilities = with_network_modes(ruby, scope_capabilities, &[mode.name()])?;
-    }
-
-    // The broker (§14) and the identities validate! compares against (SC.16).
-    let limits: Value = sandbox.funcall("limits", ())?;
-    let fs_limits = FsLimits {
-        read_bytes: limits.funcall("read_bytes", ())?,
-        write_bytes: limits.funcall("write_bytes", ())?,
-        list_entries: limits.funcall("list_entries", ())?,
-    };
-    let identities = core_result(ruby, core_scope::capture_identities(&narrowed.grants))?;
-    let broker = core_result(
-        ruby,
-        Broker::new(
-            narrowed.grants.clone(),
-            narrowed.deny_markers.clone(),
-            fs_limits,
-        ),
-    )?;
-    // Issue 7: the roots just pinned must be what the workspace verified at `open`.
-    if let Some(recorded) = workspace::borrow(workspace).and_then(|w| w.recorded_identities()) {
-        core_result(ruby, broker.check_pins(&recorded))?;
-    }
-    let process_grants = ruby.ary_new();
-    for grant in &narrowed.grants {
-        process_grants.push(grant_to_ruby(ruby, grant)?)?;
-    }
-    process_grants.freeze();
-
-    let state = Arc::new(ScopeState {
-        broker,
-        grants: narrowed.grants,
-        deny_markers: narrowed.deny_markers,
-        identities,
-        sandbox: sandbox.into(),
-        workspace: workspace.into(),
-        capabilities: scope_capabilities.into(),
-        network: network.into(),
-        process_grants: process_grants.as_value().into(),
-    });
-    let scope = <&Scope>::try_convert(rb_self.as_value())?;
-    *scope.state.borrow_mut() = Some(state);
+fn initialize(ruby: &Ruby, rb_self: &Scope, args: &[Value]) -> Result<(), Error> {
+    let keywords = narrowing::keywords(args)?;
+    let state = narrowing::build(ruby, &keywords)?;
+    *rb_self.state.borrow_mut() = Some(Arc::new(state));
     Ok(())
 }
 
-// ---------------------------------------------------------------------------
-// Readers (SC.11).
-
-/// The sandbox this scope narrows.
-fn reader_sandbox(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.sandbox))
+/// `sandbox`, `workspace`, `capabilities`, `network` (nil when the scope
+/// keeps the backend's default) and `process_grants` (frozen Mounts, longest
+/// target first): what `Scope.new` fixed.
+fn reader<const I: usize>(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    Ok(ruby.get_inner(state(ruby, rb_self)?.values[I]))
 }
 
-/// The sandbox's Workspace.
-fn reader_workspace(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.workspace))
-}
-
-/// The features and network modes this scope allows.
-fn reader_capabilities(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.capabilities))
-}
-
-/// The scope's NetworkPolicy, or nil when it keeps the backend's default.
+/// The scope's NetworkPolicy or nil (for the backends' launch options).
 pub(crate) fn reader_network(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.network))
+    reader::<NETWORK>(ruby, rb_self)
 }
 
-/// The scope's grants as frozen Mounts, longest target first.
+/// The scope's grants as frozen Mounts (for the backends' launch options).
 pub(crate) fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    Ok(ruby.get_inner(state(ruby, rb_self)?.process_grants))
+    reader::<PROCESS_GRANTS>(ruby, rb_self)
 }
 
 /// The policy the sandbox enforces (`sandbox.effective_policy`).
 fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let sandbox = reader_sandbox(ruby, rb_self)?;
+    let sandbox = reader::<SANDBOX>(ruby, rb_self)?;
     crate::ruby_api::sandbox::enforced_policy(ruby, sandbox)
 }
 
+// ---------------------------------------------------------------------------
+// Predicates (SC.11, SC.13).
+
 /// Whether this scope allows `feature` (and, for `:network`, the mode `value`).
-fn supports(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
-    let (feature,) = args.required;
-    let (value,) = args.optional;
-    let capabilities: Value = rb_self.funcall(*CAPABILITIES, ())?;
-    capabilities.funcall(*SUPPORTS, (feature, value))
+fn supports(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
+    let own = reader::<CAPABILITIES>(ruby, rb_self)?;
+    let own = capabilities::borrow(own)
+        .ok_or_else(|| errors::type_error(ruby, "uninitialized sandbox scope"))?;
+    capabilities::supports(ruby, own, args)
 }
 
-pub(crate) fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
-    let interned = match feature {
-        "filesystem_read" => Some(&FILESYSTEM_READ),
-        "filesystem_list" => Some(&FILESYSTEM_LIST),
-        "filesystem_write" => Some(&FILESYSTEM_WRITE),
-        "filesystem_replace" => Some(&FILESYSTEM_REPLACE),
-        _ => None,
-    };
-    let own = ruby.get_inner(state(ruby, rb_self)?.capabilities);
-    if let Some(own) = capabilities::borrow(own) {
-        return Ok(own.core().supports(feature));
+/// A canonical feature name against the scope's capabilities (`:network`: any mode).
+fn supports_in(state: &ScopeState, feature: &str) -> bool {
+    match feature {
+        "network" => state.scoped.capabilities.supports_network(None),
+        _ => state.scoped.capabilities.supports(feature),
     }
-    let symbol = match interned {
-        Some(id) => (**id).into_value_with(ruby),
-        None => ruby.to_symbol(feature).as_value(),
-    };
-    let answer: Value = rb_self.funcall(*SUPPORTS, (symbol,))?;
-    Ok(truthy(answer))
+}
+
+/// Whether the scope at `rb_self` allows the canonical `feature` (for the backends).
+pub(crate) fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
+    let state = state(ruby, rb_self)?;
+    Ok(supports_in(&state, feature))
 }
 
 /// True iff the scope allows filesystem writes and some tool-visible grant is writable.
 fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
-    if !supports_feature(ruby, rb_self, "filesystem_write")? {
-        return Ok(false);
-    }
     let state = state(ruby, rb_self)?;
-    Ok(state.grants.iter().any(|g| g.tools && g.access.writable()))
+    Ok(supports_in(&state, "filesystem_write")
+        && state
+            .scoped
+            .grants
+            .iter()
+            .any(|g| g.tools && g.access.writable()))
 }
 
 /// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
@@ -329,7 +182,7 @@ pub(crate) fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool
     let path = args.optional.0.filter(|p| !p.is_nil());
     // A wrong type is misuse, not a path problem: it raises (H.6).
     let path = match path {
-        Some(path) => Some(convert::path_string(ruby, path, "path")?.as_value()),
+        Some(path) => Some(convert::path_string(ruby, path, "path")?),
         None => None,
     };
     match allows_or_raise(ruby, rb_self, operation, path) {
@@ -353,26 +206,23 @@ fn allows_or_raise(
     ruby: &Ruby,
     rb_self: Value,
     operation: Value,
-    path: Option<Value>,
+    path: Option<RString>,
 ) -> Result<bool, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
-    let operation: Symbol = class.funcall("normalize", (operation,))?;
-    let supported: Value = rb_self.funcall("supports?", (operation,))?;
-    let Some(path) = path else {
-        return Ok(truthy(supported));
-    };
-    if !truthy(supported) {
+    let feature = core_result(ruby, core_policy::normalize_feature(&vo::given(operation)?))?;
+    let state = state(ruby, rb_self)?;
+    if !supports_in(&state, &feature) {
         return Ok(false);
     }
-    let physical = resolve(ruby, rb_self, path)?;
-    let operation = match operation.name()?.as_ref() {
+    let Some(path) = path else { return Ok(true) };
+    let physical = resolve(ruby, &state, path)?;
+    let operation = match feature.as_str() {
         "filesystem_write" => FsOperation::Write,
         "filesystem_replace" => FsOperation::Replace,
         "filesystem_list" => FsOperation::List,
         // Anything else asks only whether the path is visible.
         _ => FsOperation::Read,
     };
-    Ok(state(ruby, rb_self)?.broker.allows(operation, &physical))
+    Ok(state.scoped.broker.allows(operation, &physical))
 }
 
 // ---------------------------------------------------------------------------
@@ -385,7 +235,7 @@ fn allows_or_raise(
 /// The steps every file operation shares before the broker: check!, capability, resolve.
 fn prepare(
     ruby: &Ruby,
-    rb_self: Value,
+    state: &ScopeState,
     context: Option<Value>,
     feature: &str,
     path: Value,
@@ -394,19 +244,41 @@ fn prepare(
         // The exception raised by check! propagates as the same object (1.3).
         context.funcall::<_, _, Value>("check!", ())?;
     }
-    if !supports_feature(ruby, rb_self, feature)? {
-        let sandbox = ruby.get_inner(state(ruby, rb_self)?.sandbox);
+    if !supports_in(state, feature) {
+        let sandbox = ruby.get_inner(state.values[SANDBOX]);
         return Err(denial::capability_refused(ruby, sandbox, feature, path));
     }
     let logical = convert::path_string(ruby, path, "path")?;
-    let physical = resolve(ruby, rb_self, logical.as_value())?;
+    let physical = resolve(ruby, state, logical)?;
     Ok((physical, convert::lossy(logical)))
 }
 
-/// `workspace.resolve(path)` through Ruby; its ArgumentError and KeyError become ToolError with the same message.
-fn resolve(ruby: &Ruby, rb_self: Value, path: Value) -> Result<PathBuf, Error> {
-    let workspace = ruby.get_inner(state(ruby, rb_self)?.workspace);
-    match workspace.funcall::<_, _, RString>(*RESOLVE, (path,)) {
+/// `workspace.resolve(path)` in Rust for a plain Workspace, `None` for any other workspace object.
+fn resolve_core(
+    ruby: &Ruby,
+    state: &ScopeState,
+    logical: RString,
+) -> Option<littleghost_sandbox_core::error::Result<PathBuf>> {
+    if !state.native_workspace {
+        return None;
+    }
+    let workspace = workspace::borrow(ruby.get_inner(state.values[WORKSPACE]))?;
+    Some(workspace.resolve_core(&convert::path_of(logical)))
+}
+
+/// `workspace.resolve(path)`; its ArgumentError and KeyError become ToolError with the same message.
+fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf, Error> {
+    match resolve_core(ruby, state, logical) {
+        Some(Ok(physical)) => return Ok(physical),
+        Some(Err(CoreError::Argument(message) | CoreError::Key(message))) => {
+            return Err(errors::tool_error(ruby, message))
+        }
+        Some(Err(error)) => return Err(errors::from_core(ruby, error)),
+        None => {}
+    }
+    // A Workspace subclass or a duck-typed workspace: its own `resolve`.
+    let workspace = ruby.get_inner(state.values[WORKSPACE]);
+    match workspace.funcall::<_, _, RString>(*RESOLVE, (logical,)) {
         Ok(physical) => Ok(convert::path_of(physical)),
         Err(error)
             if error.is_kind_of(ruby.exception_arg_error())
@@ -426,85 +298,69 @@ fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
     Ok(parsed.optional.0)
 }
 
-/// Reads UTF-8 text at a logical `path` through the broker.
+/// One file operation: check!, capability, resolve, then `run` on the broker without the GVL.
+fn operate(
+    ruby: &Ruby,
+    rb_self: Value,
+    (path, context): (Value, RHash),
+    operation: Operation,
+    run: impl FnOnce(&Broker, &Path, &str) -> CoreResult<String>,
+) -> Result<String, Error> {
+    let context = context_keyword(context)?;
+    let state = state(ruby, rb_self)?;
+    let feature = match operation {
+        Operation::Read => "filesystem_read",
+        Operation::List => "filesystem_list",
+        Operation::Write => "filesystem_write",
+        _ => "filesystem_replace",
+    };
+    let (physical, logical) = prepare(ruby, &state, context, feature, path)?;
+    let result = nogvl::blocking(ruby, || run(&state.scoped.broker, &physical, &logical))?;
+    let sandbox = ruby.get_inner(state.values[SANDBOX]);
+    brokered(ruby, sandbox, operation, &logical, result)
+}
+
+/// Reads UTF-8 text at a logical `path` through the broker: `scope.read(path, context: nil)`.
 pub(crate) fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let context = context_keyword(args.keywords)?;
-    let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_read", args.required.0)?;
-    let state = state(ruby, rb_self)?;
-    let result = nogvl::blocking(ruby, || state.broker.read(&physical, &logical))?;
-    brokered(
-        ruby,
-        ruby.get_inner(state.sandbox),
-        Operation::Read,
-        &logical,
-        result,
-    )
+    let call = (args.required.0, args.keywords);
+    operate(ruby, rb_self, call, Operation::Read, |b, p, l| b.read(p, l))
 }
 
-/// Lists the directory at a logical `path` (default ".") through the broker.
+/// Lists the directory at a logical `path` (default ".") through the broker: `scope.list(path = ".", context: nil)`.
 pub(crate) fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
-    let context = context_keyword(args.keywords)?;
-    let path = args
-        .optional
-        .0
-        .unwrap_or_else(|| ruby.str_new(".").as_value());
-    let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_list", path)?;
-    let state = state(ruby, rb_self)?;
-    let result = nogvl::blocking(ruby, || state.broker.list(&physical, &logical))?;
-    brokered(
-        ruby,
-        ruby.get_inner(state.sandbox),
-        Operation::List,
-        &logical,
-        result,
-    )
+    let path = args.optional.0;
+    let path = path.unwrap_or_else(|| ruby.str_new(".").as_value());
+    let call = (path, args.keywords);
+    operate(ruby, rb_self, call, Operation::List, |b, p, l| b.list(p, l))
 }
 
-/// Writes the String `content` to a logical `path` through the broker.
+/// Writes the String `content` to a logical `path` through the broker: `scope.write(path, content, context: nil)`.
 pub(crate) fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
-    let context = context_keyword(args.keywords)?;
     let (path, content) = args.required;
-    let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_write", path)?;
     let content = convert::bytes(RString::try_convert(content)?);
-    let state = state(ruby, rb_self)?;
-    let result = nogvl::blocking(ruby, || state.broker.write(&physical, &logical, &content))?;
-    brokered(
-        ruby,
-        ruby.get_inner(state.sandbox),
-        Operation::Write,
-        &logical,
-        result,
-    )
+    let call = (path, args.keywords);
+    operate(ruby, rb_self, call, Operation::Write, |b, p, l| {
+        b.write(p, l, &content)
+    })
 }
 
-/// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`.
+/// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`: `scope.replace(path, old_text, new_text, context: nil)`.
 pub(crate) fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
     let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
-    let context = context_keyword(args.keywords)?;
     let (path, old_text, new_text) = args.required;
-    let (physical, logical) = prepare(ruby, rb_self, context, "filesystem_replace", path)?;
     let old_text = convert::bytes(RString::try_convert(old_text)?);
     let new_text = convert::bytes(RString::try_convert(new_text)?);
-    let state = state(ruby, rb_self)?;
-    let result = nogvl::blocking(ruby, || {
-        state
-            .broker
-            .replace(&physical, &logical, &old_text, &new_text)
-    })?;
-    brokered(
-        ruby,
-        ruby.get_inner(state.sandbox),
-        Operation::Replace,
-        &logical,
-        result,
-    )
+    let call = (path, args.keywords);
+    operate(ruby, rb_self, call, Operation::Replace, |b, p, l| {
+        b.replace(p, l, &old_text, &new_text)
+    })
 }
 
 // ---------------------------------------------------------------------------
-// Processes (SC.14).
+// Processes (SC.14): the sandbox runs them, told which scope narrows them.
 
 fn delegate_process(
     ruby: &Ruby,
@@ -513,7 +369,8 @@ fn delegate_process(
     method: &str,
 ) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    if !supports_feature(ruby, rb_self, "process_execute")? {
+    let state = state(ruby, rb_self)?;
+    if !supports_in(&state, "process_execute") {
         return Err(errors::tool_error(
             ruby,
             "Sandbox scope does not allow process execute",
@@ -521,11 +378,12 @@ fn delegate_process(
     }
     let options = args.keywords;
     options.aset(ruby.to_symbol("scope"), rb_self)?;
-    let sandbox = reader_sandbox(ruby, rb_self)?;
+    let sandbox = ruby.get_inner(state.values[SANDBOX]);
+    let call = (args.required.0, KwArgs(options));
     // A streaming block (issue 12 item 11) goes along to the sandbox.
     match ruby.block_proc() {
-        Ok(block) => sandbox.funcall_with_block(method, (args.required.0, KwArgs(options)), block),
-        Err(_) => sandbox.funcall(method, (args.required.0, KwArgs(options))),
+        Ok(block) => sandbox.funcall_with_block(method, call, block),
+        Err(_) => sandbox.funcall(method, call),
     }
 }
 
@@ -551,33 +409,45 @@ fn start_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, E
 fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     let names = ["files", "runtime_paths", "capabilities", "network"];
-    let parsed = get_kwargs::<
-        _,
-        (),
-        (Option<Value>, Option<Value>, Option<Value>, Option<Value>),
-        (),
-    >(options, &[], &names)?;
-    let (files, runtime_paths, capabilities, network) = parsed.optional;
-    let nil = nil(ruby);
-    let sandbox = reader_sandbox(ruby, rb_self)?;
-    let pairs = [
-        ("sandbox", sandbox),
-        ("files", files.unwrap_or(nil)),
-        ("runtime_paths", runtime_paths.unwrap_or(nil)),
-        ("capabilities", capabilities.unwrap_or(nil)),
-        ("network", network.unwrap_or(nil)),
-        ("parent_scope", rb_self.as_value()),
-    ];
-    rb_self
-        .class()
-        .funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
+    type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+    let (files, runtime_paths, capabilities, network) =
+        get_kwargs::<_, (), Optional, ()>(options, &[], &names)?.optional;
+    let sandbox = reader::<SANDBOX>(ruby, rb_self)?;
+    let narrowing = [files, runtime_paths, capabilities, network];
+    let class = rb_self.class();
+    if class.equal(Scope::class(ruby))? {
+        let keywords = narrowing::Keywords::new(sandbox, Some(rb_self), narrowing);
+        return wrap(ruby, &keywords);
+    }
+    // A Ruby subclass may override `initialize`.
+    let nil = ruby.qnil().as_value();
+    let mut pairs = vec![("sandbox", sandbox), ("parent_scope", rb_self)];
+    pairs.extend(names.into_iter().zip(narrowing.map(|v| v.unwrap_or(nil))));
+    class.funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
+}
+
+/// A new plain Scope built from `keywords` in Rust.
+fn wrap(ruby: &Ruby, keywords: &narrowing::Keywords) -> Result<Value, Error> {
+    let state = narrowing::build(ruby, keywords)?;
+    let scope = Scope {
+        state: RefCell::new(Some(Arc::new(state))),
+    };
+    Ok(ruby.obj_wrap(scope).as_value())
+}
+
+/// `Scope.new(sandbox: sandbox)` without Ruby dispatch: the default scope a
+/// backend's file operations go through (16.3). For `helpers/scoped_files.rs`
+/// (the backends' area), which still calls `Scope.new` until it switches.
+#[allow(dead_code)]
+pub(crate) fn default_scope(ruby: &Ruby, sandbox: Value) -> Result<Value, Error> {
+    wrap(ruby, &narrowing::Keywords::new(sandbox, None, [None; 4]))
 }
 
 /// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.
 fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let options = keywords_only(args)?;
     get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
-    crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
+    crate::ruby_api::ownership::yield_and_close(ruby, rb_self)
 }
 
 /// Returns nil; a scope owns nothing.
@@ -588,7 +458,7 @@ pub(crate) fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let state = state(ruby, rb_self)?;
     core_result(
         ruby,
-        core_scope::validate_identities(&state.grants, &state.identities),
+        core_scope::validate_identities(&state.scoped.grants, &state.scoped.identities),
     )?;
     Ok(rb_self)
 }
@@ -598,15 +468,12 @@ fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     let class = rb_self.class();
     let grants = match state(ruby, rb_self) {
         Ok(state) => state
+            .scoped
             .grants
             .iter()
             .map(|g| {
-                format!(
-                    "{}:{}{}",
-                    g.target.display(),
-                    g.access.name(),
-                    if g.tools { "" } else { "(runtime)" }
-                )
+                let runtime = if g.tools { "" } else { "(runtime)" };
+                format!("{}:{}{runtime}", g.target.display(), g.access.name())
             })
             .collect::<Vec<_>>()
             .join(", "),

@@ -1,20 +1,23 @@
 //! `LittleGhost::Workspace` (SPEC §3): the root directory and named paths a
 //! sandbox works in, their lifecycle (open/validate!/close) and the
-//! workspace provider registry. Path rules live in the core's `workspace.rs`;
-//! this file adds Ruby semantics (`File.expand_path`, callbacks). The state
-//! lives in the [`Workspace`] struct (TypedData, with an allocator so Ruby
-//! subclasses get it too), never in instance variables.
+//! workspace provider registry. The rules (path checks, resolution,
+//! environment names, directory creation and identities) are the core's
+//! `workspace` module; this file expands paths with Ruby semantics
+//! (`File.expand_path`), calls the user's setup/teardown and converts. The
+//! state lives in the [`Workspace`] struct (TypedData, with an allocator so
+//! Ruby subclasses get it too), never in instance variables.
 
 use std::cell::{Cell, RefCell};
-use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
 use littleghost_sandbox_core::grants::Identity;
-use littleghost_sandbox_core::workspace::{self as core, Layout};
+use littleghost_sandbox_core::workspace::{self as core, Layout, OpenError, PathEntry};
 use magnus::{
     function, gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args,
-    typed_data::Obj, value::Opaque, DataTypeFunctions, Error, RHash, RModule, RString, Ruby,
-    Symbol, TypedData, Value,
+    typed_data::Obj, value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RString,
+    Ruby, TypedData, Value,
 };
 
 use crate::helpers::convert;
@@ -23,7 +26,7 @@ use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
 /// The (name, realpath, dev, ino) records `open` pinned, shared with scopes.
-type Recorded = std::sync::Arc<Vec<(String, Identity)>>;
+type Recorded = Arc<Vec<(String, Identity)>>;
 
 /// What `Workspace.new` fixed: the Ruby objects its readers return and the core layout.
 struct Config {
@@ -43,7 +46,7 @@ struct Config {
 #[derive(TypedData, Default)]
 #[magnus(class = "LittleGhost::Workspace", free_immediately, size, mark)]
 pub struct Workspace {
-    config: RefCell<Option<std::sync::Arc<Config>>>,
+    config: RefCell<Option<Arc<Config>>>,
     marked: Cell<[Option<Opaque<Value>>; 4]>,
     active: Cell<bool>,
     run: Cell<Option<Opaque<Value>>>,
@@ -63,7 +66,7 @@ impl DataTypeFunctions for Workspace {
 }
 
 impl Workspace {
-    fn config(&self, ruby: &Ruby) -> Result<std::sync::Arc<Config>, Error> {
+    fn config(&self, ruby: &Ruby) -> Result<Arc<Config>, Error> {
         self.config
             .borrow()
             .clone()
@@ -77,6 +80,19 @@ impl Workspace {
         Some(config.layout.paths.iter().map(|(n, _)| n.clone()).collect())
     }
 
+    /// `resolve` (3.3) in Rust, with core errors so a scope can map them (SC.12).
+    pub(crate) fn resolve_core(&self, reference: &Path) -> CoreResult<PathBuf> {
+        let config = self.config.borrow().clone();
+        let Some(config) = config else {
+            return Err(CoreError::Tool("uninitialized workspace".to_owned()));
+        };
+        let recorded = self.recorded_identities();
+        let recorded = recorded.as_deref().map(Vec::as_slice);
+        config
+            .layout
+            .resolve_checked(recorded, reference.as_os_str())
+    }
+
     /// The identities `open` recorded, while the workspace is open.
     pub(crate) fn recorded_identities(&self) -> Option<Recorded> {
         if !self.active.get() {
@@ -84,11 +100,47 @@ impl Workspace {
         }
         self.identities.borrow().clone()
     }
+
+    /// Back to closed: no run, no identities.
+    fn reset(&self) {
+        self.active.set(false);
+        self.run.set(None);
+        *self.identities.borrow_mut() = None;
+    }
 }
 
 /// The Workspace struct behind `value`, if it is one (or a subclass instance).
 pub(crate) fn borrow(value: Value) -> Option<&'static Workspace> {
     <&Workspace>::try_convert(value).ok()
+}
+
+/// The Workspace struct behind `value` when Ruby dispatch would reach its
+/// Rust methods: an instance of `Workspace` itself, not of a subclass (which
+/// may override `root`, `path` or `resolve`) nor a duck-typed object.
+pub(crate) fn native(ruby: &Ruby, value: Value) -> Option<&'static Workspace> {
+    let workspace = borrow(value)?;
+    let plain = value.class().equal(Workspace::class(ruby)).unwrap_or(false);
+    plain.then_some(workspace)
+}
+
+/// The directory `name` (`root` or a path name) stands for: the Rust state of
+/// a plain Workspace, else the object's own `root` or `path(name)`.
+pub(crate) fn directory(ruby: &Ruby, workspace: Value, name: &str) -> Result<PathBuf, Error> {
+    if let Some(native) = native(ruby, workspace) {
+        let config = native.config(ruby)?;
+        if name == core::ROOT_NAME {
+            return Ok(config.layout.root.clone());
+        }
+        let path = errors::core_result(ruby, config.layout.path(name))?;
+        return Ok(path.to_path_buf());
+    }
+    let (method, args) = match name {
+        core::ROOT_NAME => ("root", Vec::new()),
+        _ => ("path", vec![ruby.to_symbol(name).as_value()]),
+    };
+    let directory: Value = workspace.funcall(method, args.as_slice())?;
+    let directory = convert::path_string(ruby, directory, "workspace directory")?;
+    Ok(convert::path_of(directory))
 }
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -109,11 +161,8 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("validate!", method!(validate, 0))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("inspect", method!(inspect, 0))?;
-    register_provider(
-        ruby,
-        ruby.to_symbol("directory").as_value(),
-        class.as_value(),
-    )?;
+    let directory = ruby.to_symbol("directory").as_value();
+    register_provider(ruby, directory, class.as_value())?;
     Ok(())
 }
 
@@ -129,12 +178,10 @@ static WORKSPACE_PROVIDERS: magnus::value::Lazy<RHash> =
 /// Workspace.register_provider(name, klass): registers a Workspace class under `name`.
 fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
     PROVIDERS.register(ruby, name, implementation, || {
+        let got = vo::inspect_value(ruby, implementation).unwrap_or_default();
         errors::argument_error(
             ruby,
-            format!(
-                "workspace provider must be a Workspace class, got {}",
-                vo::inspect_value(ruby, implementation).unwrap_or_default()
-            ),
+            format!("workspace provider must be a Workspace class, got {got}"),
         )
     })
 }
@@ -145,9 +192,8 @@ fn resolve_provider(ruby: &Ruby, name: Value) -> Result<Value, Error> {
 }
 
 fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Option<Value>, Error> {
-    match value {
+    match value.filter(|value| !value.is_nil()) {
         None => Ok(None),
-        Some(value) if value.is_nil() => Ok(None),
         Some(value) if vo::responds(value, "call") => Ok(Some(value)),
         Some(_) => Err(errors::argument_error(
             ruby,
@@ -159,83 +205,65 @@ fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Opti
 /// Workspace.new(root:, paths: {}, setup: nil, teardown: nil): a workspace rooted at the expanded `root`.
 fn initialize(ruby: &Ruby, rb_self: &Workspace, args: &[Value]) -> Result<(), Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>, Option<Value>), ()>(
-        args.keywords,
-        &["root"],
-        &["paths", "setup", "teardown"],
-    )?;
-    let (root_value,) = kwargs.required;
+    type Optional = (Option<Value>, Option<Value>, Option<Value>);
+    let names = ["paths", "setup", "teardown"];
+    let kwargs = get_kwargs::<_, (Value,), Optional, ()>(args.keywords, &["root"], &names)?;
     let (paths_value, setup, teardown) = kwargs.optional;
-    let root_string = vo::expand_path(ruby, root_value, None)?;
-    let root_string = RString::new_frozen(root_string);
-    let root_path = convert::path_of(root_string);
-
-    let table = ruby.hash_new();
-    let mut relative: Vec<String> = Vec::new();
-    let mut layout = Layout {
-        root: root_path.clone(),
-        paths: Vec::new(),
-    };
-    if let Some(paths_value) = paths_value {
-        if !vo::responds(paths_value, "each_pair") {
-            return Err(errors::argument_error(
-                ruby,
-                "workspace paths must be a Hash",
-            ));
-        }
-        for (name, value) in vo::pairs(paths_value)? {
-            let name: Symbol = vo::name_to_sym(name, "workspace path name")?;
-            let label = vo::sym_name(name)?;
-            let text: RString = value.funcall("to_s", ())?;
-            if text.is_empty() {
-                return Err(errors::argument_error(
-                    ruby,
-                    format!("workspace path :{label} must not be empty"),
-                ));
-            }
-            let is_absolute = convert::path_of(text).is_absolute();
-            let expanded = if is_absolute {
-                vo::expand_path(ruby, text.as_value(), None)?
-            } else {
-                let expanded =
-                    vo::expand_path(ruby, text.as_value(), Some(root_string.as_value()))?;
-                errors::core_result(
-                    ruby,
-                    core::check_relative_path(&label, &root_path, &convert::path_of(expanded)),
-                )?;
-                relative.push(label.clone());
-                expanded
-            };
-            let expanded = RString::new_frozen(expanded);
-            table.aset(name, expanded)?;
-            layout.paths.push((label, convert::path_of(expanded)));
-        }
-    }
-    errors::core_result(
-        ruby,
-        core::check_path_names(layout.paths.iter().map(|(name, _)| name.as_str())),
-    )?;
-    table.freeze();
+    let root = RString::new_frozen(vo::expand_path(ruby, kwargs.required.0, None)?);
+    let (entries, table) = path_entries(ruby, root, paths_value)?;
+    let (layout, relative) =
+        errors::core_result(ruby, core::configure(convert::path_of(root), entries))?;
     let setup = check_callable(ruby, setup, "setup")?.map(Opaque::from);
     let teardown = check_callable(ruby, teardown, "teardown")?.map(Opaque::from);
-    rb_self.marked.set([
-        Some(Opaque::from(root_string.as_value())),
-        Some(Opaque::from(table.as_value())),
-        setup,
-        teardown,
-    ]);
-    *rb_self.config.borrow_mut() = Some(std::sync::Arc::new(Config {
-        root: root_string.into(),
+    let values = [root.as_value(), table.as_value()].map(|v| Some(Opaque::from(v)));
+    rb_self.marked.set([values[0], values[1], setup, teardown]);
+    *rb_self.config.borrow_mut() = Some(Arc::new(Config {
+        root: root.into(),
         paths: table.into(),
         layout,
         relative,
         setup,
         teardown,
     }));
-    rb_self.active.set(false);
-    rb_self.run.set(None);
-    *rb_self.identities.borrow_mut() = None;
+    rb_self.reset();
     Ok(())
+}
+
+/// `paths:` as core entries (each value's text, expanded like `File.expand_path`,
+/// against the root when relative) and the frozen Hash `paths` returns.
+fn path_entries(
+    ruby: &Ruby,
+    root: RString,
+    paths: Option<Value>,
+) -> Result<(Vec<PathEntry>, RHash), Error> {
+    let table = ruby.hash_new();
+    let mut entries = Vec::new();
+    if let Some(paths) = paths {
+        if !vo::responds(paths, "each_pair") {
+            return Err(errors::argument_error(
+                ruby,
+                "workspace paths must be a Hash",
+            ));
+        }
+        for (name, value) in vo::pairs(paths)? {
+            let name = vo::name_to_sym(name, "workspace path name")?;
+            let text: RString = match RString::from_value(value) {
+                Some(text) => text,
+                None => value.funcall("to_s", ())?, // a Pathname, a Symbol
+            };
+            let given = convert::path_of(text);
+            let base = (!given.is_absolute()).then_some(root.as_value());
+            let expanded = RString::new_frozen(vo::expand_path(ruby, text.as_value(), base)?);
+            table.aset(name, expanded)?;
+            entries.push(PathEntry {
+                name: vo::sym_name(name)?,
+                given: given.into_os_string(),
+                expanded: convert::path_of(expanded),
+            });
+        }
+    }
+    table.freeze();
+    Ok((entries, table))
 }
 
 /// root: the expanded workspace root, a frozen String.
@@ -250,36 +278,22 @@ fn paths(ruby: &Ruby, rb_self: &Workspace) -> Result<RHash, Error> {
 
 /// path(name): the directory of a named path (`paths.fetch(name.to_sym)`), KeyError when unknown.
 fn path(ruby: &Ruby, rb_self: &Workspace, name: Value) -> Result<Value, Error> {
-    let key: Value = vo::name_to_sym(name, "workspace path name")?.as_value();
-    paths(ruby, rb_self)?.funcall("fetch", (key,))
+    let key = vo::name_to_sym(name, "workspace path name")?;
+    paths(ruby, rb_self)?.fetch(key)
 }
 
 /// resolve(reference): the physical path of a logical one (`notes/a.md`, `workspace://NAME/REL`), checked lexically.
 fn resolve(ruby: &Ruby, rb_self: &Workspace, reference: Value) -> Result<RString, Error> {
-    let config = rb_self.config(ruby)?;
-    check_identities(ruby, rb_self, &config)?;
     // Kernel#String returns any String (subclasses included) unchanged.
     let reference = match RString::from_value(reference) {
         Some(string) => string,
         None => RString::try_convert(vo::kernel(ruby, "String", reference)?)?,
     };
-    let reference = convert::path_of(reference);
-    let physical = if reference
-        .as_os_str()
-        .as_bytes()
-        .starts_with(core::SCHEME.as_bytes())
-    {
-        config.layout.resolve(reference.as_os_str())
-    } else {
-        // A root-relative reference needs only the root.
-        let root_only = Layout {
-            root: config.layout.root.clone(),
-            paths: Vec::new(),
-        };
-        root_only.resolve(reference.as_os_str())
-    };
-    let physical = errors::core_result(ruby, physical)?;
-    Ok(convert::path_to_ruby(ruby, &physical))
+    let physical = rb_self.resolve_core(&convert::path_of(reference));
+    Ok(convert::path_to_ruby(
+        ruby,
+        &errors::core_result(ruby, physical)?,
+    ))
 }
 
 /// reference(physical): the logical path of a physical one; ArgumentError when it is outside the workspace.
@@ -293,10 +307,8 @@ fn reference(ruby: &Ruby, rb_self: &Workspace, physical: Value) -> Result<RStrin
 fn environment(ruby: &Ruby, rb_self: &Workspace) -> Result<RHash, Error> {
     let hash = ruby.hash_new();
     for (variable, dir) in rb_self.config(ruby)?.layout.environment() {
-        hash.aset(
-            vo::frozen_str(ruby, &variable),
-            convert::path_to_ruby(ruby, &dir),
-        )?;
+        let value = convert::path_to_ruby(ruby, &dir);
+        hash.aset(vo::frozen_str(ruby, &variable), value)?;
     }
     hash.freeze();
     Ok(hash)
@@ -304,46 +316,37 @@ fn environment(ruby: &Ruby, rb_self: &Workspace) -> Result<RHash, Error> {
 
 /// A Ruby `SystemCallError` (Errno::*) for a failed directory operation on a named path.
 fn system_call_error(ruby: &Ruby, error: std::io::Error, what: String) -> Error {
+    let Some(errno) = error.raw_os_error() else {
+        return errors::argument_error(ruby, format!("{what}: {error}"));
+    };
     let class = ruby.exception_system_call_error();
-    match error.raw_os_error() {
-        Some(errno) => match class.funcall::<_, _, Value>("new", (what.clone(), errno)) {
-            Ok(exception) => magnus::Exception::from_value(exception)
-                .map(Error::from)
-                .unwrap_or_else(|| errors::argument_error(ruby, what)),
-            Err(error) => error,
-        },
-        None => errors::argument_error(ruby, format!("{what}: {error}")),
+    match class.funcall::<_, _, magnus::Exception>("new", (what, errno)) {
+        Ok(exception) => exception.into(),
+        Err(error) => error,
     }
 }
 
-/// Steps 2–6 of `open` (3.6): setup, directories, identities.
+/// `setup` or `teardown` (user callables) with `workspace:` and `run:`.
+fn call_hook(ruby: &Ruby, hook: Opaque<Value>, workspace: Value, run: Value) -> Result<(), Error> {
+    let kwargs = ruby.hash_new();
+    kwargs.aset(ruby.to_symbol("workspace"), workspace)?;
+    kwargs.aset(ruby.to_symbol("run"), run)?;
+    let _: Value = ruby.get_inner(hook).funcall("call", (KwArgs(kwargs),))?;
+    Ok(())
+}
+
+/// Steps 2–6 of `open` (3.6): setup, then the core creates the directories and pins identities.
 fn open_steps(ruby: &Ruby, rb_self: Obj<Workspace>, run: Value) -> Result<(), Error> {
     let config = rb_self.config(ruby)?;
     if let Some(setup) = config.setup {
-        let kwargs = ruby.hash_new();
-        kwargs.aset(ruby.to_symbol("workspace"), rb_self)?;
-        kwargs.aset(ruby.to_symbol("run"), run)?;
-        let _: Value = ruby
-            .get_inner(setup)
-            .funcall("call", (magnus::KwArgs(kwargs),))?;
+        call_hook(ruby, setup, rb_self.as_value(), run)?;
     }
-    let layout = &config.layout;
-    std::fs::create_dir_all(&layout.root)
-        .map_err(|e| system_call_error(ruby, e, "could not create the workspace root".into()))?;
-    for (name, dir) in &layout.paths {
-        if config.relative.contains(name) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                system_call_error(ruby, e, format!("could not create workspace path :{name}"))
-            })?;
-        } else if !dir.is_dir() {
-            return Err(errors::argument_error(
-                ruby,
-                format!("absolute workspace path :{name} must already exist (as a directory; it is never created)"),
-            ));
-        }
-    }
-    let identities = errors::core_result(ruby, layout.capture_identities())?;
-    *rb_self.identities.borrow_mut() = Some(std::sync::Arc::new(identities));
+    let identities = match config.layout.prepare(&config.relative) {
+        Ok(identities) => identities,
+        Err(OpenError::Create { what, error }) => return Err(system_call_error(ruby, error, what)),
+        Err(OpenError::Rule(error)) => return Err(errors::from_core(ruby, error)),
+    };
+    *rb_self.identities.borrow_mut() = Some(Arc::new(identities));
     Ok(())
 }
 
@@ -353,21 +356,17 @@ fn open(ruby: &Ruby, rb_self: Obj<Workspace>, args: &[Value]) -> Result<Value, E
     let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["run"])?;
     let (run,) = kwargs.optional;
     if !rb_self.active.get() {
-        open_fresh(ruby, rb_self, run)?;
+        let run = run.unwrap_or_else(|| ruby.qnil().as_value());
+        rb_self.active.set(true);
+        rb_self.run.set(Some(run.into()));
+        if let Err(error) = open_steps(ruby, rb_self, run) {
+            // Teardown runs after a partial setup (through `close`, which a
+            // subclass may override); the original error wins.
+            let _ = rb_self.funcall::<_, _, Value>("close", ());
+            return Err(error);
+        }
     }
     crate::ruby_api::ownership::yield_and_close(ruby, rb_self.as_value())
-}
-
-fn open_fresh(ruby: &Ruby, rb_self: Obj<Workspace>, run: Option<Value>) -> Result<(), Error> {
-    let run = run.unwrap_or_else(|| ruby.qnil().as_value());
-    rb_self.active.set(true);
-    rb_self.run.set(Some(run.into()));
-    if let Err(error) = open_steps(ruby, rb_self, run) {
-        // Teardown runs after a partial setup; the original error wins.
-        let _ = rb_self.funcall::<_, _, Value>("close", ());
-        return Err(error);
-    }
-    Ok(())
 }
 
 /// open?: whether the workspace is open.
@@ -383,18 +382,12 @@ fn run(ruby: &Ruby, rb_self: &Workspace) -> Value {
     }
 }
 
-/// Raises ToolError if root or a path changed since `open` (nothing to check when closed).
-fn check_identities(ruby: &Ruby, rb_self: &Workspace, config: &Config) -> Result<(), Error> {
-    let Some(recorded) = rb_self.recorded_identities() else {
-        return Ok(()); // closed, or still inside `open`, before identities are pinned
-    };
-    errors::core_result(ruby, config.layout.validate(&recorded))
-}
-
 /// validate!: raises ToolError if root or any path was replaced, moved or removed since `open`; returns self.
 fn validate(ruby: &Ruby, rb_self: Obj<Workspace>) -> Result<Obj<Workspace>, Error> {
     let config = rb_self.config(ruby)?;
-    check_identities(ruby, &rb_self, &config)?;
+    if let Some(recorded) = rb_self.recorded_identities() {
+        errors::core_result(ruby, config.layout.validate(&recorded))?;
+    }
     Ok(rb_self)
 }
 
@@ -403,35 +396,22 @@ fn close(ruby: &Ruby, rb_self: Obj<Workspace>) -> Result<(), Error> {
     if !rb_self.active.get() {
         return Ok(());
     }
-    let teardown = rb_self.config(ruby)?.teardown;
-    let result = match teardown {
+    let result = match rb_self.config(ruby)?.teardown {
         None => Ok(()),
-        Some(teardown) => {
-            let kwargs = ruby.hash_new();
-            kwargs.aset(ruby.to_symbol("workspace"), rb_self)?;
-            kwargs.aset(ruby.to_symbol("run"), run(ruby, &rb_self))?;
-            ruby.get_inner(teardown)
-                .funcall::<_, _, Value>("call", (magnus::KwArgs(kwargs),))
-                .map(|_| ())
-        }
+        Some(teardown) => call_hook(ruby, teardown, rb_self.as_value(), run(ruby, &rb_self)),
     };
-    rb_self.active.set(false);
-    rb_self.run.set(None);
-    *rb_self.identities.borrow_mut() = None;
+    rb_self.reset();
     result
 }
 
 /// inspect: `#<LittleGhost::Workspace root="/w" paths={source: "/w/src"} open>`.
 fn inspect(ruby: &Ruby, rb_self: Obj<Workspace>) -> Result<String, Error> {
-    let class_name: RString = rb_self.class().funcall("to_s", ())?;
+    let class_name = rb_self.class().inspect();
     let Ok(config) = rb_self.config(ruby) else {
-        return Ok(format!("#<{} uninitialized>", class_name.to_string()?));
+        return Ok(format!("#<{class_name} uninitialized>"));
     };
     let root = vo::inspect_value(ruby, ruby.get_inner(config.root).as_value())?;
     let paths = vo::inspect_value(ruby, ruby.get_inner(config.paths).as_value())?;
     let state = if rb_self.active.get() { " open" } else { "" };
-    Ok(format!(
-        "#<{} root={root} paths={paths}{state}>",
-        class_name.to_string()?
-    ))
+    Ok(format!("#<{class_name} root={root} paths={paths}{state}>"))
 }

@@ -1,45 +1,213 @@
-//! How a Scope narrows its parent (SC.3, SC.9, SC.10): converts the Ruby
-//! keywords and hands them to the core's narrowing rules.
+//! `Scope.new` (SC.1–SC.10): parses the keywords into the core's
+//! [`ScopeRequest`], reads the parent's state in Rust (a parent scope's
+//! struct, or the sandbox's enforced policy and capabilities) and hands both
+//! to [`core_scope::narrow`], which holds every narrowing rule.
 
-use std::path::PathBuf;
-
+use littleghost_sandbox_core::grants::Grant;
+use littleghost_sandbox_core::policy::{self as core_policy, Capabilities as CoreCapabilities};
 use littleghost_sandbox_core::scope::{
-    self as core_scope, NetworkChoice, NetworkMode, NetworkRequest, Request,
+    self as core_scope, CapabilityRequest, NetworkChoice, NetworkMode, NetworkRequest, Parent,
+    Request, ScopeRequest,
 };
-use magnus::{prelude::*, Error, KwArgs, RArray, RString, Ruby, Symbol, Value};
+use magnus::{prelude::*, scan_args::get_kwargs, RArray, Ruby, TypedData, Value};
+use magnus::{value::Opaque, Error, Symbol};
 
-use crate::helpers::args::kwargs;
-use crate::helpers::convert;
-use crate::helpers::{constants, value_object as vo};
+use super::{ScopeState, CAPABILITIES, NETWORK};
+use crate::helpers::args::keywords_only;
+use crate::helpers::value_object::{self as vo, ValueObject};
 use crate::ruby_api::errors::{self, core_result};
-use crate::ruby_api::mount::parse_access;
-use crate::ruby_api::sandbox::truthy;
-use crate::ruby_api::{capabilities, network_policy};
+use crate::ruby_api::mount::{grant_to_ruby, parse_access};
+use crate::ruby_api::network_policy::{self, NetworkPolicy};
+use crate::ruby_api::{capabilities, limits, policy, sandbox, workspace};
+
+/// The keywords of `Scope.new`; an explicit nil means the same as an absent keyword.
+pub(super) struct Keywords {
+    sandbox: Value,
+    files: Option<Value>,
+    runtime_paths: Option<Value>,
+    capabilities: Option<Value>,
+    network: Option<Value>,
+    parent_scope: Option<Value>,
+}
+
+impl Keywords {
+    /// A scope of `sandbox` (or of `parent_scope`) asking for `[files,
+    /// runtime_paths, capabilities, network]`.
+    pub(super) fn new(
+        sandbox: Value,
+        parent_scope: Option<Value>,
+        [files, runtime_paths, capabilities, network]: [Option<Value>; 4],
+    ) -> Keywords {
+        let present = |value: Option<Value>| value.filter(|v| !v.is_nil());
+        Keywords {
+            sandbox,
+            files: present(files),
+            runtime_paths: present(runtime_paths),
+            capabilities: present(capabilities),
+            network, // nil, true and false differ only in how they are coerced
+            parent_scope: present(parent_scope),
+        }
+    }
+}
+
+/// Scope.new(sandbox:, files: nil, runtime_paths: nil, capabilities: nil, network: nil, parent_scope: nil).
+pub(super) fn keywords(args: &[Value]) -> Result<Keywords, Error> {
+    type Optional = (
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+        Option<Value>,
+    );
+    let names = [
+        "files",
+        "runtime_paths",
+        "capabilities",
+        "network",
+        "parent_scope",
+    ];
+    let parsed =
+        get_kwargs::<_, (Value,), Optional, ()>(keywords_only(args)?, &["sandbox"], &names)?;
+    let (files, runtime_paths, capabilities, network, parent_scope) = parsed.optional;
+    let narrowing = [files, runtime_paths, capabilities, network];
+    Ok(Keywords::new(parsed.required.0, parent_scope, narrowing))
+}
+
+/// What the parent has, as core values plus the Ruby objects a scope hands on.
+struct ParentState {
+    grants: Vec<Grant>,
+    deny_markers: Vec<Grant>,
+    capabilities: CoreCapabilities,
+    capabilities_value: Value,
+    network: Value,
+}
+
+/// SC.2: a parent scope's own state, or the sandbox's enforced policy and capabilities.
+fn parent_state(ruby: &Ruby, keywords: &Keywords, workspace: Value) -> Result<ParentState, Error> {
+    if let Some(parent) = keywords.parent_scope {
+        let parent = super::state(ruby, parent)?;
+        return Ok(ParentState {
+            grants: parent.scoped.grants.clone(),
+            deny_markers: parent.scoped.deny_markers.clone(),
+            capabilities: parent.scoped.capabilities.clone(),
+            capabilities_value: ruby.get_inner(parent.values[CAPABILITIES]),
+            network: ruby.get_inner(parent.values[NETWORK]),
+        });
+    }
+    let policy_value = sandbox::enforced_policy(ruby, keywords.sandbox)?;
+    let policy = policy::borrow(policy_value)
+        .ok_or_else(|| errors::type_error(ruby, "sandbox effective_policy must be a Policy"))?;
+    let grants = policy.core().process_grants(
+        |name| workspace::directory(ruby, workspace, name),
+        |error| errors::from_core(ruby, error),
+    )?;
+    let capabilities_value = sandbox::enforced_capabilities(ruby, keywords.sandbox)?;
+    let capabilities = capabilities::borrow(capabilities_value)
+        .ok_or_else(|| errors::type_error(ruby, "sandbox capabilities must be a Capabilities"))?;
+    Ok(ParentState {
+        grants,
+        deny_markers: Vec::new(),
+        capabilities: capabilities.core().clone(),
+        capabilities_value,
+        network: policy.network_value(ruby),
+    })
+}
+
+/// Builds the state of a new scope: every rule is [`core_scope::narrow`]'s.
+pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Error> {
+    if sandbox::borrow(keywords.sandbox).is_none() {
+        return Err(errors::type_error(
+            ruby,
+            "sandbox scope needs a LittleGhost::Sandbox",
+        ));
+    }
+    let workspace = sandbox::workspace_of(ruby, keywords.sandbox);
+    let parent = parent_state(ruby, keywords, workspace)?;
+    let (network, coerced) = network_request(ruby, parent.network, keywords.network)?;
+    let request = ScopeRequest {
+        files: requests(ruby, workspace, keywords.files, "files")?,
+        runtime_paths: requests(ruby, workspace, keywords.runtime_paths, "runtime_paths")?,
+        capabilities: capability_request(ruby, keywords.capabilities)?,
+        network,
+    };
+    let limits = sandbox::state::base_value(ruby, keywords.sandbox, sandbox::state::Field::Limits);
+    let limits = limits::borrow(limits)
+        .ok_or_else(|| errors::type_error(ruby, "sandbox limits must be a Limits"))?
+        .fs();
+    let pins = workspace::borrow(workspace).and_then(|w| w.recorded_identities());
+    let core_parent = Parent {
+        grants: &parent.grants,
+        deny_markers: &parent.deny_markers,
+        capabilities: &parent.capabilities,
+        network: mode_of(ruby, parent.network)?,
+    };
+    let pins = pins.as_deref().map(Vec::as_slice);
+    let scoped = core_result(
+        ruby,
+        core_scope::narrow(core_parent, &request, limits, pins),
+    )?;
+    let network = match (scoped.network, coerced) {
+        (NetworkChoice::Requested, Some(policy)) => policy,
+        _ => parent.network,
+    };
+    let capabilities = if scoped.capabilities == parent.capabilities {
+        parent.capabilities_value
+    } else {
+        capabilities::wrap(ruby, scoped.capabilities.clone())
+    };
+    let process_grants = ruby.ary_new_capa(scoped.grants.len());
+    for grant in &scoped.grants {
+        process_grants.push(grant_to_ruby(ruby, grant)?)?;
+    }
+    process_grants.freeze();
+    let values = [keywords.sandbox, workspace, capabilities, network];
+    let [sandbox, workspace_value, capabilities, network] = values.map(Opaque::from);
+    Ok(ScopeState {
+        scoped,
+        values: [
+            sandbox,
+            workspace_value,
+            capabilities,
+            network,
+            process_grants.as_value().into(),
+        ],
+        native_workspace: workspace::native(ruby, workspace).is_some(),
+    })
+}
 
 /// SC.3: nil keeps the category; a Hash, an Array of names or of `[name, access]` pairs replaces it.
-pub(super) fn requests(
+fn requests(
     ruby: &Ruby,
     workspace: Value,
     value: Option<Value>,
     category: &str,
 ) -> Result<Option<Vec<Request>>, Error> {
     let Some(value) = value else { return Ok(None) };
-    let entries: RArray = if value.respond_to("each_pair", false)? {
-        value.funcall("to_a", ())?
-    } else if let Some(array) = RArray::from_value(value) {
-        array
-    } else {
+    let request = |name: Value, access: Option<Value>| -> Result<Request, Error> {
+        let name: Symbol = vo::name_to_sym(name, "sandbox scope grant name")?;
+        let access = access.map(|a| parse_access(ruby, a)).transpose()?;
+        let directory = workspace::directory(ruby, workspace, &name.name()?)?;
+        Ok(Request::new(directory, access))
+    };
+    if vo::responds(value, "each_pair") {
+        // `pairs` keeps a duck's pairs alive while they are converted.
+        let pairs = vo::pairs(value)?;
+        return pairs
+            .into_iter()
+            .map(|(n, a)| request(n, Some(a)))
+            .collect::<Result<_, _>>()
+            .map(Some);
+    }
+    let Some(array) = RArray::from_value(value) else {
         return Err(errors::policy_error(
             ruby,
             format!("sandbox scope {category} must be a Hash or an Array"),
         ));
     };
-    let mut requests = Vec::new();
-    for entry in entries {
-        let (name, access) = match RArray::from_value(entry) {
-            Some(pair) if pair.len() == 2 => {
-                (pair.entry::<Value>(0)?, Some(pair.entry::<Value>(1)?))
-            }
+    let mut requests = Vec::with_capacity(array.len());
+    for entry in array {
+        requests.push(match RArray::from_value(entry) {
+            Some(pair) if pair.len() == 2 => request(pair.entry(0)?, Some(pair.entry(1)?))?,
             Some(_) => {
                 return Err(errors::policy_error(
                     ruby,
@@ -48,38 +216,27 @@ pub(super) fn requests(
                     ),
                 ))
             }
-            None => (entry, None),
-        };
-        let access = access.map(|a| parse_access(ruby, a)).transpose()?;
-        requests.push(Request::new(directory_of(ruby, workspace, name)?, access));
+            None => request(entry, None)?,
+        });
     }
     Ok(Some(requests))
 }
 
-/// The workspace directory a grant name stands for (8.5); unknown names raise KeyError.
-pub(super) fn directory_of(ruby: &Ruby, workspace: Value, name: Value) -> Result<PathBuf, Error> {
-    let name: Symbol = vo::name_to_sym(name, "sandbox scope grant name")?;
-    let directory: Value = if name.name()? == "root" {
-        workspace.funcall("root", ())?
-    } else {
-        workspace.funcall("path", (name,))?
-    };
-    let directory: RString = ruby.module_kernel().funcall("String", (directory,))?;
-    Ok(convert::path_of(directory))
-}
-
 /// SC.9: nil keeps the parent's; a Capabilities intersects; an Array keeps the parent's features it names.
-pub(super) fn narrow_capabilities(
-    ruby: &Ruby,
-    parent: Value,
-    requested: Option<Value>,
-) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
+fn capability_request(ruby: &Ruby, requested: Option<Value>) -> Result<CapabilityRequest, Error> {
     let Some(requested) = requested else {
-        return Ok(parent);
+        return Ok(CapabilityRequest::Parent);
     };
-    if requested.is_kind_of(class) {
-        return parent.funcall("intersect", (requested,));
+    if let Some(theirs) = capabilities::borrow(requested) {
+        let theirs = theirs.core();
+        return Ok(CapabilityRequest::Intersect {
+            features: theirs.features.clone(),
+            network_modes: theirs
+                .network_modes
+                .iter()
+                .map(|m| m.name().to_owned())
+                .collect(),
+        });
     }
     let Some(list) = RArray::from_value(requested) else {
         return Err(errors::policy_error(
@@ -87,102 +244,59 @@ pub(super) fn narrow_capabilities(
             "sandbox scope capabilities must be an Array or Sandbox::Capabilities",
         ));
     };
-    let wanted = ruby.ary_new();
-    for feature in list {
-        wanted.push(class.funcall::<_, _, Value>("normalize", (feature,))?)?;
-    }
-    let parent_features: RArray = parent.funcall("features", ())?;
-    let features: RArray = parent_features.funcall("&", (wanted,))?;
-    let options = kwargs(
-        ruby,
-        &[
-            ("features", features.as_value()),
-            ("network_modes", parent.funcall("network_modes", ())?),
-            ("isolation", parent.funcall("isolation", ())?),
-        ],
-    )?;
-    class.funcall("new", (KwArgs(options),))
+    let features = list
+        .into_iter()
+        .map(|feature| core_result(ruby, core_policy::normalize_feature(&vo::given(feature)?)))
+        .collect::<Result<Vec<String>, Error>>()?;
+    Ok(CapabilityRequest::Features(features))
 }
 
-pub(super) fn with_network_modes(
-    ruby: &Ruby,
-    capabilities: Value,
-    modes: &[&str],
-) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
-    let modes = ruby.ary_from_iter(modes.iter().map(|m| ruby.to_symbol(m)));
-    let options = kwargs(
-        ruby,
-        &[
-            ("features", capabilities.funcall("features", ())?),
-            ("network_modes", modes.as_value()),
-            ("isolation", capabilities.funcall("isolation", ())?),
-        ],
-    )?;
-    class.funcall("new", (KwArgs(options),))
-}
-
+/// The mode of a NetworkPolicy, `None` for nil; anything else is a TypeError.
 fn mode_of(ruby: &Ruby, network: Value) -> Result<Option<NetworkMode>, Error> {
     if network.is_nil() {
         return Ok(None);
     }
     let network = network_policy::borrow(network)
         .ok_or_else(|| errors::type_error(ruby, "sandbox scope network must be a NetworkPolicy"))?;
-    Ok(NetworkMode::parse(network.core().mode.name()))
+    Ok(Some(network.core().mode))
 }
 
-/// SC.10/SC.10b: the scope's network and its mode; the table itself is the core's.
-pub(super) fn narrow_network(
+/// SC.10: `nil`/`true` keep the parent's network, `false` means `:none`,
+/// anything else is coerced to a NetworkPolicy (returned with the request).
+fn network_request(
     ruby: &Ruby,
-    parent_capabilities: Value,
     parent: Value,
     requested: Option<Value>,
-) -> Result<(Value, Option<NetworkMode>), Error> {
-    let coerced = match requested {
-        None => None,
-        Some(value) if value.is_nil() || value.equal(ruby.qtrue())? => None,
-        Some(value) => {
-            let class = constants::class(ruby, "LittleGhost::Sandbox::NetworkPolicy")?;
-            let value = if value.equal(ruby.qfalse())? {
-                ruby.to_symbol("none").as_value()
-            } else {
-                value
-            };
-            Some(class.funcall::<_, _, Value>("coerce", (value,))?)
+) -> Result<(NetworkRequest, Option<Value>), Error> {
+    let value = match requested {
+        None => return Ok((NetworkRequest::Parent, None)),
+        Some(value) if value.is_nil() || value.is_kind_of(ruby.class_true_class()) => {
+            return Ok((NetworkRequest::Parent, None))
         }
-    };
-    let request = match coerced {
-        None => NetworkRequest::Parent,
-        Some(policy) => {
-            let Some(mode) = mode_of(ruby, policy)? else {
-                return Err(errors::capability_error(
-                    ruby,
-                    "sandbox scope cannot widen network access",
-                ));
-            };
-            let same_as_parent = !parent.is_nil() && truthy(policy.funcall("==", (parent,))?);
-            NetworkRequest::Mode {
-                mode,
-                same_as_parent,
-            }
+        Some(value) if value.is_kind_of(ruby.class_false_class()) => {
+            ruby.to_symbol("none").as_value()
         }
+        Some(value) => value,
     };
-    let supported: Vec<NetworkMode> = capabilities::borrow(parent_capabilities)
-        .map(|c| {
-            c.core()
-                .network_modes
-                .iter()
-                .filter_map(|m| NetworkMode::parse(m.name()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let (choice, mode) = core_result(
-        ruby,
-        core_scope::narrow_network(mode_of(ruby, parent)?, request, &supported),
-    )?;
-    let network = match (choice, coerced) {
-        (NetworkChoice::Requested, Some(policy)) => policy,
-        _ => parent,
+    let policy = network_policy::coerce(ruby, NetworkPolicy::class(ruby), value)?;
+    let Some(mode) = mode_of(ruby, policy)? else {
+        return Err(errors::capability_error(
+            ruby,
+            "sandbox scope cannot widen network access",
+        ));
     };
-    Ok((network, mode))
+    let same_as_parent = match (
+        network_policy::borrow(policy),
+        network_policy::borrow(parent),
+    ) {
+        (Some(ours), Some(theirs)) if vo::same_class(policy, parent) => {
+            ours.same(ruby, theirs, false)?
+        }
+        _ => false,
+    };
+    let request = NetworkRequest::Mode {
+        mode,
+        same_as_parent,
+    };
+    Ok((request, Some(policy)))
 }

@@ -1,0 +1,117 @@
+//! Directory identities (3.6, 3.7): where root and every path really are
+//! when the workspace opens, and whether they still are.
+
+use std::path::Path;
+
+use super::{Layout, ROOT_NAME};
+use crate::error::{argument, tool, Error, Result};
+use crate::grants::Identity;
+
+/// Why `open` could not prepare the workspace's directories.
+#[derive(Debug)]
+pub enum OpenError {
+    /// Creating a directory failed: Ruby raises the matching `Errno`.
+    Create { what: String, error: std::io::Error },
+    /// A rule refused (an absolute path missing, two entries aliased).
+    Rule(Error),
+}
+
+impl Layout {
+    /// Steps 3–6 of `open` (3.6): creates the root and the `relative` paths,
+    /// requires the absolute ones to exist, then pins every identity.
+    pub fn prepare(
+        &self,
+        relative: &[String],
+    ) -> std::result::Result<Vec<(String, Identity)>, OpenError> {
+        let create = |dir: &Path, what: String| {
+            std::fs::create_dir_all(dir).map_err(|error| OpenError::Create { what, error })
+        };
+        create(&self.root, "could not create the workspace root".to_owned())?;
+        for (name, dir) in &self.paths {
+            if relative.contains(name) {
+                create(dir, format!("could not create workspace path :{name}"))?;
+            } else if !dir.is_dir() {
+                return Err(OpenError::Rule(argument(format!(
+                    "absolute workspace path :{name} must already exist (as a directory; it is never created)"
+                ))));
+            }
+        }
+        self.capture_identities().map_err(OpenError::Rule)
+    }
+
+    /// Records where root and every path really are, and refuses two entries
+    /// that are the same directory (3.6 steps 5 and 6).
+    pub fn capture_identities(&self) -> Result<Vec<(String, Identity)>> {
+        let mut out: Vec<(String, Identity)> = Vec::new();
+        for (name, dir) in self.entries() {
+            let identity = Identity::capture(dir).ok_or_else(|| {
+                argument(format!(
+                    "workspace path :{name} is not an accessible directory"
+                ))
+            })?;
+            if let Some((other, _)) = out
+                .iter()
+                .find(|(_, seen)| seen.dev == identity.dev && seen.ino == identity.ino)
+            {
+                return Err(argument(format!(
+                    "workspace paths must not alias the same directory: {other}, {name}"
+                )));
+            }
+            out.push((name.to_owned(), identity));
+        }
+        Ok(out)
+    }
+
+    /// Re-checks every recorded identity (3.7).
+    pub fn validate(&self, recorded: &[(String, Identity)]) -> Result<()> {
+        for (name, identity) in recorded {
+            let dir = if name == ROOT_NAME {
+                Some(self.root.as_path())
+            } else {
+                self.path(name).ok()
+            };
+            let unchanged = dir.is_some_and(|dir| {
+                still_pinned(dir, identity) || Identity::capture(dir).as_ref() == Some(identity)
+            });
+            if !unchanged {
+                return Err(tool(format!(
+                    "workspace path changed after opening: {name}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A cheaper proof of `Identity::capture(dir) == Some(identity)`, used on
+/// every `resolve` (3.3). When `dir` is literally its recorded realpath, an
+/// open that refuses symlinks in every component succeeds only if `dir` has
+/// no symlink component now, so its realpath is still `dir` itself (it is
+/// absolute and clean, being a realpath); `fstat` of that very handle then
+/// gives (dev, ino) with no window between the two checks. One open, fstat and
+/// close replace `realpath(3)`'s readlink per component plus a stat. `false`
+/// means "not proven": the caller falls back to the full comparison, so the
+/// answer is always exactly the full comparison's.
+fn still_pinned(dir: &Path, identity: &Identity) -> bool {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use rustix::fs::{self as rfs, Mode, OFlags, ResolveFlags};
+        if dir != identity.realpath {
+            return false;
+        }
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW;
+        let resolve = ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+        let Ok(handle) = rfs::openat2(rfs::CWD, dir, flags, Mode::empty(), resolve) else {
+            return false; // ENOSYS on old kernels, or a symlink: not proven
+        };
+        #[allow(clippy::unnecessary_cast)]
+        rfs::fstat(&handle).is_ok_and(|stat| {
+            (stat.st_dev as u64, stat.st_ino as u64) == (identity.dev, identity.ino)
+        })
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = (dir, identity);
+        false
+    }
+}

@@ -1,0 +1,133 @@
+//! Lexical resolution (3.3, 3.4): logical paths to physical ones and back.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use super::{Layout, SCHEME};
+use crate::error::{argument, Result};
+use crate::grants::Identity;
+use crate::paths;
+
+impl Layout {
+    /// Maps a logical path to a physical one, lexically (3.3).
+    pub fn resolve(&self, reference: &OsStr) -> Result<PathBuf> {
+        let bytes = reference.as_bytes();
+        if bytes.contains(&0) {
+            return Err(argument("Path contains a null byte"));
+        }
+        if bytes.starts_with(b"/") {
+            return Err(argument(
+                "workspace paths must be relative or use workspace://NAME/...",
+            ));
+        }
+        let (base, relative) = match bytes.strip_prefix(SCHEME.as_bytes()) {
+            Some(rest) => {
+                let (name, relative) = match rest.iter().position(|b| *b == b'/') {
+                    Some(slash) => (&rest[..slash], Some(&rest[slash + 1..])),
+                    None => (rest, None),
+                };
+                if name.is_empty() {
+                    return Err(argument(
+                        "workspace path must name a configured path: workspace://NAME/...",
+                    ));
+                }
+                let base = self.path(&String::from_utf8_lossy(name))?;
+                match relative {
+                    None => return Ok(paths::clean(base)),
+                    Some(relative) => (base, relative),
+                }
+            }
+            None => (self.root.as_path(), bytes),
+        };
+        beneath(base, relative)
+    }
+
+    /// `Workspace#resolve` (3.3): while the workspace is open (`recorded` are
+    /// the identities `open` pinned), root and every path must still be what
+    /// was pinned (3.7); then [`Layout::resolve`].
+    pub fn resolve_checked(
+        &self,
+        recorded: Option<&[(String, Identity)]>,
+        reference: &OsStr,
+    ) -> Result<PathBuf> {
+        if let Some(recorded) = recorded {
+            self.validate(recorded)?;
+        }
+        self.resolve(reference)
+    }
+
+    /// The logical path of a physical one (3.4): the longest named path that
+    /// contains it, else root-relative, else an error.
+    pub fn reference(&self, physical: &Path) -> Result<OsString> {
+        let physical = paths::clean(physical);
+        let best = self
+            .paths
+            .iter()
+            .filter(|(_, dir)| paths::is_within(&physical, dir))
+            .max_by_key(|(_, dir)| dir.as_os_str().len());
+        if let Some((name, dir)) = best {
+            let mut out = format!("{SCHEME}{name}").into_bytes();
+            let rest = paths::remainder(&physical, dir).unwrap_or(Path::new(""));
+            if !rest.as_os_str().is_empty() {
+                out.push(b'/');
+                out.extend_from_slice(rest.as_os_str().as_bytes());
+            }
+            return Ok(OsString::from_vec(out));
+        }
+        match paths::remainder(&physical, &self.root) {
+            Some(rest) if rest.as_os_str().is_empty() => Ok(OsString::from(".")),
+            Some(rest) => Ok(rest.as_os_str().to_owned()),
+            None => Err(argument("path is outside the workspace")),
+        }
+    }
+}
+
+/// `relative` beneath `base`, lexically: not empty, no `..`, no `~`, cleaned.
+fn beneath(base: &Path, relative: &[u8]) -> Result<PathBuf> {
+    if relative.is_empty() {
+        return Err(argument("workspace path must not be empty"));
+    }
+    if relative.split(|b| *b == b'/').any(|part| part == b"..") {
+        return Err(argument("workspace path traversal is not allowed"));
+    }
+    // File.expand_path would send `~` to a home directory: never beneath base.
+    if relative.starts_with(b"~") {
+        return Err(argument("workspace path escapes its root"));
+    }
+    // The usual reference (`notes/a.md` beneath an expanded root) is already
+    // clean: joining bytes gives what cleaning would, without splitting both
+    // paths into components on every file operation.
+    if is_clean_absolute(base.as_os_str().as_bytes()) && is_clean_relative(relative) {
+        let mut joined = base.as_os_str().as_bytes().to_vec();
+        if joined != b"/" {
+            joined.push(b'/');
+        }
+        joined.extend_from_slice(relative);
+        return Ok(PathBuf::from(OsString::from_vec(joined)));
+    }
+    let base = paths::clean(base);
+    let joined = paths::clean(&base.join(OsStr::from_bytes(relative)));
+    if !paths::is_within(&joined, &base) {
+        return Err(argument("workspace path escapes its root"));
+    }
+    Ok(joined)
+}
+
+/// `/`, or an absolute path whose components are all plain names (no empty,
+/// `.` or `..` component, no trailing slash): what `paths::clean` keeps as is.
+fn is_clean_absolute(bytes: &[u8]) -> bool {
+    match bytes {
+        b"/" => true,
+        [b'/', rest @ ..] => is_clean_relative(rest),
+        _ => false,
+    }
+}
+
+/// A non-empty relative path of plain names only.
+fn is_clean_relative(bytes: &[u8]) -> bool {
+    !bytes.is_empty()
+        && bytes
+            .split(|b| *b == b'/')
+            .all(|part| !part.is_empty() && part != b"." && part != b"..")
+}
