@@ -4,12 +4,10 @@
 //! building the default scope; the scope is then called without `context:`.
 
 use magnus::{
-    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs, RClass, RHash,
-    Ruby, Value,
+    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, RClass, RHash, Ruby,
+    Value,
 };
 
-use crate::helpers::args::kwargs;
-use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::scope;
@@ -34,13 +32,9 @@ pub fn define_through_scope_hook(class: RClass) -> Result<(), Error> {
     class.define_method("allows?", method!(allows, -1))
 }
 
-/// A new `Scope.new(sandbox: self)`.
+/// A new `Scope.new(sandbox: self)`, built without dispatch.
 pub(crate) fn new_scope(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    let class = constants::class(ruby, "LittleGhost::Sandbox::Scope")?;
-    class.funcall(
-        "new",
-        (KwArgs(kwargs(ruby, &[("sandbox", rb_self.as_value())])?),),
-    )
+    crate::ruby_api::scope::default_scope(ruby, rb_self.as_value())
 }
 
 /// The cached default scope, built on first use (by `#scope` when `HOOK`).

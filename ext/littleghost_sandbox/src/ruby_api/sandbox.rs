@@ -190,12 +190,9 @@ fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
         None => explicit,
         Some(profile) => profile_options(ruby, rb_self, profile)?,
     };
-    let mut pairs = vec![("sandbox", rb_self.as_value())];
-    for (name, value) in rules::PROFILE_KEYS.iter().zip(selection) {
-        pairs.push((name, value.unwrap_or_else(|| ruby.qnil().as_value())));
-    }
-    let scope_class = constants::class(ruby, "LittleGhost::Sandbox::Scope")?;
-    scope_class.funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
+    // Every option is given, as nil when absent.
+    let selection = selection.map(|value| Some(value.unwrap_or_else(|| ruby.qnil().as_value())));
+    crate::ruby_api::scope::narrowed(ruby, rb_self.as_value(), selection)
 }
 
 /// Looks up a profile and returns its four options in PROFILE_KEYS order.

@@ -437,10 +437,19 @@ fn wrap(ruby: &Ruby, keywords: &narrowing::Keywords) -> Result<Value, Error> {
 
 /// `Scope.new(sandbox: sandbox)` without Ruby dispatch: the default scope a
 /// backend's file operations go through (16.3). For `helpers/scoped_files.rs`
-/// (the backends' area), which still calls `Scope.new` until it switches.
-#[allow(dead_code)]
+/// (the backends' file operations and `Sandbox#scope`'s default).
 pub(crate) fn default_scope(ruby: &Ruby, sandbox: Value) -> Result<Value, Error> {
-    wrap(ruby, &narrowing::Keywords::new(sandbox, None, [None; 4]))
+    narrowed(ruby, sandbox, [None; 4])
+}
+
+/// `Scope.new(sandbox:, files:, runtime_paths:, capabilities:, network:)`
+/// without Ruby dispatch (`Sandbox#scope`).
+pub(crate) fn narrowed(
+    ruby: &Ruby,
+    sandbox: Value,
+    options: [Option<Value>; 4],
+) -> Result<Value, Error> {
+    wrap(ruby, &narrowing::Keywords::new(sandbox, None, options))
 }
 
 /// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.
