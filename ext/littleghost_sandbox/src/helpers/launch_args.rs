@@ -180,7 +180,8 @@ pub(crate) fn core_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static P
 
 /// The workspace root of the sandbox (a host path).
 pub(crate) fn workspace_root(workspace: Value) -> Result<PathBuf, Error> {
-    convert::string_path(workspace.funcall("root", ())?)
+    let ruby = Ruby::get_with(workspace);
+    crate::ruby_api::workspace::directory(&ruby, workspace, "root")
 }
 
 /// `effective_policy.process_grants(workspace)` as core grants.
@@ -188,13 +189,7 @@ pub(crate) fn policy_grants(ruby: &Ruby, rb_self: SandboxObj) -> Result<Vec<Gran
     let policy = core_policy(ruby, rb_self)?;
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     vo::require_duck(workspace, "workspace", &["root", "path"])?;
-    let directory = |name: &str| -> Result<PathBuf, Error> {
-        if name == "root" {
-            return workspace_root(workspace);
-        }
-        let path: RString = workspace.funcall("path", (ruby.to_symbol(name),))?;
-        Ok(convert::path_of(path))
-    };
+    let directory = |name: &str| crate::ruby_api::workspace::directory(ruby, workspace, name);
     policy.process_grants(directory, |error| errors::from_core(ruby, error))
 }
 

@@ -115,8 +115,9 @@ fn external_new(
     for name in options.names {
         let symbol = vo::name_to_sym(name, "external gateway runtime path name")?;
         // The workspace a user passed (any duck type with `path`).
-        let directory: RString = options.workspace.funcall("path", (symbol,))?;
-        let root = (symbol.name()?.into_owned(), convert::path_of(directory));
+        let name = symbol.name()?.into_owned();
+        let directory = crate::ruby_api::workspace::directory(ruby, options.workspace, &name)?;
+        let root = (name, directory);
         declaration.roots.push(root);
         symbols.push(symbol)?;
     }

@@ -6,11 +6,9 @@
 use littleghost_sandbox_core::policy::{self as core, GrantTable, RootFilesystem};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, RString, Ruby, Symbol,
-    TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::convert;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::{environment_policy, errors, mount, network_policy};
 
@@ -296,14 +294,7 @@ fn workspace_writable(rb_self: &Policy) -> bool {
 /// process_grants(workspace): a frozen Array of Mounts for every file and runtime grant, longest target first.
 fn process_grants(ruby: &Ruby, rb_self: &Policy, workspace: Value) -> Result<RArray, Error> {
     vo::require_duck(workspace, "workspace", &["root", "path"])?;
-    let directory = |name: &str| -> Result<std::path::PathBuf, Error> {
-        let path: Value = if name == "root" {
-            workspace.funcall("root", ())?
-        } else {
-            workspace.funcall("path", (ruby.to_symbol(name),))?
-        };
-        Ok(convert::path_of(RString::try_convert(path)?))
-    };
+    let directory = |name: &str| crate::ruby_api::workspace::directory(ruby, workspace, name);
     let grants = rb_self
         .core
         .process_grants(directory, |error| errors::from_core(ruby, error))?;
