@@ -138,6 +138,15 @@ pub fn class_name(value: Value) -> String {
     unsafe { value.classname() }.into_owned()
 }
 
+/// `value.class.name.to_s` ("" for an anonymous class).
+pub fn class_name_or_empty(value: Value) -> String {
+    // SAFETY: rb_mod_name (Module#name's C body) reads a live class, GVL held.
+    let name = unsafe { Value::from_raw(rb_sys::rb_mod_name(value.class().as_raw())) };
+    magnus::RString::from_value(name)
+        .and_then(|name| name.to_string().ok())
+        .unwrap_or_default()
+}
+
 /// The pairs of anything with `each_pair` (Hash, Struct, ENV), in order.
 /// Derefs to a slice; it keeps a temporary pair Array marked so values that
 /// only it references (ENV's fresh Strings) survive GC while in use.

@@ -70,7 +70,10 @@ pub fn store_defaults(
                 let shown = match known {
                     true => String::new(),
                     false => crate::ruby_api::execution::show_plain(key)?.unwrap_or_else(|| {
-                        format!("#<{}>", crate::ruby_api::process_runner::class_name(key))
+                        format!(
+                            "#<{}>",
+                            crate::helpers::value_object::class_name_or_empty(key)
+                        )
                     }),
                 };
                 pairs.push((name, shown, strict(Some(value))));

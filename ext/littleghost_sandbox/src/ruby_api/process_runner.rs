@@ -36,7 +36,7 @@ use littleghost_sandbox_core::process::procfs::DefaultReader;
 
 use convert::with_errno_cause;
 pub use convert::{
-    class_name, errno_exception, error_with_cause, kernel_float, kernel_integer, positive_integer,
+    errno_exception, error_with_cause, kernel_float, kernel_integer, positive_integer,
     validate_output_bytes, validate_timeout,
 };
 use supervise::{supervise, Streamer, Supervised, Supervision};

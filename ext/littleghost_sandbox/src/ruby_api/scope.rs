@@ -26,8 +26,8 @@ use magnus::{
 use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
+use crate::ruby_api::errors::message as error_message;
 use crate::ruby_api::errors::{self, core_result};
-use crate::ruby_api::sandbox::error_message;
 use crate::ruby_api::{capabilities, workspace};
 
 mod narrowing;
@@ -136,7 +136,7 @@ pub(crate) fn reader_process_grants(ruby: &Ruby, rb_self: Value) -> Result<Value
 /// The policy the sandbox enforces (`sandbox.effective_policy`).
 fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let sandbox = reader::<SANDBOX>(ruby, rb_self)?;
-    crate::ruby_api::sandbox::enforced_policy(ruby, sandbox)
+    crate::ruby_api::sandbox::state::enforced_policy(ruby, sandbox)
 }
 
 // ---------------------------------------------------------------------------

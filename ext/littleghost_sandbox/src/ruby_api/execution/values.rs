@@ -159,7 +159,7 @@ fn key_name(key: Value) -> Result<String, Error> {
     }
     Ok(format!(
         "#<{}>",
-        crate::ruby_api::process_runner::class_name(key)
+        crate::helpers::value_object::class_name_or_empty(key)
     ))
 }
 
@@ -212,7 +212,7 @@ pub mod data {
                 ruby.exception_runtime_error(),
                 format!(
                     "{} was not initialized",
-                    crate::ruby_api::process_runner::class_name(rb_self)
+                    crate::helpers::value_object::class_name_or_empty(rb_self)
                 ),
             )),
         }
@@ -335,7 +335,7 @@ pub mod data {
             let Some(pair) = RArray::from_value(pair) else {
                 let message = format!(
                     "wrong element type {} (expected array)",
-                    crate::ruby_api::process_runner::class_name(pair)
+                    crate::helpers::value_object::class_name_or_empty(pair)
                 );
                 return Err(Error::new(ruby.exception_type_error(), message));
             };
@@ -417,7 +417,7 @@ pub mod data {
 
     /// `#<data ClassName member=value, ...>`, like Data#inspect.
     pub fn inspect<S: DataShape>(rb_self: Value) -> Result<String, Error> {
-        let class_name = crate::ruby_api::process_runner::class_name(rb_self);
+        let class_name = crate::helpers::value_object::class_name_or_empty(rb_self);
         let mut text = String::from("#<data ");
         if !class_name.is_empty() {
             text.push_str(&class_name);

@@ -80,7 +80,7 @@ pub fn errno_exception(ruby: &Ruby, errno: i32, message: Option<&str>) -> Result
 pub fn with_errno_cause(ruby: &Ruby, message: &str, errno: i32) -> Error {
     let build = || -> Result<Error, Error> {
         let cause = errno_exception(ruby, errno, None)?;
-        let class_name = class_name(cause.as_value());
+        let class_name = crate::helpers::value_object::class_name_or_empty(cause.as_value());
         let class = constants::class(ruby, "LittleGhost::ToolError")?;
         error_with_cause(
             ruby,
@@ -90,15 +90,6 @@ pub fn with_errno_cause(ruby: &Ruby, message: &str, errno: i32) -> Error {
         )
     };
     build().unwrap_or_else(|error| error)
-}
-
-/// `value.class.name.to_s` ("" for an anonymous class).
-pub fn class_name(value: Value) -> String {
-    // SAFETY: rb_mod_name (Module#name's C body) reads a live class, GVL held.
-    let name = unsafe { Value::from_raw(rb_sys::rb_mod_name(value.class().as_raw())) };
-    magnus::RString::from_value(name)
-        .and_then(|name| name.to_string().ok())
-        .unwrap_or_default()
 }
 
 /// An exception of `class` with `message` whose `cause` is `cause`, made by

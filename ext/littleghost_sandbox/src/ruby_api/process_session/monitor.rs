@@ -23,9 +23,7 @@ use crate::helpers::constants;
 use crate::helpers::nogvl;
 use crate::ruby_api::denial::Reporter;
 use crate::ruby_api::errors::{from_core, tool_error};
-use crate::ruby_api::process_runner::{
-    class_name, errno_exception, error_with_cause, kernel_integer,
-};
+use crate::ruby_api::process_runner::{errno_exception, error_with_cause, kernel_integer};
 
 /// Memory sampling period (18.9).
 const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
@@ -198,7 +196,7 @@ fn fail_closed(ruby: &Ruby, session: Session, error: &Error) -> Result<(), Error
     let class_name = if cause.is_nil() {
         "unknown".to_string()
     } else {
-        class_name(cause)
+        crate::helpers::value_object::class_name_or_empty(cause)
     };
     let tool = constants::class(ruby, "LittleGhost::ToolError")?;
     let failure = error_with_cause(

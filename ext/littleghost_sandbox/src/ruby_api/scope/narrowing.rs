@@ -18,7 +18,8 @@ use crate::helpers::value_object::{self as vo, ValueObject};
 use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::mount::{grant_to_ruby, parse_access};
 use crate::ruby_api::network_policy::{self, NetworkPolicy};
-use crate::ruby_api::{capabilities, limits, policy, sandbox, workspace};
+use crate::ruby_api::sandbox::state as sandbox;
+use crate::ruby_api::{capabilities, limits, policy, workspace};
 
 /// The keywords of `Scope.new`; an explicit nil means the same as an absent keyword.
 pub(super) struct Keywords {
@@ -130,7 +131,7 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
         capabilities: capability_request(ruby, keywords.capabilities)?,
         network,
     };
-    let limits = sandbox::state::base_value(ruby, keywords.sandbox, sandbox::state::Field::Limits);
+    let limits = sandbox::limits_of(ruby, keywords.sandbox);
     let limits = limits::borrow(limits)
         .ok_or_else(|| errors::type_error(ruby, "sandbox limits must be a Limits"))?
         .fs();
