@@ -81,6 +81,21 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
       expect(sandbox.supports?(:process_spawn_denial)).to be(false)
     end
 
+    it "honours a subclass that withdraws process execute: no child runs" do
+      klass = Class.new(described_class) do
+        def capabilities
+          LittleGhost::Sandbox::Capabilities.new(features: %i[filesystem_read filesystem_list], network_modes: [:inherit])
+        end
+      end
+      restricted = klass.new(workspace: workspace, policy: policy)
+      marker = File.join(workspace.root, "ran")
+      expect { restricted.execute_program(["/bin/sh", "-c", "touch #{marker}"], timeout: 5) }
+        .to raise_error(LittleGhost::ToolError, /does not allow process execute/)
+      expect { restricted.start_program(["/bin/sh", "-c", "touch #{marker}"]) }
+        .to raise_error(LittleGhost::ToolError, /does not allow process execute/)
+      expect(File.exist?(marker)).to be(false)
+    end
+
     it "honours a subclass that withdraws write" do
       klass = Class.new(described_class) do
         def capabilities

@@ -357,6 +357,20 @@ fn reinterpret_exec_failure(
     })
 }
 
+/// A Ruby subclass may withdraw `process_execute` from its capabilities; the
+/// sandbox's own launches honour that as its scopes do (SC.14), before any
+/// child exists. A capability object that is not ours is left to its provider.
+fn require_execute(ruby: &Ruby, owner: SandboxObj) -> Result<(), Error> {
+    let capabilities = sandbox::enforced_capabilities(ruby, owner.as_value())?;
+    match crate::ruby_api::capabilities::borrow(capabilities) {
+        Some(report) if !report.core().supports("process_execute") => Err(errors::tool_error(
+            ruby,
+            "Sandbox scope does not allow process execute",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Runs a host command through the shared process runner (§17).
 pub(crate) fn run(
     ruby: &Ruby,
@@ -364,6 +378,7 @@ pub(crate) fn run(
     host: HostCommand,
     call: ExecuteCall,
 ) -> Result<Value, Error> {
+    require_execute(ruby, owner)?;
     let request = RunRequest {
         argv: host.argv.clone(),
         timeout: call.timeout,
@@ -391,6 +406,7 @@ pub(crate) fn start(
     host: HostCommand,
     call: StartCall,
 ) -> Result<Value, Error> {
+    require_execute(ruby, owner)?;
     let denials = crate::ruby_api::denial::Reporter::of(owner, host.program());
     process_session::start(
         ruby,
