@@ -123,11 +123,13 @@ impl ExecuteCall {
             Some(value) => positive_integer(ruby, value, "max_output_bytes")?,
             None => default_output_bytes(ruby, rb_self)?,
         };
+        let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
+        require_execute(ruby, rb_self)?;
         Ok(ExecuteCall {
             timeout,
             max_output_bytes,
             kill_on_output_limit: get("kill_on_output_limit").is_some_and(|v| v.to_bool()),
-            limits: launch_limits::for_call(ruby, rb_self, &get, own_tree)?,
+            limits,
             launch: Launch::parse(command, &get),
         })
     }
@@ -152,10 +154,13 @@ impl StartCall {
             Some(bytes) => bytes,
             None => default_output_bytes(ruby, rb_self)?,
         };
+        let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
+        let file_bytes = optional("file_bytes")?;
+        require_execute(ruby, rb_self)?;
         Ok(StartCall {
             output_bytes,
-            limits: launch_limits::for_call(ruby, rb_self, &get, own_tree)?,
-            file_bytes: optional("file_bytes")?,
+            limits,
+            file_bytes,
             allow_subprocesses: get("allow_subprocesses").map(|v| v.to_bool()),
             launch: Launch::parse(command, &get),
         })
@@ -358,8 +363,8 @@ fn reinterpret_exec_failure(
 }
 
 /// A Ruby subclass may withdraw `process_execute` from its capabilities; the
-/// sandbox's own launches honour that as its scopes do (SC.14), before any
-/// child exists. A capability object that is not ours is left to its provider.
+/// sandbox's own launches honour that as its scopes do (SC.14): checked once
+/// the keywords are valid, before any backend prepares the launch. A capability object that is not ours is left to its provider.
 fn require_execute(ruby: &Ruby, owner: SandboxObj) -> Result<(), Error> {
     let capabilities = sandbox::enforced_capabilities(ruby, owner.as_value())?;
     match crate::ruby_api::capabilities::borrow(capabilities) {
@@ -378,7 +383,6 @@ pub(crate) fn run(
     host: HostCommand,
     call: ExecuteCall,
 ) -> Result<Value, Error> {
-    require_execute(ruby, owner)?;
     let request = RunRequest {
         argv: host.argv.clone(),
         timeout: call.timeout,
@@ -406,7 +410,6 @@ pub(crate) fn start(
     host: HostCommand,
     call: StartCall,
 ) -> Result<Value, Error> {
-    require_execute(ruby, owner)?;
     let denials = crate::ruby_api::denial::Reporter::of(owner, host.program());
     process_session::start(
         ruby,

@@ -436,8 +436,7 @@ fn wrap(ruby: &Ruby, keywords: &narrowing::Keywords) -> Result<Value, Error> {
 }
 
 /// `Scope.new(sandbox: sandbox)` without Ruby dispatch: the default scope a
-/// backend's file operations go through (16.3). For `helpers/scoped_files.rs`
-/// (the backends' file operations and `Sandbox#scope`'s default).
+/// backend's file operations go through (16.3; `helpers/scoped_files.rs`).
 pub(crate) fn default_scope(ruby: &Ruby, sandbox: Value) -> Result<Value, Error> {
     narrowed(ruby, sandbox, [None; 4])
 }
