@@ -13,7 +13,7 @@ module LittleGhost
     # Execution#signal), the private <tt>initialize_values(values)</tt> (stores every value, members then
     # extras, once and freezes the object) and the protected +data_values+ (those values as an Array). Rust never
     # calls the methods defined here.
-    module DataLike # :nodoc:
+    module DataLike # :nodoc: all
       # The class method +members+.
       module ClassMethods
         # The member names, a frozen Array of Symbols.
