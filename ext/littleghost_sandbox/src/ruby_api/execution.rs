@@ -33,7 +33,7 @@ use magnus::{
     typed_data::Obj,
     value::Lazy,
     value::Opaque,
-    DataTypeFunctions, Error, Fixnum, Float, RArray, RClass, Ruby, Symbol, TypedData, Value,
+    DataTypeFunctions, Error, Fixnum, RArray, RClass, Ruby, TypedData, Value,
 };
 
 pub(crate) use values::show_plain;
@@ -69,17 +69,6 @@ impl DataTypeFunctions for DataObject {
     }
 }
 
-impl DataObject {
-    /// A frozen instance of `class` holding `values` (already frozen Strings).
-    pub fn wrap(ruby: &Ruby, class: RClass, values: Vec<Value>) -> Value {
-        let cell = OnceCell::new();
-        let _ = cell.set(values.into_iter().map(Opaque::from).collect());
-        let object: Obj<DataObject> = ruby.obj_wrap_as(DataObject { values: cell }, class);
-        object.freeze();
-        object.as_value()
-    }
-}
-
 /// The allocator of every Data-like class: an uninitialized [`DataObject`]
 /// of the allocated class.
 unsafe extern "C" fn allocate(class: rb_sys::VALUE) -> rb_sys::VALUE {
@@ -93,6 +82,15 @@ unsafe extern "C" fn allocate(class: rb_sys::VALUE) -> rb_sys::VALUE {
 }
 
 impl DataObject {
+    /// A frozen instance of `class` holding `values` (already frozen Strings).
+    pub fn wrap(ruby: &Ruby, class: RClass, values: Vec<Value>) -> Value {
+        let cell = OnceCell::new();
+        let _ = cell.set(values.into_iter().map(Opaque::from).collect());
+        let object: Obj<DataObject> = ruby.obj_wrap_as(DataObject { values: cell }, class);
+        object.freeze();
+        object.as_value()
+    }
+
     /// Makes `class` allocate [`DataObject`]s (magnus's `define_alloc_func`
     /// ties a TypedData to one class; Execution and Chunk share this one).
     pub fn define_alloc(class: RClass) {
@@ -172,19 +170,16 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     Ok(())
 }
 
-/// True iff `error` is nil and `exit_code` is 0 (or 0.0); a caller's own
-/// object in `exit_code` answers `== 0` itself.
+/// True iff `error` is nil and `exit_code` is 0 (or, for a value a caller
+/// passed to `new`, `== 0`: 0.0 too).
 fn success(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
     let values = data::values(rb_self)?;
     let code = values[2];
-    if !values[3].is_nil() || code.is_nil() || Symbol::from_value(code).is_some() {
+    if !values[3].is_nil() || code.is_nil() {
         return Ok(false);
     }
     if let Some(number) = Fixnum::from_value(code) {
         return Ok(number.to_i64() == 0);
-    }
-    if let Some(number) = Float::from_value(code) {
-        return Ok(number.to_f64() == 0.0);
     }
     let zero = ruby.integer_from_i64(0);
     Ok(code.funcall::<_, _, Value>("==", (zero,))?.to_bool())

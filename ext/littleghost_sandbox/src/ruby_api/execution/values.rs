@@ -43,18 +43,9 @@ pub(crate) fn show_plain(value: Value) -> Result<Option<String>, Error> {
         return Ok(None);
     };
     let name = symbol.name()?;
-    let simple = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_alphabetic() || c == '_')
-        && name
-            .trim_end_matches(['?', '!', '='])
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_');
-    if simple {
-        Ok(Some(format!(":{name}")))
-    } else {
-        let text = magnus::Ruby::get_with(value).str_new(&name);
-        Ok(Some(format!(":{}", inspect_text(text)?)))
+    if littleghost_sandbox_core::shown::bare_symbol(&name) {
+        return Ok(Some(format!(":{name}")));
     }
+    let text = magnus::Ruby::get_with(value).str_new(&name);
+    Ok(Some(format!(":{}", inspect_text(text)?)))
 }
