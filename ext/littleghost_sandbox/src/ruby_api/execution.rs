@@ -20,8 +20,9 @@
 //! child, or nil. It is an optional extra keyword, not a member, so `members`,
 //! `to_h`, `==`, `hash` and `inspect` cover exactly the four documented
 //! members; `with` carries it over.
-
-mod values;
+//!
+//! [`show_plain`] (how an error message shows a plain value, like `inspect`)
+//! lives here too; other classes' messages use it.
 
 use std::cell::OnceCell;
 
@@ -29,14 +30,13 @@ use magnus::{
     gc::Marker,
     method,
     prelude::*,
-    rb_sys::{AsRawValue, FromRawValue},
+    rb_sys::{protect, AsRawValue, FromRawValue},
     typed_data::Obj,
     value::Lazy,
     value::Opaque,
-    DataTypeFunctions, Error, Fixnum, RArray, RClass, Ruby, TypedData, Value,
+    DataTypeFunctions, Error, Fixnum, Float, RArray, RClass, RString, Ruby, Symbol, TypedData,
+    Value,
 };
-
-pub(crate) use values::show_plain;
 
 /// The shape of a Data-like class.
 pub trait DataShape: 'static {
@@ -269,4 +269,44 @@ pub mod data {
         rb_self.freeze();
         Ok(())
     }
+}
+
+/// String#inspect through its C body.
+fn inspect_text(text: RString) -> Result<String, Error> {
+    // SAFETY: a live String, GVL held; a raise is caught by `protect`.
+    let raw = protect(|| unsafe { rb_sys::rb_str_inspect(text.as_raw()) })?;
+    // SAFETY: rb_str_inspect returned a live String.
+    RString::try_convert(unsafe { Value::from_raw(raw) })?.to_string()
+}
+
+/// How `inspect` shows a String, a number, a Symbol, nil or a boolean, for
+/// an error message and without asking Ruby (`None` for any other object).
+pub(crate) fn show_plain(value: Value) -> Result<Option<String>, Error> {
+    if let Some(text) = RString::from_value(value) {
+        return inspect_text(text).map(Some);
+    }
+    if let Some(number) = Fixnum::from_value(value) {
+        return Ok(Some(number.to_i64().to_string()));
+    }
+    if let Some(number) = Float::from_value(value) {
+        let shown = littleghost_sandbox_core::process::arguments::float_text(number.to_f64());
+        return Ok(Some(shown));
+    }
+    if value.is_nil() {
+        return Ok(Some("nil".into()));
+    }
+    if magnus::value::Qtrue::from_value(value).is_some()
+        || magnus::value::Qfalse::from_value(value).is_some()
+    {
+        return Ok(Some(value.to_bool().to_string()));
+    }
+    let Some(symbol) = Symbol::from_value(value) else {
+        return Ok(None);
+    };
+    let name = symbol.name()?;
+    if littleghost_sandbox_core::shown::bare_symbol(&name) {
+        return Ok(Some(format!(":{name}")));
+    }
+    let text = magnus::Ruby::get_with(value).str_new(&name);
+    Ok(Some(format!(":{}", inspect_text(text)?)))
 }
