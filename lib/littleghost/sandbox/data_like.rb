@@ -7,12 +7,12 @@ module LittleGhost
     # documentation/process_session.rb.
     #
     # The Rust extension keeps what is hot or holds state: the values themselves (TypedData, marked for the GC,
-    # no instance variables), the allocator, the member readers, and the runner's and the session's instances,
-    # built without +new+. For each class it also defines the private constants +MEMBERS+, +OPTIONAL+ (members
-    # that default to nil) and +EXTRAS+ (keywords stored and read like members but outside the value, such as
-    # Execution#signal), the private <tt>initialize_values(values)</tt> (stores every value, members then
-    # extras, once and freezes the object) and the protected +data_values+ (those values as an Array). Rust never
-    # calls the methods defined here.
+    # no instance variables), the allocator, the member readers, Execution#success?, and the runner's and the
+    # session's instances, built without +new+. For each class it also defines the constants +MEMBERS+,
+    # +OPTIONAL+ (members that default to nil) and +EXTRAS+ (keywords stored and read like members but outside the
+    # value, such as Execution#signal), made private when this module is included, the private
+    # <tt>initialize_values(values)</tt> (stores every value, members then extras, once and freezes the object)
+    # and the protected +data_values+ (those values as an Array). Rust never calls the methods defined here.
     module DataLike # :nodoc: all
       # The class method +members+.
       module ClassMethods
