@@ -90,4 +90,83 @@ RSpec.describe LittleGhost::Sandbox::Execution do
       expect(execution.signal).to be_nil
     end
   end
+
+  describe "the Data protocol (lib/littleghost/sandbox/data_like.rb over Rust storage)" do
+    it "reports every constructor mistake with Data's messages" do
+      expect { described_class.new(1, 2, 3, 4, 5) }
+        .to raise_error(ArgumentError, "wrong number of arguments (given 5, expected 0..4)")
+      expect { described_class.new("o", stdout: "x", stderr: "", exit_code: 0) }
+        .to raise_error(ArgumentError, "duplicate value for :stdout")
+      expect { described_class.new(foo: 1, bar: 2, stdout: "") }
+        .to raise_error(ArgumentError, "unknown keywords: :foo, :bar")
+      expect { described_class.new("o", "e") }.to raise_error(ArgumentError, "missing keyword: :exit_code")
+      expect(described_class.new("stdout" => "s", "stderr" => "", "exit_code" => 1).stdout).to eq("s")
+    end
+
+    it "maps #to_h pairs like Hash#to_h, with its errors" do
+      expect(execution.to_h(&->(key, value) { [value, key] })).to include("out" => :stdout)
+      expect { execution.to_h { 1 } }.to raise_error(TypeError, "wrong element type Integer (expected array)")
+      expect { execution.to_h { [1] } }
+        .to raise_error(ArgumentError, "element has wrong array length (expected 2, was 1)")
+      expect { execution.to_h(1) }.to raise_error(ArgumentError, "wrong number of arguments (given 1, expected 0)")
+    end
+
+    it "builds #with copies of frozen Strings, extras included, without positional values" do
+      copy = execution.with(stdout: +"new", signal: 15)
+      expect([copy.stdout, copy.stdout.frozen?, copy.signal, copy.frozen?]).to eq(["new", true, 15, true])
+      expect { execution.with(1, 2) }.to raise_error(ArgumentError, "wrong number of arguments (given 2, expected 0)")
+      expect { execution.with(nope: 1, zip: 2) }.to raise_error(ArgumentError, "unknown keywords: :nope, :zip")
+    end
+
+    it "compares with any object, and an identical member (NaN) equals itself" do
+      expect(execution == BasicObject.new).to be(false)
+      expect(execution.eql?(Object.new)).to be(false)
+      nan = described_class.new(stdout: "", stderr: "", exit_code: Float::NAN)
+      expect(nan).to eq(nan.with(stdout: ""))
+      expect(nan).to eql(nan.with(stdout: ""))
+    end
+
+    it "deconstructs the requested keys in member order" do
+      expect(execution.deconstruct_keys(%i[exit_code stdout other])).to eq(stdout: "out", exit_code: 0)
+      expect(execution.deconstruct_keys(%i[exit_code stdout]).keys).to eq(%i[stdout exit_code])
+      expect(execution.deconstruct_keys(nil).keys).to eq(described_class.members)
+      expect { execution.deconstruct_keys(1) }.to raise_error(TypeError, "no implicit conversion of Integer into Array")
+    end
+
+    it "inspects any member like Data, and an anonymous subclass without a name" do
+      odd = described_class.new(stdout: :sym, stderr: :"a b", exit_code: 1.5, error: true)
+      expect(odd.inspect)
+        .to eq('#<data LittleGhost::Sandbox::Execution stdout=:sym, stderr=:"a b", exit_code=1.5, error=true>')
+      expect(Class.new(described_class).new(stdout: "", stderr: "", exit_code: nil).to_s)
+        .to eq('#<data stdout="", stderr="", exit_code=nil, error=nil>')
+    end
+
+    it "keeps its values in Rust, set once" do
+      expect(execution.instance_variables).to be_empty
+      expect(described_class.private_instance_methods(false)).to eq([:initialize_values])
+      expect { execution.send(:initialize, stdout: "x", stderr: "", exit_code: 0) }
+        .to raise_error(FrozenError, "can't modify frozen value")
+      expect { described_class.allocate.send(:initialize_values, []) }
+        .to raise_error(ArgumentError, "5 values expected, 0 given")
+      expect { described_class.allocate.stdout }.to raise_error(RuntimeError, /Execution was not initialized/)
+      expect(described_class.constants).not_to include(:MEMBERS, :OPTIONAL, :EXTRAS)
+    end
+
+    it "answers success? for a caller's exit_code through == 0" do
+      expect(execution.with(exit_code: 0.0).success?).to be(true)
+      expect(execution.with(exit_code: 2**70).success?).to be(false)
+      expect(execution.with(exit_code: :zero).success?).to be(false)
+    end
+
+    it "serves ProcessSession::Chunk the same way" do
+      chunk_class = LittleGhost::Sandbox::ProcessSession::Chunk
+      chunk = chunk_class.new("a", "b", true)
+      expect(chunk.inspect)
+        .to eq('#<data LittleGhost::Sandbox::ProcessSession::Chunk stdout="a", stderr="b", eof=true>')
+      expect(chunk.with(eof: false).deconstruct).to eq(["a", "b", false])
+      expect { chunk_class.new(stdout: "a", stderr: "b", eof: false, signal: 1) }
+        .to raise_error(ArgumentError, "unknown keyword: :signal")
+      expect({ chunk => 1 }[chunk_class.new(stdout: +"a", stderr: "b", eof: true)]).to eq(1)
+    end
+  end
 end

@@ -4,6 +4,7 @@
 # defines LittleGhost::Sandbox and its collaborators, then the thin Ruby layer
 # (configuration blocks and the built-in provider registrations).
 require "littleghost_sandbox"
+require_relative "sandbox/data_like"
 require_relative "sandbox/shell"
 require_relative "sandbox/version"
 require_relative "sandbox/base"

@@ -18,6 +18,7 @@ pub mod policy;
 pub mod process;
 pub mod sandbox;
 pub mod scope;
+pub mod shown;
 pub mod workspace;
 
 pub use error::{Error, Result};

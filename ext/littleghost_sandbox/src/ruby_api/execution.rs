@@ -1,24 +1,28 @@
-//! `LittleGhost::Sandbox::Execution` (§11) and the Data-like machinery it
+//! `LittleGhost::Sandbox::Execution` (§11) and the Data-like storage it
 //! shares with `ProcessSession::Chunk` (0.6).
 //!
-//! One Rust implementation serves every Ruby version (Data only exists from
-//! 3.2): keyword (or positional) constructor, readers, `==`/`eql?`/`hash` by
-//! value, `to_h`, `with`, `inspect`, `members`, `deconstruct(_keys)`, frozen
-//! instances with frozen Strings (0.5).
+//! Both classes are TypedData objects ([`DataObject`]) whose values live in
+//! Rust (marked for the GC), not in instance variables; the runner and the
+//! session build them directly ([`Execution::wrap`], [`DataObject::wrap`])
+//! without a Ruby `new` call. Rust defines what is hot or holds that state:
+//! the allocator, the member readers, `success?`, and the two methods the
+//! Ruby side builds on (the private `initialize_values` and the protected
+//! `data_values`), plus the private constants `MEMBERS`, `OPTIONAL` and
+//! `EXTRAS` taken from the class's [`DataShape`].
+//!
+//! The rest of the Data protocol (keyword or positional constructor with
+//! Data's messages, `==`/`eql?`/`hash` by value, `to_h`, `with`, `inspect`,
+//! `members`, `deconstruct(_keys)`) is Ruby-shaped and not on a hot path: it
+//! lives in `lib/littleghost/sandbox/data_like.rb` (one implementation for
+//! every Ruby; Data only exists from 3.2), and Rust never calls it.
 //!
 //! Execution also has `signal` (W16): the number of the signal that killed the
 //! child, or nil. It is an optional extra keyword, not a member, so `members`,
 //! `to_h`, `==`, `hash` and `inspect` cover exactly the four documented
 //! members; `with` carries it over.
 //!
-//! Both classes are TypedData objects ([`DataObject`]) whose values live in
-//! Rust (marked for the GC), not in instance variables; the runner and the
-//! session build them directly ([`Execution::wrap`], [`DataObject::wrap`])
-//! without a Ruby `new` call. The methods compare, hash and show Strings,
-//! Integers, Floats, Symbols, nil and booleans themselves; only a value of
-//! another kind (an object a caller passed to `new`) is asked through Ruby.
-
-mod values;
+//! [`show_plain`] (how an error message shows a plain value, like `inspect`)
+//! lives here too; other classes' messages use it.
 
 use std::cell::OnceCell;
 
@@ -26,15 +30,13 @@ use magnus::{
     gc::Marker,
     method,
     prelude::*,
-    rb_sys::{AsRawValue, FromRawValue},
+    rb_sys::{protect, AsRawValue, FromRawValue},
     typed_data::Obj,
     value::Lazy,
     value::Opaque,
-    DataTypeFunctions, Error, RClass, Ruby, TypedData, Value,
+    DataTypeFunctions, Error, Fixnum, Float, RArray, RClass, RString, Ruby, Symbol, TypedData,
+    Value,
 };
-
-pub use values::data;
-pub(crate) use values::show_plain;
 
 /// The shape of a Data-like class.
 pub trait DataShape: 'static {
@@ -67,17 +69,6 @@ impl DataTypeFunctions for DataObject {
     }
 }
 
-impl DataObject {
-    /// A frozen instance of `class` holding `values` (already frozen Strings).
-    pub fn wrap(ruby: &Ruby, class: RClass, values: Vec<Value>) -> Value {
-        let cell = OnceCell::new();
-        let _ = cell.set(values.into_iter().map(Opaque::from).collect());
-        let object: Obj<DataObject> = ruby.obj_wrap_as(DataObject { values: cell }, class);
-        object.freeze();
-        object.as_value()
-    }
-}
-
 /// The allocator of every Data-like class: an uninitialized [`DataObject`]
 /// of the allocated class.
 unsafe extern "C" fn allocate(class: rb_sys::VALUE) -> rb_sys::VALUE {
@@ -91,6 +82,15 @@ unsafe extern "C" fn allocate(class: rb_sys::VALUE) -> rb_sys::VALUE {
 }
 
 impl DataObject {
+    /// A frozen instance of `class` holding `values` (already frozen Strings).
+    pub fn wrap(ruby: &Ruby, class: RClass, values: Vec<Value>) -> Value {
+        let cell = OnceCell::new();
+        let _ = cell.set(values.into_iter().map(Opaque::from).collect());
+        let object: Obj<DataObject> = ruby.obj_wrap_as(DataObject { values: cell }, class);
+        object.freeze();
+        object.as_value()
+    }
+
     /// Makes `class` allocate [`DataObject`]s (magnus's `define_alloc_func`
     /// ties a TypedData to one class; Execution and Chunk share this one).
     pub fn define_alloc(class: RClass) {
@@ -147,43 +147,17 @@ impl Execution {
     }
 }
 
-/// Defines the Data-like methods of `$shape` on `$class` (readers included).
+/// Defines the Rust half of `$shape` on `$class`: [`data::define`] and the
+/// private `initialize_values` (a macro: magnus's `method!` takes no generic
+/// parameter of an enclosing function).
 macro_rules! define_data_class {
     ($ruby:expr, $class:expr, $shape:ty) => {{
-        let ruby: &magnus::Ruby = $ruby;
-        use magnus::{function, method, Module, Object};
-        use $crate::ruby_api::execution::{data, DataObject, DataShape};
+        use magnus::{method, Module};
+        use $crate::ruby_api::execution::data;
         let class: magnus::RClass = $class;
-        DataObject::define_alloc(class);
-        let readers = [
-            method!(data::reader::<0>, 0),
-            method!(data::reader::<1>, 0),
-            method!(data::reader::<2>, 0),
-            method!(data::reader::<3>, 0),
-            method!(data::reader::<4>, 0),
-        ];
-        let names = <$shape as DataShape>::MEMBERS
-            .iter()
-            .chain(<$shape as DataShape>::EXTRAS);
-        for (name, reader) in names.zip(readers) {
-            class.define_method(*name, reader)?;
-        }
-        let _ = ruby;
-        class.define_singleton_method("members", function!(data::class_members::<$shape>, 0))?;
-        class.define_method("initialize", method!(data::initialize::<$shape>, -1))?;
-        class.define_method("members", method!(data::members::<$shape>, 0))?;
-        class.define_method("to_h", method!(data::to_h::<$shape>, -1))?;
-        class.define_method("with", method!(data::with::<$shape>, -1))?;
-        class.define_method("==", method!(data::equal::<$shape>, 1))?;
-        class.define_method("eql?", method!(data::eql::<$shape>, 1))?;
-        class.define_method("hash", method!(data::hash::<$shape>, 0))?;
-        class.define_method("inspect", method!(data::inspect::<$shape>, 0))?;
-        class.define_method("to_s", method!(data::inspect::<$shape>, 0))?;
-        class.define_method("deconstruct", method!(data::deconstruct::<$shape>, 0))?;
-        class.define_method(
-            "deconstruct_keys",
-            method!(data::deconstruct_keys::<$shape>, 1),
-        )?;
+        data::define::<$shape>($ruby, class)?;
+        let initialize_values = method!(data::initialize_values::<$shape>, 1);
+        class.define_private_method("initialize_values", initialize_values)?;
     }};
 }
 pub(crate) use define_data_class;
@@ -196,11 +170,143 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     Ok(())
 }
 
-/// True iff `error` is nil and `exit_code` is 0 (or 0.0).
+/// True iff `error` is nil and `exit_code` is 0 (or, for a value a caller
+/// passed to `new`, `== 0`: 0.0 too).
 fn success(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
     let values = data::values(rb_self)?;
-    if !values[3].is_nil() {
+    let code = values[2];
+    if !values[3].is_nil() || code.is_nil() {
         return Ok(false);
     }
-    values::equal_values(values[2], ruby.integer_from_i64(0).as_value(), false)
+    if let Some(number) = Fixnum::from_value(code) {
+        return Ok(number.to_i64() == 0);
+    }
+    let zero = ruby.integer_from_i64(0);
+    Ok(code.funcall::<_, _, Value>("==", (zero,))?.to_bool())
+}
+
+/// The storage methods the Ruby side (`DataLike`) builds on.
+pub mod data {
+    use magnus::{method, Module};
+
+    use super::*;
+
+    /// Defines on `class` the allocator, the readers of `S`'s members and
+    /// extras, the private constants `MEMBERS`, `OPTIONAL` and `EXTRAS`
+    /// (frozen Arrays of Symbols), and the protected `data_values` that
+    /// `DataLike` builds on (with `initialize_values`, see
+    /// [`define_data_class`](super::define_data_class)).
+    pub fn define<S: DataShape>(ruby: &Ruby, class: RClass) -> Result<(), Error> {
+        DataObject::define_alloc(class);
+        let readers = [
+            method!(reader::<0>, 0),
+            method!(reader::<1>, 0),
+            method!(reader::<2>, 0),
+            method!(reader::<3>, 0),
+            method!(reader::<4>, 0),
+        ];
+        for (name, reader) in S::MEMBERS.iter().chain(S::EXTRAS).zip(readers) {
+            class.define_method(*name, reader)?;
+        }
+        for (constant, names) in [
+            ("MEMBERS", S::MEMBERS),
+            ("OPTIONAL", S::OPTIONAL),
+            ("EXTRAS", S::EXTRAS),
+        ] {
+            let symbols = ruby.ary_from_iter(names.iter().map(|name| ruby.to_symbol(name)));
+            symbols.freeze();
+            class.const_set(constant, symbols)?;
+        }
+        class.define_protected_method("data_values", method!(data_values, 0))?;
+        Ok(())
+    }
+
+    /// Every value (MEMBERS then EXTRAS) of an initialized object.
+    pub fn values(rb_self: Value) -> Result<Vec<Value>, Error> {
+        let ruby = Ruby::get_with(rb_self);
+        let object = <&DataObject>::try_convert(rb_self)?;
+        match object.values.get() {
+            Some(values) => Ok(values.iter().map(|value| ruby.get_inner(*value)).collect()),
+            None => Err(Error::new(
+                ruby.exception_runtime_error(),
+                format!(
+                    "{} was not initialized",
+                    crate::helpers::value_object::class_name_or_empty(rb_self)
+                ),
+            )),
+        }
+    }
+
+    /// The value at `I` (a member or an extra).
+    pub fn reader<const I: usize>(rb_self: Value) -> Result<Value, Error> {
+        Ok(values(rb_self)?[I])
+    }
+
+    /// `data_values`: every value as an Array (MEMBERS then EXTRAS).
+    fn data_values(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+        Ok(ruby.ary_from_iter(values(rb_self)?))
+    }
+
+    /// `initialize_values(values)`: stores `values` (MEMBERS then EXTRAS,
+    /// checked by the caller) once and freezes the object.
+    pub fn initialize_values<S: DataShape>(
+        ruby: &Ruby,
+        rb_self: Obj<DataObject>,
+        values: RArray,
+    ) -> Result<(), Error> {
+        let expected = S::MEMBERS.len() + S::EXTRAS.len();
+        if values.len() != expected {
+            let message = format!("{expected} values expected, {} given", values.len());
+            return Err(crate::ruby_api::errors::argument_error(ruby, message));
+        }
+        let values = (0..expected)
+            .map(|index| Ok(Opaque::from(values.entry::<Value>(index as isize)?)))
+            .collect::<Result<Box<[_]>, Error>>()?;
+        rb_self
+            .values
+            .set(values)
+            .map_err(|_| Error::new(ruby.exception_frozen_error(), "can't modify frozen value"))?;
+        rb_self.freeze();
+        Ok(())
+    }
+}
+
+/// String#inspect through its C body.
+fn inspect_text(text: RString) -> Result<String, Error> {
+    // SAFETY: a live String, GVL held; a raise is caught by `protect`.
+    let raw = protect(|| unsafe { rb_sys::rb_str_inspect(text.as_raw()) })?;
+    // SAFETY: rb_str_inspect returned a live String.
+    RString::try_convert(unsafe { Value::from_raw(raw) })?.to_string()
+}
+
+/// How `inspect` shows a String, a number, a Symbol, nil or a boolean, for
+/// an error message and without asking Ruby (`None` for any other object).
+pub(crate) fn show_plain(value: Value) -> Result<Option<String>, Error> {
+    if let Some(text) = RString::from_value(value) {
+        return inspect_text(text).map(Some);
+    }
+    if let Some(number) = Fixnum::from_value(value) {
+        return Ok(Some(number.to_i64().to_string()));
+    }
+    if let Some(number) = Float::from_value(value) {
+        let shown = littleghost_sandbox_core::process::arguments::float_text(number.to_f64());
+        return Ok(Some(shown));
+    }
+    if value.is_nil() {
+        return Ok(Some("nil".into()));
+    }
+    if magnus::value::Qtrue::from_value(value).is_some()
+        || magnus::value::Qfalse::from_value(value).is_some()
+    {
+        return Ok(Some(value.to_bool().to_string()));
+    }
+    let Some(symbol) = Symbol::from_value(value) else {
+        return Ok(None);
+    };
+    let name = symbol.name()?;
+    if littleghost_sandbox_core::shown::bare_symbol(&name) {
+        return Ok(Some(format!(":{name}")));
+    }
+    let text = magnus::Ruby::get_with(value).str_new(&name);
+    Ok(Some(format!(":{}", inspect_text(text)?)))
 }

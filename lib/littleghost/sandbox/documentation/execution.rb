@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 #--
-# Documentation only: LittleGhost::Sandbox::Execution is defined by the Rust extension. This file defines nothing.
+# Documentation only: LittleGhost::Sandbox::Execution is defined by the Rust extension (its storage, readers and
+# #success?) and lib/littleghost/sandbox/data_like.rb (the rest of its Data protocol). This file defines nothing.
 #++
 
 module LittleGhost

@@ -2,7 +2,8 @@
 
 #--
 # Documentation only: LittleGhost::Sandbox::ProcessSession, its Chunk and its Status are defined by the Rust
-# extension. This file defines nothing.
+# extension (Chunk's Data protocol beyond its readers by lib/littleghost/sandbox/data_like.rb). This file defines
+# nothing.
 #++
 
 module LittleGhost

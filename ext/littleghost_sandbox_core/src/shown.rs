@@ -1,0 +1,45 @@
+//! How error messages show plain values, the way Ruby's `inspect` does
+//! (Floats: [`crate::process::arguments::float_text`]).
+
+/// Whether a Symbol named `name` is shown bare (`:name`) rather than quoted
+/// (`:"a b"`): an identifier (a letter or `_`, then letters, digits or `_`),
+/// optionally ending in `?`, `!` or `=`.
+pub fn bare_symbol(name: &str) -> bool {
+    let starts_well = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphabetic() || c == '_');
+    starts_well
+        && name
+            .trim_end_matches(['?', '!', '='])
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_are_bare() {
+        for name in [
+            "stdout",
+            "exit_code",
+            "_private",
+            "Const",
+            "ready?",
+            "save!",
+            "name=",
+            "é",
+        ] {
+            assert!(bare_symbol(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_quoted() {
+        for name in ["", "a b", "1st", "-", "a-b", "?", "x.y"] {
+            assert!(!bare_symbol(name), "{name}");
+        }
+    }
+}
