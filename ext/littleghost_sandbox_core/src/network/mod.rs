@@ -9,6 +9,7 @@
 pub mod allowlist;
 pub mod denial;
 pub mod external;
+mod external_grants;
 pub mod gateway;
 mod proxy;
 
