@@ -3,6 +3,7 @@
 //! (issue 12), whether it grants a tool-visible writable path (W13), and how
 //! `scope` selects its options from a named profile or explicit keywords (10.8).
 
+pub mod inspect;
 pub mod profiles;
 pub mod providers;
 

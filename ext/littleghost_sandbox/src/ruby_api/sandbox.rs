@@ -217,47 +217,29 @@ fn close(rb_self: Value) {
 // ---------------------------------------------------------------------------
 // inspect (issue 12 item 8).
 
-/// `#<CLASS provider=:NAME root="/w" files={root: :read_write} runtime_paths={} network=:none open|closed>`:
-/// what a user needs, read from the effective policy; never internal state.
+/// The core's summary (`#<CLASS provider=:NAME root="/w" ... open|closed>`),
+/// read from the effective policy; never internal state.
 fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     // SAFETY: the class name is copied into an owned String before any other Ruby call.
     let class_name = unsafe { rb_self.classname() }.into_owned();
     let Some(sandbox) = borrow(rb_self).filter(|sandbox| sandbox.initialized()) else {
         return Ok(format!("#<{class_name} uninitialized>"));
     };
-    let mut out = format!("#<{class_name}");
-    if let Some(provider) = PROVIDERS.name_of(ruby, rb_self.class().as_value())? {
-        out.push_str(&format!(" provider=:{provider}"));
-    }
+    let provider = PROVIDERS.name_of(ruby, rb_self.class().as_value())?;
     // A user's workspace object may be any duck type with `root`.
-    if let Ok(root) = workspace_of(ruby, rb_self).funcall::<_, _, Value>("root", ()) {
-        out.push_str(&format!(" root={}", vo::inspect_value(ruby, root)?));
-    }
+    let root = match workspace_of(ruby, rb_self).funcall::<_, _, Value>("root", ()) {
+        Ok(root) => Some(vo::inspect_value(ruby, root)?),
+        Err(_) => None,
+    };
     let policy = enforced_policy(ruby, rb_self).unwrap_or_else(|_| requested_policy(ruby, rb_self));
-    let mut network = "default".to_owned();
-    if let Some(policy) = crate::ruby_api::policy::borrow(policy).map(|p| p.core()) {
-        for (label, table) in [
-            ("files", &policy.files),
-            ("runtime_paths", &policy.runtime_paths),
-        ] {
-            let grants = ruby.hash_new();
-            for (name, access) in table.entries() {
-                grants.aset(ruby.to_symbol(name), ruby.to_symbol(access.name()))?;
-            }
-            out.push_str(&format!(
-                " {label}={}",
-                vo::inspect_value(ruby, grants.as_value())?
-            ));
-        }
-        if let Some(mode) = policy.network.as_ref().map(|n| n.mode.name()) {
-            network = format!(":{mode}");
-        }
-    }
-    out.push_str(&format!(" network={network}"));
-    out.push_str(if sandbox.opened() {
-        " open>"
-    } else {
-        " closed>"
-    });
-    Ok(out)
+    let summary = rules::inspect::Summary {
+        class_name: &class_name,
+        provider: provider.as_deref(),
+        root: root.as_deref(),
+        policy: crate::ruby_api::policy::borrow(policy).map(|policy| policy.core()),
+        open: sandbox.opened(),
+    };
+    // Symbol#inspect of a grant name; it does not fail for a Symbol.
+    let symbol = |name: &str| vo::inspect_value(ruby, ruby.to_symbol(name).as_value());
+    Ok(summary.render(|name| symbol(name).unwrap_or_else(|_| format!(":{name:?}"))))
 }
