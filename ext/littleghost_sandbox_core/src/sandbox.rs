@@ -3,6 +3,10 @@
 //! (issue 12), whether it grants a tool-visible writable path (W13), and how
 //! `scope` selects its options from a named profile or explicit keywords (10.8).
 
+pub mod inspect;
+pub mod profiles;
+pub mod providers;
+
 use crate::error::{argument, policy, Error, Result};
 use crate::grants::Access;
 use crate::policy::Policy;

@@ -60,8 +60,7 @@ impl Registry {
         Ok(implementation)
     }
 
-    /// The registered class, or DependencyError "LABEL provider :NAME is not available; ..."
-    /// that says the name is unknown (not merely uninstalled) and lists the registered names.
+    /// The registered class, or the core's DependencyError for an unknown name.
     pub fn resolve(&self, ruby: &Ruby, name: Value) -> Result<Value, Error> {
         let key = self.key(name)?;
         let table = self.table(ruby)?;
@@ -70,20 +69,13 @@ impl Registry {
         }
         let mut registered = Vec::new();
         table.foreach(|name: Symbol, _: Value| {
-            registered.push(format!(":{}", name.name()?));
+            registered.push(name.name()?.into_owned());
             Ok(magnus::r_hash::ForEach::Continue)
         })?;
-        registered.sort();
-        Err(errors::dependency_error(
-            ruby,
-            format!(
-                "{label} provider :{name} is not available; it is not a registered {label} provider \
-                 (registered: {list})",
-                label = self.label,
-                name = key.name().map(|n| n.into_owned()).unwrap_or_default(),
-                list = if registered.is_empty() { "none".to_string() } else { registered.join(", ") },
-            ),
-        ))
+        let name = key.name()?;
+        let error =
+            littleghost_sandbox_core::sandbox::providers::unknown(self.label, &name, registered);
+        Err(errors::from_core(ruby, error))
     }
 
     /// The name `class` is registered under (the first, sorted), if any.
@@ -96,8 +88,7 @@ impl Registry {
                 }
                 Ok(magnus::r_hash::ForEach::Continue)
             })?;
-        names.sort();
-        Ok(names.into_iter().next())
+        Ok(names.into_iter().min())
     }
 
     fn key(&self, name: Value) -> Result<Symbol, Error> {

@@ -1,8 +1,8 @@
 //! `LittleGhost::Network::BuiltinGateway` (SPEC G.3, G.5, G.7): the gem's
-//! own enforcing gateway, the core's `network::Gateway`, behind the G.2
-//! protocol so a backend treats it like any other gateway. The allowlist is
-//! checked at construction; `open` starts the gateway on the gem's runtime,
-//! `close` stops it without the GVL (stopping waits for its tasks).
+//! own enforcing gateway, the core's `network::BuiltinGateway`, behind the
+//! G.2 protocol so a backend treats it like any other gateway. The allowlist
+//! is checked at construction; `open` starts the gateway on the gem's
+//! runtime, `close` stops it without the GVL (stopping waits for its tasks).
 
 use std::sync::{Arc, Mutex};
 
@@ -41,14 +41,11 @@ pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-/// The built-in gateway: its validated allowlist and, once opened, the
-/// running core gateway (kept after `close` so its denials stay readable).
+/// The built-in gateway: the core's allowlist and lifecycle.
 #[derive(TypedData)]
 #[magnus(class = "LittleGhost::Network::BuiltinGateway", free_immediately, size)]
 pub struct BuiltinGateway {
-    allowlist: core::Allowlist,
-    entries: Vec<String>,
-    gateway: Mutex<Option<Arc<core::Gateway>>>,
+    core: core::BuiltinGateway,
     /// The denial log of the sandbox this gateway serves, if one attached it:
     /// each 403 is recorded there too (issue 12 item 12).
     denials: Mutex<Option<Arc<DenialHub>>>,
@@ -82,14 +79,10 @@ impl BuiltinOptions {
 /// BuiltinGateway.new(allow:, allow_private_destinations: false): PolicyError for a malformed entry (G.7).
 fn new(ruby: &Ruby, class: RClass, rb_args: &[Value]) -> Result<Obj<BuiltinGateway>, Error> {
     let options = BuiltinOptions::parse(ruby, rb_args)?;
-    let allowlist = core::Allowlist::new(&options.allow, options.allow_private_destinations);
-    let allowlist = errors::core_result(ruby, allowlist)?;
-    let entries = allowlist.entries().iter().map(|d| d.to_string()).collect();
+    let gateway = core::BuiltinGateway::new(&options.allow, options.allow_private_destinations);
     Ok(ruby.obj_wrap_as(
         BuiltinGateway {
-            allowlist,
-            entries,
-            gateway: Mutex::new(None),
+            core: errors::core_result(ruby, gateway)?,
             denials: Mutex::new(None),
         },
         class,
@@ -105,46 +98,32 @@ pub(crate) fn attach_denials(gateway: Value, hub: Arc<DenialHub>) {
 }
 
 impl BuiltinGateway {
-    fn current(&self) -> Option<Arc<core::Gateway>> {
-        self.gateway
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
     /// The running gateway, if `open` ran and `close` has not.
     fn running(&self) -> Option<Arc<core::Gateway>> {
-        self.current().filter(|g| g.is_running())
+        self.core.running()
     }
 
     fn allow(ruby: &Ruby, rb_self: &Self) -> RArray {
-        vo::frozen_strings(ruby, &rb_self.entries)
+        vo::frozen_strings(ruby, &rb_self.core.entries())
     }
 
     fn allow_private(rb_self: &Self) -> bool {
-        rb_self.allowlist.allow_private_destinations()
+        rb_self.core.allowlist().allow_private_destinations()
     }
 
     /// open(run: nil): starts serving on a socket in a fresh private directory; idempotent.
     fn open(ruby: &Ruby, rb_self: Obj<Self>, rb_args: &[Value]) -> Result<Obj<Self>, Error> {
         args::keywords(ruby, args::keywords_only(rb_args)?, &[], &["run"])?;
-        if rb_self.running().is_some() {
-            return Ok(rb_self);
-        }
-        let mut config = core::GatewayConfig::new(rb_self.allowlist.clone());
         let hub = rb_self
             .denials
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        if let Some(hub) = hub {
-            // Called on a gateway thread without the GVL: only the Rust log is touched.
-            config.on_denial = Some(Arc::new(move |denial: &core::Denial| {
-                hub.record_only(CoreDenial::from(denial))
-            }));
-        }
-        let gateway = errors::core_result(ruby, core::Gateway::start(config))?;
-        *rb_self.gateway.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(gateway));
+        // Called on a gateway thread without the GVL: only the Rust log is touched.
+        let on_denial = hub.map(|hub| -> core::DenialCallback {
+            Arc::new(move |denial: &core::Denial| hub.record_only(CoreDenial::from(denial)))
+        });
+        errors::core_result(ruby, rb_self.core.open(on_denial))?;
         Ok(rb_self)
     }
 
@@ -163,12 +142,7 @@ impl BuiltinGateway {
 
     /// validate!: DependencyError unless the gateway is serving.
     fn validate(ruby: &Ruby, rb_self: Obj<Self>) -> Result<Obj<Self>, Error> {
-        if rb_self.running().is_none() {
-            return Err(errors::dependency_error(
-                ruby,
-                "the built-in network gateway is not open",
-            ));
-        }
+        errors::core_result(ruby, rb_self.core.validate())?;
         Ok(rb_self)
     }
 
@@ -193,21 +167,19 @@ impl BuiltinGateway {
     /// (`at:` Time, `destination:` "host:port", `reason:` Symbol, `message:` String).
     fn denials(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
         let list = ruby.ary_new();
-        for denial in rb_self.current().map(|g| g.denials()).unwrap_or_default() {
-            let reason = CoreDenial::from(&denial).reason.name();
+        for record in rb_self.core.denials() {
+            // The sandbox's view of the record: target "host:port", the reason's text.
+            let denial = CoreDenial::from(&record);
             let hash = args::kwargs(
                 ruby,
                 &[
                     ("at", denial.at.into_value_with(ruby)),
                     (
                         "destination",
-                        vo::frozen_str(ruby, &denial.destination).as_value(),
+                        vo::frozen_str(ruby, &denial.target).as_value(),
                     ),
-                    ("reason", ruby.to_symbol(reason).as_value()),
-                    (
-                        "message",
-                        vo::frozen_str(ruby, denial.reason.text()).as_value(),
-                    ),
+                    ("reason", ruby.to_symbol(denial.reason.name()).as_value()),
+                    ("message", vo::frozen_str(ruby, &denial.message).as_value()),
                 ],
             )?;
             hash.freeze();

@@ -187,21 +187,13 @@ impl ExternalGateway {
     fn open(ruby: &Ruby, rb_self: Obj<Self>, rb_args: &[Value]) -> Result<Obj<Self>, Error> {
         args::keywords(ruby, args::keywords_only(rb_args)?, &[], &["run"])?;
         let policy = ruby.get_inner(rb_self.policy);
-        let names = match crate::ruby_api::policy::borrow(policy) {
-            Some(policy) => Some(
-                policy
-                    .core()
-                    .runtime_paths
-                    .entries()
-                    .iter()
-                    .map(|(n, _)| n.clone())
-                    .collect(),
-            ),
-            None => duck_runtime_paths(policy)?,
-        };
-        if let Some(names) = names {
-            let core = rb_self.core();
-            errors::core_result(ruby, core.check_grants(names.iter().map(String::as_str)))?;
+        if let Some(policy) = crate::ruby_api::policy::borrow(policy) {
+            errors::core_result(ruby, rb_self.core().check_policy(policy.core()))?;
+        } else if let Some(names) = duck_runtime_paths(policy)? {
+            let checked = rb_self
+                .core()
+                .check_grants(names.iter().map(String::as_str));
+            errors::core_result(ruby, checked)?;
         }
         errors::core_result(ruby, rb_self.core().open())?;
         Ok(rb_self)

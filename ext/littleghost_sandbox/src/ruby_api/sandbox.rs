@@ -21,7 +21,6 @@ use magnus::{
     method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs, RClass, RHash,
     Ruby, Symbol, Value,
 };
-use state::{base_value, Field};
 
 use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::{constants, value_object as vo};
@@ -31,9 +30,9 @@ pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     sandbox.define_alloc_func::<Sandbox>();
     providers::init(sandbox)?;
     sandbox.define_method("initialize", method!(initialize, -1))?;
-    sandbox.define_method("workspace", method!(workspace, 0))?;
-    sandbox.define_method("policy", method!(policy, 0))?;
-    sandbox.define_method("limits", method!(limits, 0))?;
+    sandbox.define_method("workspace", method!(workspace_of, 0))?;
+    sandbox.define_method("policy", method!(requested_policy, 0))?;
+    sandbox.define_method("limits", method!(limits_of, 0))?;
     sandbox.define_method("effective_policy", method!(effective_policy, 0))?;
     sandbox.define_method("capabilities", method!(capabilities, 0))?;
     sandbox.define_method("scope", method!(scope, -1))?;
@@ -51,33 +50,18 @@ pub(crate) fn error_message(error: &Error) -> String {
     errors::message(error)
 }
 
-/// `LittleGhost::Sandbox::Capabilities.new(features: [], network_modes: [])`.
-pub(crate) fn empty_capabilities(ruby: &Ruby) -> Result<Value, Error> {
-    crate::ruby_api::capabilities::empty(ruby)
-}
-
 // ---------------------------------------------------------------------------
 // Construction and readers (10.1, 10.2).
 
-/// `workspace`, `policy`, `profiles` and `limits` as given to `Sandbox.new`.
-pub(crate) type BaseOptions = (Value, Option<Value>, Option<Value>, Option<Value>);
-
-/// Parses the keywords of `Sandbox.new` (workspace, policy, profiles, limits) as Ruby would.
-pub(crate) fn base_options(args: &[Value]) -> Result<BaseOptions, Error> {
-    let options = keywords_only(args)?;
+/// Binds the sandbox to `workspace`, normalising `policy`, `profiles` and `limits`; performs no filesystem I/O.
+fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let parsed = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>, Option<Value>), ()>(
-        options,
+        keywords_only(args)?,
         &["workspace"],
         &["policy", "profiles", "limits"],
     )?;
     let (workspace,) = parsed.required;
     let (policy, profiles, limits) = parsed.optional;
-    Ok((workspace, policy, profiles, limits))
-}
-
-/// Binds the sandbox to `workspace`, normalising `policy`, `profiles` and `limits`; performs no filesystem I/O.
-fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
-    let (workspace, policy, profiles, limits) = base_options(args)?;
     assign(ruby, rb_self, workspace, policy, profiles, limits)
 }
 
@@ -141,26 +125,11 @@ fn normalize_profiles(ruby: &Ruby, profiles: Option<Value>) -> Result<RHash, Err
     Ok(normalized)
 }
 
-/// The Workspace whose files and processes this sandbox governs.
-fn workspace(ruby: &Ruby, rb_self: Value) -> Value {
-    base_value(ruby, rb_self, Field::Workspace)
-}
-
-/// The normalised policy requested by trusted configuration.
-fn policy(ruby: &Ruby, rb_self: Value) -> Value {
-    base_value(ruby, rb_self, Field::Policy)
-}
-
-/// The file and process output bounds enforced by this sandbox.
-fn limits(ruby: &Ruby, rb_self: Value) -> Value {
-    base_value(ruby, rb_self, Field::Limits)
-}
-
 /// The policy the backend enforces; the base enforces exactly the requested policy.
 fn effective_policy(ruby: &Ruby, rb_self: Value) -> Value {
     match borrow(rb_self).and_then(|sandbox| sandbox.stored_enforced(ruby)) {
         Some((policy, _)) => policy,
-        None => base_value(ruby, rb_self, Field::Policy),
+        None => requested_policy(ruby, rb_self),
     }
 }
 
@@ -168,7 +137,7 @@ fn effective_policy(ruby: &Ruby, rb_self: Value) -> Value {
 fn capabilities(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     match borrow(rb_self).and_then(|sandbox| sandbox.stored_enforced(ruby)) {
         Some((_, capabilities)) => Ok(capabilities),
-        None => empty_capabilities(ruby),
+        None => crate::ruby_api::capabilities::empty(ruby),
     }
 }
 
@@ -190,7 +159,7 @@ fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
         None => explicit,
         Some(profile) => profile_options(ruby, rb_self, profile)?,
     };
-    // Every option is given, as nil when absent.
+    // Every option is given, as nil when absent (or given as nil).
     let selection = selection.map(|value| Some(value.unwrap_or_else(|| ruby.qnil().as_value())));
     crate::ruby_api::scope::narrowed(ruby, rb_self.as_value(), selection)
 }
@@ -202,7 +171,7 @@ fn profile_options(
     profile: Value,
 ) -> Result<[Option<Value>; 4], Error> {
     let name: Symbol = vo::name_to_sym(profile, "sandbox profile name")?;
-    let profiles = base_value(ruby, rb_self, Field::Profiles);
+    let profiles = state::profiles_of(ruby, rb_self);
     let profiles = RHash::from_value(profiles).unwrap_or_else(|| ruby.hash_new());
     let Some(mut options) = profiles.get(name) else {
         return Err(errors::from_core(
@@ -225,19 +194,7 @@ fn profile_options(
         let key = vo::name_to_sym(key, "sandbox scope profile option")?;
         named.push((key.name()?.into_owned(), value));
     }
-    errors::core_result(
-        ruby,
-        rules::check_profile_keys(named.iter().map(|(k, _)| k.as_str())),
-    )?;
-    let mut selection = [None; 4];
-    for (slot, key) in selection.iter_mut().zip(rules::PROFILE_KEYS) {
-        *slot = named
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| *v)
-            .filter(|v| !v.is_nil());
-    }
-    Ok(selection)
+    errors::core_result(ruby, rules::profiles::selection(&named))
 }
 
 // ---------------------------------------------------------------------------
@@ -260,47 +217,29 @@ fn close(rb_self: Value) {
 // ---------------------------------------------------------------------------
 // inspect (issue 12 item 8).
 
-/// `#<CLASS provider=:NAME root="/w" files={root: :read_write} runtime_paths={} network=:none open|closed>`:
-/// what a user needs, read from the effective policy; never internal state.
+/// The core's summary (`#<CLASS provider=:NAME root="/w" ... open|closed>`),
+/// read from the effective policy; never internal state.
 fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     // SAFETY: the class name is copied into an owned String before any other Ruby call.
     let class_name = unsafe { rb_self.classname() }.into_owned();
     let Some(sandbox) = borrow(rb_self).filter(|sandbox| sandbox.initialized()) else {
         return Ok(format!("#<{class_name} uninitialized>"));
     };
-    let mut out = format!("#<{class_name}");
-    if let Some(provider) = PROVIDERS.name_of(ruby, rb_self.class().as_value())? {
-        out.push_str(&format!(" provider=:{provider}"));
-    }
+    let provider = PROVIDERS.name_of(ruby, rb_self.class().as_value())?;
     // A user's workspace object may be any duck type with `root`.
-    if let Ok(root) = workspace_of(ruby, rb_self).funcall::<_, _, Value>("root", ()) {
-        out.push_str(&format!(" root={}", vo::inspect_value(ruby, root)?));
-    }
+    let root = match workspace_of(ruby, rb_self).funcall::<_, _, Value>("root", ()) {
+        Ok(root) => Some(vo::inspect_value(ruby, root)?),
+        Err(_) => None,
+    };
     let policy = enforced_policy(ruby, rb_self).unwrap_or_else(|_| requested_policy(ruby, rb_self));
-    let mut network = "default".to_owned();
-    if let Some(policy) = crate::ruby_api::policy::borrow(policy).map(|p| p.core()) {
-        for (label, table) in [
-            ("files", &policy.files),
-            ("runtime_paths", &policy.runtime_paths),
-        ] {
-            let grants = ruby.hash_new();
-            for (name, access) in table.entries() {
-                grants.aset(ruby.to_symbol(name), ruby.to_symbol(access.name()))?;
-            }
-            out.push_str(&format!(
-                " {label}={}",
-                vo::inspect_value(ruby, grants.as_value())?
-            ));
-        }
-        if let Some(mode) = policy.network.as_ref().map(|n| n.mode.name()) {
-            network = format!(":{mode}");
-        }
-    }
-    out.push_str(&format!(" network={network}"));
-    out.push_str(if sandbox.opened() {
-        " open>"
-    } else {
-        " closed>"
-    });
-    Ok(out)
+    let summary = rules::inspect::Summary {
+        class_name: &class_name,
+        provider: provider.as_deref(),
+        root: root.as_deref(),
+        policy: crate::ruby_api::policy::borrow(policy).map(|policy| policy.core()),
+        open: sandbox.opened(),
+    };
+    // Symbol#inspect of a grant name; it does not fail for a Symbol.
+    let symbol = |name: &str| vo::inspect_value(ruby, ruby.to_symbol(name).as_value());
+    Ok(summary.render(|name| symbol(name).unwrap_or_else(|_| format!(":{name:?}"))))
 }

@@ -19,13 +19,12 @@ use magnus::{function, Error, Module, Object, RClass, RHash, Ruby};
 
 use crate::helpers::nogvl;
 
-pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
+pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let hooks = sandbox.define_module("TestHooks")?;
     hooks.define_singleton_method("panic_with_gvl", function!(panic_with_gvl, 0))?;
     hooks.define_singleton_method("panic_without_gvl", function!(panic_without_gvl, 0))?;
     hooks.define_singleton_method("provider_snapshot", function!(provider_snapshot, 0))?;
     hooks.define_singleton_method("restore_providers", function!(restore_providers, 1))?;
-    let _ = ruby;
     Ok(())
 }
 

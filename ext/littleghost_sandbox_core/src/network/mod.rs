@@ -7,12 +7,15 @@
 //! `127.0.0.1:3128` inside a sandbox's network namespace to that socket.
 
 pub mod allowlist;
+pub mod builtin;
 pub mod denial;
 pub mod external;
+mod external_grants;
 pub mod gateway;
 mod proxy;
 
 pub use allowlist::{refused_address, Allowlist, Destination, Host};
+pub use builtin::BuiltinGateway;
 pub use denial::{Denial, DenialCallback, DenialReason, Denials};
 pub use external::{ExternalDeclaration, ExternalGateway};
 pub use gateway::{Gateway, GatewayConfig};

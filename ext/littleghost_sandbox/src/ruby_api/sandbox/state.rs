@@ -136,36 +136,27 @@ pub(crate) fn borrow(value: Value) -> Option<&'static Sandbox> {
     <&Sandbox>::try_convert(value).ok()
 }
 
-/// Which value `Sandbox.new` stored: [`base_value`] picks one.
-#[derive(Clone, Copy)]
-pub(crate) enum Field {
-    Workspace,
-    Policy,
-    Profiles,
-    Limits,
-}
-
-/// One of the values `Sandbox.new` stored, or nil before `initialize` ran.
-pub(crate) fn base_value(ruby: &Ruby, rb_self: Value, field: Field) -> Value {
-    let Some(base) = borrow(rb_self).and_then(|sandbox| sandbox.base.get()) else {
-        return ruby.qnil().as_value();
-    };
-    ruby.get_inner(match field {
-        Field::Workspace => base.workspace,
-        Field::Policy => base.policy,
-        Field::Profiles => base.profiles,
-        Field::Limits => base.limits,
-    })
+/// One of the values `Sandbox.new` stored (`pick` chooses), or nil before `initialize` ran.
+fn base_value(ruby: &Ruby, rb_self: Value, pick: fn(Base) -> Opaque<Value>) -> Value {
+    match borrow(rb_self).and_then(|sandbox| sandbox.base.get()) {
+        Some(base) => ruby.get_inner(pick(base)),
+        None => ruby.qnil().as_value(),
+    }
 }
 
 /// The workspace given to `new` (nil before `initialize` ran).
 pub(crate) fn workspace_of(ruby: &Ruby, rb_self: Value) -> Value {
-    base_value(ruby, rb_self, Field::Workspace)
+    base_value(ruby, rb_self, |base| base.workspace)
 }
 
 /// The limits given to `new`, coerced (nil before `initialize` ran).
 pub(crate) fn limits_of(ruby: &Ruby, rb_self: Value) -> Value {
-    base_value(ruby, rb_self, Field::Limits)
+    base_value(ruby, rb_self, |base| base.limits)
+}
+
+/// The profiles given to `new`, normalised (nil before `initialize` ran).
+pub(crate) fn profiles_of(ruby: &Ruby, rb_self: Value) -> Value {
+    base_value(ruby, rb_self, |base| base.profiles)
 }
 
 /// Drops the cached default scope (a reopened Unrestricted sandbox pins anew).
@@ -177,7 +168,7 @@ pub(crate) fn forget_default_scope(rb_self: Value) {
 
 /// The policy given to `new`, normalised (what backends derive their effective policy from).
 pub(crate) fn requested_policy(ruby: &Ruby, rb_self: Value) -> Value {
-    base_value(ruby, rb_self, Field::Policy)
+    base_value(ruby, rb_self, |base| base.policy)
 }
 
 /// Stores already-normalised state (Native copies its platform backend's).
