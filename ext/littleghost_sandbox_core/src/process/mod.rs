@@ -13,6 +13,8 @@
 //! - [`group`]: process-group signals and liveness (17.12 building blocks);
 //!   [`running::Termination`] is the one TERM/grace/KILL protocol and
 //!   [`running::Owner`] terminates everything a sandbox started (H.4).
+//! - [`session`]: a long-lived child's rules (§18): refusals, the loops of
+//!   `write`, `read` and `wait`, the memory monitor, the status.
 //! - [`runtime`]: the per-process tokio runtime, re-created after `fork`.
 //! - [`spawner`]: the long-lived thread every child is started from (H.5).
 //! - [`procfs`]: memory readers (`/proc` snapshot parser, `ps` rows).
@@ -34,6 +36,7 @@ pub mod procfs;
 pub mod program;
 pub mod running;
 pub mod runtime;
+pub mod session;
 pub mod spawn;
 pub mod spawner;
 
