@@ -237,10 +237,20 @@ fn outcome(
         Err(Supervised::Raised(error)) => return Err(error),
     };
     let exceeded = exceeded.expect("a limit was exceeded");
-    if let Some(reporter) = &request.denials {
+    Err(limit_kill(ruby, request.denials.as_ref(), exceeded)?)
+}
+
+/// A run or session a limit ended (L.2): reported as a denial where the
+/// launch has a reporter; returns the ToolError to raise.
+pub fn limit_kill(
+    ruby: &Ruby,
+    denials: Option<&crate::ruby_api::denial::Reporter>,
+    exceeded: LimitExceeded,
+) -> Result<Error, Error> {
+    if let Some(reporter) = denials {
         reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))?;
     }
-    Err(launch_limits::exceeded_error(ruby, exceeded))
+    Ok(launch_limits::exceeded_error(ruby, exceeded))
 }
 
 /// A run ended at its output bound (`kill_on_output_limit`) is a denial

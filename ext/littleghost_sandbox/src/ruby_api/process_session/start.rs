@@ -1,13 +1,11 @@
 //! Starting a session (18.1): from Rust for the backends' `start_program`,
 //! or through the private `ProcessSession.new` keywords.
 
-use std::sync::atomic::AtomicBool;
-
 use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::process::{
     self as core_process, capture::DEFAULT_OUTPUT_BYTES, procfs::DefaultReader,
-    running::session_failure_subject, CaptureMode, Launch, RunningProcess, SpawnError,
-    SpawnOptions,
+    running::session_failure_subject, session::Session as SessionState, CaptureMode, Launch,
+    RunningProcess, SpawnError, SpawnOptions,
 };
 use magnus::{
     scan_args::{get_kwargs, scan_args},
@@ -16,7 +14,7 @@ use magnus::{
 };
 
 use super::monitor::start_monitor;
-use super::{ProcessSession, Session, SessionRequest, SessionState};
+use super::{ProcessSession, Session, SessionRequest};
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::nogvl;
@@ -153,21 +151,15 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
             return Err(Error::from(errno));
         }
     };
-    let state = SessionState {
-        process,
-        command: launch.argv.clone(),
-        output_bytes: request.output_bytes,
-        closed: AtomicBool::new(false),
-        monitor_stop: AtomicBool::new(false),
-        monitor_done: AtomicBool::new(false),
-        writing: AtomicBool::new(false),
-        denials: request.denials.clone(),
-    };
+    let state = SessionState::new(process, launch.argv, request.output_bytes);
     if session.state.set(state).is_err() {
         return Err(Error::new(
             ruby.exception_runtime_error(),
             "process session already started",
         ));
+    }
+    if let Some(reporter) = &request.denials {
+        let _ = session.denials.set(reporter.clone());
     }
     if let Some(limit) = request.limits.sampled_memory_bytes {
         let denials = (limit, request.denials);
