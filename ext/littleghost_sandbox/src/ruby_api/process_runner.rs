@@ -154,11 +154,8 @@ pub fn check_context(context: Option<Value>) -> Result<(), Error> {
 /// still returned. On timeout the raised TimeoutError (a ToolError) carries
 /// the Execution of what was captured before the group was terminated.
 pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
-    core_result(ruby, core_process::validate_argv(&request.argv))?;
-    core_result(
-        ruby,
-        core_process::validate_environment(&request.environment),
-    )?;
+    let (argv, environment) = (&request.argv, &request.environment);
+    core_result(ruby, core_process::validate_launch(argv, environment))?;
     check_context(request.context)?;
     // 18.9's reader, chosen before anything is spawned (L.3 fallback).
     let sampler = match request.limits.sampled_memory_bytes {
@@ -225,8 +222,13 @@ fn outcome(
         Err(Supervised::MemorySampled(bytes)) => Some(LimitExceeded::Memory { bytes }),
         Ok(exit) => {
             let execution = finish(exit);
-            if request.kill_on_output_limit && process.overflowed() {
-                report_output_kill(ruby, request.denials.as_ref(), request.max_output_bytes)?;
+            match &request.denials {
+                // A run ended at its output bound is a denial of kind `:limit`.
+                Some(reporter) if request.kill_on_output_limit && process.overflowed() => {
+                    let bytes = request.max_output_bytes;
+                    reporter.report(ruby, Denial::output_kill(&reporter.program, bytes))?;
+                }
+                _ => {}
             }
             return Ok(execution);
         }
@@ -251,26 +253,6 @@ pub fn limit_kill(
         reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))?;
     }
     Ok(launch_limits::exceeded_error(ruby, exceeded))
-}
-
-/// A run ended at its output bound (`kill_on_output_limit`) is a denial
-/// of kind `:limit`; a timeout is not (it refuses nothing the program asked).
-fn report_output_kill(
-    ruby: &Ruby,
-    reporter: Option<&crate::ruby_api::denial::Reporter>,
-    max_output_bytes: u64,
-) -> Result<(), Error> {
-    use littleghost_sandbox_core::denial::{Operation, Reason};
-    let Some(reporter) = reporter else {
-        return Ok(());
-    };
-    let denial = Denial::new(
-        Operation::Execute,
-        reporter.program.as_str(),
-        Reason::OutputLimit,
-        format!("Program output exceeded {max_output_bytes} bytes"),
-    );
-    reporter.report(ruby, denial)
 }
 
 /// An Execution for a program that could not run (127/126), or the ToolError.

@@ -107,11 +107,8 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Resul
 }
 
 fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), Error> {
-    core_result(ruby, core_process::validate_argv(&request.argv))?;
-    core_result(
-        ruby,
-        core_process::validate_environment(&request.environment),
-    )?;
+    let (argv, environment) = (&request.argv, &request.environment);
+    core_result(ruby, core_process::validate_launch(argv, environment))?;
     if session.state.get().is_some() {
         return Err(Error::new(
             ruby.exception_runtime_error(),
