@@ -5,25 +5,13 @@
 //! timeout, a limit or any error.
 
 use littleghost_sandbox_core::process::{
-    deadline::Deadline, procfs::DefaultReader, supervision::RunEnd, Exit, RunningProcess,
+    deadline::Deadline, procfs::DefaultReader, supervision::RunEnd, RunningProcess,
 };
 use magnus::{block::Proc, prelude::*, Error, Ruby, Symbol, Value};
 
 use super::check_context;
 use super::waiter::{reap_leader, terminate_group, Waiter};
 use crate::helpers::nogvl;
-use crate::ruby_api::errors::tool_error;
-
-/// Why [`supervise`] gave up on the child.
-pub(super) enum Supervised {
-    /// The deadline passed; the group was terminated and the leader reaped.
-    TimedOut,
-    /// An exception (interrupt, `check!`, the block, a closed sandbox).
-    Raised(Error),
-    /// The sampled memory (L.3 fallback) passed this limit; the group was
-    /// terminated.
-    MemorySampled(u64),
-}
 
 /// What [`supervise`] watches besides the child's exit.
 pub(super) struct Supervision {
@@ -44,15 +32,9 @@ fn over_memory(ruby: &Ruby, pid: i32, reader: Option<DefaultReader>, limit: u64)
     matches!(sampled, Ok(Ok(bytes)) if bytes > limit)
 }
 
-impl From<Error> for Supervised {
-    fn from(error: Error) -> Self {
-        Supervised::Raised(error)
-    }
-}
-
 /// Waits until the child finished (17.8), polling `context` and streaming
-/// output every slice; terminates the group on timeout (17.10) or on any
-/// error (17.11).
+/// output every slice; terminates the group on timeout (17.10), at a
+/// sampled memory limit, or on any error (17.11), which it returns.
 pub(super) fn supervise(
     ruby: &Ruby,
     process: &RunningProcess,
@@ -62,7 +44,7 @@ pub(super) fn supervise(
         sampler,
     }: Supervision,
     stream: &mut Option<Streamer>,
-) -> Result<Exit, Supervised> {
+) -> Result<RunEnd, Error> {
     let mut waiter = Waiter::new(process);
     let (reader, limit) = (sampler.map(|(reader, _)| reader), sampler.map(|(_, l)| l));
     let ended = process.supervise(
@@ -78,36 +60,30 @@ pub(super) fn supervise(
             }
         },
     );
-    match ended {
-        Ok(RunEnd::ClosedByOwner) => {
-            // The sandbox was closed (H.4): its `close` terminated the group.
-            reap_leader(ruby, &mut waiter, process);
-            let closed = crate::ruby_api::ownership::CLOSED_MESSAGE;
-            Err(tool_error(ruby, closed).into())
+    let end = match ended {
+        Ok(end) => end,
+        Err(error) => {
+            // 17.11: clean up, then hand back the very same exception (or kill).
+            let _ = terminate_group(ruby, &mut waiter, process);
+            return Err(error);
         }
-        Ok(RunEnd::Finished { group_alive }) => {
+    };
+    match end {
+        // The sandbox's `close` already terminated the group (H.4).
+        RunEnd::ClosedByOwner => reap_leader(ruby, &mut waiter, process),
+        RunEnd::Finished { group_alive } => {
             if group_alive {
                 terminate_group(ruby, &mut waiter, process)?;
             }
             if let Some(stream) = stream {
                 stream.flush(ruby, process)?;
             }
-            Ok(process.exit().unwrap_or(Exit::Unknown))
         }
-        Ok(RunEnd::MemorySampled(limit)) => {
+        RunEnd::MemorySampled(_) | RunEnd::TimedOut => {
             terminate_group(ruby, &mut waiter, process)?;
-            Err(Supervised::MemorySampled(limit))
-        }
-        Ok(RunEnd::TimedOut) => {
-            terminate_group(ruby, &mut waiter, process)?;
-            Err(Supervised::TimedOut)
-        }
-        Err(error) => {
-            // 17.11: clean up, then hand back the very same exception (or kill).
-            let _ = terminate_group(ruby, &mut waiter, process);
-            Err(error.into())
         }
     }
+    Ok(end)
 }
 
 /// Yields fresh output to the caller's block (issue 12 item 11).

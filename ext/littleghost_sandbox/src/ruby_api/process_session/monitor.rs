@@ -8,8 +8,6 @@
 //! [`Session::watch_memory`]: littleghost_sandbox_core::process::session::Session::watch_memory
 //! [`RunningProcess::terminate_detached`]: littleghost_sandbox_core::process::RunningProcess::terminate_detached
 
-use std::time::{Duration, Instant};
-
 use littleghost_sandbox_core::limits::{keywords::Given, LimitExceeded};
 use littleghost_sandbox_core::process::session::monitor::{Sample, Watched};
 use littleghost_sandbox_core::process::{
@@ -34,7 +32,8 @@ use littleghost_sandbox_core::denial::Denial;
 const SESSION_KEY: &str = "__littleghost_monitored_session";
 
 /// Stops the monitor of `session` (its stop flag is already set): waits up to
-/// 1 s for it to finish, else kills it and waits up to 1 s more.
+/// 1 s for it to finish, else kills it and waits up to 1 s more (the core's
+/// [`STOP_WAIT`](littleghost_sandbox_core::process::session::monitor::STOP_WAIT)).
 pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
     let Some(thread) = session.monitor_thread(ruby).and_then(Thread::from_value) else {
         return Ok(());
@@ -45,16 +44,7 @@ pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
     if thread.as_raw() == ruby.thread_current().as_raw() {
         return Ok(());
     }
-    let finished = |ruby: &Ruby| -> Result<bool, Error> {
-        let give_up = Instant::now() + Duration::from_secs(1);
-        while !state.monitor_finished() {
-            if Instant::now() >= give_up {
-                return Ok(false);
-            }
-            ruby.thread_sleep(Duration::from_millis(1))?;
-        }
-        Ok(true)
-    };
+    let finished = |ruby: &Ruby| state.await_monitor(|nap| ruby.thread_sleep(nap));
     // Cuts short a `sleep` inside a caller's reader, as before.
     let _ = thread.wakeup();
     if !finished(ruby)? {

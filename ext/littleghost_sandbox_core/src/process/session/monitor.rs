@@ -14,6 +14,11 @@ pub const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
 pub const STOP_CHECK: Duration = Duration::from_millis(10);
 /// Consecutive reader failures that fail closed (18.9).
 pub const FAILURE_LIMIT: u32 = 3;
+/// How long `close` waits for a stopped monitor to end (before killing it,
+/// and again after).
+pub const STOP_WAIT: Duration = Duration::from_secs(1);
+/// The nap between looks at whether the monitor ended.
+const STOP_NAP: Duration = Duration::from_millis(1);
 
 /// One sample of the tree's memory.
 #[derive(Debug, PartialEq, Eq)]
@@ -50,6 +55,22 @@ pub enum Watched<F> {
 }
 
 impl Session {
+    /// Waits up to [`STOP_WAIT`] for the monitor to end, napping with
+    /// `sleep`; false if it is still running.
+    pub fn await_monitor<E>(
+        &self,
+        mut sleep: impl FnMut(Duration) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        let give_up = Instant::now() + STOP_WAIT;
+        while !self.monitor_finished() {
+            if Instant::now() >= give_up {
+                return Ok(false);
+            }
+            sleep(STOP_NAP)?;
+        }
+        Ok(true)
+    }
+
     /// Samples with `sample` every [`SAMPLE_PERIOD`] while the session is
     /// alive and its monitor not stopped, sleeping with `sleep` in
     /// [`STOP_CHECK`] slices. An `Err` from either is returned at once.

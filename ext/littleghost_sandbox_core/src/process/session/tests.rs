@@ -220,8 +220,16 @@ fn the_memory_monitor_fails_closed_after_consecutive_failures_only() {
     let stopped = session.watch_memory(|| Ok(Sample::<()>::Over), sleep);
     assert_eq!(stopped, Ok(Watched::Ended));
     assert!(!session.monitor_finished());
+    let started = Instant::now();
+    let nap = |pause| -> Result<(), ()> {
+        std::thread::sleep(pause);
+        Ok(())
+    };
+    assert_eq!(session.await_monitor(nap), Ok(false));
+    assert!(started.elapsed() >= super::monitor::STOP_WAIT);
     drop(session.monitor_run());
     assert!(session.monitor_finished());
+    assert_eq!(session.await_monitor(|_| Err(())), Ok(true));
     session
         .process()
         .signal_group(rustix::process::Signal::KILL);
