@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::deadline::Deadline;
-use super::running::{write_stdin, RunningProcess};
-use crate::limits::LimitExceeded;
+use super::running::{write_stdin, Owner, RunningProcess};
+use super::{CaptureMode, Launch, SpawnError};
+use crate::limits::{LimitExceeded, ProcessLimits};
 
 pub mod monitor;
 pub mod status;
@@ -128,6 +129,22 @@ impl Session {
             monitor_done: AtomicBool::new(false),
             writing: AtomicBool::new(false),
         }
+    }
+
+    /// Spawns `launch` (18.1) with stdin kept open, output bounded by
+    /// `output_bytes` combined, in a cgroup enforcing `limits`, registered
+    /// with `owner`.
+    pub fn start(
+        launch: &Launch,
+        limits: &ProcessLimits,
+        output_bytes: u64,
+        owner: Option<&Owner>,
+    ) -> Result<Session, SpawnError> {
+        let mode = CaptureMode::Combined {
+            limit: output_bytes,
+        };
+        let process = RunningProcess::start_limited(launch, limits, mode, true, owner)?;
+        Ok(Session::new(process, launch.argv.clone(), output_bytes))
     }
 
     /// The child.

@@ -4,8 +4,8 @@
 use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::process::{
     self as core_process, capture::DEFAULT_OUTPUT_BYTES, procfs::DefaultReader,
-    running::session_failure_subject, session::Session as SessionState, CaptureMode, Launch,
-    RunningProcess, SpawnError, SpawnOptions,
+    running::session_failure_subject, session::Session as SessionState, Launch, SpawnError,
+    SpawnOptions,
 };
 use magnus::{
     scan_args::{get_kwargs, scan_args},
@@ -129,16 +129,13 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         file_bytes: request.file_bytes,
         spawn_options: request.spawn_options,
     };
-    let mode = CaptureMode::Combined {
-        limit: request.output_bytes,
-    };
-    let owner = request.owner.as_ref();
-    let cgroup = &request.limits.cgroup;
+    let (owner, cgroup) = (request.owner.as_ref(), &request.limits.cgroup);
+    let output_bytes = request.output_bytes;
     let started = nogvl::blocking(ruby, || {
-        RunningProcess::start_limited(&launch, cgroup, mode, true, owner)
+        SessionState::start(&launch, cgroup, output_bytes, owner)
     })?;
-    let process = match started {
-        Ok(process) => process,
+    let state = match started {
+        Ok(state) => state,
         Err(SpawnError::Unenforceable(reason)) => {
             return Err(crate::ruby_api::errors::capability_error(ruby, reason))
         }
@@ -148,7 +145,6 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
             return Err(Error::from(errno));
         }
     };
-    let state = SessionState::new(process, launch.argv, request.output_bytes);
     if session.state.set(state).is_err() {
         return Err(Error::new(
             ruby.exception_runtime_error(),

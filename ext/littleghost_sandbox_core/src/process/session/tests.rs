@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use super::monitor::{Sample, Watched, FAILURE_LIMIT};
 use super::*;
-use crate::process::{CaptureMode, Exit, Launch, POLL_INTERVAL};
+use crate::process::{Exit, Launch, POLL_INTERVAL};
 
 fn session(argv: &[&str], output_bytes: u64) -> Session {
     let launch = Launch {
@@ -12,11 +12,7 @@ fn session(argv: &[&str], output_bytes: u64) -> Session {
         environment: vec![("PATH".into(), "/usr/bin:/bin".into())],
         ..Launch::default()
     };
-    let mode = CaptureMode::Combined {
-        limit: output_bytes,
-    };
-    let process = RunningProcess::start(&launch, mode, true).unwrap();
-    Session::new(process, launch.argv, output_bytes)
+    Session::start(&launch, &ProcessLimits::default(), output_bytes, None).unwrap()
 }
 
 /// A wait as the binding's: on the notification fd, in slices.
