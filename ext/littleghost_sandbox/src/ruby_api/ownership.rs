@@ -12,7 +12,7 @@ use crate::ruby_api::sandbox::state::{self, SandboxObj};
 
 /// The message a child's next operation raises (ToolError) once `close`
 /// terminated it.
-pub const CLOSED_MESSAGE: &str = "Program was terminated because the sandbox was closed";
+pub use littleghost_sandbox_core::process::session::CLOSED_BY_OWNER as CLOSED_MESSAGE;
 
 /// The registry of `sandbox`.
 pub fn owner(ruby: &Ruby, sandbox: SandboxObj) -> Result<Owner, Error> {

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use littleghost_sandbox_core::process::{
     self as core_process, arguments, capture::DEFAULT_OUTPUT_BYTES, running::StartFailure,
-    CaptureMode, Exit, Launch, Owner, RunningProcess, SpawnOptions,
+    supervision::RunEnd, CaptureMode, Exit, Launch, Owner, RunningProcess, SpawnOptions,
 };
 use magnus::{
     function,
@@ -39,7 +39,7 @@ pub use convert::{
     errno_exception, error_with_cause, kernel_float, kernel_integer, positive_integer,
     validate_output_bytes, validate_timeout,
 };
-use supervise::{supervise, Streamer, Supervised, Supervision};
+use supervise::{supervise, Streamer, Supervision};
 pub use waiter::{reap_leader, terminate_group, Waiter};
 
 /// A host argv to run to completion (17.13), as backends hand it over.
@@ -154,11 +154,8 @@ pub fn check_context(context: Option<Value>) -> Result<(), Error> {
 /// still returned. On timeout the raised TimeoutError (a ToolError) carries
 /// the Execution of what was captured before the group was terminated.
 pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
-    core_result(ruby, core_process::validate_argv(&request.argv))?;
-    core_result(
-        ruby,
-        core_process::validate_environment(&request.environment),
-    )?;
+    let (argv, environment) = (&request.argv, &request.environment);
+    core_result(ruby, core_process::validate_launch(argv, environment))?;
     check_context(request.context)?;
     // 18.9's reader, chosen before anything is spawned (L.3 fallback).
     let sampler = match request.limits.sampled_memory_bytes {
@@ -190,8 +187,8 @@ pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
         context: request.context,
         sampler,
     };
-    let supervised = supervise(ruby, &process, supervision, &mut stream);
-    outcome(ruby, &request, &process, supervised)
+    let ended = supervise(ruby, &process, supervision, &mut stream)?;
+    outcome(ruby, &request, &process, ended)
 }
 
 /// The core's launch, taken out of `request` (argv and environment validated).
@@ -209,58 +206,55 @@ fn launch_of(request: &mut RunRequest) -> Launch {
 }
 
 /// The Execution of a supervised run, or the error its end calls for
-/// (a limit, a timeout carrying the partial Execution, an interrupt).
+/// (a closed sandbox, a limit, a timeout carrying the partial Execution).
 fn outcome(
     ruby: &Ruby,
     request: &RunRequest,
     process: &RunningProcess,
-    supervised: Result<Exit, Supervised>,
+    ended: RunEnd,
 ) -> Result<Value, Error> {
-    let finish = |exit: Exit| {
+    let finish = || {
+        let exit = process.exit().unwrap_or(Exit::Unknown);
         let (stdout, stderr) = process.take_output();
         Execution::wrap(ruby, &stdout, &stderr, exit.code(), exit.signal())
     };
-    let exceeded = match supervised {
-        Ok(_) if process.limit_exceeded().is_some() => process.limit_exceeded(),
-        Err(Supervised::MemorySampled(bytes)) => Some(LimitExceeded::Memory { bytes }),
-        Ok(exit) => {
-            let execution = finish(exit);
-            if request.kill_on_output_limit && process.overflowed() {
-                report_output_kill(ruby, request.denials.as_ref(), request.max_output_bytes)?;
+    let exceeded = match ended {
+        RunEnd::ClosedByOwner => {
+            let closed = crate::ruby_api::ownership::CLOSED_MESSAGE;
+            return Err(crate::ruby_api::errors::tool_error(ruby, closed));
+        }
+        RunEnd::TimedOut => return Err(timeout_error(ruby, request.timeout, finish())),
+        RunEnd::MemorySampled(bytes) => LimitExceeded::Memory { bytes },
+        RunEnd::Finished { .. } => match process.limit_exceeded() {
+            Some(exceeded) => exceeded,
+            None => {
+                let execution = finish();
+                match &request.denials {
+                    // A run ended at its output bound is a denial of kind `:limit`.
+                    Some(reporter) if request.kill_on_output_limit && process.overflowed() => {
+                        let bytes = request.max_output_bytes;
+                        reporter.report(ruby, Denial::output_kill(&reporter.program, bytes))?;
+                    }
+                    _ => {}
+                }
+                return Ok(execution);
             }
-            return Ok(execution);
-        }
-        Err(Supervised::TimedOut) => {
-            let execution = finish(process.exit().unwrap_or(Exit::Unknown));
-            return Err(timeout_error(ruby, request.timeout, execution));
-        }
-        Err(Supervised::Raised(error)) => return Err(error),
+        },
     };
-    let exceeded = exceeded.expect("a limit was exceeded");
-    if let Some(reporter) = &request.denials {
-        reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))?;
-    }
-    Err(launch_limits::exceeded_error(ruby, exceeded))
+    Err(limit_kill(ruby, request.denials.as_ref(), exceeded)?)
 }
 
-/// A run ended at its output bound (`kill_on_output_limit`) is a denial
-/// of kind `:limit`; a timeout is not (it refuses nothing the program asked).
-fn report_output_kill(
+/// A run or session a limit ended (L.2): reported as a denial where the
+/// launch has a reporter; returns the ToolError to raise.
+pub fn limit_kill(
     ruby: &Ruby,
-    reporter: Option<&crate::ruby_api::denial::Reporter>,
-    max_output_bytes: u64,
-) -> Result<(), Error> {
-    use littleghost_sandbox_core::denial::{Operation, Reason};
-    let Some(reporter) = reporter else {
-        return Ok(());
-    };
-    let denial = Denial::new(
-        Operation::Execute,
-        reporter.program.as_str(),
-        Reason::OutputLimit,
-        format!("Program output exceeded {max_output_bytes} bytes"),
-    );
-    reporter.report(ruby, denial)
+    denials: Option<&crate::ruby_api::denial::Reporter>,
+    exceeded: LimitExceeded,
+) -> Result<Error, Error> {
+    if let Some(reporter) = denials {
+        reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))?;
+    }
+    Ok(launch_limits::exceeded_error(ruby, exceeded))
 }
 
 /// An Execution for a program that could not run (127/126), or the ToolError.

@@ -12,11 +12,13 @@
 //! Ruby values the session needs (the recorded resource error, the monitor
 //! thread, the memory reader) are held by the TypedData struct and marked.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use littleghost_sandbox_core::process::session::{
+    self as core_session, Session as SessionState, SessionError, WaitEnd,
+};
 use littleghost_sandbox_core::process::{
-    deadline::Deadline, group::GroupSignal as Signal, Owner, RunningProcess, SpawnOptions,
+    deadline::Deadline, group::GroupSignal as Signal, Owner, SpawnOptions,
 };
 use magnus::{
     error::ErrorType,
@@ -33,7 +35,6 @@ use crate::helpers::constants;
 use crate::helpers::nogvl;
 use crate::ruby_api::errors::tool_error;
 use crate::ruby_api::execution::{define_data_class, DataShape};
-use crate::ruby_api::launch_limits;
 use crate::ruby_api::process_runner::{
     check_context, reap_leader, terminate_group, validate_timeout, Waiter,
 };
@@ -44,14 +45,11 @@ mod monitor;
 mod start;
 mod status;
 
-use io::{close_write, read, settle_output, write};
+use io::{close_write, read, write};
 use monitor::stop_monitor;
 use start::initialize;
 pub use start::start;
 use status::SessionStatus;
-
-/// Bytes taken from each stream per read pass (18.5).
-const READ_PASS_BYTES: usize = 16 * 1024;
 
 /// `ProcessSession::Chunk`, looked up once (forced in `init`, where it is defined).
 static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
@@ -89,21 +87,6 @@ impl DataShape for ChunkShape {
     const EXTRAS: &'static [&'static str] = &[];
 }
 
-struct SessionState {
-    process: RunningProcess,
-    /// The argv as given (for `inspect`).
-    command: Vec<String>,
-    output_bytes: u64,
-    closed: AtomicBool,
-    monitor_stop: AtomicBool,
-    /// Set by the memory monitor thread when it ends.
-    monitor_done: AtomicBool,
-    /// The write mutex of 18.4, taken without holding a lock across GVL releases.
-    writing: AtomicBool,
-    /// Where a limit kill is reported as a denial (issue 12 item 12).
-    denials: Option<crate::ruby_api::denial::Reporter>,
-}
-
 /// Ruby objects a session holds: kept in Rust and marked for the GC (no
 /// hidden instance variables).
 #[derive(Default)]
@@ -124,6 +107,8 @@ struct RubyRefs {
 )]
 pub struct ProcessSession {
     state: OnceLock<SessionState>,
+    /// Where a limit kill is reported as a denial (issue 12 item 12).
+    denials: OnceLock<crate::ruby_api::denial::Reporter>,
     /// Only touched with the GVL held; the lock is never contended.
     refs: Mutex<RubyRefs>,
 }
@@ -214,60 +199,44 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
 /// `Obj<ProcessSession>` with helpers.
 type Session = Obj<ProcessSession>;
 
-fn io_error(ruby: &Ruby, message: &str) -> Error {
-    Error::new(ruby.exception_io_error(), message.to_string())
+/// The IOError or ToolError for a refusal of the core's.
+fn session_error(ruby: &Ruby, error: SessionError) -> Error {
+    if error.is_io() {
+        Error::new(ruby.exception_io_error(), error.message())
+    } else {
+        tool_error(ruby, error.message())
+    }
 }
 
 impl ProcessSession {
     /// The running state; IOError if the session never started or belongs
     /// to the parent of a forked process.
     fn state(&self, ruby: &Ruby) -> Result<&SessionState, Error> {
-        let state = self
-            .state
-            .get()
-            .ok_or_else(|| io_error(ruby, "process session was not started"))?;
-        if !state.process.owned_here() {
-            return Err(io_error(
-                ruby,
-                "process session belongs to the process that started it",
-            ));
-        }
-        Ok(state)
+        let state = self.state.get().ok_or(SessionError::NotStarted);
+        state
+            .and_then(SessionState::owned)
+            .map_err(|error| session_error(ruby, error))
     }
 }
 
 /// The OS pid of the child, which is also its process group id.
 fn pid(ruby: &Ruby, rb_self: Session) -> Result<i32, Error> {
-    Ok(rb_self.state(ruby)?.process.pid())
+    Ok(rb_self.state(ruby)?.process().pid())
 }
 
 /// `#<LittleGhost::Sandbox::ProcessSession pid=N alive=true command=["sh", "-c", ...]>`
 /// (issue 12 item 8); never raises, so a failed session still inspects.
 fn inspect(rb_self: Session) -> String {
     let class = "LittleGhost::Sandbox::ProcessSession";
-    let Some(state) = rb_self.state.get() else {
-        return format!("#<{class} not started>");
-    };
-    let closed = if state.closed.load(Ordering::SeqCst) {
-        " closed"
-    } else {
-        ""
-    };
-    // A forked copy must not reap or signal the parent's child.
-    let alive = state.process.owned_here() && state.process.alive();
-    format!(
-        "#<{class} pid={} alive={alive}{closed} command={:?}>",
-        state.process.pid(),
-        state.command
-    )
+    match rb_self.state.get() {
+        None => format!("#<{class} not started>"),
+        Some(state) => format!("#<{class} {}>", state.describe()),
+    }
 }
 
 /// Whether the session has been closed.
 fn is_closed(rb_self: Session) -> bool {
-    rb_self
-        .state
-        .get()
-        .is_none_or(|state| state.closed.load(Ordering::SeqCst))
+    rb_self.state.get().is_none_or(SessionState::is_closed)
 }
 
 /// Raises a recorded resource error (memory, output bound), if any, or
@@ -276,44 +245,33 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
     if let Some(recorded) = session.resource_error(ruby) {
         return Err(Error::from(Exception::try_convert(recorded)?));
     }
-    if state.process.terminated_by_owner() {
-        return Err(tool_error(ruby, crate::ruby_api::ownership::CLOSED_MESSAGE));
-    }
-    // L.2: the kernel (memory) or the CPU watcher stopped the tree.
-    if let Some(exceeded) = state.process.limit_exceeded() {
-        // Reached once: the recorded error answers every later call.
-        if let Some(reporter) = &state.denials {
-            let program = &reporter.program;
-            let denial = littleghost_sandbox_core::denial::Denial::limit_kill(program, &exceeded);
-            reporter.report(ruby, denial)?;
+    let error = match state.resource_problem() {
+        None => return Ok(()),
+        Some(SessionError::Limit(exceeded)) => {
+            // L.2, reached once: the recorded error answers every later call.
+            let denials = session.denials.get();
+            crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded)?
         }
-        let error = launch_limits::exceeded_error(ruby, exceeded);
-        if let Some(exception) = exception_of(ruby, &error) {
-            record(session, exception)?;
+        Some(SessionError::ClosedByOwner) => {
+            return Err(session_error(ruby, SessionError::ClosedByOwner))
         }
-        return Err(error);
+        Some(problem) => session_error(ruby, problem),
+    };
+    match record(ruby, session, &error) {
+        Some(exception) => Err(Error::from(Exception::try_convert(exception)?)),
+        None => Err(error),
     }
-    if state.process.overflowed() {
-        let error = tool_error(
-            ruby,
-            format!("Program output exceeded {} bytes", state.output_bytes),
-        );
-        if let Some(exception) = exception_of(ruby, &error) {
-            record(session, exception)?;
-            return Err(Error::from(Exception::try_convert(exception)?));
-        }
-        return Err(error);
-    }
-    Ok(())
 }
 
-/// Stores the first resource error; later ones are dropped.
-pub(super) fn record(session: Session, exception: Value) -> Result<(), Error> {
-    session
+/// Stores the first resource error (later ones are dropped) and returns
+/// that first one's exception object.
+pub(super) fn record(ruby: &Ruby, session: Session, error: &Error) -> Option<Value> {
+    let exception = exception_of(ruby, error)?;
+    let first = *session
         .refs()
         .resource_error
         .get_or_insert_with(|| exception.into());
-    Ok(())
+    Some(ruby.get_inner(first))
 }
 
 /// The exception object behind an error (instantiating Rust-made ones).
@@ -330,7 +288,7 @@ pub(super) fn exception_of(ruby: &Ruby, error: &Error) -> Option<Value> {
 
 fn alive_checked(ruby: &Ruby, session: Session, state: &SessionState) -> Result<bool, Error> {
     raise_resource_error(ruby, session, state)?;
-    Ok(state.process.alive())
+    Ok(state.process().alive())
 }
 
 /// True while the leader is unreaped or any member of its group lives; raises a recorded resource error first.
@@ -340,12 +298,9 @@ fn alive(ruby: &Ruby, rb_self: Session) -> Result<bool, Error> {
 }
 
 fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
-    state.process.exit().map(|exit| {
-        ruby.obj_wrap(SessionStatus {
-            pid: state.process.pid(),
-            exit,
-        })
-    })
+    let pid = state.process().pid();
+    let exit = state.process().exit()?;
+    Some(ruby.obj_wrap(SessionStatus(core_session::SessionStatus { pid, exit })))
 }
 
 /// The timeout as given, as `to_s` shows it (a caller's own object answers itself).
@@ -362,12 +317,6 @@ fn shown_timeout(value: Value) -> Result<String, Error> {
         return text.to_string();
     }
     value.funcall::<_, _, RString>("to_s", ())?.to_string()
-}
-
-enum Step {
-    Exited,
-    TimedOut,
-    Waiting,
 }
 
 /// Waits while the session is alive, calling `context.check!` about every 10 ms; terminates on timeout or error when `terminate` is true.
@@ -391,76 +340,58 @@ fn wait(
         None => Deadline::never(),
         Some(value) => Deadline::after_secs(validate_timeout(ruby, value)?),
     };
-    let mut waiter = Waiter::new(&state.process);
-    loop {
-        let step = (|| -> Result<Step, Error> {
-            if !alive_checked(ruby, rb_self, state)? {
-                return Ok(Step::Exited);
+    let mut waiter = Waiter::new(state.process());
+    let ended = state.wait_for_exit(
+        deadline,
+        || raise_resource_error(ruby, rb_self, state),
+        || check_context(context),
+        |slice| waiter.wait(ruby, slice),
+    );
+    match ended {
+        Ok(WaitEnd::Exited) => {
+            state.settle_output(|slice| waiter.wait(ruby, slice))?;
+            Ok(status_of(ruby, state))
+        }
+        Ok(WaitEnd::TimedOut) => {
+            if terminate {
+                terminate_group(ruby, &mut waiter, state.process())?;
             }
-            check_context(context)?;
-            let Some(slice) = deadline.slice() else {
-                return Ok(Step::TimedOut);
-            };
-            waiter.wait(ruby, slice)?;
-            Ok(Step::Waiting)
-        })();
-        match step {
-            Ok(Step::Waiting) => {}
-            Ok(Step::Exited) => {
-                settle_output(ruby, &mut waiter, state)?;
-                return Ok(status_of(ruby, state));
+            let shown = timeout.map_or(Ok(String::new()), shown_timeout)?;
+            Err(tool_error(ruby, core_session::timed_out_message(&shown)))
+        }
+        Err(error) => {
+            if terminate {
+                let _ = terminate_group(ruby, &mut waiter, state.process());
             }
-            Ok(Step::TimedOut) => {
-                if terminate {
-                    terminate_group(ruby, &mut waiter, &state.process)?;
-                }
-                let shown = timeout.map_or(Ok(String::new()), shown_timeout)?;
-                return Err(tool_error(
-                    ruby,
-                    format!("Program timed out after {shown} seconds"),
-                ));
-            }
-            Err(error) => {
-                if terminate {
-                    let _ = terminate_group(ruby, &mut waiter, &state.process);
-                }
-                return Err(error);
-            }
+            Err(error)
         }
     }
 }
 
 /// Terminates the group (TERM, 0.5 s grace, KILL) if alive, reaps the leader and returns its status.
 fn terminate(ruby: &Ruby, rb_self: Session) -> Result<Option<Obj<SessionStatus>>, Error> {
-    let Some(state) = rb_self.state.get() else {
+    let Some(state) = rb_self.state.get().and_then(|state| state.owned().ok()) else {
         return Ok(None);
     };
-    let state = if state.process.owned_here() {
-        state
-    } else {
-        return Ok(None);
-    };
-    let mut waiter = Waiter::new(&state.process);
-    if state.process.alive() {
-        terminate_group(ruby, &mut waiter, &state.process)?;
+    let mut waiter = Waiter::new(state.process());
+    if state.process().alive() {
+        terminate_group(ruby, &mut waiter, state.process())?;
     }
-    reap_leader(ruby, &mut waiter, &state.process);
+    reap_leader(ruby, &mut waiter, state.process());
     Ok(status_of(ruby, state))
 }
 
 /// Terminates if alive, stops the memory monitor and closes every pipe; idempotent, returns nil.
 fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
-    let Some(state) = rb_self.state.get() else {
+    let Some(state) = rb_self.state.get().filter(|state| state.begin_close()) else {
         return Ok(());
     };
-    if !state.process.owned_here() || state.closed.swap(true, Ordering::SeqCst) {
-        return Ok(());
-    }
-    let mut waiter = Waiter::new(&state.process);
+    let process = state.process();
+    let mut waiter = Waiter::new(process);
     let mut interruption = None;
-    if state.process.alive() {
-        if let Err(error) = terminate_group(ruby, &mut waiter, &state.process) {
-            state.process.signal_group(Signal::KILL);
+    if process.alive() {
+        if let Err(error) = terminate_group(ruby, &mut waiter, process) {
+            process.signal_group(Signal::KILL);
             let io_or_tool = error.is_kind_of(ruby.exception_io_error())
                 || constants::class(ruby, "LittleGhost::ToolError")
                     .is_ok_and(|tool| error.is_kind_of(tool));
@@ -469,15 +400,14 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
             }
         }
     }
-    state.monitor_stop.store(true, Ordering::SeqCst);
+    state.stop_monitor();
     if let Err(error) = stop_monitor(ruby, rb_self) {
-        state.process.signal_group(Signal::KILL);
+        process.signal_group(Signal::KILL);
         interruption.get_or_insert(error);
     }
-    state.process.close_stdin();
-    state.process.close_output();
+    process.close_stdin();
+    process.close_output();
     // L.2: nothing the session started outlives its close.
-    let process = &state.process;
     nogvl::blocking(ruby, || process.release_tree())?;
     interruption.map_or(Ok(()), Err)
 }

@@ -13,6 +13,9 @@
 //! - [`group`]: process-group signals and liveness (17.12 building blocks);
 //!   [`running::Termination`] is the one TERM/grace/KILL protocol and
 //!   [`running::Owner`] terminates everything a sandbox started (H.4).
+//! - [`session`]: a long-lived child's rules (§18): refusals, the loops of
+//!   `write`, `read` and `wait`, the memory monitor, the status.
+//! - [`supervision`]: when the wait for a run to completion ends, and why.
 //! - [`runtime`]: the per-process tokio runtime, re-created after `fork`.
 //! - [`spawner`]: the long-lived thread every child is started from (H.5).
 //! - [`procfs`]: memory readers (`/proc` snapshot parser, `ps` rows).
@@ -34,8 +37,10 @@ pub mod procfs;
 pub mod program;
 pub mod running;
 pub mod runtime;
+pub mod session;
 pub mod spawn;
 pub mod spawner;
+pub mod supervision;
 
 use std::os::fd::RawFd;
 use std::path::PathBuf;
@@ -46,7 +51,7 @@ pub use crate::limits::{LimitExceeded, ProcessLimits};
 pub use capture::{CaptureMode, Stream, TRUNCATION_MARKER};
 pub use error::SpawnError;
 pub use notify::Notifier;
-pub use program::{validate_argv, validate_environment};
+pub use program::{validate_argv, validate_environment, validate_launch};
 pub use running::{
     write_stdin, Exit, OutputChunk, Owner, RunningProcess, Termination, TerminationStep,
 };

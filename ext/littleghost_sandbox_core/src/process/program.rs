@@ -46,6 +46,13 @@ pub fn validate_environment(environment: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
+/// What every launch checks before anything is spawned: its argv (17.2)
+/// and its environment (W17).
+pub fn validate_launch(argv: &[String], environment: &[(String, String)]) -> Result<()> {
+    validate_argv(argv)?;
+    validate_environment(environment)
+}
+
 /// The PATH the program is searched in (17.4): the child's if it sets one,
 /// else the parent's.
 fn search_path(environment: &[(String, String)]) -> OsString {
@@ -156,6 +163,19 @@ mod tests {
             );
         }
         assert!(validate_environment(&env(&[("A", "x=y"), ("B", "")])).is_ok());
+    }
+
+    #[test]
+    fn a_launch_checks_its_argv_first_then_its_environment() {
+        let bad_env = env(&[("", "x")]);
+        let launch = validate_launch(&[], &bad_env).unwrap_err();
+        assert_eq!(launch.message(), "Command must contain an executable");
+        let argv = ["true".to_string()];
+        assert!(matches!(
+            validate_launch(&argv, &bad_env),
+            Err(crate::Error::Argument(_))
+        ));
+        assert!(validate_launch(&argv, &env(&[("A", "x")])).is_ok());
     }
 
     #[test]

@@ -1,15 +1,15 @@
 //! 18.9: the memory monitor of a session, a Ruby thread made from Rust
 //! (`rb_thread_create`, so a Ruby `memory_reader` runs with the GVL; the
-//! only Ruby call it makes is into that reader) that samples every 100 ms and, past
-//! the limit, records the error and hands the group to the core's one
-//! termination protocol ([`RunningProcess::terminate_detached`]).
+//! only Ruby call it makes is into that reader) running the core's sampling
+//! loop ([`Session::watch_memory`]); past the limit it records the error and
+//! hands the group to the core's one termination protocol
+//! ([`RunningProcess::terminate_detached`]).
 //!
+//! [`Session::watch_memory`]: littleghost_sandbox_core::process::session::Session::watch_memory
 //! [`RunningProcess::terminate_detached`]: littleghost_sandbox_core::process::RunningProcess::terminate_detached
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-
-use littleghost_sandbox_core::limits::keywords::Given;
+use littleghost_sandbox_core::limits::{keywords::Given, LimitExceeded};
+use littleghost_sandbox_core::process::session::monitor::{Sample, Watched};
 use littleghost_sandbox_core::process::{
     self as core_process, group::GroupSignal as Signal, procfs::DefaultReader,
 };
@@ -24,20 +24,16 @@ use crate::helpers::nogvl;
 use crate::ruby_api::denial::Reporter;
 use crate::ruby_api::errors::{from_core, tool_error};
 use crate::ruby_api::process_runner::{errno_exception, error_with_cause, kernel_integer};
+use littleghost_sandbox_core::denial::Denial;
 
-/// Memory sampling period (18.9).
-const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
-/// How often the monitor looks at its stop flag while it waits.
-const STOP_CHECK: Duration = Duration::from_millis(10);
-/// Consecutive reader failures that fail closed (18.9).
-const FAILURE_LIMIT: u32 = 3;
 /// The thread-local key under which a monitor thread holds its session: a
 /// running thread is a GC root, so the session stays reachable while its
 /// monitor runs.
 const SESSION_KEY: &str = "__littleghost_monitored_session";
 
 /// Stops the monitor of `session` (its stop flag is already set): waits up to
-/// 1 s for it to finish, else kills it and waits up to 1 s more.
+/// 1 s for it to finish, else kills it and waits up to 1 s more (the core's
+/// [`STOP_WAIT`](littleghost_sandbox_core::process::session::monitor::STOP_WAIT)).
 pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
     let Some(thread) = session.monitor_thread(ruby).and_then(Thread::from_value) else {
         return Ok(());
@@ -48,16 +44,7 @@ pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
     if thread.as_raw() == ruby.thread_current().as_raw() {
         return Ok(());
     }
-    let finished = |ruby: &Ruby| -> Result<bool, Error> {
-        let give_up = Instant::now() + Duration::from_secs(1);
-        while !state.monitor_done.load(Ordering::SeqCst) {
-            if Instant::now() >= give_up {
-                return Ok(false);
-            }
-            ruby.thread_sleep(Duration::from_millis(1))?;
-        }
-        Ok(true)
-    };
+    let finished = |ruby: &Ruby| state.await_monitor(|nap| ruby.thread_sleep(nap));
     // Cuts short a `sleep` inside a caller's reader, as before.
     let _ = thread.wakeup();
     if !finished(ruby)? {
@@ -65,31 +52,6 @@ pub(super) fn stop_monitor(ruby: &Ruby, session: Session) -> Result<(), Error> {
         finished(ruby)?;
     }
     Ok(())
-}
-
-/// A session ended at its memory limit is a denial of kind `:limit`,
-/// reported from this monitor thread once the group is being terminated.
-fn report_memory_kill(ruby: &Ruby, denials: Option<&Reporter>, limit: u64) -> Result<(), Error> {
-    use littleghost_sandbox_core::denial::{Denial, Operation, Reason};
-    let Some(reporter) = denials else {
-        return Ok(());
-    };
-    let denial = Denial::new(
-        Operation::Execute,
-        reporter.program.as_str(),
-        Reason::MemoryLimit,
-        format!("Program memory exceeded {limit} bytes"),
-    );
-    crate::ruby_api::denial::report(ruby, &reporter.hub, denial)
-}
-
-/// Sets the session's `monitor_done` when the monitor ends, however it ends.
-struct Done<'a>(&'a AtomicBool);
-
-impl Drop for Done<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
 }
 
 /// 18.9: a Ruby thread (so a Ruby `memory_reader` runs with the GVL)
@@ -125,72 +87,45 @@ fn run_monitor(
     let Some(state) = session.state.get() else {
         return Ok(());
     };
-    let _done = Done(&state.monitor_done);
+    let _done = state.monitor_run();
     let reader = session.memory_reader(ruby);
-    let jump = |error: Error| match error.error_type() {
-        ErrorType::Jump(_) => Err(error),
-        _ => Ok(()),
+    let jump = |error: &Error| matches!(error.error_type(), ErrorType::Jump(_));
+    let pid = state.process().pid();
+    let sample = || match sample(ruby, pid, reader, default_reader) {
+        Ok(bytes) => Ok(Sample::of(bytes, limit)),
+        Err(error) if jump(&error) => Err(error),
+        Err(error) => Ok(Sample::Failed(error)),
     };
-    match monitor(ruby, session, reader, default_reader, limit) {
-        Ok(true) => report_memory_kill(ruby, denials, limit).or_else(jump),
-        Ok(false) => Ok(()),
-        Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => Err(error),
+    let watched = session
+        .state(ruby)
+        .and_then(|state| state.watch_memory(sample, |pause| ruby.thread_sleep(pause)));
+    let ended = match watched {
+        Ok(Watched::Ended) => Ok(()),
+        Ok(Watched::Exceeded) => {
+            let exceeded = LimitExceeded::Memory { bytes: limit };
+            record(ruby, session, &tool_error(ruby, exceeded.message()));
+            // The one protocol (17.12): TERM the group and every
+            // descendant, grace, KILL; run by the core in the background.
+            state.process().terminate_detached();
+            match denials {
+                Some(reporter) => {
+                    reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))
+                }
+                None => Ok(()),
+            }
+        }
+        Err(error) if jump(&error) => return Err(error),
         // Anything unexpected fails closed.
-        Err(error) => fail_closed(ruby, session, &error).or_else(jump),
-    }
-}
-
-fn monitor(
-    ruby: &Ruby,
-    session: Session,
-    reader: Option<Value>,
-    default_reader: Option<DefaultReader>,
-    limit: u64,
-) -> Result<bool, Error> {
-    // true: the limit was passed and the group is being terminated.
-    let state = session.state(ruby)?;
-    let pid = state.process.pid();
-    let mut failures = 0;
-    let stopped = || state.monitor_stop.load(Ordering::SeqCst);
-    loop {
-        if stopped() || !state.process.alive() {
-            return Ok(false);
-        }
-        match sample(ruby, pid, reader, default_reader, limit) {
-            Ok(false) => failures = 0,
-            Ok(true) => {
-                let error = tool_error(ruby, format!("Program memory exceeded {limit} bytes"));
-                if let Some(exception) = exception_of(ruby, &error) {
-                    record(session, exception)?;
-                }
-                // The one protocol (17.12): TERM the group and every
-                // descendant, grace, KILL; run by the core in the background.
-                state.process.terminate_detached();
-                return Ok(true);
-            }
-            Err(error) if matches!(error.error_type(), ErrorType::Jump(_)) => return Err(error),
-            Err(error) => {
-                failures += 1;
-                if failures >= FAILURE_LIMIT {
-                    return fail_closed(ruby, session, &error).map(|()| false);
-                }
-            }
-        }
-        let next = Instant::now() + SAMPLE_PERIOD;
-        while Instant::now() < next {
-            if stopped() {
-                return Ok(false);
-            }
-            ruby.thread_sleep(STOP_CHECK)?;
-        }
-    }
+        Ok(Watched::FailedClosed(error)) | Err(error) => fail_closed(ruby, session, &error),
+    };
+    ended.or_else(|error| if jump(&error) { Err(error) } else { Ok(()) })
 }
 
 /// Records "Program memory supervisor failed (Class)" with the failure as
 /// `cause` (its message stays out, 1.2) and SIGKILLs the group.
 fn fail_closed(ruby: &Ruby, session: Session, error: &Error) -> Result<(), Error> {
     if let Some(state) = session.state.get() {
-        state.process.signal_group(Signal::KILL);
+        state.process().signal_group(Signal::KILL);
     }
     let cause = exception_of(ruby, error).unwrap_or_else(|| ruby.qnil().as_value());
     let class_name = if cause.is_nil() {
@@ -205,46 +140,39 @@ fn fail_closed(ruby: &Ruby, session: Session, error: &Error) -> Result<(), Error
         &format!("Program memory supervisor failed ({class_name})"),
         cause,
     )?;
-    if let Some(exception) = exception_of(ruby, &failure) {
-        record(session, exception)?;
-    }
+    record(ruby, session, &failure);
     Ok(())
 }
 
-/// One sample: true if above `limit`. Errors are reader failures.
+/// One sample of the tree's memory in bytes. Errors are reader failures.
 fn sample(
     ruby: &Ruby,
     pid: i32,
     reader: Option<Value>,
     default_reader: Option<DefaultReader>,
-    limit: u64,
-) -> Result<bool, Error> {
-    let bytes: i128 = match (reader, default_reader) {
+) -> Result<i128, Error> {
+    match (reader, default_reader) {
         (Some(reader), _) => {
             // The caller's reader, with `Integer()` on what it answers.
             let raw: Value = reader.funcall("call", (pid,))?;
             match kernel_integer(raw)? {
-                Given::Integer(bytes) => bytes,
-                Given::NotInteger => 0,
+                Given::Integer(bytes) => Ok(bytes),
+                Given::NotInteger => Ok(0),
             }
         }
         (None, Some(default_reader)) => {
             let sampled = nogvl::blocking(ruby, || default_reader.sample(pid as u32))?;
-            match sampled {
-                Ok(bytes) => bytes.into(),
-                Err(failure) => return Err(sample_error(ruby, &failure)),
-            }
+            sampled
+                .map(i128::from)
+                .map_err(|failure| sample_error(ruby, &failure))
         }
-        (None, None) => {
-            return Err(from_core(
-                ruby,
-                littleghost_sandbox_core::Error::Dependency(
-                    "process memory supervision has no reader".into(),
-                ),
-            ))
-        }
-    };
-    Ok(bytes > i128::from(limit))
+        (None, None) => Err(from_core(
+            ruby,
+            littleghost_sandbox_core::Error::Dependency(
+                "process memory supervision has no reader".into(),
+            ),
+        )),
+    }
 }
 
 /// DependencyError with the documented message and the OS error as `cause`.

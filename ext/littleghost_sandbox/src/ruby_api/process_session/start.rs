@@ -1,12 +1,10 @@
 //! Starting a session (18.1): from Rust for the backends' `start_program`,
 //! or through the private `ProcessSession.new` keywords.
 
-use std::sync::atomic::AtomicBool;
-
 use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::process::{
     self as core_process, capture::DEFAULT_OUTPUT_BYTES, procfs::DefaultReader,
-    running::session_failure_subject, CaptureMode, Launch, RunningProcess, SpawnError,
+    running::session_failure_subject, session::Session as SessionState, Launch, SpawnError,
     SpawnOptions,
 };
 use magnus::{
@@ -16,7 +14,7 @@ use magnus::{
 };
 
 use super::monitor::start_monitor;
-use super::{ProcessSession, Session, SessionRequest, SessionState};
+use super::{ProcessSession, Session, SessionRequest};
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::nogvl;
@@ -109,11 +107,8 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Resul
 }
 
 fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), Error> {
-    core_result(ruby, core_process::validate_argv(&request.argv))?;
-    core_result(
-        ruby,
-        core_process::validate_environment(&request.environment),
-    )?;
+    let (argv, environment) = (&request.argv, &request.environment);
+    core_result(ruby, core_process::validate_launch(argv, environment))?;
     if session.state.get().is_some() {
         return Err(Error::new(
             ruby.exception_runtime_error(),
@@ -134,16 +129,13 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         file_bytes: request.file_bytes,
         spawn_options: request.spawn_options,
     };
-    let mode = CaptureMode::Combined {
-        limit: request.output_bytes,
-    };
-    let owner = request.owner.as_ref();
-    let cgroup = &request.limits.cgroup;
+    let (owner, cgroup) = (request.owner.as_ref(), &request.limits.cgroup);
+    let output_bytes = request.output_bytes;
     let started = nogvl::blocking(ruby, || {
-        RunningProcess::start_limited(&launch, cgroup, mode, true, owner)
+        SessionState::start(&launch, cgroup, output_bytes, owner)
     })?;
-    let process = match started {
-        Ok(process) => process,
+    let state = match started {
+        Ok(state) => state,
         Err(SpawnError::Unenforceable(reason)) => {
             return Err(crate::ruby_api::errors::capability_error(ruby, reason))
         }
@@ -153,21 +145,14 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
             return Err(Error::from(errno));
         }
     };
-    let state = SessionState {
-        process,
-        command: launch.argv.clone(),
-        output_bytes: request.output_bytes,
-        closed: AtomicBool::new(false),
-        monitor_stop: AtomicBool::new(false),
-        monitor_done: AtomicBool::new(false),
-        writing: AtomicBool::new(false),
-        denials: request.denials.clone(),
-    };
     if session.state.set(state).is_err() {
         return Err(Error::new(
             ruby.exception_runtime_error(),
             "process session already started",
         ));
+    }
+    if let Some(reporter) = &request.denials {
+        let _ = session.denials.set(reporter.clone());
     }
     if let Some(limit) = request.limits.sampled_memory_bytes {
         let denials = (limit, request.denials);
