@@ -32,7 +32,10 @@ pub(crate) fn borrow(value: Value) -> Option<&'static Capabilities> {
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Capabilities", ruby.class_object())?;
     class.undef_default_alloc_func();
-    class.const_set("DEFAULT_FEATURES", frozen_symbols(ruby, &DEFAULT_FEATURES))?;
+    class.const_set(
+        "DEFAULT_FEATURES",
+        vo::frozen_symbols(ruby, &DEFAULT_FEATURES),
+    )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("normalize", function!(normalize, 1))?;
     class.define_method("features", method!(features, 0))?;
@@ -41,7 +44,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("supports?", method!(supports, -1))?;
     class.define_method("include?", method!(supports, -1))?;
     class.define_method("intersect", method!(intersect, 1))?;
-    define_value_methods(class, true)
+    vo::define_value_methods!(class, Capabilities, true)
 }
 
 impl vo::ValueObject for Capabilities {
@@ -58,20 +61,6 @@ impl vo::ValueObject for Capabilities {
             ("isolation", isolation(ruby, self).as_value()),
         ])
     }
-}
-
-vo::value_methods!(Capabilities);
-
-fn frozen_symbols<S: AsRef<str>>(ruby: &Ruby, names: &[S]) -> RArray {
-    let array = ruby.ary_from_iter(names.iter().map(|name| ruby.to_symbol(name.as_ref())));
-    array.freeze();
-    array
-}
-
-fn wrap_as(ruby: &Ruby, class: RClass, core: core::Capabilities) -> Obj<Capabilities> {
-    let object = ruby.obj_wrap_as(Capabilities(core), class);
-    object.freeze();
-    object
 }
 
 /// A frozen Capabilities built from Rust names (for backends and probes).
@@ -95,7 +84,7 @@ pub fn build(
 
 /// A frozen Capabilities holding `core` (for backends and scopes that computed it).
 pub(crate) fn wrap(ruby: &Ruby, core: core::Capabilities) -> Value {
-    wrap_as(ruby, Capabilities::class(ruby), core).as_value()
+    vo::frozen_obj(ruby, Capabilities(core), Capabilities::class(ruby)).as_value()
 }
 
 /// Capabilities with no features and no network modes (10.4, 12.3).
@@ -139,18 +128,18 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, 
             isolation.as_ref(),
         ),
     )?;
-    Ok(wrap_as(ruby, class, core))
+    Ok(vo::frozen_obj(ruby, Capabilities(core), class))
 }
 
 /// features: the supported features, a frozen Array of Symbols.
 fn features(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
-    frozen_symbols(ruby, &rb_self.0.features)
+    vo::frozen_symbols(ruby, &rb_self.0.features)
 }
 
 /// network_modes: the network modes the backend can enforce, a frozen Array of Symbols.
 fn network_modes(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
     let names: Vec<&str> = rb_self.0.network_modes.iter().map(|m| m.name()).collect();
-    frozen_symbols(ruby, &names)
+    vo::frozen_symbols(ruby, &names)
 }
 
 /// isolation: a descriptive Symbol naming the isolation mechanism (:none, :namespace, ...).
@@ -212,5 +201,5 @@ fn intersect(
             rb_self.0.intersect(&features, &modes)
         }
     };
-    Ok(wrap_as(ruby, rb_self.class(), core))
+    Ok(vo::frozen_obj(ruby, Capabilities(core), rb_self.class()))
 }

@@ -57,7 +57,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("values", method!(values, 0))?;
     class.define_method("to_h", method!(values, 0))?;
     class.define_method("inherit?", method!(inherit, 0))?;
-    define_value_methods(class, false)
+    vo::define_value_methods!(class, EnvironmentPolicy, false)
 }
 
 impl vo::ValueObject for EnvironmentPolicy {
@@ -74,8 +74,6 @@ impl vo::ValueObject for EnvironmentPolicy {
         ])
     }
 }
-
-vo::value_methods!(EnvironmentPolicy);
 
 /// EnvironmentPolicy.coerce(value): an instance as is; `{set:, inherit:}` or a plain Hash of variables otherwise.
 pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
@@ -167,15 +165,11 @@ fn wrap_as(
     values: RHash,
 ) -> Obj<EnvironmentPolicy> {
     values.freeze();
-    let object = ruby.obj_wrap_as(
-        EnvironmentPolicy {
-            core,
-            values: values.into(),
-        },
-        class,
-    );
-    object.freeze();
-    object
+    let policy = EnvironmentPolicy {
+        core,
+        values: values.into(),
+    };
+    vo::frozen_obj(ruby, policy, class)
 }
 
 /// values: the variables to set, a frozen Hash of frozen Strings.

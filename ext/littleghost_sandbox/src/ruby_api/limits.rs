@@ -33,7 +33,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("write_bytes", method!(write_bytes, 0))?;
     class.define_method("list_entries", method!(list_entries, 0))?;
     class.define_method("output_bytes", method!(output_bytes, 0))?;
-    define_value_methods(class, true)
+    vo::define_value_methods!(class, Limits, true)
 }
 
 impl vo::ValueObject for Limits {
@@ -50,14 +50,6 @@ impl vo::ValueObject for Limits {
             .map(|(name, value)| (name, ruby.into_value(value)))
             .to_vec())
     }
-}
-
-vo::value_methods!(Limits);
-
-fn wrap_as(ruby: &Ruby, class: RClass, limits: core::Limits) -> Obj<Limits> {
-    let object = ruby.obj_wrap_as(Limits(limits), class);
-    object.freeze();
-    object
 }
 
 /// Limits.coerce(value): a Limits unchanged, or `new(**value.to_h)` with Symbol keys.
@@ -96,7 +88,8 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Limits>, Err
         given.push((name, value));
     }
     let limits = core::Limits::parse(given, |value| integer(ruby, value))?;
-    Ok(wrap_as(ruby, class, errors::core_result(ruby, limits)?))
+    let limits = errors::core_result(ruby, limits)?;
+    Ok(vo::frozen_obj(ruby, Limits(limits), class))
 }
 
 /// `Integer(value)` as the core sees it; a StandardError from the conversion means "not an integer".

@@ -47,7 +47,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("tool_visible?", method!(tools, 0))?;
     class.define_method("covers?", method!(covers, 1))?;
     class.define_method("narrow", method!(narrow, -1))?;
-    define_value_methods(class, false)
+    vo::define_value_methods!(class, Mount, false)
 }
 
 impl vo::ValueObject for Mount {
@@ -83,8 +83,6 @@ impl vo::ValueObject for Mount {
     }
 }
 
-vo::value_methods!(Mount);
-
 /// The core grant a Mount (or a Hash `Mount.coerce` accepts) describes.
 pub fn grant_from_ruby(ruby: &Ruby, mount: Value) -> Result<Grant, Error> {
     if let Some(mount) = borrow(mount) {
@@ -99,13 +97,7 @@ pub fn grant_from_ruby(ruby: &Ruby, mount: Value) -> Result<Grant, Error> {
 
 /// A frozen Mount holding exactly `grant` (no further normalisation).
 pub fn grant_to_ruby(ruby: &Ruby, grant: &Grant) -> Result<Value, Error> {
-    Ok(wrap(ruby, Mount::class(ruby), grant.clone()).as_value())
-}
-
-fn wrap(ruby: &Ruby, class: RClass, grant: Grant) -> Obj<Mount> {
-    let object = ruby.obj_wrap_as(Mount(grant), class);
-    object.freeze();
-    object
+    Ok(vo::frozen_obj(ruby, Mount(grant.clone()), Mount::class(ruby)).as_value())
 }
 
 /// `:read_only`/`:read_write` (name-ish), else PolicyError.
@@ -147,7 +139,7 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Mount>, Erro
         protect_aliases: protect_aliases.is_some_and(|v| v.to_bool()),
         tools: tools.is_none_or(|v| v.to_bool()),
     };
-    Ok(wrap(ruby, class, grant))
+    Ok(vo::frozen_obj(ruby, Mount(grant), class))
 }
 
 /// Mount.coerce(hash_or_mount, root: nil): a Mount unchanged, or one built from a Hash of its keywords.
@@ -242,7 +234,7 @@ fn narrow(ruby: &Ruby, rb_self: Obj<Mount>, args: &[Value]) -> Result<Obj<Mount>
         None => grant.access,
     };
     let narrowed = errors::core_result(ruby, grant.narrow(&target, access))?;
-    Ok(wrap(ruby, Mount::class(ruby), narrowed))
+    Ok(vo::frozen_obj(ruby, Mount(narrowed), Mount::class(ruby)))
 }
 
 /// The grant as compared: its source's realpath when it exists.

@@ -70,7 +70,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("inherit?", method!(is_inherit, 0))?;
     class.define_method("none?", method!(is_none, 0))?;
     class.define_method("allowlist?", method!(is_allowlist, 0))?;
-    define_value_methods(class, false)
+    vo::define_value_methods!(class, NetworkPolicy, false)
 }
 
 impl vo::ValueObject for NetworkPolicy {
@@ -106,8 +106,6 @@ impl vo::ValueObject for NetworkPolicy {
         Ok(vo::hash_code(&(&self.core, gateway, authorizer)))
     }
 }
-
-vo::value_methods!(NetworkPolicy);
 
 /// NetworkPolicy.coerce(value): nil, an instance, a mode Symbol/String, or a Hash of `new`'s keywords.
 pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
@@ -192,16 +190,12 @@ fn wrap_as(
     gateway: Value,
     authorizer: Value,
 ) -> Obj<NetworkPolicy> {
-    let object = ruby.obj_wrap_as(
-        NetworkPolicy {
-            core,
-            gateway: gateway.into(),
-            authorizer: authorizer.into(),
-        },
-        class,
-    );
-    object.freeze();
-    object
+    let policy = NetworkPolicy {
+        core,
+        gateway: gateway.into(),
+        authorizer: authorizer.into(),
+    };
+    vo::frozen_obj(ruby, policy, class)
 }
 
 /// A frozen NetworkPolicy holding `core`, which must name no gateway or

@@ -56,23 +56,14 @@ pub(crate) fn wrap(ruby: &Ruby, core: core::Policy, like: &Policy) -> Result<Val
         }
         Some(network) => network_policy::wrap(ruby, network.clone())?,
     };
-    let object = ruby.obj_wrap(Policy {
-        core,
-        environment: like.environment,
-        network: network.into(),
-    });
-    object.freeze();
-    Ok(object.as_value())
+    let environment = ruby.get_inner(like.environment);
+    Ok(wrap_as(ruby, Policy::class(ruby), core, environment, network).as_value())
 }
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Policy", ruby.class_object())?;
     class.undef_default_alloc_func();
-    let symbols = |names: &[&str]| {
-        let array = ruby.ary_from_iter(names.iter().map(|n| ruby.to_symbol(n)));
-        array.freeze();
-        array
-    };
+    let symbols = |names: &[&str]| vo::frozen_symbols(ruby, names);
     class.const_set("COMMON_KEYS", symbols(&core::COMMON_KEYS))?;
     class.const_set("ACCESS_MODES", symbols(&core::ACCESS_MODES))?;
     class.const_set(
@@ -88,7 +79,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("network", method!(network, 0))?;
     class.define_method("workspace_writable?", method!(workspace_writable, 0))?;
     class.define_method("process_grants", method!(process_grants, 1))?;
-    define_value_methods(class, true)
+    vo::define_value_methods!(class, Policy, true)
 }
 
 impl vo::ValueObject for Policy {
@@ -124,8 +115,6 @@ impl vo::ValueObject for Policy {
         Ok(vo::hash_code(&(&self.core, network)))
     }
 }
-
-vo::value_methods!(Policy);
 
 /// Policy.coerce(value = nil, **options): a Policy as is, or one built from a Hash with `options` merged over it.
 fn coerce(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Value, Error> {
@@ -240,16 +229,12 @@ fn wrap_as(
     environment: Value,
     network: Value,
 ) -> Obj<Policy> {
-    let object = ruby.obj_wrap_as(
-        Policy {
-            core,
-            environment: environment.into(),
-            network: network.into(),
-        },
-        class,
-    );
-    object.freeze();
-    object
+    let policy = Policy {
+        core,
+        environment: environment.into(),
+        network: network.into(),
+    };
+    vo::frozen_obj(ruby, policy, class)
 }
 
 fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<RHash, Error> {
