@@ -285,11 +285,6 @@ fn simple_symbol(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-/// Whether `error` is a StandardError (a refused conversion), not an Interrupt or SystemExit.
-pub fn is_standard_error(ruby: &Ruby, error: &Error) -> bool {
-    error.is_kind_of(ruby.exception_standard_error())
-}
-
 /// A name-ish Ruby value as the core's [`Given`](littleghost_sandbox_core::policy::Given):
 /// its `to_sym` name when it has one, shown by `inspect` only if a rule refuses it.
 pub fn given(value: Value) -> Result<littleghost_sandbox_core::policy::Given<'static>, Error> {
@@ -342,6 +337,16 @@ pub(crate) trait ValueObject: TypedData + Sized + 'static {
     /// A hash code consistent with `same(other, true)`.
     fn hash_code(&self, _ruby: &Ruby) -> Result<i64, Error> {
         Ok(hash_code(self.core()))
+    }
+}
+
+/// `a.eql?(b)` when `strict`, else `a == b`: how a value object compares the
+/// Ruby objects it holds besides its core value.
+pub(crate) fn ruby_eq(a: Value, b: Value, strict: bool) -> Result<bool, Error> {
+    if strict {
+        a.eql(b)
+    } else {
+        a.equal(b)
     }
 }
 

@@ -138,8 +138,7 @@ fn features(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
 
 /// network_modes: the network modes the backend can enforce, a frozen Array of Symbols.
 fn network_modes(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
-    let names: Vec<&str> = rb_self.0.network_modes.iter().map(|m| m.name()).collect();
-    vo::frozen_symbols(ruby, &names)
+    vo::frozen_symbols(ruby, &rb_self.0.network_mode_names())
 }
 
 /// isolation: a descriptive Symbol naming the isolation mechanism (:none, :namespace, ...).
@@ -181,15 +180,7 @@ fn intersect(
     other: Value,
 ) -> Result<Obj<Capabilities>, Error> {
     let core = match borrow(other) {
-        Some(theirs) => {
-            let modes: Vec<String> = theirs
-                .0
-                .network_modes
-                .iter()
-                .map(|m| m.name().to_owned())
-                .collect();
-            rb_self.0.intersect(&theirs.0.features, &modes)
-        }
+        Some(theirs) => rb_self.0.intersect_with(&theirs.0),
         None => {
             vo::require_duck(
                 other,

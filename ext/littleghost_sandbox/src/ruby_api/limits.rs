@@ -96,7 +96,10 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Limits>, Err
 fn integer(ruby: &Ruby, value: Value) -> Result<LimitValue, Error> {
     let integer = match vo::kernel(ruby, "Integer", value) {
         Ok(integer) => magnus::Integer::try_convert(integer)?,
-        Err(error) if vo::is_standard_error(ruby, &error) => return Ok(LimitValue::NotInteger),
+        // A StandardError (not an Interrupt or SystemExit) is a refused conversion.
+        Err(error) if error.is_kind_of(ruby.exception_standard_error()) => {
+            return Ok(LimitValue::NotInteger)
+        }
         Err(error) => return Err(error),
     };
     Ok(match integer.to_i64() {

@@ -69,17 +69,11 @@ impl vo::ValueObject for Mount {
 
     /// The same real source (its realpath when it exists), target, access and flags.
     fn same(&self, _ruby: &Ruby, other: &Mount, _strict: bool) -> Result<bool, Error> {
-        let (mine, theirs) = (&self.0, &other.0);
-        // The cheap fields first: a realpath is a system call.
-        Ok(mine.target == theirs.target
-            && mine.access == theirs.access
-            && mine.protect_aliases == theirs.protect_aliases
-            && mine.tools == theirs.tools
-            && identity(mine).0 == identity(theirs).0)
+        Ok(self.0.same_grant(&other.0))
     }
 
     fn hash_code(&self, _ruby: &Ruby) -> Result<i64, Error> {
-        Ok(vo::hash_code(&identity(&self.0)))
+        Ok(vo::hash_code(&self.0.identity()))
     }
 }
 
@@ -235,16 +229,4 @@ fn narrow(ruby: &Ruby, rb_self: Obj<Mount>, args: &[Value]) -> Result<Obj<Mount>
     };
     let narrowed = errors::core_result(ruby, grant.narrow(&target, access))?;
     Ok(vo::frozen_obj(ruby, Mount(narrowed), Mount::class(ruby)))
-}
-
-/// The grant as compared: its source's realpath when it exists.
-fn identity(grant: &Grant) -> (PathBuf, &PathBuf, Access, bool, bool) {
-    let source = std::fs::canonicalize(&grant.source).unwrap_or_else(|_| grant.source.clone());
-    (
-        source,
-        &grant.target,
-        grant.access,
-        grant.protect_aliases,
-        grant.tools,
-    )
 }

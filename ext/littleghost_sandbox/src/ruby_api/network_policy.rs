@@ -94,7 +94,7 @@ impl vo::ValueObject for NetworkPolicy {
 
     /// The core rules equal, and the gateway and authorizer under `eql?` (strict) or `==`.
     fn same(&self, ruby: &Ruby, other: &NetworkPolicy, strict: bool) -> Result<bool, Error> {
-        let compare = |a: Value, b: Value| if strict { a.eql(b) } else { a.equal(b) };
+        let compare = |a: Value, b: Value| vo::ruby_eq(a, b, strict);
         Ok(self.core == other.core
             && compare(self.gateway_value(ruby), other.gateway_value(ruby))?
             && compare(self.authorizer_value(ruby), other.authorizer_value(ruby))?)

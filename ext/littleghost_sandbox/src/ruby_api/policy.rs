@@ -102,12 +102,7 @@ impl vo::ValueObject for Policy {
     /// The core values equal and the network objects (gateway, authorizer) equal under `eql?` or `==`.
     fn same(&self, ruby: &Ruby, other: &Policy, strict: bool) -> Result<bool, Error> {
         let (mine, theirs) = (network(ruby, self), network(ruby, other));
-        Ok(self.core == other.core
-            && if strict {
-                mine.eql(theirs)?
-            } else {
-                mine.equal(theirs)?
-            })
+        Ok(self.core == other.core && vo::ruby_eq(mine, theirs, strict)?)
     }
 
     fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
