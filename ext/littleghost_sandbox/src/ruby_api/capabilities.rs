@@ -3,11 +3,11 @@
 
 use littleghost_sandbox_core::policy::{self as core, Given};
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
+    function, method, prelude::*, scan_args::scan_args, typed_data::Obj, Error, RArray, RClass,
+    RHash, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::value_object as vo;
+use crate::helpers::{args, value_object as vo};
 use crate::ruby_api::errors;
 
 /// The features a backend reports when it is not told otherwise (4.1).
@@ -111,12 +111,11 @@ fn givens(ruby: &Ruby, list: Option<Value>) -> Result<Option<Vec<Given<'static>>
 /// Capabilities.new(features: DEFAULT_FEATURES, network_modes: [:inherit], isolation: :none): a frozen capability report.
 fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>), ()>(
+    let [features, network_modes, isolation] = args::optional(
+        ruby,
         args.keywords,
-        &[],
-        &["features", "network_modes", "isolation"],
+        ["features", "network_modes", "isolation"],
     )?;
-    let (features, network_modes, isolation) = kwargs.optional;
     let features = givens(ruby, features)?;
     let network_modes = givens(ruby, network_modes)?;
     let isolation = isolation.map(vo::given).transpose()?;

@@ -5,12 +5,12 @@
 
 use littleghost_sandbox_core::policy as core;
 use magnus::{
-    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
+    gc::Marker, method, prelude::*, scan_args::scan_args, typed_data::Obj, value::Opaque,
+    DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
-use crate::helpers::convert;
 use crate::helpers::value_object as vo;
+use crate::helpers::{args, convert};
 use crate::ruby_api::errors;
 
 /// A frozen environment policy: the core value and its frozen Ruby Hash.
@@ -115,12 +115,7 @@ pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> 
 /// EnvironmentPolicy.new(inherit: false, values: {}): a frozen set of String variables.
 fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<EnvironmentPolicy>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(
-        args.keywords,
-        &[],
-        &["inherit", "values"],
-    )?;
-    let (inherit, values) = kwargs.optional;
+    let [inherit, values] = args::optional(ruby, args.keywords, ["inherit", "values"])?;
     build(ruby, class, inherit.is_some_and(|v| v.to_bool()), values)
 }
 

@@ -11,8 +11,8 @@ use magnus::{
     RClass, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::convert;
 use crate::helpers::value_object as vo;
+use crate::helpers::{args, convert};
 use crate::ruby_api::errors;
 
 /// A frozen grant object holding the core [`Grant`].
@@ -139,9 +139,8 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Mount>, Erro
 /// Mount.coerce(hash_or_mount, root: nil): a Mount unchanged, or one built from a Hash of its keywords.
 fn coerce(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["root"])?;
+    let [root] = args::optional(ruby, args.keywords, ["root"])?;
     let (value,) = args.required;
-    let (root,) = kwargs.optional;
     coerce_value(ruby, class, value, root)
 }
 
@@ -212,12 +211,7 @@ fn covers(ruby: &Ruby, rb_self: &Mount, path: Value) -> Result<bool, Error> {
 /// narrow(target: self.target, access: self.access): a narrower Mount whose source is the real directory; raises CapabilityError on widening or escape.
 fn narrow(ruby: &Ruby, rb_self: Obj<Mount>, args: &[Value]) -> Result<Obj<Mount>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(
-        args.keywords,
-        &[],
-        &["target", "access"],
-    )?;
-    let (target, access) = kwargs.optional;
+    let [target, access] = args::optional(ruby, args.keywords, ["target", "access"])?;
     let grant = &rb_self.0;
     let target = match target {
         Some(value) => normalize_target(ruby, value)?,

@@ -5,11 +5,11 @@
 
 use littleghost_sandbox_core::policy::{self as core, GrantTable, RootFilesystem};
 use magnus::{
-    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
+    gc::Marker, method, prelude::*, scan_args::scan_args, typed_data::Obj, value::Opaque,
+    DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::value_object as vo;
+use crate::helpers::{args, value_object as vo};
 use crate::ruby_api::{environment_policy, errors, mount, network_policy};
 
 /// A frozen policy: the core value plus the EnvironmentPolicy and NetworkPolicy (or nil) objects.
@@ -151,14 +151,6 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Policy>, Error>
     build(ruby, class, args.keywords)
 }
 
-type Optional = (
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-);
-
 /// The grant table of `files:` or `runtime_paths:` (anything with `each_pair`).
 fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<GrantTable, Error> {
     if !vo::responds(value, "each_pair") {
@@ -178,8 +170,8 @@ fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<GrantTable, Err
 }
 
 fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Error> {
-    let kwargs = get_kwargs::<_, (), Optional, ()>(keywords, &[], &core::COMMON_KEYS)?;
-    let (files, runtime_paths, root_filesystem, environment, network) = kwargs.optional;
+    let [files, runtime_paths, root_filesystem, environment, network] =
+        args::optional(ruby, keywords, core::COMMON_KEYS)?;
     let defaults = core::Policy::default();
     let files = match files {
         Some(value) => grant_table(ruby, value, "files")?,
