@@ -56,7 +56,9 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_singleton_method("coerce", method!(coerce, 1))?;
     class.define_method("values", method!(values, 0))?;
     class.define_method("to_h", method!(values, 0))?;
-    class.define_method("inherit?", method!(inherit, 0))?;
+    // inherit?: whether processes start from the parent's environment.
+    let inherit = method!(|e: &EnvironmentPolicy| e.core.inherit(), 0);
+    class.define_method("inherit?", inherit)?;
     vo::define_value_methods!(class, EnvironmentPolicy, false)
 }
 
@@ -170,9 +172,4 @@ fn wrap_as(
 /// values: the variables to set, a frozen Hash of frozen Strings.
 fn values(ruby: &Ruby, rb_self: &EnvironmentPolicy) -> RHash {
     ruby.get_inner(rb_self.values)
-}
-
-/// inherit?: whether processes start from the parent's environment.
-fn inherit(rb_self: &EnvironmentPolicy) -> bool {
-    rb_self.core.inherit()
 }

@@ -159,12 +159,7 @@ pub fn exceeded_error(ruby: &Ruby, exceeded: LimitExceeded) -> Error {
 pub fn probe_report(ruby: &Ruby) -> Result<RHash, Error> {
     let enforcement = core_limits::probe();
     let report = ruby.hash_new();
-    for (name, status) in [
-        ("memory_bytes", &enforcement.memory),
-        ("tasks", &enforcement.tasks),
-        ("cpu_seconds", &enforcement.cpu),
-        ("process_tree_ownership", &enforcement.tree),
-    ] {
+    for (name, status) in enforcement.report() {
         let value = match status {
             Ok(()) => ruby.qtrue().as_value(),
             Err(reason) => ruby.str_new(reason).as_value(),

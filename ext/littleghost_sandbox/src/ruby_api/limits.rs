@@ -29,10 +29,14 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", function!(coerce, 1))?;
-    class.define_method("read_bytes", method!(read_bytes, 0))?;
-    class.define_method("write_bytes", method!(write_bytes, 0))?;
-    class.define_method("list_entries", method!(list_entries, 0))?;
-    class.define_method("output_bytes", method!(output_bytes, 0))?;
+    // read_bytes: the largest file `read` returns, in bytes.
+    class.define_method("read_bytes", method!(|l: &Limits| l.0.read_bytes, 0))?;
+    // write_bytes: the largest content `write` or `replace` accepts, in bytes.
+    class.define_method("write_bytes", method!(|l: &Limits| l.0.write_bytes, 0))?;
+    // list_entries: the most entries `list` returns.
+    class.define_method("list_entries", method!(|l: &Limits| l.0.list_entries, 0))?;
+    // output_bytes: the most bytes of process output captured per stream.
+    class.define_method("output_bytes", method!(|l: &Limits| l.0.output_bytes, 0))?;
     vo::define_value_methods!(class, Limits, true)
 }
 
@@ -111,24 +115,4 @@ fn integer(ruby: &Ruby, value: Value) -> Result<LimitValue, Error> {
         }
         Err(_) => LimitValue::TooLarge,
     })
-}
-
-/// read_bytes: the largest file `read` returns, in bytes.
-fn read_bytes(rb_self: &Limits) -> u64 {
-    rb_self.0.read_bytes
-}
-
-/// write_bytes: the largest content `write` or `replace` accepts, in bytes.
-fn write_bytes(rb_self: &Limits) -> u64 {
-    rb_self.0.write_bytes
-}
-
-/// list_entries: the most entries `list` returns.
-fn list_entries(rb_self: &Limits) -> u64 {
-    rb_self.0.list_entries
-}
-
-/// output_bytes: the most bytes of process output captured per stream.
-fn output_bytes(rb_self: &Limits) -> u64 {
-    rb_self.0.output_bytes
 }

@@ -41,8 +41,10 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("access", method!(access, 0))?;
     class.define_method("protect_aliases", method!(protect_aliases, 0))?;
     class.define_method("tools", method!(tools, 0))?;
-    class.define_method("read_only?", method!(is_read_only, 0))?;
-    class.define_method("writable?", method!(is_writable, 0))?;
+    // read_only?: true for a `:read_only` mount.
+    class.define_method("read_only?", method!(|m: &Mount| !m.0.access.writable(), 0))?;
+    // writable?: true for a `:read_write` mount.
+    class.define_method("writable?", method!(|m: &Mount| m.0.access.writable(), 0))?;
     class.define_method("protect_aliases?", method!(protect_aliases, 0))?;
     class.define_method("tool_visible?", method!(tools, 0))?;
     class.define_method("covers?", method!(covers, 1))?;
@@ -191,16 +193,6 @@ fn protect_aliases(rb_self: &Mount) -> bool {
 /// tools: whether file tools may see this grant (false for a process-only runtime grant).
 fn tools(rb_self: &Mount) -> bool {
     rb_self.0.tools
-}
-
-/// read_only?: true for a `:read_only` mount.
-fn is_read_only(rb_self: &Mount) -> bool {
-    !rb_self.0.access.writable()
-}
-
-/// writable?: true for a `:read_write` mount.
-fn is_writable(rb_self: &Mount) -> bool {
-    rb_self.0.access.writable()
 }
 
 /// covers?(path): whether the normalised path is the target or lies beneath it.

@@ -3,7 +3,7 @@
 //! core's `policy::NetworkPolicy`; this file converts and holds the two
 //! Ruby objects the core cannot (gateway, authorizer).
 
-use littleghost_sandbox_core::policy::{self as core, NetworkRequest};
+use littleghost_sandbox_core::policy::{self as core, NetworkMode as Mode, NetworkRequest};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
     value::Opaque, DataTypeFunctions, Error, RClass, RHash, Ruby, TypedData, Value,
@@ -67,9 +67,21 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("authorizer", method!(authorizer, 0))?;
     class.define_method("forward_headers", method!(forward_headers, 0))?;
     class.define_method("mutation_headers", method!(mutation_headers, 0))?;
-    class.define_method("inherit?", method!(is_inherit, 0))?;
-    class.define_method("none?", method!(is_none, 0))?;
-    class.define_method("allowlist?", method!(is_allowlist, 0))?;
+    // inherit?: true when processes use the host network.
+    class.define_method(
+        "inherit?",
+        method!(|n: &NetworkPolicy| n.core.mode == Mode::Inherit, 0),
+    )?;
+    // none?: true when processes get no network.
+    class.define_method(
+        "none?",
+        method!(|n: &NetworkPolicy| n.core.mode == Mode::None, 0),
+    )?;
+    // allowlist?: true when only the allowed destinations are reachable.
+    class.define_method(
+        "allowlist?",
+        method!(|n: &NetworkPolicy| n.core.mode == Mode::Allowlist, 0),
+    )?;
     vo::define_value_methods!(class, NetworkPolicy, false)
 }
 
@@ -244,19 +256,4 @@ fn forward_headers(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
 /// mutation_headers: headers the authorizer may set, a frozen Array of Strings.
 fn mutation_headers(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
     vo::frozen_strings(ruby, &rb_self.core.mutation_headers).as_value()
-}
-
-/// inherit?: true when processes use the host network.
-fn is_inherit(rb_self: &NetworkPolicy) -> bool {
-    rb_self.core.mode == core::NetworkMode::Inherit
-}
-
-/// none?: true when processes get no network.
-fn is_none(rb_self: &NetworkPolicy) -> bool {
-    rb_self.core.mode == core::NetworkMode::None
-}
-
-/// allowlist?: true when only the allowed destinations are reachable.
-fn is_allowlist(rb_self: &NetworkPolicy) -> bool {
-    rb_self.core.mode == core::NetworkMode::Allowlist
 }

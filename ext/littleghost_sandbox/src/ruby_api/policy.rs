@@ -77,7 +77,9 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("root_filesystem", method!(root_filesystem, 0))?;
     class.define_method("environment", method!(environment, 0))?;
     class.define_method("network", method!(network, 0))?;
-    class.define_method("workspace_writable?", method!(workspace_writable, 0))?;
+    // workspace_writable?: true iff the workspace root is granted `:read_write` to tools.
+    let writable = method!(|p: &Policy| p.core.workspace_writable(), 0);
+    class.define_method("workspace_writable?", writable)?;
     class.define_method("process_grants", method!(process_grants, 1))?;
     vo::define_value_methods!(class, Policy, true)
 }
@@ -256,11 +258,6 @@ fn environment(ruby: &Ruby, rb_self: &Policy) -> Value {
 /// network: the NetworkPolicy, or nil for the backend's secure default.
 fn network(ruby: &Ruby, rb_self: &Policy) -> Value {
     ruby.get_inner(rb_self.network)
-}
-
-/// workspace_writable?: true iff the workspace root is granted `:read_write` to tools.
-fn workspace_writable(rb_self: &Policy) -> bool {
-    rb_self.core.workspace_writable()
 }
 
 /// process_grants(workspace): a frozen Array of Mounts for every file and runtime grant, longest target first.
