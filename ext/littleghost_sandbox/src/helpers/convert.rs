@@ -197,27 +197,16 @@ pub fn display_string(ruby: &Ruby, value: Value) -> Result<String, Error> {
     Ok(lossy(string))
 }
 
-/// A `cwd:`/`chdir:` value (nil means none) as a path String; see [`path_string`].
-pub fn optional_path_string(
-    ruby: &Ruby,
-    value: Option<Value>,
-    what: &str,
-) -> Result<Option<RString>, Error> {
-    value
-        .filter(|value| !value.is_nil())
-        .map(|value| path_string(ruby, value, what))
-        .transpose()
-}
-
 /// A `chdir:` value (nil means none) expanded like `File.expand_path`; see [`path_string`].
 pub fn expanded_path(
     ruby: &Ruby,
     value: Option<Value>,
     what: &str,
 ) -> Result<Option<PathBuf>, Error> {
-    let Some(string) = optional_path_string(ruby, value, what)? else {
+    let Some(value) = value.filter(|value| !value.is_nil()) else {
         return Ok(None);
     };
+    let string = path_string(ruby, value, what)?;
     Ok(Some(path_of(vo::expand_path(
         ruby,
         string.as_value(),

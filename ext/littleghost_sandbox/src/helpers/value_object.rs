@@ -147,39 +147,23 @@ pub fn class_name_or_empty(value: Value) -> String {
         .unwrap_or_default()
 }
 
-/// The pairs of anything with `each_pair` (Hash, Struct, ENV), in order.
-/// Derefs to a slice; it keeps a temporary pair Array marked so values that
-/// only it references (ENV's fresh Strings) survive GC while in use.
+/// The pairs of anything with `each_pair` (Hash, Struct, ENV), in order: an
+/// iterator that also derefs to the slice not yet taken. It keeps a
+/// temporary pair Array marked so values that only it references (ENV's
+/// fresh Strings) survive GC while in use.
 pub struct Pairs {
-    items: Vec<(Value, Value)>,
+    items: std::vec::IntoIter<(Value, Value)>,
     _keep_alive: Option<magnus::value::BoxValue<RArray>>,
 }
 
 impl std::ops::Deref for Pairs {
     type Target = [(Value, Value)];
     fn deref(&self) -> &Self::Target {
-        &self.items
+        self.items.as_slice()
     }
 }
 
-impl IntoIterator for Pairs {
-    type Item = (Value, Value);
-    type IntoIter = PairsIter;
-    fn into_iter(self) -> PairsIter {
-        PairsIter {
-            items: self.items.into_iter(),
-            _keep_alive: self._keep_alive,
-        }
-    }
-}
-
-/// Iterator over [`Pairs`] that still keeps the temporary Array marked.
-pub struct PairsIter {
-    items: std::vec::IntoIter<(Value, Value)>,
-    _keep_alive: Option<magnus::value::BoxValue<RArray>>,
-}
-
-impl Iterator for PairsIter {
+impl Iterator for Pairs {
     type Item = (Value, Value);
     fn next(&mut self) -> Option<(Value, Value)> {
         self.items.next()
@@ -191,7 +175,7 @@ pub fn pairs(value: Value) -> Result<Pairs, Error> {
     if let Some(hash) = RHash::from_value(value) {
         // The caller holds the Hash, which keeps its keys and values alive.
         return Ok(Pairs {
-            items: hash_pairs(hash)?,
+            items: hash_pairs(hash)?.into_iter(),
             _keep_alive: None,
         });
     }
@@ -215,7 +199,7 @@ pub fn pairs(value: Value) -> Result<Pairs, Error> {
         items.push((pair.entry(0)?, pair.entry(1)?));
     }
     Ok(Pairs {
-        items,
+        items: items.into_iter(),
         _keep_alive: Some(keep_alive),
     })
 }

@@ -16,6 +16,7 @@ use magnus::{
     rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value,
 };
 
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors::{argument_error, capability_error, tool_error};
 use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
 
@@ -65,17 +66,10 @@ pub fn store_defaults(
                 let name = Symbol::from_value(key)
                     .and_then(|symbol| symbol.name().ok().map(|name| name.into_owned()))
                     .or_else(|| RString::from_value(key).and_then(|s| s.to_string().ok()));
-                // How the message shows an unknown key (another object by its class).
-                let known = name.as_deref().is_some_and(|name| KEYS.contains(&name));
-                let shown = match known {
-                    true => String::new(),
-                    false => crate::ruby_api::execution::show_plain(key)?.unwrap_or_else(|| {
-                        format!(
-                            "#<{}>",
-                            crate::helpers::value_object::class_name_or_empty(key)
-                        )
-                    }),
-                };
+                // How the message shows the key if unknown (another object by
+                // its class); show_plain calls no method of the key.
+                let shown = crate::ruby_api::execution::show_plain(key)?
+                    .unwrap_or_else(|| format!("#<{}>", vo::class_name_or_empty(key)));
                 pairs.push((name, shown, strict(Some(value))));
                 Ok(magnus::r_hash::ForEach::Continue)
             })?;
