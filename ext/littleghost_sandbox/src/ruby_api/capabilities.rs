@@ -70,16 +70,8 @@ pub fn build(
     network_modes: &[&str],
     isolation: &str,
 ) -> Result<Value, Error> {
-    let givens = |names: &[&str]| names.iter().map(|n| Given::symbol(n)).collect::<Vec<_>>();
-    let core = errors::core_result(
-        ruby,
-        core::Capabilities::new(
-            Some(&givens(features)),
-            Some(&givens(network_modes)),
-            Some(&Given::symbol(isolation)),
-        ),
-    )?;
-    Ok(wrap(ruby, core))
+    let core = core::Capabilities::named(features, network_modes, isolation);
+    Ok(wrap(ruby, errors::core_result(ruby, core)?))
 }
 
 /// A frozen Capabilities holding `core` (for backends and scopes that computed it).

@@ -43,11 +43,6 @@ impl NetworkPolicy {
     pub(crate) fn gateway_value(&self, ruby: &Ruby) -> Value {
         ruby.get_inner(self.gateway)
     }
-
-    /// The authorizer callable, or nil.
-    pub(crate) fn authorizer_value(&self, ruby: &Ruby) -> Value {
-        ruby.get_inner(self.authorizer)
-    }
 }
 
 /// The NetworkPolicy `value` wraps, if it is one.
@@ -109,12 +104,12 @@ impl vo::ValueObject for NetworkPolicy {
         let compare = |a: Value, b: Value| vo::ruby_eq(a, b, strict);
         Ok(self.core == other.core
             && compare(self.gateway_value(ruby), other.gateway_value(ruby))?
-            && compare(self.authorizer_value(ruby), other.authorizer_value(ruby))?)
+            && compare(authorizer(ruby, self), authorizer(ruby, other))?)
     }
 
     fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
         let gateway = self.gateway_value(ruby).hash()?.to_i64()?;
-        let authorizer = self.authorizer_value(ruby).hash()?.to_i64()?;
+        let authorizer = authorizer(ruby, self).hash()?.to_i64()?;
         Ok(vo::hash_code(&(&self.core, gateway, authorizer)))
     }
 }
@@ -245,7 +240,7 @@ fn gateway(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
 
 /// authorizer: the callable that authorises inspected HTTP requests, or nil.
 fn authorizer(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
-    rb_self.authorizer_value(ruby)
+    ruby.get_inner(rb_self.authorizer)
 }
 
 /// forward_headers: request headers forwarded to the authorizer, a frozen Array of Strings.

@@ -193,12 +193,10 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Err
         environment_class,
         environment.unwrap_or_else(|| ruby.hash_new().as_value()),
     )?;
-    let network = match network {
-        Some(value) => {
-            network_policy::coerce(ruby, network_policy::NetworkPolicy::class(ruby), value)?
-        }
-        None => ruby.qnil().as_value(),
-    };
+    // NetworkPolicy.coerce passes nil through.
+    let network = network.unwrap_or_else(|| ruby.qnil().as_value());
+    let network =
+        network_policy::coerce(ruby, network_policy::NetworkPolicy::class(ruby), network)?;
     let core = core::Policy {
         files,
         runtime_paths,

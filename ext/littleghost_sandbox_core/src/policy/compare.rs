@@ -1,11 +1,13 @@
 //! How the Ruby value objects compare and combine where the answer is more
 //! than field equality: a Mount is the same grant as another when its source
 //! is the same real directory (9.1), and Capabilities intersect with another
-//! report (4.4). The binding's `==`, `hash` and `intersect` call these.
+//! report (4.4). The binding's `==`, `hash` and `intersect` call these, and
+//! builds a backend's report from its own names with [`Capabilities::named`].
 
 use std::path::PathBuf;
 
-use super::Capabilities;
+use super::{Capabilities, Given};
+use crate::error::Result;
 use crate::grants::{Access, Grant};
 
 /// What a grant is compared and hashed by: its source's realpath (the
@@ -40,6 +42,21 @@ impl Capabilities {
     /// The names of the network modes, in order.
     pub fn network_mode_names(&self) -> Vec<&'static str> {
         self.network_modes.iter().map(|mode| mode.name()).collect()
+    }
+
+    /// [`Capabilities::new`] from names a backend or probe states in Rust
+    /// (each read as a Symbol), validated as if Ruby had passed them.
+    pub fn named(
+        features: &[&str],
+        network_modes: &[&str],
+        isolation: &str,
+    ) -> Result<Capabilities> {
+        let givens = |names: &[&str]| names.iter().map(|n| Given::symbol(n)).collect::<Vec<_>>();
+        Capabilities::new(
+            Some(&givens(features)),
+            Some(&givens(network_modes)),
+            Some(&Given::symbol(isolation)),
+        )
     }
 
     /// [`Capabilities::intersect`] with another report.
@@ -89,6 +106,18 @@ mod tests {
         assert_eq!(gone.identity().0, PathBuf::from("/no/such/dir"));
         assert!(gone.same_grant(&gone.clone()));
         assert!(!gone.same_grant(&grant(PathBuf::from("/no/such/other"), Access::ReadOnly)));
+    }
+
+    #[test]
+    fn named_reports_resolve_aliases_and_refuse_unknown_modes() {
+        let caps = Capabilities::named(&["read", "spawn", "read"], &["none"], "namespace").unwrap();
+        assert_eq!(caps.features, ["filesystem_read", "process_spawn"]);
+        assert_eq!(caps.network_mode_names(), ["none"]);
+        assert_eq!(caps.isolation, "namespace");
+        let err = Capabilities::named(&[], &["bridge"], "none").unwrap_err();
+        assert!(err
+            .message()
+            .starts_with("unsupported network modes: :bridge"));
     }
 
     #[test]
