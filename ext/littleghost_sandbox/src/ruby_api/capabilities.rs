@@ -10,9 +10,6 @@ use magnus::{
 use crate::helpers::{args, value_object as vo};
 use crate::ruby_api::errors;
 
-/// The features a backend reports when it is not told otherwise (4.1).
-pub const DEFAULT_FEATURES: [&str; 3] = core::DEFAULT_FEATURES;
-
 /// A frozen capability report holding the core's value.
 #[magnus::wrap(class = "LittleGhost::Sandbox::Capabilities", free_immediately, size)]
 pub struct Capabilities(core::Capabilities);
@@ -34,7 +31,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.undef_default_alloc_func();
     class.const_set(
         "DEFAULT_FEATURES",
-        vo::frozen_symbols(ruby, &DEFAULT_FEATURES),
+        vo::frozen_symbols(ruby, &core::DEFAULT_FEATURES),
     )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("normalize", function!(normalize, 1))?;

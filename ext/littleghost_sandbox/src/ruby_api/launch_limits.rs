@@ -20,9 +20,6 @@ use crate::helpers::value_object as vo;
 use crate::ruby_api::errors::{argument_error, capability_error, tool_error};
 use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
 
-/// The limit keywords, in the order [`Requested`] holds them.
-pub const KEYS: [&str; 3] = keywords::KEYS;
-
 /// An Integer as the core's [`Given`] (Bignums saturate by sign).
 pub fn integer_given(integer: Integer) -> Given {
     match integer.to_i128() {
@@ -115,7 +112,8 @@ pub fn for_call(
     get: &dyn Fn(&str) -> Option<Value>,
     own_tree: bool,
 ) -> Result<Plan, Error> {
-    let call = parse(ruby, KEYS.map(get))?;
+    // The limit keywords, in the order `Requested` holds them.
+    let call = parse(ruby, keywords::KEYS.map(get))?;
     let stored = launch_defaults(sandbox).borrow().clone();
     plan(ruby, stored.for_call(call, own_tree), stored.cgroup_dir)
 }

@@ -19,18 +19,6 @@ use crate::ruby_api::errors;
 #[magnus::wrap(class = "LittleGhost::Sandbox::Mount", free_immediately, size)]
 pub struct Mount(Grant);
 
-impl Mount {
-    /// The core grant.
-    pub(crate) fn grant(&self) -> &Grant {
-        &self.0
-    }
-}
-
-/// The Mount `value` wraps, if it is one.
-pub(crate) fn borrow(value: Value) -> Option<&'static Mount> {
-    <&Mount>::try_convert(value).ok()
-}
-
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Mount", ruby.class_object())?;
     class.undef_default_alloc_func();
@@ -81,14 +69,8 @@ impl vo::ValueObject for Mount {
 
 /// The core grant a Mount (or a Hash `Mount.coerce` accepts) describes.
 pub fn grant_from_ruby(ruby: &Ruby, mount: Value) -> Result<Grant, Error> {
-    if let Some(mount) = borrow(mount) {
-        return Ok(mount.grant().clone());
-    }
-    let coerced = coerce_value(ruby, Mount::class(ruby), mount, None)?;
-    Ok(borrow(coerced)
-        .expect("Mount.coerce returns a Mount")
-        .grant()
-        .clone())
+    let mount = coerce_value(ruby, Mount::class(ruby), mount, None)?;
+    Ok(<&Mount>::try_convert(mount)?.0.clone())
 }
 
 /// A frozen Mount holding exactly `grant` (no further normalisation).

@@ -36,6 +36,7 @@ pub mod running;
 pub mod runtime;
 pub mod spawn;
 pub mod spawner;
+mod string_command;
 
 use std::os::fd::RawFd;
 use std::path::PathBuf;
@@ -51,6 +52,7 @@ pub use running::{
     write_stdin, Exit, OutputChunk, Owner, RunningProcess, Termination, TerminationStep,
 };
 pub use rustix::event::PollFlags;
+pub use string_command::{check_string_command, ARGV_ADVICE};
 
 /// How often waiters poll (17.8, 18.6): a bound on how late a timeout,
 /// cancellation or interrupt is noticed.
