@@ -60,6 +60,18 @@ pub fn keywords(
     Ok(values)
 }
 
+/// Optional keywords only, as magnus's `get_kwargs` takes them: ArgumentError
+/// for an unknown keyword; the value of each of `names`, in order (None when
+/// absent, `Some(nil)` when given as nil).
+pub fn optional<const N: usize>(
+    ruby: &Ruby,
+    hash: RHash,
+    names: [&str; N],
+) -> Result<[Option<Value>; N], Error> {
+    let values = keywords(ruby, hash, &[], &names)?;
+    Ok(std::array::from_fn(|i| values[i]))
+}
+
 /// A `-1` arity call of one positional (the command) and checked keywords,
 /// as `keywords` returns them.
 pub fn command_call(

@@ -31,9 +31,6 @@ use magnus::{encoding::EncodingCapable, prelude::*, Error, RArray, RHash, RStrin
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 
-/// The advice a String command line gets.
-pub const ARGV_ADVICE: &str = "pass an argv Array, or use execute for shell syntax";
-
 /// A copy of a String's bytes, whatever its encoding.
 pub fn bytes(string: RString) -> Vec<u8> {
     // SAFETY: the bytes are copied before any other Ruby call can run.
@@ -87,23 +84,13 @@ fn to_s(ruby: &Ruby, value: Value) -> Result<RString, Error> {
     })
 }
 
-fn is_whitespace(byte: &u8) -> bool {
-    // Ruby's /\s/: space, \t, \n, \v, \f, \r.
-    matches!(byte, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
-}
-
 /// 17.1, 17.2, H.6: `Array(command).map(&:to_s)` as UTF-8 text. A String
-/// command with whitespace raises ArgumentError ([`ARGV_ADVICE`]); an empty
+/// command with whitespace raises ArgumentError ([`core_process::ARGV_ADVICE`]); an empty
 /// argv or argv[0] ToolError "Command must contain an executable"; a NUL
 /// byte ArgumentError.
 pub fn argv(ruby: &Ruby, command: Value) -> Result<Vec<String>, Error> {
     if let Some(line) = RString::from_value(command) {
-        if bytes(line).iter().any(is_whitespace) {
-            return Err(errors::argument_error(
-                ruby,
-                format!("a String command is one program name, not a command line: {ARGV_ADVICE}"),
-            ));
-        }
+        errors::core_result(ruby, core_process::check_string_command(&bytes(line)))?;
     }
     let array = RArray::try_convert(vo::kernel(ruby, "Array", command)?)?;
     let mut argv = Vec::with_capacity(array.len());
@@ -197,27 +184,16 @@ pub fn display_string(ruby: &Ruby, value: Value) -> Result<String, Error> {
     Ok(lossy(string))
 }
 
-/// A `cwd:`/`chdir:` value (nil means none) as a path String; see [`path_string`].
-pub fn optional_path_string(
-    ruby: &Ruby,
-    value: Option<Value>,
-    what: &str,
-) -> Result<Option<RString>, Error> {
-    value
-        .filter(|value| !value.is_nil())
-        .map(|value| path_string(ruby, value, what))
-        .transpose()
-}
-
 /// A `chdir:` value (nil means none) expanded like `File.expand_path`; see [`path_string`].
 pub fn expanded_path(
     ruby: &Ruby,
     value: Option<Value>,
     what: &str,
 ) -> Result<Option<PathBuf>, Error> {
-    let Some(string) = optional_path_string(ruby, value, what)? else {
+    let Some(value) = value.filter(|value| !value.is_nil()) else {
         return Ok(None);
     };
+    let string = path_string(ruby, value, what)?;
     Ok(Some(path_of(vo::expand_path(
         ruby,
         string.as_value(),

@@ -11,7 +11,7 @@ use magnus::{
     rb_sys::{protect, AsRawValue, FromRawValue},
     typed_data::Obj,
     value::ReprValue,
-    Error, RArray, RHash, RString, Ruby, Symbol, TypedData, Value,
+    Error, RArray, RClass, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
 use rb_sys::VALUE;
 
@@ -147,39 +147,23 @@ pub fn class_name_or_empty(value: Value) -> String {
         .unwrap_or_default()
 }
 
-/// The pairs of anything with `each_pair` (Hash, Struct, ENV), in order.
-/// Derefs to a slice; it keeps a temporary pair Array marked so values that
-/// only it references (ENV's fresh Strings) survive GC while in use.
+/// The pairs of anything with `each_pair` (Hash, Struct, ENV), in order: an
+/// iterator that also derefs to the slice not yet taken. It keeps a
+/// temporary pair Array marked so values that only it references (ENV's
+/// fresh Strings) survive GC while in use.
 pub struct Pairs {
-    items: Vec<(Value, Value)>,
+    items: std::vec::IntoIter<(Value, Value)>,
     _keep_alive: Option<magnus::value::BoxValue<RArray>>,
 }
 
 impl std::ops::Deref for Pairs {
     type Target = [(Value, Value)];
     fn deref(&self) -> &Self::Target {
-        &self.items
+        self.items.as_slice()
     }
 }
 
-impl IntoIterator for Pairs {
-    type Item = (Value, Value);
-    type IntoIter = PairsIter;
-    fn into_iter(self) -> PairsIter {
-        PairsIter {
-            items: self.items.into_iter(),
-            _keep_alive: self._keep_alive,
-        }
-    }
-}
-
-/// Iterator over [`Pairs`] that still keeps the temporary Array marked.
-pub struct PairsIter {
-    items: std::vec::IntoIter<(Value, Value)>,
-    _keep_alive: Option<magnus::value::BoxValue<RArray>>,
-}
-
-impl Iterator for PairsIter {
+impl Iterator for Pairs {
     type Item = (Value, Value);
     fn next(&mut self) -> Option<(Value, Value)> {
         self.items.next()
@@ -191,7 +175,7 @@ pub fn pairs(value: Value) -> Result<Pairs, Error> {
     if let Some(hash) = RHash::from_value(value) {
         // The caller holds the Hash, which keeps its keys and values alive.
         return Ok(Pairs {
-            items: hash_pairs(hash)?,
+            items: hash_pairs(hash)?.into_iter(),
             _keep_alive: None,
         });
     }
@@ -215,7 +199,7 @@ pub fn pairs(value: Value) -> Result<Pairs, Error> {
         items.push((pair.entry(0)?, pair.entry(1)?));
     }
     Ok(Pairs {
-        items,
+        items: items.into_iter(),
         _keep_alive: Some(keep_alive),
     })
 }
@@ -285,11 +269,6 @@ fn simple_symbol(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
-/// Whether `error` is a StandardError (a refused conversion), not an Interrupt or SystemExit.
-pub fn is_standard_error(ruby: &Ruby, error: &Error) -> bool {
-    error.is_kind_of(ruby.exception_standard_error())
-}
-
 /// A name-ish Ruby value as the core's [`Given`](littleghost_sandbox_core::policy::Given):
 /// its `to_sym` name when it has one, shown by `inspect` only if a rule refuses it.
 pub fn given(value: Value) -> Result<littleghost_sandbox_core::policy::Given<'static>, Error> {
@@ -321,23 +300,9 @@ pub fn hash_code(value: &impl std::hash::Hash) -> i64 {
     hasher.finish() as i64
 }
 
-/// `#<Class label=inspect ...>` over already-converted field values.
-pub fn inspect_fields(
-    ruby: &Ruby,
-    object: Value,
-    fields: &[(&str, Value)],
-) -> Result<String, Error> {
-    let mut out = format!("#<{}", class_name(object));
-    for (label, value) in fields {
-        out.push_str(&format!(" {label}={}", inspect_value(ruby, *value)?));
-    }
-    out.push('>');
-    Ok(out)
-}
-
 /// A frozen TypedData value object over a core struct: equality and hashing
 /// are the core value's (`PartialEq`, `Hash`), `inspect` and `to_h` show
-/// [`fields`](ValueObject::fields). [`value_methods!`] defines the Ruby methods.
+/// [`fields`](ValueObject::fields). [`define_value_methods!`] defines the Ruby methods.
 pub(crate) trait ValueObject: TypedData + Sized + 'static {
     /// The core value compared and hashed.
     type Core: PartialEq + std::hash::Hash;
@@ -359,6 +324,16 @@ pub(crate) trait ValueObject: TypedData + Sized + 'static {
     }
 }
 
+/// `a.eql?(b)` when `strict`, else `a == b`: how a value object compares the
+/// Ruby objects it holds besides its core value.
+pub(crate) fn ruby_eq(a: Value, b: Value, strict: bool) -> Result<bool, Error> {
+    if strict {
+        a.eql(b)
+    } else {
+        a.equal(b)
+    }
+}
+
 /// `==` (or `eql?` when `strict`): the same class and [`ValueObject::same`].
 pub(crate) fn value_same<T: ValueObject>(
     ruby: &Ruby,
@@ -376,9 +351,37 @@ pub(crate) fn value_same<T: ValueObject>(
     }
 }
 
+/// `==` of a value object.
+pub(crate) fn value_eq<T: ValueObject>(
+    ruby: &Ruby,
+    rb_self: Obj<T>,
+    other: Value,
+) -> Result<bool, Error> {
+    value_same(ruby, rb_self, other, false)
+}
+
+/// `eql?` of a value object.
+pub(crate) fn value_eql<T: ValueObject>(
+    ruby: &Ruby,
+    rb_self: Obj<T>,
+    other: Value,
+) -> Result<bool, Error> {
+    value_same(ruby, rb_self, other, true)
+}
+
+/// `hash` of a value object.
+pub(crate) fn value_hash<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<i64, Error> {
+    rb_self.hash_code(ruby)
+}
+
 /// `inspect` of a value object: `#<Class label=value ...>`.
 pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Result<String, Error> {
-    inspect_fields(ruby, rb_self.as_value(), &rb_self.fields(ruby)?)
+    let mut out = format!("#<{}", class_name(rb_self.as_value()));
+    for (label, value) in rb_self.fields(ruby)? {
+        out.push_str(&format!(" {label}={}", inspect_value(ruby, value)?));
+    }
+    out.push('>');
+    Ok(out)
 }
 
 /// `to_h` of a value object: its fields in a frozen Symbol-keyed Hash.
@@ -392,60 +395,41 @@ pub(crate) fn value_to_h<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<RHa
 }
 
 /// Defines `==`, `eql?`, `hash`, `inspect` and `to_s` (and `to_h` when asked)
-/// of a [`ValueObject`] type. Usage: `value_methods!(Limits);` then
-/// `define_value_methods(class, true)?`. (A macro, as magnus's `method!`
-/// cannot name a generic function's type parameter.)
-macro_rules! value_methods {
-    ($type:ty) => {
-        fn value_eq(
-            ruby: &magnus::Ruby,
-            rb_self: magnus::typed_data::Obj<$type>,
-            other: magnus::Value,
-        ) -> Result<bool, magnus::Error> {
-            crate::helpers::value_object::value_same(ruby, rb_self, other, false)
+/// of a [`ValueObject`] type on a class, in a function returning
+/// `Result<(), Error>`: `vo::define_value_methods!(class, Limits, true)`. (A
+/// macro, as magnus's `method!` wraps its function in a nested `fn`, which
+/// cannot name a generic caller's type parameter; here the type is concrete.)
+macro_rules! define_value_methods {
+    ($class:expr, $type:ty, $to_h:expr) => {{
+        use crate::helpers::value_object as vo;
+        use magnus::{method, Module};
+        let class: magnus::RClass = $class;
+        class.define_method("==", method!(vo::value_eq::<$type>, 1))?;
+        class.define_method("eql?", method!(vo::value_eql::<$type>, 1))?;
+        class.define_method("hash", method!(vo::value_hash::<$type>, 0))?;
+        class.define_method("inspect", method!(vo::value_inspect::<$type>, 0))?;
+        class.define_alias("to_s", "inspect")?;
+        if $to_h {
+            class.define_method("to_h", method!(vo::value_to_h::<$type>, 0))?;
         }
-
-        fn value_eql(
-            ruby: &magnus::Ruby,
-            rb_self: magnus::typed_data::Obj<$type>,
-            other: magnus::Value,
-        ) -> Result<bool, magnus::Error> {
-            crate::helpers::value_object::value_same(ruby, rb_self, other, true)
-        }
-
-        fn value_hash(ruby: &magnus::Ruby, rb_self: &$type) -> Result<i64, magnus::Error> {
-            crate::helpers::value_object::ValueObject::hash_code(rb_self, ruby)
-        }
-
-        fn value_inspect(
-            ruby: &magnus::Ruby,
-            rb_self: magnus::typed_data::Obj<$type>,
-        ) -> Result<String, magnus::Error> {
-            crate::helpers::value_object::value_inspect(ruby, rb_self)
-        }
-
-        fn value_to_h(
-            ruby: &magnus::Ruby,
-            rb_self: &$type,
-        ) -> Result<magnus::RHash, magnus::Error> {
-            crate::helpers::value_object::value_to_h(ruby, rb_self)
-        }
-
-        fn define_value_methods(class: magnus::RClass, to_h: bool) -> Result<(), magnus::Error> {
-            use magnus::{method, Module};
-            class.define_method("==", method!(value_eq, 1))?;
-            class.define_method("eql?", method!(value_eql, 1))?;
-            class.define_method("hash", method!(value_hash, 0))?;
-            class.define_method("inspect", method!(value_inspect, 0))?;
-            class.define_alias("to_s", "inspect")?;
-            if to_h {
-                class.define_method("to_h", method!(value_to_h, 0))?;
-            }
-            Ok(())
-        }
-    };
+        Ok(())
+    }};
 }
-pub(crate) use value_methods;
+pub(crate) use define_value_methods;
+
+/// `data` wrapped as a frozen instance of `class` (its own class or a subclass).
+pub(crate) fn frozen_obj<T: TypedData>(ruby: &Ruby, data: T, class: RClass) -> Obj<T> {
+    let object = ruby.obj_wrap_as(data, class);
+    object.freeze();
+    object
+}
+
+/// A frozen Array of the Symbols named `names`.
+pub fn frozen_symbols<S: AsRef<str>>(ruby: &Ruby, names: &[S]) -> RArray {
+    let array = ruby.ary_from_iter(names.iter().map(|name| ruby.to_symbol(name.as_ref())));
+    array.freeze();
+    array
+}
 
 /// A frozen Array of frozen Strings.
 pub fn frozen_strings<'a>(ruby: &Ruby, items: impl IntoIterator<Item = &'a String>) -> RArray {

@@ -3,15 +3,12 @@
 
 use littleghost_sandbox_core::policy::{self as core, Given};
 use magnus::{
-    function, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
+    function, method, prelude::*, scan_args::scan_args, typed_data::Obj, Error, RArray, RClass,
+    RHash, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::value_object as vo;
+use crate::helpers::{args, value_object as vo};
 use crate::ruby_api::errors;
-
-/// The features a backend reports when it is not told otherwise (4.1).
-pub const DEFAULT_FEATURES: [&str; 3] = core::DEFAULT_FEATURES;
 
 /// A frozen capability report holding the core's value.
 #[magnus::wrap(class = "LittleGhost::Sandbox::Capabilities", free_immediately, size)]
@@ -32,7 +29,10 @@ pub(crate) fn borrow(value: Value) -> Option<&'static Capabilities> {
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Capabilities", ruby.class_object())?;
     class.undef_default_alloc_func();
-    class.const_set("DEFAULT_FEATURES", frozen_symbols(ruby, &DEFAULT_FEATURES))?;
+    class.const_set(
+        "DEFAULT_FEATURES",
+        vo::frozen_symbols(ruby, &core::DEFAULT_FEATURES),
+    )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("normalize", function!(normalize, 1))?;
     class.define_method("features", method!(features, 0))?;
@@ -41,7 +41,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("supports?", method!(supports, -1))?;
     class.define_method("include?", method!(supports, -1))?;
     class.define_method("intersect", method!(intersect, 1))?;
-    define_value_methods(class, true)
+    vo::define_value_methods!(class, Capabilities, true)
 }
 
 impl vo::ValueObject for Capabilities {
@@ -60,20 +60,6 @@ impl vo::ValueObject for Capabilities {
     }
 }
 
-vo::value_methods!(Capabilities);
-
-fn frozen_symbols<S: AsRef<str>>(ruby: &Ruby, names: &[S]) -> RArray {
-    let array = ruby.ary_from_iter(names.iter().map(|name| ruby.to_symbol(name.as_ref())));
-    array.freeze();
-    array
-}
-
-fn wrap_as(ruby: &Ruby, class: RClass, core: core::Capabilities) -> Obj<Capabilities> {
-    let object = ruby.obj_wrap_as(Capabilities(core), class);
-    object.freeze();
-    object
-}
-
 /// A frozen Capabilities built from Rust names (for backends and probes).
 pub fn build(
     ruby: &Ruby,
@@ -81,21 +67,13 @@ pub fn build(
     network_modes: &[&str],
     isolation: &str,
 ) -> Result<Value, Error> {
-    let givens = |names: &[&str]| names.iter().map(|n| Given::symbol(n)).collect::<Vec<_>>();
-    let core = errors::core_result(
-        ruby,
-        core::Capabilities::new(
-            Some(&givens(features)),
-            Some(&givens(network_modes)),
-            Some(&Given::symbol(isolation)),
-        ),
-    )?;
-    Ok(wrap(ruby, core))
+    let core = core::Capabilities::named(features, network_modes, isolation);
+    Ok(wrap(ruby, errors::core_result(ruby, core)?))
 }
 
 /// A frozen Capabilities holding `core` (for backends and scopes that computed it).
 pub(crate) fn wrap(ruby: &Ruby, core: core::Capabilities) -> Value {
-    wrap_as(ruby, Capabilities::class(ruby), core).as_value()
+    vo::frozen_obj(ruby, Capabilities(core), Capabilities::class(ruby)).as_value()
 }
 
 /// Capabilities with no features and no network modes (10.4, 12.3).
@@ -122,12 +100,11 @@ fn givens(ruby: &Ruby, list: Option<Value>) -> Result<Option<Vec<Given<'static>>
 /// Capabilities.new(features: DEFAULT_FEATURES, network_modes: [:inherit], isolation: :none): a frozen capability report.
 fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>), ()>(
+    let [features, network_modes, isolation] = args::optional(
+        ruby,
         args.keywords,
-        &[],
-        &["features", "network_modes", "isolation"],
+        ["features", "network_modes", "isolation"],
     )?;
-    let (features, network_modes, isolation) = kwargs.optional;
     let features = givens(ruby, features)?;
     let network_modes = givens(ruby, network_modes)?;
     let isolation = isolation.map(vo::given).transpose()?;
@@ -139,18 +116,17 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, 
             isolation.as_ref(),
         ),
     )?;
-    Ok(wrap_as(ruby, class, core))
+    Ok(vo::frozen_obj(ruby, Capabilities(core), class))
 }
 
 /// features: the supported features, a frozen Array of Symbols.
 fn features(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
-    frozen_symbols(ruby, &rb_self.0.features)
+    vo::frozen_symbols(ruby, &rb_self.0.features)
 }
 
 /// network_modes: the network modes the backend can enforce, a frozen Array of Symbols.
 fn network_modes(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
-    let names: Vec<&str> = rb_self.0.network_modes.iter().map(|m| m.name()).collect();
-    frozen_symbols(ruby, &names)
+    vo::frozen_symbols(ruby, &rb_self.0.network_mode_names())
 }
 
 /// isolation: a descriptive Symbol naming the isolation mechanism (:none, :namespace, ...).
@@ -192,15 +168,7 @@ fn intersect(
     other: Value,
 ) -> Result<Obj<Capabilities>, Error> {
     let core = match borrow(other) {
-        Some(theirs) => {
-            let modes: Vec<String> = theirs
-                .0
-                .network_modes
-                .iter()
-                .map(|m| m.name().to_owned())
-                .collect();
-            rb_self.0.intersect(&theirs.0.features, &modes)
-        }
+        Some(theirs) => rb_self.0.intersect_with(&theirs.0),
         None => {
             vo::require_duck(
                 other,
@@ -212,5 +180,5 @@ fn intersect(
             rb_self.0.intersect(&features, &modes)
         }
     };
-    Ok(wrap_as(ruby, rb_self.class(), core))
+    Ok(vo::frozen_obj(ruby, Capabilities(core), rb_self.class()))
 }

@@ -5,12 +5,12 @@
 
 use littleghost_sandbox_core::policy as core;
 use magnus::{
-    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
+    gc::Marker, method, prelude::*, scan_args::scan_args, typed_data::Obj, value::Opaque,
+    DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
-use crate::helpers::convert;
 use crate::helpers::value_object as vo;
+use crate::helpers::{args, convert};
 use crate::ruby_api::errors;
 
 /// A frozen environment policy: the core value and its frozen Ruby Hash.
@@ -56,8 +56,10 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_singleton_method("coerce", method!(coerce, 1))?;
     class.define_method("values", method!(values, 0))?;
     class.define_method("to_h", method!(values, 0))?;
-    class.define_method("inherit?", method!(inherit, 0))?;
-    define_value_methods(class, false)
+    // inherit?: whether processes start from the parent's environment.
+    let inherit = method!(|e: &EnvironmentPolicy| e.core.inherit(), 0);
+    class.define_method("inherit?", inherit)?;
+    vo::define_value_methods!(class, EnvironmentPolicy, false)
 }
 
 impl vo::ValueObject for EnvironmentPolicy {
@@ -74,8 +76,6 @@ impl vo::ValueObject for EnvironmentPolicy {
         ])
     }
 }
-
-vo::value_methods!(EnvironmentPolicy);
 
 /// EnvironmentPolicy.coerce(value): an instance as is; `{set:, inherit:}` or a plain Hash of variables otherwise.
 pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
@@ -117,12 +117,7 @@ pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> 
 /// EnvironmentPolicy.new(inherit: false, values: {}): a frozen set of String variables.
 fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<EnvironmentPolicy>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(
-        args.keywords,
-        &[],
-        &["inherit", "values"],
-    )?;
-    let (inherit, values) = kwargs.optional;
+    let [inherit, values] = args::optional(ruby, args.keywords, ["inherit", "values"])?;
     build(ruby, class, inherit.is_some_and(|v| v.to_bool()), values)
 }
 
@@ -167,23 +162,14 @@ fn wrap_as(
     values: RHash,
 ) -> Obj<EnvironmentPolicy> {
     values.freeze();
-    let object = ruby.obj_wrap_as(
-        EnvironmentPolicy {
-            core,
-            values: values.into(),
-        },
-        class,
-    );
-    object.freeze();
-    object
+    let policy = EnvironmentPolicy {
+        core,
+        values: values.into(),
+    };
+    vo::frozen_obj(ruby, policy, class)
 }
 
 /// values: the variables to set, a frozen Hash of frozen Strings.
 fn values(ruby: &Ruby, rb_self: &EnvironmentPolicy) -> RHash {
     ruby.get_inner(rb_self.values)
-}
-
-/// inherit?: whether processes start from the parent's environment.
-fn inherit(rb_self: &EnvironmentPolicy) -> bool {
-    rb_self.core.inherit()
 }

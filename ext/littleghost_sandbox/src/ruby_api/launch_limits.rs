@@ -16,11 +16,9 @@ use magnus::{
     rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value,
 };
 
+use crate::helpers::value_object as vo;
 use crate::ruby_api::errors::{argument_error, capability_error, tool_error};
 use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
-
-/// The limit keywords, in the order [`Requested`] holds them.
-pub const KEYS: [&str; 3] = keywords::KEYS;
 
 /// An Integer as the core's [`Given`] (Bignums saturate by sign).
 pub fn integer_given(integer: Integer) -> Given {
@@ -65,17 +63,10 @@ pub fn store_defaults(
                 let name = Symbol::from_value(key)
                     .and_then(|symbol| symbol.name().ok().map(|name| name.into_owned()))
                     .or_else(|| RString::from_value(key).and_then(|s| s.to_string().ok()));
-                // How the message shows an unknown key (another object by its class).
-                let known = name.as_deref().is_some_and(|name| KEYS.contains(&name));
-                let shown = match known {
-                    true => String::new(),
-                    false => crate::ruby_api::execution::show_plain(key)?.unwrap_or_else(|| {
-                        format!(
-                            "#<{}>",
-                            crate::helpers::value_object::class_name_or_empty(key)
-                        )
-                    }),
-                };
+                // How the message shows the key if unknown (another object by
+                // its class); show_plain calls no method of the key.
+                let shown = crate::ruby_api::execution::show_plain(key)?
+                    .unwrap_or_else(|| format!("#<{}>", vo::class_name_or_empty(key)));
                 pairs.push((name, shown, strict(Some(value))));
                 Ok(magnus::r_hash::ForEach::Continue)
             })?;
@@ -121,7 +112,8 @@ pub fn for_call(
     get: &dyn Fn(&str) -> Option<Value>,
     own_tree: bool,
 ) -> Result<Plan, Error> {
-    let call = parse(ruby, KEYS.map(get))?;
+    // The limit keywords, in the order `Requested` holds them.
+    let call = parse(ruby, keywords::KEYS.map(get))?;
     let stored = launch_defaults(sandbox).borrow().clone();
     plan(ruby, stored.for_call(call, own_tree), stored.cgroup_dir)
 }
@@ -159,12 +151,7 @@ pub fn exceeded_error(ruby: &Ruby, exceeded: LimitExceeded) -> Error {
 pub fn probe_report(ruby: &Ruby) -> Result<RHash, Error> {
     let enforcement = core_limits::probe();
     let report = ruby.hash_new();
-    for (name, status) in [
-        ("memory_bytes", &enforcement.memory),
-        ("tasks", &enforcement.tasks),
-        ("cpu_seconds", &enforcement.cpu),
-        ("process_tree_ownership", &enforcement.tree),
-    ] {
+    for (name, status) in enforcement.report() {
         let value = match status {
             Ok(()) => ruby.qtrue().as_value(),
             Err(reason) => ruby.str_new(reason).as_value(),

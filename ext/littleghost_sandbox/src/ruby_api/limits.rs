@@ -29,11 +29,15 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", function!(coerce, 1))?;
-    class.define_method("read_bytes", method!(read_bytes, 0))?;
-    class.define_method("write_bytes", method!(write_bytes, 0))?;
-    class.define_method("list_entries", method!(list_entries, 0))?;
-    class.define_method("output_bytes", method!(output_bytes, 0))?;
-    define_value_methods(class, true)
+    // read_bytes: the largest file `read` returns, in bytes.
+    class.define_method("read_bytes", method!(|l: &Limits| l.0.read_bytes, 0))?;
+    // write_bytes: the largest content `write` or `replace` accepts, in bytes.
+    class.define_method("write_bytes", method!(|l: &Limits| l.0.write_bytes, 0))?;
+    // list_entries: the most entries `list` returns.
+    class.define_method("list_entries", method!(|l: &Limits| l.0.list_entries, 0))?;
+    // output_bytes: the most bytes of process output captured per stream.
+    class.define_method("output_bytes", method!(|l: &Limits| l.0.output_bytes, 0))?;
+    vo::define_value_methods!(class, Limits, true)
 }
 
 impl vo::ValueObject for Limits {
@@ -50,14 +54,6 @@ impl vo::ValueObject for Limits {
             .map(|(name, value)| (name, ruby.into_value(value)))
             .to_vec())
     }
-}
-
-vo::value_methods!(Limits);
-
-fn wrap_as(ruby: &Ruby, class: RClass, limits: core::Limits) -> Obj<Limits> {
-    let object = ruby.obj_wrap_as(Limits(limits), class);
-    object.freeze();
-    object
 }
 
 /// Limits.coerce(value): a Limits unchanged, or `new(**value.to_h)` with Symbol keys.
@@ -96,14 +92,18 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Limits>, Err
         given.push((name, value));
     }
     let limits = core::Limits::parse(given, |value| integer(ruby, value))?;
-    Ok(wrap_as(ruby, class, errors::core_result(ruby, limits)?))
+    let limits = errors::core_result(ruby, limits)?;
+    Ok(vo::frozen_obj(ruby, Limits(limits), class))
 }
 
 /// `Integer(value)` as the core sees it; a StandardError from the conversion means "not an integer".
 fn integer(ruby: &Ruby, value: Value) -> Result<LimitValue, Error> {
     let integer = match vo::kernel(ruby, "Integer", value) {
         Ok(integer) => magnus::Integer::try_convert(integer)?,
-        Err(error) if vo::is_standard_error(ruby, &error) => return Ok(LimitValue::NotInteger),
+        // A StandardError (not an Interrupt or SystemExit) is a refused conversion.
+        Err(error) if error.is_kind_of(ruby.exception_standard_error()) => {
+            return Ok(LimitValue::NotInteger)
+        }
         Err(error) => return Err(error),
     };
     Ok(match integer.to_i64() {
@@ -115,24 +115,4 @@ fn integer(ruby: &Ruby, value: Value) -> Result<LimitValue, Error> {
         }
         Err(_) => LimitValue::TooLarge,
     })
-}
-
-/// read_bytes: the largest file `read` returns, in bytes.
-fn read_bytes(rb_self: &Limits) -> u64 {
-    rb_self.0.read_bytes
-}
-
-/// write_bytes: the largest content `write` or `replace` accepts, in bytes.
-fn write_bytes(rb_self: &Limits) -> u64 {
-    rb_self.0.write_bytes
-}
-
-/// list_entries: the most entries `list` returns.
-fn list_entries(rb_self: &Limits) -> u64 {
-    rb_self.0.list_entries
-}
-
-/// output_bytes: the most bytes of process output captured per stream.
-fn output_bytes(rb_self: &Limits) -> u64 {
-    rb_self.0.output_bytes
 }

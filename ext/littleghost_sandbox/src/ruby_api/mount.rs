@@ -11,25 +11,13 @@ use magnus::{
     RClass, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::convert;
 use crate::helpers::value_object as vo;
+use crate::helpers::{args, convert};
 use crate::ruby_api::errors;
 
 /// A frozen grant object holding the core [`Grant`].
 #[magnus::wrap(class = "LittleGhost::Sandbox::Mount", free_immediately, size)]
 pub struct Mount(Grant);
-
-impl Mount {
-    /// The core grant.
-    pub(crate) fn grant(&self) -> &Grant {
-        &self.0
-    }
-}
-
-/// The Mount `value` wraps, if it is one.
-pub(crate) fn borrow(value: Value) -> Option<&'static Mount> {
-    <&Mount>::try_convert(value).ok()
-}
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Mount", ruby.class_object())?;
@@ -41,13 +29,15 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("access", method!(access, 0))?;
     class.define_method("protect_aliases", method!(protect_aliases, 0))?;
     class.define_method("tools", method!(tools, 0))?;
-    class.define_method("read_only?", method!(is_read_only, 0))?;
-    class.define_method("writable?", method!(is_writable, 0))?;
+    // read_only?: true for a `:read_only` mount.
+    class.define_method("read_only?", method!(|m: &Mount| !m.0.access.writable(), 0))?;
+    // writable?: true for a `:read_write` mount.
+    class.define_method("writable?", method!(|m: &Mount| m.0.access.writable(), 0))?;
     class.define_method("protect_aliases?", method!(protect_aliases, 0))?;
     class.define_method("tool_visible?", method!(tools, 0))?;
     class.define_method("covers?", method!(covers, 1))?;
     class.define_method("narrow", method!(narrow, -1))?;
-    define_value_methods(class, false)
+    vo::define_value_methods!(class, Mount, false)
 }
 
 impl vo::ValueObject for Mount {
@@ -69,43 +59,23 @@ impl vo::ValueObject for Mount {
 
     /// The same real source (its realpath when it exists), target, access and flags.
     fn same(&self, _ruby: &Ruby, other: &Mount, _strict: bool) -> Result<bool, Error> {
-        let (mine, theirs) = (&self.0, &other.0);
-        // The cheap fields first: a realpath is a system call.
-        Ok(mine.target == theirs.target
-            && mine.access == theirs.access
-            && mine.protect_aliases == theirs.protect_aliases
-            && mine.tools == theirs.tools
-            && identity(mine).0 == identity(theirs).0)
+        Ok(self.0.same_grant(&other.0))
     }
 
     fn hash_code(&self, _ruby: &Ruby) -> Result<i64, Error> {
-        Ok(vo::hash_code(&identity(&self.0)))
+        Ok(vo::hash_code(&self.0.identity()))
     }
 }
 
-vo::value_methods!(Mount);
-
 /// The core grant a Mount (or a Hash `Mount.coerce` accepts) describes.
 pub fn grant_from_ruby(ruby: &Ruby, mount: Value) -> Result<Grant, Error> {
-    if let Some(mount) = borrow(mount) {
-        return Ok(mount.grant().clone());
-    }
-    let coerced = coerce_value(ruby, Mount::class(ruby), mount, None)?;
-    Ok(borrow(coerced)
-        .expect("Mount.coerce returns a Mount")
-        .grant()
-        .clone())
+    let mount = coerce_value(ruby, Mount::class(ruby), mount, None)?;
+    Ok(<&Mount>::try_convert(mount)?.0.clone())
 }
 
 /// A frozen Mount holding exactly `grant` (no further normalisation).
 pub fn grant_to_ruby(ruby: &Ruby, grant: &Grant) -> Result<Value, Error> {
-    Ok(wrap(ruby, Mount::class(ruby), grant.clone()).as_value())
-}
-
-fn wrap(ruby: &Ruby, class: RClass, grant: Grant) -> Obj<Mount> {
-    let object = ruby.obj_wrap_as(Mount(grant), class);
-    object.freeze();
-    object
+    Ok(vo::frozen_obj(ruby, Mount(grant.clone()), Mount::class(ruby)).as_value())
 }
 
 /// `:read_only`/`:read_write` (name-ish), else PolicyError.
@@ -147,15 +117,14 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Mount>, Erro
         protect_aliases: protect_aliases.is_some_and(|v| v.to_bool()),
         tools: tools.is_none_or(|v| v.to_bool()),
     };
-    Ok(wrap(ruby, class, grant))
+    Ok(vo::frozen_obj(ruby, Mount(grant), class))
 }
 
 /// Mount.coerce(hash_or_mount, root: nil): a Mount unchanged, or one built from a Hash of its keywords.
 fn coerce(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["root"])?;
+    let [root] = args::optional(ruby, args.keywords, ["root"])?;
     let (value,) = args.required;
-    let (root,) = kwargs.optional;
     coerce_value(ruby, class, value, root)
 }
 
@@ -208,16 +177,6 @@ fn tools(rb_self: &Mount) -> bool {
     rb_self.0.tools
 }
 
-/// read_only?: true for a `:read_only` mount.
-fn is_read_only(rb_self: &Mount) -> bool {
-    !rb_self.0.access.writable()
-}
-
-/// writable?: true for a `:read_write` mount.
-fn is_writable(rb_self: &Mount) -> bool {
-    rb_self.0.access.writable()
-}
-
 /// covers?(path): whether the normalised path is the target or lies beneath it.
 fn covers(ruby: &Ruby, rb_self: &Mount, path: Value) -> Result<bool, Error> {
     Ok(rb_self.0.covers(&normalize_target(ruby, path)?))
@@ -226,12 +185,7 @@ fn covers(ruby: &Ruby, rb_self: &Mount, path: Value) -> Result<bool, Error> {
 /// narrow(target: self.target, access: self.access): a narrower Mount whose source is the real directory; raises CapabilityError on widening or escape.
 fn narrow(ruby: &Ruby, rb_self: Obj<Mount>, args: &[Value]) -> Result<Obj<Mount>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>, Option<Value>), ()>(
-        args.keywords,
-        &[],
-        &["target", "access"],
-    )?;
-    let (target, access) = kwargs.optional;
+    let [target, access] = args::optional(ruby, args.keywords, ["target", "access"])?;
     let grant = &rb_self.0;
     let target = match target {
         Some(value) => normalize_target(ruby, value)?,
@@ -242,17 +196,5 @@ fn narrow(ruby: &Ruby, rb_self: Obj<Mount>, args: &[Value]) -> Result<Obj<Mount>
         None => grant.access,
     };
     let narrowed = errors::core_result(ruby, grant.narrow(&target, access))?;
-    Ok(wrap(ruby, Mount::class(ruby), narrowed))
-}
-
-/// The grant as compared: its source's realpath when it exists.
-fn identity(grant: &Grant) -> (PathBuf, &PathBuf, Access, bool, bool) {
-    let source = std::fs::canonicalize(&grant.source).unwrap_or_else(|_| grant.source.clone());
-    (
-        source,
-        &grant.target,
-        grant.access,
-        grant.protect_aliases,
-        grant.tools,
-    )
+    Ok(vo::frozen_obj(ruby, Mount(narrowed), Mount::class(ruby)))
 }

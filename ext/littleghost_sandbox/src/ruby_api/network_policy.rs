@@ -3,7 +3,7 @@
 //! core's `policy::NetworkPolicy`; this file converts and holds the two
 //! Ruby objects the core cannot (gateway, authorizer).
 
-use littleghost_sandbox_core::policy::{self as core, NetworkRequest};
+use littleghost_sandbox_core::policy::{self as core, NetworkMode as Mode, NetworkRequest};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
     value::Opaque, DataTypeFunctions, Error, RClass, RHash, Ruby, TypedData, Value,
@@ -43,11 +43,6 @@ impl NetworkPolicy {
     pub(crate) fn gateway_value(&self, ruby: &Ruby) -> Value {
         ruby.get_inner(self.gateway)
     }
-
-    /// The authorizer callable, or nil.
-    pub(crate) fn authorizer_value(&self, ruby: &Ruby) -> Value {
-        ruby.get_inner(self.authorizer)
-    }
 }
 
 /// The NetworkPolicy `value` wraps, if it is one.
@@ -67,10 +62,22 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("authorizer", method!(authorizer, 0))?;
     class.define_method("forward_headers", method!(forward_headers, 0))?;
     class.define_method("mutation_headers", method!(mutation_headers, 0))?;
-    class.define_method("inherit?", method!(is_inherit, 0))?;
-    class.define_method("none?", method!(is_none, 0))?;
-    class.define_method("allowlist?", method!(is_allowlist, 0))?;
-    define_value_methods(class, false)
+    // inherit?: true when processes use the host network.
+    class.define_method(
+        "inherit?",
+        method!(|n: &NetworkPolicy| n.core.mode == Mode::Inherit, 0),
+    )?;
+    // none?: true when processes get no network.
+    class.define_method(
+        "none?",
+        method!(|n: &NetworkPolicy| n.core.mode == Mode::None, 0),
+    )?;
+    // allowlist?: true when only the allowed destinations are reachable.
+    class.define_method(
+        "allowlist?",
+        method!(|n: &NetworkPolicy| n.core.mode == Mode::Allowlist, 0),
+    )?;
+    vo::define_value_methods!(class, NetworkPolicy, false)
 }
 
 impl vo::ValueObject for NetworkPolicy {
@@ -94,20 +101,18 @@ impl vo::ValueObject for NetworkPolicy {
 
     /// The core rules equal, and the gateway and authorizer under `eql?` (strict) or `==`.
     fn same(&self, ruby: &Ruby, other: &NetworkPolicy, strict: bool) -> Result<bool, Error> {
-        let compare = |a: Value, b: Value| if strict { a.eql(b) } else { a.equal(b) };
+        let compare = |a: Value, b: Value| vo::ruby_eq(a, b, strict);
         Ok(self.core == other.core
             && compare(self.gateway_value(ruby), other.gateway_value(ruby))?
-            && compare(self.authorizer_value(ruby), other.authorizer_value(ruby))?)
+            && compare(authorizer(ruby, self), authorizer(ruby, other))?)
     }
 
     fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
         let gateway = self.gateway_value(ruby).hash()?.to_i64()?;
-        let authorizer = self.authorizer_value(ruby).hash()?.to_i64()?;
+        let authorizer = authorizer(ruby, self).hash()?.to_i64()?;
         Ok(vo::hash_code(&(&self.core, gateway, authorizer)))
     }
 }
-
-vo::value_methods!(NetworkPolicy);
 
 /// NetworkPolicy.coerce(value): nil, an instance, a mode Symbol/String, or a Hash of `new`'s keywords.
 pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> {
@@ -192,16 +197,12 @@ fn wrap_as(
     gateway: Value,
     authorizer: Value,
 ) -> Obj<NetworkPolicy> {
-    let object = ruby.obj_wrap_as(
-        NetworkPolicy {
-            core,
-            gateway: gateway.into(),
-            authorizer: authorizer.into(),
-        },
-        class,
-    );
-    object.freeze();
-    object
+    let policy = NetworkPolicy {
+        core,
+        gateway: gateway.into(),
+        authorizer: authorizer.into(),
+    };
+    vo::frozen_obj(ruby, policy, class)
 }
 
 /// A frozen NetworkPolicy holding `core`, which must name no gateway or
@@ -239,7 +240,7 @@ fn gateway(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
 
 /// authorizer: the callable that authorises inspected HTTP requests, or nil.
 fn authorizer(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
-    rb_self.authorizer_value(ruby)
+    ruby.get_inner(rb_self.authorizer)
 }
 
 /// forward_headers: request headers forwarded to the authorizer, a frozen Array of Strings.
@@ -250,19 +251,4 @@ fn forward_headers(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
 /// mutation_headers: headers the authorizer may set, a frozen Array of Strings.
 fn mutation_headers(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
     vo::frozen_strings(ruby, &rb_self.core.mutation_headers).as_value()
-}
-
-/// inherit?: true when processes use the host network.
-fn is_inherit(rb_self: &NetworkPolicy) -> bool {
-    rb_self.core.mode == core::NetworkMode::Inherit
-}
-
-/// none?: true when processes get no network.
-fn is_none(rb_self: &NetworkPolicy) -> bool {
-    rb_self.core.mode == core::NetworkMode::None
-}
-
-/// allowlist?: true when only the allowed destinations are reachable.
-fn is_allowlist(rb_self: &NetworkPolicy) -> bool {
-    rb_self.core.mode == core::NetworkMode::Allowlist
 }

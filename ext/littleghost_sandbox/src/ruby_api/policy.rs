@@ -5,11 +5,11 @@
 
 use littleghost_sandbox_core::policy::{self as core, GrantTable, RootFilesystem};
 use magnus::{
-    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
+    gc::Marker, method, prelude::*, scan_args::scan_args, typed_data::Obj, value::Opaque,
+    DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
 };
 
-use crate::helpers::value_object as vo;
+use crate::helpers::{args, value_object as vo};
 use crate::ruby_api::{environment_policy, errors, mount, network_policy};
 
 /// A frozen policy: the core value plus the EnvironmentPolicy and NetworkPolicy (or nil) objects.
@@ -56,23 +56,14 @@ pub(crate) fn wrap(ruby: &Ruby, core: core::Policy, like: &Policy) -> Result<Val
         }
         Some(network) => network_policy::wrap(ruby, network.clone())?,
     };
-    let object = ruby.obj_wrap(Policy {
-        core,
-        environment: like.environment,
-        network: network.into(),
-    });
-    object.freeze();
-    Ok(object.as_value())
+    let environment = ruby.get_inner(like.environment);
+    Ok(wrap_as(ruby, Policy::class(ruby), core, environment, network).as_value())
 }
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Policy", ruby.class_object())?;
     class.undef_default_alloc_func();
-    let symbols = |names: &[&str]| {
-        let array = ruby.ary_from_iter(names.iter().map(|n| ruby.to_symbol(n)));
-        array.freeze();
-        array
-    };
+    let symbols = |names: &[&str]| vo::frozen_symbols(ruby, names);
     class.const_set("COMMON_KEYS", symbols(&core::COMMON_KEYS))?;
     class.const_set("ACCESS_MODES", symbols(&core::ACCESS_MODES))?;
     class.const_set(
@@ -86,9 +77,11 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("root_filesystem", method!(root_filesystem, 0))?;
     class.define_method("environment", method!(environment, 0))?;
     class.define_method("network", method!(network, 0))?;
-    class.define_method("workspace_writable?", method!(workspace_writable, 0))?;
+    // workspace_writable?: true iff the workspace root is granted `:read_write` to tools.
+    let writable = method!(|p: &Policy| p.core.workspace_writable(), 0);
+    class.define_method("workspace_writable?", writable)?;
     class.define_method("process_grants", method!(process_grants, 1))?;
-    define_value_methods(class, true)
+    vo::define_value_methods!(class, Policy, true)
 }
 
 impl vo::ValueObject for Policy {
@@ -111,12 +104,7 @@ impl vo::ValueObject for Policy {
     /// The core values equal and the network objects (gateway, authorizer) equal under `eql?` or `==`.
     fn same(&self, ruby: &Ruby, other: &Policy, strict: bool) -> Result<bool, Error> {
         let (mine, theirs) = (network(ruby, self), network(ruby, other));
-        Ok(self.core == other.core
-            && if strict {
-                mine.eql(theirs)?
-            } else {
-                mine.equal(theirs)?
-            })
+        Ok(self.core == other.core && vo::ruby_eq(mine, theirs, strict)?)
     }
 
     fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
@@ -124,8 +112,6 @@ impl vo::ValueObject for Policy {
         Ok(vo::hash_code(&(&self.core, network)))
     }
 }
-
-vo::value_methods!(Policy);
 
 /// Policy.coerce(value = nil, **options): a Policy as is, or one built from a Hash with `options` merged over it.
 fn coerce(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Value, Error> {
@@ -167,14 +153,6 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Policy>, Error>
     build(ruby, class, args.keywords)
 }
 
-type Optional = (
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-);
-
 /// The grant table of `files:` or `runtime_paths:` (anything with `each_pair`).
 fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<GrantTable, Error> {
     if !vo::responds(value, "each_pair") {
@@ -194,8 +172,8 @@ fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<GrantTable, Err
 }
 
 fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Error> {
-    let kwargs = get_kwargs::<_, (), Optional, ()>(keywords, &[], &core::COMMON_KEYS)?;
-    let (files, runtime_paths, root_filesystem, environment, network) = kwargs.optional;
+    let [files, runtime_paths, root_filesystem, environment, network] =
+        args::optional(ruby, keywords, core::COMMON_KEYS)?;
     let defaults = core::Policy::default();
     let files = match files {
         Some(value) => grant_table(ruby, value, "files")?,
@@ -215,12 +193,10 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Err
         environment_class,
         environment.unwrap_or_else(|| ruby.hash_new().as_value()),
     )?;
-    let network = match network {
-        Some(value) => {
-            network_policy::coerce(ruby, network_policy::NetworkPolicy::class(ruby), value)?
-        }
-        None => ruby.qnil().as_value(),
-    };
+    // NetworkPolicy.coerce passes nil through.
+    let network = network.unwrap_or_else(|| ruby.qnil().as_value());
+    let network =
+        network_policy::coerce(ruby, network_policy::NetworkPolicy::class(ruby), network)?;
     let core = core::Policy {
         files,
         runtime_paths,
@@ -240,16 +216,12 @@ fn wrap_as(
     environment: Value,
     network: Value,
 ) -> Obj<Policy> {
-    let object = ruby.obj_wrap_as(
-        Policy {
-            core,
-            environment: environment.into(),
-            network: network.into(),
-        },
-        class,
-    );
-    object.freeze();
-    object
+    let policy = Policy {
+        core,
+        environment: environment.into(),
+        network: network.into(),
+    };
+    vo::frozen_obj(ruby, policy, class)
 }
 
 fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<RHash, Error> {
@@ -284,11 +256,6 @@ fn environment(ruby: &Ruby, rb_self: &Policy) -> Value {
 /// network: the NetworkPolicy, or nil for the backend's secure default.
 fn network(ruby: &Ruby, rb_self: &Policy) -> Value {
     ruby.get_inner(rb_self.network)
-}
-
-/// workspace_writable?: true iff the workspace root is granted `:read_write` to tools.
-fn workspace_writable(rb_self: &Policy) -> bool {
-    rb_self.core.workspace_writable()
 }
 
 /// process_grants(workspace): a frozen Array of Mounts for every file and runtime grant, longest target first.

@@ -32,6 +32,7 @@ pub mod cgroup;
 pub mod keywords;
 pub mod launch;
 pub mod plan;
+mod report;
 pub mod watch;
 
 pub use launch::LaunchCgroup;

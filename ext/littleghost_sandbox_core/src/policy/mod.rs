@@ -4,6 +4,7 @@
 //! documented exceptions; it decides nothing.
 
 mod capabilities;
+mod compare;
 mod environment;
 mod given;
 mod limits;
@@ -12,6 +13,7 @@ mod network;
 mod rules;
 
 pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};
+pub use compare::GrantIdentity;
 pub use environment::EnvironmentPolicy;
 pub use given::Given;
 pub use limits::{LimitValue, Limits, LIMIT_NAMES};

@@ -40,6 +40,7 @@ pub mod runtime;
 pub mod session;
 pub mod spawn;
 pub mod spawner;
+mod string_command;
 pub mod supervision;
 
 use std::os::fd::RawFd;
@@ -56,6 +57,7 @@ pub use running::{
     write_stdin, Exit, OutputChunk, Owner, RunningProcess, Termination, TerminationStep,
 };
 pub use rustix::event::PollFlags;
+pub use string_command::{check_string_command, ARGV_ADVICE};
 
 /// How often waiters poll (17.8, 18.6): a bound on how late a timeout,
 /// cancellation or interrupt is noticed.
