@@ -8,7 +8,6 @@
 //! (`gateway.rs`), each launch runs its command under the relay helper in
 //! bwrap's network namespace, `close` closes the gateway.
 
-use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -17,8 +16,7 @@ use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::grants::Grant;
-use littleghost_sandbox_core::launch::{self, LaunchRequest};
-use littleghost_sandbox_core::process::SpawnOptions;
+use littleghost_sandbox_core::launch;
 use magnus::{
     function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, TypedData,
     Value,
@@ -108,13 +106,7 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
         None => PathBuf::from(bw::DEFAULT_EXECUTABLE),
     };
     let platform = convert::display_string(ruby, platform_or_host(ruby, values[2])?)?;
-    if !platform.contains("linux") {
-        return probe_result(ruby, Some("Bubblewrap is supported only on Linux".into()));
-    }
-    if !bw::is_executable_file(&executable) {
-        return probe_result(ruby, Some(bw::missing_reason(&executable)));
-    }
-    probe_result(ruby, bw::functional_probe(&executable).err())
+    probe_result(ruby, bw::unavailable_reason(&platform, &executable))
 }
 
 /// True iff writes are supported and some tool-visible grant is writable (every Rust backend's).
@@ -140,35 +132,11 @@ fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error
 }
 
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Error> {
-    if !state.platform.contains("linux") {
-        return Err(errors::unsupported_platform_error(
-            ruby,
-            "Bubblewrap sandboxing is supported only on Linux",
-        ));
-    }
-    if !bw::is_executable_file(&state.executable) {
-        return Err(errors::dependency_error(
-            ruby,
-            bw::missing_reason(&state.executable),
-        ));
-    }
     let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
     let allowlist = gateway::allowlist_network(ruby, effective);
-    if allowlist.is_some() {
-        gateway::relay_helper(ruby, state.relay.as_ref())?;
-    }
+    errors::core_result(ruby, state.options.check_host(allowlist.is_some()))?;
     let grants = policy_grants(ruby, rb_self)?;
-    for grant in &grants {
-        if grant.source.exists() && !grant.source.is_dir() {
-            return Err(errors::policy_error(
-                ruby,
-                "sandbox mount source is not a directory",
-            ));
-        }
-    }
-    let pins = errors::core_result(ruby, launch::Pins::capture(&grants))?;
-    bw::functional_probe(&state.executable)
-        .map_err(|reason| errors::dependency_error(ruby, reason))?;
+    let pins = errors::core_result(ruby, state.options.pin(&grants))?;
     state.pins.replace(Some(pins));
     if let Some(network) = allowlist {
         // B.5 step 7: on failure `close` runs and the error is re-raised.
@@ -240,44 +208,23 @@ fn pins(ruby: &Ruby, state: &State, grants: &[Grant]) -> Result<launch::Pins, Er
 // ---------------------------------------------------------------------------
 // The launch: the core plan (16.5, B.7, B.10), then the argv (B.8).
 
-/// The bwrap options of a planned launch.
-fn bwrap_options(
+/// The bwrap launch of a plan: the core's, given the workspace root and named paths.
+fn launch_of(
     ruby: &Ruby,
     rb_self: SandboxObj,
     state: &State,
     plan: &launch::LaunchPlan,
-    seccomp_fd: Option<i32>,
-    extra_ro_binds: Vec<(PathBuf, PathBuf)>,
-) -> Result<Vec<OsString>, Error> {
-    let host = bw::RealHost;
-    let grants = bw::launch_grants(&plan.selected, &plan.policy_grants, &host);
-    let root_filesystem =
-        bw::RootFilesystem::parse(core_policy(ruby, rb_self)?.root_filesystem.name())
-            .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
-    let mut launch = bw::Launch::new(root_filesystem, grants, plan.cwd.clone());
-    launch.masks = state.masks.clone();
-    for mask in bw::scope_masks(&plan.policy_grants, &launch.grants, &host) {
-        if !launch.masks.contains(&mask) {
-            launch.masks.push(mask);
-        }
-    }
-    launch.tmpfs = state.tmpfs.clone();
-    launch.runtime_roots = state.runtime_roots.clone();
-    launch.proc_mount = state.proc_mount.clone();
+) -> Result<bw::Launch, Error> {
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    launch.workspace_paths = vec![la::workspace_root(workspace)?];
+    let mut workspace_paths = vec![la::workspace_root(workspace)?];
     for (_, path) in vo::pairs(workspace.funcall("paths", ())?)? {
-        launch.workspace_paths.push(convert::string_path(path)?);
+        workspace_paths.push(convert::string_path(path)?);
     }
-    launch.environment = plan.environment.clone();
-    launch.inherit_environment = plan.inherit_environment;
-    launch.network = plan.network;
-    launch.uid = state.uid;
-    launch.gid = state.gid;
-    launch.seccomp_fd = seccomp_fd;
-    launch.tmpfs_size = state.tmpfs_size;
-    launch.extra_ro_binds = extra_ro_binds;
-    errors::core_result(ruby, bw::bubblewrap_args(&launch, &host))
+    let policy = core_policy(ruby, rb_self)?;
+    let launch = state
+        .options
+        .launch(policy, plan, workspace_paths, &bw::RealHost);
+    errors::core_result(ruby, launch)
 }
 
 /// The bwrap options (before `--`) for the given mounts, cwd, environment and network; works before `open`.
@@ -337,7 +284,8 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
         cwd: launch_cwd(ruby, rb_self, cwd, true)?,
         filter: None,
     };
-    let options = bwrap_options(ruby, rb_self, state, &plan, None, Vec::new())?;
+    let launch = launch_of(ruby, rb_self, state, &plan)?;
+    let options = errors::core_result(ruby, bw::bubblewrap_args(&launch, &bw::RealHost))?;
     Ok(ruby.ary_from_iter(options.iter().map(|o| os_to_ruby(ruby, o))))
 }
 
@@ -399,22 +347,13 @@ fn planned(
     let core = core_policy(ruby, rb_self)?;
     let policy_grants = policy_grants(ruby, rb_self)?;
     let pins = pins(ruby, state, &policy_grants)?;
-    let mut request = LaunchRequest::new(
-        core,
-        call.inherit,
-        launch_cwd(ruby, rb_self, call.cwd, true)?,
-    );
+    let cwd = launch_cwd(ruby, rb_self, call.cwd, true)?;
+    let mut request = state
+        .options
+        .request(core, call.inherit, cwd, &pins, allow_subprocesses);
     request.scope_network = scope.and_then(|scope| scope.network);
     request.selected = scope.map(|scope| scope.grants.clone());
     request.policy_grants = policy_grants;
-    request.require_utf8_paths = true;
-    request.pins = Some(&pins);
-    request.fresh_directories = &state.tmpfs;
-    request.filter = launch::Filter::Seccomp {
-        deny_subprocesses: !allow_subprocesses,
-        uid: state.uid,
-        gid: state.gid,
-    };
     request.gateway_environment = match open_gateway_value(ruby, state) {
         Some(gateway) => Some(gateway::environment(ruby, gateway)?),
         None => None,
@@ -438,39 +377,20 @@ fn wrap_command(
     let mut plan = planned(ruby, rb_self, state, call, scope.as_ref(), allow)?;
     let filter = plan.filter.take();
     let display_argv0 = argv[0].clone();
-    let mut command = wrapped_command(ruby, rb_self, state, argv, scope.map(|s| s.value))?;
-    let mut extra_ro_binds = Vec::new();
-    if plan.network == launch::NetworkMode::Allowlist {
-        // B.10 (4), G.5, G.6: the relay runs the command; it and the gateway's mounts are bound read-only.
-        let gateway = open_gateway_value(ruby, state)
-            .ok_or_else(|| errors::dependency_error(ruby, "the network gateway is not open"))?;
-        let relay = gateway::relay(ruby, gateway)?;
-        let helper = gateway::relay_helper(ruby, state.relay.as_ref())?;
-        command = errors::core_result(ruby, launch::relay_argv(&helper, &relay.socket, command))?;
-        extra_ro_binds = relay.binds;
-        extra_ro_binds.push((helper.clone(), helper));
-    }
-    // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
-    let seccomp_fd = filter.as_ref().map(|_| SpawnOptions::child_fd(0));
-    let options = bwrap_options(ruby, rb_self, state, &plan, seccomp_fd, extra_ro_binds)?;
-    let exec_argv0 = command[0].as_bytes().to_vec();
-    let mut full = vec![convert::path_text(
-        ruby,
-        &state.executable,
-        "bubblewrap executable path",
-    )?];
-    // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
-    // different path (a mask on a renamed twin leaves the real one visible).
-    for option in options {
-        let option = option
-            .into_string()
-            .map_err(|_| errors::policy_error(ruby, launch::MOUNT_PATH_NOT_UTF8))?;
-        full.push(option);
-    }
-    full.push("--".into());
-    full.extend(command);
+    let command = wrapped_command(ruby, rb_self, state, argv, scope.map(|s| s.value))?;
+    let relay = match open_gateway_value(ruby, state) {
+        // B.10 (4), G.5, G.6: the relay runs the command under `:allowlist`.
+        Some(gateway) if plan.network == launch::NetworkMode::Allowlist => {
+            Some(gateway::relay(ruby, gateway, &state.options)?)
+        }
+        _ => None,
+    };
+    let launch = launch_of(ruby, rb_self, state, &plan)?;
+    let options = &state.options;
+    let wrapped = options.host_argv(launch, command, relay, filter.is_some(), &bw::RealHost);
+    let wrapped = errors::core_result(ruby, wrapped)?;
     let host = HostCommand {
-        argv: full,
+        argv: wrapped.argv,
         // bwrap gets the host environment only when inheriting (B.6); the child's comes by --setenv.
         environment: Vec::new(),
         inherit_environment: plan.inherit_environment,
@@ -480,7 +400,7 @@ fn wrap_command(
             .map(|fd| fd.as_raw_fd())
             .into_iter()
             .collect(),
-        exec_argv0: Some((exec_argv0, display_argv0)),
+        exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
     };
     Ok((host, filter))
 }
