@@ -32,7 +32,6 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
-use crate::ruby_api::mount;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, sandbox};
 
@@ -241,52 +240,32 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
     let [mounts, cwd, environment, inherit, network] =
         [values[0], values[1], values[2], values[3], values[4]].map(|v| v.filter(|v| !v.is_nil()));
     let state = state(ruby, rb_self)?;
-    let selected = match mounts {
-        None => None,
-        Some(mounts) => Some(
-            RArray::try_convert(vo::kernel(ruby, "Array", mounts)?)?
-                .into_iter()
-                .map(|m| mount::grant_from_ruby(ruby, m))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
-    let core = core_policy(ruby, rb_self)?;
-    // This inspection method shows the argv for exactly the given values: no
-    // workspace layer, no double opt-in (the launch methods add those).
-    let environment = match environment {
-        Some(values) => convert::environment(ruby, Some(values))?,
-        None => errors::core_result(ruby, launch::policy_values(&core.environment))?,
-    };
-    let inherit_environment = match inherit {
-        Some(value) => value.to_bool(),
-        None => core.environment.inherit(),
-    };
-    let network = match network {
-        None => launch::select_network(None, core.network.as_ref()),
-        Some(value) => {
-            let class = network_policy::NetworkPolicy::class(ruby);
-            network_policy::borrow(network_policy::coerce(ruby, class, value)?)
-                .and_then(|n| bw::NetworkMode::parse(n.core().mode.name()))
-                .unwrap_or(bw::NetworkMode::None)
-        }
+    let given = bw::ArgsRequest {
+        selected: mounts.map(|m| gateway::grants(ruby, m)).transpose()?,
+        environment: environment
+            .map(|values| convert::environment(ruby, Some(values)))
+            .transpose()?,
+        inherit_environment: inherit.map(|value| value.to_bool()),
+        network: network.map(|value| network_mode(ruby, value)).transpose()?,
     };
     let policy_grants = policy_grants(ruby, rb_self)?;
-    errors::core_result(
-        ruby,
-        pins(ruby, state, &policy_grants)?.verify(&policy_grants),
-    )?;
-    let plan = launch::LaunchPlan {
-        environment,
-        inherit_environment,
-        network,
-        selected: selected.unwrap_or_else(|| policy_grants.clone()),
-        policy_grants,
-        cwd: launch_cwd(ruby, rb_self, cwd, true)?,
-        filter: None,
-    };
+    let pins = pins(ruby, state, &policy_grants)?;
+    let cwd = launch_cwd(ruby, rb_self, cwd, true)?;
+    let core = core_policy(ruby, rb_self)?;
+    let plan = bw::args_plan(core, policy_grants, &pins, cwd, given);
+    let plan = errors::core_result(ruby, plan)?;
     let launch = launch_of(ruby, rb_self, state, &plan)?;
     let options = errors::core_result(ruby, bw::bubblewrap_args(&launch, &bw::RealHost))?;
     Ok(ruby.ary_from_iter(options.iter().map(|o| os_to_ruby(ruby, o))))
+}
+
+/// A `network:` value (coerced as a NetworkPolicy) as the mode it enforces.
+fn network_mode(ruby: &Ruby, value: Value) -> Result<bw::NetworkMode, Error> {
+    let class = network_policy::NetworkPolicy::class(ruby);
+    let coerced = network_policy::coerce(ruby, class, value)?;
+    let mode =
+        network_policy::borrow(coerced).and_then(|n| bw::NetworkMode::parse(n.core().mode.name()));
+    Ok(mode.unwrap_or(bw::NetworkMode::None))
 }
 
 fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {

@@ -4,6 +4,7 @@
 //! read-only binds, its socket path, the relay helper).
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::grants::Grant;
 use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
@@ -36,21 +37,16 @@ pub(crate) fn resolve(
     let declared = network_policy::borrow(network)
         .map_or_else(|| ruby.qnil().as_value(), |n| n.gateway_value(ruby));
     let base = constants::class(ruby, "LittleGhost::Network::Gateway")?;
-    let resolved = if declared.is_nil() || vo::try_to_sym(declared)?.is_some() {
-        let hash = ruby.hash_new();
-        if !declared.is_nil() {
+    let named = declared.is_nil() || vo::try_to_sym(declared)?.is_some();
+    let resolved = if named || vo::is_hash(ruby, declared) {
+        let hash = if named {
+            ruby.hash_new()
+        } else {
+            vo::symbolize_keys(ruby, declared)?
+        };
+        if !declared.is_nil() && named {
             hash.aset(ruby.to_symbol("provider"), declared)?;
         }
-        provider(
-            ruby,
-            hash,
-            network,
-            effective_policy,
-            workspace,
-            gateway_options,
-        )?
-    } else if vo::is_hash(ruby, declared) {
-        let hash = vo::symbolize_keys(ruby, declared)?;
         provider(
             ruby,
             hash,
@@ -147,19 +143,20 @@ pub(crate) fn relay(
         ));
     }
     let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
-    let mounts: RArray = RArray::try_convert(vo::kernel(
-        ruby,
-        "Array",
-        gateway.funcall::<_, _, Value>("mounts", ())?,
-    )?)?;
-    let binds = mounts
-        .into_iter()
-        .map(|m| mount::grant_from_ruby(ruby, m).map(|g| (g.source, g.target)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
+    let binds = mounts.into_iter().map(|g| (g.source, g.target)).collect();
     let helper = errors::core_result(ruby, options.relay_helper())?;
     Ok(bw::Relay {
         helper,
         socket,
         binds,
     })
+}
+
+/// `Array(value)` of mount declarations as core grants.
+pub(crate) fn grants(ruby: &Ruby, value: Value) -> Result<Vec<Grant>, Error> {
+    RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
+        .into_iter()
+        .map(|m| mount::grant_from_ruby(ruby, m))
+        .collect()
 }

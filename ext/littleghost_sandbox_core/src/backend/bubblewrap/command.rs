@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use super::{bubblewrap_args, launch_grants, scope_masks, HostProbe, Launch, Options};
 use super::{NetworkMode, RootFilesystem};
 use crate::error::{Error, Result};
-use crate::launch::{relay_argv, Filter, LaunchPlan, LaunchRequest, Pins, MOUNT_PATH_NOT_UTF8};
+use crate::grants::Grant;
+use crate::launch::{self, relay_argv, Filter, LaunchPlan, LaunchRequest, Pins};
+use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
 use crate::policy::Policy;
 use crate::process::SpawnOptions;
 
@@ -32,6 +34,46 @@ pub struct HostArgv {
     /// What bwrap executes inside (the command's first word, or the relay
     /// helper), so its exec failure can be read back (17.4).
     pub program: String,
+}
+
+/// What `bubblewrap_args` was given; None takes the policy's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArgsRequest {
+    /// `mounts:`, the grants shown instead of the policy's.
+    pub selected: Option<Vec<Grant>>,
+    pub environment: Option<Vec<(String, String)>>,
+    pub inherit_environment: Option<bool>,
+    pub network: Option<NetworkMode>,
+}
+
+/// The plan `bubblewrap_args` shows, once the policy's grants are checked
+/// against `pins`: exactly the given values, else the policy's; no workspace
+/// layer, no double opt-in (the launch methods add those).
+pub fn args_plan(
+    policy: &Policy,
+    policy_grants: Vec<Grant>,
+    pins: &Pins,
+    cwd: PathBuf,
+    given: ArgsRequest,
+) -> Result<LaunchPlan> {
+    let environment = match given.environment {
+        Some(values) => values,
+        None => launch::policy_values(&policy.environment)?,
+    };
+    pins.verify(&policy_grants)?;
+    Ok(LaunchPlan {
+        environment,
+        inherit_environment: given
+            .inherit_environment
+            .unwrap_or_else(|| policy.environment.inherit()),
+        network: given
+            .network
+            .unwrap_or_else(|| select_network(None, policy.network.as_ref())),
+        selected: given.selected.unwrap_or_else(|| policy_grants.clone()),
+        policy_grants,
+        cwd,
+        filter: None,
+    })
 }
 
 impl Options {

@@ -20,7 +20,7 @@ mod validate;
 mod tests;
 
 pub use args::bubblewrap_args;
-pub use command::{HostArgv, Relay};
+pub use command::{args_plan, ArgsRequest, HostArgv, Relay};
 pub use exec_failure::{classify_exec_failure, ExecFailure};
 pub use options::{default_tmpfs, unavailable_reason, Keywords, Number, Options};
 pub use overlays::{launch_grants, scope_masks};
