@@ -1,8 +1,8 @@
 //! `LittleGhost::Sandboxes::Bubblewrap` (SPEC §16, §19): Linux namespaces
-//! through `bwrap`. The argv, overlays, masks and cwd rule live in the core
-//! (`backend::bubblewrap`); this file reads Ruby state, pins grant
-//! identities, probes bwrap once per executable, and launches through the
-//! shared process runner and sessions.
+//! through `bwrap`. The options, the checks of `open` (pins, probe), the
+//! argv, overlays, masks and cwd rule live in the core
+//! (`backend::bubblewrap`); this file reads Ruby state into them and
+//! launches through the shared process runner and sessions.
 //!
 //! Network `:allowlist` (§20): `open` resolves and opens the gateway
 //! (`gateway.rs`), each launch runs its command under the relay helper in
@@ -10,7 +10,6 @@
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
@@ -82,11 +81,6 @@ fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
     claimed(ruby, Backend::Bubblewrap, None)
 }
 
-/// The probe Hash: the backend capabilities unless there is a reason it is unavailable.
-fn probe_result(ruby: &Ruby, unavailable: Option<String>) -> Result<RHash, Error> {
-    probe::result(ruby, unavailable, || backend_capabilities(ruby))
-}
-
 /// Reports whether bwrap can create the namespaces a sandbox needs, with an actionable reason when not.
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     probe_options(ruby, keywords_only(args)?)
@@ -100,12 +94,12 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
         &[],
         &["executable", "bubblewrap", "platform"],
     )?;
-    let executable = match values[0].or(values[1]).filter(|v| !v.is_nil()) {
-        Some(value) => option_path(ruby, value)?,
-        None => PathBuf::from(bw::DEFAULT_EXECUTABLE),
-    };
+    let executable = values[0].or(values[1]).filter(|v| !v.is_nil());
+    let executable = executable.map(|v| option_path(ruby, v)).transpose()?;
     let platform = convert::display_string(ruby, platform_or_host(ruby, values[2])?)?;
-    probe_result(ruby, bw::unavailable_reason(&platform, &executable))
+    let unavailable = bw::unavailable_reason(&platform, executable.as_deref());
+    // The probe Hash: the backend capabilities unless there is a reason it is unavailable.
+    probe::result(ruby, unavailable, || backend_capabilities(ruby))
 }
 
 /// True iff writes are supported and some tool-visible grant is writable (every Rust backend's).
@@ -263,9 +257,7 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
 fn network_mode(ruby: &Ruby, value: Value) -> Result<bw::NetworkMode, Error> {
     let class = network_policy::NetworkPolicy::class(ruby);
     let coerced = network_policy::coerce(ruby, class, value)?;
-    let mode =
-        network_policy::borrow(coerced).and_then(|n| bw::NetworkMode::parse(n.core().mode.name()));
-    Ok(mode.unwrap_or(bw::NetworkMode::None))
+    Ok(network_policy::borrow(coerced).map_or(bw::NetworkMode::None, |n| n.core().mode))
 }
 
 fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {
@@ -333,10 +325,8 @@ fn planned(
     request.scope_network = scope.and_then(|scope| scope.network);
     request.selected = scope.map(|scope| scope.grants.clone());
     request.policy_grants = policy_grants;
-    request.gateway_environment = match open_gateway_value(ruby, state) {
-        Some(gateway) => Some(gateway::environment(ruby, gateway)?),
-        None => None,
-    };
+    let gateway = open_gateway_value(ruby, state);
+    request.gateway_environment = gateway.map(|g| gateway::environment(ruby, g)).transpose()?;
     la::plan(ruby, rb_self, call.environment, request)
 }
 

@@ -17,7 +17,7 @@ use crate::ruby_api::{builtin_gateway, errors, mount, network_policy};
 pub(crate) fn allowlist_network(ruby: &Ruby, effective_policy: Value) -> Option<Value> {
     let network = crate::ruby_api::policy::borrow(effective_policy)?.network_value(ruby);
     network_policy::borrow(network)
-        .filter(|policy| policy.core().mode.name() == "allowlist")
+        .filter(|policy| policy.core().mode == bw::NetworkMode::Allowlist)
         .map(|_| network)
 }
 

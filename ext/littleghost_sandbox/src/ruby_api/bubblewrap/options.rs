@@ -172,10 +172,8 @@ fn gateway_options(ruby: &Ruby, value: Option<Value>) -> Result<Option<Opaque<Va
 /// `proc:` is `:new`, `:none`, or a mount declaration whose target is forced to `/proc`.
 fn proc_mount(ruby: &Ruby, value: Value) -> Result<bw::ProcMount, Error> {
     if let Some(symbol) = vo::try_to_sym(value)? {
-        match symbol.name()?.as_ref() {
-            "new" => return Ok(bw::ProcMount::New),
-            "none" => return Ok(bw::ProcMount::None),
-            _ => {}
+        if let Some(mount) = bw::ProcMount::named(&symbol.name()?) {
+            return Ok(mount);
         }
     }
     if vo::is_hash(ruby, value) {

@@ -76,6 +76,17 @@ impl Default for Options {
     }
 }
 
+impl ProcMount {
+    /// `proc: :new` or `proc: :none` by the symbol's name; None for any other.
+    pub fn named(name: &str) -> Option<ProcMount> {
+        match name {
+            "new" => Some(ProcMount::New),
+            "none" => Some(ProcMount::None),
+            _ => None,
+        }
+    }
+}
+
 /// The directories a launch mounts a fresh tmpfs on unless `tmpfs:` says otherwise (B.4).
 pub fn default_tmpfs() -> Vec<PathBuf> {
     vec![PathBuf::from("/tmp"), PathBuf::from("/run")]
@@ -127,9 +138,10 @@ fn tmpfs_size_option(value: Option<&Number>) -> Result<u64> {
     }
 }
 
-/// B.2: why bwrap at `executable` cannot serve on `platform`, or None when
-/// it can (this runs the functional probe).
-pub fn unavailable_reason(platform: &str, executable: &Path) -> Option<String> {
+/// B.2: why bwrap at `executable` (by default [`DEFAULT_EXECUTABLE`]) cannot
+/// serve on `platform`, or None when it can (this runs the functional probe).
+pub fn unavailable_reason(platform: &str, executable: Option<&Path>) -> Option<String> {
+    let executable = executable.unwrap_or(Path::new(DEFAULT_EXECUTABLE));
     if !platform.contains("linux") {
         return Some("Bubblewrap is supported only on Linux".into());
     }

@@ -116,11 +116,11 @@ fn tmpfs_size_must_be_a_positive_integer_and_shows_what_was_given() {
 fn the_probe_names_the_platform_then_the_missing_executable() {
     let missing = Path::new("/nonexistent/bwrap");
     assert_eq!(
-        unavailable_reason("arm64-darwin23", missing).as_deref(),
+        unavailable_reason("arm64-darwin23", Some(missing)).as_deref(),
         Some("Bubblewrap is supported only on Linux")
     );
     assert_eq!(
-        unavailable_reason("x86_64-linux", missing),
+        unavailable_reason("x86_64-linux", Some(missing)),
         Some(missing_reason(missing))
     );
 }
@@ -206,4 +206,11 @@ fn pinning_ends_with_the_functional_probe() {
     let options = on_linux(&failing);
     let result = options.pin(&[rw(dir.path().to_str().unwrap())]);
     assert!(matches!(result, Err(Error::Dependency(_))), "{result:?}");
+}
+
+#[test]
+fn proc_names_new_or_none() {
+    assert_eq!(ProcMount::named("new"), Some(ProcMount::New));
+    assert_eq!(ProcMount::named("none"), Some(ProcMount::None));
+    assert_eq!(ProcMount::named("host"), None);
 }
