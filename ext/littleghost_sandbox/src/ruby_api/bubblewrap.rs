@@ -115,8 +115,7 @@ pub(crate) fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> 
 
 /// Checks platform, bwrap, grant sources and the functional probe, pinning grant identities; idempotent. With a block, yields self, always closes and returns the block's value.
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    keywords(ruby, options, &[], &["run"])?;
+    keywords(ruby, keywords_only(args)?, &[], &["run"])?;
     let state = state(ruby, rb_self)?;
     if !state.opened.get() {
         open_steps(ruby, rb_self, state)?;
@@ -169,10 +168,9 @@ fn open_gateway(
 }
 
 /// The gateway enforcing this sandbox's allowlist (resolved at the first `open`), or nil.
-fn gateway_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    let state = state(ruby, rb_self)?;
-    let gateway = *state.gateway.borrow();
-    Ok(gateway.map_or_else(|| ruby.qnil().as_value(), |g| ruby.get_inner(g)))
+fn gateway_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
+    let gateway = *state(ruby, rb_self)?.gateway.borrow();
+    Ok(gateway.map(|g| ruby.get_inner(g)))
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then marks it unopened; idempotent.
@@ -281,13 +279,7 @@ fn wrapped_command(
     };
     let rb_argv = ruby.ary_from_iter(command.iter().map(|arg| ruby.str_new(arg)));
     let wrapped = match RArray::from_value(wrapper) {
-        Some(prefix) => {
-            let joined = ruby.ary_new();
-            for item in prefix.into_iter().chain(rb_argv) {
-                joined.push(item)?;
-            }
-            joined.as_value()
-        }
+        Some(prefix) => prefix.plus(rb_argv).as_value(),
         None => {
             let kw = kwargs(
                 ruby,
