@@ -123,8 +123,8 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
             .transpose()?,
         platform: convert::display_string(ruby, platform_or_host(ruby, get("platform"))?)?,
         proc_mount: get("proc").map(|v| proc_mount(ruby, v)).transpose()?,
-        tmpfs: get("tmpfs").map(|v| targets(ruby, v)).transpose()?,
-        masks: get("masks").map(|v| targets(ruby, v)).transpose()?,
+        tmpfs: get("tmpfs").map(|v| mount_targets(ruby, v)).transpose()?,
+        masks: get("masks").map(|v| mount_targets(ruby, v)).transpose()?,
         runtime_roots: get("runtime_roots").map(|v| roots(ruby, v)).transpose()?,
         uid: get("uid").map(number),
         gid: get("gid").map(number),
@@ -192,7 +192,7 @@ fn proc_mount(ruby: &Ruby, value: Value) -> Result<bw::ProcMount, Error> {
 }
 
 /// Mount targets normalised as in 9.1 (absolute, no NUL, no `..`, cleaned).
-fn targets(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
+fn mount_targets(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
     RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
         .into_iter()
         .map(|item| mount::normalize_target(ruby, item))

@@ -142,12 +142,11 @@ impl Options {
     pub fn host_argv(
         &self,
         mut launch: Launch,
-        command: Vec<String>,
+        mut command: Vec<String>,
         relay: Option<Relay>,
         filter: bool,
         host: &dyn HostProbe,
     ) -> Result<HostArgv> {
-        let mut command = command;
         match relay {
             Some(relay) => {
                 command = relay_argv(&relay.helper, &relay.socket, command)?;
@@ -161,12 +160,15 @@ impl Options {
             }
             None => {}
         }
+        // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
         launch.seccomp_fd = filter.then(|| SpawnOptions::child_fd(0));
         let options = bubblewrap_args(&launch, host)?;
         let executable = self.executable.to_str().ok_or_else(|| {
             Error::Argument("bubblewrap executable path must be valid UTF-8".into())
         })?;
         let mut argv = vec![executable.to_owned()];
+        // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
+        // different path (a mask on a renamed twin leaves the real one visible).
         for option in options {
             let option = option
                 .into_string()
