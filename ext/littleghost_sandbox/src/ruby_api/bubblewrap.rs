@@ -1,24 +1,21 @@
 //! `LittleGhost::Sandboxes::Bubblewrap` (SPEC §16, §19): Linux namespaces
-//! through `bwrap`. The argv, overlays, masks and cwd rule live in the core
-//! (`backend::bubblewrap`); this file reads Ruby state, pins grant
-//! identities, probes bwrap once per executable, and launches through the
-//! shared process runner and sessions.
+//! through `bwrap`. The options, the checks of `open` (pins, probe), the
+//! argv, overlays, masks and cwd rule live in the core
+//! (`backend::bubblewrap`); this file reads Ruby state into them and
+//! launches through the shared process runner and sessions.
 //!
 //! Network `:allowlist` (§20): `open` resolves and opens the gateway
 //! (`gateway.rs`), each launch runs its command under the relay helper in
 //! bwrap's network namespace, `close` closes the gateway.
 
-use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::grants::Grant;
-use littleghost_sandbox_core::launch::{self, LaunchRequest};
-use littleghost_sandbox_core::process::SpawnOptions;
+use littleghost_sandbox_core::launch;
 use magnus::{
     function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, TypedData,
     Value,
@@ -34,7 +31,6 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
-use crate::ruby_api::mount;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, sandbox};
 
@@ -85,11 +81,6 @@ fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
     claimed(ruby, Backend::Bubblewrap, None)
 }
 
-/// The probe Hash: the backend capabilities unless there is a reason it is unavailable.
-fn probe_result(ruby: &Ruby, unavailable: Option<String>) -> Result<RHash, Error> {
-    probe::result(ruby, unavailable, || backend_capabilities(ruby))
-}
-
 /// Reports whether bwrap can create the namespaces a sandbox needs, with an actionable reason when not.
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     probe_options(ruby, keywords_only(args)?)
@@ -103,18 +94,12 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
         &[],
         &["executable", "bubblewrap", "platform"],
     )?;
-    let executable = match values[0].or(values[1]).filter(|v| !v.is_nil()) {
-        Some(value) => option_path(ruby, value)?,
-        None => PathBuf::from(bw::DEFAULT_EXECUTABLE),
-    };
+    let executable = values[0].or(values[1]).filter(|v| !v.is_nil());
+    let executable = executable.map(|v| option_path(ruby, v)).transpose()?;
     let platform = convert::display_string(ruby, platform_or_host(ruby, values[2])?)?;
-    if !platform.contains("linux") {
-        return probe_result(ruby, Some("Bubblewrap is supported only on Linux".into()));
-    }
-    if !bw::is_executable_file(&executable) {
-        return probe_result(ruby, Some(bw::missing_reason(&executable)));
-    }
-    probe_result(ruby, bw::functional_probe(&executable).err())
+    let unavailable = bw::unavailable_reason(&platform, executable.as_deref());
+    // The probe Hash: the backend capabilities unless there is a reason it is unavailable.
+    probe::result(ruby, unavailable, || backend_capabilities(ruby))
 }
 
 /// True iff writes are supported and some tool-visible grant is writable (every Rust backend's).
@@ -130,8 +115,7 @@ pub(crate) fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> 
 
 /// Checks platform, bwrap, grant sources and the functional probe, pinning grant identities; idempotent. With a block, yields self, always closes and returns the block's value.
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    keywords(ruby, options, &[], &["run"])?;
+    keywords(ruby, keywords_only(args)?, &[], &["run"])?;
     let state = state(ruby, rb_self)?;
     if !state.opened.get() {
         open_steps(ruby, rb_self, state)?;
@@ -140,35 +124,11 @@ fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error
 }
 
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Error> {
-    if !state.platform.contains("linux") {
-        return Err(errors::unsupported_platform_error(
-            ruby,
-            "Bubblewrap sandboxing is supported only on Linux",
-        ));
-    }
-    if !bw::is_executable_file(&state.executable) {
-        return Err(errors::dependency_error(
-            ruby,
-            bw::missing_reason(&state.executable),
-        ));
-    }
     let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
     let allowlist = gateway::allowlist_network(ruby, effective);
-    if allowlist.is_some() {
-        gateway::relay_helper(ruby, state.relay.as_ref())?;
-    }
+    errors::core_result(ruby, state.options.check_host(allowlist.is_some()))?;
     let grants = policy_grants(ruby, rb_self)?;
-    for grant in &grants {
-        if grant.source.exists() && !grant.source.is_dir() {
-            return Err(errors::policy_error(
-                ruby,
-                "sandbox mount source is not a directory",
-            ));
-        }
-    }
-    let pins = errors::core_result(ruby, launch::Pins::capture(&grants))?;
-    bw::functional_probe(&state.executable)
-        .map_err(|reason| errors::dependency_error(ruby, reason))?;
+    let pins = errors::core_result(ruby, state.options.pin(&grants))?;
     state.pins.replace(Some(pins));
     if let Some(network) = allowlist {
         // B.5 step 7: on failure `close` runs and the error is re-raised.
@@ -208,10 +168,9 @@ fn open_gateway(
 }
 
 /// The gateway enforcing this sandbox's allowlist (resolved at the first `open`), or nil.
-fn gateway_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    let state = state(ruby, rb_self)?;
-    let gateway = *state.gateway.borrow();
-    Ok(gateway.map_or_else(|| ruby.qnil().as_value(), |g| ruby.get_inner(g)))
+fn gateway_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
+    let gateway = *state(ruby, rb_self)?.gateway.borrow();
+    Ok(gateway.map(|g| ruby.get_inner(g)))
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then marks it unopened; idempotent.
@@ -240,44 +199,23 @@ fn pins(ruby: &Ruby, state: &State, grants: &[Grant]) -> Result<launch::Pins, Er
 // ---------------------------------------------------------------------------
 // The launch: the core plan (16.5, B.7, B.10), then the argv (B.8).
 
-/// The bwrap options of a planned launch.
-fn bwrap_options(
+/// The bwrap launch of a plan: the core's, given the workspace root and named paths.
+fn launch_of(
     ruby: &Ruby,
     rb_self: SandboxObj,
     state: &State,
     plan: &launch::LaunchPlan,
-    seccomp_fd: Option<i32>,
-    extra_ro_binds: Vec<(PathBuf, PathBuf)>,
-) -> Result<Vec<OsString>, Error> {
-    let host = bw::RealHost;
-    let grants = bw::launch_grants(&plan.selected, &plan.policy_grants, &host);
-    let root_filesystem =
-        bw::RootFilesystem::parse(core_policy(ruby, rb_self)?.root_filesystem.name())
-            .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
-    let mut launch = bw::Launch::new(root_filesystem, grants, plan.cwd.clone());
-    launch.masks = state.masks.clone();
-    for mask in bw::scope_masks(&plan.policy_grants, &launch.grants, &host) {
-        if !launch.masks.contains(&mask) {
-            launch.masks.push(mask);
-        }
-    }
-    launch.tmpfs = state.tmpfs.clone();
-    launch.runtime_roots = state.runtime_roots.clone();
-    launch.proc_mount = state.proc_mount.clone();
+) -> Result<bw::Launch, Error> {
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    launch.workspace_paths = vec![la::workspace_root(workspace)?];
+    let mut workspace_paths = vec![la::workspace_root(workspace)?];
     for (_, path) in vo::pairs(workspace.funcall("paths", ())?)? {
-        launch.workspace_paths.push(convert::string_path(path)?);
+        workspace_paths.push(convert::string_path(path)?);
     }
-    launch.environment = plan.environment.clone();
-    launch.inherit_environment = plan.inherit_environment;
-    launch.network = plan.network;
-    launch.uid = state.uid;
-    launch.gid = state.gid;
-    launch.seccomp_fd = seccomp_fd;
-    launch.tmpfs_size = state.tmpfs_size;
-    launch.extra_ro_binds = extra_ro_binds;
-    errors::core_result(ruby, bw::bubblewrap_args(&launch, &host))
+    let policy = core_policy(ruby, rb_self)?;
+    let launch = state
+        .options
+        .launch(policy, plan, workspace_paths, &bw::RealHost);
+    errors::core_result(ruby, launch)
 }
 
 /// The bwrap options (before `--`) for the given mounts, cwd, environment and network; works before `open`.
@@ -294,51 +232,30 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
     let [mounts, cwd, environment, inherit, network] =
         [values[0], values[1], values[2], values[3], values[4]].map(|v| v.filter(|v| !v.is_nil()));
     let state = state(ruby, rb_self)?;
-    let selected = match mounts {
-        None => None,
-        Some(mounts) => Some(
-            RArray::try_convert(vo::kernel(ruby, "Array", mounts)?)?
-                .into_iter()
-                .map(|m| mount::grant_from_ruby(ruby, m))
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-    };
-    let core = core_policy(ruby, rb_self)?;
-    // This inspection method shows the argv for exactly the given values: no
-    // workspace layer, no double opt-in (the launch methods add those).
-    let environment = match environment {
-        Some(values) => convert::environment(ruby, Some(values))?,
-        None => errors::core_result(ruby, launch::policy_values(&core.environment))?,
-    };
-    let inherit_environment = match inherit {
-        Some(value) => value.to_bool(),
-        None => core.environment.inherit(),
-    };
-    let network = match network {
-        None => launch::select_network(None, core.network.as_ref()),
-        Some(value) => {
-            let class = network_policy::NetworkPolicy::class(ruby);
-            network_policy::borrow(network_policy::coerce(ruby, class, value)?)
-                .and_then(|n| bw::NetworkMode::parse(n.core().mode.name()))
-                .unwrap_or(bw::NetworkMode::None)
-        }
+    let given = bw::ArgsRequest {
+        selected: mounts.map(|m| gateway::grants(ruby, m)).transpose()?,
+        environment: environment
+            .map(|values| convert::environment(ruby, Some(values)))
+            .transpose()?,
+        inherit_environment: inherit.map(|value| value.to_bool()),
+        network: network.map(|value| network_mode(ruby, value)).transpose()?,
     };
     let policy_grants = policy_grants(ruby, rb_self)?;
-    errors::core_result(
-        ruby,
-        pins(ruby, state, &policy_grants)?.verify(&policy_grants),
-    )?;
-    let plan = launch::LaunchPlan {
-        environment,
-        inherit_environment,
-        network,
-        selected: selected.unwrap_or_else(|| policy_grants.clone()),
-        policy_grants,
-        cwd: launch_cwd(ruby, rb_self, cwd, true)?,
-        filter: None,
-    };
-    let options = bwrap_options(ruby, rb_self, state, &plan, None, Vec::new())?;
+    let pins = pins(ruby, state, &policy_grants)?;
+    let cwd = launch_cwd(ruby, rb_self, cwd, true)?;
+    let core = core_policy(ruby, rb_self)?;
+    let plan = bw::args_plan(core, policy_grants, &pins, cwd, given);
+    let plan = errors::core_result(ruby, plan)?;
+    let launch = launch_of(ruby, rb_self, state, &plan)?;
+    let options = errors::core_result(ruby, bw::bubblewrap_args(&launch, &bw::RealHost))?;
     Ok(ruby.ary_from_iter(options.iter().map(|o| os_to_ruby(ruby, o))))
+}
+
+/// A `network:` value (coerced as a NetworkPolicy) as the mode it enforces.
+fn network_mode(ruby: &Ruby, value: Value) -> Result<bw::NetworkMode, Error> {
+    let class = network_policy::NetworkPolicy::class(ruby);
+    let coerced = network_policy::coerce(ruby, class, value)?;
+    Ok(network_policy::borrow(coerced).map_or(bw::NetworkMode::None, |n| n.core().mode))
 }
 
 fn os_to_ruby(ruby: &Ruby, value: &std::ffi::OsStr) -> RString {
@@ -362,13 +279,7 @@ fn wrapped_command(
     };
     let rb_argv = ruby.ary_from_iter(command.iter().map(|arg| ruby.str_new(arg)));
     let wrapped = match RArray::from_value(wrapper) {
-        Some(prefix) => {
-            let joined = ruby.ary_new();
-            for item in prefix.into_iter().chain(rb_argv) {
-                joined.push(item)?;
-            }
-            joined.as_value()
-        }
+        Some(prefix) => prefix.plus(rb_argv).as_value(),
         None => {
             let kw = kwargs(
                 ruby,
@@ -399,26 +310,15 @@ fn planned(
     let core = core_policy(ruby, rb_self)?;
     let policy_grants = policy_grants(ruby, rb_self)?;
     let pins = pins(ruby, state, &policy_grants)?;
-    let mut request = LaunchRequest::new(
-        core,
-        call.inherit,
-        launch_cwd(ruby, rb_self, call.cwd, true)?,
-    );
+    let cwd = launch_cwd(ruby, rb_self, call.cwd, true)?;
+    let mut request = state
+        .options
+        .request(core, call.inherit, cwd, &pins, allow_subprocesses);
     request.scope_network = scope.and_then(|scope| scope.network);
     request.selected = scope.map(|scope| scope.grants.clone());
     request.policy_grants = policy_grants;
-    request.require_utf8_paths = true;
-    request.pins = Some(&pins);
-    request.fresh_directories = &state.tmpfs;
-    request.filter = launch::Filter::Seccomp {
-        deny_subprocesses: !allow_subprocesses,
-        uid: state.uid,
-        gid: state.gid,
-    };
-    request.gateway_environment = match open_gateway_value(ruby, state) {
-        Some(gateway) => Some(gateway::environment(ruby, gateway)?),
-        None => None,
-    };
+    let gateway = open_gateway_value(ruby, state);
+    request.gateway_environment = gateway.map(|g| gateway::environment(ruby, g)).transpose()?;
     la::plan(ruby, rb_self, call.environment, request)
 }
 
@@ -438,39 +338,20 @@ fn wrap_command(
     let mut plan = planned(ruby, rb_self, state, call, scope.as_ref(), allow)?;
     let filter = plan.filter.take();
     let display_argv0 = argv[0].clone();
-    let mut command = wrapped_command(ruby, rb_self, state, argv, scope.map(|s| s.value))?;
-    let mut extra_ro_binds = Vec::new();
-    if plan.network == launch::NetworkMode::Allowlist {
-        // B.10 (4), G.5, G.6: the relay runs the command; it and the gateway's mounts are bound read-only.
-        let gateway = open_gateway_value(ruby, state)
-            .ok_or_else(|| errors::dependency_error(ruby, "the network gateway is not open"))?;
-        let relay = gateway::relay(ruby, gateway)?;
-        let helper = gateway::relay_helper(ruby, state.relay.as_ref())?;
-        command = errors::core_result(ruby, launch::relay_argv(&helper, &relay.socket, command))?;
-        extra_ro_binds = relay.binds;
-        extra_ro_binds.push((helper.clone(), helper));
-    }
-    // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
-    let seccomp_fd = filter.as_ref().map(|_| SpawnOptions::child_fd(0));
-    let options = bwrap_options(ruby, rb_self, state, &plan, seccomp_fd, extra_ro_binds)?;
-    let exec_argv0 = command[0].as_bytes().to_vec();
-    let mut full = vec![convert::path_text(
-        ruby,
-        &state.executable,
-        "bubblewrap executable path",
-    )?];
-    // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
-    // different path (a mask on a renamed twin leaves the real one visible).
-    for option in options {
-        let option = option
-            .into_string()
-            .map_err(|_| errors::policy_error(ruby, launch::MOUNT_PATH_NOT_UTF8))?;
-        full.push(option);
-    }
-    full.push("--".into());
-    full.extend(command);
+    let command = wrapped_command(ruby, rb_self, state, argv, scope.map(|s| s.value))?;
+    let relay = match open_gateway_value(ruby, state) {
+        // B.10 (4), G.5, G.6: the relay runs the command under `:allowlist`.
+        Some(gateway) if plan.network == launch::NetworkMode::Allowlist => {
+            Some(gateway::relay(ruby, gateway, &state.options)?)
+        }
+        _ => None,
+    };
+    let launch = launch_of(ruby, rb_self, state, &plan)?;
+    let options = &state.options;
+    let wrapped = options.host_argv(launch, command, relay, filter.is_some(), &bw::RealHost);
+    let wrapped = errors::core_result(ruby, wrapped)?;
     let host = HostCommand {
-        argv: full,
+        argv: wrapped.argv,
         // bwrap gets the host environment only when inheriting (B.6); the child's comes by --setenv.
         environment: Vec::new(),
         inherit_environment: plan.inherit_environment,
@@ -480,7 +361,7 @@ fn wrap_command(
             .map(|fd| fd.as_raw_fd())
             .into_iter()
             .collect(),
-        exec_argv0: Some((exec_argv0, display_argv0)),
+        exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
     };
     Ok((host, filter))
 }

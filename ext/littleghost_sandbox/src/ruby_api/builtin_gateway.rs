@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use littleghost_sandbox_core::network as core;
 use magnus::{
     method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, IntoValue, RArray, RClass,
-    RModule, Ruby, TypedData, Value,
+    RHash, RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::{args, convert, nogvl, value_object as vo};
@@ -60,8 +60,7 @@ struct BuiltinOptions {
 }
 
 impl BuiltinOptions {
-    fn parse(ruby: &Ruby, rb_args: &[Value]) -> Result<BuiltinOptions, Error> {
-        let keywords = args::keywords_only(rb_args)?;
+    fn parse(ruby: &Ruby, keywords: RHash) -> Result<BuiltinOptions, Error> {
         let optional = &["allow_private_destinations"];
         let values = args::keywords(ruby, keywords, &["allow"], optional)?;
         let allow = vo::array_items(ruby, values[0])?
@@ -78,7 +77,16 @@ impl BuiltinOptions {
 
 /// BuiltinGateway.new(allow:, allow_private_destinations: false): PolicyError for a malformed entry (G.7).
 fn new(ruby: &Ruby, class: RClass, rb_args: &[Value]) -> Result<Obj<BuiltinGateway>, Error> {
-    let options = BuiltinOptions::parse(ruby, rb_args)?;
+    build(ruby, class, args::keywords_only(rb_args)?)
+}
+
+/// [`new`] of a keyword Hash, for a backend building the gateway a policy declares.
+pub(crate) fn build(
+    ruby: &Ruby,
+    class: RClass,
+    keywords: RHash,
+) -> Result<Obj<BuiltinGateway>, Error> {
+    let options = BuiltinOptions::parse(ruby, keywords)?;
     let gateway = core::BuiltinGateway::new(&options.allow, options.allow_private_destinations);
     Ok(ruby.obj_wrap_as(
         BuiltinGateway {

@@ -77,10 +77,10 @@ struct ExternalOptions {
 }
 
 impl ExternalOptions {
-    fn parse(ruby: &Ruby, rb_args: &[Value]) -> Result<ExternalOptions, Error> {
+    fn parse(ruby: &Ruby, keywords: RHash) -> Result<ExternalOptions, Error> {
         let values = args::keywords(
             ruby,
-            args::keywords_only(rb_args)?,
+            keywords,
             &["policy", "workspace", "runtime_paths", "proxy_mount_path"],
             &["environment", "validate"],
         )?;
@@ -109,7 +109,16 @@ fn external_new(
     class: RClass,
     rb_args: &[Value],
 ) -> Result<Obj<ExternalGateway>, Error> {
-    let options = ExternalOptions::parse(ruby, rb_args)?;
+    external_build(ruby, class, args::keywords_only(rb_args)?)
+}
+
+/// [`external_new`] of a keyword Hash, for a backend building the gateway a policy declares.
+pub(crate) fn external_build(
+    ruby: &Ruby,
+    class: RClass,
+    keywords: RHash,
+) -> Result<Obj<ExternalGateway>, Error> {
+    let options = ExternalOptions::parse(ruby, keywords)?;
     let symbols = ruby.ary_new();
     let mut declaration = core::ExternalDeclaration::default();
     for name in options.names {

@@ -3,48 +3,21 @@
 //! and turning an open gateway into what a launch needs (its variables, its
 //! read-only binds, its socket path, the relay helper).
 
-use std::path::PathBuf;
-
-use littleghost_sandbox_core::helper;
+use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::grants::Grant;
 use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::{errors, mount, network_policy};
-
-/// The relay helper: `relay:` when given (B.4), else the gem's own (beside
-/// the extension). Missing: DependencyError naming its path (B.5 step 3).
-pub(crate) fn relay_helper(ruby: &Ruby, configured: Option<&PathBuf>) -> Result<PathBuf, Error> {
-    match configured {
-        Some(path) => {
-            use std::os::unix::fs::PermissionsExt;
-            let executable = std::fs::metadata(path)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-            if executable {
-                Ok(path.clone())
-            } else {
-                Err(errors::dependency_error(
-                    ruby,
-                    format!(
-                        "the relay helper is missing or not executable at {}",
-                        path.display()
-                    ),
-                ))
-            }
-        }
-        None => {
-            helper::path().ok_or_else(|| errors::dependency_error(ruby, helper::missing_reason()))
-        }
-    }
-}
+use crate::ruby_api::{builtin_gateway, errors, mount, network_policy};
 
 /// The effective policy's network when its mode is `:allowlist`.
 pub(crate) fn allowlist_network(ruby: &Ruby, effective_policy: Value) -> Option<Value> {
     let network = crate::ruby_api::policy::borrow(effective_policy)?.network_value(ruby);
     network_policy::borrow(network)
-        .filter(|policy| policy.core().mode.name() == "allowlist")
+        .filter(|policy| policy.core().mode == bw::NetworkMode::Allowlist)
         .map(|_| network)
 }
 
@@ -64,21 +37,16 @@ pub(crate) fn resolve(
     let declared = network_policy::borrow(network)
         .map_or_else(|| ruby.qnil().as_value(), |n| n.gateway_value(ruby));
     let base = constants::class(ruby, "LittleGhost::Network::Gateway")?;
-    let resolved = if declared.is_nil() || vo::try_to_sym(declared)?.is_some() {
-        let hash = ruby.hash_new();
-        if !declared.is_nil() {
+    let named = declared.is_nil() || vo::try_to_sym(declared)?.is_some();
+    let resolved = if named || vo::is_hash(ruby, declared) {
+        let hash = if named {
+            ruby.hash_new()
+        } else {
+            vo::symbolize_keys(ruby, declared)?
+        };
+        if !declared.is_nil() && named {
             hash.aset(ruby.to_symbol("provider"), declared)?;
         }
-        provider(
-            ruby,
-            hash,
-            network,
-            effective_policy,
-            workspace,
-            gateway_options,
-        )?
-    } else if vo::is_hash(ruby, declared) {
-        let hash = vo::symbolize_keys(ruby, declared)?;
         provider(
             ruby,
             hash,
@@ -130,36 +98,27 @@ fn provider(
         None if given.is_nil() => "builtin".to_owned(),
         None => String::new(),
     };
-    let class = match name.as_str() {
+    match name.as_str() {
         "builtin" | "envoy" => {
             let allow = network_policy::borrow(network).map_or(&[][..], |n| &n.core().allow[..]);
             options.aset(ruby.to_symbol("allow"), vo::frozen_strings(ruby, allow))?;
-            "LittleGhost::Network::BuiltinGateway"
+            let class = constants::class(ruby, "LittleGhost::Network::BuiltinGateway")?;
+            Ok(builtin_gateway::build(ruby, class, options)?.as_value())
         }
         "external" => {
             options.aset(ruby.to_symbol("policy"), effective_policy)?;
             options.aset(ruby.to_symbol("workspace"), workspace)?;
-            "LittleGhost::Network::ExternalGateway"
+            let class = constants::class(ruby, "LittleGhost::Network::ExternalGateway")?;
+            Ok(crate::ruby_api::gateway::external_build(ruby, class, options)?.as_value())
         }
-        _ => {
-            return Err(errors::policy_error(
-                ruby,
-                format!(
-                    "unknown network gateway provider {}",
-                    vo::inspect_value(ruby, given).unwrap_or_default()
-                ),
-            ))
-        }
-    };
-    constants::class(ruby, class)?.funcall("new", (KwArgs(options),))
-}
-
-/// What one launch takes from an open gateway.
-pub(crate) struct Relay {
-    /// The socket path inside the sandbox (G.2 `proxy_mount_path`).
-    pub socket: PathBuf,
-    /// The gateway's `mounts`, bound read-only (G.6), as (source, target).
-    pub binds: Vec<(PathBuf, PathBuf)>,
+        _ => Err(errors::policy_error(
+            ruby,
+            format!(
+                "unknown network gateway provider {}",
+                vo::inspect_value(ruby, given).unwrap_or_default()
+            ),
+        )),
+    }
 }
 
 /// `gateway.environment` as String pairs (beneath the 16.4 merge).
@@ -168,8 +127,13 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
     convert::environment(ruby, Some(environment))
 }
 
-/// Before a launch: `validate!` (G.2), then the socket path and the mounts.
-pub(crate) fn relay(ruby: &Ruby, gateway: Value) -> Result<Relay, Error> {
+/// Before a launch: `validate!` (G.2), then the socket path and the mounts,
+/// with the relay helper of `options`.
+pub(crate) fn relay(
+    ruby: &Ruby,
+    gateway: Value,
+    options: &bw::Options,
+) -> Result<bw::Relay, Error> {
     let _: Value = gateway.funcall("validate!", ())?;
     let socket: Value = gateway.funcall("proxy_mount_path", ())?;
     if socket.is_nil() {
@@ -179,14 +143,20 @@ pub(crate) fn relay(ruby: &Ruby, gateway: Value) -> Result<Relay, Error> {
         ));
     }
     let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
-    let mounts: RArray = RArray::try_convert(vo::kernel(
-        ruby,
-        "Array",
-        gateway.funcall::<_, _, Value>("mounts", ())?,
-    )?)?;
-    let binds = mounts
+    let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
+    let binds = mounts.into_iter().map(|g| (g.source, g.target)).collect();
+    let helper = errors::core_result(ruby, options.relay_helper())?;
+    Ok(bw::Relay {
+        helper,
+        socket,
+        binds,
+    })
+}
+
+/// `Array(value)` of mount declarations as core grants.
+pub(crate) fn grants(ruby: &Ruby, value: Value) -> Result<Vec<Grant>, Error> {
+    RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
         .into_iter()
-        .map(|m| mount::grant_from_ruby(ruby, m).map(|g| (g.source, g.target)))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Relay { socket, binds })
+        .map(|m| mount::grant_from_ruby(ruby, m))
+        .collect()
 }

@@ -51,20 +51,11 @@ const OPTIONS: [&str; 17] = [
     mark
 )]
 pub(super) struct State {
-    pub(super) executable: PathBuf,
-    pub(super) platform: String,
+    /// The options of B.4 the core checked and completed.
+    pub(super) options: bw::Options,
     pub(super) command_wrapper: Option<Opaque<Value>>,
-    pub(super) proc_mount: bw::ProcMount,
-    pub(super) tmpfs: Vec<PathBuf>,
-    pub(super) masks: Vec<PathBuf>,
-    pub(super) runtime_roots: Vec<PathBuf>,
-    pub(super) uid: Option<u32>,
-    pub(super) gid: Option<u32>,
-    pub(super) tmpfs_size: u64,
     pub(super) opened: Cell<bool>,
     pub(super) pins: RefCell<Option<launch::Pins>>,
-    /// `relay:` (B.4): the relay helper; None means the gem's own.
-    pub(super) relay: Option<PathBuf>,
     /// `gateway_options:` (G.7), merged under the gateway declaration.
     pub(super) gateway_options: Option<Opaque<Value>>,
     /// The gateway resolved at the first `open` under `:allowlist` (G.3),
@@ -126,28 +117,22 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         get("profiles"),
         get("limits"),
     )?;
-    let executable = match get("bubblewrap") {
-        Some(value) => option_path(ruby, value)?,
-        None => PathBuf::from(bw::DEFAULT_EXECUTABLE),
+    let keywords = bw::Keywords {
+        executable: get("bubblewrap")
+            .map(|v| option_path(ruby, v))
+            .transpose()?,
+        platform: convert::display_string(ruby, platform_or_host(ruby, get("platform"))?)?,
+        proc_mount: get("proc").map(|v| proc_mount(ruby, v)).transpose()?,
+        tmpfs: get("tmpfs").map(|v| mount_targets(ruby, v)).transpose()?,
+        masks: get("masks").map(|v| mount_targets(ruby, v)).transpose()?,
+        runtime_roots: get("runtime_roots").map(|v| roots(ruby, v)).transpose()?,
+        uid: get("uid").map(number),
+        gid: get("gid").map(number),
+        tmpfs_size: get("tmpfs_size").map(number),
+        relay: get("relay").map(|v| option_path(ruby, v)).transpose()?,
     };
-    let platform = convert::display_string(ruby, platform_or_host(ruby, get("platform"))?)?;
     let command_wrapper = command_wrapper(ruby, get("command_wrapper"))?.map(Opaque::from);
-    let proc_mount = normalize_proc(ruby, get("proc"))?;
-    let tmpfs = match get("tmpfs") {
-        Some(value) => normalized_targets(ruby, value)?,
-        None => vec![PathBuf::from("/tmp"), PathBuf::from("/run")],
-    };
-    let masks = match get("masks") {
-        Some(value) => normalized_targets(ruby, value)?,
-        None => Vec::new(),
-    };
-    let runtime_roots = match get("runtime_roots") {
-        Some(value) => expanded_paths(ruby, value)?,
-        None => bw::RUNTIME_ROOTS.iter().map(PathBuf::from).collect(),
-    };
-    let uid = id_option(ruby, "uid", get("uid"))?;
-    let gid = id_option(ruby, "gid", get("gid"))?;
-    let tmpfs_size = tmpfs_size_option(ruby, get("tmpfs_size"))?;
+    let options = errors::core_result(ruby, bw::Options::try_from(keywords))?;
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get("process_limits"))?;
     crate::ruby_api::launch_limits::store_cgroup(ruby, rb_self, get("cgroup"))?;
     enforce(
@@ -156,22 +141,12 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         Backend::Bubblewrap,
         "LittleGhost::Sandboxes::Bubblewrap",
     )?;
-    let relay = get("relay").map(|v| option_path(ruby, v)).transpose()?;
     let gateway_options = gateway_options(ruby, get("gateway_options"))?;
     let state = State {
-        executable,
-        platform,
+        options,
         command_wrapper,
-        proc_mount,
-        tmpfs,
-        masks,
-        runtime_roots,
-        uid,
-        gid,
-        tmpfs_size,
         opened: Cell::new(false),
         pins: RefCell::new(None),
-        relay,
         gateway_options,
         gateway: RefCell::new(None),
     };
@@ -195,15 +170,10 @@ fn gateway_options(ruby: &Ruby, value: Option<Value>) -> Result<Option<Opaque<Va
 }
 
 /// `proc:` is `:new`, `:none`, or a mount declaration whose target is forced to `/proc`.
-fn normalize_proc(ruby: &Ruby, value: Option<Value>) -> Result<bw::ProcMount, Error> {
-    let Some(value) = value else {
-        return Ok(bw::ProcMount::New);
-    };
+fn proc_mount(ruby: &Ruby, value: Value) -> Result<bw::ProcMount, Error> {
     if let Some(symbol) = vo::try_to_sym(value)? {
-        match symbol.name()?.as_ref() {
-            "new" => return Ok(bw::ProcMount::New),
-            "none" => return Ok(bw::ProcMount::None),
-            _ => {}
+        if let Some(mount) = bw::ProcMount::named(&symbol.name()?) {
+            return Ok(mount);
         }
     }
     if vo::is_hash(ruby, value) {
@@ -222,7 +192,7 @@ fn normalize_proc(ruby: &Ruby, value: Option<Value>) -> Result<bw::ProcMount, Er
 }
 
 /// Mount targets normalised as in 9.1 (absolute, no NUL, no `..`, cleaned).
-fn normalized_targets(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
+fn mount_targets(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
     RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
         .into_iter()
         .map(|item| mount::normalize_target(ruby, item))
@@ -230,7 +200,7 @@ fn normalized_targets(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> 
 }
 
 /// `runtime_roots:` as absolute host paths (`File.expand_path(String(root))`).
-fn expanded_paths(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
+fn roots(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
     RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
         .into_iter()
         .map(|root| {
@@ -240,31 +210,10 @@ fn expanded_paths(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
         .collect()
 }
 
-/// `uid:`/`gid:` must be integers ≥ 0.
-fn id_option(ruby: &Ruby, name: &str, value: Option<Value>) -> Result<Option<u32>, Error> {
-    let Some(value) = value else { return Ok(None) };
-    match magnus::Integer::from_value(value).and_then(|i| i.to_u32().ok()) {
-        Some(id) => Ok(Some(id)),
-        None => Err(errors::policy_error(
-            ruby,
-            format!("bubblewrap {name} must be an integer >= 0"),
-        )),
-    }
-}
-
-/// `tmpfs_size:` (H.3) must be a positive Integer (bytes); nil means the default.
-fn tmpfs_size_option(ruby: &Ruby, value: Option<Value>) -> Result<u64, Error> {
-    let Some(value) = value else {
-        return Ok(bw::DEFAULT_TMPFS_SIZE);
-    };
-    match magnus::Integer::from_value(value).and_then(|i| i.to_u64().ok()) {
-        Some(size) if size > 0 => Ok(size),
-        _ => Err(errors::policy_error(
-            ruby,
-            format!(
-                "bubblewrap tmpfs_size must be a positive Integer (bytes), got {}",
-                value.inspect()
-            ),
-        )),
+/// A numeric keyword for the core to check: the Integer, if it is one, and how it shows.
+fn number(value: Value) -> bw::Number {
+    bw::Number {
+        integer: magnus::Integer::from_value(value).and_then(|i| i.to_i128().ok()),
+        shown: value.inspect(),
     }
 }

@@ -9,7 +9,9 @@
 //! [`HostProbe`], so every rule here is testable without touching the host.
 
 mod args;
+mod command;
 mod exec_failure;
+mod options;
 mod overlays;
 mod probe;
 mod validate;
@@ -18,7 +20,9 @@ mod validate;
 mod tests;
 
 pub use args::bubblewrap_args;
+pub use command::{args_plan, ArgsRequest, HostArgv, Relay};
 pub use exec_failure::{classify_exec_failure, ExecFailure};
+pub use options::{default_tmpfs, unavailable_reason, Keywords, Number, Options};
 pub use overlays::{launch_grants, scope_masks};
 pub use probe::{
     functional_probe, is_executable_file, missing_reason, probe_argv, probe_failure_reason,
@@ -161,7 +165,7 @@ impl Launch {
             root_filesystem,
             grants,
             masks: Vec::new(),
-            tmpfs: vec![PathBuf::from("/tmp"), PathBuf::from("/run")],
+            tmpfs: default_tmpfs(),
             proc_mount: ProcMount::New,
             runtime_roots: RUNTIME_ROOTS.iter().map(PathBuf::from).collect(),
             compatibility_roots: COMPATIBILITY_ROOTS.iter().map(PathBuf::from).collect(),

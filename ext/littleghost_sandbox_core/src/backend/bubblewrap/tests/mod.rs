@@ -2,6 +2,8 @@
 //! for the filesystem except in `real_bwrap`, which runs the real binary.
 
 mod args;
+mod command;
+mod options;
 mod overlays;
 mod probe;
 mod real_bwrap;

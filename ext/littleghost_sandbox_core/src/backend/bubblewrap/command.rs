@@ -1,0 +1,183 @@
+//! One Bubblewrap launch from the backend options (B.4) and the core launch
+//! plan (16.5, B.10): the request the plan is decided from, the [`Launch`]
+//! the bwrap options are a function of, and the host argv
+//! `bwrap OPTIONS -- COMMAND`, the command run by the relay under
+//! `:allowlist` (G.5, G.6).
+
+use std::path::PathBuf;
+
+use super::{bubblewrap_args, launch_grants, scope_masks, HostProbe, Launch, Options};
+use super::{NetworkMode, RootFilesystem};
+use crate::error::{Error, Result};
+use crate::grants::Grant;
+use crate::launch::{self, relay_argv, Filter, LaunchPlan, LaunchRequest, Pins};
+use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
+use crate::policy::Policy;
+use crate::process::SpawnOptions;
+
+/// What a launch under `:allowlist` takes from the open gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relay {
+    /// The relay helper, run as the command and bound read-only at its own path.
+    pub helper: PathBuf,
+    /// The gateway socket inside the sandbox (G.2 `proxy_mount_path`).
+    pub socket: PathBuf,
+    /// The gateway's `mounts`, bound read-only (G.6), as (source, target).
+    pub binds: Vec<(PathBuf, PathBuf)>,
+}
+
+/// The host command of one launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostArgv {
+    /// `bwrap`, its options, `--`, the command.
+    pub argv: Vec<String>,
+    /// What bwrap executes inside (the command's first word, or the relay
+    /// helper), so its exec failure can be read back (17.4).
+    pub program: String,
+}
+
+/// What `bubblewrap_args` was given; None takes the policy's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArgsRequest {
+    /// `mounts:`, the grants shown instead of the policy's.
+    pub selected: Option<Vec<Grant>>,
+    pub environment: Option<Vec<(String, String)>>,
+    pub inherit_environment: Option<bool>,
+    pub network: Option<NetworkMode>,
+}
+
+/// The plan `bubblewrap_args` shows, once the policy's grants are checked
+/// against `pins`: exactly the given values, else the policy's; no workspace
+/// layer, no double opt-in (the launch methods add those).
+pub fn args_plan(
+    policy: &Policy,
+    policy_grants: Vec<Grant>,
+    pins: &Pins,
+    cwd: PathBuf,
+    given: ArgsRequest,
+) -> Result<LaunchPlan> {
+    let environment = match given.environment {
+        Some(values) => values,
+        None => launch::policy_values(&policy.environment)?,
+    };
+    pins.verify(&policy_grants)?;
+    Ok(LaunchPlan {
+        environment,
+        inherit_environment: given
+            .inherit_environment
+            .unwrap_or_else(|| policy.environment.inherit()),
+        network: given
+            .network
+            .unwrap_or_else(|| select_network(None, policy.network.as_ref())),
+        selected: given.selected.unwrap_or_else(|| policy_grants.clone()),
+        policy_grants,
+        cwd,
+        filter: None,
+    })
+}
+
+impl Options {
+    /// The core launch request of a Bubblewrap launch: UTF-8 paths (they
+    /// travel in bwrap's argv), the pins of `open`, the tmpfs directories as
+    /// fresh working directories, and the seccomp filter (H.2, H.6).
+    pub fn request<'a>(
+        &'a self,
+        policy: &'a Policy,
+        call_inherit: bool,
+        cwd: PathBuf,
+        pins: &'a Pins,
+        allow_subprocesses: bool,
+    ) -> LaunchRequest<'a> {
+        let mut request = LaunchRequest::new(policy, call_inherit, cwd);
+        request.require_utf8_paths = true;
+        request.pins = Some(pins);
+        request.fresh_directories = &self.tmpfs;
+        request.filter = Filter::Seccomp {
+            deny_subprocesses: !allow_subprocesses,
+            uid: self.uid,
+            gid: self.gid,
+        };
+        request
+    }
+
+    /// The bwrap launch of `plan` under `policy`: the plan's grants with
+    /// their execution overlays, the configured masks plus the scope's,
+    /// these options, and the workspace paths (a tmpfs holding one is not a
+    /// valid cwd, B.7).
+    pub fn launch(
+        &self,
+        policy: &Policy,
+        plan: &LaunchPlan,
+        workspace_paths: Vec<PathBuf>,
+        host: &dyn HostProbe,
+    ) -> Result<Launch> {
+        let root_filesystem = RootFilesystem::parse(policy.root_filesystem.name())
+            .ok_or_else(|| Error::Policy("unsupported root_filesystem".into()))?;
+        let grants = launch_grants(&plan.selected, &plan.policy_grants, host);
+        let mut launch = Launch::new(root_filesystem, grants, plan.cwd.clone());
+        launch.masks = self.masks.clone();
+        for mask in scope_masks(&plan.policy_grants, &launch.grants, host) {
+            if !launch.masks.contains(&mask) {
+                launch.masks.push(mask);
+            }
+        }
+        launch.tmpfs = self.tmpfs.clone();
+        launch.runtime_roots = self.runtime_roots.clone();
+        launch.proc_mount = self.proc_mount.clone();
+        launch.workspace_paths = workspace_paths;
+        launch.environment = plan.environment.clone();
+        launch.inherit_environment = plan.inherit_environment;
+        launch.network = plan.network;
+        launch.uid = self.uid;
+        launch.gid = self.gid;
+        launch.tmpfs_size = self.tmpfs_size;
+        Ok(launch)
+    }
+
+    /// B.8 and B.10 (4): the host argv running `command` in `launch`; with a
+    /// `filter`, bwrap reads it from the child's first inherited descriptor;
+    /// with a `relay` (required under `:allowlist`) the relay helper runs the
+    /// command and it and the gateway's mounts are bound read-only. Every
+    /// word must be UTF-8: a lossy one would bind or mask a different path.
+    pub fn host_argv(
+        &self,
+        mut launch: Launch,
+        mut command: Vec<String>,
+        relay: Option<Relay>,
+        filter: bool,
+        host: &dyn HostProbe,
+    ) -> Result<HostArgv> {
+        match relay {
+            Some(relay) => {
+                command = relay_argv(&relay.helper, &relay.socket, command)?;
+                launch.extra_ro_binds = relay.binds;
+                launch
+                    .extra_ro_binds
+                    .push((relay.helper.clone(), relay.helper));
+            }
+            None if launch.network == NetworkMode::Allowlist => {
+                return Err(Error::Dependency("the network gateway is not open".into()))
+            }
+            None => {}
+        }
+        // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
+        launch.seccomp_fd = filter.then(|| SpawnOptions::child_fd(0));
+        let options = bubblewrap_args(&launch, host)?;
+        let executable = self.executable.to_str().ok_or_else(|| {
+            Error::Argument("bubblewrap executable path must be valid UTF-8".into())
+        })?;
+        let mut argv = vec![executable.to_owned()];
+        // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
+        // different path (a mask on a renamed twin leaves the real one visible).
+        for option in options {
+            let option = option
+                .into_string()
+                .map_err(|_| Error::Policy(MOUNT_PATH_NOT_UTF8.into()))?;
+            argv.push(option);
+        }
+        argv.push("--".into());
+        let program = command.first().cloned().unwrap_or_default();
+        argv.extend(command);
+        Ok(HostArgv { argv, program })
+    }
+}

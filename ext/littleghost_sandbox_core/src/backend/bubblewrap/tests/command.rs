@@ -1,0 +1,255 @@
+//! One launch from the options and the core plan: the request, the bwrap
+//! launch, the host argv (with the relay under `:allowlist`), and the plan
+//! `bubblewrap_args` shows.
+
+use super::*;
+use crate::error::Error;
+use crate::launch::{Filter, LaunchPlan, Pins};
+use crate::policy::{EnvironmentPolicy, Policy, RootFilesystem as PolicyRoot};
+
+fn plan(selected: Vec<Grant>, policy_grants: Vec<Grant>) -> LaunchPlan {
+    LaunchPlan {
+        environment: vec![("A".into(), "1".into())],
+        inherit_environment: true,
+        network: NetworkMode::Inherit,
+        policy_grants,
+        selected,
+        cwd: "/w".into(),
+        filter: None,
+    }
+}
+
+fn configured() -> Options {
+    Options {
+        executable: "/opt/bwrap".into(),
+        masks: vec!["/w/masked".into()],
+        tmpfs: vec!["/scratch".into()],
+        proc_mount: ProcMount::None,
+        runtime_roots: vec!["/opt/runtime".into()],
+        uid: Some(1000),
+        gid: Some(1001),
+        tmpfs_size: 4096,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn the_request_carries_utf8_paths_pins_fresh_tmpfs_and_the_filter() {
+    let options = configured();
+    let policy = Policy::default();
+    let pins = Pins::capture(&[]).unwrap();
+    let request = options.request(&policy, true, "/w".into(), &pins, false);
+    assert!(request.require_utf8_paths && request.call_inherit);
+    assert!(request.pins.is_some());
+    assert_eq!(request.fresh_directories, &[PathBuf::from("/scratch")][..]);
+    let filter = Filter::Seccomp {
+        deny_subprocesses: true,
+        uid: Some(1000),
+        gid: Some(1001),
+    };
+    assert_eq!(request.filter, filter);
+    let allowed = options.request(&policy, false, "/w".into(), &pins, true);
+    assert!(matches!(
+        allowed.filter,
+        Filter::Seccomp {
+            deny_subprocesses: false,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn the_launch_takes_the_options_the_plan_and_the_scope_masks() {
+    let host = FakeHost::debian();
+    let policy = Policy {
+        root_filesystem: PolicyRoot::ReadOnly,
+        ..Policy::default()
+    };
+    // The scope selected /w only: the policy's writable /w/notes is masked, after the configured mask.
+    let plan = plan(vec![rw("/w")], vec![rw("/w"), rw("/w/notes")]);
+    let launch = configured()
+        .launch(&policy, &plan, vec!["/w".into()], &host)
+        .unwrap();
+    assert_eq!(launch.root_filesystem, RootFilesystem::ReadOnly);
+    assert_eq!(launch.grants, vec![rw("/w")]);
+    let masks: Vec<PathBuf> = vec!["/w/masked".into(), "/w/notes".into()];
+    assert_eq!(launch.masks, masks);
+    assert_eq!(launch.tmpfs, vec![PathBuf::from("/scratch")]);
+    assert_eq!(launch.proc_mount, ProcMount::None);
+    assert_eq!(launch.runtime_roots, vec![PathBuf::from("/opt/runtime")]);
+    assert_eq!(launch.workspace_paths, vec![PathBuf::from("/w")]);
+    assert_eq!(launch.environment, plan.environment);
+    assert!(launch.inherit_environment);
+    assert_eq!(launch.network, NetworkMode::Inherit);
+    assert_eq!((launch.uid, launch.gid), (Some(1000), Some(1001)));
+    assert_eq!(launch.tmpfs_size, 4096);
+    assert_eq!((launch.seccomp_fd, launch.extra_ro_binds.len()), (None, 0));
+}
+
+#[test]
+fn a_configured_mask_the_scope_also_masks_is_listed_once() {
+    let options = Options {
+        masks: vec!["/w/notes".into()],
+        ..Options::default()
+    };
+    let plan = plan(vec![rw("/w")], vec![rw("/w"), rw("/w/notes")]);
+    let launch = options
+        .launch(&Policy::default(), &plan, vec![], &FakeHost::debian())
+        .unwrap();
+    assert_eq!(launch.masks, vec![PathBuf::from("/w/notes")]);
+}
+
+fn launch_of(options: &Options, network: NetworkMode) -> Launch {
+    let mut plan = plan(vec![rw("/w")], vec![rw("/w")]);
+    plan.network = network;
+    options
+        .launch(
+            &Policy::default(),
+            &plan,
+            vec!["/w".into()],
+            &FakeHost::debian(),
+        )
+        .unwrap()
+}
+
+#[test]
+fn the_host_argv_is_bwrap_its_options_then_the_command() {
+    let options = configured();
+    let launch = launch_of(&options, NetworkMode::None);
+    let expected = strings(&bubblewrap_args(&launch, &FakeHost::debian()).unwrap());
+    let command = vec!["/bin/echo".to_string(), "hi".into()];
+    let host = options
+        .host_argv(launch, command, None, false, &FakeHost::debian())
+        .unwrap();
+    assert_eq!(host.program, "/bin/echo");
+    assert_eq!(host.argv[0], "/opt/bwrap");
+    assert_eq!(host.argv[1..=expected.len()], expected[..]);
+    assert_eq!(host.argv[expected.len() + 1..], ["--", "/bin/echo", "hi"]);
+    assert!(!has(&host.argv, &["--seccomp"]));
+}
+
+#[test]
+fn a_filter_is_read_from_the_first_inherited_descriptor() {
+    let options = configured();
+    let launch = launch_of(&options, NetworkMode::None);
+    let host = options
+        .host_argv(launch, vec!["true".into()], None, true, &FakeHost::debian())
+        .unwrap();
+    assert!(has(&host.argv, &["--seccomp", "3"]));
+}
+
+#[test]
+fn under_allowlist_the_relay_runs_the_command_and_is_bound_read_only() {
+    let options = configured();
+    let launch = launch_of(&options, NetworkMode::Allowlist);
+    let relay = Relay {
+        helper: "/gem/helper".into(),
+        socket: "/run/gw/socket".into(),
+        binds: vec![("/host/gw".into(), "/run/gw".into())],
+    };
+    let command = vec!["curl".to_string()];
+    let host = options
+        .host_argv(launch, command, Some(relay), false, &FakeHost::debian())
+        .unwrap();
+    assert_eq!(host.program, "/gem/helper");
+    let tail = [
+        "--",
+        "/gem/helper",
+        "relay",
+        "--socket",
+        "/run/gw/socket",
+        "--",
+        "curl",
+    ];
+    assert!(host.argv.ends_with(&tail.map(String::from)));
+    assert!(has(&host.argv, &["--ro-bind", "/host/gw", "/run/gw"]));
+    assert!(has(
+        &host.argv,
+        &["--ro-bind", "/gem/helper", "/gem/helper"]
+    ));
+}
+
+#[test]
+fn allowlist_without_an_open_gateway_is_refused() {
+    let options = configured();
+    let launch = launch_of(&options, NetworkMode::Allowlist);
+    let refused = options.host_argv(
+        launch,
+        vec!["curl".into()],
+        None,
+        false,
+        &FakeHost::debian(),
+    );
+    let expected = Error::Dependency("the network gateway is not open".into());
+    assert_eq!(refused, Err(expected));
+}
+
+#[test]
+fn a_non_utf8_executable_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let options = Options {
+        executable: PathBuf::from(std::ffi::OsStr::from_bytes(b"/opt/bw\xffrap")),
+        ..Options::default()
+    };
+    let launch = launch_of(&options, NetworkMode::None);
+    let refused = options.host_argv(
+        launch,
+        vec!["true".into()],
+        None,
+        false,
+        &FakeHost::debian(),
+    );
+    let message = "bubblewrap executable path must be valid UTF-8";
+    assert_eq!(refused, Err(Error::Argument(message.into())));
+}
+
+#[test]
+fn bubblewrap_args_shows_the_policy_unless_given_values() {
+    let environment = EnvironmentPolicy::new(true, [(b"P".to_vec(), b"v".to_vec())]);
+    let policy = Policy {
+        environment,
+        ..Policy::default()
+    };
+    let pins = Pins::capture(&[]).unwrap();
+    let shown = args_plan(&policy, vec![], &pins, "/w".into(), ArgsRequest::default()).unwrap();
+    assert_eq!(shown.environment, vec![("P".to_string(), "v".to_string())]);
+    assert!(shown.inherit_environment);
+    assert_eq!(shown.network, NetworkMode::None);
+    assert!(shown.selected.is_empty() && shown.filter.is_none());
+    let given = ArgsRequest {
+        selected: Some(vec![ro("/elsewhere")]),
+        environment: Some(vec![]),
+        inherit_environment: Some(false),
+        network: Some(NetworkMode::Inherit),
+    };
+    let shown = args_plan(&policy, vec![], &pins, "/w".into(), given).unwrap();
+    assert!(shown.environment.is_empty() && !shown.inherit_environment);
+    assert_eq!(shown.network, NetworkMode::Inherit);
+    assert_eq!(shown.selected, vec![ro("/elsewhere")]);
+    assert_eq!(shown.cwd, PathBuf::from("/w"));
+}
+
+#[test]
+fn bubblewrap_args_refuses_a_grant_that_is_not_the_pinned_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let grant = rw(dir.path().to_str().unwrap());
+    let pins = Pins::capture(&[]).unwrap();
+    let policy = Policy::default();
+    let refused = args_plan(
+        &policy,
+        vec![grant.clone()],
+        &pins,
+        "/w".into(),
+        ArgsRequest::default(),
+    );
+    assert!(matches!(refused, Err(Error::Policy(_))));
+    let pins = Pins::capture(std::slice::from_ref(&grant)).unwrap();
+    let shown = args_plan(
+        &policy,
+        vec![grant.clone()],
+        &pins,
+        "/w".into(),
+        ArgsRequest::default(),
+    );
+    assert_eq!(shown.unwrap().selected, vec![grant]);
+}

@@ -1,0 +1,216 @@
+//! The backend options of B.4: defaults, the checks of `uid:`, `gid:` and
+//! `tmpfs_size:`, and the host checks of the probe and `open`.
+
+use super::*;
+use crate::error::Error;
+use std::os::unix::fs::PermissionsExt;
+
+fn number(integer: i128) -> Option<Number> {
+    Some(Number {
+        integer: Some(integer),
+        shown: integer.to_string(),
+    })
+}
+
+fn not_integer(shown: &str) -> Option<Number> {
+    Some(Number {
+        integer: None,
+        shown: shown.into(),
+    })
+}
+
+fn options(keywords: Keywords) -> crate::Result<Options> {
+    Options::try_from(keywords)
+}
+
+#[test]
+fn absent_keywords_take_the_documented_defaults() {
+    let options = options(Keywords::default()).unwrap();
+    assert_eq!(options, Options::default());
+    assert_eq!(options.executable, PathBuf::from("/usr/bin/bwrap"));
+    assert_eq!(options.tmpfs, vec![PathBuf::from("/tmp"), "/run".into()]);
+    assert_eq!(options.runtime_roots, vec![PathBuf::from("/usr")]);
+    assert_eq!(options.proc_mount, ProcMount::New);
+    assert_eq!(options.tmpfs_size, 256 * 1024 * 1024);
+    assert!(options.masks.is_empty());
+    assert_eq!(
+        (options.uid, options.gid, options.relay),
+        (None, None, None)
+    );
+}
+
+#[test]
+fn given_keywords_replace_the_defaults() {
+    let options = options(Keywords {
+        executable: Some("/opt/bwrap".into()),
+        platform: "x86_64-linux".into(),
+        proc_mount: Some(ProcMount::None),
+        tmpfs: Some(vec!["/scratch".into()]),
+        masks: Some(vec!["/w/secret".into()]),
+        runtime_roots: Some(vec![]),
+        uid: number(1000),
+        gid: number(0),
+        tmpfs_size: number(4096),
+        relay: Some("/opt/relay".into()),
+    })
+    .unwrap();
+    assert_eq!(options.executable, PathBuf::from("/opt/bwrap"));
+    assert_eq!(options.platform, "x86_64-linux");
+    assert_eq!(options.proc_mount, ProcMount::None);
+    assert_eq!(options.tmpfs, vec![PathBuf::from("/scratch")]);
+    assert_eq!(options.masks, vec![PathBuf::from("/w/secret")]);
+    assert!(options.runtime_roots.is_empty());
+    assert_eq!((options.uid, options.gid), (Some(1000), Some(0)));
+    assert_eq!(options.tmpfs_size, 4096);
+    assert_eq!(options.relay, Some(PathBuf::from("/opt/relay")));
+}
+
+#[test]
+fn ids_must_be_integers_that_fit() {
+    for (uid, gid) in [
+        (number(-1), None),
+        (None, number(-1)),
+        (not_integer("\"1000\""), None),
+        (number(i128::from(u32::MAX) + 1), None),
+    ] {
+        let name = if uid.is_some() { "uid" } else { "gid" };
+        let error = options(Keywords {
+            uid,
+            gid,
+            ..Keywords::default()
+        })
+        .unwrap_err();
+        assert_eq!(
+            error,
+            policy(format!("bubblewrap {name} must be an integer >= 0"))
+        );
+    }
+    let largest = options(Keywords {
+        uid: number(i128::from(u32::MAX)),
+        ..Keywords::default()
+    });
+    assert_eq!(largest.unwrap().uid, Some(u32::MAX));
+}
+
+#[test]
+fn tmpfs_size_must_be_a_positive_integer_and_shows_what_was_given() {
+    for (given, shown) in [
+        (number(0), "0"),
+        (number(-5), "-5"),
+        (not_integer("\"8M\""), "\"8M\""),
+        (not_integer("1.5"), "1.5"),
+        (number(i128::from(u64::MAX) + 1), "18446744073709551616"),
+    ] {
+        let error = options(Keywords {
+            tmpfs_size: given,
+            ..Keywords::default()
+        })
+        .unwrap_err();
+        let message =
+            format!("bubblewrap tmpfs_size must be a positive Integer (bytes), got {shown}");
+        assert_eq!(error, policy(message));
+    }
+}
+
+#[test]
+fn the_probe_names_the_platform_then_the_missing_executable() {
+    let missing = Path::new("/nonexistent/bwrap");
+    assert_eq!(
+        unavailable_reason("arm64-darwin23", Some(missing)).as_deref(),
+        Some("Bubblewrap is supported only on Linux")
+    );
+    assert_eq!(
+        unavailable_reason("x86_64-linux", Some(missing)),
+        Some(missing_reason(missing))
+    );
+}
+
+fn on_linux(executable: &Path) -> Options {
+    Options {
+        executable: executable.into(),
+        platform: "x86_64-linux-gnu".into(),
+        ..Options::default()
+    }
+}
+
+/// An executable script in `dir`.
+fn script(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, "#!/bin/sh\nexit 1\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn open_checks_the_platform_then_bwrap_then_the_relay_helper() {
+    let dir = tempfile::tempdir().unwrap();
+    let bwrap = script(dir.path(), "bwrap");
+    let mut options = Options {
+        platform: "arm64-darwin23".into(),
+        ..on_linux(&bwrap)
+    };
+    let unsupported =
+        Error::UnsupportedPlatform("Bubblewrap sandboxing is supported only on Linux".into());
+    assert_eq!(options.check_host(false), Err(unsupported));
+    options.platform = "x86_64-linux".into();
+    options.executable = dir.path().join("missing");
+    let missing = Error::Dependency(missing_reason(&options.executable));
+    assert_eq!(options.check_host(false), Err(missing));
+    options.executable = bwrap;
+    options.relay = Some(dir.path().join("relay"));
+    assert_eq!(options.check_host(false), Ok(()));
+    let message = format!(
+        "the relay helper is missing or not executable at {}",
+        dir.path().join("relay").display()
+    );
+    assert_eq!(options.check_host(true), Err(Error::Dependency(message)));
+}
+
+#[test]
+fn a_configured_relay_helper_must_be_an_executable_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let relay = script(dir.path(), "relay");
+    let mut options = Options {
+        relay: Some(relay.clone()),
+        ..Options::default()
+    };
+    assert_eq!(options.relay_helper(), Ok(relay.clone()));
+    std::fs::set_permissions(&relay, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(matches!(options.relay_helper(), Err(Error::Dependency(_))));
+    options.relay = Some(dir.path().to_path_buf());
+    assert!(matches!(options.relay_helper(), Err(Error::Dependency(_))));
+}
+
+#[test]
+fn pinning_refuses_a_file_source_then_a_missing_one_before_probing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let options = on_linux(Path::new("/nonexistent/bwrap"));
+    let not_directory = policy("sandbox mount source is not a directory");
+    assert_eq!(
+        options.pin(&[rw(dir.path().to_str().unwrap()), rw(file.to_str().unwrap())]),
+        Err(not_directory)
+    );
+    let gone = dir.path().join("gone");
+    assert!(matches!(
+        options.pin(&[rw(gone.to_str().unwrap())]),
+        Err(Error::Policy(_))
+    ));
+}
+
+#[test]
+fn pinning_ends_with_the_functional_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let failing = script(dir.path(), "bwrap");
+    let options = on_linux(&failing);
+    let result = options.pin(&[rw(dir.path().to_str().unwrap())]);
+    assert!(matches!(result, Err(Error::Dependency(_))), "{result:?}");
+}
+
+#[test]
+fn proc_names_new_or_none() {
+    assert_eq!(ProcMount::named("new"), Some(ProcMount::New));
+    assert_eq!(ProcMount::named("none"), Some(ProcMount::None));
+    assert_eq!(ProcMount::named("host"), None);
+}
