@@ -187,8 +187,7 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
             "Seatbelt does not implement allowlisted network egress",
         ));
     }
-    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    let _: Value = workspace.funcall("validate!", ())?;
+    la::validate_workspace(ruby, sandbox::workspace_of(ruby, rb_self.as_value()))?;
     match private_tmp::private_directory("little-ghost-seatbelt-") {
         Ok(dir) => {
             state.temp_dir.replace(Some(dir));

@@ -5,6 +5,7 @@ pub mod bubblewrap;
 pub mod effective;
 #[cfg(target_os = "linux")]
 pub mod landlock;
+pub mod launch_steps;
 pub mod native;
 pub mod private_tmp;
 pub mod seatbelt;
