@@ -12,8 +12,7 @@ use std::sync::Mutex;
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
-use littleghost_sandbox_core::backend::private_tmp;
-use littleghost_sandbox_core::helper;
+use littleghost_sandbox_core::backend::landlock_host as host;
 use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
     function, method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RHash,
@@ -105,15 +104,8 @@ fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
 }
 
 /// Why this host cannot run the backend, if it cannot.
-pub(crate) fn unavailable_reason(platform: &str) -> (Option<i32>, Option<String>) {
-    if !platform.contains("linux") {
-        return (None, Some("Landlock is supported only on Linux".into()));
-    }
-    if helper::path().is_none() {
-        return (None, Some(helper::missing_reason()));
-    }
-    let found = ll::probe();
-    (found.abi, found.unavailable)
+pub(crate) fn unavailable_reason(platform: &str) -> Option<String> {
+    host::probe(platform).unavailable
 }
 
 /// `{available:, reason:, capabilities:, abi:}`: the kernel's Landlock ABI (nil without Landlock).
@@ -125,9 +117,9 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
     let values = keywords(ruby, options, &[], &["platform"])?;
     let platform = convert::display_string(ruby, platform_or_host(ruby, values[0])?)?;
-    let (abi, unavailable) = unavailable_reason(&platform);
-    let result = probe::result(ruby, unavailable, || backend_capabilities(ruby))?;
-    result.aset(ruby.to_symbol("abi"), abi)?;
+    let found = host::probe(&platform);
+    let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
+    result.aset(ruby.to_symbol("abi"), found.abi)?;
     Ok(result)
 }
 
@@ -193,36 +185,11 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     if inner.tmpdir.is_some() {
         return Ok(());
     }
-    if !inner.platform.contains("linux") {
-        return Err(errors::unsupported_platform_error(
-            ruby,
-            "Landlock sandboxing is supported only on Linux",
-        ));
-    }
-    if let (_, Some(reason)) = unavailable_reason(&inner.platform) {
-        return Err(errors::dependency_error(ruby, reason));
-    }
+    errors::core_result(ruby, host::require(&inner.platform))?;
     let grants = policy_grants(ruby, rb_self)?;
-    for grant in &grants {
-        if !grant.source.is_dir() {
-            return Err(errors::policy_error(
-                ruby,
-                "sandbox mount source is not a directory",
-            ));
-        }
-    }
-    let tmpdir = errors::core_result(ruby, ll::private_tmpdir())?;
-    // A dry run of the carving: a grant it cannot express is refused now.
-    let sandbox = ll::launch::Sandbox {
-        root: core_policy(ruby, rb_self)?.root_filesystem,
-        runtime_roots: &inner.runtime_roots,
-        tmpdir: &tmpdir,
-    };
-    if let Err(error) = errors::core_result(ruby, ll::launch::check(sandbox, &grants)) {
-        let _ = std::fs::remove_dir_all(&tmpdir);
-        return Err(error);
-    }
-    inner.tmpdir = Some(tmpdir);
+    let root = core_policy(ruby, rb_self)?.root_filesystem;
+    let tmpdir = host::prepare(root, &inner.runtime_roots, &grants);
+    inner.tmpdir = Some(errors::core_result(ruby, tmpdir)?);
     Ok(())
 }
 
@@ -273,7 +240,7 @@ fn wrap_command(
     request.scope_network = scope.as_ref().and_then(|scope| scope.network);
     request.selected = scope.as_ref().map(|scope| scope.grants.clone());
     request.policy_grants = policy_grants(ruby, rb_self)?;
-    let launch = la::plan(ruby, rb_self, call.environment, request)?;
+    let mut launch = la::plan(ruby, rb_self, call.environment, request)?;
     let state = state(rb_self)?;
     let (runtime_roots, tmpdir) = {
         let inner = state.inner.lock().unwrap();
@@ -287,26 +254,12 @@ fn wrap_command(
         runtime_roots: &runtime_roots,
         tmpdir: &tmpdir,
     };
-    let rules = errors::core_result(
-        ruby,
-        ll::launch::launch_rules(
-            sandbox,
-            &launch.policy_grants,
-            &launch.selected,
-            scope.is_some(),
-            launch.network,
-            !allow,
-            &launch.cwd,
-        ),
-    )?;
-    let helper_path =
-        helper::path().ok_or_else(|| errors::dependency_error(ruby, helper::missing_reason()))?;
-    let helper_path = convert::path_text(ruby, &helper_path, "helper path")?;
-    let tmp_text = convert::path_text(ruby, &tmpdir, "TMPDIR")?;
-    let argv = ll::launch::supervise_argv(helper_path, &rules, argv);
-    let mut host = HostCommand::planned(argv, launch);
-    host.environment = private_tmp::with_tmpdir(std::mem::take(&mut host.environment), tmp_text);
-    Ok(host)
+    let scoped = scope.is_some();
+    let argv = host::command(sandbox, &mut launch, scoped, allow, argv);
+    Ok(HostCommand::planned(
+        errors::core_result(ruby, argv)?,
+        launch,
+    ))
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.

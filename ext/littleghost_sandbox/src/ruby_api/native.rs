@@ -55,7 +55,7 @@ fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoi
     };
     let bubblewrap = available(bubblewrap_probe)?;
     let configured = bubblewrap_configured(ruby, options)?;
-    let landlock = match landlock::unavailable_reason(platform).1 {
+    let landlock = match landlock::unavailable_reason(platform) {
         None => Ok(()),
         Some(reason) => Err(reason),
     };

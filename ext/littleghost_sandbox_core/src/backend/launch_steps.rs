@@ -3,7 +3,7 @@
 //! create subprocesses, and the workspace's variables as an environment
 //! layer.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{argument, capability, Result};
 use crate::process::validate_environment;
@@ -60,6 +60,14 @@ pub fn workspace_layer(variables: Vec<(String, PathBuf)>) -> Result<Vec<(String,
     Ok(layer)
 }
 
+/// A host path a launch passes as text (an argv entry, `TMPDIR`):
+/// ArgumentError naming `what` when it is not UTF-8.
+pub fn path_text(path: &Path, what: &str) -> Result<String> {
+    path.to_str()
+        .map(str::to_owned)
+        .ok_or_else(|| argument(format!("{what} must be valid UTF-8")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +110,10 @@ mod tests {
     fn a_directory_that_is_not_utf8_is_refused() {
         use std::os::unix::ffi::OsStringExt;
         let directory = PathBuf::from(std::ffi::OsString::from_vec(vec![b'/', 0xff]));
+        assert_eq!(
+            path_text(&directory, "TMPDIR"),
+            Err(argument("TMPDIR must be valid UTF-8"))
+        );
         let error = workspace_layer(vec![("LITTLE_GHOST_WORKSPACE_ROOT".into(), directory)]);
         assert_eq!(
             error,
