@@ -16,7 +16,7 @@ use littleghost_sandbox_core::policy::Policy;
 use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
-use crate::helpers::args::command_call;
+use crate::helpers::args::{command_call, keywords, keywords_only};
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::process_runner::{self, positive_integer, validate_timeout, RunRequest};
@@ -481,4 +481,20 @@ pub(crate) fn start(
             denials,
         },
     )
+}
+
+// ---------------------------------------------------------------------------
+// The lifecycle and launch methods every Rust backend shares.
+
+/// `open(run: nil)`: the backend's `steps` (idempotent), then with a block
+/// yields self, always closes and returns the block's value (H.4).
+pub(crate) fn open(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    args: &[Value],
+    steps: impl FnOnce() -> Result<(), Error>,
+) -> Result<Value, Error> {
+    keywords(ruby, keywords_only(args)?, &[], &["run"])?;
+    steps()?;
+    ownership::yield_and_close(ruby, rb_self.as_value())
 }

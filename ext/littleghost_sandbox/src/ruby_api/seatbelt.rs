@@ -144,12 +144,10 @@ fn temp_dir(rb_self: SandboxObj) -> Result<Option<PathBuf>, Error> {
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    keywords(ruby, options, &[], &["run"])?;
-    if temp_dir(rb_self)?.is_none() {
-        open_steps(ruby, rb_self)?;
-    }
-    ownership::yield_and_close(ruby, rb_self.as_value())
+    la::open(ruby, rb_self, args, || match temp_dir(rb_self)? {
+        Some(_) => Ok(()),
+        None => open_steps(ruby, rb_self),
+    })
 }
 
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
