@@ -3,7 +3,7 @@
 //! construction (the core's `native_choice`). It never falls back to
 //! Unrestricted. The delegation itself is Ruby (lib/littleghost/sandbox/native.rb).
 
-use magnus::{function, method, prelude::*, Error, KwArgs, RHash, RModule, Ruby, Value};
+use magnus::{function, method, prelude::*, Error, RHash, RModule, Ruby, Value};
 
 use crate::helpers::args::keywords_only;
 use crate::helpers::constants;
@@ -19,7 +19,10 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let class =
         sandboxes.define_class("Native", constants::class(ruby, "LittleGhost::Sandbox")?)?;
     class.define_singleton_method("probe", function!(probe, -1))?;
-    class.define_method("initialize", method!(initialize, -1))?;
+    // For `initialize`, which is Ruby (lib/littleghost/sandbox/native.rb).
+    let singleton = class.singleton_class()?;
+    singleton.define_private_method("backend_class", function!(choose_class, 2))?;
+    class.define_private_method("adopt", method!(adopt, 1))?;
     class.define_method("backend", method!(backend, 0))?;
     Ok(())
 }
@@ -142,23 +145,15 @@ fn backend_class(ruby: &Ruby, options: RHash, platform: &str) -> Result<Value, E
     Ok(constants::class(ruby, name)?.as_value())
 }
 
-/// Builds the chosen backend with `(workspace:, platform:, **options)`;
-/// this sandbox shares its workspace, policy and limits, and enforces what it
-/// enforces.
-fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
-    let options: RHash = keywords_only(args)?;
-    let Some(workspace) = options.delete::<_, Option<Value>>(ruby.to_symbol("workspace"))? else {
-        return Err(crate::ruby_api::errors::argument_error(
-            ruby,
-            "missing keyword: :workspace",
-        ));
-    };
-    let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
-    let platform = convert::display_string(ruby, platform_value)?;
-    let class = backend_class(ruby, options, &platform)?;
-    options.aset(ruby.to_symbol("workspace"), workspace)?;
-    options.aset(ruby.to_symbol("platform"), platform_value)?;
-    let backend: Value = class.funcall("new", (KwArgs(options),))?;
+/// `backend_class(platform, options)`: the class `initialize` builds.
+fn choose_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, Error> {
+    let platform = convert::display_string(ruby, platform)?;
+    backend_class(ruby, options, &platform)
+}
+
+/// `adopt(backend)`: this sandbox shares the backend's workspace, policy and
+/// limits, and enforces what it enforces.
+fn adopt(ruby: &Ruby, rb_self: SandboxObj, backend: Value) -> Result<(), Error> {
     sandbox::set_backend(rb_self, backend);
     let own = constants::class(ruby, "LittleGhost::Sandboxes::Native")?;
     sandbox::set_enforced(
