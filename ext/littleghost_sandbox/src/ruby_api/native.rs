@@ -12,7 +12,10 @@ use crate::helpers::probe;
 use crate::ruby_api::bubblewrap::{self, platform_or_host};
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{capabilities, landlock, seatbelt};
-use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice, BUBBLEWRAP_OPTIONS};
+use littleghost_sandbox_core::backend::launch_steps::Platform;
+use littleghost_sandbox_core::backend::native::{
+    linux_report, native_choice, unavailable_on, LinuxReport, NativeChoice, BUBBLEWRAP_OPTIONS,
+};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -21,7 +24,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_singleton_method("probe", function!(probe, -1))?;
     // For `initialize`, which is Ruby (lib/littleghost/sandbox/native.rb).
     let singleton = class.singleton_class()?;
-    singleton.define_private_method("backend_class", function!(choose_class, 2))?;
+    singleton.define_private_method("backend_class", function!(backend_class, 2))?;
     class.define_private_method("adopt", method!(adopt, 1))?;
     class.define_method("backend", method!(backend, 0))?;
     Ok(())
@@ -68,10 +71,6 @@ fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoi
     })
 }
 
-fn unavailable(platform: &str) -> String {
-    format!("native sandboxing is unavailable on {platform}")
-}
-
 /// Seatbelt's probe on macOS; on Linux Bubblewrap's, else Landlock's (with
 /// `backend:` naming the choice and `bubblewrap_reason:` why Bubblewrap was
 /// passed over), else unavailable naming both reasons; unavailable elsewhere.
@@ -80,26 +79,27 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
     let platform = convert::display_string(ruby, platform_value)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
-    if platform.contains("darwin") {
-        return Ok(seatbelt::probe_options(ruby, options)?.as_value());
-    }
-    if !platform.contains("linux") {
-        return Ok(probe::result(ruby, Some(unavailable(&platform)), || {
-            capabilities::empty(ruby)
-        })?
-        .as_value());
+    match Platform::of(&platform) {
+        Platform::MacOs => return Ok(seatbelt::probe_options(ruby, options)?.as_value()),
+        Platform::Other => {
+            let unavailable = Some(unavailable_on(&platform));
+            let result = probe::result(ruby, unavailable, || capabilities::empty(ruby))?;
+            return Ok(result.as_value());
+        }
+        Platform::Linux => {}
     }
     let LinuxChoice {
         choice,
         bubblewrap_probe,
     } = linux_choice(ruby, options, &platform)?;
     let backend = ruby.to_symbol("backend");
-    let result = match choice {
-        Ok(NativeChoice::Bubblewrap) => {
+    let configured = bubblewrap_configured(ruby, options)?;
+    let result = match linux_report(choice, configured) {
+        LinuxReport::Bubblewrap => {
             bubblewrap_probe.aset(backend, ruby.to_symbol("bubblewrap"))?;
             bubblewrap_probe
         }
-        Ok(NativeChoice::Landlock { bubblewrap_reason }) => {
+        LinuxReport::Landlock { bubblewrap_reason } => {
             let landlock_options = ruby.hash_new();
             landlock_options.aset(ruby.to_symbol("platform"), platform_value)?;
             let result = landlock::probe_options(ruby, landlock_options)?;
@@ -107,11 +107,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
             result.aset(ruby.to_symbol("bubblewrap_reason"), bubblewrap_reason)?;
             result
         }
-        Err(_) if bubblewrap_configured(ruby, options)? => {
-            bubblewrap_probe.aset(backend, ruby.to_symbol("bubblewrap"))?;
-            bubblewrap_probe
-        }
-        Err(reason) => {
+        LinuxReport::Unavailable(reason) => {
             let result = probe::result(ruby, Some(reason), || capabilities::empty(ruby))?;
             result.aset(backend, ruby.qnil())?;
             result
@@ -120,22 +116,23 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     Ok(result.as_value())
 }
 
-/// The backend class for these options: Seatbelt on macOS; on Linux
-/// Bubblewrap, else Landlock (LL.2), else DependencyError naming both
-/// reasons; UnsupportedPlatformError elsewhere.
-fn backend_class(ruby: &Ruby, options: RHash, platform: &str) -> Result<Value, Error> {
-    let name = if platform.contains("darwin") {
+/// `backend_class(platform, options)`, the class `initialize` builds:
+/// Seatbelt on macOS; on Linux Bubblewrap, else Landlock (LL.2), else
+/// DependencyError naming both reasons; UnsupportedPlatformError elsewhere.
+fn backend_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, Error> {
+    let platform = &convert::display_string(ruby, platform)?;
+    let name = if Platform::of(platform) == Platform::MacOs {
         "LittleGhost::Sandboxes::Seatbelt"
-    } else if !platform.contains("linux") {
+    } else if Platform::of(platform) == Platform::Other {
         return Err(crate::ruby_api::errors::unsupported_platform_error(
             ruby,
-            unavailable(platform),
+            unavailable_on(platform),
         ));
     } else if bubblewrap_configured(ruby, options)? {
         "LittleGhost::Sandboxes::Bubblewrap"
     } else {
         let probe_options = ruby.hash_new();
-        probe_options.aset(ruby.to_symbol("platform"), platform)?;
+        probe_options.aset(ruby.to_symbol("platform"), platform.as_str())?;
         match linux_choice(ruby, probe_options, platform)?.choice {
             Ok(NativeChoice::Bubblewrap) => "LittleGhost::Sandboxes::Bubblewrap",
             Ok(NativeChoice::Landlock { .. }) => "LittleGhost::Sandboxes::Landlock",
@@ -143,12 +140,6 @@ fn backend_class(ruby: &Ruby, options: RHash, platform: &str) -> Result<Value, E
         }
     };
     Ok(constants::class(ruby, name)?.as_value())
-}
-
-/// `backend_class(platform, options)`: the class `initialize` builds.
-fn choose_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, Error> {
-    let platform = convert::display_string(ruby, platform)?;
-    backend_class(ruby, options, &platform)
 }
 
 /// `adopt(backend)`: this sandbox shares the backend's workspace, policy and
