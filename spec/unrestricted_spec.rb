@@ -261,6 +261,20 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
       expect { run("print 1", cwd: "/tmp") }.to raise_error(LittleGhost::ToolError, /must be relative/)
     end
 
+    it "asks a Workspace subclass for resolve and environment (only a plain Workspace is read in Rust)" do
+      custom_class = Class.new(LittleGhost::Workspace) do
+        def resolve(reference) = super(reference == "src-alias" ? "source" : reference)
+        def environment = super.merge("LG_CUSTOM" => "yes")
+      end
+      custom = custom_class.new(root: workspace.root, paths: {source: "source", cache: "cache"}).open
+      sandbox = described_class.new(workspace: custom, policy: policy)
+      code = "print Dir.pwd, ' ', ENV['LG_CUSTOM']"
+      execution = sandbox.execute_program([ruby, "-e", code], timeout: 10, cwd: "src-alias")
+      expect(execution.stdout).to eq("#{workspace.path(:source)} yes")
+    ensure
+      custom&.close
+    end
+
     it "refuses a missing working directory the same way for execute_program and start_program" do
       expect { run("print 1", cwd: "missing") }
         .to raise_error(LittleGhost::ToolError, "Working directory is not available")

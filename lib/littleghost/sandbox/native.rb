@@ -12,6 +12,14 @@ module LittleGhost
       def_delegators :backend, :effective_policy, :capabilities, :writable?, :allows?, :scope,
         :read, :list, :write, :replace, :execute_program, :start_program
 
+      # Documented as Native.new in documentation/native.rb; the choice of backend is the extension's, and the
+      # backend's state (workspace, policy, limits, what it enforces) is adopted rather than built by Sandbox#initialize.
+      def initialize(workspace:, platform: nil, **options) # :nodoc:
+        platform = RUBY_PLATFORM if platform.nil?
+        backend_class = Native.__send__(:backend_class, platform, options)
+        adopt(backend_class.new(workspace: workspace, platform: platform, **options))
+      end
+
       # :call-seq:
       #   open(run: nil) -> self
       #   open(run: nil) { |sandbox| ... } -> result of the block

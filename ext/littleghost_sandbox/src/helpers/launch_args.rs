@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::backend::launch_steps as steps;
+use littleghost_sandbox_core::error::Error as CoreError;
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch::{self, LaunchPlan, LaunchRequest, NetworkMode};
 use littleghost_sandbox_core::limits::plan::Plan;
@@ -14,13 +16,15 @@ use littleghost_sandbox_core::policy::Policy;
 use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
-use crate::helpers::args::command_call;
+use crate::helpers::args::{command_call, keywords, keywords_only};
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::process_runner::{self, positive_integer, validate_timeout, RunRequest};
 use crate::ruby_api::process_session::{self, SessionRequest};
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{errors, execution, launch_limits, mount, network_policy, ownership, scope};
+use crate::ruby_api::{
+    errors, execution, launch_limits, mount, network_policy, ownership, scope, workspace,
+};
 
 /// The optional keywords of `execute_program`, after the required `timeout`.
 const EXECUTE_KEYS: [&str; 10] = [
@@ -183,10 +187,75 @@ pub(crate) fn core_policy(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static P
         })
 }
 
+// A plain `LittleGhost::Workspace` is read in Rust; a duck-typed workspace or
+// a subclass (which may override these methods) is asked through Ruby.
+
 /// The workspace root of the sandbox (a host path).
 pub(crate) fn workspace_root(workspace: Value) -> Result<PathBuf, Error> {
     let ruby = Ruby::get_with(workspace);
-    crate::ruby_api::workspace::directory(&ruby, workspace, "root")
+    workspace::directory(&ruby, workspace, "root")
+}
+
+/// The root, then every named path of the workspace (host paths).
+#[allow(
+    dead_code,
+    reason = "for bubblewrap.rs's workspace_paths, which reads `paths` itself today"
+)]
+pub(crate) fn workspace_directories(ruby: &Ruby, workspace: Value) -> Result<Vec<PathBuf>, Error> {
+    let mut directories = vec![workspace_root(workspace)?];
+    if let Some(native) = workspace::native(ruby, workspace) {
+        for name in native.path_names().unwrap_or_default() {
+            directories.push(workspace::directory(ruby, workspace, &name)?);
+        }
+        return Ok(directories);
+    }
+    for (_, path) in vo::pairs(workspace.funcall("paths", ())?)? {
+        directories.push(convert::string_path(path)?);
+    }
+    Ok(directories)
+}
+
+/// `workspace.validate!`: a ToolError when a directory was replaced since `open`.
+pub(crate) fn validate_workspace(ruby: &Ruby, workspace: Value) -> Result<(), Error> {
+    match workspace::native(ruby, workspace) {
+        Some(native) => errors::core_result(ruby, native.validate_core()),
+        None => workspace
+            .funcall::<_, _, Value>("validate!", ())
+            .map(|_| ()),
+    }
+}
+
+/// `workspace.environment` as the first environment layer of a launch.
+fn workspace_environment(ruby: &Ruby, workspace: Value) -> Result<Vec<(String, String)>, Error> {
+    match workspace::native(ruby, workspace) {
+        Some(native) => errors::core_result(
+            ruby,
+            native.environment_core().and_then(steps::workspace_layer),
+        ),
+        None => convert::environment(ruby, Some(workspace.funcall("environment", ())?)),
+    }
+}
+
+/// `workspace.resolve(cwd)`: a logical path the workspace refuses is a ToolError.
+fn resolve_cwd(ruby: &Ruby, workspace: Value, cwd: RString) -> Result<PathBuf, Error> {
+    if let Some(native) = workspace::native(ruby, workspace) {
+        return match native.resolve_core(&convert::path_of(cwd)) {
+            Err(CoreError::Argument(message) | CoreError::Key(message)) => {
+                Err(errors::tool_error(ruby, message))
+            }
+            resolved => errors::core_result(ruby, resolved),
+        };
+    }
+    match workspace.funcall::<_, _, Value>("resolve", (cwd,)) {
+        Ok(resolved) => convert::string_path(resolved),
+        Err(error)
+            if error.is_kind_of(ruby.exception_arg_error())
+                || error.is_kind_of(ruby.exception_key_error()) =>
+        {
+            Err(errors::tool_error(ruby, sandbox::error_message(&error)))
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// `effective_policy.process_grants(workspace)` as core grants.
@@ -194,7 +263,7 @@ pub(crate) fn policy_grants(ruby: &Ruby, rb_self: SandboxObj) -> Result<Vec<Gran
     let policy = core_policy(ruby, rb_self)?;
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     vo::require_duck(workspace, "workspace", &["root", "path"])?;
-    let directory = |name: &str| crate::ruby_api::workspace::directory(ruby, workspace, name);
+    let directory = |name: &str| workspace::directory(ruby, workspace, name);
     policy.process_grants(directory, |error| errors::from_core(ruby, error))
 }
 
@@ -235,15 +304,8 @@ pub(crate) fn subprocesses(
     scope: Option<&ScopeView>,
     requested: Option<bool>,
 ) -> Result<bool, Error> {
-    let spawns = scope.is_none_or(|scope| scope.spawns);
-    match requested {
-        None => Ok(spawns),
-        Some(true) if !spawns => Err(errors::capability_error(
-            ruby,
-            "sandbox scope does not allow subprocess creation",
-        )),
-        Some(allow) => Ok(allow),
-    }
+    let spawns = scope.map(|scope| scope.spawns);
+    errors::core_result(ruby, steps::subprocesses(spawns, requested))
 }
 
 /// The working directory of a launch (B.7): nil is the workspace root; a
@@ -263,17 +325,7 @@ pub(crate) fn launch_cwd(
     if in_sandbox && convert::path_of(cwd).is_absolute() {
         return convert::string_path(vo::expand_path(ruby, cwd.as_value(), None)?.as_value());
     }
-    // A logical path the workspace refuses is a ToolError.
-    match workspace.funcall::<_, _, Value>("resolve", (cwd,)) {
-        Ok(resolved) => convert::string_path(resolved),
-        Err(error)
-            if error.is_kind_of(ruby.exception_arg_error())
-                || error.is_kind_of(ruby.exception_key_error()) =>
-        {
-            Err(errors::tool_error(ruby, sandbox::error_message(&error)))
-        }
-        Err(error) => Err(error),
-    }
+    resolve_cwd(ruby, workspace, cwd)
 }
 
 /// The core launch plan of `request`, with the workspace's and the call's
@@ -287,7 +339,7 @@ pub(crate) fn plan(
     let layers = || -> Result<launch::Layers, Error> {
         let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
         Ok((
-            convert::environment(ruby, Some(workspace.funcall("environment", ())?))?,
+            workspace_environment(ruby, workspace)?,
             convert::environment(ruby, environment)?,
         ))
     };
@@ -429,4 +481,20 @@ pub(crate) fn start(
             denials,
         },
     )
+}
+
+// ---------------------------------------------------------------------------
+// The lifecycle and launch methods every Rust backend shares.
+
+/// `open(run: nil)`: the backend's `steps` (idempotent), then with a block
+/// yields self, always closes and returns the block's value (H.4).
+pub(crate) fn open(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    args: &[Value],
+    steps: impl FnOnce() -> Result<(), Error>,
+) -> Result<Value, Error> {
+    keywords(ruby, keywords_only(args)?, &[], &["run"])?;
+    steps()?;
+    ownership::yield_and_close(ruby, rb_self.as_value())
 }

@@ -6,18 +6,17 @@
 //! backend's own state (opened, private TMPDIR) in a Rust object, and
 //! launches through the shared process runner and sessions.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
-use littleghost_sandbox_core::backend::private_tmp;
-use littleghost_sandbox_core::helper;
+use littleghost_sandbox_core::backend::landlock_host as host;
 use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
-    function, method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RHash,
-    RModule, Ruby, TypedData, Value,
+    function, method, prelude::*, DataTypeFunctions, Error, RArray, RHash, RModule, Ruby,
+    TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
@@ -43,19 +42,15 @@ use crate::ruby_api::{errors, ownership, process_runner, sandbox};
     size
 )]
 struct State {
-    inner: Mutex<Inner>,
+    platform: String,
+    runtime_roots: Vec<PathBuf>,
+    /// The private TMPDIR while open.
+    tmpdir: RefCell<Option<PathBuf>>,
 }
 
 impl DataTypeFunctions for State {}
 
-struct Inner {
-    platform: String,
-    runtime_roots: Vec<PathBuf>,
-    /// The private TMPDIR while open.
-    tmpdir: Option<PathBuf>,
-}
-
-impl Drop for Inner {
+impl Drop for State {
     fn drop(&mut self) {
         if let Some(tmpdir) = self.tmpdir.take() {
             let _ = std::fs::remove_dir_all(tmpdir);
@@ -90,11 +85,8 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-fn state(rb_self: SandboxObj) -> Result<Obj<State>, Error> {
-    let ruby = Ruby::get_with(rb_self);
-    crate::ruby_api::sandbox::backend_value(&ruby, rb_self)
-        .ok_or_else(|| errors::tool_error(&ruby, "landlock sandbox is not initialized"))
-        .and_then(Obj::<State>::try_convert)
+fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
+    sandbox::backend_state(ruby, rb_self, "landlock")
 }
 
 // ---------------------------------------------------------------------------
@@ -105,15 +97,8 @@ fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
 }
 
 /// Why this host cannot run the backend, if it cannot.
-pub(crate) fn unavailable_reason(platform: &str) -> (Option<i32>, Option<String>) {
-    if !platform.contains("linux") {
-        return (None, Some("Landlock is supported only on Linux".into()));
-    }
-    if helper::path().is_none() {
-        return (None, Some(helper::missing_reason()));
-    }
-    let found = ll::probe();
-    (found.abi, found.unavailable)
+pub(crate) fn unavailable_reason(platform: &str) -> Option<String> {
+    host::probe(platform).unavailable
 }
 
 /// `{available:, reason:, capabilities:, abi:}`: the kernel's Landlock ABI (nil without Landlock).
@@ -125,9 +110,9 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
     let values = keywords(ruby, options, &[], &["platform"])?;
     let platform = convert::display_string(ruby, platform_or_host(ruby, values[0])?)?;
-    let (abi, unavailable) = unavailable_reason(&platform);
-    let result = probe::result(ruby, unavailable, || backend_capabilities(ruby))?;
-    result.aset(ruby.to_symbol("abi"), abi)?;
+    let found = host::probe(&platform);
+    let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
+    result.aset(ruby.to_symbol("abi"), found.abi)?;
     Ok(result)
 }
 
@@ -165,13 +150,10 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         Backend::Landlock,
         "LittleGhost::Sandboxes::Landlock",
     )?;
-    let inner = Inner {
+    let state = State {
         platform: convert::display_string(ruby, platform)?,
         runtime_roots,
-        tmpdir: None,
-    };
-    let state = State {
-        inner: Mutex::new(inner),
+        tmpdir: RefCell::new(None),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
     Ok(())
@@ -181,48 +163,26 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
 /// enforced exactly; creates the private TMPDIR. Idempotent. With a block,
 /// yields self, always closes and returns the block's value (H.4).
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    keywords(ruby, options, &[], &["run"])?;
-    open_steps(ruby, rb_self)?;
-    ownership::yield_and_close(ruby, rb_self.as_value())
+    la::open(ruby, rb_self, args, || open_steps(ruby, rb_self))
 }
 
+/// No borrow of the state is held across the calls into Ruby.
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
-    let state = state(rb_self)?;
-    let mut inner = state.inner.lock().unwrap();
-    if inner.tmpdir.is_some() {
+    let state = state(ruby, rb_self)?;
+    if state.tmpdir.borrow().is_some() {
         return Ok(());
     }
-    if !inner.platform.contains("linux") {
-        return Err(errors::unsupported_platform_error(
-            ruby,
-            "Landlock sandboxing is supported only on Linux",
-        ));
-    }
-    if let (_, Some(reason)) = unavailable_reason(&inner.platform) {
-        return Err(errors::dependency_error(ruby, reason));
-    }
+    errors::core_result(ruby, host::require(&state.platform))?;
     let grants = policy_grants(ruby, rb_self)?;
-    for grant in &grants {
-        if !grant.source.is_dir() {
-            return Err(errors::policy_error(
-                ruby,
-                "sandbox mount source is not a directory",
-            ));
-        }
+    let root = core_policy(ruby, rb_self)?.root_filesystem;
+    let tmpdir = host::prepare(root, &state.runtime_roots, &grants);
+    let tmpdir = errors::core_result(ruby, tmpdir)?;
+    // Another thread may have opened the sandbox meanwhile: keep its directory.
+    if state.tmpdir.borrow().is_some() {
+        let _ = std::fs::remove_dir_all(tmpdir);
+    } else {
+        state.tmpdir.replace(Some(tmpdir));
     }
-    let tmpdir = errors::core_result(ruby, ll::private_tmpdir())?;
-    // A dry run of the carving: a grant it cannot express is refused now.
-    let sandbox = ll::launch::Sandbox {
-        root: core_policy(ruby, rb_self)?.root_filesystem,
-        runtime_roots: &inner.runtime_roots,
-        tmpdir: &tmpdir,
-    };
-    if let Err(error) = errors::core_result(ruby, ll::launch::check(sandbox, &grants)) {
-        let _ = std::fs::remove_dir_all(&tmpdir);
-        return Err(error);
-    }
-    inner.tmpdir = Some(tmpdir);
     Ok(())
 }
 
@@ -230,9 +190,7 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 /// (H.4), removes the private TMPDIR and marks the sandbox unopened; idempotent.
 fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
-    let state = state(rb_self)?;
-    let mut inner = state.inner.lock().unwrap();
-    if let Some(tmpdir) = inner.tmpdir.take() {
+    if let Some(tmpdir) = state(ruby, rb_self)?.tmpdir.take() {
         let _ = std::fs::remove_dir_all(tmpdir);
     }
     Ok(())
@@ -240,10 +198,8 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 
 /// The private TMPDIR while open, else nil.
 fn tmpdir(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
-    let state = state(rb_self)?;
-    let inner = state.inner.lock().unwrap();
-    Ok(inner
-        .tmpdir
+    let tmpdir = state(ruby, rb_self)?.tmpdir.borrow().clone();
+    Ok(tmpdir
         .as_ref()
         .map(|t| convert::path_to_ruby(ruby, t).as_value()))
 }
@@ -273,40 +229,22 @@ fn wrap_command(
     request.scope_network = scope.as_ref().and_then(|scope| scope.network);
     request.selected = scope.as_ref().map(|scope| scope.grants.clone());
     request.policy_grants = policy_grants(ruby, rb_self)?;
-    let launch = la::plan(ruby, rb_self, call.environment, request)?;
-    let state = state(rb_self)?;
-    let (runtime_roots, tmpdir) = {
-        let inner = state.inner.lock().unwrap();
-        let tmpdir = inner.tmpdir.clone().ok_or_else(|| {
-            errors::tool_error(ruby, "the landlock sandbox was closed during the launch")
-        })?;
-        (inner.runtime_roots.clone(), tmpdir)
-    };
+    let mut launch = la::plan(ruby, rb_self, call.environment, request)?;
+    let state = state(ruby, rb_self)?;
+    let tmpdir = state.tmpdir.borrow().clone().ok_or_else(|| {
+        errors::tool_error(ruby, "the landlock sandbox was closed during the launch")
+    })?;
     let sandbox = ll::launch::Sandbox {
         root: core.root_filesystem,
-        runtime_roots: &runtime_roots,
+        runtime_roots: &state.runtime_roots,
         tmpdir: &tmpdir,
     };
-    let rules = errors::core_result(
-        ruby,
-        ll::launch::launch_rules(
-            sandbox,
-            &launch.policy_grants,
-            &launch.selected,
-            scope.is_some(),
-            launch.network,
-            !allow,
-            &launch.cwd,
-        ),
-    )?;
-    let helper_path =
-        helper::path().ok_or_else(|| errors::dependency_error(ruby, helper::missing_reason()))?;
-    let helper_path = convert::path_text(ruby, &helper_path, "helper path")?;
-    let tmp_text = convert::path_text(ruby, &tmpdir, "TMPDIR")?;
-    let argv = ll::launch::supervise_argv(helper_path, &rules, argv);
-    let mut host = HostCommand::planned(argv, launch);
-    host.environment = private_tmp::with_tmpdir(std::mem::take(&mut host.environment), tmp_text);
-    Ok(host)
+    let scoped = scope.is_some();
+    let argv = host::command(sandbox, &mut launch, scoped, allow, argv);
+    Ok(HostCommand::planned(
+        errors::core_result(ruby, argv)?,
+        launch,
+    ))
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.

@@ -21,8 +21,8 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 }
 
 /// Why this host cannot run the backend.
-pub(crate) fn unavailable_reason(_platform: &str) -> (Option<i32>, Option<String>) {
-    (None, Some(REASON.into()))
+pub(crate) fn unavailable_reason(_platform: &str) -> Option<String> {
+    Some(REASON.into())
 }
 
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {

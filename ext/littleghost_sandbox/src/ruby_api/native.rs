@@ -3,7 +3,7 @@
 //! construction (the core's `native_choice`). It never falls back to
 //! Unrestricted. The delegation itself is Ruby (lib/littleghost/sandbox/native.rb).
 
-use magnus::{function, method, prelude::*, Error, KwArgs, RHash, RModule, Ruby, Value};
+use magnus::{function, method, prelude::*, Error, RHash, RModule, Ruby, Value};
 
 use crate::helpers::args::keywords_only;
 use crate::helpers::constants;
@@ -12,14 +12,20 @@ use crate::helpers::probe;
 use crate::ruby_api::bubblewrap::{self, platform_or_host};
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{capabilities, landlock, seatbelt};
-use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice, BUBBLEWRAP_OPTIONS};
+use littleghost_sandbox_core::backend::launch_steps::Platform;
+use littleghost_sandbox_core::backend::native::{
+    linux_report, native_choice, unavailable_on, LinuxReport, NativeChoice, BUBBLEWRAP_OPTIONS,
+};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
     let class =
         sandboxes.define_class("Native", constants::class(ruby, "LittleGhost::Sandbox")?)?;
     class.define_singleton_method("probe", function!(probe, -1))?;
-    class.define_method("initialize", method!(initialize, -1))?;
+    // For `initialize`, which is Ruby (lib/littleghost/sandbox/native.rb).
+    let singleton = class.singleton_class()?;
+    singleton.define_private_method("backend_class", function!(backend_class, 2))?;
+    class.define_private_method("adopt", method!(adopt, 1))?;
     class.define_method("backend", method!(backend, 0))?;
     Ok(())
 }
@@ -55,7 +61,7 @@ fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoi
     };
     let bubblewrap = available(bubblewrap_probe)?;
     let configured = bubblewrap_configured(ruby, options)?;
-    let landlock = match landlock::unavailable_reason(platform).1 {
+    let landlock = match landlock::unavailable_reason(platform) {
         None => Ok(()),
         Some(reason) => Err(reason),
     };
@@ -63,10 +69,6 @@ fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoi
         choice: native_choice(bubblewrap, landlock, configured),
         bubblewrap_probe,
     })
-}
-
-fn unavailable(platform: &str) -> String {
-    format!("native sandboxing is unavailable on {platform}")
 }
 
 /// Seatbelt's probe on macOS; on Linux Bubblewrap's, else Landlock's (with
@@ -77,26 +79,27 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
     let platform = convert::display_string(ruby, platform_value)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
-    if platform.contains("darwin") {
-        return Ok(seatbelt::probe_options(ruby, options)?.as_value());
-    }
-    if !platform.contains("linux") {
-        return Ok(probe::result(ruby, Some(unavailable(&platform)), || {
-            capabilities::empty(ruby)
-        })?
-        .as_value());
+    match Platform::of(&platform) {
+        Platform::MacOs => return Ok(seatbelt::probe_options(ruby, options)?.as_value()),
+        Platform::Other => {
+            let unavailable = Some(unavailable_on(&platform));
+            let result = probe::result(ruby, unavailable, || capabilities::empty(ruby))?;
+            return Ok(result.as_value());
+        }
+        Platform::Linux => {}
     }
     let LinuxChoice {
         choice,
         bubblewrap_probe,
     } = linux_choice(ruby, options, &platform)?;
     let backend = ruby.to_symbol("backend");
-    let result = match choice {
-        Ok(NativeChoice::Bubblewrap) => {
+    let configured = bubblewrap_configured(ruby, options)?;
+    let result = match linux_report(choice, configured) {
+        LinuxReport::Bubblewrap => {
             bubblewrap_probe.aset(backend, ruby.to_symbol("bubblewrap"))?;
             bubblewrap_probe
         }
-        Ok(NativeChoice::Landlock { bubblewrap_reason }) => {
+        LinuxReport::Landlock { bubblewrap_reason } => {
             let landlock_options = ruby.hash_new();
             landlock_options.aset(ruby.to_symbol("platform"), platform_value)?;
             let result = landlock::probe_options(ruby, landlock_options)?;
@@ -104,11 +107,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
             result.aset(ruby.to_symbol("bubblewrap_reason"), bubblewrap_reason)?;
             result
         }
-        Err(_) if bubblewrap_configured(ruby, options)? => {
-            bubblewrap_probe.aset(backend, ruby.to_symbol("bubblewrap"))?;
-            bubblewrap_probe
-        }
-        Err(reason) => {
+        LinuxReport::Unavailable(reason) => {
             let result = probe::result(ruby, Some(reason), || capabilities::empty(ruby))?;
             result.aset(backend, ruby.qnil())?;
             result
@@ -117,22 +116,23 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     Ok(result.as_value())
 }
 
-/// The backend class for these options: Seatbelt on macOS; on Linux
-/// Bubblewrap, else Landlock (LL.2), else DependencyError naming both
-/// reasons; UnsupportedPlatformError elsewhere.
-fn backend_class(ruby: &Ruby, options: RHash, platform: &str) -> Result<Value, Error> {
-    let name = if platform.contains("darwin") {
+/// `backend_class(platform, options)`, the class `initialize` builds:
+/// Seatbelt on macOS; on Linux Bubblewrap, else Landlock (LL.2), else
+/// DependencyError naming both reasons; UnsupportedPlatformError elsewhere.
+fn backend_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, Error> {
+    let platform = &convert::display_string(ruby, platform)?;
+    let name = if Platform::of(platform) == Platform::MacOs {
         "LittleGhost::Sandboxes::Seatbelt"
-    } else if !platform.contains("linux") {
+    } else if Platform::of(platform) == Platform::Other {
         return Err(crate::ruby_api::errors::unsupported_platform_error(
             ruby,
-            unavailable(platform),
+            unavailable_on(platform),
         ));
     } else if bubblewrap_configured(ruby, options)? {
         "LittleGhost::Sandboxes::Bubblewrap"
     } else {
         let probe_options = ruby.hash_new();
-        probe_options.aset(ruby.to_symbol("platform"), platform)?;
+        probe_options.aset(ruby.to_symbol("platform"), platform.as_str())?;
         match linux_choice(ruby, probe_options, platform)?.choice {
             Ok(NativeChoice::Bubblewrap) => "LittleGhost::Sandboxes::Bubblewrap",
             Ok(NativeChoice::Landlock { .. }) => "LittleGhost::Sandboxes::Landlock",
@@ -142,23 +142,9 @@ fn backend_class(ruby: &Ruby, options: RHash, platform: &str) -> Result<Value, E
     Ok(constants::class(ruby, name)?.as_value())
 }
 
-/// Builds the chosen backend with `(workspace:, platform:, **options)`;
-/// this sandbox shares its workspace, policy and limits, and enforces what it
-/// enforces.
-fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
-    let options: RHash = keywords_only(args)?;
-    let Some(workspace) = options.delete::<_, Option<Value>>(ruby.to_symbol("workspace"))? else {
-        return Err(crate::ruby_api::errors::argument_error(
-            ruby,
-            "missing keyword: :workspace",
-        ));
-    };
-    let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
-    let platform = convert::display_string(ruby, platform_value)?;
-    let class = backend_class(ruby, options, &platform)?;
-    options.aset(ruby.to_symbol("workspace"), workspace)?;
-    options.aset(ruby.to_symbol("platform"), platform_value)?;
-    let backend: Value = class.funcall("new", (KwArgs(options),))?;
+/// `adopt(backend)`: this sandbox shares the backend's workspace, policy and
+/// limits, and enforces what it enforces.
+fn adopt(ruby: &Ruby, rb_self: SandboxObj, backend: Value) -> Result<(), Error> {
     sandbox::set_backend(rb_self, backend);
     let own = constants::class(ruby, "LittleGhost::Sandboxes::Native")?;
     sandbox::set_enforced(

@@ -6,14 +6,13 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use littleghost_sandbox_core::backend::bubblewrap::RootFilesystem;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::private_tmp;
 use littleghost_sandbox_core::backend::seatbelt as sb;
-use littleghost_sandbox_core::launch::{self, LaunchRequest};
+use littleghost_sandbox_core::backend::seatbelt_host as host;
+use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
-    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RHash,
-    RModule, Ruby, TypedData, Value,
+    function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
@@ -57,23 +56,17 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 #[magnus(
     class = "LittleGhost::Sandboxes::Seatbelt::State",
     free_immediately,
-    size,
-    mark
+    size
 )]
 struct State {
-    /// `String(executable:)`, kept as given (the messages show it).
-    executable: Opaque<Value>,
-    platform: Opaque<Value>,
+    /// `String(executable:)`, byte for byte (the messages show it).
+    executable: PathBuf,
+    platform: String,
     /// The private temporary directory of an open sandbox.
     temp_dir: RefCell<Option<PathBuf>>,
 }
 
-impl DataTypeFunctions for State {
-    fn mark(&self, marker: &Marker) {
-        marker.mark(self.executable);
-        marker.mark(self.platform);
-    }
-}
+impl DataTypeFunctions for State {}
 
 /// The backend state of `rb_self` (set by `initialize`).
 fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
@@ -83,10 +76,6 @@ fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
 /// The capabilities of the Seatbelt backend before policy adjustments (SB.2).
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
     shared::claimed(ruby, Backend::Seatbelt, None)
-}
-
-fn requires_macos(executable: &str) -> String {
-    format!("Seatbelt sandboxing requires macOS and {executable}")
 }
 
 /// Reports whether `sandbox-exec` is usable here: only on macOS with the executable present.
@@ -102,8 +91,7 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
         None => PathBuf::from(sb::DEFAULT_EXECUTABLE),
     };
     let platform = convert::display_string(ruby, shared::platform_or_host(ruby, values[1])?)?;
-    let available = platform.contains("darwin") && executable.exists();
-    let unavailable = (!available).then(|| requires_macos(&executable.to_string_lossy()));
+    let unavailable = host::unavailable(&platform, &executable);
     probe::result(ruby, unavailable, || backend_capabilities(ruby))
 }
 
@@ -126,12 +114,12 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     let get = |i: usize| values[i].filter(|v| !v.is_nil());
     sandbox::assign(ruby, rb_self, values[0].unwrap(), get(1), get(2), get(3))?;
     let executable = match get(4) {
-        Some(value) => vo::kernel(ruby, "String", value)?,
-        None => vo::frozen_str(ruby, sb::DEFAULT_EXECUTABLE).as_value(),
+        Some(value) => option_path(ruby, value)?,
+        None => PathBuf::from(sb::DEFAULT_EXECUTABLE),
     };
     // No cgroups on macOS: memory is sampled, CPU per process, tasks refused (L.3).
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(6))?;
-    let platform = shared::platform_or_host(ruby, get(5))?;
+    let platform = convert::display_string(ruby, shared::platform_or_host(ruby, get(5))?)?;
     // SB.2: no `process_spawn` under an isolated root.
     enforce(
         ruby,
@@ -140,8 +128,8 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         "LittleGhost::Sandboxes::Seatbelt",
     )?;
     let state = State {
-        executable: Opaque::from(executable),
-        platform: Opaque::from(platform),
+        executable,
+        platform,
         temp_dir: RefCell::new(None),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
@@ -156,39 +144,18 @@ fn temp_dir(rb_self: SandboxObj) -> Result<Option<PathBuf>, Error> {
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    keywords(ruby, options, &[], &["run"])?;
-    if temp_dir(rb_self)?.is_none() {
-        open_steps(ruby, rb_self)?;
-    }
-    ownership::yield_and_close(ruby, rb_self.as_value())
+    la::open(ruby, rb_self, args, || match temp_dir(rb_self)? {
+        Some(_) => Ok(()),
+        None => open_steps(ruby, rb_self),
+    })
 }
 
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let state = state(ruby, rb_self)?;
-    let executable = convert::display_string(ruby, ruby.get_inner(state.executable))?;
-    let platform = convert::display_string(ruby, ruby.get_inner(state.platform))?;
-    if !platform.contains("darwin") {
-        return Err(errors::unsupported_platform_error(
-            ruby,
-            requires_macos(&executable),
-        ));
-    }
-    if !std::path::Path::new(&executable).exists() {
-        return Err(errors::dependency_error(
-            ruby,
-            format!("Seatbelt executable is missing: {executable}"),
-        ));
-    }
-    let network = core_policy(ruby, rb_self)?.network.as_ref().map(|n| n.mode);
-    if network == Some(littleghost_sandbox_core::policy::NetworkMode::Allowlist) {
-        return Err(errors::capability_error(
-            ruby,
-            "Seatbelt does not implement allowlisted network egress",
-        ));
-    }
-    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    let _: Value = workspace.funcall("validate!", ())?;
+    let policy = core_policy(ruby, rb_self)?;
+    let checked = host::open_check(&state.platform, &state.executable, policy);
+    errors::core_result(ruby, checked)?;
+    la::validate_workspace(ruby, sandbox::workspace_of(ruby, rb_self.as_value()))?;
     match private_tmp::private_directory("little-ghost-seatbelt-") {
         Ok(dir) => {
             state.temp_dir.replace(Some(dir));
@@ -213,32 +180,18 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     Ok(())
 }
 
-/// SB.6 runtime roots: system trees, Ruby's prefix and libdir and Homebrew's
-/// gmp, each in expanded and realpath form.
+/// SB.6 runtime roots, with Ruby's prefix and libdir (expanded).
 fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
-    let mut roots: Vec<PathBuf> = sb::RUNTIME_ROOTS.iter().map(PathBuf::from).collect();
+    let mut ruby_dirs = Vec::new();
     let _: bool = ruby.require("rbconfig")?;
     let rbconfig: RModule = ruby.class_object().const_get("RbConfig")?;
     let config: RHash = rbconfig.const_get("CONFIG")?;
     for key in ["prefix", "libdir"] {
         if let Some(value) = config.get(key) {
-            roots.push(convert::path_of(vo::expand_path(ruby, value, None)?));
+            ruby_dirs.push(convert::path_of(vo::expand_path(ruby, value, None)?));
         }
     }
-    roots.push("/opt/homebrew/opt/gmp".into());
-    roots.push("/usr/local/opt/gmp".into());
-    let mut out: Vec<PathBuf> = Vec::new();
-    for root in roots {
-        if let Ok(real) = std::fs::canonicalize(&root) {
-            if !out.contains(&real) {
-                out.push(real);
-            }
-        }
-        if !out.contains(&root) {
-            out.push(root);
-        }
-    }
-    Ok(out)
+    Ok(host::runtime_roots(ruby_dirs))
 }
 
 /// The scope of a launch: the call's, or the sandbox's own (`Scope.new(sandbox: self)`), validated.
@@ -269,8 +222,6 @@ fn seatbelt_command(
     let scope = launch_scope(ruby, rb_self, call.scope)?;
     let allow = la::subprocesses(ruby, Some(&scope), requested_subprocesses)?;
     let core = core_policy(ruby, rb_self)?;
-    let root_filesystem = RootFilesystem::parse(core.root_filesystem.name())
-        .ok_or_else(|| errors::policy_error(ruby, "unsupported root_filesystem"))?;
     let mut request = LaunchRequest::new(
         core,
         call.inherit,
@@ -278,27 +229,16 @@ fn seatbelt_command(
     );
     request.scope_network = scope.network;
     request.selected = Some(scope.grants);
-    let plan = la::plan(ruby, rb_self, call.environment, request)?;
+    let mut plan = la::plan(ruby, rb_self, call.environment, request)?;
     let temp = temp_dir(rb_self)?.unwrap();
-    let profile = sb::profile(&sb::Profile {
-        root_filesystem,
-        grants: plan.selected.clone(),
+    let sandbox = host::Sandbox {
+        executable: &state(ruby, rb_self)?.executable,
+        root_filesystem: core.root_filesystem,
         runtime_roots: runtime_roots(ruby)?,
-        temp_dir: temp.clone(),
-        allow_subprocesses: allow,
-        network_inherit: plan.network == launch::NetworkMode::Inherit,
-    });
-    let temp = convert::path_text(ruby, &temp, "Seatbelt temporary directory")?;
-    let executable = convert::path_text(
-        ruby,
-        &option_path(ruby, ruby.get_inner(state(ruby, rb_self)?.executable))?,
-        "Seatbelt executable path",
-    )?;
-    let mut full: Vec<String> = vec![executable, "-p".into(), profile, "--".into()];
-    full.extend(argv);
-    let mut host = HostCommand::planned(full, plan);
-    host.environment = private_tmp::with_tmpdir(std::mem::take(&mut host.environment), temp);
-    Ok(host)
+        temp_dir: &temp,
+    };
+    let argv = errors::core_result(ruby, host::command(sandbox, &mut plan, allow, argv))?;
+    Ok(HostCommand::planned(argv, plan))
 }
 
 /// Runs `command` (no shell) under sandbox-exec and returns its Execution (SB.7).

@@ -3,13 +3,12 @@
 //! processes run on the host with no isolation, and the capabilities say so.
 
 use std::cell::Cell;
-use std::os::unix::fs::MetadataExt;
 
 use littleghost_sandbox_core::backend::effective::Backend;
+use littleghost_sandbox_core::backend::unrestricted as host;
 use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
-    method, prelude::*, scan_args::get_kwargs, DataTypeFunctions, Error, RHash, RModule, Ruby,
-    TypedData, Value,
+    method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
@@ -36,7 +35,7 @@ use crate::ruby_api::sandbox::{self, assign, SandboxObj};
 )]
 struct State {
     /// (dev, ino) of the workspace root when first seen (15.1).
-    root_identity: Cell<Option<(u64, u64)>>,
+    root_identity: Cell<Option<host::Identity>>,
 }
 
 impl DataTypeFunctions for State {}
@@ -121,34 +120,23 @@ fn default_policy(ruby: &Ruby) -> Result<RHash, Error> {
 }
 
 /// The (dev, ino) of the workspace root, or None when it does not exist.
-fn root_identity(workspace: Value) -> Result<Option<(u64, u64)>, Error> {
-    let root = la::workspace_root(workspace)?;
-    Ok(std::fs::metadata(root).ok().map(|m| (m.dev(), m.ino())))
+fn root_identity(workspace: Value) -> Result<Option<host::Identity>, Error> {
+    Ok(host::root_identity(&la::workspace_root(workspace)?))
 }
 
 /// Verifies (or first records) the workspace root's identity and returns self; with a block, yields self, always closes and returns the block's value.
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
-    let current = root_identity(sandbox::workspace_of(ruby, rb_self.as_value()))?;
-    let state = state(ruby, rb_self)?;
-    let changed = match (state.root_identity.get(), current) {
-        (_, None) => true,
-        (None, Some(identity)) => {
-            state.root_identity.set(Some(identity));
-            false
-        }
-        (Some(recorded), Some(identity)) => recorded != identity,
-    };
-    if changed {
-        return Err(errors::tool_error(
-            ruby,
-            "Workspace root changed after initialization",
-        ));
-    }
-    // A (re)opened run gets a scope pinned to the directories as they are now.
-    sandbox::forget_default_scope(rb_self.as_value());
-    ownership::yield_and_close(ruby, rb_self.as_value())
+    la::open(ruby, rb_self, args, || {
+        let current = root_identity(sandbox::workspace_of(ruby, rb_self.as_value()))?;
+        let state = state(ruby, rb_self)?;
+        let checked = host::check_root(state.root_identity.get(), current);
+        state
+            .root_identity
+            .set(Some(errors::core_result(ruby, checked)?));
+        // A (re)opened run gets a scope pinned to the directories as they are now.
+        sandbox::forget_default_scope(rb_self.as_value());
+        Ok(())
+    })
 }
 
 /// Terminates every program and session the sandbox or its scopes started that still runs (H.4); returns nil.

@@ -101,6 +101,23 @@ impl Workspace {
         self.identities.borrow().clone()
     }
 
+    /// `environment` (3.5) in Rust: one variable per directory, once initialized.
+    pub(crate) fn environment_core(&self) -> CoreResult<Vec<(String, PathBuf)>> {
+        let config = self.config.borrow().clone();
+        let config = config.ok_or_else(|| CoreError::Tool("uninitialized workspace".to_owned()))?;
+        Ok(config.layout.environment())
+    }
+
+    /// `validate!` (3.6) in Rust: the recorded identities still hold.
+    pub(crate) fn validate_core(&self) -> CoreResult<()> {
+        let config = self.config.borrow().clone();
+        let config = config.ok_or_else(|| CoreError::Tool("uninitialized workspace".to_owned()))?;
+        match self.recorded_identities() {
+            Some(recorded) => config.layout.validate(&recorded),
+            None => Ok(()),
+        }
+    }
+
     /// Back to closed: no run, no identities.
     fn reset(&self) {
         self.active.set(false);

@@ -5,10 +5,15 @@ pub mod bubblewrap;
 pub mod effective;
 #[cfg(target_os = "linux")]
 pub mod landlock;
+#[cfg(target_os = "linux")]
+pub mod landlock_host;
+pub mod launch_steps;
 pub mod native;
 pub mod private_tmp;
 pub mod seatbelt;
+pub mod seatbelt_host;
 pub mod seccomp;
+pub mod unrestricted;
 
 /// The lowest Landlock ABI the Landlock backend runs on (why: `landlock`'s
 /// module docs); here so Native's choice can name it on every platform.

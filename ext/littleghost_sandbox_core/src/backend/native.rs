@@ -52,9 +52,70 @@ pub fn native_choice(
     }
 }
 
+/// Why Native cannot run on a platform that is neither macOS nor Linux.
+pub fn unavailable_on(platform: &str) -> String {
+    format!("native sandboxing is unavailable on {platform}")
+}
+
+/// What Native's probe reports on Linux (SPEC LL.2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinuxReport {
+    /// Bubblewrap's own probe: it passed, or the caller configured it (then
+    /// its failure is the answer).
+    Bubblewrap,
+    /// Landlock's probe, with why Bubblewrap was passed over.
+    Landlock { bubblewrap_reason: String },
+    /// Unavailable, naming both reasons.
+    Unavailable(String),
+}
+
+/// The report of a [`native_choice`].
+pub fn linux_report(
+    choice: std::result::Result<NativeChoice, String>,
+    bubblewrap_configured: bool,
+) -> LinuxReport {
+    match choice {
+        Ok(NativeChoice::Bubblewrap) => LinuxReport::Bubblewrap,
+        Ok(NativeChoice::Landlock { bubblewrap_reason }) => {
+            LinuxReport::Landlock { bubblewrap_reason }
+        }
+        Err(_) if bubblewrap_configured => LinuxReport::Bubblewrap,
+        Err(reason) => LinuxReport::Unavailable(reason),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_probe_reports_the_choice_or_a_configured_bubblewrap() {
+        assert_eq!(
+            linux_report(Ok(NativeChoice::Bubblewrap), false),
+            LinuxReport::Bubblewrap
+        );
+        let landlock = NativeChoice::Landlock {
+            bubblewrap_reason: "no userns".into(),
+        };
+        assert_eq!(
+            linux_report(Ok(landlock), false),
+            LinuxReport::Landlock {
+                bubblewrap_reason: "no userns".into()
+            }
+        );
+        assert_eq!(
+            linux_report(Err("no bwrap".into()), true),
+            LinuxReport::Bubblewrap
+        );
+        assert_eq!(
+            linux_report(Err("both".into()), false),
+            LinuxReport::Unavailable("both".into())
+        );
+        assert_eq!(
+            unavailable_on("x86_64-freebsd"),
+            "native sandboxing is unavailable on x86_64-freebsd"
+        );
+    }
 
     #[test]
     fn native_prefers_bubblewrap_then_landlock_and_names_both_reasons() {

@@ -1,0 +1,133 @@
+//! Landlock on the host (SPEC LL.1): whether it can run here, what `open`
+//! checks and prepares, and the helper's `supervise` command of a planned
+//! launch. The rules themselves are `landlock::launch`.
+
+use std::path::PathBuf;
+
+use crate::backend::landlock::{self as ll, launch::Sandbox};
+use crate::backend::launch_steps::{path_text as text, Platform};
+use crate::backend::private_tmp;
+use crate::error::{policy, Error, Result};
+use crate::grants::Grant;
+use crate::helper;
+use crate::launch::LaunchPlan;
+
+/// Why Landlock is only for Linux.
+pub const LINUX_ONLY: &str = "Landlock is supported only on Linux";
+
+/// What the probe found: the kernel's Landlock ABI (None without Landlock)
+/// and, when the backend cannot run here, why not.
+pub fn probe(platform: &str) -> ll::Probe {
+    if Platform::of(platform) != Platform::Linux {
+        return ll::Probe {
+            abi: None,
+            unavailable: Some(LINUX_ONLY.into()),
+        };
+    }
+    if helper::path().is_none() {
+        return ll::Probe {
+            abi: None,
+            unavailable: Some(helper::missing_reason()),
+        };
+    }
+    ll::probe()
+}
+
+/// `open`'s first checks: the platform, then the helper and the kernel.
+pub fn require(platform: &str) -> Result<()> {
+    if Platform::of(platform) != Platform::Linux {
+        return Err(Error::UnsupportedPlatform(
+            "Landlock sandboxing is supported only on Linux".into(),
+        ));
+    }
+    match probe(platform).unavailable {
+        Some(reason) => Err(Error::Dependency(reason)),
+        None => Ok(()),
+    }
+}
+
+/// The rest of `open`: every policy grant a directory and expressible
+/// exactly (a dry run of the carving); returns the private TMPDIR it
+/// created, which is removed again when a grant is refused.
+pub fn prepare(
+    root: crate::policy::RootFilesystem,
+    runtime_roots: &[PathBuf],
+    grants: &[Grant],
+) -> Result<PathBuf> {
+    if grants.iter().any(|grant| !grant.source.is_dir()) {
+        return Err(policy("sandbox mount source is not a directory"));
+    }
+    let tmpdir = ll::private_tmpdir()?;
+    let sandbox = Sandbox {
+        root,
+        runtime_roots,
+        tmpdir: &tmpdir,
+    };
+    if let Err(error) = ll::launch::check(sandbox, grants) {
+        let _ = std::fs::remove_dir_all(&tmpdir);
+        return Err(error);
+    }
+    Ok(tmpdir)
+}
+
+/// `[helper, "supervise", *rules, "--", *command]` for a planned launch
+/// (W12 when `scoped`); the private TMPDIR becomes the plan's `TMPDIR`.
+pub fn command(
+    sandbox: Sandbox<'_>,
+    plan: &mut LaunchPlan,
+    scoped: bool,
+    allow_subprocesses: bool,
+    command: Vec<String>,
+) -> Result<Vec<String>> {
+    let rules = ll::launch::launch_rules(
+        sandbox,
+        &plan.policy_grants,
+        &plan.selected,
+        scoped,
+        plan.network,
+        !allow_subprocesses,
+        &plan.cwd,
+    )?;
+    let helper = helper::path().ok_or_else(|| Error::Dependency(helper::missing_reason()))?;
+    let helper = text(&helper, "helper path")?;
+    let tmpdir = text(sandbox.tmpdir, "TMPDIR")?;
+    plan.environment = private_tmp::with_tmpdir(std::mem::take(&mut plan.environment), tmpdir);
+    Ok(ll::launch::supervise_argv(helper, &rules, command))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grants::Access;
+    use crate::policy::RootFilesystem;
+
+    #[test]
+    fn landlock_is_for_linux_only() {
+        let probe = probe("arm64-darwin23");
+        assert_eq!(probe.abi, None);
+        assert_eq!(probe.unavailable.as_deref(), Some(LINUX_ONLY));
+        assert!(matches!(
+            require("arm64-darwin23"),
+            Err(Error::UnsupportedPlatform(message)) if message.contains("only on Linux")
+        ));
+    }
+
+    #[test]
+    fn a_grant_that_is_not_a_directory_is_refused_before_anything_is_created() {
+        let file = std::env::temp_dir().join(format!("lg-ll-host-{}", std::process::id()));
+        std::fs::write(&file, b"x").unwrap();
+        let grant = Grant {
+            source: file.clone(),
+            target: file.clone(),
+            access: Access::ReadOnly,
+            tools: true,
+            protect_aliases: false,
+        };
+        let refused = prepare(RootFilesystem::ReadOnly, &[], &[grant]);
+        assert_eq!(
+            refused,
+            Err(policy("sandbox mount source is not a directory"))
+        );
+        std::fs::remove_file(&file).unwrap();
+    }
+}
