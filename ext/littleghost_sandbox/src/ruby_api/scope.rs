@@ -5,8 +5,9 @@
 //! capabilities and the filesystem broker) sits in the Scope's TypedData
 //! struct, so a file operation reaches the broker without Ruby dispatch.
 //!
-//! Backends call [`read`], [`list`], [`write`] and [`replace`] directly with
-//! a Scope value and the Ruby arguments of the matching method.
+//! Backends parse a file operation with [`file_arguments`] and run it on a
+//! Scope value with [`operate`]. `execute`, `execute_program` and
+//! `start_program` delegate to the sandbox from `lib/littleghost/sandbox/scope.rb`.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::Operation;
 use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
-use littleghost_sandbox_core::fs::{Broker, FsOperation};
+use littleghost_sandbox_core::fs::Broker;
 use littleghost_sandbox_core::policy as core_policy;
 use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
 use magnus::{
@@ -83,13 +84,10 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("supports?", method!(supports, -1))?;
     class.define_method("writable?", method!(writable, 0))?;
     class.define_method("allows?", method!(allows, -1))?;
-    class.define_method("read", method!(read, -1))?;
-    class.define_method("list", method!(list, -1))?;
-    class.define_method("write", method!(write, -1))?;
-    class.define_method("replace", method!(replace, -1))?;
-    class.define_method("execute", method!(execute, -1))?;
-    class.define_method("execute_program", method!(execute_program, -1))?;
-    class.define_method("start_program", method!(start_program, -1))?;
+    class.define_method("read", method!(file_method::<READ>, -1))?;
+    class.define_method("list", method!(file_method::<LIST>, -1))?;
+    class.define_method("write", method!(file_method::<WRITE>, -1))?;
+    class.define_method("replace", method!(file_method::<REPLACE>, -1))?;
     class.define_method("scope", method!(scope, -1))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
@@ -150,29 +148,14 @@ fn supports(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> 
     capabilities::supports(ruby, own, args)
 }
 
-/// A canonical feature name against the scope's capabilities (`:network`: any mode).
-fn supports_in(state: &ScopeState, feature: &str) -> bool {
-    match feature {
-        "network" => state.scoped.capabilities.supports_network(None),
-        _ => state.scoped.capabilities.supports(feature),
-    }
-}
-
 /// Whether the scope at `rb_self` allows the canonical `feature` (for the backends).
 pub(crate) fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
-    let state = state(ruby, rb_self)?;
-    Ok(supports_in(&state, feature))
+    Ok(state(ruby, rb_self)?.scoped.supports(feature))
 }
 
 /// True iff the scope allows filesystem writes and some tool-visible grant is writable.
 fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
-    let state = state(ruby, rb_self)?;
-    Ok(supports_in(&state, "filesystem_write")
-        && state
-            .scoped
-            .grants
-            .iter()
-            .any(|g| g.tools && g.access.writable()))
+    Ok(state(ruby, rb_self)?.scoped.writable())
 }
 
 /// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
@@ -210,19 +193,11 @@ fn allows_or_raise(
 ) -> Result<bool, Error> {
     let feature = core_result(ruby, core_policy::normalize_feature(&vo::given(operation)?))?;
     let state = state(ruby, rb_self)?;
-    if !supports_in(&state, &feature) {
-        return Ok(false);
+    if !state.scoped.supports(&feature) {
+        return Ok(false); // without resolving the path
     }
-    let Some(path) = path else { return Ok(true) };
-    let physical = resolve(ruby, &state, path)?;
-    let operation = match feature.as_str() {
-        "filesystem_write" => FsOperation::Write,
-        "filesystem_replace" => FsOperation::Replace,
-        "filesystem_list" => FsOperation::List,
-        // Anything else asks only whether the path is visible.
-        _ => FsOperation::Read,
-    };
-    Ok(state.scoped.broker.allows(operation, &physical))
+    let physical = path.map(|path| resolve(ruby, &state, path)).transpose()?;
+    Ok(state.scoped.allows(&feature, physical.as_deref()))
 }
 
 // ---------------------------------------------------------------------------
@@ -240,11 +215,9 @@ fn prepare(
     feature: &str,
     path: Value,
 ) -> Result<(PathBuf, String), Error> {
-    if let Some(context) = context.filter(|c| !c.is_nil()) {
-        // The exception raised by check! propagates as the same object (1.3).
-        context.funcall::<_, _, Value>("check!", ())?;
-    }
-    if !supports_in(state, feature) {
+    // The exception raised by check! propagates as the same object (1.3).
+    crate::ruby_api::process_runner::check_context(context)?;
+    if !state.scoped.supports(feature) {
         let sandbox = ruby.get_inner(state.values[SANDBOX]);
         return Err(denial::capability_refused(ruby, sandbox, feature, path));
     }
@@ -290,7 +263,8 @@ fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf,
     }
 }
 
-fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
+/// `context:`, the one keyword of a file operation.
+pub(crate) fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
     if args.is_empty() {
         return Ok(None); // the usual call; get_kwargs would intern its names
     }
@@ -298,108 +272,123 @@ fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
     Ok(parsed.optional.0)
 }
 
-/// One file operation: check!, capability, resolve, then `run` on the broker without the GVL.
-fn operate(
+/// The file operations, indexed by the const parameter of the methods that run them.
+pub(crate) const READ: usize = 0;
+pub(crate) const LIST: usize = 1;
+pub(crate) const WRITE: usize = 2;
+pub(crate) const REPLACE: usize = 3;
+pub(crate) const FILE_OPERATIONS: [Operation; 4] = [
+    Operation::Read,
+    Operation::List,
+    Operation::Write,
+    Operation::Replace,
+];
+
+/// The positional arguments (path first, default ".") and the keywords of
+/// `read(path)`, `list(path = ".")`, `write(path, content)` or
+/// `replace(path, old_text, new_text)`.
+pub(crate) fn file_arguments(
     ruby: &Ruby,
-    rb_self: Value,
-    (path, context): (Value, RHash),
     operation: Operation,
-    run: impl FnOnce(&Broker, &Path, &str) -> CoreResult<String>,
-) -> Result<String, Error> {
-    let context = context_keyword(context)?;
-    let state = state(ruby, rb_self)?;
-    let feature = match operation {
-        Operation::Read => "filesystem_read",
-        Operation::List => "filesystem_list",
-        Operation::Write => "filesystem_write",
-        _ => "filesystem_replace",
-    };
-    let (physical, logical) = prepare(ruby, &state, context, feature, path)?;
-    let result = nogvl::blocking(ruby, || run(&state.scoped.broker, &physical, &logical))?;
-    let sandbox = ruby.get_inner(state.values[SANDBOX]);
-    brokered(ruby, sandbox, operation, &logical, result)
-}
-
-/// Reads UTF-8 text at a logical `path` through the broker: `scope.read(path, context: nil)`.
-pub(crate) fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
-    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let call = (args.required.0, args.keywords);
-    operate(ruby, rb_self, call, Operation::Read, |b, p, l| b.read(p, l))
-}
-
-/// Lists the directory at a logical `path` (default ".") through the broker: `scope.list(path = ".", context: nil)`.
-pub(crate) fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
-    let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
-    let path = args.optional.0;
-    let path = path.unwrap_or_else(|| ruby.str_new(".").as_value());
-    let call = (path, args.keywords);
-    operate(ruby, rb_self, call, Operation::List, |b, p, l| b.list(p, l))
-}
-
-/// Writes the String `content` to a logical `path` through the broker: `scope.write(path, content, context: nil)`.
-pub(crate) fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
-    let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
-    let (path, content) = args.required;
-    let content = convert::bytes(RString::try_convert(content)?);
-    let call = (path, args.keywords);
-    operate(ruby, rb_self, call, Operation::Write, |b, p, l| {
-        b.write(p, l, &content)
+    args: &[Value],
+) -> Result<(Vec<Value>, RHash), Error> {
+    Ok(match operation {
+        Operation::Read => {
+            let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+            (vec![args.required.0], args.keywords)
+        }
+        Operation::List => {
+            let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
+            let path = args.optional.0;
+            (
+                vec![path.unwrap_or_else(|| ruby.str_new(".").as_value())],
+                args.keywords,
+            )
+        }
+        Operation::Write => {
+            let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
+            let (path, content) = args.required;
+            (vec![path, content], args.keywords)
+        }
+        _ => {
+            let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
+            let (path, old_text, new_text) = args.required;
+            (vec![path, old_text, new_text], args.keywords)
+        }
     })
 }
 
-/// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`: `scope.replace(path, old_text, new_text, context: nil)`.
-pub(crate) fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
-    let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
-    let (path, old_text, new_text) = args.required;
-    let old_text = convert::bytes(RString::try_convert(old_text)?);
-    let new_text = convert::bytes(RString::try_convert(new_text)?);
-    let call = (path, args.keywords);
-    operate(ruby, rb_self, call, Operation::Replace, |b, p, l| {
-        b.replace(p, l, &old_text, &new_text)
-    })
+/// A file operation with its texts (the arguments after the path) as bytes.
+pub(crate) enum FileOp {
+    Read,
+    List,
+    Write(Vec<u8>),
+    /// `old_text`, then `new_text` (inserted literally).
+    Replace(Vec<u8>, Vec<u8>),
 }
 
-// ---------------------------------------------------------------------------
-// Processes (SC.14): the sandbox runs them, told which scope narrows them.
+impl FileOp {
+    /// `operation` given `texts`, each a String.
+    pub(crate) fn new(operation: Operation, texts: &[Value]) -> Result<FileOp, Error> {
+        let text = |i: usize| Ok::<_, Error>(convert::bytes(RString::try_convert(texts[i])?));
+        Ok(match operation {
+            Operation::Read => FileOp::Read,
+            Operation::List => FileOp::List,
+            Operation::Write => FileOp::Write(text(0)?),
+            _ => FileOp::Replace(text(0)?, text(1)?),
+        })
+    }
 
-fn delegate_process(
+    fn operation(&self) -> Operation {
+        match self {
+            FileOp::Read => Operation::Read,
+            FileOp::List => Operation::List,
+            FileOp::Write(_) => Operation::Write,
+            FileOp::Replace(..) => Operation::Replace,
+        }
+    }
+
+    fn run(&self, broker: &Broker, physical: &Path, logical: &str) -> CoreResult<String> {
+        match self {
+            FileOp::Read => broker.read(physical, logical),
+            FileOp::List => broker.list(physical, logical),
+            FileOp::Write(content) => broker.write(physical, logical, content),
+            FileOp::Replace(old, new) => broker.replace(physical, logical, old, new),
+        }
+    }
+}
+
+/// `read`, `list`, `write` and `replace` of a Scope: reads UTF-8 text, lists a
+/// directory, writes a file or replaces the single occurrence of a text at a
+/// logical path through the broker (`FILE_OPERATIONS[OP]`).
+fn file_method<const OP: usize>(
     ruby: &Ruby,
     rb_self: Value,
     args: &[Value],
-    method: &str,
-) -> Result<Value, Error> {
-    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+) -> Result<String, Error> {
+    let (values, keywords) = file_arguments(ruby, FILE_OPERATIONS[OP], args)?;
+    let operation = FileOp::new(FILE_OPERATIONS[OP], &values[1..])?;
+    let context = context_keyword(keywords)?;
+    operate(ruby, rb_self, &operation, values[0], context)
+}
+
+/// One file operation on the scope at `rb_self`: check!, capability, resolve,
+/// then the broker without the GVL.
+pub(crate) fn operate(
+    ruby: &Ruby,
+    rb_self: Value,
+    operation: &FileOp,
+    path: Value,
+    context: Option<Value>,
+) -> Result<String, Error> {
     let state = state(ruby, rb_self)?;
-    if !supports_in(&state, "process_execute") {
-        return Err(errors::tool_error(
-            ruby,
-            "Sandbox scope does not allow process execute",
-        ));
-    }
-    let options = args.keywords;
-    options.aset(ruby.to_symbol("scope"), rb_self)?;
+    let kind = operation.operation();
+    let feature = core_scope::file_feature(kind).unwrap_or("filesystem_read");
+    let (physical, logical) = prepare(ruby, &state, context, feature, path)?;
+    let broker = &state.scoped.broker;
+    let result = nogvl::blocking(ruby, || operation.run(broker, &physical, &logical))?;
     let sandbox = ruby.get_inner(state.values[SANDBOX]);
-    let call = (args.required.0, KwArgs(options));
-    // A streaming block (issue 12 item 11) goes along to the sandbox.
-    match ruby.block_proc() {
-        Ok(block) => sandbox.funcall_with_block(method, call, block),
-        Err(_) => sandbox.funcall(method, call),
-    }
-}
-
-/// Runs `command` through the sandbox's shell (`sandbox.execute`) within this scope.
-fn execute(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    delegate_process(ruby, rb_self, args, "execute")
-}
-
-/// Runs an argument vector through `sandbox.execute_program` within this scope.
-fn execute_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    delegate_process(ruby, rb_self, args, "execute_program")
-}
-
-/// Starts a ProcessSession through `sandbox.start_program` within this scope.
-fn start_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    delegate_process(ruby, rb_self, args, "start_program")
+    brokered(ruby, sandbox, kind, &logical, result)
 }
 
 // ---------------------------------------------------------------------------
@@ -475,16 +464,7 @@ pub(crate) fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     let class = rb_self.class();
     let grants = match state(ruby, rb_self) {
-        Ok(state) => state
-            .scoped
-            .grants
-            .iter()
-            .map(|g| {
-                let runtime = if g.tools { "" } else { "(runtime)" };
-                format!("{}:{}{runtime}", g.target.display(), g.access.name())
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
+        Ok(state) => state.scoped.grants_summary(),
         Err(_) => "uninitialized".to_owned(),
     };
     Ok(format!("#<{} grants=[{}]>", class.inspect(), grants))

@@ -6,10 +6,12 @@
 //! only keep or remove authority: a scope can never widen its parent.
 //!
 //! The rules per job: [`grants`] (SC.3–SC.8), [`network`] (SC.10/SC.10b);
-//! capabilities (SC.9) and identities (SC.16) are small enough to live here.
+//! capabilities (SC.9) and identities (SC.16) are small enough to live here;
+//! what a built scope answers is [`queries`] (SC.11–SC.13).
 
 mod grants;
 mod network;
+mod queries;
 #[cfg(test)]
 mod tests;
 
@@ -17,6 +19,7 @@ mod tests;
 pub use crate::policy::NetworkMode;
 pub use grants::{narrow_grants, Narrowed, Request};
 pub use network::{narrow_network, NetworkChoice, NetworkRequest};
+pub use queries::file_feature;
 
 use crate::error::{capability, Result};
 use crate::fs::{Broker, FsLimits};
