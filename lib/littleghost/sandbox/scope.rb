@@ -2,8 +2,9 @@
 
 #--
 # The Ruby-shaped part of LittleGhost::Sandbox::Scope: its process methods hand the program to the sandbox, told
-# which scope narrows it (SC.14); a streaming block goes along. Construction, the file operations and every rule
-# are the Rust extension's. The documentation is in documentation/scope.rb.
+# which scope narrows it (SC.14; a streaming block goes along), and #scope builds a nested scope through the class's
+# own new (a subclass may override initialize). Construction, the file operations and every rule are the Rust
+# extension's. The documentation is in documentation/scope.rb.
 #++
 module LittleGhost
   class Sandbox
@@ -14,6 +15,11 @@ module LittleGhost
 
           sandbox.send(operation, command, **options, scope: self, &block)
         end
+      end
+
+      def scope(files: nil, runtime_paths: nil, capabilities: nil, network: nil) # :nodoc:
+        self.class.new(sandbox: sandbox, parent_scope: self, files: files, runtime_paths: runtime_paths,
+          capabilities: capabilities, network: network)
       end
     end
   end

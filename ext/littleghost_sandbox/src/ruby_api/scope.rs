@@ -20,11 +20,10 @@ use littleghost_sandbox_core::policy as core_policy;
 use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
-    value::Opaque, DataTypeFunctions, Error, KwArgs, RClass, RHash, RString, Ruby, TypedData,
-    Value,
+    value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
-use crate::helpers::args::{keywords_only, kwargs};
+use crate::helpers::args::keywords_only;
 use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
 use crate::ruby_api::errors::message as error_message;
@@ -88,7 +87,6 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("list", method!(file_method::<LIST>, -1))?;
     class.define_method("write", method!(file_method::<WRITE>, -1))?;
     class.define_method("replace", method!(file_method::<REPLACE>, -1))?;
-    class.define_method("scope", method!(scope, -1))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("validate!", method!(validate, 0))?;
@@ -392,37 +390,7 @@ pub(crate) fn operate(
 }
 
 // ---------------------------------------------------------------------------
-// Nesting and lifecycle (SC.15, SC.16).
-
-/// A nested scope that narrows this one's current grants, capabilities and network.
-fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    let names = ["files", "runtime_paths", "capabilities", "network"];
-    type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>);
-    let (files, runtime_paths, capabilities, network) =
-        get_kwargs::<_, (), Optional, ()>(options, &[], &names)?.optional;
-    let sandbox = reader::<SANDBOX>(ruby, rb_self)?;
-    let narrowing = [files, runtime_paths, capabilities, network];
-    let class = rb_self.class();
-    if class.equal(Scope::class(ruby))? {
-        let keywords = narrowing::Keywords::new(sandbox, Some(rb_self), narrowing);
-        return wrap(ruby, &keywords);
-    }
-    // A Ruby subclass may override `initialize`.
-    let nil = ruby.qnil().as_value();
-    let mut pairs = vec![("sandbox", sandbox), ("parent_scope", rb_self)];
-    pairs.extend(names.into_iter().zip(narrowing.map(|v| v.unwrap_or(nil))));
-    class.funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
-}
-
-/// A new plain Scope built from `keywords` in Rust.
-fn wrap(ruby: &Ruby, keywords: &narrowing::Keywords) -> Result<Value, Error> {
-    let state = narrowing::build(ruby, keywords)?;
-    let scope = Scope {
-        state: RefCell::new(Some(Arc::new(state))),
-    };
-    Ok(ruby.obj_wrap(scope).as_value())
-}
+// Construction without dispatch and lifecycle (SC.15, SC.16).
 
 /// `Scope.new(sandbox: sandbox)` without Ruby dispatch: the default scope a
 /// backend's file operations go through (16.3; `helpers/scoped_files.rs`).
@@ -437,7 +405,12 @@ pub(crate) fn narrowed(
     sandbox: Value,
     options: [Option<Value>; 4],
 ) -> Result<Value, Error> {
-    wrap(ruby, &narrowing::Keywords::new(sandbox, None, options))
+    let keywords = narrowing::Keywords::new(sandbox, None, options);
+    let state = narrowing::build(ruby, &keywords)?;
+    let scope = Scope {
+        state: RefCell::new(Some(Arc::new(state))),
+    };
+    Ok(ruby.obj_wrap(scope).as_value())
 }
 
 /// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.

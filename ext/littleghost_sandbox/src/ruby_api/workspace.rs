@@ -319,8 +319,7 @@ fn system_call_error(ruby: &Ruby, error: std::io::Error, what: String) -> Error 
     let Some(errno) = error.raw_os_error() else {
         return errors::argument_error(ruby, format!("{what}: {error}"));
     };
-    let class = ruby.exception_system_call_error();
-    match class.funcall::<_, _, magnus::Exception>("new", (what, errno)) {
+    match crate::ruby_api::process_runner::errno_exception(ruby, errno, Some(&what)) {
         Ok(exception) => exception.into(),
         Err(error) => error,
     }
