@@ -162,10 +162,8 @@ pub(crate) fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
     // A wrong type is misuse, not a path problem: it raises (H.6).
-    let path = match path {
-        Some(path) => Some(convert::path_string(ruby, path, "path")?),
-        None => None,
-    };
+    let path = path.map(|path| convert::path_string(ruby, path, "path"));
+    let path = path.transpose()?;
     match allows_or_raise(ruby, rb_self, operation, path) {
         Ok(answer) => Ok(answer),
         Err(error) if is_refusal(ruby, &error)? => Ok(false),
@@ -224,31 +222,19 @@ fn prepare(
     Ok((physical, convert::lossy(logical)))
 }
 
-/// `workspace.resolve(path)` in Rust for a plain Workspace, `None` for any other workspace object.
-fn resolve_core(
-    ruby: &Ruby,
-    state: &ScopeState,
-    logical: RString,
-) -> Option<littleghost_sandbox_core::error::Result<PathBuf>> {
-    if !state.native_workspace {
-        return None;
-    }
-    let workspace = workspace::borrow(ruby.get_inner(state.values[WORKSPACE]))?;
-    Some(workspace.resolve_core(&convert::path_of(logical)))
-}
-
-/// `workspace.resolve(path)`; its ArgumentError and KeyError become ToolError with the same message.
+/// `workspace.resolve(path)` (in Rust for a plain Workspace); its ArgumentError and KeyError become ToolError with the same message.
 fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf, Error> {
-    match resolve_core(ruby, state, logical) {
-        Some(Ok(physical)) => return Ok(physical),
-        Some(Err(CoreError::Argument(message) | CoreError::Key(message))) => {
-            return Err(errors::tool_error(ruby, message))
-        }
-        Some(Err(error)) => return Err(errors::from_core(ruby, error)),
-        None => {}
+    let workspace = ruby.get_inner(state.values[WORKSPACE]);
+    if let Some(native) = workspace::borrow(workspace).filter(|_| state.native_workspace) {
+        return match native.resolve_core(&convert::path_of(logical)) {
+            Ok(physical) => Ok(physical),
+            Err(CoreError::Argument(message) | CoreError::Key(message)) => {
+                Err(errors::tool_error(ruby, message))
+            }
+            Err(error) => Err(errors::from_core(ruby, error)),
+        };
     }
     // A Workspace subclass or a duck-typed workspace: its own `resolve`.
-    let workspace = ruby.get_inner(state.values[WORKSPACE]);
     match workspace.funcall::<_, _, RString>(*RESOLVE, (logical,)) {
         Ok(physical) => Ok(convert::path_of(physical)),
         Err(error)
@@ -425,11 +411,7 @@ fn close(_rb_self: Value) {}
 
 /// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
 pub(crate) fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let state = state(ruby, rb_self)?;
-    core_result(
-        ruby,
-        core_scope::validate_identities(&state.scoped.grants, &state.scoped.identities),
-    )?;
+    core_result(ruby, state(ruby, rb_self)?.scoped.validate())?;
     Ok(rb_self)
 }
 

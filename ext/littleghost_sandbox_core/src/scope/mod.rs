@@ -52,6 +52,20 @@ pub enum CapabilityRequest {
     Features(Vec<String>),
 }
 
+impl CapabilityRequest {
+    /// A Capabilities given as the request: keep what both have.
+    pub fn intersecting(theirs: &Capabilities) -> CapabilityRequest {
+        CapabilityRequest::Intersect {
+            features: theirs.features.clone(),
+            network_modes: theirs
+                .network_modes
+                .iter()
+                .map(|m| m.name().into())
+                .collect(),
+        }
+    }
+}
+
 /// The keywords of `Scope.new`, parsed: `None` keeps a grant category.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScopeRequest {

@@ -1,11 +1,12 @@
 //! What a built scope answers (SC.11–SC.13): which features it allows, whether
-//! it can write, whether an operation is allowed on a path, and how `inspect`
-//! lists its grants. Also which capability each file operation needs.
+//! it can write, whether an operation is allowed on a path, whether its roots
+//! are unchanged, and how `inspect` lists its grants. Also which capability each file operation needs.
 
 use std::path::Path;
 
 use super::Scoped;
 use crate::denial::Operation;
+use crate::error::Result;
 use crate::fs::FsOperation;
 
 impl Scoped {
@@ -39,6 +40,11 @@ impl Scoped {
         physical.is_none_or(|path| self.broker.allows(operation, path))
     }
 
+    /// SC.16: every grant root still is the directory captured when the scope was built.
+    pub fn validate(&self) -> Result<()> {
+        super::validate_identities(&self.grants, &self.identities)
+    }
+
     /// The grants as `inspect` lists them: `TARGET:ACCESS`, with
     /// `(runtime)` after a grant tools cannot see, joined by ", ".
     pub fn grants_summary(&self) -> String {
@@ -67,20 +73,10 @@ pub fn file_feature(operation: Operation) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::FsLimits;
-    use crate::grants::{Access, Grant};
-    use crate::policy::{Capabilities, NetworkMode};
+    use crate::grants::Access;
+    use crate::policy::NetworkMode;
+    use crate::scope::tests::{caps, grant, limits};
     use crate::scope::{narrow, Parent, ScopeRequest};
-
-    fn grant(dir: &Path, access: Access, tools: bool) -> Grant {
-        Grant {
-            source: dir.to_path_buf(),
-            target: dir.to_path_buf(),
-            access,
-            tools,
-            protect_aliases: true,
-        }
-    }
 
     /// A scope of `root` (tools, `access`) and `root/cache` (runtime, read-write).
     fn scoped(root: &Path, access: Access, features: &[&str], modes: &[NetworkMode]) -> Scoped {
@@ -90,19 +86,14 @@ mod tests {
             grant(root, access, true),
             grant(&cache, Access::ReadWrite, false),
         ];
-        let capabilities = Capabilities::of(features, modes, "namespace");
+        let capabilities = caps(features, modes);
         let parent = Parent {
             grants: &grants,
             deny_markers: &[],
             capabilities: &capabilities,
             network: modes.first().copied(),
         };
-        let limits = FsLimits {
-            read_bytes: 1000,
-            write_bytes: 1000,
-            list_entries: 100,
-        };
-        narrow(parent, &ScopeRequest::default(), limits, None).unwrap()
+        narrow(parent, &ScopeRequest::default(), limits(), None).unwrap()
     }
 
     #[test]
@@ -145,6 +136,22 @@ mod tests {
         assert!(scope.allows("process_execute", Some(&root.join("a.txt"))));
         assert!(!scope.allows("process_execute", Some(&root.join("cache/x"))));
         assert!(!scope.allows("filesystem_read", Some(Path::new("/elsewhere"))));
+    }
+
+    #[test]
+    fn validate_refuses_a_root_replaced_after_the_scope_was_built() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap().join("ws");
+        std::fs::create_dir(&root).unwrap();
+        let scope = scoped(&root, Access::ReadOnly, &[], &[]);
+        assert!(scope.validate().is_ok());
+        std::fs::rename(&root, root.with_file_name("old")).unwrap();
+        std::fs::create_dir(&root).unwrap();
+        let err = scope.validate().unwrap_err();
+        assert!(
+            err.message().contains("changed after initialization"),
+            "{err}"
+        );
     }
 
     #[test]

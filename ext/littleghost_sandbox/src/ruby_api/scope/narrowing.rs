@@ -161,17 +161,11 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
         process_grants.push(grant_to_ruby(ruby, grant)?)?;
     }
     process_grants.freeze();
-    let values = [keywords.sandbox, workspace, capabilities, network];
-    let [sandbox, workspace_value, capabilities, network] = values.map(Opaque::from);
+    let grants = process_grants.as_value();
+    let values = [keywords.sandbox, workspace, capabilities, network, grants];
     Ok(ScopeState {
         scoped,
-        values: [
-            sandbox,
-            workspace_value,
-            capabilities,
-            network,
-            process_grants.as_value().into(),
-        ],
+        values: values.map(Opaque::from),
         native_workspace: workspace::native(ruby, workspace).is_some(),
     })
 }
@@ -229,15 +223,7 @@ fn capability_request(ruby: &Ruby, requested: Option<Value>) -> Result<Capabilit
         return Ok(CapabilityRequest::Parent);
     };
     if let Some(theirs) = capabilities::borrow(requested) {
-        let theirs = theirs.core();
-        return Ok(CapabilityRequest::Intersect {
-            features: theirs.features.clone(),
-            network_modes: theirs
-                .network_modes
-                .iter()
-                .map(|m| m.name().to_owned())
-                .collect(),
-        });
+        return Ok(CapabilityRequest::intersecting(theirs.core()));
     }
     let Some(list) = RArray::from_value(requested) else {
         return Err(errors::policy_error(
@@ -280,21 +266,13 @@ fn network_request(
         Some(value) => value,
     };
     let policy = network_policy::coerce(ruby, NetworkPolicy::class(ruby), value)?;
-    let Some(mode) = mode_of(ruby, policy)? else {
-        return Err(errors::capability_error(
-            ruby,
-            "sandbox scope cannot widen network access",
-        ));
-    };
-    let same_as_parent = match (
-        network_policy::borrow(policy),
-        network_policy::borrow(parent),
-    ) {
-        (Some(ours), Some(theirs)) if vo::same_class(policy, parent) => {
-            ours.same(ruby, theirs, false)?
-        }
+    let ours = network_policy::borrow(policy)
+        .ok_or_else(|| errors::type_error(ruby, "sandbox scope network must be a NetworkPolicy"))?;
+    let same_as_parent = match network_policy::borrow(parent) {
+        Some(theirs) if vo::same_class(policy, parent) => ours.same(ruby, theirs, false)?,
         _ => false,
     };
+    let mode = ours.core().mode;
     let request = NetworkRequest::Mode {
         mode,
         same_as_parent,
