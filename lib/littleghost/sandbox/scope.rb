@@ -2,9 +2,9 @@
 
 #--
 # The Ruby-shaped part of LittleGhost::Sandbox::Scope: its process methods hand the program to the sandbox, told
-# which scope narrows it (SC.14; a streaming block goes along), and #scope builds a nested scope through the class's
-# own new (a subclass may override initialize). Construction, the file operations and every rule are the Rust
-# extension's. The documentation is in documentation/scope.rb.
+# which scope narrows it (SC.14; a streaming block goes along); #scope builds a nested scope through the class's own
+# new (a subclass may override initialize); #open and #close touch nothing, since a scope owns nothing. Construction,
+# the file operations and every rule are the Rust extension's. The documentation is in documentation/scope.rb.
 #++
 module LittleGhost
   class Sandbox
@@ -15,6 +15,29 @@ module LittleGhost
 
           sandbox.send(operation, command, **options, scope: self, &block)
         end
+      end
+
+      # Without a block, self; with one, yields self, closes and returns the block's value. When both the block and
+      # close raise, the block's exception wins (as for Sandbox#open).
+      def open(run: nil) # :nodoc:
+        return self unless block_given?
+
+        finished = false
+        begin
+          result = yield self
+          finished = true
+          result
+        ensure
+          begin
+            close
+          rescue Exception # rubocop:disable Lint/RescueException
+            raise if finished # otherwise the block's exception (or its break) wins
+          end
+        end
+      end
+
+      def close # :nodoc:
+        nil
       end
 
       def scope(files: nil, runtime_paths: nil, capabilities: nil, network: nil) # :nodoc:

@@ -58,11 +58,12 @@ fn file_method<const OP: usize, const HOOK: bool>(
     rb_self: SandboxObj,
     args: &[Value],
 ) -> Result<String, Error> {
-    let (values, keywords) = scope::file_arguments(ruby, FILE_OPERATIONS[OP], args)?;
+    let operation = FILE_OPERATIONS[OP];
+    let (values, keywords) = scope::file_arguments(ruby, operation, args)?;
     check_context(scope::context_keyword(keywords)?)?;
     let default_scope = default_scope::<HOOK>(ruby, rb_self)?;
-    let operation = scope::FileOp::new(FILE_OPERATIONS[OP], &values[1..])?;
-    scope::operate(ruby, default_scope, &operation, values[0], None)
+    let texts = scope::texts(&values[1..])?;
+    scope::operate(ruby, default_scope, (operation, &texts), values[0], None)
 }
 
 /// Whether an operation is allowed, optionally on a logical `path`, answered by the cached default scope; never raises for a path or scope problem.

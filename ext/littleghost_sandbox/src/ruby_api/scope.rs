@@ -10,12 +10,11 @@
 //! `start_program` delegate to the sandbox from `lib/littleghost/sandbox/scope.rb`.
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::Operation;
-use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
-use littleghost_sandbox_core::fs::Broker;
+use littleghost_sandbox_core::error::Error as CoreError;
 use littleghost_sandbox_core::policy as core_policy;
 use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
 use magnus::{
@@ -23,7 +22,6 @@ use magnus::{
     value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
-use crate::helpers::args::keywords_only;
 use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
 use crate::ruby_api::errors::message as error_message;
@@ -87,8 +85,6 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("list", method!(file_method::<LIST>, -1))?;
     class.define_method("write", method!(file_method::<WRITE>, -1))?;
     class.define_method("replace", method!(file_method::<REPLACE>, -1))?;
-    class.define_method("open", method!(open, -1))?;
-    class.define_method("close", method!(close, 0))?;
     class.define_method("validate!", method!(validate, 0))?;
     class.define_method("inspect", method!(inspect, 0))?;
     Ok(())
@@ -302,44 +298,10 @@ pub(crate) fn file_arguments(
     })
 }
 
-/// A file operation with its texts (the arguments after the path) as bytes.
-pub(crate) enum FileOp {
-    Read,
-    List,
-    Write(Vec<u8>),
-    /// `old_text`, then `new_text` (inserted literally).
-    Replace(Vec<u8>, Vec<u8>),
-}
-
-impl FileOp {
-    /// `operation` given `texts`, each a String.
-    pub(crate) fn new(operation: Operation, texts: &[Value]) -> Result<FileOp, Error> {
-        let text = |i: usize| Ok::<_, Error>(convert::bytes(RString::try_convert(texts[i])?));
-        Ok(match operation {
-            Operation::Read => FileOp::Read,
-            Operation::List => FileOp::List,
-            Operation::Write => FileOp::Write(text(0)?),
-            _ => FileOp::Replace(text(0)?, text(1)?),
-        })
-    }
-
-    fn operation(&self) -> Operation {
-        match self {
-            FileOp::Read => Operation::Read,
-            FileOp::List => Operation::List,
-            FileOp::Write(_) => Operation::Write,
-            FileOp::Replace(..) => Operation::Replace,
-        }
-    }
-
-    fn run(&self, broker: &Broker, physical: &Path, logical: &str) -> CoreResult<String> {
-        match self {
-            FileOp::Read => broker.read(physical, logical),
-            FileOp::List => broker.list(physical, logical),
-            FileOp::Write(content) => broker.write(physical, logical, content),
-            FileOp::Replace(old, new) => broker.replace(physical, logical, old, new),
-        }
-    }
+/// The texts of a file operation (the arguments after the path), each a String, as bytes.
+pub(crate) fn texts(values: &[Value]) -> Result<Vec<Vec<u8>>, Error> {
+    let text = |value: &Value| Ok(convert::bytes(RString::try_convert(*value)?));
+    values.iter().map(text).collect()
 }
 
 /// `read`, `list`, `write` and `replace` of a Scope: reads UTF-8 text, lists a
@@ -350,29 +312,34 @@ fn file_method<const OP: usize>(
     rb_self: Value,
     args: &[Value],
 ) -> Result<String, Error> {
-    let (values, keywords) = file_arguments(ruby, FILE_OPERATIONS[OP], args)?;
-    let operation = FileOp::new(FILE_OPERATIONS[OP], &values[1..])?;
+    let operation = FILE_OPERATIONS[OP];
+    let (values, keywords) = file_arguments(ruby, operation, args)?;
+    let texts = texts(&values[1..])?;
     let context = context_keyword(keywords)?;
-    operate(ruby, rb_self, &operation, values[0], context)
+    operate(ruby, rb_self, (operation, &texts), values[0], context)
 }
 
-/// One file operation on the scope at `rb_self`: check!, capability, resolve,
-/// then the broker without the GVL.
+/// One file operation with its [`texts`] on the scope at `rb_self`: check!,
+/// capability, resolve, then the broker without the GVL.
 pub(crate) fn operate(
     ruby: &Ruby,
     rb_self: Value,
-    operation: &FileOp,
+    (operation, texts): (Operation, &[Vec<u8>]),
     path: Value,
     context: Option<Value>,
 ) -> Result<String, Error> {
     let state = state(ruby, rb_self)?;
-    let kind = operation.operation();
-    let feature = core_scope::file_feature(kind).unwrap_or("filesystem_read");
+    let feature = core_scope::file_feature(operation).unwrap_or("filesystem_read");
     let (physical, logical) = prepare(ruby, &state, context, feature, path)?;
     let broker = &state.scoped.broker;
-    let result = nogvl::blocking(ruby, || operation.run(broker, &physical, &logical))?;
+    let result = nogvl::blocking(ruby, || match (operation, texts) {
+        (Operation::Write, [content]) => broker.write(&physical, &logical, content),
+        (Operation::Replace, [old, new]) => broker.replace(&physical, &logical, old, new),
+        (Operation::List, _) => broker.list(&physical, &logical),
+        _ => broker.read(&physical, &logical),
+    })?;
     let sandbox = ruby.get_inner(state.values[SANDBOX]);
-    brokered(ruby, sandbox, kind, &logical, result)
+    brokered(ruby, sandbox, operation, &logical, result)
 }
 
 // ---------------------------------------------------------------------------
@@ -398,16 +365,6 @@ pub(crate) fn narrowed(
     };
     Ok(ruby.obj_wrap(scope).as_value())
 }
-
-/// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.
-fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
-    crate::ruby_api::ownership::yield_and_close(ruby, rb_self)
-}
-
-/// Returns nil; a scope owns nothing.
-fn close(_rb_self: Value) {}
 
 /// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
 pub(crate) fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
