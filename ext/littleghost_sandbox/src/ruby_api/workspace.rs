@@ -15,11 +15,12 @@ use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
 use littleghost_sandbox_core::grants::Identity;
 use littleghost_sandbox_core::workspace::{self as core, Layout, OpenError, PathEntry};
 use magnus::{
-    function, gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args,
-    typed_data::Obj, value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RString,
-    Ruby, TypedData, Value,
+    function, gc::Marker, method, prelude::*, scan_args::get_kwargs, typed_data::Obj,
+    value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RString, Ruby, TypedData,
+    Value,
 };
 
+use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::convert;
 use crate::helpers::registry::Registry;
 use crate::helpers::value_object as vo;
@@ -204,10 +205,9 @@ fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Opti
 
 /// Workspace.new(root:, paths: {}, setup: nil, teardown: nil): a workspace rooted at the expanded `root`.
 fn initialize(ruby: &Ruby, rb_self: &Workspace, args: &[Value]) -> Result<(), Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     type Optional = (Option<Value>, Option<Value>, Option<Value>);
     let names = ["paths", "setup", "teardown"];
-    let kwargs = get_kwargs::<_, (Value,), Optional, ()>(args.keywords, &["root"], &names)?;
+    let kwargs = get_kwargs::<_, (Value,), Optional, ()>(keywords_only(args)?, &["root"], &names)?;
     let (paths_value, setup, teardown) = kwargs.optional;
     let root = RString::new_frozen(vo::expand_path(ruby, kwargs.required.0, None)?);
     let (entries, table) = path_entries(ruby, root, paths_value)?;
@@ -327,9 +327,7 @@ fn system_call_error(ruby: &Ruby, error: std::io::Error, what: String) -> Error 
 
 /// `setup` or `teardown` (user callables) with `workspace:` and `run:`.
 fn call_hook(ruby: &Ruby, hook: Opaque<Value>, workspace: Value, run: Value) -> Result<(), Error> {
-    let kwargs = ruby.hash_new();
-    kwargs.aset(ruby.to_symbol("workspace"), workspace)?;
-    kwargs.aset(ruby.to_symbol("run"), run)?;
+    let kwargs = kwargs(ruby, &[("workspace", workspace), ("run", run)])?;
     let _: Value = ruby.get_inner(hook).funcall("call", (KwArgs(kwargs),))?;
     Ok(())
 }
@@ -351,8 +349,7 @@ fn open_steps(ruby: &Ruby, rb_self: Obj<Workspace>, run: Value) -> Result<(), Er
 
 /// open(run: nil): runs setup, creates the root and relative paths, and pins every directory's identity; returns self.
 fn open(ruby: &Ruby, rb_self: Obj<Workspace>, args: &[Value]) -> Result<Value, Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["run"])?;
+    let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(keywords_only(args)?, &[], &["run"])?;
     let (run,) = kwargs.optional;
     if !rb_self.active.get() {
         let run = run.unwrap_or_else(|| ruby.qnil().as_value());

@@ -5,6 +5,7 @@
 
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::policy::{self as core_policy, Capabilities as CoreCapabilities};
+use littleghost_sandbox_core::scope::keywords as misshapen;
 use littleghost_sandbox_core::scope::{
     self as core_scope, CapabilityRequest, NetworkChoice, NetworkMode, NetworkRequest, Parent,
     Request, ScopeRequest,
@@ -194,9 +195,9 @@ fn requests(
             .map(Some);
     }
     let Some(array) = RArray::from_value(value) else {
-        return Err(errors::policy_error(
+        return Err(errors::from_core(
             ruby,
-            format!("sandbox scope {category} must be a Hash or an Array"),
+            misshapen::not_a_grant_list(category),
         ));
     };
     let mut requests = Vec::with_capacity(array.len());
@@ -204,11 +205,9 @@ fn requests(
         requests.push(match RArray::from_value(entry) {
             Some(pair) if pair.len() == 2 => request(pair.entry(0)?, Some(pair.entry(1)?))?,
             Some(_) => {
-                return Err(errors::policy_error(
+                return Err(errors::from_core(
                     ruby,
-                    format!(
-                        "sandbox scope {category} entries must be names or [name, access] pairs"
-                    ),
+                    misshapen::malformed_grant_entry(category),
                 ))
             }
             None => request(entry, None)?,
@@ -226,10 +225,7 @@ fn capability_request(ruby: &Ruby, requested: Option<Value>) -> Result<Capabilit
         return Ok(CapabilityRequest::intersecting(theirs.core()));
     }
     let Some(list) = RArray::from_value(requested) else {
-        return Err(errors::policy_error(
-            ruby,
-            "sandbox scope capabilities must be an Array or Sandbox::Capabilities",
-        ));
+        return Err(errors::from_core(ruby, misshapen::not_a_capability_list()));
     };
     let features = list
         .into_iter()
