@@ -2,13 +2,18 @@
 
 #--
 # The Ruby-shaped part of LittleGhost::Sandbox::Scope: its process methods hand the program to the sandbox, told
-# which scope narrows it (SC.14; a streaming block goes along); #scope builds a nested scope through the class's own
-# new (a subclass may override initialize); #open and #close touch nothing, since a scope owns nothing. Construction,
-# the file operations and every rule are the Rust extension's. The documentation is in documentation/scope.rb.
+# which scope narrows it (SC.14; a streaming block goes along); #supports? asks the scope's capabilities; #scope
+# builds a nested scope through the class's own new (a subclass may override initialize); #open and #close touch
+# nothing, since a scope owns nothing. Construction, the file operations and every rule are the Rust extension's.
+# The documentation is in documentation/scope.rb.
 #++
 module LittleGhost
   class Sandbox
     class Scope
+      def supports?(feature, value = nil) # :nodoc:
+        capabilities.supports?(feature, value)
+      end
+
       %i[execute execute_program start_program].each do |operation|
         define_method(operation) do |command, **options, &block|
           raise ToolError, "Sandbox scope does not allow process execute" unless supports?(:process_execute)

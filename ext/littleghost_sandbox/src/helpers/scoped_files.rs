@@ -59,11 +59,11 @@ fn file_method<const OP: usize, const HOOK: bool>(
     args: &[Value],
 ) -> Result<String, Error> {
     let operation = FILE_OPERATIONS[OP];
-    let (values, keywords) = scope::file_arguments(ruby, operation, args)?;
-    check_context(scope::context_keyword(keywords)?)?;
+    let args = scope::FileArguments::parse(ruby, operation, args)?;
+    check_context(scope::context_keyword(args.keywords)?)?;
     let default_scope = default_scope::<HOOK>(ruby, rb_self)?;
-    let texts = scope::texts(&values[1..])?;
-    scope::operate(ruby, default_scope, (operation, &texts), values[0], None)
+    let texts = args.texts()?;
+    scope::operate(ruby, default_scope, (operation, &texts), args.path, None)
 }
 
 /// Whether an operation is allowed, optionally on a logical `path`, answered by the cached default scope; never raises for a path or scope problem.

@@ -5,9 +5,11 @@
 //! capabilities and the filesystem broker) sits in the Scope's TypedData
 //! struct, so a file operation reaches the broker without Ruby dispatch.
 //!
-//! Backends parse a file operation with [`file_arguments`] and run it on a
-//! Scope value with [`operate`]. `execute`, `execute_program` and
-//! `start_program` delegate to the sandbox from `lib/littleghost/sandbox/scope.rb`.
+//! Backends parse a file operation with [`FileArguments`] and run it on a
+//! Scope value with [`operate`]. `execute`, `execute_program`,
+//! `start_program` (delegated to the sandbox), `supports?` (asked of its
+//! `capabilities`), `scope` (a nested `Scope.new`), `open` and `close` (a
+//! scope owns nothing) are Ruby, in `lib/littleghost/sandbox/scope.rb`.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -26,7 +28,7 @@ use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
 use crate::ruby_api::errors::message as error_message;
 use crate::ruby_api::errors::{self, core_result};
-use crate::ruby_api::{capabilities, workspace};
+use crate::ruby_api::workspace;
 
 mod narrowing;
 
@@ -35,8 +37,6 @@ pub struct ScopeState {
     scoped: Scoped,
     /// The sandbox, workspace, capabilities, network and process grants (see [`SANDBOX`] ...).
     values: [Opaque<Value>; 5],
-    /// The workspace is a plain `Workspace`: resolve in Rust (else through its own `resolve`).
-    native_workspace: bool,
 }
 
 /// Indexes into [`ScopeState::values`], the order of `Scope`'s readers.
@@ -78,7 +78,6 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("process_grants", method!(reader::<PROCESS_GRANTS>, 0))?;
     class.define_method("policy", method!(effective_policy, 0))?;
     class.define_method("effective_policy", method!(effective_policy, 0))?;
-    class.define_method("supports?", method!(supports, -1))?;
     class.define_method("writable?", method!(writable, 0))?;
     class.define_method("allows?", method!(allows, -1))?;
     class.define_method("read", method!(file_method::<READ>, -1))?;
@@ -133,14 +132,6 @@ fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 
 // ---------------------------------------------------------------------------
 // Predicates (SC.11, SC.13).
-
-/// Whether this scope allows `feature` (and, for `:network`, the mode `value`).
-fn supports(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
-    let own = reader::<CAPABILITIES>(ruby, rb_self)?;
-    let own = capabilities::borrow(own)
-        .ok_or_else(|| errors::type_error(ruby, "uninitialized sandbox scope"))?;
-    capabilities::supports(ruby, own, args)
-}
 
 /// Whether the scope at `rb_self` allows the canonical `feature` (for the backends).
 pub(crate) fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
@@ -221,7 +212,7 @@ fn prepare(
 /// `workspace.resolve(path)` (in Rust for a plain Workspace); its ArgumentError and KeyError become ToolError with the same message.
 fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf, Error> {
     let workspace = ruby.get_inner(state.values[WORKSPACE]);
-    if let Some(native) = workspace::borrow(workspace).filter(|_| state.native_workspace) {
+    if let Some(native) = workspace::native(ruby, workspace) {
         return match native.resolve_core(&convert::path_of(logical)) {
             Ok(physical) => Ok(physical),
             Err(CoreError::Argument(message) | CoreError::Key(message)) => {
@@ -264,44 +255,56 @@ pub(crate) const FILE_OPERATIONS: [Operation; 4] = [
     Operation::Replace,
 ];
 
-/// The positional arguments (path first, default ".") and the keywords of
-/// `read(path)`, `list(path = ".")`, `write(path, content)` or
-/// `replace(path, old_text, new_text)`.
-pub(crate) fn file_arguments(
-    ruby: &Ruby,
-    operation: Operation,
-    args: &[Value],
-) -> Result<(Vec<Value>, RHash), Error> {
-    Ok(match operation {
-        Operation::Read => {
-            let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-            (vec![args.required.0], args.keywords)
-        }
-        Operation::List => {
-            let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
-            let path = args.optional.0;
-            (
-                vec![path.unwrap_or_else(|| ruby.str_new(".").as_value())],
-                args.keywords,
-            )
-        }
-        Operation::Write => {
-            let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
-            let (path, content) = args.required;
-            (vec![path, content], args.keywords)
-        }
-        _ => {
-            let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
-            let (path, old_text, new_text) = args.required;
-            (vec![path, old_text, new_text], args.keywords)
-        }
-    })
+/// The arguments of `read(path)`, `list(path = ".")`, `write(path, content)`
+/// or `replace(path, old_text, new_text)`. Kept on the stack, where the GC
+/// sees the Values (the default "." is referenced nowhere else).
+pub(crate) struct FileArguments {
+    pub(crate) path: Value,
+    /// `content`, or `old_text` and `new_text`.
+    texts: [Option<Value>; 2],
+    pub(crate) keywords: RHash,
 }
 
-/// The texts of a file operation (the arguments after the path), each a String, as bytes.
-pub(crate) fn texts(values: &[Value]) -> Result<Vec<Vec<u8>>, Error> {
-    let text = |value: &Value| Ok(convert::bytes(RString::try_convert(*value)?));
-    values.iter().map(text).collect()
+impl FileArguments {
+    pub(crate) fn parse(
+        ruby: &Ruby,
+        operation: Operation,
+        args: &[Value],
+    ) -> Result<FileArguments, Error> {
+        let (path, texts, keywords) = match operation {
+            Operation::Read => {
+                let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+                (args.required.0, [None, None], args.keywords)
+            }
+            Operation::List => {
+                let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
+                let path = args.optional.0;
+                let path = path.unwrap_or_else(|| ruby.str_new(".").as_value());
+                (path, [None, None], args.keywords)
+            }
+            Operation::Write => {
+                let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
+                let (path, content) = args.required;
+                (path, [Some(content), None], args.keywords)
+            }
+            _ => {
+                let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
+                let (path, old_text, new_text) = args.required;
+                (path, [Some(old_text), Some(new_text)], args.keywords)
+            }
+        };
+        Ok(FileArguments {
+            path,
+            texts,
+            keywords,
+        })
+    }
+
+    /// The texts as bytes; each must be a String.
+    pub(crate) fn texts(&self) -> Result<Vec<Vec<u8>>, Error> {
+        let text = |value: &Value| Ok(convert::bytes(RString::try_convert(*value)?));
+        self.texts.iter().flatten().map(text).collect()
+    }
 }
 
 /// `read`, `list`, `write` and `replace` of a Scope: reads UTF-8 text, lists a
@@ -313,13 +316,13 @@ fn file_method<const OP: usize>(
     args: &[Value],
 ) -> Result<String, Error> {
     let operation = FILE_OPERATIONS[OP];
-    let (values, keywords) = file_arguments(ruby, operation, args)?;
-    let texts = texts(&values[1..])?;
-    let context = context_keyword(keywords)?;
-    operate(ruby, rb_self, (operation, &texts), values[0], context)
+    let args = FileArguments::parse(ruby, operation, args)?;
+    let texts = args.texts()?;
+    let context = context_keyword(args.keywords)?;
+    operate(ruby, rb_self, (operation, &texts), args.path, context)
 }
 
-/// One file operation with its [`texts`] on the scope at `rb_self`: check!,
+/// One file operation with its texts on the scope at `rb_self`: check!,
 /// capability, resolve, then the broker without the GVL.
 pub(crate) fn operate(
     ruby: &Ruby,

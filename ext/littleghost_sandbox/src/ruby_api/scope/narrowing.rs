@@ -167,7 +167,6 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
     Ok(ScopeState {
         scoped,
         values: values.map(Opaque::from),
-        native_workspace: workspace::native(ruby, workspace).is_some(),
     })
 }
 
