@@ -5,30 +5,30 @@
 //! capabilities and the filesystem broker) sits in the Scope's TypedData
 //! struct, so a file operation reaches the broker without Ruby dispatch.
 //!
-//! Backends call [`read`], [`list`], [`write`] and [`replace`] directly with
-//! a Scope value and the Ruby arguments of the matching method.
+//! Backends parse a file operation with [`FileArguments`] and run it on a
+//! Scope value with [`operate`]. `execute`, `execute_program`,
+//! `start_program` (delegated to the sandbox), `supports?` (asked of its
+//! `capabilities`), `scope` (a nested `Scope.new`), `open` and `close` (a
+//! scope owns nothing) are Ruby, in `lib/littleghost/sandbox/scope.rb`.
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::Operation;
-use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
-use littleghost_sandbox_core::fs::{Broker, FsOperation};
+use littleghost_sandbox_core::error::Error as CoreError;
 use littleghost_sandbox_core::policy as core_policy;
 use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
-    value::Opaque, DataTypeFunctions, Error, KwArgs, RClass, RHash, RString, Ruby, TypedData,
-    Value,
+    value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
-use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
 use crate::ruby_api::errors::message as error_message;
 use crate::ruby_api::errors::{self, core_result};
-use crate::ruby_api::{capabilities, workspace};
+use crate::ruby_api::workspace;
 
 mod narrowing;
 
@@ -37,8 +37,6 @@ pub struct ScopeState {
     scoped: Scoped,
     /// The sandbox, workspace, capabilities, network and process grants (see [`SANDBOX`] ...).
     values: [Opaque<Value>; 5],
-    /// The workspace is a plain `Workspace`: resolve in Rust (else through its own `resolve`).
-    native_workspace: bool,
 }
 
 /// Indexes into [`ScopeState::values`], the order of `Scope`'s readers.
@@ -80,19 +78,12 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("process_grants", method!(reader::<PROCESS_GRANTS>, 0))?;
     class.define_method("policy", method!(effective_policy, 0))?;
     class.define_method("effective_policy", method!(effective_policy, 0))?;
-    class.define_method("supports?", method!(supports, -1))?;
     class.define_method("writable?", method!(writable, 0))?;
     class.define_method("allows?", method!(allows, -1))?;
-    class.define_method("read", method!(read, -1))?;
-    class.define_method("list", method!(list, -1))?;
-    class.define_method("write", method!(write, -1))?;
-    class.define_method("replace", method!(replace, -1))?;
-    class.define_method("execute", method!(execute, -1))?;
-    class.define_method("execute_program", method!(execute_program, -1))?;
-    class.define_method("start_program", method!(start_program, -1))?;
-    class.define_method("scope", method!(scope, -1))?;
-    class.define_method("open", method!(open, -1))?;
-    class.define_method("close", method!(close, 0))?;
+    class.define_method("read", method!(file_method::<READ>, -1))?;
+    class.define_method("list", method!(file_method::<LIST>, -1))?;
+    class.define_method("write", method!(file_method::<WRITE>, -1))?;
+    class.define_method("replace", method!(file_method::<REPLACE>, -1))?;
     class.define_method("validate!", method!(validate, 0))?;
     class.define_method("inspect", method!(inspect, 0))?;
     Ok(())
@@ -142,37 +133,14 @@ fn effective_policy(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 // ---------------------------------------------------------------------------
 // Predicates (SC.11, SC.13).
 
-/// Whether this scope allows `feature` (and, for `:network`, the mode `value`).
-fn supports(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
-    let own = reader::<CAPABILITIES>(ruby, rb_self)?;
-    let own = capabilities::borrow(own)
-        .ok_or_else(|| errors::type_error(ruby, "uninitialized sandbox scope"))?;
-    capabilities::supports(ruby, own, args)
-}
-
-/// A canonical feature name against the scope's capabilities (`:network`: any mode).
-fn supports_in(state: &ScopeState, feature: &str) -> bool {
-    match feature {
-        "network" => state.scoped.capabilities.supports_network(None),
-        _ => state.scoped.capabilities.supports(feature),
-    }
-}
-
 /// Whether the scope at `rb_self` allows the canonical `feature` (for the backends).
 pub(crate) fn supports_feature(ruby: &Ruby, rb_self: Value, feature: &str) -> Result<bool, Error> {
-    let state = state(ruby, rb_self)?;
-    Ok(supports_in(&state, feature))
+    Ok(state(ruby, rb_self)?.scoped.supports(feature))
 }
 
 /// True iff the scope allows filesystem writes and some tool-visible grant is writable.
 fn writable(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
-    let state = state(ruby, rb_self)?;
-    Ok(supports_in(&state, "filesystem_write")
-        && state
-            .scoped
-            .grants
-            .iter()
-            .any(|g| g.tools && g.access.writable()))
+    Ok(state(ruby, rb_self)?.scoped.writable())
 }
 
 /// Whether `operation` is allowed, optionally on a logical `path`; false instead of raising for a bad path.
@@ -181,10 +149,8 @@ pub(crate) fn allows(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool
     let (operation,) = args.required;
     let path = args.optional.0.filter(|p| !p.is_nil());
     // A wrong type is misuse, not a path problem: it raises (H.6).
-    let path = match path {
-        Some(path) => Some(convert::path_string(ruby, path, "path")?),
-        None => None,
-    };
+    let path = path.map(|path| convert::path_string(ruby, path, "path"));
+    let path = path.transpose()?;
     match allows_or_raise(ruby, rb_self, operation, path) {
         Ok(answer) => Ok(answer),
         Err(error) if is_refusal(ruby, &error)? => Ok(false),
@@ -210,19 +176,11 @@ fn allows_or_raise(
 ) -> Result<bool, Error> {
     let feature = core_result(ruby, core_policy::normalize_feature(&vo::given(operation)?))?;
     let state = state(ruby, rb_self)?;
-    if !supports_in(&state, &feature) {
-        return Ok(false);
+    if !state.scoped.supports(&feature) {
+        return Ok(false); // without resolving the path
     }
-    let Some(path) = path else { return Ok(true) };
-    let physical = resolve(ruby, &state, path)?;
-    let operation = match feature.as_str() {
-        "filesystem_write" => FsOperation::Write,
-        "filesystem_replace" => FsOperation::Replace,
-        "filesystem_list" => FsOperation::List,
-        // Anything else asks only whether the path is visible.
-        _ => FsOperation::Read,
-    };
-    Ok(state.scoped.broker.allows(operation, &physical))
+    let physical = path.map(|path| resolve(ruby, &state, path)).transpose()?;
+    Ok(state.scoped.allows(&feature, physical.as_deref()))
 }
 
 // ---------------------------------------------------------------------------
@@ -240,11 +198,9 @@ fn prepare(
     feature: &str,
     path: Value,
 ) -> Result<(PathBuf, String), Error> {
-    if let Some(context) = context.filter(|c| !c.is_nil()) {
-        // The exception raised by check! propagates as the same object (1.3).
-        context.funcall::<_, _, Value>("check!", ())?;
-    }
-    if !supports_in(state, feature) {
+    // The exception raised by check! propagates as the same object (1.3).
+    crate::ruby_api::process_runner::check_context(context)?;
+    if !state.scoped.supports(feature) {
         let sandbox = ruby.get_inner(state.values[SANDBOX]);
         return Err(denial::capability_refused(ruby, sandbox, feature, path));
     }
@@ -253,31 +209,19 @@ fn prepare(
     Ok((physical, convert::lossy(logical)))
 }
 
-/// `workspace.resolve(path)` in Rust for a plain Workspace, `None` for any other workspace object.
-fn resolve_core(
-    ruby: &Ruby,
-    state: &ScopeState,
-    logical: RString,
-) -> Option<littleghost_sandbox_core::error::Result<PathBuf>> {
-    if !state.native_workspace {
-        return None;
-    }
-    let workspace = workspace::borrow(ruby.get_inner(state.values[WORKSPACE]))?;
-    Some(workspace.resolve_core(&convert::path_of(logical)))
-}
-
-/// `workspace.resolve(path)`; its ArgumentError and KeyError become ToolError with the same message.
+/// `workspace.resolve(path)` (in Rust for a plain Workspace); its ArgumentError and KeyError become ToolError with the same message.
 fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf, Error> {
-    match resolve_core(ruby, state, logical) {
-        Some(Ok(physical)) => return Ok(physical),
-        Some(Err(CoreError::Argument(message) | CoreError::Key(message))) => {
-            return Err(errors::tool_error(ruby, message))
-        }
-        Some(Err(error)) => return Err(errors::from_core(ruby, error)),
-        None => {}
+    let workspace = ruby.get_inner(state.values[WORKSPACE]);
+    if let Some(native) = workspace::native(ruby, workspace) {
+        return match native.resolve_core(&convert::path_of(logical)) {
+            Ok(physical) => Ok(physical),
+            Err(CoreError::Argument(message) | CoreError::Key(message)) => {
+                Err(errors::tool_error(ruby, message))
+            }
+            Err(error) => Err(errors::from_core(ruby, error)),
+        };
     }
     // A Workspace subclass or a duck-typed workspace: its own `resolve`.
-    let workspace = ruby.get_inner(state.values[WORKSPACE]);
     match workspace.funcall::<_, _, RString>(*RESOLVE, (logical,)) {
         Ok(physical) => Ok(convert::path_of(physical)),
         Err(error)
@@ -290,7 +234,8 @@ fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf,
     }
 }
 
-fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
+/// `context:`, the one keyword of a file operation.
+pub(crate) fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
     if args.is_empty() {
         return Ok(None); // the usual call; get_kwargs would intern its names
     }
@@ -298,142 +243,110 @@ fn context_keyword(args: RHash) -> Result<Option<Value>, Error> {
     Ok(parsed.optional.0)
 }
 
-/// One file operation: check!, capability, resolve, then `run` on the broker without the GVL.
-fn operate(
+/// The file operations, indexed by the const parameter of the methods that run them.
+pub(crate) const READ: usize = 0;
+pub(crate) const LIST: usize = 1;
+pub(crate) const WRITE: usize = 2;
+pub(crate) const REPLACE: usize = 3;
+pub(crate) const FILE_OPERATIONS: [Operation; 4] = [
+    Operation::Read,
+    Operation::List,
+    Operation::Write,
+    Operation::Replace,
+];
+
+/// The arguments of `read(path)`, `list(path = ".")`, `write(path, content)`
+/// or `replace(path, old_text, new_text)`. Kept on the stack, where the GC
+/// sees the Values (the default "." is referenced nowhere else).
+pub(crate) struct FileArguments {
+    pub(crate) path: Value,
+    /// `content`, or `old_text` and `new_text`.
+    texts: [Option<Value>; 2],
+    pub(crate) keywords: RHash,
+}
+
+impl FileArguments {
+    pub(crate) fn parse(
+        ruby: &Ruby,
+        operation: Operation,
+        args: &[Value],
+    ) -> Result<FileArguments, Error> {
+        let (path, texts, keywords) = match operation {
+            Operation::Read => {
+                let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
+                (args.required.0, [None, None], args.keywords)
+            }
+            Operation::List => {
+                let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
+                let path = args.optional.0;
+                let path = path.unwrap_or_else(|| ruby.str_new(".").as_value());
+                (path, [None, None], args.keywords)
+            }
+            Operation::Write => {
+                let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
+                let (path, content) = args.required;
+                (path, [Some(content), None], args.keywords)
+            }
+            _ => {
+                let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
+                let (path, old_text, new_text) = args.required;
+                (path, [Some(old_text), Some(new_text)], args.keywords)
+            }
+        };
+        Ok(FileArguments {
+            path,
+            texts,
+            keywords,
+        })
+    }
+
+    /// The texts as bytes; each must be a String.
+    pub(crate) fn texts(&self) -> Result<Vec<Vec<u8>>, Error> {
+        let text = |value: &Value| Ok(convert::bytes(RString::try_convert(*value)?));
+        self.texts.iter().flatten().map(text).collect()
+    }
+}
+
+/// `read`, `list`, `write` and `replace` of a Scope: reads UTF-8 text, lists a
+/// directory, writes a file or replaces the single occurrence of a text at a
+/// logical path through the broker (`FILE_OPERATIONS[OP]`).
+fn file_method<const OP: usize>(
     ruby: &Ruby,
     rb_self: Value,
-    (path, context): (Value, RHash),
-    operation: Operation,
-    run: impl FnOnce(&Broker, &Path, &str) -> CoreResult<String>,
+    args: &[Value],
 ) -> Result<String, Error> {
-    let context = context_keyword(context)?;
+    let operation = FILE_OPERATIONS[OP];
+    let args = FileArguments::parse(ruby, operation, args)?;
+    let texts = args.texts()?;
+    let context = context_keyword(args.keywords)?;
+    operate(ruby, rb_self, (operation, &texts), args.path, context)
+}
+
+/// One file operation with its texts on the scope at `rb_self`: check!,
+/// capability, resolve, then the broker without the GVL.
+pub(crate) fn operate(
+    ruby: &Ruby,
+    rb_self: Value,
+    (operation, texts): (Operation, &[Vec<u8>]),
+    path: Value,
+    context: Option<Value>,
+) -> Result<String, Error> {
     let state = state(ruby, rb_self)?;
-    let feature = match operation {
-        Operation::Read => "filesystem_read",
-        Operation::List => "filesystem_list",
-        Operation::Write => "filesystem_write",
-        _ => "filesystem_replace",
-    };
+    let feature = core_scope::file_feature(operation).unwrap_or("filesystem_read");
     let (physical, logical) = prepare(ruby, &state, context, feature, path)?;
-    let result = nogvl::blocking(ruby, || run(&state.scoped.broker, &physical, &logical))?;
+    let broker = &state.scoped.broker;
+    let result = nogvl::blocking(ruby, || match (operation, texts) {
+        (Operation::Write, [content]) => broker.write(&physical, &logical, content),
+        (Operation::Replace, [old, new]) => broker.replace(&physical, &logical, old, new),
+        (Operation::List, _) => broker.list(&physical, &logical),
+        _ => broker.read(&physical, &logical),
+    })?;
     let sandbox = ruby.get_inner(state.values[SANDBOX]);
     brokered(ruby, sandbox, operation, &logical, result)
 }
 
-/// Reads UTF-8 text at a logical `path` through the broker: `scope.read(path, context: nil)`.
-pub(crate) fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
-    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let call = (args.required.0, args.keywords);
-    operate(ruby, rb_self, call, Operation::Read, |b, p, l| b.read(p, l))
-}
-
-/// Lists the directory at a logical `path` (default ".") through the broker: `scope.list(path = ".", context: nil)`.
-pub(crate) fn list(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
-    let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
-    let path = args.optional.0;
-    let path = path.unwrap_or_else(|| ruby.str_new(".").as_value());
-    let call = (path, args.keywords);
-    operate(ruby, rb_self, call, Operation::List, |b, p, l| b.list(p, l))
-}
-
-/// Writes the String `content` to a logical `path` through the broker: `scope.write(path, content, context: nil)`.
-pub(crate) fn write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
-    let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
-    let (path, content) = args.required;
-    let content = convert::bytes(RString::try_convert(content)?);
-    let call = (path, args.keywords);
-    operate(ruby, rb_self, call, Operation::Write, |b, p, l| {
-        b.write(p, l, &content)
-    })
-}
-
-/// Replaces the single occurrence of `old_text` with `new_text` (inserted literally) at a logical `path`: `scope.replace(path, old_text, new_text, context: nil)`.
-pub(crate) fn replace(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<String, Error> {
-    let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
-    let (path, old_text, new_text) = args.required;
-    let old_text = convert::bytes(RString::try_convert(old_text)?);
-    let new_text = convert::bytes(RString::try_convert(new_text)?);
-    let call = (path, args.keywords);
-    operate(ruby, rb_self, call, Operation::Replace, |b, p, l| {
-        b.replace(p, l, &old_text, &new_text)
-    })
-}
-
 // ---------------------------------------------------------------------------
-// Processes (SC.14): the sandbox runs them, told which scope narrows them.
-
-fn delegate_process(
-    ruby: &Ruby,
-    rb_self: Value,
-    args: &[Value],
-    method: &str,
-) -> Result<Value, Error> {
-    let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-    let state = state(ruby, rb_self)?;
-    if !supports_in(&state, "process_execute") {
-        return Err(errors::tool_error(
-            ruby,
-            "Sandbox scope does not allow process execute",
-        ));
-    }
-    let options = args.keywords;
-    options.aset(ruby.to_symbol("scope"), rb_self)?;
-    let sandbox = ruby.get_inner(state.values[SANDBOX]);
-    let call = (args.required.0, KwArgs(options));
-    // A streaming block (issue 12 item 11) goes along to the sandbox.
-    match ruby.block_proc() {
-        Ok(block) => sandbox.funcall_with_block(method, call, block),
-        Err(_) => sandbox.funcall(method, call),
-    }
-}
-
-/// Runs `command` through the sandbox's shell (`sandbox.execute`) within this scope.
-fn execute(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    delegate_process(ruby, rb_self, args, "execute")
-}
-
-/// Runs an argument vector through `sandbox.execute_program` within this scope.
-fn execute_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    delegate_process(ruby, rb_self, args, "execute_program")
-}
-
-/// Starts a ProcessSession through `sandbox.start_program` within this scope.
-fn start_program(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    delegate_process(ruby, rb_self, args, "start_program")
-}
-
-// ---------------------------------------------------------------------------
-// Nesting and lifecycle (SC.15, SC.16).
-
-/// A nested scope that narrows this one's current grants, capabilities and network.
-fn scope(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    let names = ["files", "runtime_paths", "capabilities", "network"];
-    type Optional = (Option<Value>, Option<Value>, Option<Value>, Option<Value>);
-    let (files, runtime_paths, capabilities, network) =
-        get_kwargs::<_, (), Optional, ()>(options, &[], &names)?.optional;
-    let sandbox = reader::<SANDBOX>(ruby, rb_self)?;
-    let narrowing = [files, runtime_paths, capabilities, network];
-    let class = rb_self.class();
-    if class.equal(Scope::class(ruby))? {
-        let keywords = narrowing::Keywords::new(sandbox, Some(rb_self), narrowing);
-        return wrap(ruby, &keywords);
-    }
-    // A Ruby subclass may override `initialize`.
-    let nil = ruby.qnil().as_value();
-    let mut pairs = vec![("sandbox", sandbox), ("parent_scope", rb_self)];
-    pairs.extend(names.into_iter().zip(narrowing.map(|v| v.unwrap_or(nil))));
-    class.funcall("new", (KwArgs(kwargs(ruby, &pairs)?),))
-}
-
-/// A new plain Scope built from `keywords` in Rust.
-fn wrap(ruby: &Ruby, keywords: &narrowing::Keywords) -> Result<Value, Error> {
-    let state = narrowing::build(ruby, keywords)?;
-    let scope = Scope {
-        state: RefCell::new(Some(Arc::new(state))),
-    };
-    Ok(ruby.obj_wrap(scope).as_value())
-}
+// Construction without dispatch and lifecycle (SC.15, SC.16).
 
 /// `Scope.new(sandbox: sandbox)` without Ruby dispatch: the default scope a
 /// backend's file operations go through (16.3; `helpers/scoped_files.rs`).
@@ -448,26 +361,17 @@ pub(crate) fn narrowed(
     sandbox: Value,
     options: [Option<Value>; 4],
 ) -> Result<Value, Error> {
-    wrap(ruby, &narrowing::Keywords::new(sandbox, None, options))
+    let keywords = narrowing::Keywords::new(sandbox, None, options);
+    let state = narrowing::build(ruby, &keywords)?;
+    let scope = Scope {
+        state: RefCell::new(Some(Arc::new(state))),
+    };
+    Ok(ruby.obj_wrap(scope).as_value())
 }
-
-/// Returns self; a scope owns nothing and never touches its parent. With a block, yields self, closes (a no-op) and returns the block's value.
-fn open(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let options = keywords_only(args)?;
-    get_kwargs::<_, (), (Option<Value>,), ()>(options, &[], &["run"])?;
-    crate::ruby_api::ownership::yield_and_close(ruby, rb_self)
-}
-
-/// Returns nil; a scope owns nothing.
-fn close(_rb_self: Value) {}
 
 /// Raises CapabilityError if a grant root changed since the scope was built; otherwise returns self.
 pub(crate) fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let state = state(ruby, rb_self)?;
-    core_result(
-        ruby,
-        core_scope::validate_identities(&state.scoped.grants, &state.scoped.identities),
-    )?;
+    core_result(ruby, state(ruby, rb_self)?.scoped.validate())?;
     Ok(rb_self)
 }
 
@@ -475,16 +379,7 @@ pub(crate) fn validate(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     let class = rb_self.class();
     let grants = match state(ruby, rb_self) {
-        Ok(state) => state
-            .scoped
-            .grants
-            .iter()
-            .map(|g| {
-                let runtime = if g.tools { "" } else { "(runtime)" };
-                format!("{}:{}{runtime}", g.target.display(), g.access.name())
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
+        Ok(state) => state.scoped.grants_summary(),
         Err(_) => "uninitialized".to_owned(),
     };
     Ok(format!("#<{} grants=[{}]>", class.inspect(), grants))

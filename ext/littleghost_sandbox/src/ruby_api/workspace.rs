@@ -13,13 +13,14 @@ use std::sync::Arc;
 
 use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
 use littleghost_sandbox_core::grants::Identity;
-use littleghost_sandbox_core::workspace::{self as core, Layout, OpenError, PathEntry};
+use littleghost_sandbox_core::workspace::{self as core, keywords, Layout, OpenError, PathEntry};
 use magnus::{
-    function, gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args,
-    typed_data::Obj, value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RString,
-    Ruby, TypedData, Value,
+    function, gc::Marker, method, prelude::*, scan_args::get_kwargs, typed_data::Obj,
+    value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RString, Ruby, TypedData,
+    Value,
 };
 
+use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::convert;
 use crate::helpers::registry::Registry;
 use crate::helpers::value_object as vo;
@@ -212,19 +213,15 @@ fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Opti
     match value.filter(|value| !value.is_nil()) {
         None => Ok(None),
         Some(value) if vo::responds(value, "call") => Ok(Some(value)),
-        Some(_) => Err(errors::argument_error(
-            ruby,
-            format!("workspace {label} must be callable"),
-        )),
+        Some(_) => Err(errors::from_core(ruby, keywords::hook_not_callable(label))),
     }
 }
 
 /// Workspace.new(root:, paths: {}, setup: nil, teardown: nil): a workspace rooted at the expanded `root`.
 fn initialize(ruby: &Ruby, rb_self: &Workspace, args: &[Value]) -> Result<(), Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     type Optional = (Option<Value>, Option<Value>, Option<Value>);
     let names = ["paths", "setup", "teardown"];
-    let kwargs = get_kwargs::<_, (Value,), Optional, ()>(args.keywords, &["root"], &names)?;
+    let kwargs = get_kwargs::<_, (Value,), Optional, ()>(keywords_only(args)?, &["root"], &names)?;
     let (paths_value, setup, teardown) = kwargs.optional;
     let root = RString::new_frozen(vo::expand_path(ruby, kwargs.required.0, None)?);
     let (entries, table) = path_entries(ruby, root, paths_value)?;
@@ -257,10 +254,7 @@ fn path_entries(
     let mut entries = Vec::new();
     if let Some(paths) = paths {
         if !vo::responds(paths, "each_pair") {
-            return Err(errors::argument_error(
-                ruby,
-                "workspace paths must be a Hash",
-            ));
+            return Err(errors::from_core(ruby, keywords::paths_not_a_hash()));
         }
         for (name, value) in vo::pairs(paths)? {
             let name = vo::name_to_sym(name, "workspace path name")?;
@@ -336,8 +330,7 @@ fn system_call_error(ruby: &Ruby, error: std::io::Error, what: String) -> Error 
     let Some(errno) = error.raw_os_error() else {
         return errors::argument_error(ruby, format!("{what}: {error}"));
     };
-    let class = ruby.exception_system_call_error();
-    match class.funcall::<_, _, magnus::Exception>("new", (what, errno)) {
+    match crate::ruby_api::process_runner::errno_exception(ruby, errno, Some(&what)) {
         Ok(exception) => exception.into(),
         Err(error) => error,
     }
@@ -345,9 +338,7 @@ fn system_call_error(ruby: &Ruby, error: std::io::Error, what: String) -> Error 
 
 /// `setup` or `teardown` (user callables) with `workspace:` and `run:`.
 fn call_hook(ruby: &Ruby, hook: Opaque<Value>, workspace: Value, run: Value) -> Result<(), Error> {
-    let kwargs = ruby.hash_new();
-    kwargs.aset(ruby.to_symbol("workspace"), workspace)?;
-    kwargs.aset(ruby.to_symbol("run"), run)?;
+    let kwargs = kwargs(ruby, &[("workspace", workspace), ("run", run)])?;
     let _: Value = ruby.get_inner(hook).funcall("call", (KwArgs(kwargs),))?;
     Ok(())
 }
@@ -369,8 +360,7 @@ fn open_steps(ruby: &Ruby, rb_self: Obj<Workspace>, run: Value) -> Result<(), Er
 
 /// open(run: nil): runs setup, creates the root and relative paths, and pins every directory's identity; returns self.
 fn open(ruby: &Ruby, rb_self: Obj<Workspace>, args: &[Value]) -> Result<Value, Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["run"])?;
+    let kwargs = get_kwargs::<_, (), (Option<Value>,), ()>(keywords_only(args)?, &[], &["run"])?;
     let (run,) = kwargs.optional;
     if !rb_self.active.get() {
         let run = run.unwrap_or_else(|| ruby.qnil().as_value());

@@ -6,10 +6,14 @@
 //! only keep or remove authority: a scope can never widen its parent.
 //!
 //! The rules per job: [`grants`] (SC.3–SC.8), [`network`] (SC.10/SC.10b);
-//! capabilities (SC.9) and identities (SC.16) are small enough to live here.
+//! capabilities (SC.9) and identities (SC.16) are small enough to live here;
+//! what a built scope answers is [`queries`] (SC.11–SC.13), and the wording
+//! of a misshapen keyword is [`keywords`]'s.
 
 mod grants;
+pub mod keywords;
 mod network;
+mod queries;
 #[cfg(test)]
 mod tests;
 
@@ -17,6 +21,7 @@ mod tests;
 pub use crate::policy::NetworkMode;
 pub use grants::{narrow_grants, Narrowed, Request};
 pub use network::{narrow_network, NetworkChoice, NetworkRequest};
+pub use queries::file_feature;
 
 use crate::error::{capability, Result};
 use crate::fs::{Broker, FsLimits};
@@ -47,6 +52,20 @@ pub enum CapabilityRequest {
     },
     /// An Array of canonical feature names: the parent's features it names.
     Features(Vec<String>),
+}
+
+impl CapabilityRequest {
+    /// A Capabilities given as the request: keep what both have.
+    pub fn intersecting(theirs: &Capabilities) -> CapabilityRequest {
+        CapabilityRequest::Intersect {
+            features: theirs.features.clone(),
+            network_modes: theirs
+                .network_modes
+                .iter()
+                .map(|m| m.name().into())
+                .collect(),
+        }
+    }
 }
 
 /// The keywords of `Scope.new`, parsed: `None` keeps a grant category.

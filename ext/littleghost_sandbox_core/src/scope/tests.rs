@@ -33,7 +33,7 @@ fn layout() -> Layout {
     }
 }
 
-fn grant(dir: &Path, access: Access, tools: bool) -> Grant {
+pub(super) fn grant(dir: &Path, access: Access, tools: bool) -> Grant {
     Grant {
         source: dir.to_path_buf(),
         target: dir.to_path_buf(),
@@ -416,7 +416,7 @@ fn the_result_mode_must_be_enforceable_by_the_parent() {
     assert!(narrow_network(Option::None, NetworkRequest::Parent, &[]).is_ok());
 }
 
-fn limits() -> FsLimits {
+pub(super) fn limits() -> FsLimits {
     FsLimits {
         read_bytes: 1000,
         write_bytes: 1000,
@@ -424,7 +424,7 @@ fn limits() -> FsLimits {
     }
 }
 
-fn caps(features: &[&str], modes: &[NetworkMode]) -> Capabilities {
+pub(super) fn caps(features: &[&str], modes: &[NetworkMode]) -> Capabilities {
     Capabilities::of(features, modes, "namespace")
 }
 
@@ -449,6 +449,12 @@ fn capabilities_only_lose_features() {
     assert_eq!(
         narrow_capabilities(&parent, &asked),
         caps(&["filesystem_read"], &[None])
+    );
+    let theirs = caps(&["filesystem_write", "process_execute"], &[None, Allowlist]);
+    let asked = CapabilityRequest::intersecting(&theirs);
+    assert_eq!(
+        narrow_capabilities(&parent, &asked),
+        caps(&["filesystem_write"], &[None])
     );
 }
 

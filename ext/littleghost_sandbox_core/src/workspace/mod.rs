@@ -15,6 +15,7 @@ use crate::error::{argument, Error, Result};
 use crate::paths;
 
 mod identity;
+pub mod keywords;
 mod resolve;
 #[cfg(test)]
 mod tests;

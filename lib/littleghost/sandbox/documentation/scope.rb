@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 #--
-# Documentation only: LittleGhost::Sandbox::Scope is defined by the Rust extension. This file defines nothing.
+# Documentation only: LittleGhost::Sandbox::Scope is defined by the Rust extension and lib/littleghost/sandbox/scope.rb.
+# This file defines nothing.
 #++
 
 module LittleGhost

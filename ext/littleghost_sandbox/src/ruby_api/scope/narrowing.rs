@@ -5,6 +5,7 @@
 
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::policy::{self as core_policy, Capabilities as CoreCapabilities};
+use littleghost_sandbox_core::scope::keywords as misshapen;
 use littleghost_sandbox_core::scope::{
     self as core_scope, CapabilityRequest, NetworkChoice, NetworkMode, NetworkRequest, Parent,
     Request, ScopeRequest,
@@ -161,18 +162,11 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
         process_grants.push(grant_to_ruby(ruby, grant)?)?;
     }
     process_grants.freeze();
-    let values = [keywords.sandbox, workspace, capabilities, network];
-    let [sandbox, workspace_value, capabilities, network] = values.map(Opaque::from);
+    let grants = process_grants.as_value();
+    let values = [keywords.sandbox, workspace, capabilities, network, grants];
     Ok(ScopeState {
         scoped,
-        values: [
-            sandbox,
-            workspace_value,
-            capabilities,
-            network,
-            process_grants.as_value().into(),
-        ],
-        native_workspace: workspace::native(ruby, workspace).is_some(),
+        values: values.map(Opaque::from),
     })
 }
 
@@ -200,9 +194,9 @@ fn requests(
             .map(Some);
     }
     let Some(array) = RArray::from_value(value) else {
-        return Err(errors::policy_error(
+        return Err(errors::from_core(
             ruby,
-            format!("sandbox scope {category} must be a Hash or an Array"),
+            misshapen::not_a_grant_list(category),
         ));
     };
     let mut requests = Vec::with_capacity(array.len());
@@ -210,11 +204,9 @@ fn requests(
         requests.push(match RArray::from_value(entry) {
             Some(pair) if pair.len() == 2 => request(pair.entry(0)?, Some(pair.entry(1)?))?,
             Some(_) => {
-                return Err(errors::policy_error(
+                return Err(errors::from_core(
                     ruby,
-                    format!(
-                        "sandbox scope {category} entries must be names or [name, access] pairs"
-                    ),
+                    misshapen::malformed_grant_entry(category),
                 ))
             }
             None => request(entry, None)?,
@@ -229,21 +221,10 @@ fn capability_request(ruby: &Ruby, requested: Option<Value>) -> Result<Capabilit
         return Ok(CapabilityRequest::Parent);
     };
     if let Some(theirs) = capabilities::borrow(requested) {
-        let theirs = theirs.core();
-        return Ok(CapabilityRequest::Intersect {
-            features: theirs.features.clone(),
-            network_modes: theirs
-                .network_modes
-                .iter()
-                .map(|m| m.name().to_owned())
-                .collect(),
-        });
+        return Ok(CapabilityRequest::intersecting(theirs.core()));
     }
     let Some(list) = RArray::from_value(requested) else {
-        return Err(errors::policy_error(
-            ruby,
-            "sandbox scope capabilities must be an Array or Sandbox::Capabilities",
-        ));
+        return Err(errors::from_core(ruby, misshapen::not_a_capability_list()));
     };
     let features = list
         .into_iter()
@@ -280,21 +261,13 @@ fn network_request(
         Some(value) => value,
     };
     let policy = network_policy::coerce(ruby, NetworkPolicy::class(ruby), value)?;
-    let Some(mode) = mode_of(ruby, policy)? else {
-        return Err(errors::capability_error(
-            ruby,
-            "sandbox scope cannot widen network access",
-        ));
-    };
-    let same_as_parent = match (
-        network_policy::borrow(policy),
-        network_policy::borrow(parent),
-    ) {
-        (Some(ours), Some(theirs)) if vo::same_class(policy, parent) => {
-            ours.same(ruby, theirs, false)?
-        }
+    let ours = network_policy::borrow(policy)
+        .ok_or_else(|| errors::type_error(ruby, "sandbox scope network must be a NetworkPolicy"))?;
+    let same_as_parent = match network_policy::borrow(parent) {
+        Some(theirs) if vo::same_class(policy, parent) => ours.same(ruby, theirs, false)?,
         _ => false,
     };
+    let mode = ours.core().mode;
     let request = NetworkRequest::Mode {
         mode,
         same_as_parent,
