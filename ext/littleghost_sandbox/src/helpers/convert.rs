@@ -170,14 +170,6 @@ pub fn path_to_ruby(ruby: &Ruby, path: &Path) -> RString {
     string
 }
 
-/// A host path as text for a command line that carries text (bwrap's
-/// options, a wrapper's argv[0]); ArgumentError "`what` must be valid UTF-8".
-pub fn path_text(ruby: &Ruby, path: &Path, what: &str) -> Result<String, Error> {
-    path.to_str()
-        .map(str::to_owned)
-        .ok_or_else(|| errors::argument_error(ruby, format!("{what} must be valid UTF-8")))
-}
-
 /// `String(value)` for descriptive options (a platform name), lossy.
 pub fn display_string(ruby: &Ruby, value: Value) -> Result<String, Error> {
     let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;

@@ -197,10 +197,6 @@ pub(crate) fn workspace_root(workspace: Value) -> Result<PathBuf, Error> {
 }
 
 /// The root, then every named path of the workspace (host paths).
-#[allow(
-    dead_code,
-    reason = "for bubblewrap.rs's workspace_paths, which reads `paths` itself today"
-)]
 pub(crate) fn workspace_directories(ruby: &Ruby, workspace: Value) -> Result<Vec<PathBuf>, Error> {
     let mut directories = vec![workspace_root(workspace)?];
     if let Some(native) = workspace::native(ruby, workspace) {

@@ -207,10 +207,7 @@ fn launch_of(
     plan: &launch::LaunchPlan,
 ) -> Result<bw::Launch, Error> {
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    let mut workspace_paths = vec![la::workspace_root(workspace)?];
-    for (_, path) in vo::pairs(workspace.funcall("paths", ())?)? {
-        workspace_paths.push(convert::string_path(path)?);
-    }
+    let workspace_paths = la::workspace_directories(ruby, workspace)?;
     let policy = core_policy(ruby, rb_self)?;
     let launch = state
         .options
