@@ -335,6 +335,31 @@ RSpec.describe LittleGhost::Sandbox::Scope do
       end
       expect(backend.calls).to be_nil
     end
+
+    # SC.14 holds however the launch is reached: a scope handed straight to the sandbox as `scope:` is held to its
+    # own capabilities, on every backend that can run here, and no child runs.
+    {
+      "Unrestricted" => -> { true },
+      "Bubblewrap" => -> { LittleGhost::Sandboxes::Bubblewrap.probe[:available] },
+      "Landlock" => -> { LittleGhost::Sandboxes::Landlock.probe[:available] }
+    }.each do |name, runnable|
+      it "refuses a scope without process_execute passed to #{name}'s own execute_program/start_program" do
+        skip "#{name} cannot run here" unless runnable.call
+        backend = LittleGhost::Sandboxes.const_get(name).new(workspace: workspace, policy: policy).open
+        scope = backend.scope(capabilities: %i[read write])
+        marker = File.join(workspace.path(:cache), "ran") # writable to a child under every backend
+        command = ["/bin/sh", "-c", "touch #{marker}"]
+        expect { backend.execute_program(command, timeout: 5, scope: scope) }
+          .to raise_error(LittleGhost::ToolError, "Sandbox scope does not allow process execute")
+        expect { backend.start_program(command, scope: scope) }
+          .to raise_error(LittleGhost::ToolError, "Sandbox scope does not allow process execute")
+        expect(File.exist?(marker)).to be(false)
+        expect(backend.execute_program(command, timeout: 5, scope: backend.scope).exit_code).to eq(0)
+        expect(File.exist?(marker)).to be(true)
+      ensure
+        backend&.close
+      end
+    end
   end
 
   describe "nesting (SC.15)" do

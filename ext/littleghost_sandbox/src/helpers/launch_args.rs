@@ -128,7 +128,7 @@ impl ExecuteCall {
             None => default_output_bytes(ruby, rb_self)?,
         };
         let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
-        require_execute(ruby, rb_self)?;
+        require_execute(ruby, rb_self, get("scope"))?;
         Ok(ExecuteCall {
             timeout,
             max_output_bytes,
@@ -160,7 +160,7 @@ impl StartCall {
         };
         let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
         let file_bytes = optional("file_bytes")?;
-        require_execute(ruby, rb_self)?;
+        require_execute(ruby, rb_self, get("scope"))?;
         Ok(StartCall {
             output_bytes,
             limits,
@@ -412,15 +412,27 @@ fn reinterpret_exec_failure(
 
 /// A Ruby subclass may withdraw `process_execute` from its capabilities; the
 /// sandbox's own launches honour that as its scopes do (SC.14): checked once
-/// the keywords are valid, before any backend prepares the launch. A capability object that is not ours is left to its provider.
-fn require_execute(ruby: &Ruby, owner: SandboxObj) -> Result<(), Error> {
+/// the keywords are valid, before any backend prepares the launch. A
+/// capability object that is not ours is left to its provider.
+fn require_execute(ruby: &Ruby, owner: SandboxObj, scope: Option<Value>) -> Result<(), Error> {
     let capabilities = sandbox::enforced_capabilities(ruby, owner.as_value())?;
-    match crate::ruby_api::capabilities::borrow(capabilities) {
-        Some(report) if !report.core().supports("process_execute") => Err(errors::tool_error(
+    let sandbox_allows = match crate::ruby_api::capabilities::borrow(capabilities) {
+        Some(report) => report.core().supports("process_execute"),
+        None => true,
+    };
+    // SC.14 however the launch is reached: a Scope handed straight to the
+    // sandbox as `scope:` is held to its own capabilities too.
+    let scope_allows = match scope.filter(|v| <&scope::Scope>::try_convert(*v).is_ok()) {
+        Some(scope) => scope::supports_feature(ruby, scope, "process_execute")?,
+        None => true,
+    };
+    if sandbox_allows && scope_allows {
+        Ok(())
+    } else {
+        Err(errors::tool_error(
             ruby,
             "Sandbox scope does not allow process execute",
-        )),
-        _ => Ok(()),
+        ))
     }
 }
 
