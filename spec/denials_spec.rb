@@ -170,6 +170,24 @@ RSpec.describe LittleGhost::Sandbox::Denial do
     expect(seen.size).to eq(1)
   end
 
+  it "warns in the subscriber's own UTF-8 words, so a Warning.warn filter that matches on them keeps working" do
+    sandbox.on_denial { |_denial| raise ArgumentError, "refusé" }
+    seen_warnings = []
+    filter = Module.new do
+      define_method(:warn) do |message, **|
+        seen_warnings << message
+        message.match?(/déprécié/) ? nil : super(message)
+      end
+    end
+    Warning.singleton_class.prepend(filter)
+    expect { sandbox.write("docs/a.md", "x") }
+      .to raise_error(LittleGhost::ToolError, "Sandbox scope is read-only: docs/a.md")
+      .and output("LittleGhost::Sandbox#on_denial subscriber raised ArgumentError: refusé\n").to_stderr
+    expect(seen_warnings.map(&:encoding)).to eq([Encoding::UTF_8])
+  ensure
+    filter&.send(:remove_method, :warn)
+  end
+
   it "stops calling a block after off_denial, and on_denial requires a block" do
     calls = 0
     handle = sandbox.on_denial { calls += 1 }

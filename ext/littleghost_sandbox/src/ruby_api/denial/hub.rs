@@ -1,24 +1,17 @@
 //! Where a sandbox's denials go (issue 12 item 12): the core's bounded
 //! [`DenialLog`] and the `on_denial` subscribers, which [`report`] calls in
 //! the refused thread. A subscriber that raises a StandardError is reported
-//! with Ruby's `rb_warn` (through `Warning.warn`, silent when `$VERBOSE` is
-//! nil, as `Kernel#warn` is) and otherwise ignored: the other subscribers still run
+//! with `Kernel#warn` and otherwise ignored: the other subscribers still run
 //! and the refused call still raises (or returns) what it would have.
 //! Anything else (`Interrupt`, `throw`, `Thread#kill`) propagates.
 //! Nothing here knows the Sandbox class: the Sandbox state holds a [`Denials`].
 
-use std::ffi::CString;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use littleghost_sandbox_core::denial::{Denial as CoreDenial, DenialLog};
 use magnus::{
-    error::ErrorType,
-    gc::Marker,
-    prelude::*,
-    rb_sys::{protect, AsRawValue},
-    typed_data::Obj,
-    value::Opaque,
-    DataTypeFunctions, Error, Ruby, TypedData, Value,
+    error::ErrorType, gc::Marker, prelude::*, typed_data::Obj, value::Opaque, DataTypeFunctions,
+    Error, Ruby, TypedData, Value,
 };
 
 use crate::ruby_api::errors;
@@ -127,15 +120,13 @@ fn swallow(ruby: &Ruby, error: Error) -> Result<(), Error> {
     // SAFETY: the class name is copied into an owned String before any other Ruby call.
     let class = unsafe { exception.classname() }.into_owned();
     let message = errors::message(&error);
-    let text = format!("LittleGhost::Sandbox#on_denial subscriber raised {class}: {message}");
-    // A C string cannot carry a NUL; one in the text is shown as \0.
-    let text = CString::new(text.replace('\0', "\\0")).unwrap_or_default();
-    // SAFETY: `rb_warn` with a "%s" format and one NUL-terminated argument,
-    // both alive for the call, with the GVL held; `protect` catches what a
-    // `Warning.warn` override may raise.
-    protect(|| {
-        unsafe { rb_sys::rb_warn(c"%s".as_ptr(), text.as_ptr()) };
-        ruby.qnil().as_raw()
-    })?;
+    // Kernel#warn, not rb_warn: the text stays UTF-8 and unprefixed, as a
+    // user's `Warning.warn` filter expects.
+    let _: Value = ruby.module_kernel().funcall(
+        "warn",
+        (format!(
+            "LittleGhost::Sandbox#on_denial subscriber raised {class}: {message}"
+        ),),
+    )?;
     Ok(())
 }
