@@ -114,8 +114,15 @@ RSpec.describe "API documentation (rdoc and ri)" do
     without_example = []
     (public_modules - internal.filter_map { |name| Object.const_get(name) if Object.const_defined?(name) })
       .each do |mod|
-      keys = mod.public_instance_methods(false).map { |m| "##{m}" } + mod.singleton_methods(false).map { |m| "::#{m}" }
-      keys << "::new" if mod.is_a?(Class) && mod.private_instance_methods(false).include?(:initialize)
+      # A class's methods include those of our own internal modules it mixes in (Execution and Chunk get their Data
+      # protocol from one): they are the class's public API and documented with it.
+      own = ->(ancestors) { ancestors.select { |a| a == mod || a.singleton_class? || a.name.to_s.start_with?("LittleGhost") } }
+      above = mod.is_a?(Class) && mod.superclass
+      instance_side = own.call(above ? mod.ancestors.take_while { |a| a != above } : [mod])
+      class_side = own.call(above ? mod.singleton_class.ancestors.take_while { |a| a != above.singleton_class } : [])
+      keys = instance_side.flat_map { |a| a.public_instance_methods(false) }.uniq.map { |m| "##{m}" } +
+        (mod.singleton_methods(false) + class_side.flat_map { |a| a.public_instance_methods(false) }).uniq.map { |m| "::#{m}" }
+      keys << "::new" if mod.is_a?(Class) && instance_side.any? { |a| a.private_instance_methods(false).include?(:initialize) }
       keys.each do |key|
         doc = method_doc(mod.name, key) || singleton_as_instance_doc(mod, key)
         body = doc && text(doc.comment)

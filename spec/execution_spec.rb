@@ -152,6 +152,23 @@ RSpec.describe LittleGhost::Sandbox::Execution do
       expect(described_class.constants).not_to include(:MEMBERS, :OPTIONAL, :EXTRAS)
     end
 
+    it "keeps its Strings frozen and its members fixed whatever a caller or a subclass does" do
+      raw = described_class.allocate
+      raw.send(:initialize_values, [+"out", +"err", 0, nil, nil])
+      expect([raw.stdout, raw.stderr]).to all(be_frozen)
+      subclass = Class.new(described_class) do
+        const_set(:MEMBERS, [:a])
+        const_set(:OPTIONAL, [:stderr])
+        def member_hash = {custom: true}
+        def member_values(*) = [:custom]
+      end
+      value = subclass.new(stdout: "o", stderr: "e", exit_code: 0)
+      expect(value.to_h).to eq(stdout: "o", stderr: "e", exit_code: 0, error: nil)
+      expect(value.deconstruct).to eq(["o", "e", 0, nil])
+      expect { subclass.new(stdout: "o", exit_code: 0) }.to raise_error(ArgumentError, "missing keyword: :stderr")
+      expect(described_class.constants).to be_empty
+    end
+
     it "answers success? for a caller's exit_code through == 0" do
       expect(execution.with(exit_code: 0.0).success?).to be(true)
       expect(execution.with(exit_code: 2**70).success?).to be(false)

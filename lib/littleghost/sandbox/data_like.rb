@@ -18,19 +18,41 @@ module LittleGhost
       module ClassMethods
         # The member names, a frozen Array of Symbols.
         def members
-          const_get(:MEMBERS)
+          DataLike.shape(self).fetch(0)
         end
       end
 
+      # Each including class's [members, optional, extras], read once from the constants the extension defined, so
+      # a subclass's constant or method of the same name cannot change what the values mean.
+      SHAPES = {}.compare_by_identity
+      private_constant :ClassMethods, :SHAPES
+
       def self.included(base)
+        SHAPES[base] = %i[MEMBERS OPTIONAL EXTRAS].map { |name| base.const_get(name, false) }.freeze
         base.extend(ClassMethods)
         base.private_constant(:MEMBERS, :OPTIONAL, :EXTRAS)
       end
 
       class << self
+        # [members, optional, extras] of +klass+ (an including class or a subclass of one).
+        def shape(klass)
+          SHAPES.fetch(klass) { SHAPES.fetch(klass.ancestors.find { |ancestor| SHAPES.key?(ancestor) }) }
+        end
+
         # The names +klass+ stores: its members, then its extras.
         def names(klass)
-          klass.members + klass.const_get(:EXTRAS)
+          members, _optional, extras = shape(klass)
+          members + extras
+        end
+
+        # The member values of +object+, from its storage.
+        def member_values(object)
+          object.__send__(:data_values).first(shape(object.class).fetch(0).size)
+        end
+
+        # Member name => value of +object+.
+        def member_hash(object)
+          shape(object.class).fetch(0).zip(member_values(object)).to_h
         end
 
         # Whether +other+ (any object, even a BasicObject) is an instance of exactly +object+'s class.
@@ -80,14 +102,14 @@ module LittleGhost
       # Builds the value from keywords, or positional values in member order, with Data's ArgumentError
       # messages; Strings are stored as frozen copies and the object is frozen.
       def initialize(*positional, **keywords)
-        members = self.class.members
+        members, optional, _extras = DataLike.shape(self.class)
         if positional.size > members.size
           raise ArgumentError, "wrong number of arguments (given #{positional.size}, expected 0..#{members.size})"
         end
 
         given = members.first(positional.size).zip(positional).to_h
         DataLike.assign(self.class, given, keywords, once: true)
-        missing = members - given.keys - self.class.const_get(:OPTIONAL)
+        missing = members - given.keys - optional
         raise ArgumentError, "missing #{DataLike.keyword_list(missing)}" unless missing.empty?
 
         initialize_values(DataLike.names(self.class).map { |name| DataLike.frozen(given[name]) })
@@ -95,12 +117,12 @@ module LittleGhost
 
       # The member names.
       def members
-        self.class.members
+        DataLike.shape(self.class).fetch(0)
       end
 
       # The members as a Hash; a block maps each pair like Hash#to_h.
       def to_h(&block)
-        block ? member_hash.to_h(&block) : member_hash
+        block ? DataLike.member_hash(self).to_h(&block) : DataLike.member_hash(self)
       end
 
       # A copy with the given members (or extras) replaced; self when none are given. The copy is built without
@@ -111,7 +133,7 @@ module LittleGhost
         end
         return self if keywords.empty?
 
-        given = DataLike.names(self.class).zip(data_values).to_h
+        given = DataLike.names(self.class).zip(__send__(:data_values)).to_h
         DataLike.assign(self.class, given, keywords, once: false)
         copy = self.class.allocate
         copy.__send__(:initialize_values, given.values.map { |value| DataLike.frozen(value) })
@@ -120,22 +142,24 @@ module LittleGhost
 
       # Same class and every member == (or the same object).
       def ==(other)
-        equal?(other) || (DataLike.same_class?(self, other) && member_values(self) == member_values(other))
+        equal?(other) ||
+          (DataLike.same_class?(self, other) && DataLike.member_values(self) == DataLike.member_values(other))
       end
 
       # Same class and every member eql? (or the same object).
       def eql?(other)
-        equal?(other) || (DataLike.same_class?(self, other) && member_values(self).eql?(member_values(other)))
+        equal?(other) ||
+          (DataLike.same_class?(self, other) && DataLike.member_values(self).eql?(DataLike.member_values(other)))
       end
 
       # A hash of the class and the member values, consistent with #eql?.
       def hash
-        [self.class, *member_values(self)].hash
+        [self.class, *DataLike.member_values(self)].hash
       end
 
       # <tt>#<data ClassName member=value, ...></tt>, like Data#inspect.
       def inspect
-        fields = member_hash.map { |name, value| "#{name}=#{value.inspect}" }
+        fields = DataLike.member_hash(self).map { |name, value| "#{name}=#{value.inspect}" }
         name = self.class.name
         "#<data #{"#{name} " if name}#{fields.join(", ")}>"
       end
@@ -143,27 +167,15 @@ module LittleGhost
 
       # The member values in order (array patterns).
       def deconstruct
-        member_values(self)
+        DataLike.member_values(self)
       end
 
       # The requested members as a Hash, in member order (hash patterns); nil asks for all of them.
       def deconstruct_keys(keys)
-        return member_hash if keys.nil?
+        return DataLike.member_hash(self) if keys.nil?
 
         wanted = Array.try_convert(keys) or raise TypeError, "no implicit conversion of #{keys.class} into Array"
-        member_hash.select { |name, _| wanted.include?(name) }
-      end
-
-      private
-
-      # The member values of +object+ (an instance of this class), from its storage.
-      def member_values(object)
-        object.data_values.first(self.class.members.size)
-      end
-
-      # Member name => value.
-      def member_hash
-        self.class.members.zip(member_values(self)).to_h
+        DataLike.member_hash(self).select { |name, _| wanted.include?(name) }
       end
     end
 

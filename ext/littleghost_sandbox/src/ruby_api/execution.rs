@@ -260,7 +260,7 @@ pub mod data {
             return Err(crate::ruby_api::errors::argument_error(ruby, message));
         }
         let values = (0..expected)
-            .map(|index| Ok(Opaque::from(values.entry::<Value>(index as isize)?)))
+            .map(|index| Ok(Opaque::from(frozen_string(values.entry(index as isize)?))))
             .collect::<Result<Box<[_]>, Error>>()?;
         rb_self
             .values
@@ -268,6 +268,17 @@ pub mod data {
             .map_err(|_| Error::new(ruby.exception_frozen_error(), "can't modify frozen value"))?;
         rb_self.freeze();
         Ok(())
+    }
+}
+
+/// A String as a frozen copy (the stored values are frozen, 0.5, however
+/// `initialize_values` was reached); any other value as it is.
+fn frozen_string(value: Value) -> Value {
+    match RString::from_value(value) {
+        // SAFETY: a live String, GVL held; rb_str_new_frozen returns the
+        // String itself when already frozen, else a frozen copy.
+        Some(text) => unsafe { Value::from_raw(rb_sys::rb_str_new_frozen(text.as_raw())) },
+        None => value,
     }
 }
 
