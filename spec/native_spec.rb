@@ -41,6 +41,23 @@ RSpec.describe LittleGhost::Sandboxes::Native do
         .to raise_error(LittleGhost::UnsupportedPlatformError, "native sandboxing is unavailable on x64-mingw32")
     end
 
+    it "treats workspace: nil as missing, as it always did" do
+      expect { described_class.new(workspace: nil) }.to raise_error(ArgumentError, "missing keyword: :workspace")
+    end
+
+    it "fronts only the backend it chose, once, whatever a subclass names its own methods" do
+      subclass = Class.new(described_class) do
+        def adopt(*) = :mine
+        def self.backend_class(*) = LittleGhost::Sandboxes::Unrestricted
+      end
+      expect(subclass.new(workspace: workspace, platform: "x86_64-linux").backend).to be_a(LittleGhost::Sandboxes::Bubblewrap)
+      native = described_class.new(workspace: workspace, platform: "x86_64-linux")
+      unconfined = LittleGhost::Sandboxes::Unrestricted.new(workspace: workspace)
+      expect { native.send(:adopt, unconfined) }.to raise_error(LittleGhost::ToolError, "native sandbox is already initialized")
+      expect { described_class.allocate.send(:adopt, unconfined) }.to raise_error(TypeError, /adopts only a Bubblewrap/)
+      expect(native.backend).to be_a(LittleGhost::Sandboxes::Bubblewrap)
+    end
+
     it "passes unknown options to the backend, which rejects them" do
       expect { described_class.new(workspace: workspace, platform: "x86_64-linux", bogus: 1) }.to raise_error(ArgumentError, /bogus/)
     end

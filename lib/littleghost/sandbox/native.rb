@@ -14,10 +14,15 @@ module LittleGhost
 
       # Documented as Native.new in documentation/native.rb; the choice of backend is the extension's, and the
       # backend's state (workspace, policy, limits, what it enforces) is adopted rather than built by Sandbox#initialize.
-      def initialize(workspace:, platform: nil, **options) # :nodoc:
+      # The extension's own methods are reached through Native itself, so a subclass's method of the same name
+      # cannot stand in for them. An explicit <tt>workspace: nil</tt> is a missing workspace, as it always was.
+      def initialize(workspace: nil, platform: nil, **options) # :nodoc:
+        raise ArgumentError, "missing keyword: :workspace" if workspace.nil?
+
         platform = RUBY_PLATFORM if platform.nil?
-        backend_class = Native.__send__(:backend_class, platform, options)
-        adopt(backend_class.new(workspace: workspace, platform: platform, **options))
+        backend_class = Native.singleton_class.instance_method(:backend_class).bind_call(Native, platform, options)
+        backend = backend_class.new(workspace: workspace, platform: platform, **options)
+        Native.instance_method(:adopt).bind_call(self, backend)
       end
 
       # :call-seq:

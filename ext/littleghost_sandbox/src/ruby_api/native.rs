@@ -11,7 +11,7 @@ use crate::helpers::convert;
 use crate::helpers::probe;
 use crate::ruby_api::bubblewrap::{self, platform_or_host};
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{capabilities, landlock, seatbelt};
+use crate::ruby_api::{capabilities, errors, landlock, seatbelt};
 use littleghost_sandbox_core::backend::launch_steps::Platform;
 use littleghost_sandbox_core::backend::native::{
     linux_report, native_choice, unavailable_on, LinuxReport, NativeChoice, BUBBLEWRAP_OPTIONS,
@@ -143,16 +143,31 @@ fn backend_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, 
 }
 
 /// `adopt(backend)`: this sandbox shares the backend's workspace, policy and
-/// limits, and enforces what it enforces.
+/// limits, and enforces what it enforces. Only once, and only a backend
+/// Native itself chooses (Bubblewrap, Landlock, Seatbelt): a Native must never
+/// front a weaker backend while calling itself native.
 fn adopt(ruby: &Ruby, rb_self: SandboxObj, backend: Value) -> Result<(), Error> {
-    sandbox::set_backend(rb_self, backend);
+    if sandbox::backend_value(ruby, rb_self).is_some() {
+        return Err(errors::tool_error(
+            ruby,
+            "native sandbox is already initialized",
+        ));
+    }
+    let chosen = ["Bubblewrap", "Landlock", "Seatbelt"].iter().any(|name| {
+        constants::class(ruby, &format!("LittleGhost::Sandboxes::{name}"))
+            .is_ok_and(|class| backend.class().equal(class).unwrap_or(false))
+    });
+    if !chosen {
+        return Err(errors::type_error(
+            ruby,
+            "native sandbox adopts only a Bubblewrap, Landlock or Seatbelt backend",
+        ));
+    }
     let own = constants::class(ruby, "LittleGhost::Sandboxes::Native")?;
-    sandbox::set_enforced(
-        rb_self,
-        own,
-        sandbox::enforced_policy(ruby, backend)?,
-        sandbox::enforced_capabilities(ruby, backend)?,
-    );
+    let policy = sandbox::enforced_policy(ruby, backend)?;
+    let capabilities = sandbox::enforced_capabilities(ruby, backend)?;
+    sandbox::set_backend(rb_self, backend);
+    sandbox::set_enforced(rb_self, own, policy, capabilities);
     sandbox::store(
         ruby,
         rb_self,
