@@ -2,7 +2,7 @@
 
 #--
 # The Ruby-shaped part of LittleGhost::Sandbox::Scope: its process methods hand the program to the sandbox, told
-# which scope narrows it (SC.14; a streaming block goes along); #supports? asks the scope's capabilities; #scope
+# which scope narrows it (SC.14; a streaming block goes along); #scope
 # builds a nested scope through the class's own new (a subclass may override initialize); #open and #close touch
 # nothing, since a scope owns nothing. Construction, the file operations and every rule are the Rust extension's.
 # The documentation is in documentation/scope.rb.
@@ -10,15 +10,11 @@
 module LittleGhost
   class Sandbox
     class Scope
-      def supports?(feature, value = nil) # :nodoc:
-        capabilities.supports?(feature, value)
-      end
-
       %i[execute execute_program start_program].each do |operation|
         define_method(operation) do |command, **options, &block|
           raise ToolError, "Sandbox scope does not allow process execute" unless supports?(:process_execute)
 
-          sandbox.send(operation, command, **options, scope: self, &block)
+          sandbox.__send__(operation, command, **options, scope: self, &block)
         end
       end
 

@@ -7,9 +7,9 @@
 //!
 //! Backends parse a file operation with [`FileArguments`] and run it on a
 //! Scope value with [`operate`]. `execute`, `execute_program`,
-//! `start_program` (delegated to the sandbox), `supports?` (asked of its
-//! `capabilities`), `scope` (a nested `Scope.new`), `open` and `close` (a
-//! scope owns nothing) are Ruby, in `lib/littleghost/sandbox/scope.rb`.
+//! `start_program` (delegated to the sandbox), `scope` (a nested
+//! `Scope.new`), `open` and `close` (a scope owns nothing) are Ruby, in
+//! `lib/littleghost/sandbox/scope.rb`.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -28,7 +28,7 @@ use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
 use crate::ruby_api::errors::message as error_message;
 use crate::ruby_api::errors::{self, core_result};
-use crate::ruby_api::workspace;
+use crate::ruby_api::{capabilities, workspace};
 
 mod narrowing;
 
@@ -78,6 +78,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("process_grants", method!(reader::<PROCESS_GRANTS>, 0))?;
     class.define_method("policy", method!(effective_policy, 0))?;
     class.define_method("effective_policy", method!(effective_policy, 0))?;
+    class.define_method("supports?", method!(supports, -1))?;
     class.define_method("writable?", method!(writable, 0))?;
     class.define_method("allows?", method!(allows, -1))?;
     class.define_method("read", method!(file_method::<READ>, -1))?;
@@ -112,6 +113,16 @@ fn initialize(ruby: &Ruby, rb_self: &Scope, args: &[Value]) -> Result<(), Error>
 /// target first): what `Scope.new` fixed.
 fn reader<const I: usize>(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     Ok(ruby.get_inner(state(ruby, rb_self)?.values[I]))
+}
+
+/// `supports?(feature, value = nil)`: what the scope's own capabilities
+/// allow, from its Rust state (as `allows?`, `writable?` and the file
+/// operations answer), not from a method a subclass may override.
+fn supports(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<bool, Error> {
+    let own = reader::<CAPABILITIES>(ruby, rb_self)?;
+    let own = capabilities::borrow(own)
+        .ok_or_else(|| errors::type_error(ruby, "uninitialized sandbox scope"))?;
+    capabilities::supports(ruby, own, args)
 }
 
 /// The scope's NetworkPolicy or nil (for the backends' launch options).

@@ -117,11 +117,16 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         get("profiles"),
         get("limits"),
     )?;
+    // Each option is checked in the order its keyword was always checked, so
+    // a call with two bad options reports the same one as before.
+    let executable = get("bubblewrap")
+        .map(|v| option_path(ruby, v))
+        .transpose()?;
+    let platform = convert::display_string(ruby, platform_or_host(ruby, get("platform"))?)?;
+    let command_wrapper = command_wrapper(ruby, get("command_wrapper"))?.map(Opaque::from);
     let keywords = bw::Keywords {
-        executable: get("bubblewrap")
-            .map(|v| option_path(ruby, v))
-            .transpose()?,
-        platform: convert::display_string(ruby, platform_or_host(ruby, get("platform"))?)?,
+        executable,
+        platform,
         proc_mount: get("proc").map(|v| proc_mount(ruby, v)).transpose()?,
         tmpfs: get("tmpfs").map(|v| mount_targets(ruby, v)).transpose()?,
         masks: get("masks").map(|v| mount_targets(ruby, v)).transpose()?,
@@ -129,10 +134,9 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         uid: get("uid").map(number),
         gid: get("gid").map(number),
         tmpfs_size: get("tmpfs_size").map(number),
-        relay: get("relay").map(|v| option_path(ruby, v)).transpose()?,
+        relay: None,
     };
-    let command_wrapper = command_wrapper(ruby, get("command_wrapper"))?.map(Opaque::from);
-    let options = errors::core_result(ruby, bw::Options::try_from(keywords))?;
+    let mut options = errors::core_result(ruby, bw::Options::try_from(keywords))?;
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get("process_limits"))?;
     crate::ruby_api::launch_limits::store_cgroup(ruby, rb_self, get("cgroup"))?;
     enforce(
@@ -141,6 +145,7 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         Backend::Bubblewrap,
         "LittleGhost::Sandboxes::Bubblewrap",
     )?;
+    options.relay = get("relay").map(|v| option_path(ruby, v)).transpose()?;
     let gateway_options = gateway_options(ruby, get("gateway_options"))?;
     let state = State {
         options,
