@@ -169,6 +169,16 @@ RSpec.describe LittleGhost::Sandbox::Execution do
       expect(described_class.constants).to be_empty
     end
 
+    it "dups and clones into an equal, frozen copy that keeps signal, as Data does" do
+      original = described_class.new(stdout: "out", stderr: "", exit_code: nil, signal: 9)
+      [original.dup, original.clone].each do |copy|
+        expect(copy).to eq(original)
+        expect(copy).not_to equal(original)
+        expect(copy).to be_frozen
+        expect([copy.stdout, copy.signal]).to eq(["out", 9])
+      end
+    end
+
     it "answers success? for a caller's exit_code through == 0" do
       expect(execution.with(exit_code: 0.0).success?).to be(true)
       expect(execution.with(exit_code: 2**70).success?).to be(false)

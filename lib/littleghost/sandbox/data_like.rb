@@ -125,6 +125,11 @@ module LittleGhost
         block ? DataLike.member_hash(self).to_h(&block) : DataLike.member_hash(self)
       end
 
+      # +dup+ and +clone+: a frozen copy holding the same values, as Data's.
+      def initialize_copy(other)
+        initialize_values(other.__send__(:data_values))
+      end
+
       # A copy with the given members (or extras) replaced; self when none are given. The copy is built without
       # +initialize+, like the runner's.
       def with(*positional, **keywords)
