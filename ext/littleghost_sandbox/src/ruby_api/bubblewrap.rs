@@ -39,6 +39,7 @@ mod host;
 mod options;
 
 pub(crate) use host::{claimed, enforce, frozen_strings, option_path, platform_or_host};
+pub(crate) use options::runtime_roots;
 use options::{initialize, state, State};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {

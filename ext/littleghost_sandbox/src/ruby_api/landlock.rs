@@ -15,8 +15,7 @@ use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::backend::landlock_host as host;
 use littleghost_sandbox_core::launch::LaunchRequest;
 use magnus::{
-    function, method, prelude::*, DataTypeFunctions, Error, RArray, RHash, RModule, Ruby,
-    TypedData, Value,
+    function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
@@ -27,7 +26,6 @@ use crate::helpers::launch_args::{
 };
 use crate::helpers::probe;
 use crate::helpers::scoped_files;
-use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{errors, ownership, process_runner, sandbox};
@@ -138,12 +136,10 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     let platform = platform_or_host(ruby, get(3))?;
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(5))?;
     crate::ruby_api::launch_limits::store_cgroup(ruby, rb_self, get(6))?;
-    let roots = get(4).unwrap_or_else(|| frozen_strings(ruby, &bw::RUNTIME_ROOTS).as_value());
-    let mut runtime_roots = Vec::new();
-    for root in RArray::try_convert(vo::kernel(ruby, "Array", roots)?)?.into_iter() {
-        let root = vo::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
-        runtime_roots.push(convert::string_path(root.as_value())?);
-    }
+    let runtime_roots = match get(4) {
+        Some(roots) => bwrb::runtime_roots(ruby, roots)?,
+        None => bw::RUNTIME_ROOTS.iter().map(PathBuf::from).collect(),
+    };
     enforce(
         ruby,
         rb_self,

@@ -130,7 +130,9 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         proc_mount: get("proc").map(|v| proc_mount(ruby, v)).transpose()?,
         tmpfs: get("tmpfs").map(|v| mount_targets(ruby, v)).transpose()?,
         masks: get("masks").map(|v| mount_targets(ruby, v)).transpose()?,
-        runtime_roots: get("runtime_roots").map(|v| roots(ruby, v)).transpose()?,
+        runtime_roots: get("runtime_roots")
+            .map(|v| runtime_roots(ruby, v))
+            .transpose()?,
         uid: get("uid").map(number),
         gid: get("gid").map(number),
         tmpfs_size: get("tmpfs_size").map(number),
@@ -204,8 +206,9 @@ fn mount_targets(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
         .collect()
 }
 
-/// `runtime_roots:` as absolute host paths (`File.expand_path(String(root))`).
-fn roots(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
+/// `runtime_roots:` as absolute host paths (`File.expand_path(String(root))`);
+/// Landlock reads its own `runtime_roots:` the same way.
+pub(crate) fn runtime_roots(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, Error> {
     RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
         .into_iter()
         .map(|root| {
