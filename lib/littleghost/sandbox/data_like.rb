@@ -11,8 +11,9 @@ module LittleGhost
     # session's instances, built without +new+. For each class it also defines the constants +MEMBERS+,
     # +OPTIONAL+ (members that default to nil) and +EXTRAS+ (keywords stored and read like members but outside the
     # value, such as Execution#signal), made private when this module is included, the private
-    # <tt>initialize_values(values)</tt> (stores every value, members then extras, once and freezes the object)
-    # and the protected +data_values+ (those values as an Array). Rust never calls the methods defined here.
+    # <tt>initialize_values(values)</tt> (stores every value, members then extras, once, each unfrozen String as a
+    # frozen copy, and freezes the object) and the protected +data_values+ (those values as an Array). Rust never
+    # calls the methods defined here.
     module DataLike # :nodoc: all
       # The class method +members+.
       module ClassMethods
@@ -92,15 +93,10 @@ module LittleGhost
         def keyword_list(names)
           "#{names.size == 1 ? "keyword" : "keywords"}: #{names.map { |name| ":#{name}" }.join(", ")}"
         end
-
-        # A String becomes a frozen copy (the caller's String stays as it is); other values are kept as given.
-        def frozen(value)
-          String === value && !value.frozen? ? value.dup.freeze : value # rubocop:disable Style/CaseEquality
-        end
       end
 
       # Builds the value from keywords, or positional values in member order, with Data's ArgumentError
-      # messages; Strings are stored as frozen copies and the object is frozen.
+      # messages; initialize_values stores Strings as frozen copies and freezes the object.
       def initialize(*positional, **keywords)
         members, optional, _extras = DataLike.shape(self.class)
         if positional.size > members.size
@@ -112,7 +108,7 @@ module LittleGhost
         missing = members - given.keys - optional
         raise ArgumentError, "missing #{DataLike.keyword_list(missing)}" unless missing.empty?
 
-        initialize_values(DataLike.names(self.class).map { |name| DataLike.frozen(given[name]) })
+        initialize_values(DataLike.names(self.class).map { |name| given[name] })
       end
 
       # The member names.
@@ -141,7 +137,7 @@ module LittleGhost
         given = DataLike.names(self.class).zip(__send__(:data_values)).to_h
         DataLike.assign(self.class, given, keywords, once: false)
         copy = self.class.allocate
-        copy.__send__(:initialize_values, given.values.map { |value| DataLike.frozen(value) })
+        copy.__send__(:initialize_values, given.values)
         copy
       end
 

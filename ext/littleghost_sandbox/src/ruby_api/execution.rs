@@ -271,14 +271,18 @@ pub mod data {
     }
 }
 
-/// A String as a frozen copy (the stored values are frozen, 0.5, however
-/// `initialize_values` was reached); any other value as it is.
+/// An unfrozen String as a frozen copy (the caller's String stays as it is;
+/// stored values are frozen, 0.5); any other value as it is. The one place
+/// this happens, for `new`, `with`, `dup` and a direct `initialize_values`.
 fn frozen_string(value: Value) -> Value {
     match RString::from_value(value) {
-        // SAFETY: a live String, GVL held; rb_str_new_frozen returns the
-        // String itself when already frozen, else a frozen copy.
-        Some(text) => unsafe { Value::from_raw(rb_sys::rb_str_new_frozen(text.as_raw())) },
-        None => value,
+        Some(text) if !text.is_frozen() => {
+            // SAFETY: a live String, GVL held; String#dup's C body.
+            let copy = unsafe { Value::from_raw(rb_sys::rb_str_dup(text.as_raw())) };
+            copy.freeze();
+            copy
+        }
+        _ => value,
     }
 }
 
