@@ -230,10 +230,13 @@ fn wrap_command(
     let tmpdir = state.tmpdir.borrow().clone().ok_or_else(|| {
         errors::tool_error(ruby, "the landlock sandbox was closed during the launch")
     })?;
+    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
+    let workspace_directories = la::workspace_directories(ruby, workspace)?;
     let sandbox = ll::launch::Sandbox {
         root: core.root_filesystem,
         runtime_roots: &state.runtime_roots,
         tmpdir: &tmpdir,
+        workspace_directories: &workspace_directories,
     };
     let scoped = scope.is_some();
     let argv = host::command(sandbox, &mut launch, scoped, allow, argv);
