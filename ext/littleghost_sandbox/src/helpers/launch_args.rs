@@ -487,10 +487,12 @@ pub(crate) fn start(
     call: StartCall,
 ) -> Result<Value, Error> {
     let denials = crate::ruby_api::denial::Reporter::of(owner, host.program());
+    let shown_command = Some(convert::argv(ruby, call.launch.command)?);
     process_session::start(
         ruby,
         SessionRequest {
             argv: host.argv,
+            shown_command,
             environment: host.environment,
             inherit_environment: host.inherit_environment,
             chdir: host.chdir,

@@ -37,6 +37,10 @@ fn workspace_resolve_relative_and_named() {
         resolve("workspace://home/.x/y").unwrap(),
         PathBuf::from("/home/agent/.x/y")
     );
+    // The root has the reserved name `root`.
+    assert_eq!(resolve("workspace://root").unwrap(), PathBuf::from("/w"));
+    assert_eq!(resolve("workspace://root/notes/a.md").unwrap(), PathBuf::from("/w/notes/a.md"));
+    assert!(message(resolve("workspace://root/../etc")).contains("traversal is not allowed"));
 }
 
 #[test]
