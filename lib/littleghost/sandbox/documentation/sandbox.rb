@@ -16,8 +16,11 @@ module LittleGhost
   #
   # This base class enforces nothing itself: build one of the backends, usually through a provider name:
   #
-  # - <tt>:native</tt> (LittleGhost::Sandboxes::Native): Bubblewrap on Linux, Seatbelt on macOS; never falls back.
+  # - <tt>:native</tt> (LittleGhost::Sandboxes::Native): on Linux Bubblewrap when its probe passes, else Landlock,
+  #   else DependencyError naming both reasons; Seatbelt on macOS; never Unrestricted.
   # - <tt>:bubblewrap</tt> (LittleGhost::Sandboxes::Bubblewrap): Linux namespaces through +bwrap+.
+  # - <tt>:landlock</tt> (LittleGhost::Sandboxes::Landlock): Landlock + seccomp, for hosts (containers) where user
+  #   namespaces are blocked.
   # - <tt>:seatbelt</tt> (LittleGhost::Sandboxes::Seatbelt): macOS +sandbox-exec+.
   # - <tt>:unrestricted</tt> (LittleGhost::Sandboxes::Unrestricted): the broker for files, host processes.
   #
