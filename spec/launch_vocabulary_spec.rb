@@ -28,6 +28,18 @@ RSpec.describe "launch keywords shared by execute_program and start_program" do
     session&.close
   end
 
+  it "streams execute's output to a block as execute_program does, and still returns the Execution" do
+    chunks = []
+    result = unrestricted.execute("printf out; printf err >&2", timeout: 10) { |stream, chunk| chunks << [stream, chunk] }
+    expect(chunks.sort).to eq([[:stderr, "err"], [:stdout, "out"]])
+    expect([result.stdout, result.stderr]).to eq(%w[out err])
+    scope_chunks = []
+    unrestricted.scope.execute("printf scoped", timeout: 10) { |stream, chunk| scope_chunks << [stream, chunk] }
+    expect(scope_chunks).to eq([[:stdout, "scoped"]])
+    expect(unrestricted.execute("printf 0123456789", timeout: 10, max_output_bytes: 3).stdout)
+      .to eq("012\n[output truncated]")
+  end
+
   it "refuses allow_subprocesses: false on the host for execute_program as for start_program" do
     expect { unrestricted.execute_program(["/bin/true"], timeout: 10, allow_subprocesses: false) }
       .to raise_error(LittleGhost::CapabilityError, /cannot prohibit subprocess creation/)
