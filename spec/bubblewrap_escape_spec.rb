@@ -85,7 +85,7 @@ RSpec.describe "Bubblewrap escapes" do # rubocop:disable RSpec/DescribeClass
     expect(result.stderr).to include("No such file or directory")
     expect(File.read(File.join(root, "cache", "token"))).to eq("runtime secret")
     expect { sandbox.execute_program(["/bin/true"], timeout: 10, scope: scope, cwd: "cache") }
-      .to raise_error(LittleGhost::PolicyError, /outside the selected scope/)
+      .to raise_error(LittleGhost::ToolError, /outside the selected scope: .*cache/)
     # The full sandbox still reaches it.
     expect(sh(sandbox, "cat cache/token").stdout).to eq("runtime secret")
   end
@@ -228,9 +228,9 @@ RSpec.describe "Bubblewrap escapes" do # rubocop:disable RSpec/DescribeClass
     sandbox = sandbox_for
     [["/etc"], [outside], ["/usr"]].each do |(cwd)|
       expect { sandbox.execute_program(["/bin/true"], timeout: 10, cwd: cwd) }
-        .to raise_error(LittleGhost::PolicyError, /sandbox working directory is outside the selected scope/)
+        .to raise_error(LittleGhost::ToolError, /sandbox working directory is outside the selected scope: #{Regexp.escape(cwd)}/)
     end
-    expect { sandbox.start_program(["/bin/true"], cwd: "/etc") }.to raise_error(LittleGhost::PolicyError)
+    expect { sandbox.start_program(["/bin/true"], cwd: "/etc") }.to raise_error(LittleGhost::ToolError, %r{: /etc})
   end
 
   it "never runs unsandboxed when bwrap is missing" do

@@ -178,7 +178,7 @@ RSpec.describe LittleGhost::Sandboxes::Bubblewrap do
 
     it "refuses a working directory outside the launch" do
       expect { sandbox.bubblewrap_args(cwd: "/etc") }
-        .to raise_error(LittleGhost::PolicyError, /sandbox working directory is outside the selected scope/)
+        .to raise_error(LittleGhost::ToolError, %r{sandbox working directory is outside the selected scope: /etc})
     end
 
     it "adds uid, gid, tmpfs and proc options" do

@@ -176,7 +176,7 @@ RSpec.describe "littleghost-sandbox command" do
       expect(err).to include("invalid option: --no-such-option").and include("Usage:")
       expect(status.exitstatus).to eq(2)
 
-      %w[--network everything --timeout 0 --rw missing-path].each_slice(2) do |option, value|
+      ["--network", "everything", "--timeout", "0", "--rw", "name="].each_slice(2) do |option, value|
         _, err, status = cli("run", option, value, "--", "true", chdir: work)
         expect([status.exitstatus, err]).to match([2, /Usage:/])
       end
@@ -194,6 +194,8 @@ RSpec.describe "littleghost-sandbox command" do
       _, err, status = cli("run", "--ro", "data=#{File.join(work, 'absent')}", "--", "true", chdir: work)
       expect(status.exitstatus).to eq(125)
       expect(err).to include("absent")
+      _, err, status = cli("run", "--rw", "missing-path", "--", "true", chdir: work) # an unnamed grant: PATH
+      expect([status.exitstatus, err]).to match([125, /not a directory: .*missing-path/])
     end
   end
 

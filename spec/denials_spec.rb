@@ -115,7 +115,7 @@ RSpec.describe LittleGhost::Sandbox::Denial do
     end.to raise_error(LittleGhost::ToolError, "Program memory exceeded 20000000 bytes")
     expect do
       sandbox.execute_program(["sh", "-c", "while :; do :; done"], timeout: 30, cpu_seconds: 1)
-    end.to raise_error(LittleGhost::ToolError, "Program CPU time exceeded 1 seconds")
+    end.to raise_error(LittleGhost::ToolError, "Program CPU time exceeded 1 second")
     expect(sandbox.denials.map { |d| fields(d).slice(:kind, :target, :reason) })
       .to eq([{kind: :limit, target: "sh", reason: :memory_limit}, {kind: :limit, target: "sh", reason: :cpu_limit}])
     expect(seen.map(&:last)).to eq([Thread.current, Thread.current])

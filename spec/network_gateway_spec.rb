@@ -89,7 +89,6 @@ RSpec.describe "LittleGhost::Network gateways (SPEC G.2, G.4)" do
       expect { gateway.open }.to raise_error(LittleGhost::PolicyError, /is not a directory/)
       File.delete(File.join(tmp, "proxy"))
       FileUtils.mkdir_p(File.join(tmp, "proxy"))
-      expect { gateway.validate! }.to raise_error(LittleGhost::DependencyError, "external gateway is not open")
       expect(gateway.open(run: nil)).to equal(gateway)
       expect(gateway.validate!).to equal(gateway)
 
@@ -100,6 +99,21 @@ RSpec.describe "LittleGhost::Network gateways (SPEC G.2, G.4)" do
       expect(gateway.close).to be_nil
       expect(gateway.close).to be_nil
       expect(gateway).not_to be_open
+    end
+
+    it "opens itself on the first validate!, as the framework's gateway does, then runs the validator" do
+      seen = []
+      gateway = build(validate: -> { seen << :validated })
+      expect { gateway.validate! }.to raise_error(LittleGhost::DependencyError, /is missing/)
+      expect(seen).to be_empty # a gateway that cannot open never reaches the validator
+      FileUtils.mkdir_p(File.join(tmp, "proxy"))
+      expect(gateway.validate!).to equal(gateway)
+      expect(gateway).to be_open
+      expect(seen).to eq([:validated])
+      File.rename(File.join(tmp, "proxy"), File.join(tmp, "moved"))
+      FileUtils.mkdir_p(File.join(tmp, "proxy"))
+      expect { gateway.validate! } # opened once: a later swap is still refused, not re-pinned
+        .to raise_error(LittleGhost::DependencyError, "external gateway runtime path changed after opening")
     end
 
     it "calls the application's validator after its own checks" do

@@ -140,7 +140,7 @@ RSpec.describe "Kernel-enforced process limits (L.1-L.3)" do
         sandbox, ["sh", "-c", "for i in 1 2 3 4; do (while :; do :; done) & done; wait"], cpu_seconds: 1
       )
       elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
-      expect(error&.message).to eq("Program CPU time exceeded 1 seconds")
+      expect(error&.message).to eq("Program CPU time exceeded 1 second")
       # 4 busy children on this host's cores: whole-tree accounting stops them long before each used 1 s.
       expect(elapsed).to be < 10
     end
@@ -148,7 +148,7 @@ RSpec.describe "Kernel-enforced process limits (L.1-L.3)" do
     it "reports a session's CPU time limit on its next call" do
       session = start(sandbox, ["sh", "-c", "(while :; do :; done) & while :; do :; done"], cpu_seconds: 1)
       _output, error = read_until_error(session)
-      expect(error&.message).to eq("Program CPU time exceeded 1 seconds")
+      expect(error&.message).to eq("Program CPU time exceeded 1 second")
       expect(eventually(5) { live_group_members(session.pid).empty? }).to be(true)
     end
 

@@ -3,50 +3,58 @@
 require "open3"
 require "rbconfig"
 
-# The README's "Using it" sample is what a new user pastes into a file first: it must run end to end, and every
-# `# => value` it shows must be what Ruby really returns. The sample uses `provider: :native` (Bubblewrap here).
-RSpec.describe "README usage sample" do
+# Every ```ruby sample in README.md and docs/*.md is what a new user pastes into a file: each must run on its own,
+# and every `EXPRESSION # => VALUE` it shows must be what Ruby really returns.
+RSpec.describe "code samples in the user's guide and docs" do
   root = File.expand_path("..", __dir__)
-
-  def usage_block(readme)
-    section = readme[/^## Using it\n(.*?)^## /m, 1] or raise "README.md has no 'Using it' section"
-    section[/^```ruby\n(.*?)^```$/m, 1] or raise "the 'Using it' section has no ```ruby block"
+  documents = [File.join(root, "README.md"), *Dir[File.join(root, "docs", "*.md")].sort]
+  samples = documents.flat_map do |document|
+    text = File.read(document)
+    text.enum_for(:scan, /^```ruby\n(.*?)^```$/m).map do
+      line = text[0...Regexp.last_match.begin(0)].count("\n") + 2
+      [File.basename(document), line, Regexp.last_match(1)]
+    end
   end
 
-  # Each `EXPR # => VALUE` line becomes a check that EXPR == VALUE (a trailing "(...)" remark is ignored).
+  # Each `EXPR # => VALUE` line becomes a check that EXPR == VALUE (a trailing "(remark)" is ignored).
   def with_checks(code)
     checks = 0
     lines = code.lines.each_with_index.map do |line, index|
       expression, expected = line.chomp.split(/\s+# => /, 2)
-      next line unless expected
+      next line if expected.nil? || expression.strip.empty?
 
       checks += 1
-      expected = expected.sub(/\s+\([^"]*\)\z/, "")
-      "__check(#{index + 1}, (#{expression}), (#{expected}))\n"
+      expected = expected.sub(/\s+\([^"]*\)\z/, "") # a trailing "(remark)" is prose, not Ruby
+      indent = line[/\A\s*/]
+      "#{indent}__check(#{index + 1}, (#{expression.strip}), (#{expected}))\n"
     end
     prelude = <<~RUBY
+      require "littleghost/sandbox"
+      require "tmpdir"
       def __check(line, actual, expected)
         return if actual == expected
 
-        abort "README usage line \#{line}: got \#{actual.inspect}, the README says \#{expected.inspect}"
+        abort "sample line \#{line}: got \#{actual.inspect}, the text says \#{expected.inspect}"
       end
     RUBY
     [prelude + lines.join, checks]
   end
 
-  it "runs end to end when pasted into a file, and every commented result is true" do
-    code = usage_block(File.read(File.join(root, "README.md")))
-    expect(code).to include("provider: :native")
-    checked, checks = with_checks(code)
-    expect(checks).to be >= 8
+  it "finds the samples: the quick start and one per guide section that has code" do
+    expect(samples.map(&:first)).to include("README.md")
+    expect(samples.count { |document, _, _| document == "README.md" }).to be >= 8
+    expect(samples.first.last).to include("provider: :native")
+  end
 
-    Dir.mktmpdir("lg-readme") do |tmp|
-      env = { "TMPDIR" => tmp } # the sample's Dir.mktmpdir lands here and is removed with it
-      [["pasted.rb", code], ["checked.rb", checked]].each do |name, source|
-        file = File.join(tmp, name)
-        File.write(file, source)
+  samples.each do |document, line, code|
+    it "runs the sample at #{document}:#{line} and every result it shows is true" do
+      checked, = with_checks(code)
+      Dir.mktmpdir("lg-sample") do |tmp|
+        env = {"TMPDIR" => tmp} # the sample's Dir.mktmpdir lands here and is removed with it
+        file = File.join(tmp, "sample.rb")
+        File.write(file, checked)
         out, status = Open3.capture2e(env, RbConfig.ruby, "-I", File.join(root, "lib"), file, chdir: tmp)
-        expect(status).to be_success, "#{name} failed:\n#{out}"
+        expect(status).to be_success, "#{document}:#{line} failed:\n#{out}"
       end
     end
   end

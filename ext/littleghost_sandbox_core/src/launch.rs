@@ -159,7 +159,8 @@ pub fn plan<E>(
             return Err(core_error(capability(ALLOWLIST_UNSUPPORTED)))
         }
         (NetworkMode::Allowlist, Some(gateway)) => {
-            merge_environment(&[&proxy_environment(), &gateway])
+            let allow = request.policy_network.map_or(&[][..], |n| n.allow.as_slice());
+            merge_environment(&[&proxy_environment(allow), &gateway])
         }
         _ => Vec::new(),
     };
@@ -201,8 +202,11 @@ pub fn select_network(scope: Option<NetworkMode>, policy: Option<&NetworkPolicy>
 
 /// G.5: the child's proxy variables under `:allowlist` (the relay's
 /// address); the gateway's, the workspace's, the policy's and the call's
-/// values override them.
-pub fn proxy_environment() -> Vec<(String, String)> {
+/// values override them. `NO_PROXY` keeps the sandbox's own loopback direct
+/// (`localhost,127.0.0.1`), except a loopback name the allowlist itself
+/// names: `localhost:8080` allowed means the host's service, reached through
+/// the gateway, so a client must not try the sandbox's empty loopback first.
+pub fn proxy_environment(allow: &[String]) -> Vec<(String, String)> {
     let proxy = [
         "HTTP_PROXY",
         "HTTPS_PROXY",
@@ -212,8 +216,17 @@ pub fn proxy_environment() -> Vec<(String, String)> {
         "all_proxy",
     ]
     .map(|name| (name.to_string(), RELAY_PROXY_URL.to_string()));
-    let direct =
-        ["NO_PROXY", "no_proxy"].map(|name| (name.to_string(), "localhost,127.0.0.1".to_string()));
+    let allowed_host = |name: &str| {
+        allow
+            .iter()
+            .any(|entry| entry.rsplit_once(':').is_some_and(|(host, _)| host == name))
+    };
+    let direct = ["localhost", "127.0.0.1"]
+        .into_iter()
+        .filter(|name| !allowed_host(name))
+        .collect::<Vec<_>>()
+        .join(",");
+    let direct = ["NO_PROXY", "no_proxy"].map(|name| (name.to_string(), direct.clone()));
     proxy.into_iter().chain(direct).collect()
 }
 
@@ -438,6 +451,14 @@ mod tests {
         assert_eq!(value("no_proxy").as_deref(), Some("localhost,127.0.0.1"));
         assert_eq!(value("NO_PROXY").as_deref(), Some("gw"));
         assert_eq!(value("A").as_deref(), Some("policy"));
+        // A loopback name the allowlist names is the host's service: not direct.
+        let allow = ["localhost:8080".to_string()];
+        let direct = |vars: Vec<(String, String)>| {
+            vars.into_iter().find(|(n, _)| n == "no_proxy").map(|(_, v)| v)
+        };
+        assert_eq!(direct(proxy_environment(&allow)).as_deref(), Some("127.0.0.1"));
+        let both = ["localhost:1".to_string(), "127.0.0.1:2".to_string()];
+        assert_eq!(direct(proxy_environment(&both)).as_deref(), Some(""));
         // Narrowed to :none, the gateway adds nothing.
         request.scope_network = Some(NetworkMode::None);
         let planned = plan(request).unwrap();

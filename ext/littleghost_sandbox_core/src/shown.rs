@@ -16,9 +16,26 @@ pub fn bare_symbol(name: &str) -> bool {
             .all(|c| c.is_alphanumeric() || c == '_')
 }
 
+/// `1 byte`, `2 bytes`, `0 bytes`: a count with its unit in the right number
+/// (messages a model and a user read; issue 20).
+pub fn count(n: u64, unit: &str) -> String {
+    if n == 1 {
+        format!("1 {unit}")
+    } else {
+        format!("{n} {unit}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_agree_in_number() {
+        assert_eq!(count(1, "byte"), "1 byte");
+        assert_eq!(count(0, "byte"), "0 bytes");
+        assert_eq!(count(6, "second"), "6 seconds");
+    }
 
     #[test]
     fn identifiers_are_bare() {

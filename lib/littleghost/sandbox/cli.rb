@@ -12,26 +12,29 @@ module LittleGhost
     #   littleghost-sandbox probe [--json] [--provider NAME]...
     #
     # +run+ starts COMMAND in a sandbox (Workspace + Sandbox.build + Sandbox#start_program), streams its stdout
-    # and stderr to ours as they arrive, forwards our stdin to it, and exits with its status. Exit statuses:
+    # and stderr to ours as they arrive, forwards our stdin to it, and exits with its status, the way `env`,
+    # `timeout` and `docker run` do:
     #
     # - the command's own exit status;
-    # - 128 + N when signal N killed it (Bubblewrap already reports a killed child this way);
+    # - 128 + N when signal N killed it;
     # - 124 when --timeout expired (like coreutils `timeout`), after a one-line message on stderr;
-    # - 137 when the sandbox killed it for going over --memory or --output-bytes, after a one-line message;
-    # - 127 / 126 when an unsandboxed (--provider unrestricted) COMMAND is missing / not executable; under
-    #   Bubblewrap the wrapper reports it instead (exit 1, with bwrap's execvp message);
+    # - 137 when the sandbox killed it for a limit (--memory, --cpu-seconds, --output-bytes), after a one-line
+    #   message; the output written before the limit is printed first;
+    # - 127 when COMMAND is not found and 126 when it cannot be executed, on every backend;
     # - 125 when the sandbox could not be set up (unknown or unavailable provider, bad grant, missing path);
     # - 2 for a usage error (the usage goes to stderr);
     # - 130 (Ctrl-C) or 128 + N when this tool itself is interrupted; the child is terminated first.
     #
     # The workspace root (--root, default the current directory) is granted read-only; `--rw root` makes it
-    # writable. Each `--rw NAME=PATH` / `--ro NAME=PATH` adds an existing directory as a named workspace path with
-    # that access. The child's environment is PATH (the host's) plus --env values, unless --inherit-env is given.
-    # The network is the backend's secure default (`none` for Bubblewrap and Seatbelt) unless --network is given.
+    # writable. `--rw PATH` / `--ro PATH` add an existing directory under the name of its last component
+    # (`--rw NAME=PATH` names it). Sizes take K, M, G or T (powers of 1024: `500M`); durations take ms, s, m or h
+    # (`1.5s`, `2m`; a bare number is seconds). `--allow HOST:PORT` (repeatable) switches the network to an
+    # allowlist through the gem's gateway; `--allow-private` lets it reach loopback and private addresses. The
+    # child's environment is PATH (the host's) plus --env values, unless --inherit-env is given.
     #
-    # +probe+ prints, for each built-in backend (or each --provider), whether it is available on this host, why
-    # not, and what it enforces (features, network modes, isolation). It exits 0, or 1 when a --provider named is
-    # unavailable.
+    # +probe+ prints every backend (Landlock included): whether it is available here, why not, what it enforces
+    # (features, network modes, isolation), which limits the kernel enforces, and which backend Native would pick.
+    # `--json` prints the same as JSON. It exits 0, or 1 when a --provider named is unavailable.
     #
     #   LittleGhost::Sandbox::CLI.start(["run", "--", "echo", "hi"]) # prints "hi", returns 0
     class CLI
@@ -43,8 +46,16 @@ module LittleGhost
       TIMED_OUT = 124
       # Exit status when the sandbox killed the command for a resource limit (128 + SIGKILL).
       LIMIT_KILLED = 128 + Signal.list.fetch("KILL")
-      # Backends probed when no --provider is given: the gem's built-in registrations.
-      BUILTIN_PROVIDERS = %i[native bubblewrap seatbelt unrestricted].freeze
+      # Exit status when COMMAND was not found (like a shell, `env` and `docker run`).
+      NOT_FOUND = 127
+      # Exit status when COMMAND was found but could not be executed.
+      NOT_EXECUTABLE = 126
+      # Backends probed when no --provider is given: every built-in registration.
+      BUILTIN_PROVIDERS = %i[native bubblewrap landlock seatbelt unrestricted].freeze
+      # Size suffixes (powers of 1024, as `docker run --memory` and `ulimit` read them).
+      SIZE_UNITS = { "" => 1, "k" => 1024, "m" => 1024**2, "g" => 1024**3, "t" => 1024**4 }.freeze
+      # Duration suffixes, in seconds.
+      DURATION_UNITS = { "" => 1, "ms" => 0.001, "s" => 1, "m" => 60, "h" => 3600 }.freeze
       # Seconds each read waits for output before the loop checks the deadline again.
       READ_SLICE = 0.05
       # Stands for "no output limit" (the session's combined counter needs a positive Integer).
@@ -114,27 +125,36 @@ module LittleGhost
           parser.on("--root DIR", "Workspace root, granted read-only (default: the current directory)") do |v|
             options[:root] = v
           end
-          parser.on("--rw NAME=PATH", "Grant an existing directory read-write (`--rw root`: the root)") do |v|
+          parser.on("--rw [NAME=]PATH", "Grant an existing directory read-write (`--rw root`: the root)") do |v|
             add_grant(options, v, :read_write)
           end
-          parser.on("--ro NAME=PATH", "Grant an existing directory read-only") { |v| add_grant(options, v, :read_only) }
+          parser.on("--ro [NAME=]PATH", "Grant an existing directory read-only") { |v| add_grant(options, v, :read_only) }
           parser.on("--network MODE", %w[none inherit], "none or inherit (default: the backend's; none if isolated)") do |v|
             options[:network] = v.to_sym
           end
-          parser.on("--timeout SECONDS", Float, "Terminate the command after SECONDS; exit 124") do |v|
-            raise UsageError, "--timeout must be positive" unless v.positive? && v.finite?
-
-            options[:timeout] = v
+          parser.on("--allow HOST:PORT", "Allow a destination through the gateway (repeatable; implies the allowlist)") do |v|
+            options[:allow] << v
           end
-          parser.on("--memory BYTES", Integer, "Kill the command when its processes' RSS passes BYTES") do |v|
-            raise UsageError, "--memory must be positive" unless v.positive?
-
-            options[:memory_bytes] = v
+          parser.on("--allow-private", "Let --allow destinations be loopback or private addresses") do
+            options[:allow_private] = true
           end
-          parser.on("--output-bytes BYTES", Integer, "Kill the command after BYTES of output (default: no limit)") do |v|
-            raise UsageError, "--output-bytes must be positive" unless v.positive?
+          parser.on("--timeout DURATION", "Terminate the command after DURATION (1.5s, 2m); exit 124") do |v|
+            options[:timeout] = duration(v, "--timeout")
+          end
+          parser.on("--memory SIZE", "--memory-bytes SIZE", "Kill the command when its memory passes SIZE (500M)") do |v|
+            options[:memory_bytes] = size(v, "--memory")
+          end
+          parser.on("--tasks N", "Limit the command's processes and threads to N") do |v|
+            options[:tasks] = size(v, "--tasks")
+          end
+          parser.on("--cpu-seconds DURATION", "Kill the command after DURATION of CPU time (whole seconds)") do |v|
+            seconds = duration(v, "--cpu-seconds")
+            raise UsageError, "--cpu-seconds must be whole seconds, got #{v}" unless seconds == seconds.round
 
-            options[:output_bytes] = v
+            options[:cpu_seconds] = seconds.round
+          end
+          parser.on("--output-bytes SIZE", "Kill the command after SIZE of output (default: no limit)") do |v|
+            options[:output_bytes] = size(v, "--output-bytes")
           end
           parser.on("--env NAME=VALUE", "Set a variable in the command's environment") do |v|
             name, value = v.split("=", 2)
@@ -148,23 +168,57 @@ module LittleGhost
         end
       end
 
+      # "500M" -> 524288000; a positive whole number with an optional K/M/G/T suffix (powers of 1024).
+      def size(text, option)
+        match = /\A(\d+)\s*([kmgt]?)(?:i?b)?\z/i.match(text.strip)
+        raise UsageError, "#{option} needs a size such as 4096, 64K or 500M, got #{text.inspect}" unless match
+
+        value = Integer(match[1], 10) * SIZE_UNITS.fetch(match[2].downcase)
+        raise UsageError, "#{option} must be positive" unless value.positive?
+
+        value
+      end
+
+      # "1.5s" -> 1.5, "500ms" -> 0.5, "2m" -> 120; a bare number is seconds.
+      def duration(text, option)
+        match = /\A(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\z/i.match(text.strip)
+        raise UsageError, "#{option} needs a duration such as 30, 1.5s, 500ms or 2m, got #{text.inspect}" unless match
+
+        value = Float(match[1]) * DURATION_UNITS.fetch(match[2].to_s.downcase)
+        raise UsageError, "#{option} must be positive" unless value.positive?
+
+        value
+      end
+
       def add_grant(options, value, access)
-        name, path = value.split("=", 2)
-        if name == "root"
-          raise UsageError, "--rw/--ro root takes no PATH; use --root DIR" unless path.nil?
+        name, path = value.include?("=") ? value.split("=", 2) : [nil, value]
+        if (name || path) == "root" && path !~ %r{/}
+          raise UsageError, "--rw/--ro root takes no PATH; use --root DIR" if name && !path.empty?
 
           options[:root_access] = access
           return
         end
-        raise UsageError, "grant needs NAME=PATH, got #{value.inspect}" if path.nil? || path.empty?
+        raise UsageError, "grant needs PATH or NAME=PATH, got #{value.inspect}" if path.nil? || path.empty?
+
+        name ||= unique_grant_name(options, File.basename(File.expand_path(path)))
         raise UsageError, "grant name must be a word (letters, digits, _), got #{name.inspect}" unless name.match?(/\A\w+\z/)
         raise UsageError, "grant name #{name} is given twice" if options[:grants].key?(name.to_sym)
 
         options[:grants][name.to_sym] = [path, access]
       end
 
+      # A grant name from a directory's last component: word characters only, never "root", unique.
+      def unique_grant_name(options, base)
+        base = base.gsub(/\W/, "_").sub(/\A_*\z/, "dir")
+        base = "#{base}_dir" if base == "root"
+        name = base
+        counter = 1
+        name = "#{base}_#{counter += 1}" while options[:grants].key?(name.to_sym)
+        name
+      end
+
       def run(argv)
-        options = { environment: {}, grants: {}, root_access: :read_only, inherit_environment: false }
+        options = { environment: {}, grants: {}, root_access: :read_only, inherit_environment: false, allow: [] }
         command = run_parser(options).order(argv) # stops at "--" (removed) or at the first non-option
         raise UsageError, "run needs a COMMAND after --" if command.empty?
 
@@ -201,25 +255,38 @@ module LittleGhost
         workspace = Workspace.new(root: root, paths: paths)
         environment = { inherit: options[:inherit_environment] }
         declaration = { provider: (options[:provider] || :native).to_sym, files: files, environment: environment }
-        declaration[:network] = options[:network] if options[:network]
+        declaration[:network] = network(options)
+        declaration.delete(:network) if declaration[:network].nil?
         [workspace, Sandbox.build(declaration, workspace: workspace)]
+      end
+
+      # --network, or the allowlist that --allow implies; nil leaves the backend's default.
+      def network(options)
+        return options[:network] if options[:allow].empty?
+        raise UsageError, "--allow needs the allowlist; it cannot be combined with --network #{options[:network]}" if options[:network]
+
+        { allow: options[:allow], allow_private_destinations: options[:allow_private] || false }
       end
 
       # Starts the command, streams its output until it ends or times out, and returns the exit status.
       def supervise(sandbox, command, options)
         environment = options[:inherit_environment] ? {} : { "PATH" => ENV.fetch("PATH", "/usr/local/bin:/usr/bin:/bin") }
+        environment = environment.merge(options[:environment])
+        missing = unrunnable(command.first, sandbox.workspace.root, (options[:inherit_environment] ? ENV : environment)["PATH"])
+        return exec_failed(command.first, missing) if missing
+
+        limits = options.slice(:memory_bytes, :tasks, :cpu_seconds).compact
         begin
           session = sandbox.start_program(
             command,
-            environment: environment.merge(options[:environment]),
+            environment: environment,
             inherit_environment: options[:inherit_environment],
             output_bytes: options[:output_bytes] || UNLIMITED_OUTPUT,
-            memory_bytes: options[:memory_bytes]
+            **limits
           )
         rescue Errno::ENOENT, Errno::EACCES => e
           # Spawned directly (no wrapper in between): report like a shell does.
-          @err.puts("littleghost-sandbox: #{command.first}: #{e.is_a?(Errno::ENOENT) ? 'command not found' : 'permission denied'}")
-          return e.is_a?(Errno::ENOENT) ? 127 : 126
+          return exec_failed(command.first, e.is_a?(Errno::ENOENT) ? NOT_FOUND : NOT_EXECUTABLE)
         end
         feeder = feed_stdin(session)
         begin
@@ -230,26 +297,78 @@ module LittleGhost
         end
       end
 
+      # 127 or 126 when +program+ is certainly not runnable: it names no file on the child's PATH (or from the
+      # workspace root), or the file is not executable. The sandbox sees the host's system directories, so this
+      # answers before anything starts on every backend; what only the sandbox hides is caught by
+      # #bwrap_exec_failure.
+      def unrunnable(program, root, path)
+        candidates = if program.include?("/")
+                       [File.expand_path(program, root)]
+                     else
+                       path.to_s.split(":").reject(&:empty?).map { |dir| File.join(File.expand_path(dir, root), program) }
+                     end
+        found = candidates.select { |file| File.file?(file) }
+        return NOT_FOUND if found.empty?
+
+        found.any? { |file| File.executable?(file) } ? nil : NOT_EXECUTABLE
+      end
+
+      def exec_failed(program, status)
+        @err.puts("littleghost-sandbox: #{program}: #{status == NOT_FOUND ? 'command not found' : 'permission denied'}")
+        status
+      end
+
       def stream(session, timeout)
         deadline = timeout && (now + timeout)
+        @exec_failure = @held_back = nil
+        seen_output = false
         loop do
           remaining = deadline && (deadline - now)
           return timed_out(session, timeout) if remaining && remaining <= 0
 
           chunk = session.read(timeout: remaining ? [READ_SLICE, remaining].min : READ_SLICE)
-          copy(chunk)
+          empty = chunk.stdout.empty? && chunk.stderr.empty?
+          if !seen_output && !empty && (@exec_failure = bwrap_exec_failure(chunk))
+            @held_back = chunk # shown only if the exit status says it was the program's own output
+          else
+            copy_held_back unless empty
+            copy(chunk)
+          end
+          seen_output ||= !empty
           break if chunk.eof
           # Both pipes closed while the command still runs: nothing to read, so do not spin.
-          sleep(0.01) if chunk.stdout.empty? && chunk.stderr.empty?
+          sleep(0.01) if empty
         end
-        exit_status(session.wait)
+        status = exit_status(session.wait)
+        return exec_failed(@exec_failure[:program], @exec_failure[:status]) if @exec_failure && status == 1
+
+        copy_held_back
+        status
       rescue LittleGhost::ToolError => e
-        # A resource limit (memory, output) ended the command; the session has already killed it.
+        # A resource limit (memory, CPU, output) ended the command; the session has already killed it, and what
+        # it wrote before the limit has been streamed.
         @err.puts("littleghost-sandbox: #{e.message}")
         LIMIT_KILLED
       rescue Errno::EPIPE
         # Whoever reads our output went away (`... | head`): stop the command like a shell pipeline would.
         128 + Signal.list.fetch("PIPE")
+      end
+
+      # Bubblewrap reports a program it cannot execute inside the sandbox as exit 1 with exactly
+      # "bwrap: execvp PROGRAM: REASON" on stderr and nothing else (its C locale's wording). When the first output
+      # is exactly that, it is held back until more output or the exit status says whose it was.
+      def bwrap_exec_failure(chunk)
+        match = /\Abwrap: execvp (.+): (No such file or directory|Not a directory|Permission denied|Exec format error)\n\z/
+                .match(chunk.stderr)
+        return nil unless match && chunk.stdout.empty?
+
+        status = match[2].start_with?("No such", "Not a dir") ? NOT_FOUND : NOT_EXECUTABLE
+        { program: match[1], status: status }
+      end
+
+      def copy_held_back
+        copy(@held_back) if @held_back
+        @held_back = @exec_failure = nil
       end
 
       def timed_out(session, timeout)
@@ -302,7 +421,7 @@ module LittleGhost
       def probe_parser(options)
         OptionParser.new do |parser|
           parser.banner = "probe options:"
-          parser.on("--json", "Print JSON: {NAME: {available, reason, features, network_modes, isolation}}") do
+          parser.on("--json", "Print JSON: {NAME: {available, reason, features, network_modes, isolation, limits, backend}}") do
             options[:json] = true
           end
           parser.on("--provider NAME", "Probe only NAME (repeatable); exit 1 if one is unavailable") do |v|
@@ -325,25 +444,37 @@ module LittleGhost
       def describe(name)
         result = Sandbox.probe(name)
         capabilities = result[:capabilities]
-        {
+        entry = {
           available: result[:available], reason: result[:reason],
           features: capabilities.features.map(&:to_s), network_modes: capabilities.network_modes.map(&:to_s),
           isolation: capabilities.isolation.to_s
         }
+        entry[:backend] = result[:backend].to_s if result[:backend]
+        entry[:bubblewrap_reason] = result[:bubblewrap_reason] if result[:bubblewrap_reason]
+        entry[:limits] = result[:limits].transform_values { |v| v == true ? true : v.to_s } if result[:limits]
+        entry
       end
 
       def print_report(report)
         report.each do |name, entry|
-          if entry[:available]
-            @out.puts("#{name}: available")
-            @out.puts("  isolation:     #{entry[:isolation]}")
-            @out.puts("  network modes: #{entry[:network_modes].join(', ').then { |s| s.empty? ? '(none)' : s }}")
-            @out.puts("  features:      #{entry[:features].join(', ').then { |s| s.empty? ? '(none)' : s }}")
-          else
+          unless entry[:available]
             @out.puts("#{name}: unavailable")
             @out.puts("  reason: #{entry[:reason]}")
+            next
+          end
+          @out.puts("#{name}: available#{" (picks #{entry[:backend]})" if entry[:backend]}")
+          @out.puts("  why not bubblewrap: #{entry[:bubblewrap_reason]}") if entry[:bubblewrap_reason]
+          @out.puts("  isolation:     #{entry[:isolation]}")
+          @out.puts("  network modes: #{listed(entry[:network_modes])}")
+          @out.puts("  features:      #{listed(entry[:features])}")
+          entry[:limits]&.each do |limit, answer|
+            @out.puts("  limit #{limit}: #{answer == true ? 'enforced' : "not enforced (#{answer})"}")
           end
         end
+      end
+
+      def listed(names)
+        names.empty? ? "(none)" : names.join(", ")
       end
     end
   end

@@ -27,7 +27,9 @@ use crate::ruby_api::{
 };
 
 /// The optional keywords of `execute_program`, after the required `timeout`.
-const EXECUTE_KEYS: [&str; 10] = [
+/// `output_bytes` and `max_output_bytes` are one keyword in two spellings,
+/// as are they in `start_program` (issue 20: one vocabulary).
+const EXECUTE_KEYS: [&str; 12] = [
     "context",
     "max_output_bytes",
     "environment",
@@ -38,10 +40,12 @@ const EXECUTE_KEYS: [&str; 10] = [
     "memory_bytes",
     "tasks",
     "cpu_seconds",
+    "output_bytes",
+    "allow_subprocesses",
 ];
 
 /// The keywords of `start_program`, all optional.
-const START_KEYS: [&str; 11] = [
+const START_KEYS: [&str; 12] = [
     "context",
     "environment",
     "inherit_environment",
@@ -53,7 +57,25 @@ const START_KEYS: [&str; 11] = [
     "file_bytes",
     "allow_subprocesses",
     "tasks",
+    "max_output_bytes",
 ];
+
+/// The output bound under either spelling; both at once is ArgumentError.
+fn output_bound(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    get: &dyn Fn(&str) -> Option<Value>,
+) -> Result<u64, Error> {
+    match (get("output_bytes"), get("max_output_bytes")) {
+        (Some(_), Some(_)) => Err(errors::argument_error(
+            ruby,
+            "give output_bytes: or its older spelling max_output_bytes:, not both",
+        )),
+        (Some(value), None) => positive_integer(ruby, value, "output_bytes"),
+        (None, Some(value)) => positive_integer(ruby, value, "max_output_bytes"),
+        (None, None) => default_output_bytes(ruby, rb_self),
+    }
+}
 
 /// What both launch methods take: the command and where and how it runs.
 pub(crate) struct Launch {
@@ -63,6 +85,8 @@ pub(crate) struct Launch {
     pub inherit: bool,
     pub scope: Option<Value>,
     pub cwd: Option<Value>,
+    /// `allow_subprocesses:`; nil or absent: the backend's default (H.6).
+    pub allow_subprocesses: Option<bool>,
 }
 
 /// `execute_program(command, timeout:, ...)`, validated before anything is
@@ -80,8 +104,6 @@ pub(crate) struct StartCall {
     pub launch: Launch,
     pub output_bytes: u64,
     pub file_bytes: Option<u64>,
-    /// nil or absent: the backend's default (H.6).
-    pub allow_subprocesses: Option<bool>,
     pub limits: Plan,
 }
 
@@ -100,6 +122,7 @@ impl Launch {
             inherit: get("inherit_environment").is_some_and(|v| v.to_bool()),
             scope: get("scope"),
             cwd: get("cwd"),
+            allow_subprocesses: get("allow_subprocesses").map(|v| v.to_bool()),
         }
     }
 }
@@ -123,10 +146,7 @@ impl ExecuteCall {
         let (command, values) = command_call(ruby, args, &["timeout"], &EXECUTE_KEYS)?;
         let get = |name: &str| lookup(&EXECUTE_KEYS, &values[1..], name);
         let timeout = validate_timeout(ruby, values[0].unwrap())?;
-        let max_output_bytes = match get("max_output_bytes") {
-            Some(value) => positive_integer(ruby, value, "max_output_bytes")?,
-            None => default_output_bytes(ruby, rb_self)?,
-        };
+        let max_output_bytes = output_bound(ruby, rb_self, &get)?;
         let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
         require_execute(ruby, rb_self, get("scope"))?;
         Ok(ExecuteCall {
@@ -154,10 +174,7 @@ impl StartCall {
                 .map(|v| positive_integer(ruby, v, name))
                 .transpose()
         };
-        let output_bytes = match optional("output_bytes")? {
-            Some(bytes) => bytes,
-            None => default_output_bytes(ruby, rb_self)?,
-        };
+        let output_bytes = output_bound(ruby, rb_self, &get)?;
         let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
         let file_bytes = optional("file_bytes")?;
         require_execute(ruby, rb_self, get("scope"))?;
@@ -165,7 +182,6 @@ impl StartCall {
             output_bytes,
             limits,
             file_bytes,
-            allow_subprocesses: get("allow_subprocesses").map(|v| v.to_bool()),
             launch: Launch::parse(command, &get),
         })
     }
@@ -471,10 +487,12 @@ pub(crate) fn start(
     call: StartCall,
 ) -> Result<Value, Error> {
     let denials = crate::ruby_api::denial::Reporter::of(owner, host.program());
+    let shown_command = Some(convert::argv(ruby, call.launch.command)?);
     process_session::start(
         ruby,
         SessionRequest {
             argv: host.argv,
+            shown_command,
             environment: host.environment,
             inherit_environment: host.inherit_environment,
             chdir: host.chdir,

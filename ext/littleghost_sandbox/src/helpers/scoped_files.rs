@@ -61,9 +61,31 @@ fn file_method<const OP: usize, const HOOK: bool>(
     let operation = FILE_OPERATIONS[OP];
     let args = scope::FileArguments::parse(ruby, operation, args)?;
     check_context(scope::context_keyword(args.keywords)?)?;
+    require_opened_workspace(ruby, rb_self)?;
     let default_scope = default_scope::<HOOK>(ruby, rb_self)?;
     let texts = args.texts()?;
     scope::operate(ruby, default_scope, (operation, &texts), args.path, None)
+}
+
+/// A plain Workspace that was never opened and whose root does not exist yet
+/// would answer every path with "does not exist": say what to do instead
+/// (issue 20). A root that exists is usable unopened, as upstream allows.
+fn require_opened_workspace(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
+    let workspace = crate::ruby_api::sandbox::workspace_of(ruby, rb_self.as_value());
+    let Some(native) = crate::ruby_api::workspace::native(ruby, workspace) else {
+        return Ok(());
+    };
+    let root = crate::helpers::launch_args::workspace_root(workspace)?;
+    if native.is_open() || root.is_dir() {
+        return Ok(());
+    }
+    Err(crate::ruby_api::errors::tool_error(
+        ruby,
+        format!(
+            "Workspace is not open: call workspace.open first (it creates the root {})",
+            root.display()
+        ),
+    ))
 }
 
 /// Whether an operation is allowed, optionally on a logical `path`, answered by the cached default scope; never raises for a path or scope problem.

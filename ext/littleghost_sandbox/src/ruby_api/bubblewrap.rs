@@ -375,7 +375,7 @@ fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
 /// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
-    let (host, _filter) = wrap_command(ruby, rb_self, &call.launch, None)?;
+    let (host, _filter) = wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
     la::run(ruby, rb_self, host, call)
 }
 
@@ -383,7 +383,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = StartCall::parse(ruby, rb_self, args, false)?;
     // nil means the default (H.6), which here is true.
-    let requested = Some(call.allow_subprocesses.unwrap_or(true));
+    let requested = Some(call.launch.allow_subprocesses.unwrap_or(true));
     crate::ruby_api::process_runner::check_context(call.launch.context)?;
     let (host, _filter) = wrap_command(ruby, rb_self, &call.launch, requested)?;
     la::start(ruby, rb_self, host, call)

@@ -195,6 +195,13 @@ impl ExternalGateway {
     /// (when it answers `runtime_paths`), then pins the roots.
     fn open(ruby: &Ruby, rb_self: Obj<Self>, rb_args: &[Value]) -> Result<Obj<Self>, Error> {
         args::keywords(ruby, args::keywords_only(rb_args)?, &[], &["run"])?;
+        Self::open_checked(ruby, &rb_self)?;
+        Ok(rb_self)
+    }
+
+    /// `open`'s checks and pins; `validate!` runs them too on a gateway that
+    /// was never opened (the framework's gateway opens itself on first use).
+    fn open_checked(ruby: &Ruby, rb_self: &Obj<Self>) -> Result<(), Error> {
         let policy = ruby.get_inner(rb_self.policy);
         if let Some(policy) = crate::ruby_api::policy::borrow(policy) {
             errors::core_result(ruby, rb_self.core().check_policy(policy.core()))?;
@@ -204,17 +211,21 @@ impl ExternalGateway {
                 .check_grants(names.iter().map(String::as_str));
             errors::core_result(ruby, checked)?;
         }
-        errors::core_result(ruby, rb_self.core().open())?;
-        Ok(rb_self)
+        errors::core_result(ruby, rb_self.core().open())
     }
 
     fn is_open(rb_self: &Self) -> bool {
         rb_self.core().is_open()
     }
 
-    /// validate!: the roots are still the pinned directories, then the
-    /// application's validator (`call()` or `call(gateway)` by its arity).
+    /// validate!: opens the gateway first when it was never opened (as the
+    /// framework's gateway does), then checks the roots are still the pinned
+    /// directories, then runs the application's validator (`call()` or
+    /// `call(gateway)` by its arity).
     fn validate(ruby: &Ruby, rb_self: Obj<Self>) -> Result<Obj<Self>, Error> {
+        if !rb_self.core().is_open() {
+            Self::open_checked(ruby, &rb_self)?;
+        }
         errors::core_result(ruby, rb_self.core().validate())?;
         let validator = ruby.get_inner(rb_self.validator);
         if !validator.is_nil() {

@@ -230,10 +230,13 @@ fn wrap_command(
     let tmpdir = state.tmpdir.borrow().clone().ok_or_else(|| {
         errors::tool_error(ruby, "the landlock sandbox was closed during the launch")
     })?;
+    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
+    let workspace_directories = la::workspace_directories(ruby, workspace)?;
     let sandbox = ll::launch::Sandbox {
         root: core.root_filesystem,
         runtime_roots: &state.runtime_roots,
         tmpdir: &tmpdir,
+        workspace_directories: &workspace_directories,
     };
     let scoped = scope.is_some();
     let argv = host::command(sandbox, &mut launch, scoped, allow, argv);
@@ -246,7 +249,7 @@ fn wrap_command(
 /// Runs `command` (no shell) under Landlock and returns its Execution.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
-    let host = wrap_command(ruby, rb_self, &call.launch, None)?;
+    let host = wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
     la::run(ruby, rb_self, host, call)
 }
 
@@ -254,7 +257,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = StartCall::parse(ruby, rb_self, args, false)?;
     // nil means the default (H.6), which here is true.
-    let requested = Some(call.allow_subprocesses.unwrap_or(true));
+    let requested = Some(call.launch.allow_subprocesses.unwrap_or(true));
     process_runner::check_context(call.launch.context)?;
     let host = wrap_command(ruby, rb_self, &call.launch, requested)?;
     la::start(ruby, rb_self, host, call)

@@ -3,10 +3,11 @@
 //! core's `policy::NetworkPolicy`; this file converts and holds the two
 //! Ruby objects the core cannot (gateway, authorizer).
 
+use littleghost_sandbox_core::policy::network_declaration::{self, DeclaredGateway};
 use littleghost_sandbox_core::policy::{self as core, NetworkMode as Mode, NetworkRequest};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RClass, RHash, Ruby, TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, RClass, RHash, Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::value_object as vo;
@@ -150,6 +151,7 @@ type Optional = (
 );
 
 fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolicy>, Error> {
+    let keywords = complete_declaration(ruby, keywords)?;
     let kwargs = get_kwargs::<_, (Value,), Optional, ()>(
         keywords,
         &["mode"],
@@ -188,6 +190,50 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
     };
     let core = errors::core_result(ruby, core::NetworkPolicy::new(request))?;
     Ok(wrap_as(ruby, class, core, gateway, authorizer))
+}
+
+/// The user's shorthand (core `network_declaration`): `allow:` alone means
+/// `mode: :allowlist`, `allow_private_destinations:` moves into the built-in
+/// gateway's options, and an unknown key is an ArgumentError listing the
+/// valid ones. Works on a copy: the caller's Hash is never changed.
+fn complete_declaration(ruby: &Ruby, keywords: RHash) -> Result<RHash, Error> {
+    let copy = ruby.hash_new();
+    let mut names = Vec::new();
+    for (key, value) in vo::hash_pairs(keywords)? {
+        names.push(match Symbol::from_value(key) {
+            Some(symbol) => vo::sym_name(symbol)?,
+            None => vo::inspect_value(ruby, key)?,
+        });
+        copy.aset(key, value)?;
+    }
+    let gateway: Value = copy.get(ruby.to_symbol("gateway")).unwrap_or(ruby.qnil().as_value());
+    let declared = if gateway.is_nil() {
+        DeclaredGateway::Absent
+    } else if vo::is_hash(ruby, gateway) || Symbol::from_value(gateway).is_some() {
+        DeclaredGateway::Options
+    } else {
+        DeclaredGateway::Object
+    };
+    let completion = errors::core_result(ruby, network_declaration::complete(&names, declared))?;
+    if let Some(mode) = completion.implied_mode {
+        copy.aset(ruby.to_symbol("mode"), ruby.to_symbol(mode.name()))?;
+    }
+    if completion.private_destinations_to_gateway {
+        let key = ruby.to_symbol(network_declaration::PRIVATE_DESTINATIONS);
+        let value: Value = copy.delete(key)?;
+        let options = match declared {
+            DeclaredGateway::Options if vo::is_hash(ruby, gateway) => vo::symbolize_keys(ruby, gateway)?,
+            DeclaredGateway::Options => {
+                let options = ruby.hash_new();
+                options.aset(ruby.to_symbol("provider"), gateway)?;
+                options
+            }
+            _ => ruby.hash_new(),
+        };
+        options.aset(key, value)?;
+        copy.aset(ruby.to_symbol("gateway"), options)?;
+    }
+    Ok(copy)
 }
 
 fn wrap_as(

@@ -60,6 +60,9 @@ static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
 /// A session launch as backends hand it over (18.1).
 pub struct SessionRequest {
     pub argv: Vec<String>,
+    /// The caller's own argv when `argv` wraps it (bwrap, the supervisor):
+    /// what `inspect` shows.
+    pub shown_command: Option<Vec<String>>,
     pub environment: Vec<(String, String)>,
     pub inherit_environment: bool,
     pub chdir: Option<std::path::PathBuf>,

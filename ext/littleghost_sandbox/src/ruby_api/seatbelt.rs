@@ -244,7 +244,7 @@ fn seatbelt_command(
 /// Runs `command` (no shell) under sandbox-exec and returns its Execution (SB.7).
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
-    let host = seatbelt_command(ruby, rb_self, &call.launch, None)?;
+    let host = seatbelt_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
     la::run(ruby, rb_self, host, call)
 }
 
@@ -252,7 +252,7 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = StartCall::parse(ruby, rb_self, args, false)?;
     // nil means the default (H.6): denied unless asked for (SB.5).
-    let requested = Some(call.allow_subprocesses.unwrap_or(false));
+    let requested = Some(call.launch.allow_subprocesses.unwrap_or(false));
     crate::ruby_api::process_runner::check_context(call.launch.context)?;
     let host = seatbelt_command(ruby, rb_self, &call.launch, requested)?;
     la::start(ruby, rb_self, host, call)

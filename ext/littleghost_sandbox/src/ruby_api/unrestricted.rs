@@ -161,20 +161,27 @@ fn host_command(ruby: &Ruby, rb_self: SandboxObj, call: &la::Launch) -> Result<H
 /// Runs an argument vector on the host without a shell and returns its Execution; the scope, if any, has already checked process_execute.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
+    refuse_subprocess_denial(ruby, &call.launch)?;
     let host = host_command(ruby, rb_self, &call.launch)?;
     la::run(ruby, rb_self, host, call)
+}
+
+/// `allow_subprocesses: false` cannot be enforced on the host: CapabilityError.
+fn refuse_subprocess_denial(ruby: &Ruby, launch: &la::Launch) -> Result<(), Error> {
+    if launch.allow_subprocesses == Some(false) {
+        return Err(errors::capability_error(
+            ruby,
+            "the unrestricted sandbox cannot prohibit subprocess creation",
+        ));
+    }
+    Ok(())
 }
 
 /// Starts an owned, duplex ProcessSession on the host; `allow_subprocesses: false` cannot be enforced and raises CapabilityError.
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = StartCall::parse(ruby, rb_self, args, true)?;
     // nil means the default (H.6), which here is true.
-    if call.allow_subprocesses == Some(false) {
-        return Err(errors::capability_error(
-            ruby,
-            "the unrestricted sandbox cannot prohibit subprocess creation",
-        ));
-    }
+    refuse_subprocess_denial(ruby, &call.launch)?;
     let host = host_command(ruby, rb_self, &call.launch)?;
     // 2.4: once, before spawning.
     check_context(call.launch.context)?;

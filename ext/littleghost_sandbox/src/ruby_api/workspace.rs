@@ -378,7 +378,14 @@ fn open(ruby: &Ruby, rb_self: Obj<Workspace>, args: &[Value]) -> Result<Value, E
 
 /// open?: whether the workspace is open.
 fn is_open(rb_self: &Workspace) -> bool {
-    rb_self.active.get()
+    rb_self.is_open()
+}
+
+impl Workspace {
+    /// Whether `open` ran and `close` has not.
+    pub(crate) fn is_open(&self) -> bool {
+        self.active.get()
+    }
 }
 
 /// run: the run passed to `open`, or nil.

@@ -62,6 +62,7 @@ pub fn prepare(
         root,
         runtime_roots,
         tmpdir: &tmpdir,
+        workspace_directories: &[],
     };
     if let Err(error) = ll::launch::check(sandbox, grants) {
         let _ = std::fs::remove_dir_all(&tmpdir);

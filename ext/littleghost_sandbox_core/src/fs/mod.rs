@@ -48,7 +48,7 @@ const LIST_LIMIT: &str = "Directory exceeds the listing limit";
 const NOT_UTF8: &str = "File is not valid UTF-8 text";
 /// Refusals that get ": LOGICAL" appended (issue 12); the others already name
 /// the path ("Text was not found in ...") or are about the grant, not the path.
-const NAMES_PATH: [&str; 10] = [
+const NAMES_PATH: [&str; 14] = [
     OUTSIDE,
     NOT_A_FILE,
     DOES_NOT_EXIST,
@@ -59,7 +59,15 @@ const NAMES_PATH: [&str; 10] = [
     write::WRITE_SYMLINK,
     "Path must identify a sandbox entry",
     "Path escapes the sandbox scope",
+    "Write target parent does not exist",
+    "Write target cannot be a symbolic link",
+    "Path cannot be a symbolic link",
+    "Path is not a directory",
 ];
+
+/// The prefix of an OS failure no rule names (`errors::io_error`); the
+/// logical path goes right after it, before the reason.
+const OPERATION_FAILED: &str = "Sandbox filesystem operation failed";
 
 /// What tools may do inside a directory, decided by its identity (H.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -299,6 +307,10 @@ impl Broker {
             WRITE_LIMIT => format!("{WRITE_LIMIT} of {} bytes: {logical}", limits.write_bytes),
             LIST_LIMIT => format!("{LIST_LIMIT} of {} entries: {logical}", limits.list_entries),
             m if NAMES_PATH.contains(&m) => format!("{m}: {logical}"),
+            m if m.starts_with(OPERATION_FAILED) => {
+                format!("{OPERATION_FAILED} on {logical}{}", &m[OPERATION_FAILED.len()..])
+            }
+            m if m.starts_with("Path name is too long") => format!("{m}: {logical}"),
             _ => message,
         };
         match reason {

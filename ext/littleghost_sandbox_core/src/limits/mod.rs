@@ -83,9 +83,11 @@ impl LimitExceeded {
     /// The ToolError message of L.2.
     pub fn message(&self) -> String {
         match self {
-            LimitExceeded::Memory { bytes } => format!("Program memory exceeded {bytes} bytes"),
+            LimitExceeded::Memory { bytes } => {
+                format!("Program memory exceeded {}", crate::shown::count(*bytes, "byte"))
+            }
             LimitExceeded::Cpu { seconds } => {
-                format!("Program CPU time exceeded {seconds} seconds")
+                format!("Program CPU time exceeded {}", crate::shown::count(*seconds, "second"))
             }
         }
     }
@@ -184,7 +186,7 @@ mod tests {
         );
         assert_eq!(
             LimitExceeded::Cpu { seconds: 1 }.message(),
-            "Program CPU time exceeded 1 seconds"
+            "Program CPU time exceeded 1 second"
         );
     }
 

@@ -10,6 +10,7 @@ mod given;
 mod limits;
 mod mount;
 mod network;
+pub mod network_declaration;
 mod rules;
 
 pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};

@@ -147,6 +147,13 @@ impl Session {
         Ok(Session::new(process, launch.argv.clone(), output_bytes))
     }
 
+    /// The session, shown in `inspect` as `command` (the caller's argv)
+    /// rather than the wrapper's (bwrap, the Landlock supervisor).
+    pub fn shown_as(mut self, command: Vec<String>) -> Session {
+        self.command = command;
+        self
+    }
+
     /// The child.
     pub fn process(&self) -> &RunningProcess {
         &self.process

@@ -32,7 +32,14 @@ impl Layout {
                         "workspace path must name a configured path: workspace://NAME/...",
                     ));
                 }
-                let base = self.path(&String::from_utf8_lossy(name))?;
+                // `workspace://root/...` names the root (issue 20): `root` is
+                // reserved, so no configured path can take the name.
+                let name = String::from_utf8_lossy(name);
+                let base = if name == super::ROOT_NAME {
+                    self.root.as_path()
+                } else {
+                    self.path(&name)?
+                };
                 match relative {
                     None => return Ok(paths::clean(base)),
                     Some(relative) => (base, relative),

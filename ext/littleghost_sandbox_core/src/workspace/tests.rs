@@ -37,6 +37,10 @@ fn workspace_resolve_relative_and_named() {
         resolve("workspace://home/.x/y").unwrap(),
         PathBuf::from("/home/agent/.x/y")
     );
+    // The root has the reserved name `root`.
+    assert_eq!(resolve("workspace://root").unwrap(), PathBuf::from("/w"));
+    assert_eq!(resolve("workspace://root/notes/a.md").unwrap(), PathBuf::from("/w/notes/a.md"));
+    assert!(message(resolve("workspace://root/../etc")).contains("traversal is not allowed"));
 }
 
 #[test]
@@ -51,7 +55,6 @@ fn workspace_resolve_rejects_bad_references() {
     assert!(message(resolve("~/x")).contains("escapes its root"));
     assert!(message(resolve("a\0b")).contains("null byte"));
     assert!(matches!(resolve("workspace://nope/x"), Err(Error::Key(_))));
-    assert!(matches!(resolve("workspace://root"), Err(Error::Key(_))));
     assert!(matches!(resolve(".."), Err(Error::Argument(_))));
 }
 

@@ -46,11 +46,14 @@ module LittleGhost
       # +runtime_roots+:: host directories bound read-only under <tt>root_filesystem: :isolated</tt>
       #                   (<tt>["/usr"]</tt>).
       # +uid+, +gid+:: the ids the child sees (Integers >= 0).
-      # +relay+, +gateway_options+:: the allowlist gateway (not implemented yet).
+      # +relay+:: the relay executable that runs the program inside the network namespace under
+      #           <tt>network: {allow: [...]}</tt> (default: the gem's helper).
+      # +gateway_options+:: options merged under a gateway provider Hash (for example
+      #                     <tt>{allow_private_destinations: true}</tt>).
       #
-      # Raises LittleGhost::PolicyError for a bad +proc+, +tmpfs_size+, mount path, +uid+ or +gid+;
-      # LittleGhost::CapabilityError for <tt>network: :allowlist</tt> ("allowlist networking is not implemented
-      # yet", at construction or #open); ArgumentError for an unknown keyword.
+      # Raises LittleGhost::PolicyError for a bad +proc+, +tmpfs_size+, mount path, +uid+ or +gid+; ArgumentError
+      # for an unknown keyword. An allowlist (<tt>network: {allow: ["host:port"]}</tt>) is enforced through the
+      # built-in gateway and the relay; #open raises LittleGhost::DependencyError when the relay is missing.
       #
       #   LittleGhost::Sandboxes::Bubblewrap.new(workspace: workspace, masks: ["/srv/agent/secrets"], tmpfs_size: 32 << 20)
 

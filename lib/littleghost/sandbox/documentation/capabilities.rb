@@ -157,9 +157,11 @@ module LittleGhost
     end
 
     # A network setting: <tt>:inherit</tt> (the host's network), <tt>:none</tt> (no network at all) or
-    # <tt>:allowlist</tt> (only the listed <tt>host:port</tt> destinations, through a gateway; not implemented by
-    # the built-in backends yet, which raise LittleGhost::CapabilityError). A frozen value; anywhere a network is
-    # accepted, a Symbol, a String or a Hash is coerced with ::coerce.
+    # <tt>:allowlist</tt> (only the listed <tt>host:port</tt> destinations, through a gateway: Bubblewrap enforces
+    # it; Landlock, Seatbelt and Unrestricted raise LittleGhost::CapabilityError). A frozen value; anywhere a
+    # network is accepted, a Symbol, a String or a Hash is coerced with ::coerce. A Hash with +allow+ and no
+    # +mode+ is an allowlist; <tt>allow_private_destinations:</tt> may stand beside +allow+ (it is handed to the
+    # built-in gateway); an unknown key raises ArgumentError listing the valid ones.
     #
     #   LittleGhost::Sandbox::NetworkPolicy.coerce(:none).none?   # => true
     class NetworkPolicy

@@ -16,8 +16,11 @@ module LittleGhost
   #
   # This base class enforces nothing itself: build one of the backends, usually through a provider name:
   #
-  # - <tt>:native</tt> (LittleGhost::Sandboxes::Native): Bubblewrap on Linux, Seatbelt on macOS; never falls back.
+  # - <tt>:native</tt> (LittleGhost::Sandboxes::Native): on Linux Bubblewrap when its probe passes, else Landlock,
+  #   else DependencyError naming both reasons; Seatbelt on macOS; never Unrestricted.
   # - <tt>:bubblewrap</tt> (LittleGhost::Sandboxes::Bubblewrap): Linux namespaces through +bwrap+.
+  # - <tt>:landlock</tt> (LittleGhost::Sandboxes::Landlock): Landlock + seccomp, for hosts (containers) where user
+  #   namespaces are blocked.
   # - <tt>:seatbelt</tt> (LittleGhost::Sandboxes::Seatbelt): macOS +sandbox-exec+.
   # - <tt>:unrestricted</tt> (LittleGhost::Sandboxes::Unrestricted): the broker for files, host processes.
   #
@@ -310,7 +313,7 @@ module LittleGhost
     ##
     # :method: execute_program
     # :call-seq:
-    #   execute_program(argv, timeout:, context: nil, max_output_bytes: nil, kill_on_output_limit: false, environment: {}, inherit_environment: false, scope: nil, cwd: nil, memory_bytes: nil, tasks: nil, cpu_seconds: nil) -> Execution
+    #   execute_program(argv, timeout:, context: nil, output_bytes: nil, kill_on_output_limit: false, environment: {}, inherit_environment: false, scope: nil, cwd: nil, memory_bytes: nil, tasks: nil, cpu_seconds: nil, allow_subprocesses: nil) -> Execution
     #   execute_program(argv, timeout:, **options) { |stream, chunk| ... } -> Execution
     #
     # Runs the argument vector +argv+ (never through a shell) to completion and returns its
@@ -318,12 +321,17 @@ module LittleGhost
     # the logical +cwd+) as working directory, and only an explicit environment: the workspace variables
     # (<tt>LITTLE_GHOST_WORKSPACE_ROOT</tt>, ...), the policy's values, then +environment+. The host environment is
     # inherited only if the policy's environment <em>and</em> this call (<tt>inherit_environment: true</tt>) opt
-    # in. Each stream keeps at most +max_output_bytes+ (default <tt>limits.output_bytes</tt>), then
+    # in. Each stream keeps at most +output_bytes+ (default <tt>limits.output_bytes</tt>; +max_output_bytes+ is
+    # the older spelling, accepted by #execute_program and #start_program alike), then
     # <tt>"\n[output truncated]"</tt>. A program that is missing gives exit code 127, one that cannot be run 126.
     # +scope+ runs the child with a Scope's narrower grants (Scope#execute_program passes it). When the call
     # returns, no member of the child's process group is left running.
     #
-    # With <tt>kill_on_output_limit: true</tt> the first byte past +max_output_bytes+ ends the child (TERM, grace,
+    # <tt>allow_subprocesses: false</tt> refuses <tt>fork</tt> to the child (threads still work) where the
+    # backend can enforce it (capability <tt>:process_spawn_denial</tt>), as #start_program does; nil keeps the
+    # backend's default; the Unrestricted backend raises LittleGhost::CapabilityError for +false+.
+    #
+    # With <tt>kill_on_output_limit: true</tt> the first byte past +output_bytes+ ends the child (TERM, grace,
     # KILL) instead of being dropped until it exits: the Execution then has the kept prefix with the truncation
     # marker and a nil +exit_code+. With a block, every chunk of output is yielded as it arrives, in the calling
     # thread, as <tt>(:stdout or :stderr, frozen binary String)</tt> (the kept bytes, in order); the Execution is

@@ -83,6 +83,7 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Resul
     }
     let request = SessionRequest {
         argv: convert::argv(ruby, command)?,
+        shown_command: None,
         environment: convert::environment(ruby, environment)?,
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
         chdir: convert::expanded_path(ruby, chdir, "chdir")?,
@@ -135,7 +136,10 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         SessionState::start(&launch, cgroup, output_bytes, owner)
     })?;
     let state = match started {
-        Ok(state) => state,
+        Ok(state) => match request.shown_command {
+            Some(command) => state.shown_as(command),
+            None => state,
+        },
         Err(SpawnError::Unenforceable(reason)) => {
             return Err(crate::ruby_api::errors::capability_error(ruby, reason))
         }

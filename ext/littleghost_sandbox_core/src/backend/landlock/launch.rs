@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{cwd_allowed, expand, plan, refuse_unhidable, Grant, Plan, RootMode};
-use crate::error::{capability, policy, Result};
+use crate::error::{capability, tool, Result};
 use crate::grants::{Access, Grant as Mount};
 use crate::launch::NetworkMode;
 use crate::policy::RootFilesystem;
@@ -47,6 +47,10 @@ pub struct Sandbox<'a> {
     pub root: RootFilesystem,
     pub runtime_roots: &'a [PathBuf],
     pub tmpdir: &'a Path,
+    /// The workspace root and named paths: a working directory on the way
+    /// to a grant inside them is the child's starting point even when only
+    /// the grants beneath it are readable.
+    pub workspace_directories: &'a [PathBuf],
 }
 
 /// `open`'s dry run: every policy grant must be expressible exactly.
@@ -87,10 +91,13 @@ pub fn launch_rules(
         network == NetworkMode::None,
         deny_subprocesses,
     )?;
-    if !cwd_allowed(&planned, cwd) {
-        return Err(policy(
-            "sandbox working directory is outside the selected scope",
-        ));
+    let on_the_way = sandbox.workspace_directories.iter().any(|w| cwd.starts_with(w))
+        && planned.rules.iter().any(|rule| rule.path.starts_with(cwd));
+    if !on_the_way && !cwd_allowed(&planned, cwd) {
+        return Err(tool(format!(
+            "sandbox working directory is outside the selected scope: {}",
+            cwd.display()
+        )));
     }
     Ok(planned)
 }
@@ -137,11 +144,25 @@ mod tests {
     #[test]
     fn the_working_directory_must_be_reachable() {
         let tmp = std::env::temp_dir();
+        let workspace = [PathBuf::from("/w")];
         let sandbox = Sandbox {
             root: RootFilesystem::Isolated,
             runtime_roots: &[],
             tmpdir: &tmp,
+            workspace_directories: &workspace,
         };
+        // Only /w/src is granted: the workspace root is still where the child starts.
+        let only_src = [mount("/w/src", "/w/src")];
+        let run = |cwd: &str| {
+            launch_rules(sandbox, &only_src, &only_src, false, NetworkMode::None, false, Path::new(cwd))
+        };
+        assert!(run("/w").is_ok());
+        assert!(run("/w/src").is_ok());
+        assert_eq!(
+            run("/").unwrap_err(),
+            crate::Error::Tool("sandbox working directory is outside the selected scope: /".into())
+        );
+        assert!(run("/w/other").is_err());
         let grants = [mount("/w", "/w")];
         let inside = launch_rules(
             sandbox,
@@ -164,7 +185,7 @@ mod tests {
         );
         assert_eq!(
             outside.unwrap_err().message(),
-            "sandbox working directory is outside the selected scope"
+            "sandbox working directory is outside the selected scope: /elsewhere"
         );
     }
 

@@ -417,8 +417,15 @@ fn cwd_must_lie_in_a_selected_grant_or_a_workspace_free_tmpfs() {
     assert!(validate_cwd(Path::new("/tmp/scratch"), &grants, &[], &tmpfs, &ws).is_ok());
     for outside in ["/etc", "/w2", "relative"] {
         let err = validate_cwd(Path::new(outside), &grants, &[], &tmpfs, &ws).unwrap_err();
-        assert_eq!(err, policy(CWD_OUTSIDE_SCOPE), "{outside}");
+        assert_eq!(err, tool(format!("{CWD_OUTSIDE_SCOPE}: {outside}")), "{outside}");
     }
+    // Only src and out granted: the workspace root still is where a program starts (bwrap makes it,
+    // holding only the grants), but nothing above the workspace is.
+    let only = vec![ro("/w/src"), rw("/w/out")];
+    let root_only = vec![PathBuf::from("/w")];
+    assert!(validate_cwd(Path::new("/w"), &only, &[], &tmpfs, &root_only).is_ok());
+    assert!(validate_cwd(Path::new("/"), &only, &[], &tmpfs, &root_only).is_err());
+    assert!(validate_cwd(Path::new("/w/docs"), &only, &[], &tmpfs, &root_only).is_err());
     // A workspace under /tmp that the scope dropped is never a working directory.
     let ws_in_tmp = vec![PathBuf::from("/tmp/ws")];
     assert!(validate_cwd(Path::new("/tmp/ws"), &[], &[], &tmpfs, &ws_in_tmp).is_err());
@@ -436,6 +443,6 @@ fn argv_refuses_a_cwd_outside_the_launch() {
     launch.cwd = "/etc".into();
     assert_eq!(
         bubblewrap_args(&launch, &FakeHost::debian()).unwrap_err(),
-        policy(CWD_OUTSIDE_SCOPE)
+        tool(format!("{CWD_OUTSIDE_SCOPE}: /etc"))
     );
 }

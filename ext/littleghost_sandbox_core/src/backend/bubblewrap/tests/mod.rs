@@ -9,7 +9,7 @@ mod probe;
 mod real_bwrap;
 
 use super::*;
-use crate::error::policy;
+use crate::error::{policy, tool};
 use std::collections::HashMap;
 use std::ffi::OsString;
 

@@ -1,0 +1,112 @@
+//! The Hash a user writes for `network:`, read the way a user means it:
+//! `{allow: [...]}` without `mode:` is an allowlist, and
+//! `allow_private_destinations:` may stand beside `allow:` although it is an
+//! option of the built-in gateway. Any other key is refused with the list of
+//! the keys that exist, so a typo (`allowlist:`) is never silently ignored.
+
+use super::NetworkMode;
+use crate::error::{argument, Result};
+
+/// Every key a `network:` Hash (and `NetworkPolicy.new`) takes, in the order
+/// messages list them.
+pub const KEYS: [&str; 8] = [
+    "mode",
+    "allow",
+    "allow_private_destinations",
+    "inspection",
+    "gateway",
+    "authorizer",
+    "forward_headers",
+    "mutation_headers",
+];
+
+/// The option of the built-in gateway that users write beside `allow:`.
+pub const PRIVATE_DESTINATIONS: &str = "allow_private_destinations";
+
+/// What the declared `gateway:` is, as far as the shorthand cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeclaredGateway {
+    /// No `gateway:` (or nil): the built-in one.
+    Absent,
+    /// A provider name (`:builtin`) or a Hash of provider options.
+    Options,
+    /// An object or callable: it takes its own options.
+    Object,
+}
+
+/// How to complete a declaration before `NetworkPolicy::new` validates it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// `mode:` to add because the Hash gave `allow:` without one.
+    pub implied_mode: Option<NetworkMode>,
+    /// Move `allow_private_destinations:` into the gateway's options.
+    pub private_destinations_to_gateway: bool,
+}
+
+/// Checks the keys of a `network:` Hash and says how to complete it.
+pub fn complete(keys: &[String], gateway: DeclaredGateway) -> Result<Completion> {
+    let unknown: Vec<&String> = keys
+        .iter()
+        .filter(|key| !KEYS.contains(&key.as_str()))
+        .collect();
+    if !unknown.is_empty() {
+        let shown = |names: &mut dyn Iterator<Item = &str>| {
+            names.map(|n| format!(":{n}")).collect::<Vec<_>>().join(", ")
+        };
+        return Err(argument(format!(
+            "unknown network policy {}: {} (valid keys: {})",
+            if unknown.len() == 1 { "key" } else { "keys" },
+            shown(&mut unknown.iter().map(|k| k.as_str())),
+            shown(&mut KEYS.iter().copied())
+        )));
+    }
+    let has = |name: &str| keys.iter().any(|key| key == name);
+    let private = has(PRIVATE_DESTINATIONS);
+    if private && gateway == DeclaredGateway::Object {
+        return Err(argument(
+            "network allow_private_destinations: is an option of the built-in gateway; \
+             give it to the gateway object you passed as gateway:",
+        ));
+    }
+    Ok(Completion {
+        implied_mode: (!has("mode") && has("allow")).then_some(NetworkMode::Allowlist),
+        private_destinations_to_gateway: private,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn allow_without_mode_means_allowlist() {
+        let completion = complete(&keys(&["allow"]), DeclaredGateway::Absent).unwrap();
+        assert_eq!(completion.implied_mode, Some(NetworkMode::Allowlist));
+        let explicit = complete(&keys(&["mode", "allow"]), DeclaredGateway::Absent).unwrap();
+        assert_eq!(explicit.implied_mode, None);
+        let none = complete(&keys(&["mode"]), DeclaredGateway::Absent).unwrap();
+        assert_eq!(none.implied_mode, None);
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_with_the_valid_keys() {
+        let error = complete(&keys(&["allowlist", "allow"]), DeclaredGateway::Absent).unwrap_err();
+        let text = error.to_string();
+        assert!(text.contains("unknown network policy key: :allowlist"), "{text}");
+        assert!(text.contains(":mode, :allow, :allow_private_destinations"), "{text}");
+        let two = complete(&keys(&["a", "b"]), DeclaredGateway::Absent).unwrap_err();
+        assert!(two.to_string().contains("keys: :a, :b"), "{two}");
+    }
+
+    #[test]
+    fn private_destinations_go_to_the_built_in_gateway_only() {
+        let keys = keys(&["allow", PRIVATE_DESTINATIONS]);
+        assert!(complete(&keys, DeclaredGateway::Absent).unwrap().private_destinations_to_gateway);
+        assert!(complete(&keys, DeclaredGateway::Options).unwrap().private_destinations_to_gateway);
+        assert!(complete(&keys, DeclaredGateway::Object).is_err());
+    }
+}
