@@ -236,11 +236,11 @@ fn wrap_command(
         tmpdir: &tmpdir,
     };
     let scoped = scope.is_some();
-    let argv = host::command(sandbox, &mut launch, scoped, allow, argv);
-    Ok(HostCommand::planned(
-        errors::core_result(ruby, argv)?,
-        launch,
-    ))
+    let supervised = host::command(sandbox, &mut launch, scoped, allow, argv);
+    let supervised = errors::core_result(ruby, supervised)?;
+    let mut host = HostCommand::planned(supervised.argv, launch);
+    host.exec_fd = Some(supervised.executable_fd);
+    Ok(host)
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.

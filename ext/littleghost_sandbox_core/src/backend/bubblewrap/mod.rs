@@ -20,7 +20,7 @@ mod validate;
 mod tests;
 
 pub use args::bubblewrap_args;
-pub use command::{args_plan, ArgsRequest, HostArgv, Relay};
+pub use command::{args_plan, ArgsRequest, HostArgv, Relay, RELAY_PATH};
 pub use exec_failure::{classify_exec_failure, ExecFailure};
 pub use options::{default_tmpfs, unavailable_reason, Keywords, Number, Options};
 pub use overlays::{launch_grants, scope_masks};
@@ -156,6 +156,10 @@ pub struct Launch {
     /// tmpfs mounts and masks so neither hides them; bwrap creates their
     /// parents.
     pub extra_ro_binds: Vec<(PathBuf, PathBuf)>,
+    /// An executable copied in from a descriptor bwrap inherits (its number
+    /// in bwrap) to an in-sandbox path: `--perms 0555 --ro-bind-data FD
+    /// PATH`, emitted with the binds above (the relay helper).
+    pub executable_data: Option<(RawFd, PathBuf)>,
 }
 
 impl Launch {
@@ -179,6 +183,7 @@ impl Launch {
             seccomp_fd: None,
             tmpfs_size: DEFAULT_TMPFS_SIZE,
             extra_ro_binds: Vec::new(),
+            executable_data: None,
         }
     }
 }

@@ -3,7 +3,6 @@
 //! the host checks that depend on them alone: the probe (B.2), the steps of
 //! `open` before the gateway (B.5), and the relay helper (B.4 `relay:`).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{
@@ -163,8 +162,9 @@ impl Options {
         if !is_executable_file(&self.executable) {
             return Err(Error::Dependency(missing_reason(&self.executable)));
         }
+        #[cfg(target_os = "linux")]
         if allowlist {
-            self.relay_helper()?;
+            self.relay_data()?;
         }
         Ok(())
     }
@@ -185,21 +185,19 @@ impl Options {
         Ok(pins)
     }
 
-    /// The relay helper: `relay:` when given (B.4), else the gem's own
-    /// (beside the extension). Missing: DependencyError naming its path (B.5 step 3).
-    pub fn relay_helper(&self) -> Result<PathBuf> {
+    /// The relay helper's bytes for one launch (bwrap copies them into the
+    /// sandbox, [`super::RELAY_PATH`]): a fresh read-only descriptor of the
+    /// gem's sealed copy, or of `relay:` when given (B.4), opened without
+    /// following a final symlink and held to the same rule as the gem's
+    /// helper (root's or ours, writable by nobody else). Missing or refused:
+    /// DependencyError naming its path (B.5 step 3).
+    #[cfg(target_os = "linux")]
+    pub fn relay_data(&self) -> Result<std::os::fd::OwnedFd> {
         let Some(path) = &self.relay else {
-            return helper::path().ok_or_else(|| Error::Dependency(helper::missing_reason()));
+            return helper::sealed()?.reopen();
         };
-        let executable = std::fs::metadata(path)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-        if executable {
-            Ok(path.clone())
-        } else {
-            Err(Error::Dependency(format!(
-                "the relay helper is missing or not executable at {}",
-                path.display()
-            )))
-        }
+        helper::open_checked("the relay helper", path)
+            .map(|(file, _)| file.into())
+            .map_err(Error::Dependency)
     }
 }
