@@ -98,9 +98,20 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     let executable = values[0].or(values[1]).filter(|v| !v.is_nil());
     let executable = executable.map(|v| option_path(ruby, v)).transpose()?;
     let platform = convert::display_string(ruby, platform_or_host(ruby, values[2])?)?;
-    let unavailable = bw::unavailable_reason(&platform, executable.as_deref());
-    // The probe Hash: the backend capabilities unless there is a reason it is unavailable.
-    probe::result(ruby, unavailable, || backend_capabilities(ruby))
+    let found = bw::probe(&platform, executable.as_deref());
+    // The probe Hash: the backend capabilities unless there is a reason it is unavailable,
+    // plus the bwrap it resolved and checked (absolute path and version) when it got that far.
+    let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
+    let (path, version) = match &found.resolved {
+        Some(resolved) => (
+            Some(convert::path_to_ruby(ruby, &resolved.path)),
+            Some(resolved.version.to_string()),
+        ),
+        None => (None, None),
+    };
+    result.aset(ruby.to_symbol("executable"), path)?;
+    result.aset(ruby.to_symbol("version"), version)?;
+    Ok(result)
 }
 
 /// True iff writes are supported and some tool-visible grant is writable (every Rust backend's).

@@ -111,6 +111,11 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     let found = host::probe(&platform);
     let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
     result.aset(ruby.to_symbol("abi"), found.abi)?;
+    // The helper file sealed at load (the supervisor runs from that copy), when it passed its checks.
+    let helper = littleghost_sandbox_core::helper::sealed()
+        .ok()
+        .map(|sealed| convert::path_to_ruby(ruby, sealed.source()));
+    result.aset(ruby.to_symbol("helper"), helper)?;
     Ok(result)
 }
 

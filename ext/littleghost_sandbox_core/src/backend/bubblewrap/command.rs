@@ -178,9 +178,16 @@ impl Options {
             None => {}
         }
         let options = bubblewrap_args(&launch, host)?;
-        let executable = self.executable.to_str().ok_or_else(|| {
-            Error::Argument("bubblewrap executable path must be valid UTF-8".into())
+        let not_utf8 = || Error::Argument("bubblewrap executable path must be valid UTF-8".into());
+        self.executable.to_str().ok_or_else(not_utf8)?;
+        // The absolute path `open` resolved and checked (B.2); never looked up again.
+        let resolved = super::executable::resolved(&self.executable).ok_or_else(|| {
+            Error::Dependency(format!(
+                "Bubblewrap at {} has not been checked in this process (open the sandbox first)",
+                self.executable.display()
+            ))
         })?;
+        let executable = resolved.path.to_str().ok_or_else(not_utf8)?;
         let mut argv = vec![executable.to_owned()];
         // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
         // different path (a mask on a renamed twin leaves the real one visible).

@@ -11,6 +11,7 @@
 mod args;
 mod command;
 mod exec_failure;
+pub mod executable;
 mod options;
 mod overlays;
 mod probe;
@@ -22,7 +23,8 @@ mod tests;
 pub use args::bubblewrap_args;
 pub use command::{args_plan, ArgsRequest, HostArgv, Relay, RELAY_PATH};
 pub use exec_failure::{classify_exec_failure, ExecFailure};
-pub use options::{default_tmpfs, unavailable_reason, Keywords, Number, Options};
+pub use executable::{Resolved, Version, MINIMUM_VERSION};
+pub use options::{default_tmpfs, probe, unavailable_reason, Keywords, Number, Options, Probe};
 pub use overlays::{launch_grants, scope_masks};
 pub use probe::{
     functional_probe, is_executable_file, missing_reason, probe_argv, probe_failure_reason,

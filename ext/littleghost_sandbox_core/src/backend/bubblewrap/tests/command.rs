@@ -20,6 +20,14 @@ fn plan(selected: Vec<Grant>, policy_grants: Vec<Grant>) -> LaunchPlan {
 }
 
 fn configured() -> Options {
+    // Stands in for `open`'s resolution of a bwrap at /opt/bwrap.
+    super::super::executable::remember(
+        Path::new("/opt/bwrap"),
+        super::super::Resolved {
+            path: "/opt/bwrap".into(),
+            version: super::super::MINIMUM_VERSION,
+        },
+    );
     Options {
         executable: "/opt/bwrap".into(),
         masks: vec!["/w/masked".into()],
