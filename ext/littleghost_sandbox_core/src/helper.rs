@@ -126,7 +126,9 @@ pub fn check_executable(
 impl Sealed {
     /// Never reached: nothing is sealed off Linux.
     pub fn fd(&self) -> Result<std::os::fd::RawFd> {
-        Err(Error::Dependency("the gem's helper runs only on Linux".into()))
+        Err(Error::Dependency(
+            "the gem's helper runs only on Linux".into(),
+        ))
     }
 }
 
@@ -177,7 +179,9 @@ mod linux {
                 }
                 _ => format!("{what} is missing or not executable at {shown} ({error})"),
             })?;
-        let meta = file.metadata().map_err(|e| format!("cannot stat {shown}: {e}"))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot stat {shown}: {e}"))?;
         let facts = FileFacts {
             regular: meta.file_type().is_file(),
             uid: meta.uid(),
@@ -195,7 +199,9 @@ mod linux {
         let mut copy = File::from(memfd);
         let copied = std::io::copy(&mut (&mut file).take(before.size()), &mut copy)
             .map_err(|e| format!("cannot copy the gem's helper executable at {shown}: {e}"))?;
-        let after = file.metadata().map_err(|e| format!("cannot stat {shown}: {e}"))?;
+        let after = file
+            .metadata()
+            .map_err(|e| format!("cannot stat {shown}: {e}"))?;
         let unchanged = copied == before.size()
             && after.size() == before.size()
             && after.mtime() == before.mtime()
@@ -301,7 +307,9 @@ mod linux {
                          is /proc mounted?"
                     ))
                 })?;
-            let meta = file.metadata().map_err(|e| Error::Dependency(e.to_string()))?;
+            let meta = file
+                .metadata()
+                .map_err(|e| Error::Dependency(e.to_string()))?;
             if (meta.dev(), meta.ino()) != self.identity {
                 return Err(self.replaced());
             }
@@ -359,7 +367,10 @@ mod tests {
         let other = check_file(path, facts(1001, 0o755), 1000).unwrap_err();
         assert!(other.contains("owned by uid 1001"), "{other}");
         let group = check_file(path, facts(0, 0o775), 1000).unwrap_err();
-        assert!(group.contains("writable by its group or others (mode 0775)"), "{group}");
+        assert!(
+            group.contains("writable by its group or others (mode 0775)"),
+            "{group}"
+        );
         assert!(group.contains("chmod go-w"), "{group}");
         assert!(check_file(path, facts(0, 0o757), 0).is_err());
         assert!(check_file(path, facts(0, 0o644), 0)
@@ -396,7 +407,8 @@ mod tests {
         use std::io::Read;
         let reopened = sealed.reopen().unwrap();
         // SAFETY: we own the reopened descriptor.
-        let mut file = unsafe { std::fs::File::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(reopened)) };
+        let mut file =
+            unsafe { std::fs::File::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(reopened)) };
         file.read_to_string(&mut copy).unwrap();
         assert_eq!(copy, "#!/bin/sh\necho original\n");
     }
@@ -410,7 +422,10 @@ mod tests {
         std::fs::write(&real, b"x").unwrap();
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o775)).unwrap();
         let refused = linux::seal(&real).unwrap_err();
-        assert!(refused.contains("writable by its group or others"), "{refused}");
+        assert!(
+            refused.contains("writable by its group or others"),
+            "{refused}"
+        );
         std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o755)).unwrap();
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&real, &link).unwrap();

@@ -148,7 +148,9 @@ fn check_trusted(path: &Path) -> Result<(), String> {
 
 /// `major.minor.patch` from `bwrap --version` ("bubblewrap 0.8.0").
 pub fn parse_version(output: &str) -> Option<Version> {
-    let word = output.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
+    let word = output
+        .split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
     let mut parts = word
         .split(|c: char| !c.is_ascii_digit())
         .map(|part| part.parse::<u32>().ok());
@@ -237,7 +239,10 @@ mod tests {
         let bwrap = fake_bwrap(dir.path(), "0.9.0");
         std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o775)).unwrap();
         let refused = resolve(&bwrap).unwrap_err();
-        assert!(refused.contains("writable by its group or others"), "{refused}");
+        assert!(
+            refused.contains("writable by its group or others"),
+            "{refused}"
+        );
         std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         let refused = resolve(&bwrap).unwrap_err();
@@ -248,7 +253,10 @@ mod tests {
     #[test]
     fn a_missing_bwrap_says_where_it_was_looked_for() {
         let refused = resolve(Path::new("/nonexistent/bwrap")).unwrap_err();
-        assert_eq!(refused, super::super::missing_reason(Path::new("/nonexistent/bwrap")));
+        assert_eq!(
+            refused,
+            super::super::missing_reason(Path::new("/nonexistent/bwrap"))
+        );
         let bare = resolve(Path::new("lg-no-such-bwrap")).unwrap_err();
         assert!(bare.contains("was not found in PATH"), "{bare}");
     }

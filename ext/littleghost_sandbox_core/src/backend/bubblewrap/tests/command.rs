@@ -141,7 +141,13 @@ fn a_filter_is_read_from_the_first_inherited_descriptor() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::None);
     let host = options
-        .host_argv(launch, vec!["true".into()], None, Some(9), &FakeHost::debian())
+        .host_argv(
+            launch,
+            vec!["true".into()],
+            None,
+            Some(9),
+            &FakeHost::debian(),
+        )
         .unwrap();
     assert!(has(&host.argv, &["--seccomp", "3"]));
     assert_eq!(host.inherited_fds, [9]);
@@ -192,20 +198,17 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
             &FakeHost::debian(),
         )
         .unwrap();
-    assert!(has(&without_filter.argv, &["--ro-bind-data", "3", RELAY_PATH]));
+    assert!(has(
+        &without_filter.argv,
+        &["--ro-bind-data", "3", RELAY_PATH]
+    ));
 }
 
 #[test]
 fn allowlist_without_an_open_gateway_is_refused() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::Allowlist);
-    let refused = options.host_argv(
-        launch,
-        vec!["curl".into()],
-        None,
-        None,
-        &FakeHost::debian(),
-    );
+    let refused = options.host_argv(launch, vec!["curl".into()], None, None, &FakeHost::debian());
     let expected = Error::Dependency("the network gateway is not open".into());
     assert_eq!(refused, Err(expected));
 }
@@ -218,13 +221,7 @@ fn a_non_utf8_executable_is_refused() {
         ..Options::default()
     };
     let launch = launch_of(&options, NetworkMode::None);
-    let refused = options.host_argv(
-        launch,
-        vec!["true".into()],
-        None,
-        None,
-        &FakeHost::debian(),
-    );
+    let refused = options.host_argv(launch, vec!["true".into()], None, None, &FakeHost::debian());
     let message = "bubblewrap executable path must be valid UTF-8";
     assert_eq!(refused, Err(Error::Argument(message.into())));
 }
