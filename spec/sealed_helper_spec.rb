@@ -96,13 +96,18 @@ RSpec.describe "The gem's helper executable" do # rubocop:disable RSpec/Describe
       end
     end
 
+    it "is read from beside the extension, which the probe names" do
+      helper = LittleGhost::Sandboxes::Landlock.probe[:helper]
+      expect(helper).to eq(File.join(File.realpath(LIB), HELPER))
+    end
+
     it "refuses to run a helper file its group or others can write, and the probe says why" do
       lib = copy_lib(temporary_directory)
       File.chmod(0o775, File.join(lib, HELPER))
       script = <<~'RUBY'
         require "littleghost/sandbox"
         require "json"
-        report = {"probe" => LittleGhost::Sandboxes::Landlock.probe.slice(:available, :reason)}
+        report = {"probe" => LittleGhost::Sandboxes::Landlock.probe.slice(:available, :reason, :helper)}
         workspace = LittleGhost::Workspace.new(root: ARGV[0]).open
         begin
           LittleGhost::Sandboxes::Landlock.new(workspace: workspace, policy: {files: {root: :read_only}})
@@ -115,6 +120,7 @@ RSpec.describe "The gem's helper executable" do # rubocop:disable RSpec/Describe
       RUBY
       report = run_inner(lib, script, temporary_directory)
       expect(report["probe"]["available"]).to be(false)
+      expect(report["probe"]["helper"]).to be_nil
       expect(report["probe"]["reason"]).to include("#{HELPER} is writable by its group or others (mode 0775)")
       expect(report["launch"]).to include("writable by its group or others")
     end

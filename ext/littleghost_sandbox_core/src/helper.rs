@@ -226,7 +226,9 @@ mod linux {
             fd,
             source: path.to_path_buf(),
         };
-        sealed.check().map_err(|e| e.message().to_string())?;
+        // Both ways a launch uses the copy go through /proc/self/fd: refuse
+        // now, with the reason, where that cannot work.
+        sealed.reopen().map_err(|e| e.message().to_string())?;
         Ok(sealed)
     }
 
@@ -411,6 +413,17 @@ mod tests {
             unsafe { std::fs::File::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(reopened)) };
         file.read_to_string(&mut copy).unwrap();
         assert_eq!(copy, "#!/bin/sh\necho original\n");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_kernel_that_refuses_executable_memfds_is_named_with_the_sysctl() {
+        let refused = memfd_refusal(libc::EACCES);
+        assert!(
+            refused.contains("the kernel forbids executable in-memory files (vm.memfd_noexec = "),
+            "{refused}"
+        );
+        assert!(refused.contains("sysctl -w vm.memfd_noexec=1"), "{refused}");
     }
 
     #[cfg(target_os = "linux")]
