@@ -9,7 +9,7 @@ use magnus::{Error, Ruby};
 #[magnus::init(name = "littleghost_sandbox")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     if let Some(directory) = helpers::location::library_directory() {
-        littleghost_sandbox_core::helper::set_directory(&directory);
+        littleghost_sandbox_core::helper::load(&directory);
     }
     ruby_api::init(ruby)
 }

@@ -371,6 +371,8 @@ pub(crate) struct HostCommand {
     pub chdir: Option<PathBuf>,
     /// Descriptors kept open across exec (the seccomp program).
     pub keep_fds: Vec<i32>,
+    /// The descriptor to execute instead of `argv[0]` (the sealed helper).
+    pub exec_fd: Option<i32>,
     /// For bwrap: argv[0] as bwrap execs it, and as the caller wrote it (17.4).
     pub exec_argv0: Option<(Vec<u8>, String)>,
 }
@@ -384,6 +386,7 @@ impl HostCommand {
             inherit_environment: plan.inherit_environment,
             chdir: Some(plan.cwd),
             keep_fds: Vec::new(),
+            exec_fd: None,
             exec_argv0: None,
         }
     }
@@ -469,6 +472,7 @@ pub(crate) fn run(
         chdir: host.chdir.clone(),
         spawn_options: SpawnOptions {
             inherited_fds: host.keep_fds.clone(),
+            executable_fd: host.exec_fd,
         },
         owner: Some(ownership::owner(ruby, owner)?),
         kill_on_output_limit: call.kill_on_output_limit,
@@ -502,6 +506,7 @@ pub(crate) fn start(
             file_bytes: call.file_bytes,
             spawn_options: SpawnOptions {
                 inherited_fds: host.keep_fds,
+                executable_fd: host.exec_fd,
             },
             owner: Some(ownership::owner(ruby, owner)?),
             denials,

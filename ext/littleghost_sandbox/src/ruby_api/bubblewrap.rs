@@ -98,9 +98,20 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     let executable = values[0].or(values[1]).filter(|v| !v.is_nil());
     let executable = executable.map(|v| option_path(ruby, v)).transpose()?;
     let platform = convert::display_string(ruby, platform_or_host(ruby, values[2])?)?;
-    let unavailable = bw::unavailable_reason(&platform, executable.as_deref());
-    // The probe Hash: the backend capabilities unless there is a reason it is unavailable.
-    probe::result(ruby, unavailable, || backend_capabilities(ruby))
+    let found = bw::probe(&platform, executable.as_deref());
+    // The probe Hash: the backend capabilities unless there is a reason it is unavailable,
+    // plus the bwrap it resolved and checked (absolute path and version) when it got that far.
+    let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
+    let (path, version) = match &found.resolved {
+        Some(resolved) => (
+            Some(convert::path_to_ruby(ruby, &resolved.path)),
+            Some(resolved.version.to_string()),
+        ),
+        None => (None, None),
+    };
+    result.aset(ruby.to_symbol("executable"), path)?;
+    result.aset(ruby.to_symbol("version"), version)?;
+    Ok(result)
 }
 
 /// True iff writes are supported and some tool-visible grant is writable (every Rust backend's).
@@ -321,14 +332,14 @@ fn planned(
 }
 
 /// The bwrap command of a call: the plan, the command wrapper, the relay
-/// under `:allowlist`, then the argv (B.8). The returned fd holds the filter
-/// and must outlive the spawn.
+/// under `:allowlist`, then the argv (B.8). The returned fds (the filter,
+/// the relay helper's bytes) must outlive the spawn.
 fn wrap_command(
     ruby: &Ruby,
     rb_self: SandboxObj,
     call: &Launch,
     requested_subprocesses: Option<bool>,
-) -> Result<(HostCommand, Option<OwnedFd>), Error> {
+) -> Result<(HostCommand, Vec<OwnedFd>), Error> {
     let argv = convert::argv(ruby, call.command)?;
     let state = state(ruby, rb_self)?;
     let scope = la::scope_view(ruby, call.scope)?;
@@ -337,16 +348,18 @@ fn wrap_command(
     let filter = plan.filter.take();
     let display_argv0 = argv[0].clone();
     let command = wrapped_command(ruby, rb_self, state, argv, scope.map(|s| s.value))?;
-    let relay = match open_gateway_value(ruby, state) {
+    let (relay, relay_data) = match open_gateway_value(ruby, state) {
         // B.10 (4), G.5, G.6: the relay runs the command under `:allowlist`.
         Some(gateway) if plan.network == launch::NetworkMode::Allowlist => {
-            Some(gateway::relay(ruby, gateway, &state.options)?)
+            let (relay, data) = gateway::relay(ruby, gateway, &state.options)?;
+            (Some(relay), Some(data))
         }
-        _ => None,
+        _ => (None, None),
     };
     let launch = launch_of(ruby, rb_self, state, &plan)?;
     let options = &state.options;
-    let wrapped = options.host_argv(launch, command, relay, filter.is_some(), &bw::RealHost);
+    let filter_fd = filter.as_ref().map(|fd| fd.as_raw_fd());
+    let wrapped = options.host_argv(launch, command, relay, filter_fd, &bw::RealHost);
     let wrapped = errors::core_result(ruby, wrapped)?;
     let host = HostCommand {
         argv: wrapped.argv,
@@ -354,14 +367,11 @@ fn wrap_command(
         environment: Vec::new(),
         inherit_environment: plan.inherit_environment,
         chdir: None,
-        keep_fds: filter
-            .as_ref()
-            .map(|fd| fd.as_raw_fd())
-            .into_iter()
-            .collect(),
+        keep_fds: wrapped.inherited_fds,
+        exec_fd: None,
         exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
     };
-    Ok((host, filter))
+    Ok((host, filter.into_iter().chain(relay_data).collect()))
 }
 
 /// The gateway of an opened sandbox.

@@ -111,6 +111,11 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     let found = host::probe(&platform);
     let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
     result.aset(ruby.to_symbol("abi"), found.abi)?;
+    // The helper file sealed at load (the supervisor runs from that copy), when it passed its checks.
+    let helper = littleghost_sandbox_core::helper::sealed()
+        .ok()
+        .map(|sealed| convert::path_to_ruby(ruby, sealed.source()));
+    result.aset(ruby.to_symbol("helper"), helper)?;
     Ok(result)
 }
 
@@ -239,11 +244,11 @@ fn wrap_command(
         workspace_directories: &workspace_directories,
     };
     let scoped = scope.is_some();
-    let argv = host::command(sandbox, &mut launch, scoped, allow, argv);
-    Ok(HostCommand::planned(
-        errors::core_result(ruby, argv)?,
-        launch,
-    ))
+    let supervised = host::command(sandbox, &mut launch, scoped, allow, argv);
+    let supervised = errors::core_result(ruby, supervised)?;
+    let mut host = HostCommand::planned(supervised.argv, launch);
+    host.exec_fd = Some(supervised.executable_fd);
+    Ok(host)
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.

@@ -24,10 +24,10 @@ pub fn probe(platform: &str) -> ll::Probe {
             unavailable: Some(LINUX_ONLY.into()),
         };
     }
-    if helper::path().is_none() {
+    if let Some(reason) = helper::unavailable_reason() {
         return ll::Probe {
             abi: None,
-            unavailable: Some(helper::missing_reason()),
+            unavailable: Some(reason),
         };
     }
     ll::probe()
@@ -71,15 +71,27 @@ pub fn prepare(
     Ok(tmpdir)
 }
 
+/// The supervisor's command line and the descriptor to execute it from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Supervised {
+    /// `[helper, "supervise", *rules, "--", *command]`; `argv[0]` only names
+    /// the helper's file, it is never looked up.
+    pub argv: Vec<String>,
+    /// The sealed copy of the helper ([`helper::Sealed::fd`]), which the
+    /// process runner executes instead of `argv[0]`.
+    pub executable_fd: std::os::fd::RawFd,
+}
+
 /// `[helper, "supervise", *rules, "--", *command]` for a planned launch
-/// (W12 when `scoped`); the private TMPDIR becomes the plan's `TMPDIR`.
+/// (W12 when `scoped`), run from the helper's sealed copy; the private
+/// TMPDIR becomes the plan's `TMPDIR`.
 pub fn command(
     sandbox: Sandbox<'_>,
     plan: &mut LaunchPlan,
     scoped: bool,
     allow_subprocesses: bool,
     command: Vec<String>,
-) -> Result<Vec<String>> {
+) -> Result<Supervised> {
     let rules = ll::launch::launch_rules(
         sandbox,
         &plan.policy_grants,
@@ -89,11 +101,15 @@ pub fn command(
         !allow_subprocesses,
         &plan.cwd,
     )?;
-    let helper = helper::path().ok_or_else(|| Error::Dependency(helper::missing_reason()))?;
-    let helper = text(&helper, "helper path")?;
+    let sealed = helper::sealed()?;
+    let executable_fd = sealed.fd()?;
+    let helper = text(sealed.source(), "helper path")?;
     let tmpdir = text(sandbox.tmpdir, "TMPDIR")?;
     plan.environment = private_tmp::with_tmpdir(std::mem::take(&mut plan.environment), tmpdir);
-    Ok(ll::launch::supervise_argv(helper, &rules, command))
+    Ok(Supervised {
+        argv: ll::launch::supervise_argv(helper, &rules, command),
+        executable_fd,
+    })
 }
 
 #[cfg(test)]

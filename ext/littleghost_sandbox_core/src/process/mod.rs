@@ -81,6 +81,13 @@ pub struct SpawnOptions {
     /// program passed as `bwrap --seccomp 3`. Every other descriptor above
     /// stderr is closed in the child. The parent's descriptors are untouched.
     pub inherited_fds: Vec<RawFd>,
+    /// A parent descriptor of the file to execute instead of looking up
+    /// `argv[0]` (the gem's sealed helper copy): the child holds it as the
+    /// descriptor after `inherited_fds` and executes it from there, so no
+    /// path is resolved between the gem's checks and the `execve`. The
+    /// executed program inherits that descriptor (the helper marks it
+    /// close-on-exec first thing).
+    pub executable_fd: Option<RawFd>,
 }
 
 impl SpawnOptions {

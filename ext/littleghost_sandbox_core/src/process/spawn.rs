@@ -19,11 +19,16 @@
 //!
 //! Neither path searches PATH ([`program::resolve`] already did) and neither
 //! falls back to a shell: ENOEXEC is reported as "not executable".
+//!
+//! A launch with `SpawnOptions::executable_fd` executes that descriptor
+//! instead (the gem's sealed helper): it is inherited like the others and
+//! both paths `execve` `/proc/self/fd/N` of the child's copy, which the
+//! kernel opens from the descriptor, not from any file system path.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 mod fork;
 
@@ -99,11 +104,22 @@ pub fn spawn_in(
             return Err(SpawnError::WorkingDirectory(error));
         }
     }
-    let program = program::resolve(
-        &launch.argv[0],
-        &launch.environment,
-        launch.chdir.as_deref(),
-    )?;
+    let mut inherited = launch.spawn_options.inherited_fds.clone();
+    let program = match launch.spawn_options.executable_fd {
+        // The child's own copy of the descriptor, by the number it will have.
+        Some(fd) => {
+            inherited.push(fd);
+            PathBuf::from(format!(
+                "/proc/self/fd/{}",
+                SpawnOptions::child_fd(inherited.len() - 1)
+            ))
+        }
+        None => program::resolve(
+            &launch.argv[0],
+            &launch.environment,
+            launch.chdir.as_deref(),
+        )?,
+    };
     let exec = DirectExec::new(&program, launch).map_err(SpawnError::Os)?;
     let chdir = launch
         .chdir
@@ -112,7 +128,7 @@ pub fn spawn_in(
         .transpose()
         .map_err(SpawnError::Os)?;
 
-    let inherited = &launch.spawn_options.inherited_fds;
+    let inherited = &inherited;
     // The child's descriptors 0 ..= last inherited are targets of dup2; every
     // source is moved above them so no dup2 overwrites a later source.
     let first_free = SpawnOptions::child_fd(inherited.len());

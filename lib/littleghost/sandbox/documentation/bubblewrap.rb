@@ -60,13 +60,18 @@ module LittleGhost
       ##
       # :singleton-method: probe
       # :call-seq:
-      #   probe(executable: nil, bubblewrap: nil, platform: nil) -> {available:, reason:, capabilities:}
+      #   probe(executable: nil, bubblewrap: nil, platform: nil) -> {available:, reason:, capabilities:, executable:, version:}
       #
-      # Runs +bwrap+ once with the namespaces a sandbox needs and reports the result; the reason of an
-      # unavailable probe is actionable ("Bubblewrap is not installed at PATH", "Bubblewrap is supported only on
-      # Linux", "Bubblewrap is installed but unavailable: ..."). Never raises for an unusable host.
+      # Resolves +bwrap+ once per process (a bare name is searched in PATH once) to an absolute path it checks
+      # (the file and its directory owned by root or by this process's user, writable by nobody else) and whose
+      # version must be at least 0.8.0, then runs it once with the namespaces a sandbox needs and reports the
+      # result, with the resolved +executable+ and its +version+ (nil when it was not found or refused). The reason
+      # of an unavailable probe is actionable ("Bubblewrap is not installed at PATH", "Bubblewrap 0.7.0 at PATH is
+      # too old: ...", "Bubblewrap is supported only on Linux", "Bubblewrap is installed but unavailable: ...").
+      # Never raises for an unusable host.
       #
-      #   LittleGhost::Sandboxes::Bubblewrap.probe[:available]   # => true where user namespaces work
+      #   LittleGhost::Sandboxes::Bubblewrap.probe.slice(:available, :executable, :version)
+      #   # => {available: true, executable: "/usr/bin/bwrap", version: "0.8.0"}
 
       ##
       # :singleton-method: backend_capabilities

@@ -42,10 +42,14 @@ module LittleGhost
       ##
       # :singleton-method: probe
       # :call-seq:
-      #   probe(platform: RUBY_PLATFORM) -> {available:, reason:, capabilities:, abi:}
+      #   probe(platform: RUBY_PLATFORM) -> {available:, reason:, capabilities:, abi:, helper:}
       #
       # The kernel's Landlock ABI (+abi+, nil without Landlock) and whether this backend can run: unavailable off
       # Linux, without the gem's helper executable, without Landlock, or below MINIMUM_ABI, with the reason.
+      # The helper file beside the extension is checked once, when the extension loads (a regular executable
+      # owned by root or by this process's user, writable by nobody else, not a symlink) and copied into a sealed
+      # in-memory file that every launch runs; +helper+ is the file that copy was made from (nil when it was
+      # refused, with the reason, or when the kernel forbids executable in-memory files).
       #
       #   LittleGhost::Sandboxes::Landlock.probe[:abi]   # => 7
 

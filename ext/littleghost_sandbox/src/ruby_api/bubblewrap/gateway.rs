@@ -3,6 +3,8 @@
 //! and turning an open gateway into what a launch needs (its variables, its
 //! read-only binds, its socket path, the relay helper).
 
+use std::os::fd::{AsRawFd, OwnedFd};
+
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::grants::Grant;
 use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
@@ -128,12 +130,13 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
 }
 
 /// Before a launch: `validate!` (G.2), then the socket path and the mounts,
-/// with the relay helper of `options`.
+/// with the relay helper of `options`; the descriptor of the helper's bytes
+/// must stay open until the launch has started.
 pub(crate) fn relay(
     ruby: &Ruby,
     gateway: Value,
     options: &bw::Options,
-) -> Result<bw::Relay, Error> {
+) -> Result<(bw::Relay, OwnedFd), Error> {
     let _: Value = gateway.funcall("validate!", ())?;
     let socket: Value = gateway.funcall("proxy_mount_path", ())?;
     if socket.is_nil() {
@@ -145,12 +148,13 @@ pub(crate) fn relay(
     let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
     let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
     let binds = mounts.into_iter().map(|g| (g.source, g.target)).collect();
-    let helper = errors::core_result(ruby, options.relay_helper())?;
-    Ok(bw::Relay {
-        helper,
+    let data = errors::core_result(ruby, options.relay_data())?;
+    let relay = bw::Relay {
+        data: data.as_raw_fd(),
         socket,
         binds,
-    })
+    };
+    Ok((relay, data))
 }
 
 /// `Array(value)` of mount declarations as core grants.

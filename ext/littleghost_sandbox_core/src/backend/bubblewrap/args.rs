@@ -102,6 +102,14 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     for (source, target) in &launch.extra_ro_binds {
         argv.two("--ro-bind", source.as_os_str(), target.as_os_str());
     }
+    if let Some((fd, target)) = &launch.executable_data {
+        argv.value("--perms", "0555");
+        argv.two(
+            "--ro-bind-data",
+            OsStr::new(&fd.to_string()),
+            target.as_os_str(),
+        );
+    }
 
     // 11. and 12. Working directory, then freeze /dev (its mounts stay as
     // they are) and the empty root.

@@ -4,7 +4,8 @@
 //! `bwrap OPTIONS -- COMMAND`, the command run by the relay under
 //! `:allowlist` (G.5, G.6).
 
-use std::path::PathBuf;
+use std::os::fd::RawFd;
+use std::path::{Path, PathBuf};
 
 use super::{bubblewrap_args, launch_grants, scope_masks, HostProbe, Launch, Options};
 use super::{NetworkMode, RootFilesystem};
@@ -18,19 +19,29 @@ use crate::process::SpawnOptions;
 /// What a launch under `:allowlist` takes from the open gateway.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Relay {
-    /// The relay helper, run as the command and bound read-only at its own path.
-    pub helper: PathBuf,
+    /// A read-only descriptor of the relay helper's bytes
+    /// ([`Options::relay_data`]), owned by the caller until the spawn: bwrap
+    /// copies them to [`RELAY_PATH`] (mode 0555, read-only) and runs that.
+    /// No host path of the helper is bound or looked up.
+    pub data: RawFd,
     /// The gateway socket inside the sandbox (G.2 `proxy_mount_path`).
     pub socket: PathBuf,
     /// The gateway's `mounts`, bound read-only (G.6), as (source, target).
     pub binds: Vec<(PathBuf, PathBuf)>,
 }
 
+/// Where the relay helper's copy is placed inside the sandbox: bwrap's own
+/// fresh `/dev`, which no host file and no child can reach before the launch.
+pub const RELAY_PATH: &str = "/dev/littleghost-sandbox-helper";
+
 /// The host command of one launch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostArgv {
     /// `bwrap`, its options, `--`, the command.
     pub argv: Vec<String>,
+    /// Parent descriptors bwrap inherits, in order (the child sees them as
+    /// 3, 4, ...): the filter, then the relay helper's bytes.
+    pub inherited_fds: Vec<RawFd>,
     /// What bwrap executes inside (the command's first word, or the relay
     /// helper), so its exec failure can be read back (17.4).
     pub program: String,
@@ -135,37 +146,48 @@ impl Options {
     }
 
     /// B.8 and B.10 (4): the host argv running `command` in `launch`; with a
-    /// `filter`, bwrap reads it from the child's first inherited descriptor;
-    /// with a `relay` (required under `:allowlist`) the relay helper runs the
-    /// command and it and the gateway's mounts are bound read-only. Every
-    /// word must be UTF-8: a lossy one would bind or mask a different path.
+    /// `filter` (a parent descriptor), bwrap reads it from the child's first
+    /// inherited descriptor; with a `relay` (required under `:allowlist`)
+    /// the relay helper's copy runs the command and the gateway's mounts are
+    /// bound read-only. Every word must be UTF-8: a lossy one would bind or
+    /// mask a different path.
     pub fn host_argv(
         &self,
         mut launch: Launch,
         mut command: Vec<String>,
         relay: Option<Relay>,
-        filter: bool,
+        filter: Option<RawFd>,
         host: &dyn HostProbe,
     ) -> Result<HostArgv> {
+        let mut inherited_fds = Vec::new();
+        if let Some(fd) = filter {
+            launch.seccomp_fd = Some(SpawnOptions::child_fd(inherited_fds.len()));
+            inherited_fds.push(fd);
+        }
         match relay {
             Some(relay) => {
-                command = relay_argv(&relay.helper, &relay.socket, command)?;
+                command = relay_argv(Path::new(RELAY_PATH), &relay.socket, command)?;
                 launch.extra_ro_binds = relay.binds;
-                launch
-                    .extra_ro_binds
-                    .push((relay.helper.clone(), relay.helper));
+                let data = SpawnOptions::child_fd(inherited_fds.len());
+                launch.executable_data = Some((data, PathBuf::from(RELAY_PATH)));
+                inherited_fds.push(relay.data);
             }
             None if launch.network == NetworkMode::Allowlist => {
                 return Err(Error::Dependency("the network gateway is not open".into()))
             }
             None => {}
         }
-        // The filter is the child's only inherited descriptor, so bwrap sees it as the first one.
-        launch.seccomp_fd = filter.then(|| SpawnOptions::child_fd(0));
         let options = bubblewrap_args(&launch, host)?;
-        let executable = self.executable.to_str().ok_or_else(|| {
-            Error::Argument("bubblewrap executable path must be valid UTF-8".into())
+        let not_utf8 = || Error::Argument("bubblewrap executable path must be valid UTF-8".into());
+        self.executable.to_str().ok_or_else(not_utf8)?;
+        // The absolute path `open` resolved and checked (B.2); never looked up again.
+        let resolved = super::executable::resolved(&self.executable).ok_or_else(|| {
+            Error::Dependency(format!(
+                "Bubblewrap at {} has not been checked in this process (open the sandbox first)",
+                self.executable.display()
+            ))
         })?;
+        let executable = resolved.path.to_str().ok_or_else(not_utf8)?;
         let mut argv = vec![executable.to_owned()];
         // The runner takes UTF-8 argv; a lossy conversion would bind or mask a
         // different path (a mask on a renamed twin leaves the real one visible).
@@ -178,6 +200,10 @@ impl Options {
         argv.push("--".into());
         let program = command.first().cloned().unwrap_or_default();
         argv.extend(command);
-        Ok(HostArgv { argv, program })
+        Ok(HostArgv {
+            argv,
+            inherited_fds,
+            program,
+        })
     }
 }

@@ -11,6 +11,7 @@
 mod args;
 mod command;
 mod exec_failure;
+pub mod executable;
 mod options;
 mod overlays;
 mod probe;
@@ -20,9 +21,10 @@ mod validate;
 mod tests;
 
 pub use args::bubblewrap_args;
-pub use command::{args_plan, ArgsRequest, HostArgv, Relay};
+pub use command::{args_plan, ArgsRequest, HostArgv, Relay, RELAY_PATH};
 pub use exec_failure::{classify_exec_failure, ExecFailure};
-pub use options::{default_tmpfs, unavailable_reason, Keywords, Number, Options};
+pub use executable::{Resolved, Version, MINIMUM_VERSION};
+pub use options::{default_tmpfs, probe, unavailable_reason, Keywords, Number, Options, Probe};
 pub use overlays::{launch_grants, scope_masks};
 pub use probe::{
     functional_probe, is_executable_file, missing_reason, probe_argv, probe_failure_reason,
@@ -156,6 +158,10 @@ pub struct Launch {
     /// tmpfs mounts and masks so neither hides them; bwrap creates their
     /// parents.
     pub extra_ro_binds: Vec<(PathBuf, PathBuf)>,
+    /// An executable copied in from a descriptor bwrap inherits (its number
+    /// in bwrap) to an in-sandbox path: `--perms 0555 --ro-bind-data FD
+    /// PATH`, emitted with the binds above (the relay helper).
+    pub executable_data: Option<(RawFd, PathBuf)>,
 }
 
 impl Launch {
@@ -179,6 +185,7 @@ impl Launch {
             seccomp_fd: None,
             tmpfs_size: DEFAULT_TMPFS_SIZE,
             extra_ro_binds: Vec::new(),
+            executable_data: None,
         }
     }
 }

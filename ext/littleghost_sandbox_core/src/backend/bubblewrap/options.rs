@@ -3,13 +3,10 @@
 //! the host checks that depend on them alone: the probe (B.2), the steps of
 //! `open` before the gateway (B.5), and the relay helper (B.4 `relay:`).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::{
-    functional_probe, is_executable_file, missing_reason, ProcMount, DEFAULT_EXECUTABLE,
-    DEFAULT_TMPFS_SIZE, RUNTIME_ROOTS,
-};
+use super::executable::{self, Resolved};
+use super::{functional_probe, ProcMount, DEFAULT_EXECUTABLE, DEFAULT_TMPFS_SIZE, RUNTIME_ROOTS};
 use crate::error::{Error, Result};
 use crate::grants::Grant;
 use crate::helper;
@@ -141,14 +138,37 @@ fn tmpfs_size_option(value: Option<&Number>) -> Result<u64> {
 /// B.2: why bwrap at `executable` (by default [`DEFAULT_EXECUTABLE`]) cannot
 /// serve on `platform`, or None when it can (this runs the functional probe).
 pub fn unavailable_reason(platform: &str, executable: Option<&Path>) -> Option<String> {
+    probe(platform, executable).unavailable
+}
+
+/// What B.2 found: why bwrap cannot serve (None when it can), and the
+/// resolved bwrap when it got that far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub unavailable: Option<String>,
+    pub resolved: Option<Resolved>,
+}
+
+/// B.2: the platform, then bwrap resolved and checked ([`executable::resolve`]:
+/// absolute path, owner, version >= 0.8.0), then the functional probe.
+pub fn probe(platform: &str, executable: Option<&Path>) -> Probe {
     let executable = executable.unwrap_or(Path::new(DEFAULT_EXECUTABLE));
     if !platform.contains("linux") {
-        return Some("Bubblewrap is supported only on Linux".into());
+        return Probe {
+            unavailable: Some("Bubblewrap is supported only on Linux".into()),
+            resolved: None,
+        };
     }
-    if !is_executable_file(executable) {
-        return Some(missing_reason(executable));
+    match executable::resolve(executable) {
+        Err(reason) => Probe {
+            unavailable: Some(reason),
+            resolved: None,
+        },
+        Ok(resolved) => Probe {
+            unavailable: functional_probe(&resolved.path).err(),
+            resolved: Some(resolved),
+        },
     }
-    functional_probe(executable).err()
 }
 
 impl Options {
@@ -160,11 +180,10 @@ impl Options {
                 "Bubblewrap sandboxing is supported only on Linux".into(),
             ));
         }
-        if !is_executable_file(&self.executable) {
-            return Err(Error::Dependency(missing_reason(&self.executable)));
-        }
+        self.bwrap()?;
+        #[cfg(target_os = "linux")]
         if allowlist {
-            self.relay_helper()?;
+            self.relay_data()?;
         }
         Ok(())
     }
@@ -181,25 +200,29 @@ impl Options {
             ));
         }
         let pins = Pins::capture(grants)?;
-        functional_probe(&self.executable).map_err(Error::Dependency)?;
+        functional_probe(&self.bwrap()?.path).map_err(Error::Dependency)?;
         Ok(pins)
     }
 
-    /// The relay helper: `relay:` when given (B.4), else the gem's own
-    /// (beside the extension). Missing: DependencyError naming its path (B.5 step 3).
-    pub fn relay_helper(&self) -> Result<PathBuf> {
+    /// bwrap resolved and checked, once per process (B.2); DependencyError
+    /// with the reason otherwise.
+    pub fn bwrap(&self) -> Result<Resolved> {
+        executable::resolve(&self.executable).map_err(Error::Dependency)
+    }
+
+    /// The relay helper's bytes for one launch (bwrap copies them into the
+    /// sandbox, [`super::RELAY_PATH`]): a fresh read-only descriptor of the
+    /// gem's sealed copy, or of `relay:` when given (B.4), opened without
+    /// following a final symlink and held to the same rule as the gem's
+    /// helper (root's or ours, writable by nobody else). Missing or refused:
+    /// DependencyError naming its path (B.5 step 3).
+    #[cfg(target_os = "linux")]
+    pub fn relay_data(&self) -> Result<std::os::fd::OwnedFd> {
         let Some(path) = &self.relay else {
-            return helper::path().ok_or_else(|| Error::Dependency(helper::missing_reason()));
+            return helper::sealed()?.reopen();
         };
-        let executable = std::fs::metadata(path)
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-        if executable {
-            Ok(path.clone())
-        } else {
-            Err(Error::Dependency(format!(
-                "the relay helper is missing or not executable at {}",
-                path.display()
-            )))
-        }
+        helper::open_checked("the relay helper", path)
+            .map(|(file, _)| file.into())
+            .map_err(Error::Dependency)
     }
 }

@@ -157,3 +157,24 @@ fn a_working_directory_is_applied_on_both_paths() {
         );
     }
 }
+
+#[test]
+fn an_executable_descriptor_runs_that_file_whatever_argv0_names_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("tool");
+    std::fs::write(&script, "#!/bin/sh\necho \"from the descriptor: $1\"\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let opened = OwnedFd::from(std::fs::File::open(&script).unwrap());
+    // The path now names something else: only the descriptor decides.
+    std::fs::remove_file(&script).unwrap();
+    std::fs::write(&script, "#!/bin/sh\necho REPLACED\n").unwrap();
+    for (limits, method) in [(false, Method::PosixSpawn), (true, Method::Fork)] {
+        let mut launch = launch(&[script.to_str().unwrap(), "hi"], limits);
+        launch.spawn_options.executable_fd = Some(opened.as_raw_fd());
+        assert_eq!(
+            run(&launch, method),
+            (0, "from the descriptor: hi\n".into()),
+            "{method:?}"
+        );
+    }
+}

@@ -20,6 +20,14 @@ fn plan(selected: Vec<Grant>, policy_grants: Vec<Grant>) -> LaunchPlan {
 }
 
 fn configured() -> Options {
+    // Stands in for `open`'s resolution of a bwrap at /opt/bwrap.
+    super::super::executable::remember(
+        Path::new("/opt/bwrap"),
+        super::super::Resolved {
+            path: "/opt/bwrap".into(),
+            version: super::super::MINIMUM_VERSION,
+        },
+    );
     Options {
         executable: "/opt/bwrap".into(),
         masks: vec!["/w/masked".into()],
@@ -119,7 +127,7 @@ fn the_host_argv_is_bwrap_its_options_then_the_command() {
     let expected = strings(&bubblewrap_args(&launch, &FakeHost::debian()).unwrap());
     let command = vec!["/bin/echo".to_string(), "hi".into()];
     let host = options
-        .host_argv(launch, command, None, false, &FakeHost::debian())
+        .host_argv(launch, command, None, None, &FakeHost::debian())
         .unwrap();
     assert_eq!(host.program, "/bin/echo");
     assert_eq!(host.argv[0], "/opt/bwrap");
@@ -133,28 +141,35 @@ fn a_filter_is_read_from_the_first_inherited_descriptor() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::None);
     let host = options
-        .host_argv(launch, vec!["true".into()], None, true, &FakeHost::debian())
+        .host_argv(
+            launch,
+            vec!["true".into()],
+            None,
+            Some(9),
+            &FakeHost::debian(),
+        )
         .unwrap();
     assert!(has(&host.argv, &["--seccomp", "3"]));
+    assert_eq!(host.inherited_fds, [9]);
 }
 
 #[test]
-fn under_allowlist_the_relay_runs_the_command_and_is_bound_read_only() {
+fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_descriptor() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::Allowlist);
     let relay = Relay {
-        helper: "/gem/helper".into(),
+        data: 11,
         socket: "/run/gw/socket".into(),
         binds: vec![("/host/gw".into(), "/run/gw".into())],
     };
     let command = vec!["curl".to_string()];
     let host = options
-        .host_argv(launch, command, Some(relay), false, &FakeHost::debian())
+        .host_argv(launch, command, Some(relay), Some(9), &FakeHost::debian())
         .unwrap();
-    assert_eq!(host.program, "/gem/helper");
+    assert_eq!(host.program, RELAY_PATH);
     let tail = [
         "--",
-        "/gem/helper",
+        RELAY_PATH,
         "relay",
         "--socket",
         "/run/gw/socket",
@@ -163,9 +178,29 @@ fn under_allowlist_the_relay_runs_the_command_and_is_bound_read_only() {
     ];
     assert!(host.argv.ends_with(&tail.map(String::from)));
     assert!(has(&host.argv, &["--ro-bind", "/host/gw", "/run/gw"]));
+    // The filter is bwrap's fd 3, the helper's bytes its fd 4; no host path of the helper appears.
+    assert_eq!(host.inherited_fds, [9, 11]);
+    assert!(has(&host.argv, &["--seccomp", "3"]));
     assert!(has(
         &host.argv,
-        &["--ro-bind", "/gem/helper", "/gem/helper"]
+        &["--perms", "0555", "--ro-bind-data", "4", RELAY_PATH]
+    ));
+    let without_filter = options
+        .host_argv(
+            launch_of(&options, NetworkMode::Allowlist),
+            vec!["curl".into()],
+            Some(Relay {
+                data: 11,
+                socket: "/run/gw/socket".into(),
+                binds: Vec::new(),
+            }),
+            None,
+            &FakeHost::debian(),
+        )
+        .unwrap();
+    assert!(has(
+        &without_filter.argv,
+        &["--ro-bind-data", "3", RELAY_PATH]
     ));
 }
 
@@ -173,13 +208,7 @@ fn under_allowlist_the_relay_runs_the_command_and_is_bound_read_only() {
 fn allowlist_without_an_open_gateway_is_refused() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::Allowlist);
-    let refused = options.host_argv(
-        launch,
-        vec!["curl".into()],
-        None,
-        false,
-        &FakeHost::debian(),
-    );
+    let refused = options.host_argv(launch, vec!["curl".into()], None, None, &FakeHost::debian());
     let expected = Error::Dependency("the network gateway is not open".into());
     assert_eq!(refused, Err(expected));
 }
@@ -192,13 +221,7 @@ fn a_non_utf8_executable_is_refused() {
         ..Options::default()
     };
     let launch = launch_of(&options, NetworkMode::None);
-    let refused = options.host_argv(
-        launch,
-        vec!["true".into()],
-        None,
-        false,
-        &FakeHost::debian(),
-    );
+    let refused = options.host_argv(launch, vec!["true".into()], None, None, &FakeHost::debian());
     let message = "bubblewrap executable path must be valid UTF-8";
     assert_eq!(refused, Err(Error::Argument(message.into())));
 }

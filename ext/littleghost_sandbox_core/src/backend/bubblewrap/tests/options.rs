@@ -141,10 +141,18 @@ fn script(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
+/// A bwrap that reports 0.8.0 and fails everything else (the functional probe).
+fn fake_bwrap(dir: &Path) -> PathBuf {
+    let path = script(dir, "bwrap");
+    let text = "#!/bin/sh\n[ \"$1\" = --version ] && echo 'bubblewrap 0.8.0' && exit 0\nexit 1\n";
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 #[test]
 fn open_checks_the_platform_then_bwrap_then_the_relay_helper() {
     let dir = tempfile::tempdir().unwrap();
-    let bwrap = script(dir.path(), "bwrap");
+    let bwrap = fake_bwrap(dir.path());
     let mut options = Options {
         platform: "arm64-darwin23".into(),
         ..on_linux(&bwrap)
@@ -160,25 +168,45 @@ fn open_checks_the_platform_then_bwrap_then_the_relay_helper() {
     options.relay = Some(dir.path().join("relay"));
     assert_eq!(options.check_host(false), Ok(()));
     let message = format!(
-        "the relay helper is missing or not executable at {}",
+        "the relay helper is missing or not executable at {} (",
         dir.path().join("relay").display()
     );
-    assert_eq!(options.check_host(true), Err(Error::Dependency(message)));
+    assert!(
+        matches!(options.check_host(true), Err(Error::Dependency(m)) if m.starts_with(&message))
+    );
 }
 
 #[test]
-fn a_configured_relay_helper_must_be_an_executable_file() {
+fn a_configured_relay_helper_must_be_an_executable_file_only_its_owner_can_change() {
+    use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
     let relay = script(dir.path(), "relay");
     let mut options = Options {
         relay: Some(relay.clone()),
         ..Options::default()
     };
-    assert_eq!(options.relay_helper(), Ok(relay.clone()));
+    let mut bytes = Vec::new();
+    std::fs::File::from(options.relay_data().unwrap())
+        .read_to_end(&mut bytes)
+        .unwrap();
+    assert_eq!(bytes, std::fs::read(&relay).unwrap());
+    std::fs::set_permissions(&relay, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let refused = options.relay_data().unwrap_err();
+    assert!(refused
+        .message()
+        .contains("writable by its group or others"));
     std::fs::set_permissions(&relay, std::fs::Permissions::from_mode(0o644)).unwrap();
-    assert!(matches!(options.relay_helper(), Err(Error::Dependency(_))));
+    assert!(matches!(options.relay_data(), Err(Error::Dependency(_))));
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&relay, &link).unwrap();
+    options.relay = Some(link);
+    assert!(options
+        .relay_data()
+        .unwrap_err()
+        .message()
+        .contains("is a symlink"));
     options.relay = Some(dir.path().to_path_buf());
-    assert!(matches!(options.relay_helper(), Err(Error::Dependency(_))));
+    assert!(matches!(options.relay_data(), Err(Error::Dependency(_))));
 }
 
 #[test]
@@ -202,10 +230,11 @@ fn pinning_refuses_a_file_source_then_a_missing_one_before_probing() {
 #[test]
 fn pinning_ends_with_the_functional_probe() {
     let dir = tempfile::tempdir().unwrap();
-    let failing = script(dir.path(), "bwrap");
+    let failing = fake_bwrap(dir.path());
     let options = on_linux(&failing);
     let result = options.pin(&[rw(dir.path().to_str().unwrap())]);
-    assert!(matches!(result, Err(Error::Dependency(_))), "{result:?}");
+    let failed = Error::Dependency(super::super::probe_failure_reason(b""));
+    assert_eq!(result.map(|_| ()), Err(failed));
 }
 
 #[test]
