@@ -7,6 +7,7 @@
 //! `127.0.0.1:3128` inside a sandbox's network namespace to that socket.
 
 pub mod allowlist;
+pub mod budget;
 pub mod builtin;
 pub mod denial;
 pub mod external;
