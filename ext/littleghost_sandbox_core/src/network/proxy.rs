@@ -308,6 +308,48 @@ fn parse_head(bytes: &[u8], rest: Vec<u8>) -> Result<Head, Refusal> {
     })
 }
 
+/// The fuzz target's check (`fuzz/fuzz_targets/request_head.rs`): parses
+/// `bytes` as a request head and, when it is accepted and its URL is, checks
+/// what the destination would receive. Panics when the rewrite could carry
+/// a control byte, a second line, a second `Host` or a proxy credential.
+pub(super) fn check_request_head(bytes: &[u8]) {
+    let Ok(head) = parse_head(bytes, Vec::new()) else {
+        return;
+    };
+    assert!(head.version == "HTTP/1.1" || head.version == "HTTP/1.0");
+    if head.method.eq_ignore_ascii_case("CONNECT") {
+        return;
+    }
+    let Ok((destination, path)) = absolute_form(&head.target) else {
+        return;
+    };
+    let rewritten = origin_form(&head, &destination, &path);
+    let text = std::str::from_utf8(&rewritten).expect("the rewrite is UTF-8");
+    let body = text
+        .strip_suffix("\r\n\r\n")
+        .expect("one blank line ends the head");
+    let lines: Vec<&str> = body.split("\r\n").collect();
+    for line in &lines {
+        assert!(
+            !line.bytes().any(|b| is_control(b) && b != b'\t'),
+            "control byte in {line:?}"
+        );
+    }
+    let named = |wanted: &str| {
+        lines[1..]
+            .iter()
+            .filter(|line| {
+                let name = line.split(':').next().unwrap_or_default();
+                name.eq_ignore_ascii_case(wanted)
+            })
+            .count()
+    };
+    assert_eq!(named("host"), 1, "{text:?}");
+    assert_eq!(named("proxy-authorization"), 0, "{text:?}");
+    assert_eq!(named("connection"), 1, "{text:?}");
+    assert_eq!(lines[0].split(' ').count(), 3, "{text:?}");
+}
+
 /// `http://host[:port]/path?query` into its destination and origin-form path.
 fn absolute_form(target: &str) -> Result<(Destination, String), Refusal> {
     let scheme_end = target.find("://").unwrap_or(0);
@@ -549,5 +591,16 @@ mod tests {
             Vec::new()
         )
         .is_ok());
+    }
+
+    #[test]
+    fn the_fuzz_check_holds_for_the_issues_requests() {
+        check_request_head(
+            b"GET http://a.test/x HTTP/1.1\r\nHost: evil\r\nProxy-Authorization: x\r\nhost: b",
+        );
+        check_request_head(
+            b"GET http://allowed/ HTTP/1.1\nHost:internal.example\r\nProxy-Authorization: smuggled",
+        );
+        check_request_head(b"GET http://a.test/x HTTP/1.0\r\nX:\ty\r\nConnection: close, te");
     }
 }
