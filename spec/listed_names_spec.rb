@@ -40,9 +40,10 @@ RSpec.describe "Names shown by list and Workspace#reference" do # rubocop:disabl
     expect(File.read(File.join(root, "new\nline.md"))).to eq("v1")
     sandbox.replace("\"~notes.md\"", "content", "changed")
     expect(File.binread(File.join(root, "~notes.md"))).to start_with("changed")
-    expect { sandbox.read("\"unterminated") }.to raise_error(ArgumentError, /malformed quoted name/)
-    expect { sandbox.read("\"..\"/etc/passwd") }.to raise_error(ArgumentError, /cannot be empty, '.', '..'/)
-    expect { sandbox.read("~/x") }.to raise_error(ArgumentError, /escapes its root/)
+    expect { sandbox.read("\"unterminated") }.to raise_error(LittleGhost::ToolError, /malformed quoted name/)
+    expect { sandbox.read("\"..\"/etc/passwd") }.to raise_error(LittleGhost::ToolError, /cannot be empty, '.', '..'/)
+    expect { sandbox.read("~/x") }.to raise_error(LittleGhost::ToolError, /escapes its root/)
+    expect { workspace.resolve("\"a\\q\"") }.to raise_error(ArgumentError, /malformed quoted name/)
   end
 
   it "resolves every reference back to the path it was made from" do

@@ -235,6 +235,7 @@ impl Root {
         let realpath = std::fs::canonicalize(&grant.source).map_err(|_| missing())?;
         let handle = walk::open_absolute_dir(strategy, &realpath).map_err(|errno| match errno {
             Errno::NOTDIR => tool("Sandbox mount source is not a directory"),
+            errno if exhausted(errno) => io_error(errno),
             _ => missing(),
         })?;
         let stat = rfs::fstat(&handle).map_err(|_| missing())?;
