@@ -87,4 +87,81 @@ RSpec.describe "The built-in gateway's descriptor budget" do # rubocop:disable R
     expect(answers["200"].to_i).to be > 0, result.inspect
     expect(result[:reasons]).to eq(["descriptor_budget"])
   end
+
+  context "with a sandboxed child under Bubblewrap" do
+    probe = LittleGhost::Sandboxes::Bubblewrap.probe
+    before { skip "bubblewrap is unavailable here: #{probe[:reason]}" unless probe[:available] }
+
+    # Inside the sandbox: connect to the gateway's socket (mounted read-only at the same path) COUNT times, send
+    # nothing, and hold every connection; then count the 503s.
+    flood = <<~'CHILD'
+      require "socket"
+      Process.setrlimit(:NOFILE, Process.getrlimit(:NOFILE)[1])
+      path, count = ARGV[0], Integer(ARGV[1])
+      held = []
+      errors = 0
+      count.times do
+        held << UNIXSocket.new(path)
+      rescue SystemCallError
+        errors += 1
+      end
+      sleep 2
+      refused = held.count { |s| s.read_nonblock(64, exception: false).to_s.start_with?("HTTP/1.1 503") }
+      puts "held=#{held.size} refused=#{refused} errors=#{errors}"
+      $stdout.flush
+      sleep
+    CHILD
+
+    sandboxed_host = <<~'RUBY'
+      require "littleghost/sandbox"
+      require "json"
+      require "tmpdir"
+      flood = ARGV[0]
+      Process.setrlimit(:NOFILE, 128, Process.getrlimit(:NOFILE)[1])
+      def check
+        "ok:#{yield}"
+      rescue StandardError => e
+        "#{e.class}: #{e.message}"
+      end
+      Dir.mktmpdir("budget") do |dir|
+        File.write(File.join(dir, "a.txt"), "hello")
+        workspace = LittleGhost::Workspace.new(root: dir).open
+        network = {mode: :allowlist, allow: ["127.0.0.1:9"], gateway: {provider: :builtin, allow_private_destinations: true}}
+        sandbox = LittleGhost::Sandboxes::Bubblewrap.new(workspace: workspace,
+                                                         policy: {files: {root: :read_write}, network: network}).open
+        session = sandbox.start_program(["/usr/bin/ruby", "-e", flood, sandbox.gateway.proxy_mount_path, "300"])
+        report = +""
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
+        until report.include?("\n") || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          chunk = session.read(timeout: 1)
+          report << chunk.stdout << chunk.stderr
+          break if chunk.eof
+        end
+        result = {
+          child: report.strip,
+          files: check { Array.new(8) { File.open(File.join(dir, "a.txt")) }.each(&:close).size },
+          run: check { sandbox.execute_program(["/bin/echo", "ran"], timeout: 20).stdout.strip },
+          read: check { sandbox.read("a.txt") },
+          reasons: sandbox.gateway.denials.map { |d| d[:reason].to_s }.uniq,
+          events: sandbox.denials.select { |d| d.kind == :network }.map { |d| d.reason.to_s }.uniq
+        }
+        session.close
+        sandbox.close
+        workspace.close
+        puts JSON.generate(result)
+      end
+    RUBY
+
+    it "keeps the host's File.open, execute_program and read working while the child floods the gateway's socket" do
+      output, status = Open3.capture2e(RbConfig.ruby, "-I", File.expand_path("../lib", __dir__), "-e", sandboxed_host,
+                                       flood)
+      expect(status).to be_success, output
+      result = JSON.parse(output.lines.last, symbolize_names: true)
+      expect(result[:child]).to match(/\Aheld=300 refused=(\d+) errors=0\z/), result.inspect
+      expect(result[:child][/refused=(\d+)/, 1].to_i).to be > 200, result.inspect
+      expect(result.values_at(:files, :run, :read)).to eq(["ok:8", "ok:ran", "ok:hello"]), result.inspect
+      expect(result[:reasons]).to eq(["descriptor_budget"])
+      expect(result[:events]).to eq(["descriptor_budget"])
+    end
+  end
 end
