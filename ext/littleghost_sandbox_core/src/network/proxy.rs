@@ -82,7 +82,11 @@ pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>, mut held:
 /// non-blocking write of the `503`, then the socket is closed.
 pub(super) fn refuse_unread(client: UnixStream, shared: &Shared) {
     let refused = deny(shared, "*".to_owned(), DenialReason::DescriptorBudget);
-    let _ = client.try_write(&response(&refused));
+    // A plain non-blocking write: tokio's `try_write` would refuse to try
+    // before the reactor has seen the new socket writable.
+    if let Ok(client) = client.into_std() {
+        let _ = std::io::Write::write(&mut &client, &response(&refused));
+    }
 }
 
 async fn forward(
