@@ -103,6 +103,8 @@ pub enum Reason {
     NotAllowed,
     /// The destination resolves to a private or reserved address.
     PrivateDestination,
+    /// The network gateway is at its descriptor budget.
+    DescriptorBudget,
 }
 
 impl Reason {
@@ -123,6 +125,7 @@ impl Reason {
             Reason::OutputLimit => "output_limit",
             Reason::NotAllowed => "not_allowed",
             Reason::PrivateDestination => "private_destination",
+            Reason::DescriptorBudget => "descriptor_budget",
         }
     }
 
@@ -130,7 +133,9 @@ impl Reason {
     pub fn kind(self) -> Kind {
         match self {
             Reason::MemoryLimit | Reason::CpuLimit | Reason::OutputLimit => Kind::Limit,
-            Reason::NotAllowed | Reason::PrivateDestination => Kind::Network,
+            Reason::NotAllowed | Reason::PrivateDestination | Reason::DescriptorBudget => {
+                Kind::Network
+            }
             _ => Kind::Filesystem,
         }
     }
@@ -226,6 +231,7 @@ impl From<&gateway::Denial> for Denial {
         let reason = match record.reason {
             gateway::DenialReason::NotAllowed => Reason::NotAllowed,
             gateway::DenialReason::PrivateDestination => Reason::PrivateDestination,
+            gateway::DenialReason::DescriptorBudget => Reason::DescriptorBudget,
         };
         Denial {
             kind: Kind::Network,

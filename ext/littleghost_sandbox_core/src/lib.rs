@@ -12,6 +12,7 @@ pub mod grants;
 pub mod helper;
 pub mod launch;
 pub mod limits;
+pub mod names;
 pub mod network;
 pub mod paths;
 pub mod policy;

@@ -75,6 +75,13 @@ pub(super) fn errno_error(errno: Errno) -> Error {
     }
 }
 
+/// Whether `errno` says the host ran out of a resource (descriptors,
+/// memory) rather than anything about the entry: such a failure is reported
+/// as itself, never as "changed" or "does not exist" (issue 18, item 6).
+pub(super) fn exhausted(errno: Errno) -> bool {
+    matches!(errno, Errno::MFILE | Errno::NFILE | Errno::NOMEM)
+}
+
 /// An OS failure no rule of §14 names, in our own words: the OS's error text
 /// is never embedded (1.2), but the model still learns what it can act on.
 pub(super) fn io_error(errno: Errno) -> Error {
@@ -82,7 +89,35 @@ pub(super) fn io_error(errno: Errno) -> Error {
         Errno::NOSPC | Errno::DQUOT => ": no space left on the host filesystem",
         Errno::ROFS => ": the host filesystem is read-only",
         Errno::ACCESS | Errno::PERM => ": the host refused access",
+        Errno::MFILE => ": the host process has too many open files (Errno::EMFILE)",
+        Errno::NFILE => ": the host system has too many open files (Errno::ENFILE)",
+        Errno::NOMEM => ": the host is out of memory (Errno::ENOMEM)",
         _ => "",
     };
     tool(format!("Sandbox filesystem operation failed{reason}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 18 item 6: running out of descriptors is reported as such,
+    /// with the errno's name, not as a changed grant or a missing entry.
+    #[test]
+    fn exhaustion_keeps_its_errno() {
+        for (errno, name) in [
+            (Errno::MFILE, "Errno::EMFILE"),
+            (Errno::NFILE, "Errno::ENFILE"),
+            (Errno::NOMEM, "Errno::ENOMEM"),
+        ] {
+            assert!(exhausted(errno));
+            for error in [io_error(errno), errno_error(errno)] {
+                assert!(
+                    matches!(&error, Error::Tool(m) if m.ends_with(&format!("({name})"))),
+                    "{error}"
+                );
+            }
+        }
+        assert!(!exhausted(Errno::NOENT));
+    }
 }

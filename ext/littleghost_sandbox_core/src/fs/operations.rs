@@ -308,11 +308,18 @@ pub(super) fn wrote(content: &[u8], logical: &str) -> String {
     format!("Wrote {} to {}", crate::shown::count(content.len() as u64, "byte"), logical)
 }
 
-/// Sorts bytewise after suffixing, de-duplicates and joins with newlines.
+/// Sorts bytewise after suffixing, de-duplicates and joins with newlines;
+/// each name in its shown form ([`crate::names`]: quoted when it holds a
+/// control character or is not UTF-8...), so one line is always one entry.
 pub(super) fn join_listing(mut names: Vec<Vec<u8>>) -> String {
     names.sort();
     names.dedup();
-    let joined = names.join(&b"\n"[..]);
-    String::from_utf8(joined)
-        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
+    let shown: Vec<String> = names
+        .iter()
+        .map(|entry| match entry.strip_suffix(b"/") {
+            Some(directory) => format!("{}/", crate::names::show(directory)),
+            None => crate::names::show(entry).into_owned(),
+        })
+        .collect();
+    shown.join("\n")
 }

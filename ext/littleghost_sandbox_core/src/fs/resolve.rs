@@ -172,9 +172,12 @@ impl Broker {
     }
 
     pub(super) fn open_pinned(&self, root: &Root) -> Result<OwnedFd> {
-        let fd = walk::open_absolute_dir(self.strategy, &root.realpath)
-            .map_err(|_| tool(SOURCE_CHANGED))?;
-        let stat = rfs::fstat(&fd).map_err(|_| tool(SOURCE_CHANGED))?;
+        let changed = |errno| match exhausted(errno) {
+            true => io_error(errno),
+            false => tool(SOURCE_CHANGED),
+        };
+        let fd = walk::open_absolute_dir(self.strategy, &root.realpath).map_err(changed)?;
+        let stat = rfs::fstat(&fd).map_err(changed)?;
         if identity(&stat) != (root.dev, root.ino) {
             return Err(tool(SOURCE_CHANGED));
         }
@@ -232,6 +235,7 @@ impl Root {
         let realpath = std::fs::canonicalize(&grant.source).map_err(|_| missing())?;
         let handle = walk::open_absolute_dir(strategy, &realpath).map_err(|errno| match errno {
             Errno::NOTDIR => tool("Sandbox mount source is not a directory"),
+            errno if exhausted(errno) => io_error(errno),
             _ => missing(),
         })?;
         let stat = rfs::fstat(&handle).map_err(|_| missing())?;

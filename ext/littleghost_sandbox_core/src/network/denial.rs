@@ -13,6 +13,8 @@ pub enum DenialReason {
     NotAllowed,
     /// The destination resolved into a refused range (loopback, private...).
     PrivateDestination,
+    /// The gateway or the process is at its descriptor budget (503).
+    DescriptorBudget,
 }
 
 impl DenialReason {
@@ -23,6 +25,17 @@ impl DenialReason {
             DenialReason::PrivateDestination => {
                 "destination resolves to a private or reserved address"
             }
+            DenialReason::DescriptorBudget => {
+                "the gateway is at its descriptor budget; try again when a connection closes"
+            }
+        }
+    }
+
+    /// The HTTP status the client is answered with.
+    pub fn status(self) -> &'static str {
+        match self {
+            DenialReason::NotAllowed | DenialReason::PrivateDestination => "403 Forbidden",
+            DenialReason::DescriptorBudget => "503 Service Unavailable",
         }
     }
 }

@@ -9,10 +9,11 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::UnixListener;
-use tokio::sync::{oneshot, Semaphore};
+use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use super::allowlist::Allowlist;
+use super::budget::{Budget, Pool};
 use super::denial::{Denial, DenialCallback, Denials};
 use super::proxy::{self, Shared};
 use crate::error::{Error, Result};
@@ -25,8 +26,11 @@ pub const SOCKET_NAME: &str = "proxy.sock";
 #[derive(Clone)]
 pub struct GatewayConfig {
     pub allowlist: Allowlist,
-    /// Connections served at once; further clients wait to be accepted.
+    /// Connections served at once (two descriptors each); beyond it, or
+    /// beyond the descriptor budget of [`super::budget`], a client gets `503`.
     pub max_connections: usize,
+    /// The process-wide descriptor pool (tests give a fixed one).
+    pub pool: Arc<Pool>,
     /// Largest request head (request line plus headers) accepted.
     pub max_header_bytes: usize,
     /// Time a client has to send its request head.
@@ -45,6 +49,7 @@ impl GatewayConfig {
         GatewayConfig {
             allowlist,
             max_connections: 512,
+            pool: Pool::process(),
             max_header_bytes: 32 * 1024,
             handshake_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),
@@ -110,11 +115,11 @@ impl Gateway {
         });
         let (shutdown, shutdown_rx) = oneshot::channel();
         let (done_tx, done) = mpsc::channel();
-        let slots = Arc::new(Semaphore::new(config.max_connections.max(1)));
+        let budget = Budget::new(config.pool, config.max_connections);
         runtime.spawn(async move {
             // Inside the runtime: registering the listener needs its reactor.
             if let Ok(listener) = UnixListener::from_std(listener) {
-                accept_loop(listener, shared, slots, shutdown_rx).await;
+                accept_loop(listener, shared, budget, shutdown_rx).await;
             }
             let _ = done_tx.send(());
         });
@@ -211,29 +216,37 @@ impl Drop for Gateway {
     }
 }
 
+/// Accepts until shut down. Each connection takes a descriptor from the
+/// budget or is answered `503` at once; a failing `accept` (EMFILE, ENFILE,
+/// ENOBUFS...) backs off instead of spinning.
 async fn accept_loop(
     listener: UnixListener,
     shared: Arc<Shared>,
-    slots: Arc<Semaphore>,
+    budget: Arc<Budget>,
     mut shutdown: oneshot::Receiver<()>,
 ) {
     let mut connections = JoinSet::new();
+    let mut backoff = Duration::ZERO;
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            permit = slots.clone().acquire_owned() => {
-                let Ok(permit) = permit else { break };
-                tokio::select! {
-                    _ = &mut shutdown => break,
-                    accepted = listener.accept() => {
-                        if let Ok((stream, _)) = accepted {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    backoff = Duration::ZERO;
+                    match budget.admit() {
+                        Some(held) => {
                             let shared = shared.clone();
-                            connections.spawn(async move {
-                                proxy::serve(stream, shared).await;
-                                drop(permit);
-                            });
+                            connections.spawn(proxy::serve(stream, shared, held));
                         }
+                        None => proxy::refuse_unread(stream, &shared),
+                    }
+                }
+                Err(_) => {
+                    backoff = next_backoff(backoff);
+                    tokio::select! {
+                        _ = &mut shutdown => break,
+                        () = tokio::time::sleep(backoff) => {}
                     }
                 }
             }
@@ -241,6 +254,11 @@ async fn accept_loop(
     }
     drop(listener);
     connections.shutdown().await;
+}
+
+/// 5 ms, doubling up to one second.
+fn next_backoff(previous: Duration) -> Duration {
+    (previous * 2).clamp(Duration::from_millis(5), Duration::from_secs(1))
 }
 
 /// A fresh directory only this user can enter, under the temp directory
@@ -266,4 +284,21 @@ fn private_directory() -> Result<PathBuf> {
         base.display(),
         last_error.map(|e| e.to_string()).unwrap_or_default()
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failing_accept_backs_off_up_to_a_second() {
+        let mut delay = Duration::ZERO;
+        let mut seen = Vec::new();
+        for _ in 0..12 {
+            delay = next_backoff(delay);
+            seen.push(delay.as_millis());
+        }
+        assert_eq!(&seen[..4], [5, 10, 20, 40]);
+        assert_eq!(*seen.last().unwrap(), 1000);
+    }
 }

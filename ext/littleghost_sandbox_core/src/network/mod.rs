@@ -7,6 +7,7 @@
 //! `127.0.0.1:3128` inside a sandbox's network namespace to that socket.
 
 pub mod allowlist;
+pub mod budget;
 pub mod builtin;
 pub mod denial;
 pub mod external;
@@ -19,3 +20,11 @@ pub use builtin::BuiltinGateway;
 pub use denial::{Denial, DenialCallback, DenialReason, Denials};
 pub use external::{ExternalDeclaration, ExternalGateway};
 pub use gateway::{Gateway, GatewayConfig};
+
+/// For the fuzz target `request_head` (see `fuzz/`): parses a request head
+/// the way the gateway does and panics if what it would forward breaks the
+/// parser's promises. Not part of the API.
+#[doc(hidden)]
+pub fn fuzz_request_head(bytes: &[u8]) {
+    proxy::check_request_head(bytes);
+}

@@ -17,6 +17,7 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio::time::timeout;
 
 use super::allowlist::{refused_address, Allowlist, Destination, Host};
+use super::budget::Held;
 use super::denial::{DenialReason, Denials};
 
 pub(super) struct Shared {
@@ -51,7 +52,9 @@ struct Head {
     rest: Vec<u8>,
 }
 
-pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>) {
+/// Serves one admitted connection; `held` is its client descriptor and
+/// takes the upstream one before the destination is opened.
+pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>, mut held: Held) {
     let head = match timeout(
         shared.handshake_timeout,
         read_head(&mut client, shared.max_header_bytes),
@@ -69,12 +72,29 @@ pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>) {
             .await
         }
     };
-    if let Err(refused) = forward(&mut client, head, &shared).await {
+    if let Err(refused) = forward(&mut client, head, &shared, &mut held).await {
         answer(&mut client, &refused).await;
     }
 }
 
-async fn forward(client: &mut UnixStream, head: Head, shared: &Shared) -> Result<(), Refusal> {
+/// Refuses a connection the budget has no descriptor for, before reading
+/// anything (its destination is unknown: the denial names `*`): one
+/// non-blocking write of the `503`, then the socket is closed.
+pub(super) fn refuse_unread(client: UnixStream, shared: &Shared) {
+    let refused = deny(shared, "*".to_owned(), DenialReason::DescriptorBudget);
+    // A plain non-blocking write: tokio's `try_write` would refuse to try
+    // before the reactor has seen the new socket writable.
+    if let Ok(client) = client.into_std() {
+        let _ = std::io::Write::write(&mut &client, &response(&refused));
+    }
+}
+
+async fn forward(
+    client: &mut UnixStream,
+    head: Head,
+    shared: &Shared,
+    held: &mut Held,
+) -> Result<(), Refusal> {
     let connect = head.method.eq_ignore_ascii_case("CONNECT");
     let (destination, path) = if connect {
         let destination = Destination::parse(&head.target, None)
@@ -83,7 +103,7 @@ async fn forward(client: &mut UnixStream, head: Head, shared: &Shared) -> Result
     } else {
         absolute_form(&head.target)?
     };
-    let upstream = open(&destination, shared).await?;
+    let upstream = open(&destination, shared, held).await?;
     let mut upstream = upstream;
     if connect {
         client
@@ -108,8 +128,13 @@ async fn forward(client: &mut UnixStream, head: Head, shared: &Shared) -> Result
     Ok(())
 }
 
-/// Checks the allowlist, resolves, vets every address, connects to a vetted one.
-async fn open(destination: &Destination, shared: &Shared) -> Result<TcpStream, Refusal> {
+/// Checks the allowlist, resolves, vets every address, takes the upstream
+/// descriptor from the budget and connects to a vetted address.
+async fn open(
+    destination: &Destination,
+    shared: &Shared,
+    held: &mut Held,
+) -> Result<TcpStream, Refusal> {
     let shown = destination.to_string();
     if !shared.allowlist.allows(destination) {
         return Err(deny(shared, shown, DenialReason::NotAllowed));
@@ -137,6 +162,9 @@ async fn open(destination: &Destination, shared: &Shared) -> Result<TcpStream, R
     {
         return Err(deny(shared, shown, DenialReason::PrivateDestination));
     }
+    if !held.take() {
+        return Err(deny(shared, shown, DenialReason::DescriptorBudget));
+    }
     for address in addresses {
         if let Ok(Ok(stream)) = timeout(shared.connect_timeout, TcpStream::connect(address)).await {
             let _ = stream.set_nodelay(true);
@@ -149,20 +177,26 @@ async fn open(destination: &Destination, shared: &Shared) -> Result<TcpStream, R
     ))
 }
 
+/// The one place a gateway denial is made: recorded, and answered with the
+/// reason's status (403, or 503 for the descriptor budget).
 fn deny(shared: &Shared, destination: String, reason: DenialReason) -> Refusal {
     let text = format!("{destination}: {}", reason.text());
     shared.denials.record(destination, reason);
-    refusal("403 Forbidden", text)
+    refusal(reason.status(), text)
 }
 
-async fn answer(client: &mut UnixStream, refused: &Refusal) {
+fn response(refused: &Refusal) -> Vec<u8> {
     let body = format!("littleghost gateway: {}\n", refused.reason);
-    let text = format!(
+    format!(
         "HTTP/1.1 {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         refused.status,
         body.len()
-    );
-    let _ = client.write_all(text.as_bytes()).await;
+    )
+    .into_bytes()
+}
+
+async fn answer(client: &mut UnixStream, refused: &Refusal) {
+    let _ = client.write_all(&response(refused)).await;
     let _ = client.shutdown().await;
 }
 
@@ -202,35 +236,73 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
+/// A control byte: C0 (CR, LF and HTAB included) or DEL.
+fn is_control(byte: u8) -> bool {
+    byte < 0x20 || byte == 0x7f
+}
+
+/// A `token` character of RFC 9110 (methods and header names).
+fn is_token(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+/// Parses the head strictly (issue 18, item 8): lines end with CRLF only; no
+/// CR, LF or other control byte in the request line or a header field (HTAB
+/// only inside a value); the version is exactly `HTTP/1.0` or `HTTP/1.1`; a
+/// header name is a token directly followed by `:`; a body is framed once
+/// (not both `Content-Length` and `Transfer-Encoding`, one length).
+/// Whatever this accepts is what the destination sees, minus what
+/// [`origin_form`] strips, so nothing can hide a second line inside a field.
 fn parse_head(bytes: &[u8], rest: Vec<u8>) -> Result<Head, Refusal> {
     let bad = |why: &str| refusal("400 Bad Request", why.to_owned());
     let text = std::str::from_utf8(bytes).map_err(|_| bad("request head is not UTF-8"))?;
     let mut lines = text.split("\r\n");
     let request_line = lines.next().unwrap_or_default();
+    if request_line.bytes().any(is_control) {
+        return Err(bad("control character in the request line"));
+    }
     let parts: Vec<&str> = request_line.split(' ').collect();
     let [method, target, version] = parts[..] else {
         return Err(bad("malformed request line"));
     };
-    if method.is_empty()
-        || !method.bytes().all(|b| b.is_ascii_alphabetic())
-        || !version.starts_with("HTTP/1.")
-    {
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) || target.is_empty() {
         return Err(bad("malformed request line"));
     }
-    let mut headers = Vec::new();
+    if version != "HTTP/1.1" && version != "HTTP/1.0" {
+        return Err(bad("only HTTP/1.0 and HTTP/1.1 are accepted"));
+    }
+    let mut headers: Vec<(String, String)> = Vec::new();
     for line in lines {
+        if line.bytes().any(|b| is_control(b) && b != b'\t') {
+            return Err(bad("control character in a header field"));
+        }
         let (name, value) = line
             .split_once(':')
             .ok_or_else(|| bad("malformed header line"))?;
-        let valid_name = !name.is_empty()
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b));
-        if !valid_name {
+        if name.is_empty() || !name.bytes().all(is_token) {
             return Err(bad("malformed header name"));
         }
-        headers.push((name.to_owned(), value.trim().to_owned()));
+        headers.push((name.to_owned(), value.trim_matches([' ', '\t']).to_owned()));
     }
+    fn values<'h>(
+        headers: &'h [(String, String)],
+        wanted: &'static str,
+    ) -> impl Iterator<Item = &'h str> {
+        headers
+            .iter()
+            .filter(move |(name, _)| name.eq_ignore_ascii_case(wanted))
+            .map(|(_, value)| value.as_str())
+    }
+    let mut lengths = values(&headers, "content-length");
+    if let Some(first) = lengths.next() {
+        if values(&headers, "transfer-encoding").next().is_some() {
+            return Err(bad("both Content-Length and Transfer-Encoding"));
+        }
+        if lengths.any(|other| other != first) || !first.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad("malformed Content-Length"));
+        }
+    }
+    drop(lengths);
     Ok(Head {
         method: method.to_owned(),
         target: target.to_owned(),
@@ -238,6 +310,48 @@ fn parse_head(bytes: &[u8], rest: Vec<u8>) -> Result<Head, Refusal> {
         headers,
         rest,
     })
+}
+
+/// The fuzz target's check (`fuzz/fuzz_targets/request_head.rs`): parses
+/// `bytes` as a request head and, when it is accepted and its URL is, checks
+/// what the destination would receive. Panics when the rewrite could carry
+/// a control byte, a second line, a second `Host` or a proxy credential.
+pub(super) fn check_request_head(bytes: &[u8]) {
+    let Ok(head) = parse_head(bytes, Vec::new()) else {
+        return;
+    };
+    assert!(head.version == "HTTP/1.1" || head.version == "HTTP/1.0");
+    if head.method.eq_ignore_ascii_case("CONNECT") {
+        return;
+    }
+    let Ok((destination, path)) = absolute_form(&head.target) else {
+        return;
+    };
+    let rewritten = origin_form(&head, &destination, &path);
+    let text = std::str::from_utf8(&rewritten).expect("the rewrite is UTF-8");
+    let body = text
+        .strip_suffix("\r\n\r\n")
+        .expect("one blank line ends the head");
+    let lines: Vec<&str> = body.split("\r\n").collect();
+    for line in &lines {
+        assert!(
+            !line.bytes().any(|b| is_control(b) && b != b'\t'),
+            "control byte in {line:?}"
+        );
+    }
+    let named = |wanted: &str| {
+        lines[1..]
+            .iter()
+            .filter(|line| {
+                let name = line.split(':').next().unwrap_or_default();
+                name.eq_ignore_ascii_case(wanted)
+            })
+            .count()
+    };
+    assert_eq!(named("host"), 1, "{text:?}");
+    assert_eq!(named("proxy-authorization"), 0, "{text:?}");
+    assert_eq!(named("connection"), 1, "{text:?}");
+    assert_eq!(lines[0].split(' ').count(), 3, "{text:?}");
 }
 
 /// `http://host[:port]/path?query` into its destination and origin-form path.
@@ -409,5 +523,88 @@ mod tests {
         assert!(parse_head(b"GET http://a/ SPDY/3", Vec::new()).is_err());
         assert!(parse_head(b"GET http://a/ HTTP/1.1\r\nBad Name: x", Vec::new()).is_err());
         assert!(parse_head(b"GET http://a/ HTTP/1.1\r\n folded", Vec::new()).is_err());
+    }
+
+    fn refused(head: &[u8]) -> String {
+        match parse_head(head, Vec::new()) {
+            Ok(parsed) => panic!("accepted {:?} as {:?}", head, parsed.headers),
+            Err(refused) => {
+                assert_eq!(refused.status, "400 Bad Request");
+                refused.reason
+            }
+        }
+    }
+
+    #[test]
+    fn a_bare_line_feed_or_carriage_return_is_refused_anywhere() {
+        // Issue 18's smuggling request: a bare LF in the request line and in a header.
+        let why = refused(
+            b"GET http://allowed.test/ HTTP/1.1\nHost:internal.example\r\nAccept: */*\nProxy-Authorization: smuggled",
+        );
+        assert_eq!(why, "control character in the request line");
+        assert_eq!(
+            refused(b"GET http://a/ HTTP/1.1\r\nAccept: */*\nProxy-Authorization: smuggled"),
+            "control character in a header field"
+        );
+        refused(b"GET http://a/ HTTP/1.1\r\nAccept: a\rb");
+        refused(b"GET http://a/x\ry HTTP/1.1");
+        refused(b"GET http://a/ HTTP/1.1\r\nX-\nName: 1");
+    }
+
+    #[test]
+    fn other_control_bytes_are_refused_and_a_tab_only_inside_a_value() {
+        for byte in (0u8..0x20).chain([0x7f]) {
+            let line = [b"GET http://a/ HTTP/1.1\r\nX: a".as_slice(), &[byte], b"b"].concat();
+            if byte == b'\t' {
+                let head = parse_head(&line, Vec::new()).unwrap();
+                assert_eq!(head.headers, [("X".to_owned(), "a\tb".to_owned())]);
+            } else {
+                refused(&line);
+            }
+            refused(&[b"GET http://a/".as_slice(), &[byte], b" HTTP/1.1"].concat());
+        }
+        refused(b"GET\thttp://a/ HTTP/1.1");
+    }
+
+    #[test]
+    fn only_http_1_0_and_1_1_are_accepted() {
+        for version in ["HTTP/1.0", "HTTP/1.1"] {
+            let line = format!("GET http://a/ {version}");
+            assert_eq!(
+                parse_head(line.as_bytes(), Vec::new()).unwrap().version,
+                version
+            );
+        }
+        for version in ["HTTP/1.2", "HTTP/1.", "HTTP/1.1x", "HTTP/2.0", "http/1.1"] {
+            let line = format!("GET http://a/ {version}");
+            assert_eq!(
+                refused(line.as_bytes()),
+                "only HTTP/1.0 and HTTP/1.1 are accepted"
+            );
+        }
+        refused(b"GET http://a/ HTTP/1.1 ");
+    }
+
+    #[test]
+    fn a_body_is_framed_one_way_only() {
+        refused(b"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked");
+        refused(b"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\ncontent-length: 2");
+        refused(b"POST http://a/ HTTP/1.1\r\nContent-Length: -1");
+        assert!(parse_head(
+            b"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1",
+            Vec::new()
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn the_fuzz_check_holds_for_the_issues_requests() {
+        check_request_head(
+            b"GET http://a.test/x HTTP/1.1\r\nHost: evil\r\nProxy-Authorization: x\r\nhost: b",
+        );
+        check_request_head(
+            b"GET http://allowed/ HTTP/1.1\nHost:internal.example\r\nProxy-Authorization: smuggled",
+        );
+        check_request_head(b"GET http://a.test/x HTTP/1.0\r\nX:\ty\r\nConnection: close, te");
     }
 }

@@ -1,5 +1,6 @@
 //! Lexical resolution (3.3, 3.4): logical paths to physical ones and back.
 
+use std::borrow::Cow;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -7,10 +8,11 @@ use std::path::{Path, PathBuf};
 use super::{Layout, SCHEME};
 use crate::error::{argument, Result};
 use crate::grants::Identity;
-use crate::paths;
+use crate::{names, paths};
 
 impl Layout {
-    /// Maps a logical path to a physical one, lexically (3.3).
+    /// Maps a logical path to a physical one, lexically (3.3). A component
+    /// in the quoted form of [`crate::names`] stands for the name it shows.
     pub fn resolve(&self, reference: &OsStr) -> Result<PathBuf> {
         let bytes = reference.as_bytes();
         if bytes.contains(&0) {
@@ -47,7 +49,7 @@ impl Layout {
             }
             None => (self.root.as_path(), bytes),
         };
-        beneath(base, relative)
+        beneath(base, &unquote(relative)?)
     }
 
     /// `Workspace#resolve` (3.3): while the workspace is open (`recorded` are
@@ -78,16 +80,29 @@ impl Layout {
             let rest = paths::remainder(&physical, dir).unwrap_or(Path::new(""));
             if !rest.as_os_str().is_empty() {
                 out.push(b'/');
-                out.extend_from_slice(rest.as_os_str().as_bytes());
+                out.extend_from_slice(&names::show_relative(rest.as_os_str().as_bytes()));
             }
             return Ok(OsString::from_vec(out));
         }
         match paths::remainder(&physical, &self.root) {
             Some(rest) if rest.as_os_str().is_empty() => Ok(OsString::from(".")),
-            Some(rest) => Ok(rest.as_os_str().to_owned()),
+            Some(rest) => Ok(OsString::from_vec(
+                names::show_relative(rest.as_os_str().as_bytes()).into_owned(),
+            )),
             None => Err(argument("path is outside the workspace")),
         }
     }
+}
+
+/// `relative` with its quoted components decoded (issue 18, item 7). A
+/// quoted name is literal: one starting with `~` gets a `./` so the `~` rule
+/// of [`beneath`] (which models `File.expand_path`) does not apply to it.
+fn unquote(relative: &[u8]) -> Result<Cow<'_, [u8]>> {
+    let decoded = names::parse_relative(relative).map_err(argument)?;
+    if decoded.starts_with(b"~") && !relative.starts_with(b"~") {
+        return Ok(Cow::Owned([&b"./"[..], &decoded].concat()));
+    }
+    Ok(decoded)
 }
 
 /// `relative` beneath `base`, lexically: not empty, no `..`, no `~`, cleaned.

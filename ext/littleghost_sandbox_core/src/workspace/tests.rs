@@ -98,6 +98,46 @@ fn workspace_reference_inverts_resolve() {
     }
 }
 
+/// Issue 18 item 7: every path `reference` returns resolves back to the same
+/// physical path, whatever bytes its names hold (`~notes.md` was refused).
+#[test]
+fn every_reference_resolves_back_to_its_physical_path() {
+    use std::os::unix::ffi::OsStrExt;
+    let l = layout();
+    let names: [&[u8]; 9] = [
+        b"~notes.md",
+        b"notes.md\nINSTRUCTIONS.md",
+        b"caf\xe9.md",
+        b"\"quoted\"",
+        b"\"open",
+        b" lead",
+        b"x~",
+        b"~",
+        b"tab\t\r\x7f",
+    ];
+    for base in ["/w", "/w/sub", "/w/src", "/w/src/deep/x", "/home/agent"] {
+        for name in names {
+            let physical = Path::new(base).join(OsStr::from_bytes(name));
+            let reference = l.reference(&physical).unwrap();
+            assert!(!reference.as_bytes().contains(&b'\n'), "{reference:?}");
+            assert_eq!(l.resolve(&reference).unwrap(), physical, "{reference:?}");
+        }
+    }
+    assert_eq!(
+        l.reference(Path::new("/w/~notes.md")).unwrap(),
+        "\"~notes.md\""
+    );
+    assert_eq!(
+        l.reference(Path::new("/w/src/a\nb")).unwrap(),
+        "workspace://source/\"a\\nb\""
+    );
+    // A plain leading `~` still means File.expand_path's home (3.3).
+    assert!(message(resolve("~/x")).contains("escapes its root"));
+    assert!(message(resolve("workspace://source/~x")).contains("escapes its root"));
+    assert!(message(resolve("\"..\"/x")).contains("cannot be empty"));
+    assert!(message(resolve("\"a")).contains("malformed quoted name"));
+}
+
 #[test]
 fn workspace_variable_names() {
     assert_eq!(variable_name("source"), "LITTLE_GHOST_WORKSPACE_SOURCE");

@@ -22,7 +22,8 @@ module LittleGhost
     #                  (+cpu_seconds+ enforced by the cgroup; the per-process RLIMIT_CPU fallback ends the
     #                  program with a signal and reports nothing).
     # [+:network+]     the built-in gateway answered 403 (operation +:connect+, target <tt>host:port</tt>; reasons
-    #                  +:not_allowed+, +:private_destination+). They are recorded in +denials+ as they happen; the
+    #                  +:not_allowed+, +:private_destination+), or 503 at its descriptor budget (+:descriptor_budget+;
+    #                  target <tt>*</tt> when the connection was refused before its request was read). They are recorded in +denials+ as they happen; the
     #                  gateway answers on its own threads, where Ruby cannot run, so +on_denial+ blocks are not called
     #                  for them.
     #

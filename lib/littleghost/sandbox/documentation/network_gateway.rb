@@ -291,7 +291,9 @@ module LittleGhost
       #   denials -> Array
       #
       # The refused requests, oldest first (the last 1000): frozen Hashes with +at+ (Time), +destination+
-      # (<tt>"host:port"</tt>), +reason+ (+:not_allowed+ or +:private_destination+) and +message+. Kept after #close.
+      # (<tt>"host:port"</tt>, or <tt>"*"</tt> for a connection refused before its request was read), +reason+
+      # (+:not_allowed+ or +:private_destination+ for a 403, +:descriptor_budget+ for a 503: the gateway was at its
+      # share of RLIMIT_NOFILE) and +message+. Kept after #close.
       #
       #   gateway.denials.last   # => {at: 2026-..., destination: "evil.example:443", reason: :not_allowed, ...}
     end

@@ -273,12 +273,20 @@ module LittleGhost
     # Lists the directory at the logical +path+: entry names sorted bytewise, one per line, directories with a
     # trailing <tt>/</tt>, no trailing newline (<tt>""</tt> for an empty directory). Runtime-only paths are left out.
     #
+    # One line is always one entry. A name that is not valid UTF-8, holds a control character (or U+2028/U+2029),
+    # starts with <tt>"</tt> or +~+, or starts or ends with a space is shown quoted: between double quotes, with
+    # <tt>\\</tt>, <tt>\"</tt>, <tt>\n</tt>, <tt>\r</tt>, <tt>\t</tt> and <tt>\xNN</tt> (one byte) escapes. Every
+    # file operation (and Workspace#resolve) reads a path component in that form back as the name, so each line
+    # can be given back as it is (joined to its directory with <tt>/</tt>).
+    #
     # Raises LittleGhost::ToolError: "Path does not exist", "Path is not a directory", "Path cannot traverse a
     # symbolic link", "Directory exceeds the listing limit" (<tt>limits.list_entries</tt>), "Path is outside the
     # sandbox scope".
     #
     #   sandbox.list          # => "notes.md\nsource/"
     #   sandbox.list("source") # => "app.rb"
+    #   sandbox.list("inbox")  # => "\"notes.md\\nINSTRUCTIONS.md\"\nplain.md"
+    #   sandbox.read("inbox/\"notes.md\\nINSTRUCTIONS.md\"")   # the file whose name holds a line feed
 
     ##
     # :method: write

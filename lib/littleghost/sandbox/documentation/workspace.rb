@@ -98,9 +98,14 @@ module LittleGhost
     #
     # The host path of a logical +reference+: relative to the root, <tt>"workspace://NAME"</tt> or
     # <tt>"workspace://NAME/REL"</tt>. The check is lexical; an open workspace is validated (#validate!) first.
+    # A component written in the quoted form of Sandbox#list (<tt>"a\nb.md"</tt>, see there) stands for the name
+    # it shows; a quoted name is literal, so <tt>"~x"</tt> names the entry <tt>~x</tt> (a plain leading +~+ is
+    # refused, as File.expand_path would send it to a home directory).
     #
     # Raises ArgumentError "workspace paths must be relative or use workspace://", "workspace path traversal is
-    # not allowed", "workspace path escapes its root", "must not be empty"; KeyError for an unknown NAME;
+    # not allowed", "workspace path escapes its root", "must not be empty", "malformed quoted name in workspace
+    # path", "a quoted name in a workspace path cannot be empty, '.', '..' or hold '/' or NUL"; KeyError for an
+    # unknown NAME;
     # LittleGhost::ToolError when a directory changed since #open.
     #
     #   workspace.resolve("notes/a.md")                 # => "/srv/agent/notes/a.md"
@@ -113,12 +118,14 @@ module LittleGhost
     #   reference(physical) -> String
     #
     # The logical path of a host path: <tt>"workspace://NAME/REL"</tt> for the longest named path that contains it,
-    # else root-relative (<tt>"."</tt> for the root).
+    # else root-relative (<tt>"."</tt> for the root). A name that needs it is in the quoted form of Sandbox#list,
+    # so <tt>resolve(reference(path)) == path</tt> for every path in the workspace.
     #
     # Raises ArgumentError "path is outside the workspace".
     #
     #   workspace.reference("/srv/agent/source/app.rb")   # => "workspace://source/app.rb"
     #   workspace.reference("/srv/agent/notes")           # => "notes"
+    #   workspace.reference("/srv/agent/~notes.md")       # => "\"~notes.md\""
 
     ##
     # :method: environment

@@ -179,3 +179,31 @@ fn list_merges_virtual_children_with_real_entries() {
     let broker = broker(&[grant(&ws, RW), named]);
     assert_eq!(broker.list(&ws, ".").unwrap(), "a.txt\nnamed\nnamed/");
 }
+
+/// Issue 18 item 7: one line per entry, always. A name holding a line feed
+/// (or not UTF-8, or starting with `~` or `"`) is shown quoted, so a listing
+/// never shows an entry that does not exist, and the shown form names it.
+#[test]
+fn list_shows_one_line_per_entry_and_quotes_misleading_names() {
+    use std::os::unix::ffi::OsStrExt;
+    let tree = Tree::new();
+    let ws = tree.path("ws");
+    tree.file("ws/notes.md\nINSTRUCTIONS.md", "x");
+    tree.file("ws/~notes.md", "x");
+    tree.file("ws/plain.md", "x");
+    std::fs::write(ws.join(std::ffi::OsStr::from_bytes(b"caf\xe9")), "x").unwrap();
+    std::fs::create_dir(ws.join("dir\tx")).unwrap();
+    for broker in brokers(&[grant(&ws, RO)], &[]) {
+        let listing = broker.list(&ws, ".").unwrap();
+        assert_eq!(
+            listing.lines().collect::<Vec<_>>(),
+            [
+                r#""caf\xE9""#,
+                r#""dir\tx"/"#,
+                r#""notes.md\nINSTRUCTIONS.md""#,
+                "plain.md",
+                r#""~notes.md""#,
+            ]
+        );
+    }
+}
