@@ -4,6 +4,7 @@ require "find"
 require "json"
 require "open3"
 require "rbconfig"
+require "rubygems/package"
 
 # Proves the packaging paths a user takes: the source gem (`gem build`, then `gem install --local` into an empty
 # GEM_HOME, which compiles the Rust extension through extconf.rb) and the platform gem (`rake native gem`, installed
