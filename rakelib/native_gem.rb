@@ -35,7 +35,9 @@ module NativeGem
   # Compiles both crates for the running Ruby (no test hooks: what users get) and stages them under its minor.
   def compile(root)
     # The source gem's install check (spec/gem_install_spec.rb) builds in the same directory with the same
-    # features, so the two share compiled dependencies; `rake compile` keeps target/release to itself.
+    # features, so the two share compiled dependencies; `rake compile` keeps target/release to itself. (A cdylib's
+    # file name carries no hash, so the two builds write the same liblittleghost_sandbox.so; both compile this
+    # checkout's sources, so whichever cargo keeps is the same code.)
     target = File.join(root, "target", "gem-install")
     sh({ "RUBY" => RbConfig.ruby }, "cargo", "build", "--release", "--locked", "--target-dir", target,
        "-p", "littleghost_sandbox", "-p", "littleghost_sandbox_helper", chdir: root)
