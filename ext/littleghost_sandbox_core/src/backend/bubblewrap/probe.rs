@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 /// B.2: the functional probe: can this bwrap create the namespaces we need?
 pub fn probe_argv(executable: &Path) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec![executable.as_os_str().to_owned()];
-    // --disable-userns is probed too: every launch uses it.
+    // --disable-userns is probed too: every launch uses it. So is a fresh
+    // procfs (the default `proc: :new`): a container that masks parts of its
+    // /proc (podman's or Docker's masked paths) lets the namespaces be made
+    // but refuses that mount, and every launch would then fail.
     for part in [
         "--unshare-user",
         "--disable-userns",
@@ -21,6 +24,8 @@ pub fn probe_argv(executable: &Path) -> Vec<OsString> {
         "--ro-bind",
         "/",
         "/",
+        "--proc",
+        "/proc",
         "--",
         "/bin/true",
     ] {
@@ -38,14 +43,26 @@ pub fn missing_reason(executable: &Path) -> String {
 }
 
 /// B.2: the reason for a failed functional probe: bwrap's first stderr line,
-/// or a generic phrase, followed by the usual remedy.
+/// or a generic phrase, followed by the remedy: the container one when bwrap
+/// tripped over a read-only or masked /proc (what a container runtime sets
+/// up by default), else the usual user-namespace one.
 pub fn probe_failure_reason(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let first = text.lines().map(str::trim).find(|line| !line.is_empty());
+    let remedy = match first {
+        Some(line) if line.contains("/proc/sys/user/max_user_namespaces") || line.contains("mount proc") => {
+            "inside a container, /proc is read-only or partly masked: run it with \
+             --security-opt systempaths=unconfined (Docker also needs seccomp=unconfined and \
+             apparmor=unconfined; Kubernetes: securityContext.procMount: Unmasked), or let Native use Landlock"
+        }
+        _ => {
+            "enable unprivileged user namespaces: \
+             sysctl -w kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0, \
+             or allow bwrap in the AppArmor/SELinux policy"
+        }
+    };
     format!(
-        "Bubblewrap is installed but unavailable: {} (enable unprivileged user namespaces: \
-         sysctl -w kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0, \
-         or allow bwrap in the AppArmor/SELinux policy)",
+        "Bubblewrap is installed but unavailable: {} ({remedy})",
         first.unwrap_or("the namespace probe failed")
     )
 }

@@ -14,6 +14,8 @@ fn probe_argv_is_the_functional_check_of_b2() {
             "--ro-bind",
             "/",
             "/",
+            "--proc",
+            "/proc",
             "--",
             "/bin/true"
         ]
@@ -44,6 +46,29 @@ fn probe_reasons_say_what_to_do() {
     assert!(failed.starts_with("Bubblewrap is installed but unavailable: bwrap: No permissions to creating new namespace ("));
     assert!(failed.contains("user namespaces"));
     assert!(probe_failure_reason(b"").contains("unavailable: the namespace probe failed"));
+}
+
+#[test]
+fn a_container_masked_proc_gets_the_container_remedy() {
+    // What bwrap says inside podman's or Docker's default container (a
+    // read-only /proc/sys), and when only /proc/sys is unmasked (the other
+    // masked paths still refuse a fresh procfs).
+    for stderr in [
+        &b"bwrap: cannot open /proc/sys/user/max_user_namespaces: Read-only file system\n"[..],
+        &b"bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n"[..],
+    ] {
+        let reason = probe_failure_reason(stderr);
+        assert!(
+            reason.starts_with("Bubblewrap is installed but unavailable: bwrap: "),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("--security-opt systempaths=unconfined"),
+            "{reason}"
+        );
+        assert!(reason.contains("procMount: Unmasked"), "{reason}");
+        assert!(!reason.contains("sysctl"), "{reason}");
+    }
 }
 
 #[test]
