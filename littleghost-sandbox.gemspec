@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "lib/littleghost/sandbox/version"
+require_relative "ext/littleghost_sandbox/toolchain"
 
 Gem::Specification.new do |spec|
   spec.name = "littleghost-sandbox"
@@ -26,7 +27,13 @@ Gem::Specification.new do |spec|
   # `gem install` feeds to rdoc/ri with the require paths; README.md is the main page of the generated site.
   spec.extra_rdoc_files = ["README.md", "CHANGELOG.md", "LICENSE"]
   spec.rdoc_options = ["--main", "README.md", "--title", "littleghost-sandbox"]
+  # This is the source gem: `gem install` compiles the extension and the helper with cargo. The platform gem
+  # (`rake native gem`) holds them precompiled instead and has no extensions and no requirements.
   spec.extensions = ["ext/littleghost_sandbox/extconf.rb"]
+  spec.requirements = [
+    "Rust #{LittleGhostSandboxToolchain.rust_floor(__dir__)} or newer (cargo, rustc; https://rustup.rs), " \
+    "libclang and Ruby's headers (ruby-dev) to compile the extension"
+  ]
   # The project's public addresses; the documentation is the class documentation the homepage names.
   spec.metadata["homepage_uri"] = spec.homepage
   spec.metadata["documentation_uri"] = spec.homepage

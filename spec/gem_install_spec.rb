@@ -4,19 +4,39 @@ require "find"
 require "json"
 require "open3"
 require "rbconfig"
+require "rubygems/package"
 
-# Proves the packaging path a user takes: `gem build`, `gem install --local` into an
-# empty GEM_HOME (which compiles the Rust extension through extconf.rb), then
-# `require "littleghost/sandbox"` from an unrelated directory.
+# Proves the packaging paths a user takes: the source gem (`gem build`, then `gem install --local` into an empty
+# GEM_HOME, which compiles the Rust extension through extconf.rb) and the platform gem (`rake native gem`, installed
+# the same way with no Rust on PATH), each then used from an unrelated directory by spec/smoke/installed_gem_spec.rb.
 RSpec.describe "gem packaging" do
   root = File.expand_path("..", __dir__)
   extconf = File.join(root, "ext", "littleghost_sandbox", "extconf.rb")
+  smoke = File.join(root, "spec", "smoke", "installed_gem_spec.rb")
 
   def tree_bytes(dir)
     Find.find(dir).sum { |path| File.file?(path) && !File.symlink?(path) ? File.size(path) : 0 }
   end
 
-  it "builds, installs into a fresh GEM_HOME, holds the extension once and no build tree, and loads from any directory" do
+  # GEM_HOME alone, with the system's gem directories after it so rspec is found (never littleghost-sandbox: the
+  # smoke spec checks the one it loaded is in GEM_HOME).
+  def gem_env(gem_home, **extra)
+    { "GEM_HOME" => gem_home, "GEM_PATH" => [gem_home, *Gem.path].join(File::PATH_SEPARATOR), "RUBYOPT" => nil,
+      "RUBYLIB" => nil, **extra }
+  end
+
+  # Runs the smoke spec from a directory outside the checkout against the gem installed in `gem_home`.
+  define_method(:smoke_test) do |gem_home, platform, tmp|
+    away = File.join(tmp, "elsewhere")
+    FileUtils.mkdir_p(away)
+    env = gem_env(gem_home, "LITTLEGHOST_SMOKE_PLATFORM" => platform)
+    out, status = Open3.capture2e(env, RbConfig.ruby, "-S", "rspec", smoke, chdir: away)
+    expect(status).to be_success, out
+    expect(out).to match(/\b5 examples, 0 failures\b/)
+  end
+
+  it "builds the source gem, installs it into a fresh GEM_HOME with the extension once and no build tree, " \
+     "and a user's first steps work from any directory" do
     Dir.mktmpdir("lg-gem") do |tmp|
       gem_home = File.join(tmp, "home")
       out, status = Open3.capture2e("gem", "build", "littleghost-sandbox.gemspec", "--output", File.join(tmp, "lg.gem"), chdir: root)
@@ -27,11 +47,8 @@ RSpec.describe "gem packaging" do
       FileUtils.mkdir_p(shared_target)
       keepsake = File.join(shared_target, "callers-file")
       File.write(keepsake, "mine")
-      env = {
-        "GEM_HOME" => gem_home, "GEM_PATH" => gem_home,
-        # Reuse compiled dependencies; the gem's own crates still compile from the gem's copy.
-        "CARGO_TARGET_DIR" => shared_target
-      }
+      # Reuse compiled dependencies; the gem's own crates still compile from the gem's copy.
+      env = gem_env(gem_home, "CARGO_TARGET_DIR" => shared_target)
       out, status = Open3.capture2e(env, "gem", "install", "--local", "--no-document", File.join(tmp, "lg.gem"), chdir: tmp)
       expect(status).to be_success, out
       expect(File.read(keepsake)).to eq("mine")
@@ -56,6 +73,45 @@ RSpec.describe "gem packaging" do
       expect(Dir[File.join(gem_dir, "**", "target")]).to be_empty
       expect(tree_bytes(gem_dir)).to be < 40 * 1024 * 1024
       %w[LICENSE CHANGELOG.md README.md].each { |file| expect(File).to exist(File.join(gem_dir, file)) }
+
+      smoke_test(gem_home, "ruby", tmp)
+    end
+  end
+
+  it "builds the platform gem (rake native gem) holding this Ruby's extension and helper, which installs " \
+     "with no Rust and nothing to compile and works from any directory" do
+    platform = Gem::Platform.local.to_s
+    minor = RUBY_VERSION[/\A\d+\.\d+/]
+    next_minor = minor.split(".").then { |major, number| "#{major}.#{number.to_i + 1}" }
+    version = Gem::Specification.load(File.join(root, "littleghost-sandbox.gemspec")).version
+    out, status = Open3.capture2e("rake", "native", "gem", chdir: root)
+    expect(status).to be_success, out
+    gem_file = File.join(root, "pkg", "littleghost-sandbox-#{version}-#{platform}.gem")
+    expect(File).to exist(gem_file)
+
+    spec = Gem::Package.new(gem_file).spec
+    expect([spec.platform.to_s, spec.extensions, spec.requirements]).to eq([platform, [], []])
+    # Exactly the minors inside: this Ruby's, and no Ruby whose C ABI was not compiled against.
+    expect(spec.required_ruby_version).to eq(Gem::Requirement.new(">= #{minor}", "< #{next_minor}.dev"))
+    expect(spec.required_ruby_version.satisfied_by?(Gem::Version.new(RUBY_VERSION))).to be(true)
+    expect(spec.required_ruby_version.satisfied_by?(Gem::Version.new("#{next_minor}.0"))).to be(false)
+    expect(spec.files).to include("lib/littleghost_sandbox/#{minor}/littleghost_sandbox.so",
+                                  "lib/littleghost_sandbox/#{minor}/littleghost-sandbox-helper")
+    expect(spec.files.grep(%r{\Aext/|\ACargo\.})).to be_empty
+
+    Dir.mktmpdir("lg-native") do |tmp|
+      gem_home = File.join(tmp, "home")
+      # No cargo or rustc on PATH: anything that tried to compile would fail.
+      env = gem_env(gem_home, "PATH" => "/usr/bin:/bin", "CARGO" => "/nonexistent/cargo", "RUSTC" => "/nonexistent/rustc")
+      out, status = Open3.capture2e(env, "gem", "install", "--local", gem_file, chdir: tmp)
+      expect(status).to be_success, out
+      expect(Dir[File.join(gem_home, "extensions", "**", "*")]).to be_empty
+      gem_dir = File.join(gem_home, "gems", "littleghost-sandbox-#{version}-#{platform}")
+      expect(File.executable?(File.join(gem_dir, "lib", "littleghost_sandbox", minor, "littleghost-sandbox-helper"))).to be(true)
+      out, status = Open3.capture2(env, File.join(gem_home, "bin", "littleghost-sandbox"), "probe", "--json", chdir: tmp)
+      expect([status.success?, JSON.parse(out).dig("bubblewrap", "available")]).to eq([true, true]), out
+
+      smoke_test(gem_home, platform, tmp)
     end
   end
 

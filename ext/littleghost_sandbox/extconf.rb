@@ -15,6 +15,7 @@
 require "rbconfig"
 require "shellwords"
 require "tmpdir"
+require_relative "toolchain"
 
 ext_name = "littleghost_sandbox"
 gem_root = File.expand_path("../..", __dir__)
@@ -23,13 +24,15 @@ dlext = RbConfig::CONFIG["DLEXT"]
 install_dir = RbConfig::CONFIG["sitearchdir"]
 cargo = ENV.fetch("CARGO", "cargo")
 
-# Fail before the long build, with the command that fixes it.
+# Fail before the long build, with the command that fixes it. The floor is the newest rust-version among the
+# locked crates (recorded in Cargo.toml by `rake rust_floor`); an older cargo fails on the lock file or a crate.
+rust_floor = LittleGhostSandboxToolchain.rust_floor(gem_root)
 unless system("#{cargo.shellescape} --version", out: File::NULL, err: File::NULL)
-  abort <<~TEXT
-    littleghost-sandbox needs cargo (the Rust toolchain, 1.75 or newer) to build its extension.
-    Install it with rustup (https://rustup.rs) or your system's package (Debian: apt-get install cargo), then retry.
-  TEXT
+  abort "littleghost-sandbox needs cargo (the Rust toolchain, #{rust_floor} or newer) to build its extension.\n" \
+        "#{LittleGhostSandboxToolchain::INSTALL_HINT}"
 end
+problem = LittleGhostSandboxToolchain.rustc_problem(LittleGhostSandboxToolchain.rustc_for(cargo), rust_floor)
+abort problem if problem
 clang_dirs = [ENV["LIBCLANG_PATH"], *Dir["/usr/lib/llvm-*/lib"], "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
               "/usr/lib64", "/usr/lib", "/usr/local/lib", "/opt/homebrew/opt/llvm/lib", "/usr/local/opt/llvm/lib",
               "/Library/Developer/CommandLineTools/usr/lib"].compact
