@@ -250,7 +250,8 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
         Some(SessionError::Limit(exceeded)) => {
             // L.2, reached once: the recorded error answers every later call.
             let denials = session.denials.get();
-            crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded)?
+            let none = ruby.qnil().as_value();
+            crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded, none)?
         }
         Some(SessionError::ClosedByOwner) => {
             return Err(session_error(ruby, SessionError::ClosedByOwner))

@@ -41,6 +41,24 @@ pub struct Plan {
     pub rlimit_cpu_seconds: Option<u64>,
 }
 
+impl Plan {
+    /// Issue 19 item 6: how a program the kernel ended by signal reads when
+    /// `cpu_seconds` fell back to the per-process `RLIMIT_CPU` (L.3). The
+    /// kernel sends SIGXCPU at the soft limit and SIGKILL at the hard one
+    /// (both are `cpu_seconds` here), so a program ended by either while the
+    /// rlimit applies is the CPU limit, reported as the cgroup's kill is:
+    /// the same message, error class and denial. Only the program itself is
+    /// seen (a descendant killed by its own rlimit is not: the fallback is
+    /// per process, as documented); any other end is not a limit kill.
+    pub fn rlimit_kill(&self, signal: Option<i32>) -> Option<super::LimitExceeded> {
+        let seconds = self.rlimit_cpu_seconds?;
+        match signal? {
+            libc::SIGXCPU | libc::SIGKILL => Some(super::LimitExceeded::Cpu { seconds }),
+            _ => None,
+        }
+    }
+}
+
 /// Decides how `requested` is enforced given what the host can
 /// (`enforcement`); `Err(reason)` when `tasks` is asked for and cannot be
 /// bounded at all (CapabilityError before spawning).
@@ -101,6 +119,20 @@ mod tests {
             cpu_seconds: Some(1),
             own_tree_if_possible: true,
         }
+    }
+
+    #[test]
+    fn an_rlimit_cpu_kill_is_the_cpu_limit() {
+        let fallback = Plan {
+            rlimit_cpu_seconds: Some(2),
+            ..Plan::default()
+        };
+        let cpu = Some(crate::limits::LimitExceeded::Cpu { seconds: 2 });
+        assert_eq!(fallback.rlimit_kill(Some(libc::SIGKILL)), cpu);
+        assert_eq!(fallback.rlimit_kill(Some(libc::SIGXCPU)), cpu);
+        assert_eq!(fallback.rlimit_kill(Some(libc::SIGTERM)), None);
+        assert_eq!(fallback.rlimit_kill(None), None);
+        assert_eq!(Plan::default().rlimit_kill(Some(libc::SIGKILL)), None);
     }
 
     #[test]

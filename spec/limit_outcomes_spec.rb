@@ -1,0 +1,79 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "json"
+require "open3"
+require "rbconfig"
+
+# Issue 19 item 6: a limit reads the same whatever enforces it. A program
+# ended at its CPU or memory limit raises LittleGhost::Sandbox::LimitError (a
+# ToolError with the documented L.2 message) carrying the Execution of what
+# it wrote before it was ended, and is one `:limit` denial, whether a
+# launch cgroup enforced the limit (root here) or the L.3 fallback did
+# (uid 65534: per-process RLIMIT_CPU, sampled memory).
+RSpec.describe LittleGhost::Sandbox::LimitError do
+  SCRIPT = <<~'RUBY'
+    require "littleghost/sandbox"
+    require "tmpdir"
+    require "json"
+    root = Dir.mktmpdir
+    sandbox = LittleGhost::Sandboxes::Unrestricted.new(workspace: LittleGhost::Workspace.new(root: root))
+    seen = []
+    sandbox.on_denial { |denial| seen << denial.to_h.except(:time).transform_values(&:to_s) }
+    spin = ["sh", "-c", "echo started; while :; do :; done"]
+    grow = ["sh", "-c", "echo started; exec #{RbConfig.ruby} -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
+    report = {}
+    {cpu: [spin, {cpu_seconds: 1}], memory: [grow, {memory_bytes: 64 << 20}]}.each do |name, (argv, limits)|
+      seen.clear
+      begin
+        execution = sandbox.execute_program(argv, timeout: 60, **limits)
+        report[name] = {returned: [execution.exit_code, execution.signal]}
+      rescue LittleGhost::ToolError => e
+        report[name] = {class: e.class.name, message: e.message,
+                        stdout: e.respond_to?(:execution) ? e.execution&.stdout : :none}
+      end
+      report[name][:denials] = seen.dup
+    end
+    report[:limits] = LittleGhost::Sandbox.probe(:unrestricted)[:limits].transform_values(&:to_s)
+    puts JSON.generate(report)
+  RUBY
+
+  def outcome(*prefix)
+    lib = File.expand_path("../lib", __dir__)
+    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", SCRIPT, chdir: "/tmp")
+    raise "#{prefix.inspect} failed: #{errors}" unless status.success?
+
+    JSON.parse(output.lines.last, symbolize_names: true)
+  end
+
+  def expect_limit(result, message, reason)
+    expect(result.except(:denials)).to eq(class: "LittleGhost::Sandbox::LimitError", message: message, stdout: "started\n")
+    expect(result[:denials]).to eq([{kind: "limit", operation: "execute", target: "sh", reason: reason, message: message}])
+  end
+
+  def expect_one_outcome(report)
+    expect_limit(report[:cpu], "Program CPU time exceeded 1 seconds", "cpu_limit")
+    expect_limit(report[:memory], "Program memory exceeded #{64 << 20} bytes", "memory_limit")
+  end
+
+  it "is a ToolError carrying an execution" do
+    expect(described_class.ancestors).to include(LittleGhost::ToolError)
+    expect(described_class.instance_method(:execution)).to be_a(UnboundMethod)
+  end
+
+  it "a CPU or memory limit kill raises it with the output so far and is one denial, as this user" do
+    expect_one_outcome(outcome)
+  end
+
+  it "reads the same as uid 65534, where RLIMIT_CPU and sampling stand in for the cgroup" do
+    skip "needs root to drop to uid 65534" unless Process.uid.zero?
+    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
+    lib = File.expand_path("../lib", __dir__)
+    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
+                      File.join(lib, "littleghost_sandbox.so"))
+    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
+    report = outcome("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    expect(report[:limits][:cpu_seconds]).not_to eq("true"), "uid 65534 has a writable cgroup here"
+    expect_one_outcome(report)
+  end
+end
