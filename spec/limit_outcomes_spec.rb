@@ -77,3 +77,36 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
     expect_one_outcome(report)
   end
 end
+
+# Issue 19 item 6: a task limit that stops a fork bomb is visible. The kernel
+# refuses the extra processes (EAGAIN) and kills nothing, so the program's
+# own result stands, and the refusal is one `:limit` denial (`:task_limit`).
+# Where no cgroup can bound the tree, `tasks:` is refused before spawning
+# (CapabilityError, spec/process_limits_spec.rb).
+RSpec.describe "A task limit that refuses processes" do
+  let(:workspace) { open_workspace }
+  let(:sandbox) { LittleGhost::Sandboxes::Unrestricted.new(workspace: workspace) }
+
+  it "is one task_limit denial, and the program's own result is returned" do
+    limits = LittleGhost::Sandbox.probe(:unrestricted)[:limits]
+    skip "no pids cgroup here: #{limits[:tasks]}" unless limits[:tasks] == true
+    seen = []
+    sandbox.on_denial { |denial| seen << denial }
+    bomb = ["sh", "-c", "echo started; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 2 & done; wait"]
+    execution = sandbox.execute_program(bomb, timeout: 30, tasks: 4)
+    # sh gives up when fork fails: its own exit and message, not a kill.
+    expect(execution.stdout).to eq("started\n")
+    expect(execution.stderr).to match(/fork/i)
+    expect(execution.exit_code).not_to eq(0)
+    expect(seen.map { |d| [d.kind, d.operation, d.target, d.reason] }).to eq([[:limit, :execute, "sh", :task_limit]])
+    expect(seen.first.message).to eq("Program task limit of 4 refused a new process")
+    expect(sandbox.denials).to eq(seen)
+  end
+
+  it "a program that stays under it records nothing" do
+    limits = LittleGhost::Sandbox.probe(:unrestricted)[:limits]
+    skip "no pids cgroup here: #{limits[:tasks]}" unless limits[:tasks] == true
+    expect(sandbox.execute_program(["sh", "-c", "sleep 0 & wait; echo ok"], timeout: 30, tasks: 4).stdout).to eq("ok\n")
+    expect(sandbox.denials).to be_empty
+  end
+end

@@ -99,6 +99,8 @@ pub enum Reason {
     CpuLimit,
     /// A program passed `max_output_bytes` with `kill_on_output_limit`.
     OutputLimit,
+    /// A program's tree asked for more processes than `tasks` (refused, not killed).
+    TaskLimit,
     /// The gateway's allowlist does not name the destination.
     NotAllowed,
     /// The destination resolves to a private or reserved address.
@@ -121,6 +123,7 @@ impl Reason {
             Reason::MemoryLimit => "memory_limit",
             Reason::CpuLimit => "cpu_limit",
             Reason::OutputLimit => "output_limit",
+            Reason::TaskLimit => "task_limit",
             Reason::NotAllowed => "not_allowed",
             Reason::PrivateDestination => "private_destination",
         }
@@ -129,7 +132,9 @@ impl Reason {
     /// The kind a refusal for this reason belongs to.
     pub fn kind(self) -> Kind {
         match self {
-            Reason::MemoryLimit | Reason::CpuLimit | Reason::OutputLimit => Kind::Limit,
+            Reason::MemoryLimit | Reason::CpuLimit | Reason::OutputLimit | Reason::TaskLimit => {
+                Kind::Limit
+            }
             Reason::NotAllowed | Reason::PrivateDestination => Kind::Network,
             _ => Kind::Filesystem,
         }
@@ -344,6 +349,7 @@ mod tests {
         assert_eq!(Reason::ReadLimit.kind(), Kind::Filesystem);
         assert_eq!(Reason::MemoryLimit.kind(), Kind::Limit);
         assert_eq!(Reason::OutputLimit.kind(), Kind::Limit);
+        assert_eq!(Reason::TaskLimit.kind(), Kind::Limit);
         assert_eq!(Reason::NotAllowed.kind(), Kind::Network);
         let denial = Denial::refused(
             Operation::Write,

@@ -246,13 +246,17 @@ fn outcome(
             Some(exceeded) => exceeded,
             None => {
                 let execution = finish();
-                match &request.denials {
+                if let Some(reporter) = &request.denials {
                     // A run ended at its output bound is a denial of kind `:limit`.
-                    Some(reporter) if request.kill_on_output_limit && process.overflowed() => {
+                    if request.kill_on_output_limit && process.overflowed() {
                         let bytes = request.max_output_bytes;
                         reporter.report(ruby, Denial::output_kill(&reporter.program, bytes))?;
                     }
-                    _ => {}
+                    // So is a process the kernel refused at `tasks` (nothing
+                    // was killed: the program's own exit stands).
+                    if let Some(tasks) = process.tasks_refused() {
+                        reporter.report(ruby, Denial::tasks_refused(&reporter.program, tasks))?;
+                    }
                 }
                 return Ok(execution);
             }

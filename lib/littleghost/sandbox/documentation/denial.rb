@@ -20,7 +20,8 @@ module LittleGhost
     #                  given. Reasons: +:output_limit+ (+kill_on_output_limit: true+), +:memory_limit+
     #                  (+memory_bytes+, by the launch's cgroup or the sampled fallback), +:cpu_limit+
     #                  (+cpu_seconds+, by the cgroup or the per-process RLIMIT_CPU fallback). The program's
-    #                  call raises Sandbox::LimitError.
+    #                  call raises Sandbox::LimitError. +:task_limit+: the kernel refused a new process at
+    #                  +tasks+ (EAGAIN in the program; nothing is killed and the Execution is returned).
     # [+:network+]     the built-in gateway answered 403 (operation +:connect+, target <tt>host:port</tt>; reasons
     #                  +:not_allowed+, +:private_destination+). They are recorded in +denials+ as they happen and
     #                  delivered to +on_denial+ blocks in order on the sandbox's event thread (a Ruby Thread it
