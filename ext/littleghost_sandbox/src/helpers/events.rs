@@ -130,9 +130,15 @@ impl<E> EventQueue<E> {
 }
 
 /// The Ruby Thread draining an [`EventQueue`], and the process that started it.
+///
+/// Its lock is taken by the GC's mark function, so it is never held across a
+/// call into Ruby (which may allocate, and so mark): the slot is read, the
+/// lock dropped, Ruby called, and the slot written again. `starting` keeps
+/// two Ruby threads from starting two delivery threads meanwhile.
 #[derive(Default)]
 pub struct Delivery {
     thread: Mutex<Option<(Opaque<Value>, u32)>>,
+    starting: std::sync::atomic::AtomicBool,
 }
 
 impl Delivery {
@@ -158,17 +164,27 @@ impl Delivery {
         D: Fn(&Ruby, E) -> Result<(), Error> + Send + 'static,
         W: Fn(&Ruby, u64) -> Result<(), Error> + Send + 'static,
     {
-        let mut slot = self.lock();
+        use std::sync::atomic::Ordering;
         let pid = std::process::id();
-        if let Some((thread, owner)) = *slot {
+        let current = *self.lock();
+        if let Some((thread, owner)) = current {
             // A fork child holds its parent's Thread object, never alive here.
+            // (`thread` is marked through the slot; this frame holds it too.)
             if owner == pid && alive(ruby.get_inner(thread)) {
                 return;
             }
         }
+        if self
+            .starting
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return; // another Ruby thread is starting it
+        }
         let queue = queue.clone();
         let thread = ruby.thread_create_from_fn(move |ruby| drain(ruby, &queue, &deliver, &dropped));
-        *slot = Some((thread.as_value().into(), pid));
+        *self.lock() = Some((thread.as_value().into(), pid));
+        self.starting.store(false, Ordering::SeqCst);
     }
 
     /// Delivers what is queued, ends the thread and waits for it (unless

@@ -72,12 +72,11 @@ const FORWARDED: [&str; 16] = [
 /// The method being run, called on the backend with the same arguments,
 /// keywords and block. It runs in the caller's frame (a C method adds no
 /// Ruby frame), so what the backend raises points at the caller first.
-fn forward(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
+fn forward(_ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     // Read from this C method's own frame before any other Ruby call.
     // SAFETY: called in a method's frame, with the GVL.
     let (name, keywords) = unsafe { (rb_sys::rb_frame_this_func(), rb_sys::rb_keyword_given_p()) };
     let target = backend(rb_self)?;
-    let _ = ruby;
     call_backend(target, name, args, keywords)
 }
 
@@ -151,13 +150,12 @@ fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error
 }
 
 /// close -> nil: closes the backend (terminating what it started), then this sandbox.
-fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
+fn close(rb_self: SandboxObj) -> Result<(), Error> {
     let target = backend(rb_self)?;
     let _: Value = target.funcall("close", ())?;
     if let Some(state) = crate::ruby_api::sandbox::state::borrow(rb_self.as_value()) {
         state.set_opened(false);
     }
-    let _ = ruby;
     Ok(())
 }
 
