@@ -110,3 +110,51 @@ RSpec.describe "A task limit that refuses processes" do
     expect(sandbox.denials).to be_empty
   end
 end
+
+# Issue 19 item 6: a session ended at its CPU limit reads the same whatever
+# enforced it: its next call raises LimitError with the L.2 message (nil
+# execution: a session's output is read from the session) and the limit is
+# one denial, under a cgroup (root) and under RLIMIT_CPU (uid 65534).
+RSpec.describe "A session ended at its CPU limit" do
+  SESSION_SCRIPT = <<~'RUBY'
+    require "littleghost/sandbox"
+    require "tmpdir"
+    require "json"
+    sandbox = LittleGhost::Sandboxes::Unrestricted.new(workspace: LittleGhost::Workspace.new(root: Dir.mktmpdir))
+    seen = []
+    sandbox.on_denial { |denial| seen << denial.reason.to_s }
+    session = sandbox.start_program(["sh", "-c", "while :; do :; done"], cpu_seconds: 1)
+    report = begin
+      session.wait(timeout: 60)
+      {returned: true}
+    rescue LittleGhost::ToolError => e
+      {class: e.class.name, message: e.message, execution: e.execution.inspect}
+    end
+    session.close
+    report[:denials] = seen
+    puts JSON.generate(report)
+  RUBY
+
+  def session_outcome(*prefix)
+    lib = File.expand_path("../lib", __dir__)
+    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", SESSION_SCRIPT, chdir: "/tmp")
+    raise "#{prefix.inspect} failed: #{errors}" unless status.success?
+
+    JSON.parse(output.lines.last, symbolize_names: true)
+  end
+
+  let(:expected) do
+    {class: "LittleGhost::Sandbox::LimitError", message: "Program CPU time exceeded 1 seconds", execution: "nil",
+     denials: ["cpu_limit"]}
+  end
+
+  it "raises LimitError on its next call and is one cpu_limit denial, as this user" do
+    expect(session_outcome).to eq(expected)
+  end
+
+  it "reads the same as uid 65534 (RLIMIT_CPU)" do
+    skip "needs root to drop to uid 65534" unless Process.uid.zero?
+    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
+    expect(session_outcome("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")).to eq(expected)
+  end
+end

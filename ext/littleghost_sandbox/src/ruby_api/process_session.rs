@@ -351,6 +351,12 @@ fn wait(
     match ended {
         Ok(WaitEnd::Exited) => {
             state.settle_output(|slice| waiter.wait(ruby, slice))?;
+            // A limit that ended the program as it exited (the per-process
+            // RLIMIT_CPU kills by signal, issue 19 item 6) raises as the
+            // cgroup's does, rather than reading as an ordinary exit.
+            if matches!(state.resource_problem(), Some(SessionError::Limit(_))) {
+                raise_resource_error(ruby, rb_self, state)?;
+            }
             Ok(status_of(ruby, state))
         }
         Ok(WaitEnd::TimedOut) => {

@@ -134,7 +134,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     let started = nogvl::blocking(ruby, || {
         SessionState::start(&launch, cgroup, output_bytes, owner)
     })?;
-    let state = match started {
+    let mut state = match started {
         Ok(state) => state,
         Err(SpawnError::Unenforceable(reason)) => {
             return Err(crate::ruby_api::errors::capability_error(ruby, reason))
@@ -145,6 +145,9 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
             return Err(Error::from(errno));
         }
     };
+    if request.limits.cpu_fallback {
+        state.report_rlimit_cpu_kills(request.limits.rlimit_cpu_seconds);
+    }
     if session.state.set(state).is_err() {
         return Err(Error::new(
             ruby.exception_runtime_error(),
