@@ -9,12 +9,17 @@
 //!   [`crate::Error::Refused`]); the binding adds the operation and the
 //!   caller's logical path.
 //! - [`Kind::Limit`]: a program was ended because it passed a resource limit
-//!   (memory, CPU time, the output bound with `kill_on_output_limit`). A
+//!   (memory, CPU time, the output bound with `kill_on_output_limit`), or the
+//!   kernel refused it a process at `tasks` (nothing killed). A
 //!   timeout is *not* a denial: it bounds how long the caller waits, it does
 //!   not refuse anything the program asked for, and it already raises its
 //!   own `TimeoutError`.
 //! - [`Kind::Network`]: the built-in gateway answered 403; its own record
 //!   ([`crate::network::denial::Denial`]) converts with `From`.
+//!
+//! A workspace reference the file tools refuse before the broker (`../x`,
+//! absolute, an unknown name) is a filesystem refusal too: see
+//! [`crate::workspace::refused_reference`].
 //!
 //! Things that are not refusals (a missing file, text not found, invalid
 //! UTF-8, an OS failure) are plain errors and are not recorded.
