@@ -27,7 +27,6 @@ require_relative "sandbox/base"
 require_relative "sandbox/scope"
 require_relative "sandbox/gateway"
 require_relative "sandbox/configuration"
-require_relative "sandbox/native"
 
 module LittleGhost
   class Sandbox

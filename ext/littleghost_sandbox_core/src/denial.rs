@@ -9,12 +9,17 @@
 //!   [`crate::Error::Refused`]); the binding adds the operation and the
 //!   caller's logical path.
 //! - [`Kind::Limit`]: a program was ended because it passed a resource limit
-//!   (memory, CPU time, the output bound with `kill_on_output_limit`). A
+//!   (memory, CPU time, the output bound with `kill_on_output_limit`), or the
+//!   kernel refused it a process at `tasks` (nothing killed). A
 //!   timeout is *not* a denial: it bounds how long the caller waits, it does
 //!   not refuse anything the program asked for, and it already raises its
 //!   own `TimeoutError`.
 //! - [`Kind::Network`]: the built-in gateway answered 403; its own record
 //!   ([`crate::network::denial::Denial`]) converts with `From`.
+//!
+//! A workspace reference the file tools refuse before the broker (`../x`,
+//! absolute, an unknown name) is a filesystem refusal too: see
+//! [`crate::workspace::refused_reference`].
 //!
 //! Things that are not refusals (a missing file, text not found, invalid
 //! UTF-8, an OS failure) are plain errors and are not recorded.
@@ -99,6 +104,8 @@ pub enum Reason {
     CpuLimit,
     /// A program passed `max_output_bytes` with `kill_on_output_limit`.
     OutputLimit,
+    /// A program's tree asked for more processes than `tasks` (refused, not killed).
+    TaskLimit,
     /// The gateway's allowlist does not name the destination.
     NotAllowed,
     /// The destination resolves to a private or reserved address.
@@ -123,6 +130,7 @@ impl Reason {
             Reason::MemoryLimit => "memory_limit",
             Reason::CpuLimit => "cpu_limit",
             Reason::OutputLimit => "output_limit",
+            Reason::TaskLimit => "task_limit",
             Reason::NotAllowed => "not_allowed",
             Reason::PrivateDestination => "private_destination",
             Reason::DescriptorBudget => "descriptor_budget",
@@ -132,7 +140,9 @@ impl Reason {
     /// The kind a refusal for this reason belongs to.
     pub fn kind(self) -> Kind {
         match self {
-            Reason::MemoryLimit | Reason::CpuLimit | Reason::OutputLimit => Kind::Limit,
+            Reason::MemoryLimit | Reason::CpuLimit | Reason::OutputLimit | Reason::TaskLimit => {
+                Kind::Limit
+            }
             Reason::NotAllowed | Reason::PrivateDestination | Reason::DescriptorBudget => {
                 Kind::Network
             }
@@ -350,6 +360,7 @@ mod tests {
         assert_eq!(Reason::ReadLimit.kind(), Kind::Filesystem);
         assert_eq!(Reason::MemoryLimit.kind(), Kind::Limit);
         assert_eq!(Reason::OutputLimit.kind(), Kind::Limit);
+        assert_eq!(Reason::TaskLimit.kind(), Kind::Limit);
         assert_eq!(Reason::NotAllowed.kind(), Kind::Network);
         let denial = Denial::refused(
             Operation::Write,

@@ -195,7 +195,8 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     if let Some(gateway) = gateway {
         let _: Value = ruby.get_inner(gateway).funcall("close", ())?;
     }
-    Ok(())
+    // The gateway is stopped: deliver its last denials, end the event thread.
+    rb_self.denials().hub().stop_delivery(ruby)
 }
 
 /// The pins of `open`, taken now when `bubblewrap_args` runs before `open`.

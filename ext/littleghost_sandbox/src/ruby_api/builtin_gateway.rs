@@ -127,9 +127,13 @@ impl BuiltinGateway {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        // Called on a gateway thread without the GVL: only the Rust log is touched.
+        // Called on a gateway thread without the GVL: the Rust log and queue
+        // only; the sandbox's event thread calls the subscribers.
+        if let Some(hub) = &hub {
+            hub.expect_async(ruby);
+        }
         let on_denial = hub.map(|hub| -> core::DenialCallback {
-            Arc::new(move |denial: &core::Denial| hub.record_only(CoreDenial::from(denial)))
+            Arc::new(move |denial: &core::Denial| hub.record_async(CoreDenial::from(denial)))
         });
         errors::core_result(ruby, rb_self.core.open(on_denial))?;
         Ok(rb_self)

@@ -23,9 +23,14 @@ use crate::ruby_api::sandbox::state::{self, SandboxObj};
 impl Reporter {
     /// The reporter of `sandbox` for a run of `program`, if it is a Sandbox.
     pub fn of(sandbox: SandboxObj, program: &str) -> Option<Reporter> {
-        state::borrow(sandbox.as_value()).map(|state| Reporter {
-            hub: state.denials().hub(),
-            program: program.to_owned(),
+        state::borrow(sandbox.as_value()).map(|state| {
+            let hub = state.denials().hub();
+            // A launch may be a fork child's first: its event thread starts here.
+            hub.ensure_delivery(&Ruby::get_with(sandbox));
+            Reporter {
+                hub,
+                program: program.to_owned(),
+            }
         })
     }
 }
@@ -106,7 +111,9 @@ fn on_denial(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
         .block_proc()
         .map_err(|_| errors::argument_error(ruby, "on_denial requires a block"))?;
     let value = block.as_value();
-    hub_of(ruby, rb_self)?.subscribers().push(value.into());
+    let hub = hub_of(ruby, rb_self)?;
+    hub.subscribers().push(value.into());
+    hub.ensure_delivery(ruby);
     Ok(value)
 }
 

@@ -10,14 +10,13 @@ use littleghost_sandbox_core::limits::{
     self as core_limits,
     keywords::{self, Entry, Given},
     plan::{Plan, Requested},
-    LimitExceeded,
 };
 use magnus::{
     rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value,
 };
 
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors::{argument_error, capability_error, tool_error};
+use crate::ruby_api::errors::{argument_error, capability_error};
 use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
 
 /// An Integer as the core's [`Given`] (Bignums saturate by sign).
@@ -138,11 +137,6 @@ pub fn features() -> Vec<&'static str> {
 /// `process_tree_ownership`).
 pub fn owns_tree() -> bool {
     core_limits::probe().tree.is_ok()
-}
-
-/// The ToolError of L.2 for a limit the kernel (or the CPU watcher) hit.
-pub fn exceeded_error(ruby: &Ruby, exceeded: LimitExceeded) -> Error {
-    tool_error(ruby, exceeded.message())
 }
 
 /// For a probe Hash: each limit (`memory_bytes`, `tasks`, `cpu_seconds`,

@@ -29,7 +29,6 @@ use crate::helpers::convert as value_convert;
 use crate::helpers::nogvl;
 use crate::ruby_api::errors::{capability_error, core_result};
 use crate::ruby_api::execution::Execution;
-use crate::ruby_api::launch_limits;
 use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::limits::{plan::Plan, LimitExceeded};
 use littleghost_sandbox_core::process::procfs::DefaultReader;
@@ -61,7 +60,7 @@ pub struct RunRequest {
     /// End the child (17.12) once a stream passes `max_output_bytes`,
     /// instead of dropping the excess until it exits or times out.
     pub kill_on_output_limit: bool,
-    /// Whole-tree limits (L.1-L.3), planned by [`launch_limits::for_call`].
+    /// Whole-tree limits (L.1-L.3), planned by [`crate::ruby_api::launch_limits::for_call`].
     pub limits: Plan,
     /// Where an output-bound kill is reported as a denial (issue 12 item 12).
     pub denials: Option<crate::ruby_api::denial::Reporter>,
@@ -75,6 +74,14 @@ static TIMEOUT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| {
         .expect("LittleGhost::Sandbox::TimeoutError is defined at load")
 });
 
+/// `LittleGhost::Sandbox::LimitError`, defined in [`init`].
+static LIMIT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| {
+    constants::class(ruby, "LittleGhost::Sandbox::LimitError")
+        .ok()
+        .and_then(|class| ExceptionClass::from_value(class.as_value()))
+        .expect("LittleGhost::Sandbox::LimitError is defined at load")
+});
+
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let runner = sandbox.define_module("ProcessRunner")?;
     runner.define_singleton_method("run", function!(ruby_run, -1))?;
@@ -83,6 +90,12 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let timeout = sandbox.define_class("TimeoutError", tool)?;
     timeout.define_attr("execution", Attr::Read)?;
     let _ = ruby.get_inner(&TIMEOUT_ERROR);
+    // Issue 19 item 6: a ToolError (the L.2 message) for a program a limit
+    // ended, carrying what it wrote before (nil for a session: its output
+    // is read from the session).
+    let limit = sandbox.define_class("LimitError", tool)?;
+    limit.define_attr("execution", Attr::Read)?;
+    let _ = ruby.get_inner(&LIMIT_ERROR);
     Ok(())
 }
 
@@ -225,36 +238,71 @@ fn outcome(
         }
         RunEnd::TimedOut => return Err(timeout_error(ruby, request.timeout, finish())),
         RunEnd::MemorySampled(bytes) => LimitExceeded::Memory { bytes },
-        RunEnd::Finished { .. } => match process.limit_exceeded() {
+        RunEnd::Finished { .. } => match process.limit_exceeded().or_else(|| {
+            // L.3's per-process RLIMIT_CPU kills by signal: the same CPU limit (issue 19 item 6).
+            let signal = process.exit().and_then(|exit| exit.signal());
+            request.limits.rlimit_kill(signal)
+        }) {
             Some(exceeded) => exceeded,
             None => {
                 let execution = finish();
-                match &request.denials {
+                if let Some(reporter) = &request.denials {
                     // A run ended at its output bound is a denial of kind `:limit`.
-                    Some(reporter) if request.kill_on_output_limit && process.overflowed() => {
+                    if request.kill_on_output_limit && process.overflowed() {
                         let bytes = request.max_output_bytes;
                         reporter.report(ruby, Denial::output_kill(&reporter.program, bytes))?;
                     }
-                    _ => {}
+                    // So is a process the kernel refused at `tasks` (nothing
+                    // was killed: the program's own exit stands).
+                    if let Some(tasks) = process.tasks_refused() {
+                        reporter.report(ruby, Denial::tasks_refused(&reporter.program, tasks))?;
+                    }
                 }
                 return Ok(execution);
             }
         },
     };
-    Err(limit_kill(ruby, request.denials.as_ref(), exceeded)?)
+    let execution = finish();
+    Err(limit_kill(ruby, request.denials.as_ref(), exceeded, execution)?)
 }
 
 /// A run or session a limit ended (L.2): reported as a denial where the
-/// launch has a reporter; returns the ToolError to raise.
+/// launch has a reporter; returns the LimitError to raise (a ToolError with
+/// the L.2 message), carrying `execution` (the run's output so far, or nil).
 pub fn limit_kill(
     ruby: &Ruby,
     denials: Option<&crate::ruby_api::denial::Reporter>,
     exceeded: LimitExceeded,
+    execution: Value,
 ) -> Result<Error, Error> {
     if let Some(reporter) = denials {
         reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))?;
     }
-    Ok(launch_limits::exceeded_error(ruby, exceeded))
+    Ok(limit_error(ruby, exceeded, execution))
+}
+
+/// The LimitError of `exceeded` carrying `execution` (nil for a session).
+pub fn limit_error(ruby: &Ruby, exceeded: LimitExceeded, execution: Value) -> Error {
+    with_execution(ruby, &LIMIT_ERROR, exceeded.message(), execution)
+}
+
+/// An exception of `class` (TimeoutError, LimitError) with `message` whose
+/// `execution` is `execution`. An exception is an ordinary Ruby object made
+/// by Exception's allocator (it must stay a ToolError for existing rescues),
+/// so the Execution is its one instance variable, read by the `attr_reader`
+/// defined in [`init`].
+fn with_execution(
+    ruby: &Ruby,
+    class: &'static Lazy<ExceptionClass>,
+    message: String,
+    execution: Value,
+) -> Error {
+    let build = || -> Result<Error, Error> {
+        let error: Exception = ruby.get_inner(class).new_instance((message,))?;
+        magnus::RObject::try_convert(error.as_value())?.ivar_set("@execution", execution)?;
+        Ok(Error::from(error))
+    };
+    build().unwrap_or_else(|error| error)
 }
 
 /// An Execution for a program that could not run (127/126), or the ToolError.
@@ -269,16 +317,7 @@ fn start_failure(ruby: &Ruby, failure: StartFailure) -> Result<Value, Error> {
 }
 
 /// TimeoutError "Command timed out after SECONDS seconds" whose `execution`
-/// holds what the child wrote before it was terminated. An exception is an
-/// ordinary Ruby object made by Exception's allocator (it must stay a
-/// ToolError for existing rescues), so the Execution is its one instance
-/// variable, read by the `attr_reader` defined in [`init`].
+/// holds what the child wrote before it was terminated.
 fn timeout_error(ruby: &Ruby, timeout: f64, execution: Value) -> Error {
-    let build = || -> Result<Error, Error> {
-        let message = arguments::run_timed_out(timeout);
-        let error: Exception = ruby.get_inner(&TIMEOUT_ERROR).new_instance((message,))?;
-        magnus::RObject::try_convert(error.as_value())?.ivar_set("@execution", execution)?;
-        Ok(Error::from(error))
-    };
-    build().unwrap_or_else(|error| error)
+    with_execution(ruby, &TIMEOUT_ERROR, arguments::run_timed_out(timeout), execution)
 }

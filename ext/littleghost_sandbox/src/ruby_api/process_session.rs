@@ -253,7 +253,8 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
         Some(SessionError::Limit(exceeded)) => {
             // L.2, reached once: the recorded error answers every later call.
             let denials = session.denials.get();
-            crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded)?
+            let none = ruby.qnil().as_value();
+            crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded, none)?
         }
         Some(SessionError::ClosedByOwner) => {
             return Err(session_error(ruby, SessionError::ClosedByOwner))
@@ -353,6 +354,12 @@ fn wait(
     match ended {
         Ok(WaitEnd::Exited) => {
             state.settle_output(|slice| waiter.wait(ruby, slice))?;
+            // A limit that ended the program as it exited (the per-process
+            // RLIMIT_CPU kills by signal, issue 19 item 6) raises as the
+            // cgroup's does, rather than reading as an ordinary exit.
+            if matches!(state.resource_problem(), Some(SessionError::Limit(_))) {
+                raise_resource_error(ruby, rb_self, state)?;
+            }
             Ok(status_of(ruby, state))
         }
         Ok(WaitEnd::TimedOut) => {

@@ -11,14 +11,15 @@ pub(crate) mod state;
 
 pub(crate) use providers::PROVIDERS;
 pub(crate) use state::{
-    backend_state, backend_value, borrow, enforced_capabilities, enforced_policy,
+    backend_of, backend_state, backend_value, borrow, enforced_capabilities, enforced_policy,
     forget_default_scope, limits_of, requested_policy, set_backend, set_enforced, store,
     workspace_of, Sandbox, SandboxObj,
 };
 
 use littleghost_sandbox_core::sandbox as rules;
 use magnus::{
-    method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs, RClass, RHash,
+    method, prelude::*,
+    rb_sys::{AsRawValue, FromRawValue}, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs, RClass, RHash,
     Ruby, Symbol, Value,
 };
 
@@ -225,7 +226,10 @@ fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     let Some(sandbox) = borrow(rb_self).filter(|sandbox| sandbox.initialized()) else {
         return Ok(format!("#<{class_name} uninitialized>"));
     };
-    let provider = PROVIDERS.name_of(ruby, rb_self.class().as_value())?;
+    // The object's class, not a singleton class (a Native forwarding a backend-only method has one).
+    // SAFETY: rb_obj_class of a live object never raises.
+    let class = unsafe { Value::from_raw(rb_sys::rb_obj_class(rb_self.as_raw())) };
+    let provider = PROVIDERS.name_of(ruby, class)?;
     // A user's workspace object may be any duck type with `root`.
     let root = match workspace_of(ruby, rb_self).funcall::<_, _, Value>("root", ()) {
         Ok(root) => Some(vo::inspect_value(ruby, root)?),
@@ -237,7 +241,11 @@ fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
         provider: provider.as_deref(),
         root: root.as_deref(),
         policy: crate::ruby_api::policy::borrow(policy).map(|policy| policy.core()),
-        open: sandbox.opened(),
+        // A Native is open exactly when the backend it forwards to is (issue 19 item 5).
+        open: backend_of(ruby, rb_self)
+            .and_then(state::borrow)
+            .unwrap_or(sandbox)
+            .opened(),
     };
     // Symbol#inspect of a grant name; it does not fail for a Symbol.
     let symbol = |name: &str| vo::inspect_value(ruby, ruby.to_symbol(name).as_value());

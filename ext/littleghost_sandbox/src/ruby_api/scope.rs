@@ -19,6 +19,7 @@ use littleghost_sandbox_core::denial::Operation;
 use littleghost_sandbox_core::error::Error as CoreError;
 use littleghost_sandbox_core::policy as core_policy;
 use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
+use littleghost_sandbox_core::workspace as workspace_core;
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
     value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
@@ -201,12 +202,15 @@ fn allows_or_raise(
 // direct call on a 4 KiB read), so small operations release it too rather
 // than guess a size threshold.
 
-/// The steps every file operation shares before the broker: check!, capability, resolve.
+/// The steps every file operation shares before the broker: check!,
+/// capability, resolve. A reference the workspace refuses (`../x`, an
+/// absolute path, an unknown name) is a denial of `operation`, reported
+/// through [`brokered`] as the broker's refusals are (issue 19 item 3).
 fn prepare(
     ruby: &Ruby,
     state: &ScopeState,
     context: Option<Value>,
-    feature: &str,
+    (operation, feature): (Operation, &str),
     path: Value,
 ) -> Result<(PathBuf, String), Error> {
     // The exception raised by check! propagates as the same object (1.3).
@@ -216,30 +220,47 @@ fn prepare(
         return Err(denial::capability_refused(ruby, sandbox, feature, path));
     }
     let logical = convert::path_string(ruby, path, "path")?;
-    let physical = resolve(ruby, state, logical)?;
-    Ok((physical, convert::lossy(logical)))
+    let result = resolve_reference(ruby, state, logical)?.map_err(|error| {
+        // SAFETY: the bytes are copied before any other Ruby call.
+        let reference = unsafe { logical.as_slice() }.to_vec();
+        workspace_core::refused_reference(&reference, error)
+    });
+    let sandbox = ruby.get_inner(state.values[SANDBOX]);
+    let logical = convert::lossy(logical);
+    let physical = brokered(ruby, sandbox, operation, &logical, result)?;
+    Ok((physical, logical))
 }
 
-/// `workspace.resolve(path)` (in Rust for a plain Workspace); its ArgumentError and KeyError become ToolError with the same message.
+/// `workspace.resolve(path)` for `allows?`: its ArgumentError and KeyError become ToolError with the same message.
 fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf, Error> {
+    resolve_reference(ruby, state, logical)?.map_err(|error| errors::tool_error(ruby, error.message()))
+}
+
+/// `workspace.resolve(path)` (in Rust for a plain Workspace): `Ok(Err(..))`
+/// holds its ArgumentError or KeyError as a core error, to be classified
+/// (`refused_reference`) or raised as a ToolError with the same message.
+fn resolve_reference(
+    ruby: &Ruby,
+    state: &ScopeState,
+    logical: RString,
+) -> Result<Result<PathBuf, CoreError>, Error> {
     let workspace = ruby.get_inner(state.values[WORKSPACE]);
     if let Some(native) = workspace::native(ruby, workspace) {
         return match native.resolve_core(&convert::path_of(logical)) {
-            Ok(physical) => Ok(physical),
-            Err(CoreError::Argument(message) | CoreError::Key(message)) => {
-                Err(errors::tool_error(ruby, message))
-            }
+            Ok(physical) => Ok(Ok(physical)),
+            Err(CoreError::Argument(message)) => Ok(Err(CoreError::Argument(message))),
+            Err(CoreError::Key(message)) => Ok(Err(CoreError::Key(message))),
             Err(error) => Err(errors::from_core(ruby, error)),
         };
     }
     // A Workspace subclass or a duck-typed workspace: its own `resolve`.
     match workspace.funcall::<_, _, RString>(*RESOLVE, (logical,)) {
-        Ok(physical) => Ok(convert::path_of(physical)),
-        Err(error)
-            if error.is_kind_of(ruby.exception_arg_error())
-                || error.is_kind_of(ruby.exception_key_error()) =>
-        {
-            Err(errors::tool_error(ruby, error_message(&error)))
+        Ok(physical) => Ok(Ok(convert::path_of(physical))),
+        Err(error) if error.is_kind_of(ruby.exception_arg_error()) => {
+            Ok(Err(CoreError::Argument(error_message(&error))))
+        }
+        Err(error) if error.is_kind_of(ruby.exception_key_error()) => {
+            Ok(Err(CoreError::Key(error_message(&error))))
         }
         Err(error) => Err(error),
     }
@@ -344,7 +365,7 @@ pub(crate) fn operate(
 ) -> Result<String, Error> {
     let state = state(ruby, rb_self)?;
     let feature = core_scope::file_feature(operation).unwrap_or("filesystem_read");
-    let (physical, logical) = prepare(ruby, &state, context, feature, path)?;
+    let (physical, logical) = prepare(ruby, &state, context, (operation, feature), path)?;
     let broker = &state.scoped.broker;
     let result = nogvl::blocking(ruby, || match (operation, texts) {
         (Operation::Write, [content]) => broker.write(&physical, &logical, content),

@@ -235,6 +235,19 @@ impl LaunchCgroup {
         }
     }
 
+    /// Issue 19 item 6: `tasks` if the kernel refused a new process in the
+    /// tree at `pids.max` (`pids.events`' `max` count; v1 and v2 alike).
+    /// Nothing is killed at that limit, so this is read when the run ends.
+    pub fn tasks_refused(&self) -> Option<u64> {
+        let tasks = self.limits.tasks?;
+        let dir = match &self.dirs {
+            Dirs::V2(dir) => dir.clone(),
+            Dirs::V1(_) => self.v1_dir(Controller::Pids)?.to_path_buf(),
+        };
+        let text = std::fs::read_to_string(dir.join("pids.events")).ok()?;
+        field(&text, "max").filter(|refused| *refused > 0).map(|_| tasks)
+    }
+
     /// Records that the CPU watcher stopped the tree.
     pub(crate) fn record_cpu_exceeded(&self) {
         self.recorded.store(1, Ordering::SeqCst);

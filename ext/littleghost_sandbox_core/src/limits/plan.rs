@@ -39,6 +39,34 @@ pub struct Plan {
     pub sampled_memory_bytes: Option<u64>,
     /// The per-process `RLIMIT_CPU` (not whole-tree).
     pub rlimit_cpu_seconds: Option<u64>,
+    /// `rlimit_cpu_seconds` stands in for a whole-tree `cpu_seconds` the host
+    /// cannot bound (L.3, set by [`plan`]), so its kill reads as the CPU
+    /// limit; false for `ProcessSession.new`'s own per-process rlimit (18.x).
+    pub cpu_fallback: bool,
+}
+
+impl Plan {
+    /// Issue 19 item 6: how a program the kernel ended by signal reads when
+    /// `cpu_seconds` fell back to the per-process `RLIMIT_CPU` (L.3). The
+    /// kernel sends SIGXCPU at the soft limit and SIGKILL at the hard one
+    /// (both are `cpu_seconds` here), so a program ended by either while the
+    /// rlimit applies is the CPU limit, reported as the cgroup's kill is:
+    /// the same message, error class and denial. Only the program itself is
+    /// seen (a descendant killed by its own rlimit is not: the fallback is
+    /// per process, as documented); any other end is not a limit kill.
+    pub fn rlimit_kill(&self, signal: Option<i32>) -> Option<super::LimitExceeded> {
+        rlimit_cpu_kill(self.cpu_fallback.then_some(self.rlimit_cpu_seconds?), signal)
+    }
+}
+
+/// [`Plan::rlimit_kill`] for a launch that applied `RLIMIT_CPU` of
+/// `seconds` (a session keeps only that) and ended by `signal`.
+pub fn rlimit_cpu_kill(seconds: Option<u64>, signal: Option<i32>) -> Option<super::LimitExceeded> {
+    let seconds = seconds?;
+    match signal? {
+        libc::SIGXCPU | libc::SIGKILL => Some(super::LimitExceeded::Cpu { seconds }),
+        _ => None,
+    }
 }
 
 /// Decides how `requested` is enforced given what the host can
@@ -61,7 +89,10 @@ pub fn plan(requested: Requested, enforcement: &Enforcement) -> Result<Plan, Str
     if let Some(seconds) = requested.cpu_seconds {
         match enforcement.cpu {
             Ok(()) => plan.cgroup.cpu_seconds = Some(seconds),
-            Err(_) => plan.rlimit_cpu_seconds = Some(seconds),
+            Err(_) => {
+                plan.rlimit_cpu_seconds = Some(seconds);
+                plan.cpu_fallback = true;
+            }
         }
     }
     plan.cgroup.own_tree = requested.own_tree_if_possible && enforcement.tree.is_ok();
@@ -101,6 +132,26 @@ mod tests {
             cpu_seconds: Some(1),
             own_tree_if_possible: true,
         }
+    }
+
+    #[test]
+    fn an_rlimit_cpu_kill_is_the_cpu_limit() {
+        let fallback = Plan {
+            rlimit_cpu_seconds: Some(2),
+            cpu_fallback: true,
+            ..Plan::default()
+        };
+        let own_rlimit = Plan {
+            cpu_fallback: false,
+            ..fallback.clone()
+        };
+        assert_eq!(own_rlimit.rlimit_kill(Some(libc::SIGKILL)), None, "18.x's own rlimit reads as a signal");
+        let cpu = Some(crate::limits::LimitExceeded::Cpu { seconds: 2 });
+        assert_eq!(fallback.rlimit_kill(Some(libc::SIGKILL)), cpu);
+        assert_eq!(fallback.rlimit_kill(Some(libc::SIGXCPU)), cpu);
+        assert_eq!(fallback.rlimit_kill(Some(libc::SIGTERM)), None);
+        assert_eq!(fallback.rlimit_kill(None), None);
+        assert_eq!(Plan::default().rlimit_kill(Some(libc::SIGKILL)), None);
     }
 
     #[test]

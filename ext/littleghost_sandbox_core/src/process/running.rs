@@ -219,6 +219,12 @@ impl RunningProcess {
         self.cgroup.as_ref().and_then(|cgroup| cgroup.exceeded())
     }
 
+    /// The `tasks` limit, if the kernel refused a process at it (no kill:
+    /// the program saw EAGAIN and went on; issue 19 item 6).
+    pub fn tasks_refused(&self) -> Option<u64> {
+        self.cgroup.as_ref().and_then(|cgroup| cgroup.tasks_refused())
+    }
+
     /// The launch ended (a session's `close`): kills everything left in its
     /// cgroup (a `setsid` daemon) and removes the cgroup now rather than
     /// when the process is dropped. A no-op without a cgroup.

@@ -17,6 +17,7 @@ use super::deadline::Deadline;
 use super::running::{write_stdin, Owner, RunningProcess};
 use super::{CaptureMode, Launch, SpawnError};
 use crate::limits::{LimitExceeded, ProcessLimits};
+use crate::limits::plan::rlimit_cpu_kill;
 
 pub mod monitor;
 pub mod status;
@@ -105,6 +106,9 @@ pub struct Session {
     monitor_done: AtomicBool,
     /// The write mutex of 18.4, taken without holding a lock across waits.
     writing: AtomicBool,
+    /// L.3's per-process `RLIMIT_CPU`, when `cpu_seconds` fell back to it:
+    /// the leader's kill by it reads as the CPU limit (issue 19 item 6).
+    rlimit_cpu_seconds: Option<u64>,
 }
 
 /// How a [`Session::wait_for_exit`] ended.
@@ -128,6 +132,7 @@ impl Session {
             monitor_stop: AtomicBool::new(false),
             monitor_done: AtomicBool::new(false),
             writing: AtomicBool::new(false),
+            rlimit_cpu_seconds: None,
         }
     }
 
@@ -152,6 +157,12 @@ impl Session {
     pub fn shown_as(mut self, command: Vec<String>) -> Session {
         self.command = command;
         self
+    }
+
+    /// The launch's `RLIMIT_CPU` of `seconds` stands in for a whole-tree
+    /// `cpu_seconds` (L.3): the leader's kill by it is the CPU limit.
+    pub fn report_rlimit_cpu_kills(&mut self, seconds: Option<u64>) {
+        self.rlimit_cpu_seconds = seconds;
     }
 
     /// The child.
@@ -202,6 +213,10 @@ impl Session {
             return Some(SessionError::ClosedByOwner);
         }
         if let Some(exceeded) = self.process.limit_exceeded() {
+            return Some(SessionError::Limit(exceeded));
+        }
+        let signal = self.process.exit().and_then(|exit| exit.signal());
+        if let Some(exceeded) = rlimit_cpu_kill(self.rlimit_cpu_seconds, signal) {
             return Some(SessionError::Limit(exceeded));
         }
         self.process

@@ -73,6 +73,13 @@ impl Denial {
         let message = format!("Program output exceeded {max_output_bytes} bytes");
         Denial::new(Operation::Execute, program, Reason::OutputLimit, message)
     }
+
+    /// The denial of a run whose tree asked for more processes than `tasks`
+    /// (the kernel refused them with EAGAIN; nothing was killed).
+    pub fn tasks_refused(program: &str, tasks: u64) -> Denial {
+        let message = format!("Program task limit of {tasks} refused a new process");
+        Denial::new(Operation::Execute, program, Reason::TaskLimit, message)
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod resolve;
 mod tests;
 
 pub use identity::OpenError;
+pub use resolve::refused_reference;
 
 /// The scheme of a named-path reference: `workspace://NAME/REL`.
 pub const SCHEME: &str = "workspace://";

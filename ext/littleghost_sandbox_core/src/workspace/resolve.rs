@@ -6,7 +6,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use super::{Layout, SCHEME};
-use crate::error::{argument, Result};
+use crate::denial::Reason;
+use crate::error::{argument, refused, Error, Result};
 use crate::grants::Identity;
 use crate::{names, paths};
 
@@ -152,4 +153,46 @@ fn is_clean_relative(bytes: &[u8]) -> bool {
         && bytes
             .split(|b| *b == b'/')
             .all(|part| !part.is_empty() && part != b"." && part != b"..")
+}
+
+/// Issue 19 item 3: what a file tool (`read`, `list`, `write`, `replace`)
+/// raises when the workspace would not resolve `reference`. The message is
+/// the workspace's (SC.12: an ArgumentError or KeyError becomes a ToolError
+/// with the same message); a reference that tries to leave the workspace is
+/// an [`Error::Refused`], so the caller records one denial for it, exactly as
+/// for the broker's refusals:
+///
+/// - an unknown workspace name (`workspace://nope/x`, a `KeyError`), an
+///   empty name (`workspace:///x`) or an absolute path: `:outside_scope`;
+/// - a `..` component or a leading `~`: `:escapes_scope`.
+///
+/// A reference that names nothing (empty, or with a NUL byte) is malformed,
+/// not refused: a plain ToolError. The reference is classified, never the
+/// message, so a duck-typed workspace's own `resolve` errors classify the
+/// same way. Errors other than `Argument` and `Key` are returned unchanged.
+pub fn refused_reference(reference: &[u8], error: Error) -> Error {
+    let message = match error {
+        Error::Argument(message) | Error::Key(message) if reference.contains(&0) => {
+            return Error::Tool(message)
+        }
+        Error::Key(message) => return refused(Reason::OutsideScope, message),
+        Error::Argument(message) => message,
+        other => return other,
+    };
+    let relative = match reference.strip_prefix(SCHEME.as_bytes()) {
+        Some(rest) => match rest.iter().position(|b| *b == b'/') {
+            Some(0) => return refused(Reason::OutsideScope, message),
+            Some(slash) => &rest[slash + 1..],
+            None if rest.is_empty() => return refused(Reason::OutsideScope, message),
+            None => rest,
+        },
+        None if reference.starts_with(b"/") => return refused(Reason::OutsideScope, message),
+        None => reference,
+    };
+    if relative.is_empty() {
+        return Error::Tool(message);
+    }
+    // Whatever else the workspace refused of a non-empty reference (`..`,
+    // `~`, a path that cleans to outside its base) is an escape.
+    refused(Reason::EscapesScope, message)
 }

@@ -379,3 +379,33 @@ fn workspace_prepare_creates_relative_paths_and_requires_absolute_ones() {
     assert_eq!(pinned.len(), 3);
     assert!(layout.validate(&pinned).is_ok());
 }
+
+/// Issue 19 item 3: what the file tools raise for a reference the workspace
+/// would not resolve; escapes are refusals (so denials), malformed ones not.
+#[test]
+fn a_refused_reference_is_a_refusal_when_it_tries_to_leave() {
+    use crate::denial::Reason;
+    let classify = |reference: &str| {
+        let error = resolve(reference).unwrap_err();
+        let message = error.message().to_owned();
+        let refused = resolve::refused_reference(reference.as_bytes(), error);
+        assert_eq!(refused.message(), message, "{reference}: same message");
+        refused.refusal().map(|refusal| refusal.reason)
+    };
+    assert_eq!(classify("../x"), Some(Reason::EscapesScope));
+    assert_eq!(classify("notes/../../x"), Some(Reason::EscapesScope));
+    assert_eq!(classify("~/x"), Some(Reason::EscapesScope));
+    assert_eq!(classify("workspace://source/../x"), Some(Reason::EscapesScope));
+    assert_eq!(classify("/etc/passwd"), Some(Reason::OutsideScope));
+    assert_eq!(classify("workspace://nope/x"), Some(Reason::OutsideScope));
+    assert_eq!(classify("workspace:///x"), Some(Reason::OutsideScope));
+    assert_eq!(classify("workspace://"), Some(Reason::OutsideScope));
+    assert_eq!(classify(""), None);
+    assert_eq!(classify("a\0b"), None);
+    assert!(matches!(
+        resolve::refused_reference(b"a\0b", argument("x")),
+        Error::Tool(_)
+    ));
+    let other = crate::error::tool("Workspace root changed after initialization");
+    assert_eq!(resolve::refused_reference(b"../x", other.clone()), other);
+}

@@ -19,18 +19,23 @@ module LittleGhost
     # [+:limit+]       a program was ended at a resource limit; operation +:execute+, target its +argv[0]+ as
     #                  given. Reasons: +:output_limit+ (+kill_on_output_limit: true+), +:memory_limit+
     #                  (+memory_bytes+, by the launch's cgroup or the sampled fallback), +:cpu_limit+
-    #                  (+cpu_seconds+ enforced by the cgroup; the per-process RLIMIT_CPU fallback ends the
-    #                  program with a signal and reports nothing).
+    #                  (+cpu_seconds+, by the cgroup or the per-process RLIMIT_CPU fallback). The program's
+    #                  call raises Sandbox::LimitError. +:task_limit+: the kernel refused a new process at
+    #                  +tasks+ (EAGAIN in the program; nothing is killed and the Execution is returned).
     # [+:network+]     the built-in gateway answered 403 (operation +:connect+, target <tt>host:port</tt>; reasons
     #                  +:not_allowed+, +:private_destination+), or 503 at its descriptor budget (+:descriptor_budget+;
-    #                  target <tt>*</tt> when the connection was refused before its request was read). They are recorded in +denials+ as they happen; the
-    #                  gateway answers on its own threads, where Ruby cannot run, so +on_denial+ blocks are not called
-    #                  for them.
+    #                  target <tt>*</tt> when the connection was refused before its request was read). They are
+    #                  recorded in +denials+ as they happen and delivered to +on_denial+ blocks in order on the
+    #                  sandbox's event thread (a Ruby Thread it starts when needed and ends at +close+, after
+    #                  delivering what is queued).
     #
-    # Not denials: a missing file, text not found, invalid UTF-8, an OS failure, and a timeout (it bounds how long
-    # the caller waits and refuses nothing the program asked; it raises TimeoutError). A path the Workspace itself
-    # rejects before the broker sees it (absolute, an unknown name, +..+ in a workspace reference) raises without a
-    # Denial for now.
+    # Threads: file refusals and limit kills reach the blocks in the refused caller's thread, before its error is
+    # raised; gateway refusals on the sandbox's event thread. A path the Workspace rejects (absolute, an unknown
+    # name, +..+ or <tt>~</tt> in a reference) is a +:filesystem+ denial too (+:outside_scope+ or +:escapes_scope+).
+    #
+    # Not denials: a missing file, text not found, invalid UTF-8, an empty or NUL-containing path, an OS failure,
+    # and a timeout (it bounds how long the caller waits and refuses nothing the program asked; it raises
+    # TimeoutError).
     #
     #   sandbox.on_denial { |denial| audit.record(denial.to_h) }
     #   sandbox.read("workspace://secrets/key") rescue nil

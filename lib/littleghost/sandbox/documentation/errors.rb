@@ -20,6 +20,7 @@
 #     AbstractMethodError          a base-class operation a backend did not implement
 #     ToolError                    an expected per-operation failure; the message is safe to show a model
 #       Sandbox::TimeoutError      a program ran past its timeout; #execution holds its output so far
+#       Sandbox::LimitError        a memory or CPU limit ended a program; #execution holds its output so far
 #     CancelledError               cancellation observed
 #     DeadlineExceededError        a deadline observed
 #     CleanupError                 a managed resource failed to close
@@ -135,6 +136,26 @@ module LittleGhost
       # scrubbed like any Execution; +exit_code+ nil, +signal+ the signal that ended it).
       #
       #   error.execution.stdout   # => "partial\n"
+    end
+
+    # Raised when a program passed its +memory_bytes+ or +cpu_seconds+ limit and was ended: "Program memory
+    # exceeded N bytes" or "Program CPU time exceeded N seconds". The same class, message and +:limit+ Denial
+    # whatever enforced the limit: a launch cgroup, or (without a writable cgroup) sampled memory and the
+    # per-process RLIMIT_CPU. A LittleGhost::ToolError, so existing rescues keep working.
+    #
+    #   begin
+    #     sandbox.execute_program(["sh", "-c", "echo started; while :; do :; done"], timeout: 60, cpu_seconds: 1)
+    #   rescue LittleGhost::Sandbox::LimitError => e
+    #     e.execution.stdout   # => "started\n"
+    #   end
+    class LimitError < LittleGhost::ToolError
+      ##
+      # :attr_reader: execution
+      #
+      # The LittleGhost::Sandbox::Execution of what +execute_program+'s program wrote before it was ended, or nil
+      # when a session reports the limit (read the session's output instead).
+      #
+      #   error.execution.stdout   # => "started\n"
     end
   end
 end

@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
 #--
-# Documentation only: LittleGhost::Sandboxes::Native is defined by the Rust extension, its delegation by
-# lib/littleghost/sandbox/native.rb (which documents #open and #close). This file defines nothing.
+# Documentation only: LittleGhost::Sandboxes::Native, its construction and its forwarding to the backend are
+# defined by the Rust extension (ruby_api/native.rs). This file defines nothing.
 #++
 
 module LittleGhost
@@ -150,6 +150,76 @@ module LittleGhost
       #
       #   session = sandbox.start_program(["cat"])
       #   session.close
+
+      ##
+      # :method: open
+      # :call-seq:
+      #   open(run: nil) -> self
+      #   open(run: nil) { |sandbox| ... } -> result of the block
+      #
+      # Opens the backend and returns this Native sandbox (or, with a block, the block's value after closing).
+      #
+      # Raises what the backend's open raises (LittleGhost::DependencyError when +bwrap+ is missing or user
+      # namespaces are blocked).
+      #
+      #   sandbox.open.equal?(sandbox)   # => true
+
+      ##
+      # :method: close
+      # :call-seq:
+      #   close -> nil
+      #
+      # Closes the backend (terminating the processes and sessions it started).
+      #
+      #   sandbox.close   # => nil
+
+      ##
+      # :method: supports?
+      # :call-seq:
+      #   supports?(feature, value = nil) -> true or false
+      #
+      # The backend's Sandbox#supports?.
+      #
+      #   sandbox.supports?(:filesystem_read)   # => true
+
+      ##
+      # :method: execute
+      # :call-seq:
+      #   execute(command, **options) -> Execution
+      #
+      # The backend's Sandbox#execute.
+      #
+      #   sandbox.execute("echo hi", timeout: 5).stdout   # => "hi\n"
+
+      ##
+      # :method: denials
+      # :call-seq:
+      #   denials -> Array of Denial
+      #
+      # The backend's Sandbox#denials: every refusal made through this sandbox.
+      #
+      #   sandbox.denials.last   # => #<LittleGhost::Sandbox::Denial ...>
+
+      ##
+      # :method: on_denial
+      # :call-seq:
+      #   on_denial { |denial| ... } -> Proc
+      #
+      # The backend's Sandbox#on_denial: the block sees every refusal made through this sandbox.
+      #
+      #   sandbox.on_denial { |denial| audit << denial.to_h }
+
+      ##
+      # :method: off_denial
+      # :call-seq:
+      #   off_denial(handler) -> true or false
+      #
+      # The backend's Sandbox#off_denial.
+      #
+      #   sandbox.off_denial(handler)   # => true
+
+      # A method only the chosen backend has (Bubblewrap's +gateway+ and +bubblewrap_args+, Landlock's +tmpdir+) is
+      # forwarded too, by the instance: <tt>respond_to?</tt> and NoMethodError are the backend's.
     end
   end
 end

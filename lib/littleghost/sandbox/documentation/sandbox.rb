@@ -416,6 +416,12 @@ module LittleGhost
     # reported with +Kernel#warn+ and otherwise ignored: the other blocks still run and the refused call raises
     # (or returns) exactly what it would have. Other exceptions (Interrupt, +throw+, Thread#kill) propagate.
     #
+    # The built-in gateway's 403s are refused on its own threads, where Ruby cannot run: they reach the blocks in
+    # order on the sandbox's event thread, a Ruby Thread the sandbox starts when a gateway and a block are both
+    # present (again after +fork+) and ends at +close+ once the queued ones are delivered. There any exception a
+    # block raises is reported with +Kernel#warn+. The gateway never waits for a block: past 1024 undelivered
+    # denials, new ones skip the blocks (they are still in #denials) and a warning says how many.
+    #
     # Raises ArgumentError without a block.
     #
     #   handle = sandbox.on_denial { |denial| logger.warn("refused #{denial.operation} #{denial.target}: #{denial.reason}") }

@@ -22,7 +22,7 @@ use super::{exception_of, record, Session};
 use crate::helpers::constants;
 use crate::helpers::nogvl;
 use crate::ruby_api::denial::Reporter;
-use crate::ruby_api::errors::{from_core, tool_error};
+use crate::ruby_api::errors::from_core;
 use crate::ruby_api::process_runner::{errno_exception, error_with_cause, kernel_integer};
 use littleghost_sandbox_core::denial::Denial;
 
@@ -103,7 +103,9 @@ fn run_monitor(
         Ok(Watched::Ended) => Ok(()),
         Ok(Watched::Exceeded) => {
             let exceeded = LimitExceeded::Memory { bytes: limit };
-            record(ruby, session, &tool_error(ruby, exceeded.message()));
+            let none = ruby.qnil().as_value();
+            let error = crate::ruby_api::process_runner::limit_error(ruby, exceeded, none);
+            record(ruby, session, &error);
             // The one protocol (17.12): TERM the group and every
             // descendant, grace, KILL; run by the core in the background.
             state.process().terminate_detached();

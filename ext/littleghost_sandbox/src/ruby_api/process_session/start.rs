@@ -135,7 +135,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     let started = nogvl::blocking(ruby, || {
         SessionState::start(&launch, cgroup, output_bytes, owner)
     })?;
-    let state = match started {
+    let mut state = match started {
         Ok(state) => match request.shown_command {
             Some(command) => state.shown_as(command),
             None => state,
@@ -149,6 +149,9 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
             return Err(Error::from(errno));
         }
     };
+    if request.limits.cpu_fallback {
+        state.report_rlimit_cpu_kills(request.limits.rlimit_cpu_seconds);
+    }
     if session.state.set(state).is_err() {
         return Err(Error::new(
             ruby.exception_runtime_error(),

@@ -209,6 +209,11 @@ pub(crate) fn backend_value(ruby: &Ruby, rb_self: SandboxObj) -> Option<Value> {
     rb_self.backend.get().map(|value| ruby.get_inner(value))
 }
 
+/// The backend a Sandbox value forwards to (a Native's), if any.
+pub(crate) fn backend_of(ruby: &Ruby, value: Value) -> Option<Value> {
+    borrow(value)?.backend.get().map(|value| ruby.get_inner(value))
+}
+
 /// The launch defaults a backend stored from its options (see `launch_limits`).
 pub(crate) fn launch_defaults(
     rb_self: SandboxObj,

@@ -1,0 +1,160 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "json"
+require "open3"
+require "rbconfig"
+
+# Issue 19 item 6: a limit reads the same whatever enforces it. A program
+# ended at its CPU or memory limit raises LittleGhost::Sandbox::LimitError (a
+# ToolError with the documented L.2 message) carrying the Execution of what
+# it wrote before it was ended, and is one `:limit` denial, whether a
+# launch cgroup enforced the limit (root here) or the L.3 fallback did
+# (uid 65534: per-process RLIMIT_CPU, sampled memory).
+RSpec.describe LittleGhost::Sandbox::LimitError do
+  SCRIPT = <<~'RUBY'
+    require "littleghost/sandbox"
+    require "tmpdir"
+    require "json"
+    root = Dir.mktmpdir
+    sandbox = LittleGhost::Sandboxes::Unrestricted.new(workspace: LittleGhost::Workspace.new(root: root))
+    seen = []
+    sandbox.on_denial { |denial| seen << denial.to_h.except(:time).transform_values(&:to_s) }
+    spin = ["sh", "-c", "echo started; while :; do :; done"]
+    grow = ["sh", "-c", "echo started; exec #{RbConfig.ruby} -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
+    report = {}
+    {cpu: [spin, {cpu_seconds: 1}], memory: [grow, {memory_bytes: 64 << 20}]}.each do |name, (argv, limits)|
+      seen.clear
+      begin
+        execution = sandbox.execute_program(argv, timeout: 60, **limits)
+        report[name] = {returned: [execution.exit_code, execution.signal]}
+      rescue LittleGhost::ToolError => e
+        report[name] = {class: e.class.name, message: e.message,
+                        stdout: e.respond_to?(:execution) ? e.execution&.stdout : :none}
+      end
+      report[name][:denials] = seen.dup
+    end
+    report[:limits] = LittleGhost::Sandbox.probe(:unrestricted)[:limits].transform_values(&:to_s)
+    puts JSON.generate(report)
+  RUBY
+
+  def outcome(*prefix)
+    lib = File.expand_path("../lib", __dir__)
+    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", SCRIPT, chdir: "/tmp")
+    raise "#{prefix.inspect} failed: #{errors}" unless status.success?
+
+    JSON.parse(output.lines.last, symbolize_names: true)
+  end
+
+  def expect_limit(result, message, reason)
+    expect(result.except(:denials)).to eq(class: "LittleGhost::Sandbox::LimitError", message: message, stdout: "started\n")
+    expect(result[:denials]).to eq([{kind: "limit", operation: "execute", target: "sh", reason: reason, message: message}])
+  end
+
+  def expect_one_outcome(report)
+    expect_limit(report[:cpu], "Program CPU time exceeded 1 seconds", "cpu_limit")
+    expect_limit(report[:memory], "Program memory exceeded #{64 << 20} bytes", "memory_limit")
+  end
+
+  it "is a ToolError carrying an execution" do
+    expect(described_class.ancestors).to include(LittleGhost::ToolError)
+    expect(described_class.instance_method(:execution)).to be_a(UnboundMethod)
+  end
+
+  it "a CPU or memory limit kill raises it with the output so far and is one denial, as this user" do
+    expect_one_outcome(outcome)
+  end
+
+  it "reads the same as uid 65534, where RLIMIT_CPU and sampling stand in for the cgroup" do
+    skip "needs root to drop to uid 65534" unless Process.uid.zero?
+    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
+    lib = File.expand_path("../lib", __dir__)
+    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
+                      File.join(lib, "littleghost_sandbox.so"))
+    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
+    report = outcome("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    expect(report[:limits][:cpu_seconds]).not_to eq("true"), "uid 65534 has a writable cgroup here"
+    expect_one_outcome(report)
+  end
+end
+
+# Issue 19 item 6: a task limit that stops a fork bomb is visible. The kernel
+# refuses the extra processes (EAGAIN) and kills nothing, so the program's
+# own result stands, and the refusal is one `:limit` denial (`:task_limit`).
+# Where no cgroup can bound the tree, `tasks:` is refused before spawning
+# (CapabilityError, spec/process_limits_spec.rb).
+RSpec.describe "A task limit that refuses processes" do
+  let(:workspace) { open_workspace }
+  let(:sandbox) { LittleGhost::Sandboxes::Unrestricted.new(workspace: workspace) }
+
+  it "is one task_limit denial, and the program's own result is returned" do
+    limits = LittleGhost::Sandbox.probe(:unrestricted)[:limits]
+    skip "no pids cgroup here: #{limits[:tasks]}" unless limits[:tasks] == true
+    seen = []
+    sandbox.on_denial { |denial| seen << denial }
+    bomb = ["sh", "-c", "echo started; for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 2 & done; wait"]
+    execution = sandbox.execute_program(bomb, timeout: 30, tasks: 4)
+    # sh gives up when fork fails: its own exit and message, not a kill.
+    expect(execution.stdout).to eq("started\n")
+    expect(execution.stderr).to match(/fork/i)
+    expect(execution.exit_code).not_to eq(0)
+    expect(seen.map { |d| [d.kind, d.operation, d.target, d.reason] }).to eq([[:limit, :execute, "sh", :task_limit]])
+    expect(seen.first.message).to eq("Program task limit of 4 refused a new process")
+    expect(sandbox.denials).to eq(seen)
+  end
+
+  it "a program that stays under it records nothing" do
+    limits = LittleGhost::Sandbox.probe(:unrestricted)[:limits]
+    skip "no pids cgroup here: #{limits[:tasks]}" unless limits[:tasks] == true
+    expect(sandbox.execute_program(["sh", "-c", "sleep 0 & wait; echo ok"], timeout: 30, tasks: 4).stdout).to eq("ok\n")
+    expect(sandbox.denials).to be_empty
+  end
+end
+
+# Issue 19 item 6: a session ended at its CPU limit reads the same whatever
+# enforced it: its next call raises LimitError with the L.2 message (nil
+# execution: a session's output is read from the session) and the limit is
+# one denial, under a cgroup (root) and under RLIMIT_CPU (uid 65534).
+RSpec.describe "A session ended at its CPU limit" do
+  SESSION_SCRIPT = <<~'RUBY'
+    require "littleghost/sandbox"
+    require "tmpdir"
+    require "json"
+    sandbox = LittleGhost::Sandboxes::Unrestricted.new(workspace: LittleGhost::Workspace.new(root: Dir.mktmpdir))
+    seen = []
+    sandbox.on_denial { |denial| seen << denial.reason.to_s }
+    session = sandbox.start_program(["sh", "-c", "while :; do :; done"], cpu_seconds: 1)
+    report = begin
+      session.wait(timeout: 60)
+      {returned: true}
+    rescue LittleGhost::ToolError => e
+      {class: e.class.name, message: e.message, execution: e.execution.inspect}
+    end
+    session.close
+    report[:denials] = seen
+    puts JSON.generate(report)
+  RUBY
+
+  def session_outcome(*prefix)
+    lib = File.expand_path("../lib", __dir__)
+    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", SESSION_SCRIPT, chdir: "/tmp")
+    raise "#{prefix.inspect} failed: #{errors}" unless status.success?
+
+    JSON.parse(output.lines.last, symbolize_names: true)
+  end
+
+  let(:expected) do
+    {class: "LittleGhost::Sandbox::LimitError", message: "Program CPU time exceeded 1 seconds", execution: "nil",
+     denials: ["cpu_limit"]}
+  end
+
+  it "raises LimitError on its next call and is one cpu_limit denial, as this user" do
+    expect(session_outcome).to eq(expected)
+  end
+
+  it "reads the same as uid 65534 (RLIMIT_CPU)" do
+    skip "needs root to drop to uid 65534" unless Process.uid.zero?
+    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
+    expect(session_outcome("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")).to eq(expected)
+  end
+end
