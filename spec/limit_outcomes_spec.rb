@@ -52,7 +52,7 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
   end
 
   def expect_one_outcome(report)
-    expect_limit(report[:cpu], "Program CPU time exceeded 1 seconds", "cpu_limit")
+    expect_limit(report[:cpu], "Program CPU time exceeded 1 second", "cpu_limit")
     expect_limit(report[:memory], "Program memory exceeded #{64 << 20} bytes", "memory_limit")
   end
 
@@ -144,7 +144,7 @@ RSpec.describe "A session ended at its CPU limit" do
   end
 
   let(:expected) do
-    {class: "LittleGhost::Sandbox::LimitError", message: "Program CPU time exceeded 1 seconds", execution: "nil",
+    {class: "LittleGhost::Sandbox::LimitError", message: "Program CPU time exceeded 1 second", execution: "nil",
      denials: ["cpu_limit"]}
   end
 
