@@ -236,6 +236,7 @@ pub fn plan(
         add(&grant.path, access)?;
     }
     add(tmpdir, Access::Write)?;
+    refuse_narrowed(root, grants)?;
     Ok(Plan {
         rules,
         network_none,
@@ -243,6 +244,43 @@ pub fn plan(
         deny_unix_sockets: root == RootMode::Isolated,
         own_proc: true,
     })
+}
+
+/// A read-only grant inside a writable one (or inside a `:read_write` root
+/// filesystem) cannot be enforced as the policy states it: a Landlock right
+/// on a directory holds for its whole hierarchy, and creating, removing or
+/// renaming an entry is checked against the rules of every directory from
+/// the entry's parent up. So the writable directory cannot keep the right to
+/// create entries in itself (or in a directory between it and the read-only
+/// grant) without handing the same right to the read-only grant. Carving
+/// (see `carve`) would silently take those rights away from the writable
+/// directory while `effective_policy` still calls it writable:
+/// CapabilityError instead, naming both and what to do.
+fn refuse_narrowed(root: RootMode, grants: &[Grant]) -> Result<()> {
+    for inner in grants.iter().filter(|grant| !grant.writable) {
+        let outer = grants
+            .iter()
+            .find(|outer| {
+                outer.writable && outer.path != inner.path && inner.path.starts_with(&outer.path)
+            })
+            .map(|outer| format!("the writable grant {}", outer.path.display()))
+            .or_else(|| {
+                (root == RootMode::ReadWrite).then(|| "the :read_write root filesystem".to_string())
+            });
+        if let Some(outer) = outer {
+            return Err(capability(format!(
+                "the landlock sandbox cannot enforce the :read_only grant {} inside {outer}: a Landlock \
+                 rule holds for everything beneath its directory, so the directories above {} could not \
+                 stay writable (create, remove or rename entries in them) while it stays read-only. Grant \
+                 the outer directory :read_only and its writable subdirectories :read_write one by one \
+                 (for example files: {{root: :read_only, source: :read_only, out: :read_write}}), or use \
+                 Bubblewrap, which mounts the read-only grant over the writable one",
+                inner.path.display(),
+                inner.path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `a` grants less than `b` somewhere.
