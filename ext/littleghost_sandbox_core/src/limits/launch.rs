@@ -93,11 +93,19 @@ impl LaunchCgroup {
             }
             (Dirs::V1(dirs), layout) => {
                 // Only the hierarchies this launch needs: each costs a
-                // mkdir, two thread moves and an rmdir per launch.
+                // mkdir, two thread moves and an rmdir per launch. A launch
+                // that only owns its tree (every Landlock and Bubblewrap
+                // launch) needs one to list it in: the freezer only makes
+                // `kill_all` atomic, and without it the kill loop still
+                // ends (a process with SIGKILL pending cannot fork).
                 let listed = layout.v1_home(Controller::Pids).is_some();
+                let limited = limits.memory_bytes.is_some()
+                    || limits.tasks.is_some()
+                    || limits.cpu_seconds.is_some();
                 let needed = |controller: Controller| match controller {
                     Controller::Memory => limits.memory_bytes.is_some() || !listed,
-                    Controller::Pids | Controller::Freezer => true,
+                    Controller::Pids => true,
+                    Controller::Freezer => limited || !listed,
                     Controller::Cpuacct => limits.cpu_seconds.is_some(),
                 };
                 for controller in Controller::ALL.into_iter().filter(|&c| needed(c)) {
