@@ -95,6 +95,10 @@ fn an_ownership_only_cgroup_is_reused_empty_and_never_more_than_the_pool_holds()
     }
     let pooled = super::launch::pooled_paths();
     assert!(pooled.len() <= 8 * 4, "{pooled:?}");
+    assert!(
+        !pooled.is_empty(),
+        "an ended ownership-only launch keeps its cgroup for the next"
+    );
     for dir in &pooled {
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
         assert!(

@@ -76,6 +76,29 @@ pub(crate) fn pooled_paths() -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// Removes the empty `littleghost-PID-N` cgroups under `parent` whose
+/// process is gone. `rmdir` refuses a cgroup that still holds a process, so
+/// nothing alive is touched.
+fn sweep_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("littleghost-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid > 0 && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
 /// Whether a launch with `limits` wants its cgroup only to own its tree.
 fn ownership_only(limits: &ProcessLimits) -> bool {
     limits.memory_bytes.is_none() && limits.tasks.is_none() && limits.cpu_seconds.is_none()
@@ -508,6 +531,13 @@ impl LaunchCgroup {
         if POOL_OWNER.swap(me, Ordering::SeqCst) != me {
             // SAFETY: registers a plain extern "C" function with no arguments.
             unsafe { libc::atexit(drain_pool) };
+            // Once per process: what a process that died without running
+            // its exit handlers (SIGKILL, `exit!`) left in the pool.
+            for dir in self.dirs.paths() {
+                if let Some(parent) = dir.parent() {
+                    sweep_stale(parent);
+                }
+            }
         }
         let empty = match &self.dirs {
             Dirs::V2(_) => Dirs::V2(PathBuf::new()),
