@@ -30,7 +30,9 @@ struct Sandbox {
     tmp: PathBuf,
 }
 
-/// A workspace `work` (writable) holding `work/src` (read-only), a private
+/// A workspace `work` (read-only) holding `work/src` (read-only) and
+/// `work/out` (writable; a read-only grant inside a writable one is refused
+/// by the plan, see `landlock::plan`), a private
 /// tmp, and a secret beside them that no grant covers.
 fn sandbox() -> Sandbox {
     let dir = tempfile::tempdir().unwrap();
@@ -58,11 +60,15 @@ fn run(
     let grants = [
         Grant {
             path: sandbox.work.clone(),
-            writable: true,
+            writable: false,
         },
         Grant {
             path: sandbox.work.join("src"),
             writable: false,
+        },
+        Grant {
+            path: sandbox.work.join("out"),
+            writable: true,
         },
     ];
     let plan = landlock::plan(
@@ -111,7 +117,8 @@ fn reads_outside_grants_and_writes_to_read_only_grants_are_refused() {
     let script = format!(
         "cat {w}/src/code; echo; cat {secret} && echo READ-SECRET; \
          echo x > {w}/src/new && echo WROTE-SRC; echo x >> {w}/src/code && echo APPENDED-SRC; \
-         echo x > {w}/out/file && echo wrote-out; echo x > $TMPDIR_PATH/t && echo wrote-tmp; \
+         echo x > {w}/out/file && echo wrote-out; echo x > {w}/top && echo WROTE-TOP; \
+         echo x > $TMPDIR_PATH/t && echo wrote-tmp; \
          echo x > /usr/evil && echo WROTE-USR; ls / > /dev/null && echo LISTED-ROOT; \
          cat /etc/passwd > /dev/null && echo READ-ETC; true",
         w = s.work.display(),
@@ -129,6 +136,7 @@ fn reads_outside_grants_and_writes_to_read_only_grants_are_refused() {
     for escape in [
         "READ-SECRET",
         "WROTE-SRC",
+        "WROTE-TOP",
         "APPENDED-SRC",
         "WROTE-USR",
         "LISTED-ROOT",
@@ -434,4 +442,48 @@ fn host_pathname_unix_sockets_are_unreachable_under_inherit_with_an_isolated_roo
         "{:?}",
         text(&read_only)
     );
+}
+
+/// Host segments of `size` bytes (`/proc/sysvipc/shm` lists this IPC
+/// namespace's: key, shmid, perms, size, ...).
+fn host_segments(size: u64) -> Vec<String> {
+    std::fs::read_to_string("/proc/sysvipc/shm")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter(|line| line.split_whitespace().nth(3) == Some(&size.to_string()))
+        .map(|line| line.split_whitespace().nth(1).unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn system_v_ipc_of_the_host_is_out_of_reach_and_nothing_the_child_makes_outlives_it() {
+    if !landlock_usable() || !std::path::Path::new("/usr/bin/ipcmk").exists() {
+        return;
+    }
+    // Root: its own IPC namespace (the segment is made there and goes with
+    // the launch); otherwise the filter refuses it. The host keeps none.
+    let size = 64 * 1024 * 1024 + 8192;
+    let before = host_segments(size);
+    let s = sandbox();
+    let output = sh(
+        &s,
+        &format!("/usr/bin/ipcmk -M {size} && echo made; /usr/bin/ipcs -m; echo done"),
+    );
+    let (stdout, stderr) = text(&output);
+    assert!(stdout.contains("done"), "{stdout} {stderr}");
+    let after = host_segments(size);
+    for id in after.iter().filter(|id| !before.contains(id)) {
+        let _ = Command::new("/usr/bin/ipcrm").args(["-m", id]).status();
+    }
+    assert_eq!(after, before, "a segment outlived the launch: {stdout}");
+    // SAFETY: geteuid takes nothing and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(
+            stdout.contains("made"),
+            "root gets its own namespace: {stdout} {stderr}"
+        );
+    } else {
+        assert!(!stdout.contains("made"), "{stdout}");
+    }
 }

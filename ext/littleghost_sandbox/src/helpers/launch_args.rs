@@ -136,7 +136,9 @@ fn default_output_bytes(ruby: &Ruby, rb_self: SandboxObj) -> Result<u64, Error> 
 
 impl ExecuteCall {
     /// Parses and validates the call; `own_tree` runs it in a cgroup even
-    /// without limits wherever the host allows (Unrestricted).
+    /// without limits wherever the host allows (every Linux backend, so a
+    /// supervisor killed from outside leaves nothing behind: `close` ends
+    /// the cgroup).
     pub(crate) fn parse(
         ruby: &Ruby,
         rb_self: SandboxObj,

@@ -385,14 +385,14 @@ fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
 
 /// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
+    let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
     let (host, _filter) = wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
     la::run(ruby, rb_self, host, call)
 }
 
 /// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = StartCall::parse(ruby, rb_self, args, false)?;
+    let call = StartCall::parse(ruby, rb_self, args, true)?;
     // nil means the default (H.6), which here is true.
     let requested = Some(call.launch.allow_subprocesses.unwrap_or(true));
     crate::ruby_api::process_runner::check_context(call.launch.context)?;

@@ -253,14 +253,14 @@ fn wrap_command(
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
+    let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
     let host = wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
     la::run(ruby, rb_self, host, call)
 }
 
 /// Starts `command` under Landlock as an owned ProcessSession.
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = StartCall::parse(ruby, rb_self, args, false)?;
+    let call = StartCall::parse(ruby, rb_self, args, true)?;
     // nil means the default (H.6), which here is true.
     let requested = Some(call.launch.allow_subprocesses.unwrap_or(true));
     process_runner::check_context(call.launch.context)?;

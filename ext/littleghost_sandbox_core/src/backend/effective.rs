@@ -88,7 +88,8 @@ const PROCESSES: [&str; 2] = ["process_execute", "process_spawn"];
 /// - Unrestricted: writes only with a writable tool-visible grant; tree
 ///   ownership where the host gives it; `:inherit` only.
 /// - Bubblewrap: tree ownership; subprocess denial where seccomp exists.
-/// - Landlock: tree ownership (the helper's subreaper) and subprocess denial.
+/// - Landlock: subprocess denial; tree ownership where the host gives each
+///   launch a cgroup (the helper's subreaper alone dies with the helper).
 /// - Seatbelt: subprocess denial; no `process_spawn` under an isolated root;
 ///   no cgroup limits.
 pub fn claims(backend: Backend, policy: Option<&Policy>, host: &Host) -> Claims {
@@ -111,7 +112,13 @@ pub fn claims(backend: Backend, policy: Option<&Policy>, host: &Host) -> Claims 
         }
         Backend::Landlock => {
             features.extend(FILES.iter().chain(&PROCESSES));
-            features.extend(["process_tree_ownership", "process_spawn_denial"]);
+            // The helper's subreaper ends the tree, but a supervisor killed
+            // from outside (SIGKILL, the OOM killer) leaves a `setsid`
+            // grandchild behind: only the launch's cgroup holds then.
+            if host.owns_tree {
+                features.push("process_tree_ownership");
+            }
+            features.push("process_spawn_denial");
             (&["inherit", "none"], "landlock")
         }
         Backend::Seatbelt => {
@@ -246,6 +253,19 @@ mod tests {
         assert_eq!(with.network_modes, ["inherit", "none", "allowlist"]);
         let landlock = claims(Backend::Landlock, None, &host);
         assert_eq!(landlock.isolation, "landlock");
+    }
+
+    #[test]
+    fn landlock_claims_tree_ownership_only_with_a_launch_cgroup() {
+        // Without a cgroup the helper's subreaper is the only owner, and a
+        // supervisor killed from outside leaves a `setsid` grandchild.
+        let mut host = Host::default();
+        let without = claims(Backend::Landlock, None, &host);
+        assert!(!without.features.contains(&"process_tree_ownership"));
+        assert!(without.features.contains(&"process_spawn_denial"));
+        host.owns_tree = true;
+        let with = claims(Backend::Landlock, None, &host);
+        assert!(with.features.contains(&"process_tree_ownership"));
     }
 
     #[test]

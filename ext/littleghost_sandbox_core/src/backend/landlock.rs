@@ -37,7 +37,13 @@
 //!   outside this one. Under `:inherit` with a `:read_only` or `:read_write`
 //!   root they are reachable, as in Bubblewrap.
 //! - the seccomp filter of the Bubblewrap backend (set-id, chown, xattr,
-//!   keyring, io_uring rules; `allow_subprocesses: false`).
+//!   keyring, io_uring, user-namespace rules; `allow_subprocesses: false`),
+//!   plus the host-pid rules (`prlimit64`, `sched_set*`, `setpriority`,
+//!   `ioprio_set` on the caller only; no `perf_event_open`): see `seccomp`.
+//! - System V IPC and POSIX message queues: a new IPC namespace when the
+//!   helper may make one (root, before capabilities are dropped), else
+//!   refused by the filter. Either way the host's objects are out of reach
+//!   and nothing the child creates outlives it.
 
 mod carve;
 pub mod launch;
@@ -230,6 +236,7 @@ pub fn plan(
         add(&grant.path, access)?;
     }
     add(tmpdir, Access::Write)?;
+    refuse_narrowed(root, grants)?;
     Ok(Plan {
         rules,
         network_none,
@@ -237,6 +244,43 @@ pub fn plan(
         deny_unix_sockets: root == RootMode::Isolated,
         own_proc: true,
     })
+}
+
+/// A read-only grant inside a writable one (or inside a `:read_write` root
+/// filesystem) cannot be enforced as the policy states it: a Landlock right
+/// on a directory holds for its whole hierarchy, and creating, removing or
+/// renaming an entry is checked against the rules of every directory from
+/// the entry's parent up. So the writable directory cannot keep the right to
+/// create entries in itself (or in a directory between it and the read-only
+/// grant) without handing the same right to the read-only grant. Carving
+/// (see `carve`) would silently take those rights away from the writable
+/// directory while `effective_policy` still calls it writable:
+/// CapabilityError instead, naming both and what to do.
+fn refuse_narrowed(root: RootMode, grants: &[Grant]) -> Result<()> {
+    for inner in grants.iter().filter(|grant| !grant.writable) {
+        let outer = grants
+            .iter()
+            .find(|outer| {
+                outer.writable && outer.path != inner.path && inner.path.starts_with(&outer.path)
+            })
+            .map(|outer| format!("the writable grant {}", outer.path.display()))
+            .or_else(|| {
+                (root == RootMode::ReadWrite).then(|| "the :read_write root filesystem".to_string())
+            });
+        if let Some(outer) = outer {
+            return Err(capability(format!(
+                "the landlock sandbox cannot enforce the :read_only grant {} inside {outer}: a Landlock \
+                 rule holds for everything beneath its directory, so the directories above {} could not \
+                 stay writable (create, remove or rename entries in them) while it stays read-only. Grant \
+                 the outer directory :read_only and its writable subdirectories :read_write one by one \
+                 (for example files: {{root: :read_only, source: :read_only, out: :read_write}}), or use \
+                 Bubblewrap, which mounts the read-only grant over the writable one",
+                inner.path.display(),
+                inner.path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `a` grants less than `b` somewhere.
@@ -336,6 +380,7 @@ impl Plan {
 /// plan's Landlock domain with `no_new_privs`, then the seccomp filter.
 /// Anything short of full enforcement is an error, never a weaker sandbox.
 pub fn restrict(plan: &Plan) -> Result<()> {
+    let own_ipc = own_ipc_namespace();
     drop_capabilities()?;
     let failed = |e: landlock::RulesetError| capability(format!("landlock: {e}"));
     let mut ruleset = Ruleset::default()
@@ -368,13 +413,27 @@ pub fn restrict(plan: &Plan) -> Result<()> {
             "landlock: the kernel did not fully enforce the ruleset",
         ));
     }
-    let mut filter = seccomp::Filter::for_launch(plan.deny_subprocesses, None, None);
+    let mut filter =
+        seccomp::Filter::for_launch(plan.deny_subprocesses, None, None).with_host_pids();
+    if !own_ipc {
+        filter = filter.with_ipc_denied();
+    }
     if plan.network_none {
         filter = filter.with_sockets_denied();
     } else if plan.deny_unix_sockets {
         filter = filter.with_unix_sockets_denied();
     }
     seccomp::install(&filter)
+}
+
+/// Moves the calling process into a new IPC namespace, while it still holds
+/// `CAP_SYS_ADMIN` (root, or root of an enclosing user namespace): its
+/// System V IPC objects and POSIX message queues are then its own, the
+/// host's are out of reach, and all of them go when its last process exits.
+/// False where that is not allowed (not root): the filter then refuses them.
+fn own_ipc_namespace() -> bool {
+    // SAFETY: unshare with a flag only; affects this process alone.
+    unsafe { libc::unshare(libc::CLONE_NEWIPC) == 0 }
 }
 
 /// Drops every capability for good, so a child of a gem running as root

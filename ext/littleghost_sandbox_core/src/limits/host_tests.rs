@@ -65,16 +65,48 @@ fn leftover_cgroups() -> Vec<String> {
             .collect(),
     };
     let prefix = format!("littleghost-{}-", std::process::id());
+    // Empty cgroups kept for the next ownership-only launch are not left
+    // over: they go when the process exits.
+    let pooled = super::launch::pooled_paths();
     parents
         .iter()
         .flat_map(|parent| std::fs::read_dir(parent).unwrap())
         .filter_map(|entry| {
             let entry = entry.ok()?;
             let name = entry.file_name().into_string().ok()?;
-            name.starts_with(&prefix)
+            (name.starts_with(&prefix) && !pooled.contains(&entry.path()))
                 .then(|| entry.path().display().to_string())
         })
         .collect()
+}
+
+#[test]
+fn an_ownership_only_cgroup_is_reused_empty_and_never_more_than_the_pool_holds() {
+    let limits = ProcessLimits {
+        own_tree: true,
+        ..ProcessLimits::default()
+    };
+    if !enforced(&limits) {
+        return;
+    }
+    for _ in 0..50 {
+        let process = start("sleep 0.01 & exit 0", &limits);
+        wait_finished(&process, Duration::from_secs(10));
+    }
+    let pooled = super::launch::pooled_paths();
+    assert!(pooled.len() <= 8 * 4, "{pooled:?}");
+    assert!(
+        !pooled.is_empty(),
+        "an ended ownership-only launch keeps its cgroup for the next"
+    );
+    for dir in &pooled {
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+        assert!(
+            procs.trim().is_empty(),
+            "a pooled cgroup holds {procs} ({})",
+            dir.display()
+        );
+    }
 }
 
 #[test]

@@ -37,11 +37,142 @@ const KILL_PATIENCE: Duration = Duration::from_secs(2);
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
+/// Empty cgroups of ended launches that only owned their tree (no limit to
+/// reset), kept for the next such launch: a cgroup's mkdir and rmdir are
+/// most of what a per-launch cgroup costs (issue 18 item 4). Removed when
+/// this process exits (`atexit`), by the process that made them.
+/// Each entry names the process that pooled it: a forked child inherits a
+/// copy of the pool and must never reuse its parent's cgroups.
+static POOL: std::sync::Mutex<Vec<(i32, Dirs)>> = std::sync::Mutex::new(Vec::new());
+/// At most this many empty cgroups wait in [`POOL`].
+const POOL_SIZE: usize = 8;
+/// The pid that registered [`drain_pool`] (0: not yet); a forked child
+/// inherits the handler and must not remove its parent's cgroups.
+static POOL_OWNER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn drain_pool() {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    if POOL_OWNER.load(Ordering::SeqCst) != me {
+        return;
+    }
+    if let Ok(mut pool) = POOL.lock() {
+        for (_, dirs) in pool.drain(..).filter(|(owner, _)| *owner == me) {
+            for dir in dirs.paths() {
+                let _ = remove_cgroup_dir(dir);
+            }
+        }
+    }
+}
+
+/// The directories waiting in [`POOL`] (for tests: they are not left over).
+#[cfg(test)]
+pub(crate) fn pooled_paths() -> Vec<PathBuf> {
+    POOL.lock()
+        .map(|pool| {
+            pool.iter()
+                .flat_map(|(_, dirs)| dirs.paths().into_iter().map(Path::to_path_buf))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Removes the empty `littleghost-PID-N` cgroups under `parent` whose
+/// process is gone. `rmdir` refuses a cgroup that still holds a process, so
+/// nothing alive is touched.
+fn sweep_stale(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("littleghost-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid > 0 && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// Whether a launch with `limits` wants its cgroup only to own its tree.
+fn ownership_only(limits: &ProcessLimits) -> bool {
+    limits.memory_bytes.is_none() && limits.tasks.is_none() && limits.cpu_seconds.is_none()
+}
+
+/// A pooled cgroup made under `layout`'s directories, if any still exists.
+fn take_pooled(layout: &Layout) -> Option<Dirs> {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    let mut pool = POOL.lock().ok()?;
+    while let Some(index) = pool
+        .iter()
+        .position(|(owner, dirs)| *owner == me && dirs.made_under(layout))
+    {
+        let (_, dirs) = pool.swap_remove(index);
+        if dirs.paths().iter().all(|dir| dir.is_dir()) {
+            return Some(dirs);
+        }
+        for dir in dirs.paths() {
+            let _ = remove_cgroup_dir(dir);
+        }
+    }
+    None
+}
+
 #[derive(Debug)]
 enum Dirs {
     V2(PathBuf),
     /// (controller, the launch's directory, this process's own directory).
     V1(Vec<(Controller, PathBuf, PathBuf)>),
+}
+
+impl Dirs {
+    fn paths(&self) -> Vec<&Path> {
+        match self {
+            Dirs::V2(dir) => vec![dir.as_path()],
+            Dirs::V1(dirs) => dirs.iter().map(|(_, dir, _)| dir.as_path()).collect(),
+        }
+    }
+
+    /// Whether these directories are the ones an ownership-only launch
+    /// would make under `layout` (same parents, same hierarchies).
+    fn made_under(&self, layout: &Layout) -> bool {
+        match (self, layout) {
+            (Dirs::V2(dir), Layout::V2 { parent, .. }) => dir.parent() == Some(parent.as_path()),
+            (Dirs::V1(dirs), Layout::V1 { .. }) => {
+                let wanted: Vec<Controller> = Controller::ALL
+                    .into_iter()
+                    .filter(|&c| v1_needed(layout, &ProcessLimits::default(), c))
+                    .filter(|&c| layout.v1_home(c).is_some())
+                    .collect();
+                dirs.len() == wanted.len()
+                    && dirs.iter().all(|(controller, _, home)| {
+                        wanted.contains(controller)
+                            && layout.v1_home(*controller) == Some(home.as_path())
+                    })
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether a launch with `limits` needs `controller`'s v1 hierarchy. Each
+/// costs a mkdir, two thread moves and an rmdir per launch. A launch that
+/// only owns its tree (every Landlock and Bubblewrap launch) needs one to
+/// list it in: the freezer only makes `kill_all` atomic, and without it the
+/// kill loop still ends (a process with SIGKILL pending cannot fork).
+fn v1_needed(layout: &Layout, limits: &ProcessLimits, controller: Controller) -> bool {
+    let listed = layout.v1_home(Controller::Pids).is_some();
+    match controller {
+        Controller::Memory => limits.memory_bytes.is_some() || !listed,
+        Controller::Pids => true,
+        Controller::Freezer => !ownership_only(limits) || !listed,
+        Controller::Cpuacct => limits.cpu_seconds.is_some(),
+    }
 }
 
 /// A cgroup made for one launch (see the module docs).
@@ -58,6 +189,16 @@ impl LaunchCgroup {
     /// Makes the cgroup (a unique name under `layout`) and writes `limits`.
     pub fn create(layout: &Layout, limits: &ProcessLimits) -> io::Result<LaunchCgroup> {
         let creator = rustix::process::getpid();
+        if ownership_only(limits) {
+            if let Some(dirs) = take_pooled(layout) {
+                return Ok(LaunchCgroup {
+                    dirs,
+                    limits: limits.clone(),
+                    creator,
+                    recorded: AtomicU8::new(0),
+                });
+            }
+        }
         let name = loop {
             let name = format!(
                 "littleghost-{}-{}",
@@ -92,15 +233,11 @@ impl LaunchCgroup {
                 cgroup.write_v2_limits(&dir)?;
             }
             (Dirs::V1(dirs), layout) => {
-                // Only the hierarchies this launch needs: each costs a
-                // mkdir, two thread moves and an rmdir per launch.
-                let listed = layout.v1_home(Controller::Pids).is_some();
-                let needed = |controller: Controller| match controller {
-                    Controller::Memory => limits.memory_bytes.is_some() || !listed,
-                    Controller::Pids | Controller::Freezer => true,
-                    Controller::Cpuacct => limits.cpu_seconds.is_some(),
-                };
-                for controller in Controller::ALL.into_iter().filter(|&c| needed(c)) {
+                // Only the hierarchies this launch needs (see `v1_needed`).
+                for controller in Controller::ALL
+                    .into_iter()
+                    .filter(|&c| v1_needed(layout, limits, c))
+                {
                     if let Some(home) = layout.v1_home(controller) {
                         let dir = home.join(&name);
                         std::fs::create_dir(&dir)?;
@@ -354,10 +491,7 @@ impl LaunchCgroup {
 
     /// Removes the cgroup's directories (after [`kill_all`](Self::kill_all)).
     pub fn remove(&self) -> io::Result<()> {
-        let dirs: Vec<&Path> = match &self.dirs {
-            Dirs::V2(dir) => vec![dir.as_path()],
-            Dirs::V1(dirs) => dirs.iter().map(|(_, dir, _)| dir.as_path()).collect(),
-        };
+        let dirs = self.dirs.paths();
         let mut result = Ok(());
         for dir in dirs {
             // A process just killed may take a moment to leave (EBUSY).
@@ -389,7 +523,41 @@ impl Drop for LaunchCgroup {
             return; // a forked copy: the cgroup is the parent's
         }
         self.kill_all();
+        if ownership_only(&self.limits) && self.pids().is_empty() && self.pool() {
+            return;
+        }
         let _ = self.remove();
+    }
+}
+
+impl LaunchCgroup {
+    /// Hands the (empty) directories to [`POOL`] instead of removing them;
+    /// false when the pool is full.
+    fn pool(&mut self) -> bool {
+        let Ok(mut pool) = POOL.lock() else {
+            return false;
+        };
+        if pool.len() >= POOL_SIZE {
+            return false;
+        }
+        let me = self.creator.as_raw_nonzero().get();
+        if POOL_OWNER.swap(me, Ordering::SeqCst) != me {
+            // SAFETY: registers a plain extern "C" function with no arguments.
+            unsafe { libc::atexit(drain_pool) };
+            // Once per process: what a process that died without running
+            // its exit handlers (SIGKILL, `exit!`) left in the pool.
+            for dir in self.dirs.paths() {
+                if let Some(parent) = dir.parent() {
+                    sweep_stale(parent);
+                }
+            }
+        }
+        let empty = match &self.dirs {
+            Dirs::V2(_) => Dirs::V2(PathBuf::new()),
+            Dirs::V1(_) => Dirs::V1(Vec::new()),
+        };
+        pool.push((me, std::mem::replace(&mut self.dirs, empty)));
+        true
     }
 }
 

@@ -43,7 +43,9 @@ pub(crate) fn claimed(
 ) -> Result<Value, Error> {
     let host = Host {
         limit_features: launch_limits::features(),
-        owns_tree: backend == Backend::Unrestricted && launch_limits::owns_tree(),
+        // Bubblewrap owns its tree without a cgroup (a pid namespace whose
+        // init dies with bwrap); Unrestricted and Landlock only through one.
+        owns_tree: backend == Backend::Bubblewrap || launch_limits::owns_tree(),
         seccomp: seccomp::Arch::native().is_some(),
     };
     let claims = effective::claims(backend, policy, &host);

@@ -13,7 +13,7 @@ fn grant(path: &str, writable: bool) -> Grant {
 fn isolated_plan_names_runtime_devices_grants_and_tmpdir() {
     let plan = plan(
         RootMode::Isolated,
-        &[grant("/w", true), grant("/w/src", false)],
+        &[grant("/w", true), grant("/v/src", false)],
         &[PathBuf::from("/usr")],
         Path::new("/tmp/t"),
         true,
@@ -32,7 +32,7 @@ fn isolated_plan_names_runtime_devices_grants_and_tmpdir() {
     assert_eq!(find("/etc"), None);
     assert_eq!(find("/dev/null"), Some(Access::Device));
     assert_eq!(find("/w"), Some(Access::Write));
-    assert_eq!(find("/w/src"), Some(Access::Read));
+    assert_eq!(find("/v/src"), Some(Access::Read));
     assert_eq!(find("/tmp/t"), Some(Access::Write));
     assert_eq!(find("/proc"), None);
     assert_eq!(find("/"), None);
@@ -108,7 +108,7 @@ fn args_round_trip() {
     for root in [RootMode::ReadWrite, RootMode::Isolated] {
         let plan = plan(
             root,
-            &[grant("/w/src", false)],
+            &[grant("/w/src", true)],
             &[],
             Path::new("/tmp/t"),
             false,
@@ -200,4 +200,65 @@ fn a_scope_cannot_leave_out_a_grant_landlock_would_still_show() {
     assert!(refuse_unhidable(RootMode::ReadOnly, &policy, &[grant("/w/secret")]).is_err());
     // Nothing left out: fine.
     assert!(refuse_unhidable(RootMode::ReadWrite, &policy, &policy).is_ok());
+}
+
+#[test]
+fn a_read_only_grant_inside_a_writable_one_is_refused_naming_both() {
+    // Landlock rights on a directory hold for everything beneath it: /w
+    // cannot keep the right to create entries in itself while /w/src (whose
+    // parent chain passes /w) has none. Carving would silently drop /w's
+    // own create/remove/rename rights, so the plan is refused instead.
+    for root in [RootMode::Isolated, RootMode::ReadOnly] {
+        let refused = plan(
+            root,
+            &[grant("/w", true), grant("/w/src", false)],
+            &[],
+            Path::new("/tmp/t"),
+            true,
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(refused, crate::Error::Capability(_)),
+            "{refused:?}"
+        );
+        let message = refused.message();
+        assert!(
+            message.contains("/w/src") && message.contains("inside the writable grant /w"),
+            "{message}"
+        );
+        assert!(message.contains(":read_only"), "{message}");
+    }
+    // A read-only grant under a :read_write root filesystem: the same.
+    let refused = plan(
+        RootMode::ReadWrite,
+        &[grant("/w/src", false)],
+        &[],
+        Path::new("/tmp/t"),
+        true,
+        false,
+    )
+    .unwrap_err();
+    assert!(
+        refused.message().contains("root filesystem"),
+        "{}",
+        refused.message()
+    );
+    // Expressible: writable inside read-only, siblings, the same access.
+    for grants in [
+        vec![grant("/w", false), grant("/w/out", true)],
+        vec![grant("/w/a", true), grant("/w/b", false)],
+        vec![grant("/w", true), grant("/w/out", true)],
+        vec![grant("/w", false), grant("/w/src", false)],
+    ] {
+        assert!(plan(
+            RootMode::Isolated,
+            &grants,
+            &[],
+            Path::new("/tmp/t"),
+            true,
+            false
+        )
+        .is_ok());
+    }
 }

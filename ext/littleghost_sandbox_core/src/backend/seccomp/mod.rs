@@ -31,6 +31,29 @@
 //!     opens files (and sets xattrs) without passing through this filter;
 //!   - `openat2` fails with ENOSYS: its mode lives in user memory, and ENOSYS
 //!     makes libc fall back to `openat`.
+//! - No new user namespace (its capabilities would undo the dropped ones:
+//!   `chroot`, mounts, a fresh keyring of its own): `unshare` and `clone`
+//!   with `CLONE_NEWUSER` fail with EPERM, and `clone3` fails with ENOSYS
+//!   (its flags live in user memory, which BPF cannot read; ENOSYS makes
+//!   glibc fall back to `clone`), as container runtimes' filters do.
+//!
+//! With [`Filter::host_pids`] (the child shares the host's pid namespace:
+//! the Landlock backend), calls that change *another* process and that
+//! neither Landlock's signal scoping nor its ptrace check mediates are
+//! allowed only for the caller itself, else EPERM (a BPF filter sees the pid
+//! argument, not whose pid it is, so only 0 passes):
+//! - `prlimit64` with pid 0 (glibc's `setrlimit`/`getrlimit` pass 0);
+//! - `sched_setaffinity`, `sched_setscheduler`, `sched_setparam`,
+//!   `sched_setattr` with pid 0;
+//! - `setpriority` and `ioprio_set` for `PRIO_PROCESS`/`IOPRIO_WHO_PROCESS`
+//!   0 only (a process group or a user reaches the host's processes);
+//! - `perf_event_open` always (system-wide events observe every process).
+//!
+//! With [`Filter::deny_ipc`] (no IPC namespace of its own), System V IPC
+//! (`shmget`, `shmat`, `shmctl`, `shmdt`, `semget`, `semop`, `semtimedop`,
+//! `semctl`, `msgget`, `msgsnd`, `msgrcv`, `msgctl`) and POSIX message queues
+//! (`mq_open` … `mq_getsetattr`) fail with EPERM: the host's segments would
+//! be reachable, and what the child made would outlive it.
 //!
 //! With `allow_subprocesses: false` (SPEC B.6, W2), also:
 //! - `fork`, `vfork` (x86_64 only; aarch64 has neither) fail with EPERM;
@@ -117,6 +140,12 @@ pub struct Filter {
     /// host's pathname sockets (say `/run/docker.sock`) stay out of reach as
     /// they do in Bubblewrap's empty root.
     pub deny_unix_sockets: bool,
+    /// The child sees the host's pids (no pid namespace): calls that change
+    /// another process are allowed only on the caller itself (pid 0).
+    pub host_pids: bool,
+    /// The child shares the host's IPC namespace: System V IPC and POSIX
+    /// message queues fail with EPERM.
+    pub deny_ipc: bool,
 }
 
 impl Filter {
@@ -130,6 +159,26 @@ impl Filter {
             gid: gid.unwrap_or_else(|| rustix::process::getgid().as_raw()),
             deny_sockets: false,
             deny_unix_sockets: false,
+            host_pids: false,
+            deny_ipc: false,
+        }
+    }
+
+    /// The same filter for a child in the host's pid namespace (see
+    /// [`Filter::host_pids`]).
+    pub fn with_host_pids(self) -> Filter {
+        Filter {
+            host_pids: true,
+            ..self
+        }
+    }
+
+    /// The same filter, also refusing System V IPC and POSIX message queues
+    /// (see [`Filter::deny_ipc`]).
+    pub fn with_ipc_denied(self) -> Filter {
+        Filter {
+            deny_ipc: true,
+            ..self
         }
     }
 

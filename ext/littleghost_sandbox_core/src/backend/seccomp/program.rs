@@ -2,8 +2,8 @@
 //! jumps and the five returns appended.
 
 use super::rules::{
-    rules, Check, AF_UNIX, CLONE_THREAD, ENOSYS, EOPNOTSUPP, EPERM, O_CREAT, O_TMPFILE_BIT,
-    S_IFBLK, S_IFCHR, S_IFMT, S_ISGID, S_ISUID, UNCHANGED_ID,
+    rules, Check, AF_UNIX, CLONE_NEWUSER, CLONE_THREAD, ENOSYS, EOPNOTSUPP, EPERM, O_CREAT,
+    O_TMPFILE_BIT, S_IFBLK, S_IFCHR, S_IFMT, S_ISGID, S_ISUID, UNCHANGED_ID,
 };
 use super::{Arch, Filter, Instruction};
 
@@ -126,6 +126,20 @@ fn rule_steps(steps: &mut Vec<Step>, labels: &mut usize, nr: u32, check: Check, 
         Check::UnixDomain { domain } => {
             steps.push(Step::Load(arg_low(domain)));
             steps.push(jump(BPF_JMP_JEQ_K, AF_UNIX, To::Deny, To::Allow));
+        }
+        Check::NoNewUser { flags } => {
+            steps.push(Step::Load(arg_low(flags)));
+            steps.push(jump(BPF_JMP_JSET_K, CLONE_NEWUSER, To::Deny, To::Allow));
+        }
+        Check::OwnPid { pid } => {
+            steps.push(Step::Load(arg_low(pid)));
+            steps.push(jump(BPF_JMP_JEQ_K, 0, To::Allow, To::Deny));
+        }
+        Check::OwnTarget { which, who, own } => {
+            steps.push(Step::Load(arg_low(which)));
+            steps.push(jump(BPF_JMP_JEQ_K, own, To::Next, To::Deny));
+            steps.push(Step::Load(arg_low(who)));
+            steps.push(jump(BPF_JMP_JEQ_K, 0, To::Allow, To::Deny));
         }
     }
     steps.push(Step::Label(other));

@@ -5,6 +5,11 @@ use super::{Arch, Filter};
 
 // Values the checks compare against (linux/sched.h, socket.h, errno.h).
 pub(super) const CLONE_THREAD: u32 = 0x0001_0000;
+pub(super) const CLONE_NEWUSER: u32 = 0x1000_0000;
+/// `setpriority`'s `which` for one process (sys/resource.h).
+pub(super) const PRIO_PROCESS: u32 = 0;
+/// `ioprio_set`'s `which` for one process (linux/ioprio.h).
+pub(super) const IOPRIO_WHO_PROCESS: u32 = 1;
 pub(super) const AF_UNIX: u32 = 1;
 pub(super) const EPERM: u32 = 1;
 pub(super) const ENOSYS: u32 = 38;
@@ -39,6 +44,13 @@ pub(super) enum Check {
     ThreadOnly { flags: u8 },
     /// EPERM when the argument (a socket domain) is `AF_UNIX`.
     UnixDomain { domain: u8 },
+    /// EPERM when the flags contain `CLONE_NEWUSER`.
+    NoNewUser { flags: u8 },
+    /// Allowed only when the argument (a pid) is 0: the caller itself.
+    OwnPid { pid: u8 },
+    /// Allowed only when `which` is `own` (one process) and `who` is 0 (the
+    /// caller itself).
+    OwnTarget { which: u8, who: u8, own: u32 },
 }
 
 /// The syscall numbers of one architecture; None where it has no such call.
@@ -70,6 +82,16 @@ pub(super) struct Table {
     pub(super) setxattrat: u32,
     pub(super) io_uring: [u32; 3],
     pub(super) socket: u32,
+    pub(super) unshare: u32,
+    pub(super) prlimit64: u32,
+    pub(super) setpriority: u32,
+    pub(super) ioprio_set: u32,
+    /// `sched_setaffinity`, `sched_setscheduler`, `sched_setparam`,
+    /// `sched_setattr`: the pid is argument 0 of each.
+    pub(super) sched_set: [u32; 4],
+    pub(super) perf_event_open: u32,
+    /// System V IPC (`shm*`, `sem*`, `msg*`) and POSIX message queues (`mq_*`).
+    pub(super) ipc: [u32; 18],
 }
 
 pub(super) fn table(arch: Arch) -> Table {
@@ -102,6 +124,18 @@ pub(super) fn table(arch: Arch) -> Table {
             setxattrat: 463,
             io_uring: [425, 426, 427],
             socket: 41,
+            unshare: 272,
+            prlimit64: 302,
+            setpriority: 141,
+            ioprio_set: 251,
+            sched_set: [203, 144, 142, 314],
+            perf_event_open: 298,
+            ipc: [
+                29, 30, 31, 67, // shmget shmat shmctl shmdt
+                64, 65, 66, 220, // semget semop semctl semtimedop
+                68, 69, 70, 71, // msgget msgsnd msgrcv msgctl
+                240, 241, 242, 243, 244, 245, // mq_open .. mq_getsetattr
+            ],
         },
         // The generic table (asm-generic/unistd.h): no legacy path calls.
         Arch::Aarch64 => Table {
@@ -132,6 +166,17 @@ pub(super) fn table(arch: Arch) -> Table {
             setxattrat: 463,
             io_uring: [425, 426, 427],
             socket: 198,
+            unshare: 97,
+            prlimit64: 261,
+            setpriority: 140,
+            ioprio_set: 30,
+            sched_set: [122, 119, 118, 274],
+            perf_event_open: 241,
+            // mq_open .. mq_getsetattr, then msg*, sem*, shm*: one run.
+            ipc: [
+                180, 181, 182, 183, 184, 185, 186, 187, 188, 189, 190, 191, 192, 193, 194, 195,
+                196, 197,
+            ],
         },
     }
 }
@@ -166,11 +211,48 @@ pub(super) fn rules(arch: Arch, filter: &Filter) -> Vec<(u32, Check)> {
     {
         rules.push((Some(nr), Check::Always(EPERM)));
     }
+    // No new user namespace, whose capabilities would reopen what dropping
+    // them closed (chroot, mounts of its own): clone3's flags live in user
+    // memory, so it fails with ENOSYS and libc falls back to clone.
+    rules.push((Some(t.clone3), Check::Always(ENOSYS)));
+    rules.push((Some(t.unshare), Check::NoNewUser { flags: 0 }));
     if filter.deny_subprocesses {
         rules.push((t.fork, Check::Always(EPERM)));
         rules.push((t.vfork, Check::Always(EPERM)));
-        rules.push((Some(t.clone3), Check::Always(ENOSYS)));
         rules.push((Some(t.clone), Check::ThreadOnly { flags: 0 }));
+    } else {
+        rules.push((Some(t.clone), Check::NoNewUser { flags: 0 }));
+    }
+    if filter.host_pids {
+        // Calls that change another process and that neither Landlock's
+        // scoping nor its ptrace check mediates: only the caller itself.
+        rules.push((Some(t.prlimit64), Check::OwnPid { pid: 0 }));
+        for nr in t.sched_set {
+            rules.push((Some(nr), Check::OwnPid { pid: 0 }));
+        }
+        rules.push((
+            Some(t.setpriority),
+            Check::OwnTarget {
+                which: 0,
+                who: 1,
+                own: PRIO_PROCESS,
+            },
+        ));
+        rules.push((
+            Some(t.ioprio_set),
+            Check::OwnTarget {
+                which: 0,
+                who: 1,
+                own: IOPRIO_WHO_PROCESS,
+            },
+        ));
+        // System-wide (pid -1) events observe every process on a CPU.
+        rules.push((Some(t.perf_event_open), Check::Always(EPERM)));
+    }
+    if filter.deny_ipc {
+        for nr in t.ipc {
+            rules.push((Some(nr), Check::Always(EPERM)));
+        }
     }
     if filter.deny_sockets {
         rules.push((Some(t.socket), Check::Always(EPERM)));

@@ -1,6 +1,7 @@
 //! Unit tests of the filter. Those that need the filter installed re-execute
 //! this test binary and install it in that fresh child (see `CHILD_MODE`).
 
+mod host_processes;
 mod planting;
 
 use super::program::{
