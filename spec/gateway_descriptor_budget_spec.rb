@@ -63,7 +63,7 @@ RSpec.describe "The built-in gateway's descriptor budget" do # rubocop:disable R
       files = check { Array.new(8) { File.open(File.join(dir, "a.txt")) }.each(&:close).size }
       run = check { sandbox.execute_program(["/bin/echo", "ran"], timeout: 20).stdout.strip }
       read = check { sandbox.read("a.txt") }
-      reasons = gateway.denials.map { |d| d[:reason].to_s }.uniq
+      reasons = gateway.denials.map { |d| d.reason.to_s }.uniq
       out = {answers: answers, files: files, run: run, read: read, reasons: reasons}
       sandbox.close
       workspace.close
@@ -142,7 +142,7 @@ RSpec.describe "The built-in gateway's descriptor budget" do # rubocop:disable R
           files: check { Array.new(8) { File.open(File.join(dir, "a.txt")) }.each(&:close).size },
           run: check { sandbox.execute_program(["/bin/echo", "ran"], timeout: 20).stdout.strip },
           read: check { sandbox.read("a.txt") },
-          reasons: sandbox.gateway.denials.map { |d| d[:reason].to_s }.uniq,
+          reasons: sandbox.gateway.denials.map { |d| d.reason.to_s }.uniq,
           events: sandbox.denials.select { |d| d.kind == :network }.map { |d| d.reason.to_s }.uniq
         }
         session.close

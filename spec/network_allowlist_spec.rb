@@ -110,8 +110,9 @@ RSpec.describe "Network allowlist" do # rubocop:disable RSpec/DescribeClass
       expect(refused.stdout).to eq("403")
       expect(other.accepted).to be_empty
       denial = sandbox.gateway.denials.last
-      expect(denial).to include(destination: "localhost:#{other.port}", reason: :not_allowed)
-      expect(denial[:at]).to be_a(Time)
+      expect(denial).to be_a(LittleGhost::Sandbox::Denial)
+      expect([denial.kind, denial.target, denial.reason]).to eq([:network, "localhost:#{other.port}", :not_allowed])
+      expect(denial.time).to be_a(Time)
       # The same 403 is one of the sandbox's denial events.
       event = sandbox.denials.find { |d| d.kind == :network }
       expect(event).not_to be_nil
@@ -151,7 +152,7 @@ RSpec.describe "Network allowlist" do # rubocop:disable RSpec/DescribeClass
     refused = curl(sandbox, "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:#{target.port}/")
     expect(refused.stdout).to eq("403")
     expect(target.accepted).to be_empty
-    expect(sandbox.gateway.denials.last).to include(reason: :private_destination)
+    expect(sandbox.gateway.denials.last.reason).to eq(:private_destination)
     sandbox.close
     expect { sandbox_for(["127.0.0.1:#{target.port}"], gateway: :envoy).open }
       .to raise_error(LittleGhost::PolicyError, /127\.0\.0\.1/)

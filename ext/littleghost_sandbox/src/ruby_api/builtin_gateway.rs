@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use littleghost_sandbox_core::network as core;
 use magnus::{
-    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, IntoValue, RArray, RClass,
+    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RClass,
     RHash, RModule, Ruby, TypedData, Value,
 };
 
@@ -175,27 +175,13 @@ impl BuiltinGateway {
         }
     }
 
-    /// denials: one frozen Hash per refused request, oldest first
-    /// (`at:` Time, `destination:` "host:port", `reason:` Symbol, `message:` String).
+    /// denials: one frozen Sandbox::Denial per refused request, oldest first
+    /// (kind `:network`, operation `:connect`, target "host:port", the
+    /// reason, the message, the time): the same values `sandbox.denials` holds.
     fn denials(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
         let list = ruby.ary_new();
         for record in rb_self.core.denials() {
-            // The sandbox's view of the record: target "host:port", the reason's text.
-            let denial = CoreDenial::from(&record);
-            let hash = args::kwargs(
-                ruby,
-                &[
-                    ("at", denial.at.into_value_with(ruby)),
-                    (
-                        "destination",
-                        vo::frozen_str(ruby, &denial.target).as_value(),
-                    ),
-                    ("reason", ruby.to_symbol(denial.reason.name()).as_value()),
-                    ("message", vo::frozen_str(ruby, &denial.message).as_value()),
-                ],
-            )?;
-            hash.freeze();
-            list.push(hash)?;
+            list.push(crate::ruby_api::denial::hub::wrap(ruby, CoreDenial::from(&record)))?;
         }
         list.freeze();
         Ok(list)

@@ -290,12 +290,13 @@ module LittleGhost
       # :call-seq:
       #   denials -> Array
       #
-      # The refused requests, oldest first (the last 1000): frozen Hashes with +at+ (Time), +destination+
-      # (<tt>"host:port"</tt>, or <tt>"*"</tt> for a connection refused before its request was read), +reason+
-      # (+:not_allowed+ or +:private_destination+ for a 403, +:descriptor_budget+ for a 503: the gateway was at its
-      # share of RLIMIT_NOFILE) and +message+. Kept after #close.
+      # The refused requests, oldest first (the last 1000), as LittleGhost::Sandbox::Denial values like those of
+      # Sandbox#denials: +kind+ +:network+, +operation+ +:connect+, +target+ (<tt>"host:port"</tt>, or <tt>"*"</tt>
+      # for a connection refused before its request was read), +reason+ (+:not_allowed+ or +:private_destination+
+      # for a 403, +:descriptor_budget+ for a 503: the gateway was at its share of RLIMIT_NOFILE), +message+ and
+      # +time+. Kept after #close.
       #
-      #   gateway.denials.last   # => {at: 2026-..., destination: "evil.example:443", reason: :not_allowed, ...}
+      #   gateway.denials.last   # => #<LittleGhost::Sandbox::Denial network connect "evil.example:443" not_allowed>
     end
   end
 end
