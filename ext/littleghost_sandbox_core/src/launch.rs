@@ -227,7 +227,10 @@ pub fn proxy_environment(allow: &[String]) -> Vec<(String, String)> {
         .collect::<Vec<_>>()
         .join(",");
     let direct = ["NO_PROXY", "no_proxy"].map(|name| (name.to_string(), direct.clone()));
-    proxy.into_iter().chain(direct).collect()
+    // Node.js reads the proxy variables only when told to (22.21+, 24+);
+    // older releases ignore this one.
+    let node = ("NODE_USE_ENV_PROXY".to_string(), "1".to_string());
+    proxy.into_iter().chain(direct).chain([node]).collect()
 }
 
 /// G.5: `command` run by the relay helper, which listens on the proxy
@@ -450,6 +453,7 @@ mod tests {
         assert_eq!(value("all_proxy").as_deref(), Some(RELAY_PROXY_URL));
         assert_eq!(value("no_proxy").as_deref(), Some("localhost,127.0.0.1"));
         assert_eq!(value("NO_PROXY").as_deref(), Some("gw"));
+        assert_eq!(value("NODE_USE_ENV_PROXY").as_deref(), Some("1"));
         assert_eq!(value("A").as_deref(), Some("policy"));
         // A loopback name the allowlist names is the host's service: not direct.
         let allow = ["localhost:8080".to_string()];
