@@ -4,6 +4,7 @@
 //! This crate knows nothing of Ruby. The binding crate converts Ruby values
 //! into these types and maps [`Error`] onto the documented Ruby exceptions.
 
+pub mod anchor;
 pub mod backend;
 pub mod denial;
 pub mod error;

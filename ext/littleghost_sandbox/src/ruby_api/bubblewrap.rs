@@ -11,6 +11,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
+use littleghost_sandbox_core::anchor::Anchor;
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
 use littleghost_sandbox_core::backend::effective::Backend;
@@ -32,7 +33,7 @@ use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{capabilities, network_policy, ownership, sandbox};
+use crate::ruby_api::{capabilities, network_policy, ownership, sandbox, workspace};
 
 mod gateway;
 mod host;
@@ -129,7 +130,8 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Err
     let allowlist = gateway::allowlist_network(ruby, effective);
     errors::core_result(ruby, state.options.check_host(allowlist.is_some()))?;
     let grants = policy_grants(ruby, rb_self)?;
-    let pins = errors::core_result(ruby, state.options.pin(&grants))?;
+    let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
+    let pins = errors::core_result(ruby, state.options.pin(&grants, anchors.as_deref()))?;
     state.pins.replace(Some(pins));
     if let Some(network) = allowlist {
         // B.5 step 7: on failure `close` runs and the error is re-raised.
@@ -188,11 +190,18 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 }
 
 /// The pins of `open`, taken now when `bubblewrap_args` runs before `open`.
-fn pins(ruby: &Ruby, state: &State, grants: &[Grant]) -> Result<launch::Pins, Error> {
+fn pins(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    state: &State,
+    grants: &[Grant],
+) -> Result<launch::Pins, Error> {
     if let Some(pins) = state.pins.borrow().as_ref() {
         return Ok(pins.clone());
     }
-    let pins = errors::core_result(ruby, launch::Pins::capture(grants))?;
+    let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
+    let pins = launch::Pins::capture_from(grants, anchors.as_deref());
+    let pins = errors::core_result(ruby, pins)?;
     state.pins.replace(Some(pins.clone()));
     Ok(pins)
 }
@@ -239,7 +248,7 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
         network: network.map(|value| network_mode(ruby, value)).transpose()?,
     };
     let policy_grants = policy_grants(ruby, rb_self)?;
-    let pins = pins(ruby, state, &policy_grants)?;
+    let pins = pins(ruby, rb_self, state, &policy_grants)?;
     let cwd = launch_cwd(ruby, rb_self, cwd, true)?;
     let core = core_policy(ruby, rb_self)?;
     let plan = bw::args_plan(core, policy_grants, &pins, cwd, given);
@@ -307,7 +316,7 @@ fn planned(
     }
     let core = core_policy(ruby, rb_self)?;
     let policy_grants = policy_grants(ruby, rb_self)?;
-    let pins = pins(ruby, state, &policy_grants)?;
+    let pins = pins(ruby, rb_self, state, &policy_grants)?;
     let cwd = launch_cwd(ruby, rb_self, call.cwd, true)?;
     let mut request = state
         .options
@@ -322,13 +331,13 @@ fn planned(
 
 /// The bwrap command of a call: the plan, the command wrapper, the relay
 /// under `:allowlist`, then the argv (B.8). The returned fd holds the filter
-/// and must outlive the spawn.
+/// and the anchors hold the grants' handles; both must outlive the spawn.
 fn wrap_command(
     ruby: &Ruby,
     rb_self: SandboxObj,
     call: &Launch,
     requested_subprocesses: Option<bool>,
-) -> Result<(HostCommand, Option<OwnedFd>), Error> {
+) -> Result<(HostCommand, (Option<OwnedFd>, Vec<Anchor>)), Error> {
     let argv = convert::argv(ruby, call.command)?;
     let state = state(ruby, rb_self)?;
     let scope = la::scope_view(ruby, call.scope)?;
@@ -344,8 +353,11 @@ fn wrap_command(
         }
         _ => None,
     };
-    let launch = launch_of(ruby, rb_self, state, &plan)?;
+    let mut launch = launch_of(ruby, rb_self, state, &plan)?;
     let options = &state.options;
+    let pins = pins(ruby, rb_self, state, &plan.policy_grants)?;
+    let anchors = options.bind_from(&mut launch, &pins, filter.is_some());
+    let anchors = errors::core_result(ruby, anchors)?;
     let wrapped = options.host_argv(launch, command, relay, filter.is_some(), &bw::RealHost);
     let wrapped = errors::core_result(ruby, wrapped)?;
     let host = HostCommand {
@@ -354,14 +366,16 @@ fn wrap_command(
         environment: Vec::new(),
         inherit_environment: plan.inherit_environment,
         chdir: None,
+        // bwrap sees the filter first, then the grants' handles (bind_from's order).
         keep_fds: filter
             .as_ref()
             .map(|fd| fd.as_raw_fd())
             .into_iter()
+            .chain(anchors.iter().map(|a| a.fd().as_raw_fd()))
             .collect(),
         exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
     };
-    Ok((host, filter))
+    Ok((host, (filter, anchors)))
 }
 
 /// The gateway of an opened sandbox.

@@ -18,7 +18,7 @@
 mod errors;
 mod operations;
 mod resolve;
-mod walk;
+pub(crate) mod walk;
 mod write;
 
 #[cfg(all(test, target_os = "linux"))]

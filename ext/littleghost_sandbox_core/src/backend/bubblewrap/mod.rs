@@ -156,6 +156,10 @@ pub struct Launch {
     /// tmpfs mounts and masks so neither hides them; bwrap creates their
     /// parents.
     pub extra_ro_binds: Vec<(PathBuf, PathBuf)>,
+    /// Issue 17: the descriptor (as bwrap sees it) each grant source is bound
+    /// from (`--bind-fd`/`--ro-bind-fd`); a grant not listed is bound by its
+    /// path (only in the argv `bubblewrap_args` shows, never in a launch).
+    pub bind_fds: Vec<(PathBuf, RawFd)>,
 }
 
 impl Launch {
@@ -179,6 +183,7 @@ impl Launch {
             seccomp_fd: None,
             tmpfs_size: DEFAULT_TMPFS_SIZE,
             extra_ro_binds: Vec::new(),
+            bind_fds: Vec::new(),
         }
     }
 }

@@ -13,6 +13,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::grants::Grant;
 use crate::helper;
+use crate::anchor::Anchors;
 use crate::launch::Pins;
 
 /// A numeric keyword as given: its value when it is an Integer (None
@@ -171,7 +172,7 @@ impl Options {
 
     /// B.5 steps 4-6: the grant sources (directories, or not there yet), the
     /// pins of `grants`, then the functional probe.
-    pub fn pin(&self, grants: &[Grant]) -> Result<Pins> {
+    pub fn pin(&self, grants: &[Grant], anchors: Option<&Anchors>) -> Result<Pins> {
         if grants
             .iter()
             .any(|g| g.source.exists() && !g.source.is_dir())
@@ -180,7 +181,7 @@ impl Options {
                 "sandbox mount source is not a directory".into(),
             ));
         }
-        let pins = Pins::capture(grants)?;
+        let pins = Pins::capture_from(grants, anchors)?;
         functional_probe(&self.executable).map_err(Error::Dependency)?;
         Ok(pins)
     }
