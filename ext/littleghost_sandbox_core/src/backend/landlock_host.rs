@@ -10,7 +10,9 @@ use crate::backend::private_tmp;
 use crate::error::{policy, Error, Result};
 use crate::grants::Grant;
 use crate::helper;
-use crate::launch::LaunchPlan;
+use crate::anchor::Anchor;
+use crate::launch::{LaunchPlan, Pins};
+use crate::process::SpawnOptions;
 
 /// Why Landlock is only for Linux.
 pub const LINUX_ONLY: &str = "Landlock is supported only on Linux";
@@ -72,14 +74,18 @@ pub fn prepare(
 
 /// `[helper, "supervise", *rules, "--", *command]` for a planned launch
 /// (W12 when `scoped`); the private TMPDIR becomes the plan's `TMPDIR`.
+/// Issue 17: every grant's rule is built from its handle (from `pins`,
+/// checked current, or derived by a walk from the pinned grant containing
+/// it), which the helper inherits as 3, 4, ... in the order returned.
 pub fn command(
     sandbox: Sandbox<'_>,
     plan: &mut LaunchPlan,
     scoped: bool,
     allow_subprocesses: bool,
     command: Vec<String>,
-) -> Result<Vec<String>> {
-    let rules = ll::launch::launch_rules(
+    pins: &Pins,
+) -> Result<(Vec<String>, Vec<Anchor>)> {
+    let mut rules = ll::launch::launch_rules(
         sandbox,
         &plan.policy_grants,
         &plan.selected,
@@ -88,11 +94,19 @@ pub fn command(
         !allow_subprocesses,
         &plan.cwd,
     )?;
+    let mut anchors: Vec<Anchor> = Vec::new();
+    for grant in &plan.selected {
+        let anchor = pins.anchor_for(&grant.source)?;
+        rules
+            .handles
+            .push((grant.source.clone(), SpawnOptions::child_fd(anchors.len())));
+        anchors.push(anchor);
+    }
     let helper = helper::path().ok_or_else(|| Error::Dependency(helper::missing_reason()))?;
     let helper = text(&helper, "helper path")?;
     let tmpdir = text(sandbox.tmpdir, "TMPDIR")?;
     plan.environment = private_tmp::with_tmpdir(std::mem::take(&mut plan.environment), tmpdir);
-    Ok(ll::launch::supervise_argv(helper, &rules, command))
+    Ok((ll::launch::supervise_argv(helper, &rules, command), anchors))
 }
 
 #[cfg(test)]
