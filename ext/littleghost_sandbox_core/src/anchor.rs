@@ -157,8 +157,13 @@ impl Anchor {
         })?;
         let fd = match walked {
             Some(fd) => fd,
-            None => rfs::openat(self.fd.as_fd(), ".", walk::with_always(DIR_HANDLE), Mode::empty())
-                .map_err(|errno| AnchorError::Rule(policy(format!("cannot reopen: {errno}"))))?,
+            None => rfs::openat(
+                self.fd.as_fd(),
+                ".",
+                walk::with_always(DIR_HANDLE),
+                Mode::empty(),
+            )
+            .map_err(|errno| AnchorError::Rule(policy(format!("cannot reopen: {errno}"))))?,
         };
         Anchor::from_fd(fd, self.path.join(relative), configured, name)
     }
@@ -316,7 +321,12 @@ fn walk_route(dir: BorrowedFd<'_>, relative: &Path, create: bool) -> Result<Opti
 /// ` -> TARGET` for a symlink at `link`, for messages.
 fn link_target(link: &Path) -> String {
     std::fs::read_link(link)
-        .map(|target| format!(" -> {}", String::from_utf8_lossy(target.as_os_str().as_bytes())))
+        .map(|target| {
+            format!(
+                " -> {}",
+                String::from_utf8_lossy(target.as_os_str().as_bytes())
+            )
+        })
         .unwrap_or_default()
 }
 
@@ -376,7 +386,12 @@ mod tests {
     fn a_named_path_is_created_one_component_at_a_time_and_pinned() {
         let (dir, root) = root();
         let out = root
-            .beneath("out", Path::new("build/out"), &dir.path().join("build/out"), true)
+            .beneath(
+                "out",
+                Path::new("build/out"),
+                &dir.path().join("build/out"),
+                true,
+            )
             .unwrap();
         assert!(dir.path().join("build/out").is_dir());
         assert!(out.is_current());
@@ -395,8 +410,15 @@ mod tests {
         );
         assert!(matches!(err, Error::Policy(_)), "{err:?}");
         assert!(err.message().contains(":out"), "{}", err.message());
-        assert!(err.message().contains("symlink build/out"), "{}", err.message());
-        assert!(!outside.path().join("x").exists(), "nothing created outside");
+        assert!(
+            err.message().contains("symlink build/out"),
+            "{}",
+            err.message()
+        );
+        assert!(
+            !outside.path().join("x").exists(),
+            "nothing created outside"
+        );
     }
 
     #[test]
@@ -422,7 +444,11 @@ mod tests {
         let err = Error::from(Anchor::absolute("run", &links.path().join("run")).unwrap_err());
         assert!(matches!(err, Error::Policy(_)), "{err:?}");
         let real = std::fs::canonicalize(real.path()).unwrap();
-        assert!(err.message().contains(&real.display().to_string()), "{}", err.message());
+        assert!(
+            err.message().contains(&real.display().to_string()),
+            "{}",
+            err.message()
+        );
         assert!(Anchor::absolute("real", &real).unwrap().is_current());
     }
 
@@ -433,12 +459,21 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("src/lib")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("escape")).unwrap();
         let anchors = Anchors::new(vec![root.clone()]);
-        let lib = anchors.for_source(&root.path().join("src/lib")).unwrap().unwrap();
+        let lib = anchors
+            .for_source(&root.path().join("src/lib"))
+            .unwrap()
+            .unwrap();
         assert_eq!(lib.id(), {
             let m = std::fs::metadata(dir.path().join("src/lib")).unwrap();
-            (std::os::unix::fs::MetadataExt::dev(&m), std::os::unix::fs::MetadataExt::ino(&m))
+            (
+                std::os::unix::fs::MetadataExt::dev(&m),
+                std::os::unix::fs::MetadataExt::ino(&m),
+            )
         });
-        assert!(anchors.for_source(&root.path().join("escape")).unwrap().is_err());
+        assert!(anchors
+            .for_source(&root.path().join("escape"))
+            .unwrap()
+            .is_err());
         assert!(anchors.for_source(outside.path()).is_none());
     }
 }

@@ -302,6 +302,9 @@ fn wrapped_command(
     convert::argv(ruby, wrapped)
 }
 
+/// What must stay open until the spawn: the seccomp filter and the grants' handles.
+type Held = (Option<OwnedFd>, Vec<Anchor>);
+
 /// 16.5 and B.10: the core launch plan of a call (opening the sandbox first).
 fn planned(
     ruby: &Ruby,
@@ -337,7 +340,7 @@ fn wrap_command(
     rb_self: SandboxObj,
     call: &Launch,
     requested_subprocesses: Option<bool>,
-) -> Result<(HostCommand, (Option<OwnedFd>, Vec<Anchor>)), Error> {
+) -> Result<(HostCommand, Held), Error> {
     let argv = convert::argv(ruby, call.command)?;
     let state = state(ruby, rb_self)?;
     let scope = la::scope_view(ruby, call.scope)?;

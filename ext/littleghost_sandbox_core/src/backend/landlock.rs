@@ -312,7 +312,11 @@ impl Plan {
                         (Some(fd), Some(path)) if fd > 2 => {
                             plan.handles.push((PathBuf::from(path), fd))
                         }
-                        _ => return Err(argument("supervise: --handle needs FD and an absolute path")),
+                        _ => {
+                            return Err(argument(
+                                "supervise: --handle needs FD and an absolute path",
+                            ))
+                        }
                     }
                     continue;
                 }

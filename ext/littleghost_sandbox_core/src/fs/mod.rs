@@ -27,9 +27,9 @@ mod tests;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
+use crate::anchor::Anchors;
 use crate::denial::Reason;
 use crate::error::{refused, tool, Error, Result};
-use crate::anchor::Anchors;
 use crate::grants::{Access, Grant, Identity};
 
 use errors::*;

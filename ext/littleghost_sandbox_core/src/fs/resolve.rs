@@ -12,9 +12,9 @@ use rustix::io::Errno;
 
 use super::walk::{self, Failure, Strategy, WalkError};
 use super::*;
+use crate::anchor::Anchor;
 use crate::denial::Reason;
 use crate::error::{refused, tool, Error, Result};
-use crate::anchor::Anchor;
 use crate::grants::Grant;
 use crate::paths;
 
@@ -245,12 +245,11 @@ impl Root {
             }
             None => {
                 let realpath = std::fs::canonicalize(&grant.source).map_err(|_| missing())?;
-                let handle = walk::open_absolute_dir(strategy, &realpath).map_err(|errno| {
-                    match errno {
+                let handle =
+                    walk::open_absolute_dir(strategy, &realpath).map_err(|errno| match errno {
                         Errno::NOTDIR => tool("Sandbox mount source is not a directory"),
                         _ => missing(),
-                    }
-                })?;
+                    })?;
                 (realpath, handle)
             }
         };

@@ -46,7 +46,8 @@ impl Layout {
                 let below = paths::remainder(&paths::clean(dir), &paths::clean(&self.root))
                     .unwrap_or(Path::new(""))
                     .to_path_buf();
-                root.beneath(name, &below, dir, true).map_err(failed(what))?
+                root.beneath(name, &below, dir, true)
+                    .map_err(failed(what))?
             } else {
                 Anchor::absolute(name, dir).map_err(failed(what))?
             };

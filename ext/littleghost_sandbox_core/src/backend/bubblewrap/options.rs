@@ -10,10 +10,10 @@ use super::{
     functional_probe, is_executable_file, missing_reason, ProcMount, DEFAULT_EXECUTABLE,
     DEFAULT_TMPFS_SIZE, RUNTIME_ROOTS,
 };
+use crate::anchor::Anchors;
 use crate::error::{Error, Result};
 use crate::grants::Grant;
 use crate::helper;
-use crate::anchor::Anchors;
 use crate::launch::Pins;
 
 /// A numeric keyword as given: its value when it is an Integer (None

@@ -60,7 +60,9 @@ pub fn expand_with(rules: &[Rule], handles: &[(PathBuf, RawFd)]) -> Result<Vec<B
             // SAFETY: the helper inherited this descriptor for this plan.
             Some((_, fd)) => unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) }
                 .try_clone_to_owned()
-                .map_err(|e| rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::BADF)),
+                .map_err(|e| {
+                    rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::BADF)
+                }),
             None => open_path(&rule.path, true),
         };
         let fd = match opened {

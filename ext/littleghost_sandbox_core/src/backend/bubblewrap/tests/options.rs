@@ -189,7 +189,10 @@ fn pinning_refuses_a_file_source_then_a_missing_one_before_probing() {
     let options = on_linux(Path::new("/nonexistent/bwrap"));
     let not_directory = policy("sandbox mount source is not a directory");
     assert_eq!(
-        options.pin(&[rw(dir.path().to_str().unwrap()), rw(file.to_str().unwrap())], None),
+        options.pin(
+            &[rw(dir.path().to_str().unwrap()), rw(file.to_str().unwrap())],
+            None
+        ),
         Err(not_directory)
     );
     let gone = dir.path().join("gone");
