@@ -43,7 +43,8 @@ impl Pins {
     /// Pins every grant source through the open workspace's `anchors` (the
     /// one a source names, or one derived by a walk from the anchor that
     /// contains it); a source no anchor covers is pinned by its real path. A
-    /// source that cannot be reached is a PolicyError.
+    /// source that cannot be reached, or is no longer the directory its
+    /// anchor holds, is a PolicyError.
     pub fn capture_from(grants: &[Grant], anchors: Option<&Anchors>) -> Result<Pins> {
         let mut pins = Vec::with_capacity(grants.len());
         for grant in grants {
@@ -52,6 +53,14 @@ impl Pins {
                 Some(Err(error)) => return Err(error),
                 None => Anchor::pin(&grant.source).ok_or_else(|| policy(SOURCE_UNAVAILABLE))?,
             };
+            if !anchor.is_current() {
+                let gone = std::fs::symlink_metadata(&grant.source).is_err();
+                return Err(policy(if gone {
+                    SOURCE_UNAVAILABLE
+                } else {
+                    SOURCE_CHANGED
+                }));
+            }
             pins.push((grant.source.clone(), anchor));
         }
         Ok(Pins(pins))
