@@ -8,9 +8,9 @@
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use crate::anchor::{Anchor, Anchors};
 use crate::backend::seccomp;
 use crate::error::{argument, capability, policy, tool, Result};
+use crate::fs::anchor::{Anchor, Anchors};
 use crate::grants::Grant;
 use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
 pub use crate::scope::NetworkMode;

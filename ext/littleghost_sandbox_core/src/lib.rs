@@ -4,7 +4,6 @@
 //! This crate knows nothing of Ruby. The binding crate converts Ruby values
 //! into these types and maps [`Error`] onto the documented Ruby exceptions.
 
-pub mod anchor;
 pub mod backend;
 pub mod denial;
 pub mod error;

@@ -11,10 +11,10 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
-use littleghost_sandbox_core::anchor::Anchor;
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
 use littleghost_sandbox_core::backend::effective::Backend;
+use littleghost_sandbox_core::fs::anchor::Anchor;
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch;
 use magnus::{

@@ -10,11 +10,11 @@ use std::cell::RefCell;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
-use littleghost_sandbox_core::anchor::Anchor;
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::backend::landlock_host as host;
+use littleghost_sandbox_core::fs::anchor::Anchor;
 use littleghost_sandbox_core::launch::{LaunchRequest, Pins};
 use magnus::{
     function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,

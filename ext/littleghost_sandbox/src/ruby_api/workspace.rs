@@ -11,8 +11,8 @@ use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use littleghost_sandbox_core::anchor::Anchors;
 use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
+use littleghost_sandbox_core::fs::anchor::Anchors;
 use littleghost_sandbox_core::grants::Identity;
 use littleghost_sandbox_core::workspace::{self as core, keywords, Layout, OpenError, PathEntry};
 use magnus::{

@@ -4,11 +4,11 @@
 
 use std::path::PathBuf;
 
-use crate::anchor::Anchor;
 use crate::backend::landlock::{self as ll, launch::Sandbox};
 use crate::backend::launch_steps::{path_text as text, Platform};
 use crate::backend::private_tmp;
 use crate::error::{policy, Error, Result};
+use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
 use crate::helper;
 use crate::launch::{LaunchPlan, Pins};

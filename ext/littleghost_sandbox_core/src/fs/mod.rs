@@ -15,10 +15,11 @@
 //! fail but never land on another grant's content. Elsewhere one
 //! `openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)` from the pinned root does.
 
+pub mod anchor;
 mod errors;
 mod operations;
 mod resolve;
-pub(crate) mod walk;
+mod walk;
 mod write;
 
 #[cfg(all(test, target_os = "linux"))]
@@ -27,10 +28,10 @@ mod tests;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use crate::anchor::Anchors;
 use crate::denial::Reason;
 use crate::error::{refused, tool, Error, Result};
 use crate::grants::{Access, Grant, Identity};
+pub use anchor::{Anchor, AnchorError, Anchors};
 
 use errors::*;
 use resolve::*;

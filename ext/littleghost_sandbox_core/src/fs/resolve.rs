@@ -12,9 +12,9 @@ use rustix::io::Errno;
 
 use super::walk::{self, Failure, Strategy, WalkError};
 use super::*;
-use crate::anchor::Anchor;
 use crate::denial::Reason;
 use crate::error::{refused, tool, Error, Result};
+use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
 use crate::paths;
 

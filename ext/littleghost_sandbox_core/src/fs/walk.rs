@@ -12,14 +12,14 @@ use rustix::io::Errno;
 
 /// Added to every open: no fd leaks into children, and a FIFO or device can
 /// never block us; a terminal never becomes our controlling tty.
-pub(crate) const ALWAYS: OFlags = OFlags::CLOEXEC
+pub(super) const ALWAYS: OFlags = OFlags::CLOEXEC
     .union(OFlags::NONBLOCK)
     .union(OFlags::NOCTTY)
     .union(OFlags::NOFOLLOW);
 
 /// `flags` plus [`ALWAYS`]. `openat2` refuses `O_PATH` combined with any
 /// flag it ignores, so a lookup handle gets only the ones that apply to it.
-pub(crate) fn with_always(flags: OFlags) -> OFlags {
+pub(super) fn with_always(flags: OFlags) -> OFlags {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     if flags.contains(OFlags::PATH) {
         return flags | OFlags::CLOEXEC | OFlags::NOFOLLOW;
@@ -29,19 +29,19 @@ pub(crate) fn with_always(flags: OFlags) -> OFlags {
 
 /// A handle used only to look things up beneath it (no read permission needed).
 #[cfg(any(target_os = "linux", target_os = "android"))]
-pub(crate) const DIR_HANDLE: OFlags = OFlags::PATH.union(OFlags::DIRECTORY);
+pub(super) const DIR_HANDLE: OFlags = OFlags::PATH.union(OFlags::DIRECTORY);
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
-pub(crate) const DIR_HANDLE: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY);
+pub(super) const DIR_HANDLE: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY);
 
 /// A directory opened for reading its entries.
-pub(crate) const DIR_READ: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY);
+pub(super) const DIR_READ: OFlags = OFlags::RDONLY.union(OFlags::DIRECTORY);
 
 /// A file opened for reading its bytes.
-pub(crate) const FILE_READ: OFlags = OFlags::RDONLY;
+pub(super) const FILE_READ: OFlags = OFlags::RDONLY;
 
 /// How paths are resolved beneath a handle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Strategy {
+pub(super) enum Strategy {
     /// `openat2` with `RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS`.
     Beneath,
     /// One `openat(O_NOFOLLOW)` per component.
@@ -49,7 +49,7 @@ pub(crate) enum Strategy {
 }
 
 /// The best strategy this kernel offers, probed once per process.
-pub(crate) fn kernel_strategy() -> Strategy {
+pub(super) fn kernel_strategy() -> Strategy {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         static PROBE: std::sync::OnceLock<Strategy> = std::sync::OnceLock::new();
@@ -84,7 +84,7 @@ fn beneath_flags() -> fs::ResolveFlags {
 
 /// Why a component could not be opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
+pub(super) enum Failure {
     Missing,
     Symlink,
     NotDirectory,
@@ -93,7 +93,7 @@ pub(crate) enum Failure {
 
 /// A failed walk: what went wrong and whether it was the last component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct WalkError {
+pub(super) struct WalkError {
     pub last: bool,
     pub failure: Failure,
 }
@@ -102,7 +102,7 @@ pub(crate) struct WalkError {
 /// `dir`. Intermediate components must be real directories; `flags` apply to
 /// the last one, which is never followed either. An empty path opens `dir`
 /// itself again with `flags`.
-pub(crate) fn open_beneath(
+pub(super) fn open_beneath(
     strategy: Strategy,
     dir: BorrowedFd<'_>,
     relative: &Path,
@@ -158,7 +158,7 @@ fn walk_components(
 }
 
 /// The plain components of `relative` (the caller has refused `..`).
-pub(crate) fn components(relative: &Path) -> Vec<&OsStr> {
+pub(super) fn components(relative: &Path) -> Vec<&OsStr> {
     relative
         .components()
         .filter_map(|component| match component {
@@ -170,7 +170,7 @@ pub(crate) fn components(relative: &Path) -> Vec<&OsStr> {
 
 /// Opens the single entry `part` of `parent` with `flags`, never following a
 /// link; a failure says what the entry actually is.
-pub(crate) fn open_component(
+pub(super) fn open_component(
     parent: BorrowedFd<'_>,
     part: &OsStr,
     flags: OFlags,
@@ -207,7 +207,7 @@ fn explain(parent: BorrowedFd<'_>, part: &OsStr, errno: Errno, any_type: bool) -
 
 /// Opens an absolute directory path as a lookup handle, refusing symlinks in
 /// every component, so the path it was opened by is its canonical path.
-pub(crate) fn open_absolute_dir(strategy: Strategy, path: &Path) -> Result<OwnedFd, Errno> {
+pub(super) fn open_absolute_dir(strategy: Strategy, path: &Path) -> Result<OwnedFd, Errno> {
     let relative = path.strip_prefix("/").map_err(|_| Errno::INVAL)?;
     #[cfg(any(target_os = "linux", target_os = "android"))]
     if strategy == Strategy::Beneath {

@@ -23,8 +23,8 @@ pub use grants::{narrow_grants, Narrowed, Request};
 pub use network::{narrow_network, NetworkChoice, NetworkRequest};
 pub use queries::file_feature;
 
-use crate::anchor::Anchors;
 use crate::error::{capability, Result};
+use crate::fs::anchor::Anchors;
 use crate::fs::{Broker, FsLimits};
 use crate::grants::{Grant, Identity};
 use crate::policy::Capabilities;

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::anchor::{Anchor, AnchorError, Anchors};
+use crate::fs::anchor::{Anchor, AnchorError, Anchors};
 use crate::paths;
 
 use super::{Layout, ROOT_NAME};
@@ -37,7 +37,7 @@ impl Layout {
                 AnchorError::Rule(error) => OpenError::Rule(error),
             }
         };
-        let root = Anchor::root(&self.root)
+        let root = Anchor::root(ROOT_NAME, &self.root)
             .map_err(failed("could not create the workspace root".to_owned()))?;
         let mut anchors = vec![root.clone()];
         for (name, dir) in &self.paths {

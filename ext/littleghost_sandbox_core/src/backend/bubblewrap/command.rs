@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use super::{bubblewrap_args, launch_grants, scope_masks, HostProbe, Launch, Options};
 use super::{NetworkMode, RootFilesystem};
-use crate::anchor::Anchor;
 use crate::error::{Error, Result};
+use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
 use crate::launch::{self, relay_argv, Filter, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};

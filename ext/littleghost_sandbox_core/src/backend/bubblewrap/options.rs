@@ -10,8 +10,8 @@ use super::{
     functional_probe, is_executable_file, missing_reason, ProcMount, DEFAULT_EXECUTABLE,
     DEFAULT_TMPFS_SIZE, RUNTIME_ROOTS,
 };
-use crate::anchor::Anchors;
 use crate::error::{Error, Result};
+use crate::fs::anchor::Anchors;
 use crate::grants::Grant;
 use crate::helper;
 use crate::launch::Pins;

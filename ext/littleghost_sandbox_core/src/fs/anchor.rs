@@ -20,8 +20,8 @@ use std::sync::Arc;
 use rustix::fs::{self as rfs, Mode};
 use rustix::io::Errno;
 
+use super::walk::{self, Failure, DIR_HANDLE};
 use crate::error::{policy, Error};
-use crate::fs::walk::{self, Failure, DIR_HANDLE};
 use crate::grants::Identity;
 
 /// A grant's pinned directory: handle, identity, route and name.
@@ -69,7 +69,7 @@ impl Anchor {
     /// The workspace root: the user's configuration, so symlinks in the
     /// configured path are followed once (`realpath`), then the real path is
     /// opened refusing symlinks and pinned. Created first when missing.
-    pub fn root(configured: &Path) -> Result<Anchor, AnchorError> {
+    pub fn root(name: &str, configured: &Path) -> Result<Anchor, AnchorError> {
         std::fs::create_dir_all(configured).map_err(AnchorError::Create)?;
         let real = std::fs::canonicalize(configured).map_err(AnchorError::Create)?;
         let fd = walk::open_absolute_dir(walk::kernel_strategy(), &real).map_err(|errno| {
@@ -78,7 +78,7 @@ impl Anchor {
                 configured.display()
             )))
         })?;
-        Anchor::from_fd(fd, real, configured, crate::workspace::ROOT_NAME)
+        Anchor::from_fd(fd, real, configured, name)
     }
 
     /// An absolute named path: opened with no symlink anywhere on its route.
@@ -378,7 +378,7 @@ mod tests {
 
     fn root() -> (tempfile::TempDir, Anchor) {
         let dir = tempfile::tempdir().unwrap();
-        let anchor = Anchor::root(dir.path()).unwrap();
+        let anchor = Anchor::root("root", dir.path()).unwrap();
         (dir, anchor)
     }
 
