@@ -118,6 +118,12 @@ RSpec.describe "grants are handles, not paths", if: RUBY_PLATFORM.include?("linu
         expect_outside_untouched
       end
 
+      it "a child inherits none of the grants' handles (an O_PATH descriptor would reach past its binds and rules)" do
+        _workspace, sandbox = session(backend, {files: {root: :read_write, src: :read_only}}, {src: "src"})
+        run = sh(sandbox, "for i in $(seq 3 20); do if (: <&$i) 2>/dev/null; then echo open $i; fi; done; echo end")
+        expect(run.stdout).to eq("end\n")
+      end
+
       it "a read-only grant renamed inside a writable root refuses every later launch and file call" do
         _workspace, sandbox = session(backend, {files: {root: :read_write, src: :read_only}}, {src: "lib/src"})
         File.write(File.join(root, "lib", "src", "code.rb"), "code")
