@@ -188,11 +188,14 @@ RSpec.describe LittleGhost::Workspace do
 
     it "rejects two paths that are the same directory" do
       FileUtils.mkdir_p(File.join(root, "a"))
-      File.symlink(File.join(root, "a"), File.join(tmp, "alias"))
-      workspace = described_class.new(root: root, paths: { a: "a", other: File.join(tmp, "alias") })
+      workspace = described_class.new(root: root, paths: { a: "a", other: File.join(File.realpath(root), "a") })
       expect { workspace.open }
         .to raise_error(ArgumentError, "workspace paths must not alias the same directory: a, other")
       expect(workspace.open?).to be(false)
+      # Issue 17: an alias reached through a symlink is refused before that, as a symlink.
+      File.symlink(File.join(root, "a"), File.join(tmp, "alias"))
+      linked = described_class.new(root: root, paths: { a: "a", other: File.join(tmp, "alias") })
+      expect { linked.open }.to raise_error(LittleGhost::PolicyError, /:other .*symlink/)
       same_as_root = described_class.new(root: root, paths: { here: "." })
       expect { same_as_root.open }.to raise_error(ArgumentError, /alias the same directory: root, here/)
     end

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::backend::seccomp;
 use crate::error::{argument, capability, policy, tool, Result};
-use crate::grants::{Grant, Identity};
+use crate::fs::anchor::{Anchor, Anchors};
+use crate::grants::Grant;
 use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
 pub use crate::scope::NetworkMode;
 
@@ -27,36 +28,81 @@ pub const ALLOWLIST_UNSUPPORTED: &str = "sandbox backend cannot enforce network 
 /// Where the relay listens inside the sandbox's network namespace (G.5).
 pub const RELAY_PROXY_URL: &str = "http://127.0.0.1:3128";
 
-/// The identities of the policy grants, captured at `open` (16.5 step 2).
+/// The handles of the policy grants, taken at `open` (16.5 step 2, issue 17):
+/// each grant source with the [`Anchor`] it is reached through from then on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Pins(Vec<(PathBuf, Identity)>);
+pub struct Pins(Vec<(PathBuf, Anchor)>);
 
 impl Pins {
-    /// Pins every grant source; a source that cannot be resolved is a PolicyError.
+    /// Pins every grant source with no workspace handles to start from
+    /// (a duck-typed workspace): each source's real path, opened now.
     pub fn capture(grants: &[Grant]) -> Result<Pins> {
-        grants
-            .iter()
-            .map(|g| match Identity::capture(&g.source) {
-                Some(identity) => Ok((g.source.clone(), identity)),
-                None => Err(policy(SOURCE_UNAVAILABLE)),
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(Pins)
+        Pins::capture_from(grants, None)
     }
 
-    /// Every grant is still the directory pinned for its source.
+    /// Pins every grant source through the open workspace's `anchors` (the
+    /// one a source names, or one derived by a walk from the anchor that
+    /// contains it); a source no anchor covers is pinned by its real path. A
+    /// source that cannot be reached, or is no longer the directory its
+    /// anchor holds, is a PolicyError.
+    pub fn capture_from(grants: &[Grant], anchors: Option<&Anchors>) -> Result<Pins> {
+        let mut pins = Vec::with_capacity(grants.len());
+        for grant in grants {
+            let anchor = match anchors.and_then(|a| a.for_source(&grant.source)) {
+                Some(Ok(anchor)) => anchor,
+                Some(Err(error)) => return Err(error),
+                None => Anchor::pin(&grant.source).ok_or_else(|| policy(SOURCE_UNAVAILABLE))?,
+            };
+            if !anchor.is_current() {
+                let gone = std::fs::symlink_metadata(&grant.source).is_err();
+                return Err(policy(if gone {
+                    SOURCE_UNAVAILABLE
+                } else {
+                    SOURCE_CHANGED
+                }));
+            }
+            pins.push((grant.source.clone(), anchor));
+        }
+        Ok(Pins(pins))
+    }
+
+    /// Every grant is pinned and its route still leads, with no symlink, to
+    /// the pinned directory (not renamed, replaced or swapped since `open`).
     pub fn verify(&self, grants: &[Grant]) -> Result<()> {
         for grant in grants {
-            let pinned = self
-                .0
-                .iter()
-                .find(|(source, _)| *source == grant.source)
-                .map(|(_, id)| id);
-            if pinned.is_none() || Identity::capture(&grant.source).as_ref() != pinned {
-                return Err(policy(SOURCE_CHANGED));
+            match self.anchor(&grant.source) {
+                Some(anchor) if anchor.is_current() => {}
+                _ => return Err(policy(SOURCE_CHANGED)),
             }
         }
         Ok(())
+    }
+
+    fn anchor(&self, source: &Path) -> Option<&Anchor> {
+        self.0
+            .iter()
+            .find(|(pinned, _)| pinned == source)
+            .map(|(_, anchor)| anchor)
+    }
+
+    /// The handle a launch grant with `source` is bound or granted through:
+    /// a pinned one (checked current), or one derived by walking from the
+    /// pinned anchor that contains it (a narrowed scope, an execution
+    /// overlay). A source beneath no pin is refused: nothing is ever granted
+    /// by a path string.
+    pub fn anchor_for(&self, source: &Path) -> Result<Anchor> {
+        let anchors = Anchors::new(self.0.iter().map(|(_, a)| a.clone()).collect());
+        let anchor = match self.anchor(source) {
+            Some(anchor) => anchor.clone(),
+            None => anchors
+                .for_source(source)
+                .ok_or_else(|| policy(SOURCE_UNAVAILABLE))??,
+        };
+        if anchor.is_current() {
+            Ok(anchor)
+        } else {
+            Err(policy(SOURCE_CHANGED))
+        }
     }
 }
 

@@ -8,12 +8,13 @@
 //! (`gateway.rs`), each launch runs its command under the relay helper in
 //! bwrap's network namespace, `close` closes the gateway.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
 use littleghost_sandbox_core::backend::effective::Backend;
+use littleghost_sandbox_core::fs::anchor::Anchor;
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch;
 use magnus::{
@@ -32,7 +33,7 @@ use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{capabilities, network_policy, ownership, sandbox};
+use crate::ruby_api::{capabilities, network_policy, ownership, sandbox, workspace};
 
 mod gateway;
 mod host;
@@ -140,7 +141,8 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Err
     let allowlist = gateway::allowlist_network(ruby, effective);
     errors::core_result(ruby, state.options.check_host(allowlist.is_some()))?;
     let grants = policy_grants(ruby, rb_self)?;
-    let pins = errors::core_result(ruby, state.options.pin(&grants))?;
+    let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
+    let pins = errors::core_result(ruby, state.options.pin(&grants, anchors.as_deref()))?;
     state.pins.replace(Some(pins));
     if let Some(network) = allowlist {
         // B.5 step 7: on failure `close` runs and the error is re-raised.
@@ -200,11 +202,18 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 }
 
 /// The pins of `open`, taken now when `bubblewrap_args` runs before `open`.
-fn pins(ruby: &Ruby, state: &State, grants: &[Grant]) -> Result<launch::Pins, Error> {
+fn pins(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    state: &State,
+    grants: &[Grant],
+) -> Result<launch::Pins, Error> {
     if let Some(pins) = state.pins.borrow().as_ref() {
         return Ok(pins.clone());
     }
-    let pins = errors::core_result(ruby, launch::Pins::capture(grants))?;
+    let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
+    let pins = launch::Pins::capture_from(grants, anchors.as_deref());
+    let pins = errors::core_result(ruby, pins)?;
     state.pins.replace(Some(pins.clone()));
     Ok(pins)
 }
@@ -251,7 +260,7 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
         network: network.map(|value| network_mode(ruby, value)).transpose()?,
     };
     let policy_grants = policy_grants(ruby, rb_self)?;
-    let pins = pins(ruby, state, &policy_grants)?;
+    let pins = pins(ruby, rb_self, state, &policy_grants)?;
     let cwd = launch_cwd(ruby, rb_self, cwd, true)?;
     let core = core_policy(ruby, rb_self)?;
     let plan = bw::args_plan(core, policy_grants, &pins, cwd, given);
@@ -305,6 +314,9 @@ fn wrapped_command(
     convert::argv(ruby, wrapped)
 }
 
+/// What must stay open until the spawn: the seccomp filter and the relay copy, and the grants' handles.
+type Held = (Vec<OwnedFd>, Vec<Anchor>);
+
 /// 16.5 and B.10: the core launch plan of a call (opening the sandbox first).
 fn planned(
     ruby: &Ruby,
@@ -319,7 +331,7 @@ fn planned(
     }
     let core = core_policy(ruby, rb_self)?;
     let policy_grants = policy_grants(ruby, rb_self)?;
-    let pins = pins(ruby, state, &policy_grants)?;
+    let pins = pins(ruby, rb_self, state, &policy_grants)?;
     let cwd = launch_cwd(ruby, rb_self, call.cwd, true)?;
     let mut request = state
         .options
@@ -333,14 +345,14 @@ fn planned(
 }
 
 /// The bwrap command of a call: the plan, the command wrapper, the relay
-/// under `:allowlist`, then the argv (B.8). The returned fds (the filter,
-/// the relay helper's bytes) must outlive the spawn.
+/// under `:allowlist`, then the argv (B.8). What is held (the filter, the
+/// relay helper's bytes, the grants' handles) must outlive the spawn.
 fn wrap_command(
     ruby: &Ruby,
     rb_self: SandboxObj,
     call: &Launch,
     requested_subprocesses: Option<bool>,
-) -> Result<(HostCommand, Vec<OwnedFd>), Error> {
+) -> Result<(HostCommand, Held), Error> {
     let argv = convert::argv(ruby, call.command)?;
     let state = state(ruby, rb_self)?;
     let scope = la::scope_view(ruby, call.scope)?;
@@ -357,10 +369,14 @@ fn wrap_command(
         }
         _ => (None, None),
     };
-    let launch = launch_of(ruby, rb_self, state, &plan)?;
+    let mut launch = launch_of(ruby, rb_self, state, &plan)?;
     let options = &state.options;
+    let pins = pins(ruby, rb_self, state, &plan.policy_grants)?;
+    let anchors = options.bind_from(&mut launch, &pins, filter.is_some());
+    let anchors = errors::core_result(ruby, anchors)?;
+    let handles: Vec<RawFd> = anchors.iter().map(|a| a.fd().as_raw_fd()).collect();
     let filter_fd = filter.as_ref().map(|fd| fd.as_raw_fd());
-    let wrapped = options.host_argv(launch, command, relay, filter_fd, &bw::RealHost);
+    let wrapped = options.host_argv(launch, command, relay, (filter_fd, &handles), &bw::RealHost);
     let wrapped = errors::core_result(ruby, wrapped)?;
     let host = HostCommand {
         argv: wrapped.argv,
@@ -368,11 +384,12 @@ fn wrap_command(
         environment: Vec::new(),
         inherit_environment: plan.inherit_environment,
         chdir: None,
+        // bwrap sees the filter first, then the grants' handles, then the relay's copy.
         keep_fds: wrapped.inherited_fds,
         exec_fd: None,
         exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
     };
-    Ok((host, filter.into_iter().chain(relay_data).collect()))
+    Ok((host, (filter.into_iter().chain(relay_data).collect(), anchors)))
 }
 
 /// The gateway of an opened sandbox.

@@ -7,13 +7,15 @@
 //! launches through the shared process runner and sessions.
 
 use std::cell::RefCell;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::backend::landlock_host as host;
-use littleghost_sandbox_core::launch::LaunchRequest;
+use littleghost_sandbox_core::fs::anchor::Anchor;
+use littleghost_sandbox_core::launch::{LaunchRequest, Pins};
 use magnus::{
     function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
@@ -28,7 +30,7 @@ use crate::helpers::probe;
 use crate::helpers::scoped_files;
 use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{errors, ownership, process_runner, sandbox};
+use crate::ruby_api::{errors, ownership, process_runner, sandbox, workspace};
 
 /// The backend's own state, reached from the sandbox through one hidden slot
 /// (no `@`: invisible to Ruby; the instance's own data belongs to
@@ -216,7 +218,7 @@ fn wrap_command(
     rb_self: SandboxObj,
     call: &Launch,
     requested_subprocesses: Option<bool>,
-) -> Result<HostCommand, Error> {
+) -> Result<(HostCommand, Vec<Anchor>), Error> {
     let argv = convert::argv(ruby, call.command)?;
     open_steps(ruby, rb_self)?;
     let scope = la::scope_view(ruby, call.scope)?;
@@ -230,6 +232,11 @@ fn wrap_command(
     request.scope_network = scope.as_ref().and_then(|scope| scope.network);
     request.selected = scope.as_ref().map(|scope| scope.grants.clone());
     request.policy_grants = policy_grants(ruby, rb_self)?;
+    // Issue 17: the grants are reached through the workspace's handles.
+    let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
+    let pins = Pins::capture_from(&request.policy_grants, anchors.as_deref());
+    let pins = errors::core_result(ruby, pins)?;
+    request.pins = Some(&pins);
     let mut launch = la::plan(ruby, rb_self, call.environment, request)?;
     let state = state(ruby, rb_self)?;
     let tmpdir = state.tmpdir.borrow().clone().ok_or_else(|| {
@@ -244,17 +251,18 @@ fn wrap_command(
         workspace_directories: &workspace_directories,
     };
     let scoped = scope.is_some();
-    let supervised = host::command(sandbox, &mut launch, scoped, allow, argv);
+    let supervised = host::command(sandbox, &mut launch, scoped, allow, argv, &pins);
     let supervised = errors::core_result(ruby, supervised)?;
     let mut host = HostCommand::planned(supervised.argv, launch);
     host.exec_fd = Some(supervised.executable_fd);
-    Ok(host)
+    host.keep_fds = supervised.anchors.iter().map(|a| a.fd().as_raw_fd()).collect();
+    Ok((host, supervised.anchors))
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    let host = wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
+    let (host, _anchors) = wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
     la::run(ruby, rb_self, host, call)
 }
 
@@ -264,6 +272,6 @@ fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Val
     // nil means the default (H.6), which here is true.
     let requested = Some(call.launch.allow_subprocesses.unwrap_or(true));
     process_runner::check_context(call.launch.context)?;
-    let host = wrap_command(ruby, rb_self, &call.launch, requested)?;
+    let (host, _anchors) = wrap_command(ruby, rb_self, &call.launch, requested)?;
     la::start(ruby, rb_self, host, call)
 }

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
+use littleghost_sandbox_core::fs::anchor::Anchors;
 use littleghost_sandbox_core::grants::Identity;
 use littleghost_sandbox_core::workspace::{self as core, keywords, Layout, OpenError, PathEntry};
 use magnus::{
@@ -53,6 +54,8 @@ pub struct Workspace {
     run: Cell<Option<Opaque<Value>>>,
     /// The (name, realpath, dev, ino) records `open` pinned (3.6 step 5).
     identities: RefCell<Option<Recorded>>,
+    /// The handles `open` took (issue 17): every grant is reached through them.
+    anchors: RefCell<Option<Arc<Anchors>>>,
 }
 
 impl DataTypeFunctions for Workspace {
@@ -102,6 +105,14 @@ impl Workspace {
         self.identities.borrow().clone()
     }
 
+    /// The handles `open` took, while the workspace is open.
+    pub(crate) fn anchors(&self) -> Option<Arc<Anchors>> {
+        if !self.active.get() {
+            return None;
+        }
+        self.anchors.borrow().clone()
+    }
+
     /// `environment` (3.5) in Rust: one variable per directory, once initialized.
     pub(crate) fn environment_core(&self) -> CoreResult<Vec<(String, PathBuf)>> {
         let config = self.config.borrow().clone();
@@ -124,6 +135,7 @@ impl Workspace {
         self.active.set(false);
         self.run.set(None);
         *self.identities.borrow_mut() = None;
+        *self.anchors.borrow_mut() = None;
     }
 }
 
@@ -139,6 +151,12 @@ pub(crate) fn native(ruby: &Ruby, value: Value) -> Option<&'static Workspace> {
     let workspace = borrow(value)?;
     let plain = value.class().equal(Workspace::class(ruby)).unwrap_or(false);
     plain.then_some(workspace)
+}
+
+/// The handles of `workspace` when it is an open Workspace (a subclass
+/// included); None for a duck-typed one or a closed one.
+pub(crate) fn anchors_of(workspace: Value) -> Option<Arc<Anchors>> {
+    borrow(workspace).and_then(Workspace::anchors)
 }
 
 /// The directory `name` (`root` or a path name) stands for: the Rust state of
@@ -349,12 +367,13 @@ fn open_steps(ruby: &Ruby, rb_self: Obj<Workspace>, run: Value) -> Result<(), Er
     if let Some(setup) = config.setup {
         call_hook(ruby, setup, rb_self.as_value(), run)?;
     }
-    let identities = match config.layout.prepare(&config.relative) {
-        Ok(identities) => identities,
+    let (identities, anchors) = match config.layout.prepare(&config.relative) {
+        Ok(prepared) => prepared,
         Err(OpenError::Create { what, error }) => return Err(system_call_error(ruby, error, what)),
         Err(OpenError::Rule(error)) => return Err(errors::from_core(ruby, error)),
     };
     *rb_self.identities.borrow_mut() = Some(Arc::new(identities));
+    *rb_self.anchors.borrow_mut() = Some(Arc::new(anchors));
     Ok(())
 }
 

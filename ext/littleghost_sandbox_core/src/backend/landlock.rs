@@ -48,6 +48,7 @@
 mod carve;
 pub mod launch;
 
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 
 use landlock::{
@@ -119,6 +120,10 @@ pub struct Plan {
     pub deny_unix_sockets: bool,
     /// Grant the child's own `/proc/<pid>` (read).
     pub own_proc: bool,
+    /// Issue 17: rule paths whose directory the helper inherited as a
+    /// descriptor (the grant's handle): the rule is built from it, never by
+    /// opening the path (`--handle FD PATH`).
+    pub handles: Vec<(PathBuf, RawFd)>,
 }
 
 /// The root mode of a policy's `files:`.
@@ -243,6 +248,7 @@ pub fn plan(
         deny_subprocesses,
         deny_unix_sockets: root == RootMode::Isolated,
         own_proc: true,
+        handles: Vec::new(),
     })
 }
 
@@ -292,6 +298,11 @@ impl Plan {
     /// The plan as the helper's arguments (before `--` and the command).
     pub fn to_args(&self) -> Vec<String> {
         let mut args = Vec::new();
+        for (path, fd) in &self.handles {
+            args.push("--handle".into());
+            args.push(fd.to_string());
+            args.push(path.to_string_lossy().into_owned());
+        }
         for rule in &self.rules {
             args.push(rule.access.flag().to_string());
             args.push(rule.path.to_string_lossy().into_owned());
@@ -319,6 +330,7 @@ impl Plan {
             deny_subprocesses: false,
             deny_unix_sockets: false,
             own_proc: false,
+            handles: Vec::new(),
         };
         let mut rest = args.iter();
         let mut network = None;
@@ -335,6 +347,21 @@ impl Plan {
                 }
                 "--deny-subprocesses" => {
                     plan.deny_subprocesses = true;
+                    continue;
+                }
+                "--handle" => {
+                    let fd = rest.next().and_then(|fd| fd.parse::<RawFd>().ok());
+                    let path = rest.next().filter(|p| Path::new(p).is_absolute());
+                    match (fd, path) {
+                        (Some(fd), Some(path)) if fd > 2 => {
+                            plan.handles.push((PathBuf::from(path), fd))
+                        }
+                        _ => {
+                            return Err(argument(
+                                "supervise: --handle needs FD and an absolute path",
+                            ))
+                        }
+                    }
                     continue;
                 }
                 "--own-proc" => {
@@ -395,7 +422,7 @@ pub fn restrict(plan: &Plan) -> Result<()> {
             .map_err(failed)?;
     }
     let mut created = ruleset.create().map_err(failed)?;
-    for beneath in expand(&plan.rules)? {
+    for beneath in carve::expand_with(&plan.rules, &plan.handles)? {
         created = created
             .add_rule(PathBeneath::new(beneath.fd, beneath.access))
             .map_err(failed)?;
@@ -406,6 +433,13 @@ pub fn restrict(plan: &Plan) -> Result<()> {
         created = created
             .add_rule(PathBeneath::new(own, Access::Read.rights()))
             .map_err(failed)?;
+    }
+    // The command must not inherit the grants' handles.
+    for (_, fd) in &plan.handles {
+        // SAFETY: the helper inherited `fd` for this plan and keeps it open.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
+        rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)
+            .map_err(|e| capability(format!("landlock: handle {e}")))?;
     }
     let status = created.restrict_self().map_err(failed)?;
     if status.ruleset != RulesetStatus::FullyEnforced || !status.no_new_privs {

@@ -8,9 +8,11 @@ use crate::backend::landlock::{self as ll, launch::Sandbox};
 use crate::backend::launch_steps::{path_text as text, Platform};
 use crate::backend::private_tmp;
 use crate::error::{policy, Error, Result};
+use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
 use crate::helper;
-use crate::launch::LaunchPlan;
+use crate::launch::{LaunchPlan, Pins};
+use crate::process::SpawnOptions;
 
 /// Why Landlock is only for Linux.
 pub const LINUX_ONLY: &str = "Landlock is supported only on Linux";
@@ -80,19 +82,25 @@ pub struct Supervised {
     /// The sealed copy of the helper ([`helper::Sealed::fd`]), which the
     /// process runner executes instead of `argv[0]`.
     pub executable_fd: std::os::fd::RawFd,
+    /// The grants' handles, inherited by the helper as 3, 4, ... in this order.
+    pub anchors: Vec<Anchor>,
 }
 
 /// `[helper, "supervise", *rules, "--", *command]` for a planned launch
 /// (W12 when `scoped`), run from the helper's sealed copy; the private
-/// TMPDIR becomes the plan's `TMPDIR`.
+/// TMPDIR becomes the plan's `TMPDIR`. Issue 17: every grant's rule is built
+/// from its handle (from `pins`, checked current, or derived by a walk from
+/// the pinned grant containing it), which the helper inherits as 3, 4, ...
+/// in the order of [`Supervised::anchors`].
 pub fn command(
     sandbox: Sandbox<'_>,
     plan: &mut LaunchPlan,
     scoped: bool,
     allow_subprocesses: bool,
     command: Vec<String>,
+    pins: &Pins,
 ) -> Result<Supervised> {
-    let rules = ll::launch::launch_rules(
+    let mut rules = ll::launch::launch_rules(
         sandbox,
         &plan.policy_grants,
         &plan.selected,
@@ -101,6 +109,14 @@ pub fn command(
         !allow_subprocesses,
         &plan.cwd,
     )?;
+    let mut anchors: Vec<Anchor> = Vec::new();
+    for grant in &plan.selected {
+        let anchor = pins.anchor_for(&grant.source)?;
+        rules
+            .handles
+            .push((grant.source.clone(), SpawnOptions::child_fd(anchors.len())));
+        anchors.push(anchor);
+    }
     let sealed = helper::sealed()?;
     let executable_fd = sealed.fd()?;
     let helper = text(sealed.source(), "helper path")?;
@@ -109,6 +125,7 @@ pub fn command(
     Ok(Supervised {
         argv: ll::launch::supervise_argv(helper, &rules, command),
         executable_fd,
+        anchors,
     })
 }
 

@@ -15,6 +15,7 @@
 //! fail but never land on another grant's content. Elsewhere one
 //! `openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)` from the pinned root does.
 
+pub mod anchor;
 mod errors;
 mod operations;
 mod resolve;
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use crate::denial::Reason;
 use crate::error::{refused, tool, Error, Result};
 use crate::grants::{Access, Grant, Identity};
+pub use anchor::{Anchor, AnchorError, Anchors};
 
 use errors::*;
 use resolve::*;
@@ -187,13 +189,31 @@ impl Broker {
     /// deny_markers: runtime-only grants to hide from tools (SC.8). Pins each
     /// root's identity (14.3): a missing root raises "Sandbox mount source does not exist".
     pub fn new(grants: Vec<Grant>, deny_markers: Vec<Grant>, limits: FsLimits) -> Result<Broker> {
+        Broker::anchored(grants, deny_markers, limits, None)
+    }
+
+    /// [`Broker::new`] pinning every root through the open workspace's
+    /// `anchors` (issue 17): the handle a grant names, or one derived by a
+    /// walk from the anchor containing it; a grant no anchor covers is
+    /// pinned by its real path. A grant reached through a symlink is refused.
+    pub fn anchored(
+        grants: Vec<Grant>,
+        deny_markers: Vec<Grant>,
+        limits: FsLimits,
+        anchors: Option<&Anchors>,
+    ) -> Result<Broker> {
         let strategy = walk::kernel_strategy();
         let marked = grants
             .into_iter()
             .map(|grant| (grant, false))
             .chain(deny_markers.into_iter().map(|grant| (grant, true)));
         let mut roots = marked
-            .map(|(grant, marker)| Root::pin(&grant, marker, strategy))
+            .map(|(grant, marker)| {
+                let anchor = anchors
+                    .and_then(|a| a.for_source(&grant.source))
+                    .transpose()?;
+                Root::pin(&grant, marker, strategy, anchor.as_ref())
+            })
             .collect::<Result<Vec<_>>>()?;
         let identities = identity_rules(&roots);
         let rule_of = |id: (u64, u64)| {

@@ -14,6 +14,7 @@ use super::walk::{self, Failure, Strategy, WalkError};
 use super::*;
 use crate::denial::Reason;
 use crate::error::{refused, tool, Error, Result};
+use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
 use crate::paths;
 
@@ -230,14 +231,38 @@ impl Broker {
 }
 
 impl Root {
-    pub(super) fn pin(grant: &Grant, marker: bool, strategy: Strategy) -> Result<Root> {
+    /// Pins `grant`'s root: through its workspace `anchor` when there is one
+    /// (issue 17: the handle `open` took, never a new resolution of the
+    /// path), else by the source's real path, opened refusing symlinks.
+    pub(super) fn pin(
+        grant: &Grant,
+        marker: bool,
+        strategy: Strategy,
+        anchor: Option<&Anchor>,
+    ) -> Result<Root> {
         let missing = || tool("Sandbox mount source does not exist");
-        let realpath = std::fs::canonicalize(&grant.source).map_err(|_| missing())?;
-        let handle = walk::open_absolute_dir(strategy, &realpath).map_err(|errno| match errno {
-            Errno::NOTDIR => tool("Sandbox mount source is not a directory"),
-            errno if exhausted(errno) => io_error(errno),
-            _ => missing(),
-        })?;
+        let (realpath, handle) = match anchor {
+            Some(anchor) => {
+                let handle = anchor.fd().try_clone_to_owned().map_err(|errno| {
+                    if exhausted(Errno::from_io_error(&errno).unwrap_or(Errno::IO)) {
+                        io_error(Errno::from_io_error(&errno).unwrap_or(Errno::IO))
+                    } else {
+                        missing()
+                    }
+                })?;
+                (anchor.path().to_path_buf(), handle)
+            }
+            None => {
+                let realpath = std::fs::canonicalize(&grant.source).map_err(|_| missing())?;
+                let handle =
+                    walk::open_absolute_dir(strategy, &realpath).map_err(|errno| match errno {
+                        Errno::NOTDIR => tool("Sandbox mount source is not a directory"),
+                        errno if exhausted(errno) => io_error(errno),
+                        _ => missing(),
+                    })?;
+                (realpath, handle)
+            }
+        };
         let stat = rfs::fstat(&handle).map_err(|_| missing())?;
         let visible = grant.tools && !marker;
         let (dev, ino) = identity(&stat);

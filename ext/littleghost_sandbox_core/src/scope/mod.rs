@@ -24,6 +24,7 @@ pub use network::{narrow_network, NetworkChoice, NetworkRequest};
 pub use queries::file_feature;
 
 use crate::error::{capability, Result};
+use crate::fs::anchor::Anchors;
 use crate::fs::{Broker, FsLimits};
 use crate::grants::{Grant, Identity};
 use crate::policy::Capabilities;
@@ -112,6 +113,17 @@ pub fn narrow(
     limits: FsLimits,
     pins: Option<&[(String, Identity)]>,
 ) -> Result<Scoped> {
+    narrow_anchored(parent, request, limits, pins, None)
+}
+
+/// [`narrow`] whose broker starts from the open workspace's handles (issue 17).
+pub fn narrow_anchored(
+    parent: Parent<'_>,
+    request: &ScopeRequest,
+    limits: FsLimits,
+    pins: Option<&[(String, Identity)]>,
+    anchors: Option<&Anchors>,
+) -> Result<Scoped> {
     let narrowed = narrow_grants(
         parent.grants,
         parent.deny_markers,
@@ -125,10 +137,11 @@ pub fn narrow(
         capabilities.network_modes = vec![mode]; // SC.10b
     }
     let identities = capture_identities(&narrowed.grants)?;
-    let broker = Broker::new(
+    let broker = Broker::anchored(
         narrowed.grants.clone(),
         narrowed.deny_markers.clone(),
         limits,
+        anchors,
     )?;
     if let Some(recorded) = pins {
         broker.check_pins(recorded)?;

@@ -3,6 +3,9 @@
 
 use std::path::Path;
 
+use crate::fs::anchor::{Anchor, AnchorError, Anchors};
+use crate::paths;
+
 use super::{Layout, ROOT_NAME};
 use crate::error::{argument, tool, Error, Result};
 use crate::grants::Identity;
@@ -17,26 +20,53 @@ pub enum OpenError {
 }
 
 impl Layout {
-    /// Steps 3–6 of `open` (3.6): creates the root and the `relative` paths,
-    /// requires the absolute ones to exist, then pins every identity.
+    /// Steps 3–6 of `open` (3.6, issue 17): pins the root (created when
+    /// missing; symlinks the user configured in its path are followed once),
+    /// then reaches every `relative` path from the root's handle with no
+    /// symlink on its route, creating missing directories one component at a
+    /// time, and opens every absolute path refusing symlinks (it must exist).
+    /// Returns the identity records and the handles, which stand for the
+    /// workspace's grants until `close`.
     pub fn prepare(
         &self,
         relative: &[String],
-    ) -> std::result::Result<Vec<(String, Identity)>, OpenError> {
-        let create = |dir: &Path, what: String| {
-            std::fs::create_dir_all(dir).map_err(|error| OpenError::Create { what, error })
+    ) -> std::result::Result<(Vec<(String, Identity)>, Anchors), OpenError> {
+        let failed = |what: String| {
+            move |error: AnchorError| match error {
+                AnchorError::Create(error) => OpenError::Create { what, error },
+                AnchorError::Rule(error) => OpenError::Rule(error),
+            }
         };
-        create(&self.root, "could not create the workspace root".to_owned())?;
+        let root = Anchor::root(ROOT_NAME, &self.root)
+            .map_err(failed("could not create the workspace root".to_owned()))?;
+        let mut anchors = vec![root.clone()];
         for (name, dir) in &self.paths {
-            if relative.contains(name) {
-                create(dir, format!("could not create workspace path :{name}"))?;
-            } else if !dir.is_dir() {
+            let what = format!("could not create workspace path :{name}");
+            let anchor = if relative.contains(name) {
+                let below = paths::remainder(&paths::clean(dir), &paths::clean(&self.root))
+                    .unwrap_or(Path::new(""))
+                    .to_path_buf();
+                root.beneath(name, &below, dir, true)
+                    .map_err(failed(what))?
+            } else {
+                Anchor::absolute(name, dir).map_err(failed(what))?
+            };
+            anchors.push(anchor);
+        }
+        let mut out: Vec<(String, Identity)> = Vec::new();
+        for anchor in &anchors {
+            let name = anchor.name();
+            if let Some((other, _)) = out
+                .iter()
+                .find(|(_, seen)| (seen.dev, seen.ino) == anchor.id())
+            {
                 return Err(OpenError::Rule(argument(format!(
-                    "absolute workspace path :{name} must already exist (as a directory; it is never created)"
+                    "workspace paths must not alias the same directory: {other}, {name}"
                 ))));
             }
+            out.push((name.to_owned(), anchor.identity()));
         }
-        self.capture_identities().map_err(OpenError::Rule)
+        Ok((out, Anchors::new(anchors)))
     }
 
     /// Records where root and every path really are, and refuses two entries

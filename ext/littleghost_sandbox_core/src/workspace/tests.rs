@@ -375,8 +375,9 @@ fn workspace_prepare_creates_relative_paths_and_requires_absolute_ones() {
         "relative paths are created first"
     );
     std::fs::create_dir(base.join("home")).unwrap();
-    let pinned = layout.prepare(&["src".to_owned()]).unwrap();
+    let (pinned, anchors) = layout.prepare(&["src".to_owned()]).unwrap();
     assert_eq!(pinned.len(), 3);
+    assert_eq!(anchors.iter().count(), 3);
     assert!(layout.validate(&pinned).is_ok());
 }
 

@@ -137,6 +137,7 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
         .ok_or_else(|| errors::type_error(ruby, "sandbox limits must be a Limits"))?
         .fs();
     let pins = workspace::borrow(workspace).and_then(|w| w.recorded_identities());
+    let anchors = workspace::anchors_of(workspace);
     let core_parent = Parent {
         grants: &parent.grants,
         deny_markers: &parent.deny_markers,
@@ -146,7 +147,7 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
     let pins = pins.as_deref().map(Vec::as_slice);
     let scoped = core_result(
         ruby,
-        core_scope::narrow(core_parent, &request, limits, pins),
+        core_scope::narrow_anchored(core_parent, &request, limits, pins, anchors.as_deref()),
     )?;
     let network = match (scoped.network, coerced) {
         (NetworkChoice::Requested, Some(policy)) => policy,

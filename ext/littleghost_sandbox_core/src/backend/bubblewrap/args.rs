@@ -14,6 +14,8 @@ use crate::grants::Grant;
 struct Argv {
     args: Vec<OsString>,
     tmpfs_size: u64,
+    /// Grant sources bound from an inherited descriptor (issue 17).
+    bind_fds: Vec<(PathBuf, std::os::fd::RawFd)>,
 }
 
 impl Argv {
@@ -38,12 +40,18 @@ impl Argv {
         self.args.push(second.to_owned());
     }
     fn bind(&mut self, grant: &Grant) {
-        let flag = if grant.access.writable() {
-            "--bind"
-        } else {
-            "--ro-bind"
+        let fd = self
+            .bind_fds
+            .iter()
+            .find(|(source, _)| *source == grant.source)
+            .map(|(_, fd)| *fd);
+        let (flag, source): (&str, OsString) = match (fd, grant.access.writable()) {
+            (Some(fd), true) => ("--bind-fd", fd.to_string().into()),
+            (Some(fd), false) => ("--ro-bind-fd", fd.to_string().into()),
+            (None, true) => ("--bind", grant.source.clone().into_os_string()),
+            (None, false) => ("--ro-bind", grant.source.clone().into_os_string()),
         };
-        self.two(flag, grant.source.as_os_str(), grant.target.as_os_str());
+        self.two(flag, &source, grant.target.as_os_str());
     }
 }
 
@@ -77,6 +85,7 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     let mut argv = Argv {
         args: Vec::new(),
         tmpfs_size: launch.tmpfs_size,
+        bind_fds: launch.bind_fds.clone(),
     };
 
     argv.namespaces();

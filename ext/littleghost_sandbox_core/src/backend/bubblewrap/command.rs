@@ -10,11 +10,17 @@ use std::path::{Path, PathBuf};
 use super::{bubblewrap_args, launch_grants, scope_masks, HostProbe, Launch, Options};
 use super::{NetworkMode, RootFilesystem};
 use crate::error::{Error, Result};
+use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
 use crate::launch::{self, relay_argv, Filter, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
 use crate::policy::Policy;
 use crate::process::SpawnOptions;
+
+/// A bind or mask destination beneath a writable bind is not a real
+/// directory there (a symlink, a file, or missing) when a launch starts.
+pub const DESTINATION_NOT_DIRECTORY: &str =
+    "sandbox mount destination is not a real directory inside its writable parent mount";
 
 /// What a launch under `:allowlist` takes from the open gateway.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,18 +151,67 @@ impl Options {
         Ok(launch)
     }
 
+    /// Issue 17: binds every grant of `launch` from its handle. Each grant's
+    /// [`Anchor`] comes from `pins` (checked current, or derived by a walk
+    /// from the pinned grant containing it); bwrap inherits them, after the
+    /// seccomp filter when there is one, and binds with `--bind-fd` /
+    /// `--ro-bind-fd`. A destination (bind or mask) beneath a writable bind
+    /// must be a real directory, reached from that bind's handle with no
+    /// symlink, or the launch is refused: bwrap resolves destinations inside
+    /// the new root, where a child could have planted a link. Returns the
+    /// anchors in the order bwrap inherits them.
+    pub fn bind_from(&self, launch: &mut Launch, pins: &Pins, filter: bool) -> Result<Vec<Anchor>> {
+        let mut anchors: Vec<Anchor> = Vec::new();
+        let mut bound: Vec<(&Grant, Anchor)> = Vec::new();
+        let mut bind_fds = Vec::new();
+        for grant in &launch.grants {
+            let anchor = pins.anchor_for(&grant.source)?;
+            let fd = SpawnOptions::child_fd(usize::from(filter) + anchors.len());
+            bind_fds.push((grant.source.clone(), fd));
+            anchors.push(anchor.clone());
+            bound.push((grant, anchor));
+        }
+        let destinations = launch
+            .grants
+            .iter()
+            .map(|g| g.target.clone())
+            .chain(launch.masks.iter().cloned());
+        for destination in destinations {
+            for (outer, anchor) in bound.iter().filter(|(g, _)| g.access.writable()) {
+                let Some(relative) = crate::paths::remainder(&destination, &outer.target) else {
+                    continue;
+                };
+                if relative.as_os_str().is_empty() {
+                    continue;
+                }
+                let inside = anchor.path().join(relative);
+                if !matches!(anchor.derive(&inside), Some(Ok(_))) {
+                    return Err(Error::Policy(format!(
+                        "{DESTINATION_NOT_DIRECTORY}: {} (beneath the writable mount {})",
+                        destination.display(),
+                        outer.target.display()
+                    )));
+                }
+            }
+        }
+        launch.bind_fds = bind_fds;
+        Ok(anchors)
+    }
+
     /// B.8 and B.10 (4): the host argv running `command` in `launch`; with a
     /// `filter` (a parent descriptor), bwrap reads it from the child's first
-    /// inherited descriptor; with a `relay` (required under `:allowlist`)
-    /// the relay helper's copy runs the command and the gateway's mounts are
-    /// bound read-only. Every word must be UTF-8: a lossy one would bind or
-    /// mask a different path.
+    /// inherited descriptor; the grants' `handles` (parent descriptors, in
+    /// [`Options::bind_from`]'s order, which numbered them right after the
+    /// filter) come next; with a `relay` (required under `:allowlist`) the
+    /// relay helper's copy, inherited last, runs the command and the
+    /// gateway's mounts are bound read-only. Every word must be UTF-8: a
+    /// lossy one would bind or mask a different path.
     pub fn host_argv(
         &self,
         mut launch: Launch,
         mut command: Vec<String>,
         relay: Option<Relay>,
-        filter: Option<RawFd>,
+        (filter, handles): (Option<RawFd>, &[RawFd]),
         host: &dyn HostProbe,
     ) -> Result<HostArgv> {
         let mut inherited_fds = Vec::new();
@@ -164,6 +219,12 @@ impl Options {
             launch.seccomp_fd = Some(SpawnOptions::child_fd(inherited_fds.len()));
             inherited_fds.push(fd);
         }
+        if handles.len() != launch.bind_fds.len() {
+            return Err(Error::Argument(
+                "every bound grant needs exactly one handle".into(),
+            ));
+        }
+        inherited_fds.extend_from_slice(handles);
         match relay {
             Some(relay) => {
                 command = relay_argv(Path::new(RELAY_PATH), &relay.socket, command)?;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::executable::{self, Resolved};
 use super::{functional_probe, ProcMount, DEFAULT_EXECUTABLE, DEFAULT_TMPFS_SIZE, RUNTIME_ROOTS};
 use crate::error::{Error, Result};
+use crate::fs::anchor::Anchors;
 use crate::grants::Grant;
 use crate::helper;
 use crate::launch::Pins;
@@ -190,7 +191,7 @@ impl Options {
 
     /// B.5 steps 4-6: the grant sources (directories, or not there yet), the
     /// pins of `grants`, then the functional probe.
-    pub fn pin(&self, grants: &[Grant]) -> Result<Pins> {
+    pub fn pin(&self, grants: &[Grant], anchors: Option<&Anchors>) -> Result<Pins> {
         if grants
             .iter()
             .any(|g| g.source.exists() && !g.source.is_dir())
@@ -199,7 +200,7 @@ impl Options {
                 "sandbox mount source is not a directory".into(),
             ));
         }
-        let pins = Pins::capture(grants)?;
+        let pins = Pins::capture_from(grants, anchors)?;
         functional_probe(&self.bwrap()?.path).map_err(Error::Dependency)?;
         Ok(pins)
     }

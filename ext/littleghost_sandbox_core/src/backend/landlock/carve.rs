@@ -18,7 +18,7 @@
 //! relative to directory descriptors, never by re-resolving full paths.
 
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -36,6 +36,12 @@ pub struct Beneath {
 
 /// The `path_beneath` rules for `rules` (absolute paths).
 pub fn expand(rules: &[Rule]) -> Result<Vec<Beneath>> {
+    expand_with(rules, &[])
+}
+
+/// [`expand`], where a rule whose path has an inherited `handles` entry is
+/// built from (a copy of) that descriptor instead of opening its path.
+pub fn expand_with(rules: &[Rule], handles: &[(PathBuf, RawFd)]) -> Result<Vec<Beneath>> {
     let mut out = Vec::new();
     for rule in rules {
         let access = rule.access.rights();
@@ -49,7 +55,17 @@ pub fn expand(rules: &[Rule]) -> Result<Vec<Beneath>> {
             .filter(|other| !(access & !other.access.rights()).is_empty())
             .map(|other| (relative(&rule.path, &other.path), other.access.rights()))
             .collect();
-        let fd = match open_path(&rule.path, true) {
+        let handle = handles.iter().find(|(path, _)| *path == rule.path);
+        let opened = match handle {
+            // SAFETY: the helper inherited this descriptor for this plan.
+            Some((_, fd)) => unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) }
+                .try_clone_to_owned()
+                .map_err(|e| {
+                    rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::BADF)
+                }),
+            None => open_path(&rule.path, true),
+        };
+        let fd = match opened {
             Ok(fd) => fd,
             // A declared path that does not exist (say /lib64 on aarch64)
             // grants nothing.

@@ -203,6 +203,62 @@ fn a_scope_cannot_leave_out_a_grant_landlock_would_still_show() {
 }
 
 #[test]
+fn grant_handles_travel_to_the_helper_as_descriptors() {
+    let mut planned = plan(
+        RootMode::Isolated,
+        &[grant("/w", true)],
+        &[],
+        Path::new("/tmp/t"),
+        true,
+        false,
+    )
+    .unwrap();
+    planned.handles = vec![(PathBuf::from("/w"), 3)];
+    let mut args = planned.to_args();
+    assert_eq!(&args[..3], ["--handle", "3", "/w"]);
+    args.extend(["--".into(), "true".into()]);
+    let (back, _) = Plan::from_args(&args).unwrap();
+    assert_eq!(back, planned);
+    for bad in [
+        ["--handle", "2", "/w"],
+        ["--handle", "x", "/w"],
+        ["--handle", "3", "w"],
+    ] {
+        let mut args: Vec<String> = bad.iter().map(|s| s.to_string()).collect();
+        args.extend([
+            "--network".into(),
+            "none".into(),
+            "--".into(),
+            "true".into(),
+        ]);
+        assert!(Plan::from_args(&args).is_err(), "{bad:?}");
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_rule_with_a_handle_is_built_from_the_descriptor_not_the_path() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let handle = carve::open_path(dir.path(), false).unwrap();
+    let rules = [Rule {
+        path: PathBuf::from("/nonexistent-landlock-handle-test"),
+        access: Access::Read,
+    }];
+    // By path the rule grants nothing (the path does not exist)...
+    assert!(expand(&rules).unwrap().is_empty());
+    // ...through the handle it grants the handle's directory.
+    let handles = [(rules[0].path.clone(), handle.as_raw_fd())];
+    let out = carve::expand_with(&rules, &handles).unwrap();
+    assert_eq!(out.len(), 1);
+    let (a, b) = (
+        rustix::fs::fstat(&out[0].fd).unwrap(),
+        rustix::fs::fstat(&handle).unwrap(),
+    );
+    assert_eq!((a.st_dev, a.st_ino), (b.st_dev, b.st_ino));
+}
+
+#[test]
 fn a_read_only_grant_inside_a_writable_one_is_refused_naming_both() {
     // Landlock rights on a directory hold for everything beneath it: /w
     // cannot keep the right to create entries in itself while /w/src (whose

@@ -127,7 +127,7 @@ fn the_host_argv_is_bwrap_its_options_then_the_command() {
     let expected = strings(&bubblewrap_args(&launch, &FakeHost::debian()).unwrap());
     let command = vec!["/bin/echo".to_string(), "hi".into()];
     let host = options
-        .host_argv(launch, command, None, None, &FakeHost::debian())
+        .host_argv(launch, command, None, (None, &[]), &FakeHost::debian())
         .unwrap();
     assert_eq!(host.program, "/bin/echo");
     assert_eq!(host.argv[0], "/opt/bwrap");
@@ -145,7 +145,7 @@ fn a_filter_is_read_from_the_first_inherited_descriptor() {
             launch,
             vec!["true".into()],
             None,
-            Some(9),
+            (Some(9), &[]),
             &FakeHost::debian(),
         )
         .unwrap();
@@ -164,7 +164,7 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
     };
     let command = vec!["curl".to_string()];
     let host = options
-        .host_argv(launch, command, Some(relay), Some(9), &FakeHost::debian())
+        .host_argv(launch, command, Some(relay), (Some(9), &[]), &FakeHost::debian())
         .unwrap();
     assert_eq!(host.program, RELAY_PATH);
     let tail = [
@@ -194,7 +194,7 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
                 socket: "/run/gw/socket".into(),
                 binds: Vec::new(),
             }),
-            None,
+            (None, &[]),
             &FakeHost::debian(),
         )
         .unwrap();
@@ -208,7 +208,7 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
 fn allowlist_without_an_open_gateway_is_refused() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::Allowlist);
-    let refused = options.host_argv(launch, vec!["curl".into()], None, None, &FakeHost::debian());
+    let refused = options.host_argv(launch, vec!["curl".into()], None, (None, &[]), &FakeHost::debian());
     let expected = Error::Dependency("the network gateway is not open".into());
     assert_eq!(refused, Err(expected));
 }
@@ -221,7 +221,7 @@ fn a_non_utf8_executable_is_refused() {
         ..Options::default()
     };
     let launch = launch_of(&options, NetworkMode::None);
-    let refused = options.host_argv(launch, vec!["true".into()], None, None, &FakeHost::debian());
+    let refused = options.host_argv(launch, vec!["true".into()], None, (None, &[]), &FakeHost::debian());
     let message = "bubblewrap executable path must be valid UTF-8";
     assert_eq!(refused, Err(Error::Argument(message.into())));
 }
@@ -275,4 +275,76 @@ fn bubblewrap_args_refuses_a_grant_that_is_not_the_pinned_directory() {
         ArgsRequest::default(),
     );
     assert_eq!(shown.unwrap().selected, vec![grant]);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_launch_binds_every_grant_from_its_handle_after_the_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("build/out")).unwrap();
+    let outer = rw(root.to_str().unwrap());
+    let inner = ro(root.join("build/out").to_str().unwrap());
+    let grants = vec![outer.clone(), inner.clone()];
+    let pins = Pins::capture(&grants).unwrap();
+    let options = configured();
+    let mut launch = Launch::new(RootFilesystem::Isolated, grants, root.clone());
+    let anchors = options.bind_from(&mut launch, &pins, true).unwrap();
+    assert_eq!(anchors.len(), 2);
+    let argv = bubblewrap_args(&launch, &FakeHost::debian()).unwrap();
+    let text: Vec<String> = argv.iter().map(|a| a.to_string_lossy().into()).collect();
+    let root_text = root.to_str().unwrap().to_owned();
+    let out_text = root.join("build/out").to_str().unwrap().to_owned();
+    assert!(
+        text.windows(3)
+            .any(|w| w == ["--bind-fd", "4", root_text.as_str()]),
+        "{text:?}"
+    );
+    assert!(
+        text.windows(3)
+            .any(|w| w == ["--ro-bind-fd", "5", out_text.as_str()]),
+        "{text:?}"
+    );
+    // No grant is bound by its path (runtime roots such as /usr still are).
+    let by_path = text
+        .windows(2)
+        .any(|w| (w[0] == "--bind" || w[0] == "--ro-bind") && w[1].starts_with(root_text.as_str()));
+    assert!(!by_path, "{text:?}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_destination_beneath_a_writable_bind_must_be_a_real_directory_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("build/out")).unwrap();
+    let outer = rw(root.to_str().unwrap());
+    let inner = ro(root.join("build/out").to_str().unwrap());
+    let grants = vec![outer, inner];
+    let pins = Pins::capture(&grants).unwrap();
+    // The inner grant moves away and a link takes its place: the pinned
+    // handle is no longer current, so the launch is refused before any bind.
+    std::fs::rename(root.join("build"), root.join("build.old")).unwrap();
+    std::fs::create_dir(root.join("build")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("build/out")).unwrap();
+    let mut launch = Launch::new(RootFilesystem::Isolated, grants.clone(), root.clone());
+    let refused = configured()
+        .bind_from(&mut launch, &pins, false)
+        .unwrap_err();
+    assert_eq!(refused, Error::Policy(crate::launch::SOURCE_CHANGED.into()));
+    // A mask planted through a link beneath the writable root is refused too.
+    let mut launch = Launch::new(
+        RootFilesystem::Isolated,
+        vec![grants[0].clone()],
+        root.clone(),
+    );
+    launch.masks = vec![root.join("build/out")];
+    let refused = configured()
+        .bind_from(&mut launch, &pins, false)
+        .unwrap_err();
+    assert!(
+        refused.message().contains("not a real directory"),
+        "{refused:?}"
+    );
 }

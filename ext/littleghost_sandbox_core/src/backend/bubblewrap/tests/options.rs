@@ -217,12 +217,15 @@ fn pinning_refuses_a_file_source_then_a_missing_one_before_probing() {
     let options = on_linux(Path::new("/nonexistent/bwrap"));
     let not_directory = policy("sandbox mount source is not a directory");
     assert_eq!(
-        options.pin(&[rw(dir.path().to_str().unwrap()), rw(file.to_str().unwrap())]),
+        options.pin(
+            &[rw(dir.path().to_str().unwrap()), rw(file.to_str().unwrap())],
+            None
+        ),
         Err(not_directory)
     );
     let gone = dir.path().join("gone");
     assert!(matches!(
-        options.pin(&[rw(gone.to_str().unwrap())]),
+        options.pin(&[rw(gone.to_str().unwrap())], None),
         Err(Error::Policy(_))
     ));
 }
@@ -232,7 +235,7 @@ fn pinning_ends_with_the_functional_probe() {
     let dir = tempfile::tempdir().unwrap();
     let failing = fake_bwrap(dir.path());
     let options = on_linux(&failing);
-    let result = options.pin(&[rw(dir.path().to_str().unwrap())]);
+    let result = options.pin(&[rw(dir.path().to_str().unwrap())], None);
     let failed = Error::Dependency(super::super::probe_failure_reason(b""));
     assert_eq!(result.map(|_| ()), Err(failed));
 }
