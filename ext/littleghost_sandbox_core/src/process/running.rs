@@ -96,6 +96,84 @@ pub struct RunningProcess {
     stdin: Mutex<Option<Arc<OwnedFd>>>,
 }
 
+/// A launch handed to the [`spawner`] thread whose caller has not taken the
+/// answer yet (issue 19 item 1). The caller waits on
+/// [`notifier`](Self::notifier) in slices it can interrupt; an interrupted
+/// caller [`cancel`](Self::cancel)s a spawn that has not begun (nothing is
+/// started), or else waits for it and terminates what it started.
+pub struct Starting {
+    handoff: spawner::Handoff<Result<spawn::Spawned, SpawnError>>,
+    /// What watching the child needs, made before anything is spawned so
+    /// that a failure to make them never leaves a child nobody watches.
+    watch: Option<(tokio::runtime::Handle, Notifier)>,
+}
+
+impl Starting {
+    /// Queues the spawn of `launch` (in a cgroup enforcing `limits`) on the
+    /// spawner thread and returns at once.
+    pub fn submit(
+        launch: &Launch,
+        limits: &ProcessLimits,
+        keep_stdin: bool,
+    ) -> Result<Starting, SpawnError> {
+        let handle = runtime::handle().map_err(SpawnError::Os)?;
+        let notifier = Notifier::new().map_err(SpawnError::Os)?;
+        let (launch, limits) = (launch.clone(), limits.clone());
+        let handoff = spawner::submit(move || spawn::spawn_limited(&launch, &limits, keep_stdin))
+            .map_err(SpawnError::Os)?;
+        Ok(Starting {
+            handoff,
+            watch: Some((handle, notifier)),
+        })
+    }
+
+    /// Readable once the spawner answered; an interrupt handler may signal
+    /// its write fd to end a wait early.
+    pub fn notifier(&self) -> &Notifier {
+        self.handoff.notifier()
+    }
+
+    /// Withdraws a spawn that has not begun: true if nothing was or will be
+    /// started. False once the spawner runs it: [`finish`](Self::finish) it
+    /// and terminate the child.
+    pub fn cancel(&self) -> bool {
+        self.handoff.cancel()
+    }
+
+    /// The started child (registered with `owner`), once the spawner
+    /// answered; `None` before. Answers once.
+    pub fn try_finish(
+        &mut self,
+        mode: CaptureMode,
+        owner: Option<&Owner>,
+    ) -> Option<Result<RunningProcess, SpawnError>> {
+        let answer = self.handoff.try_take()?;
+        Some(match (answer, self.watch.take()) {
+            (Ok(Ok(spawned)), Some(watch)) => {
+                RunningProcess::adopt_spawned(spawned, watch, mode, owner)
+            }
+            (Ok(Err(error)), _) => Err(error),
+            (Err(error), _) => Err(SpawnError::Os(error)),
+            (Ok(Ok(_)), None) => Err(SpawnError::Os(io::Error::other("launch already answered"))),
+        })
+    }
+
+    /// Waits (blocking, uninterruptibly) for the spawner's answer: the
+    /// plain start, or a caller interrupted while the spawn ran.
+    pub fn finish(
+        mut self,
+        mode: CaptureMode,
+        owner: Option<&Owner>,
+    ) -> Result<RunningProcess, SpawnError> {
+        loop {
+            if let Some(started) = self.try_finish(mode, owner) {
+                return started;
+            }
+            self.notifier().wait(super::POLL_INTERVAL, None);
+        }
+    }
+}
+
 impl RunningProcess {
     /// Spawns `launch` and starts watching it. With `keep_stdin`, stdin stays
     /// open for [`write_stdin`](Self::write_stdin); otherwise the child reads EOF.
@@ -127,13 +205,17 @@ impl RunningProcess {
         keep_stdin: bool,
         owner: Option<&Owner>,
     ) -> Result<Self, SpawnError> {
-        let handle = runtime::handle().map_err(SpawnError::Os)?;
-        let notifier = Notifier::new().map_err(SpawnError::Os)?;
-        let spawned = {
-            let (launch, limits) = (launch.clone(), limits.clone());
-            spawner::run(move || spawn::spawn_limited(&launch, &limits, keep_stdin))
-                .map_err(SpawnError::Os)??
-        };
+        Starting::submit(launch, limits, keep_stdin)?.finish(mode, owner)
+    }
+
+    /// Starts watching a freshly spawned child (the half of
+    /// [`start_limited`](Self::start_limited) after the spawner's answer).
+    fn adopt_spawned(
+        spawned: spawn::Spawned,
+        (handle, notifier): (tokio::runtime::Handle, Notifier),
+        mode: CaptureMode,
+        owner: Option<&Owner>,
+    ) -> Result<Self, SpawnError> {
         let me = rustix::process::getpid();
         let pid = spawned.pid;
         let pidfd = open_pidfd(pid);

@@ -140,11 +140,17 @@ impl Session {
         output_bytes: u64,
         owner: Option<&Owner>,
     ) -> Result<Session, SpawnError> {
-        let mode = CaptureMode::Combined {
-            limit: output_bytes,
-        };
+        let mode = Session::capture_mode(output_bytes);
         let process = RunningProcess::start_limited(launch, limits, mode, true, owner)?;
         Ok(Session::new(process, launch.argv.clone(), output_bytes))
+    }
+
+    /// How a session's output is captured: combined, bounded by `output_bytes`
+    /// (for a caller that starts the process itself, see [`crate::process::running::Starting`]).
+    pub fn capture_mode(output_bytes: u64) -> CaptureMode {
+        CaptureMode::Combined {
+            limit: output_bytes,
+        }
     }
 
     /// The child.
