@@ -137,10 +137,13 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     run(ruby, request)
 }
 
-/// `context&.check!` on the calling thread with the GVL held (0.8).
+/// `context&.check!` on the calling thread with the GVL held (0.8). A context
+/// that does not respond to `check!` (2.1) is misuse: TypeError naming its
+/// class, not NoMethodError (issue 19 item 8).
 pub fn check_context(context: Option<Value>) -> Result<(), Error> {
     match context {
         Some(context) if !context.is_nil() => {
+            crate::helpers::value_object::require_duck(context, "context", &["check!"])?;
             context.funcall::<_, _, Value>("check!", ()).map(|_| ())
         }
         _ => Ok(()),
