@@ -102,29 +102,32 @@ pub struct RunningProcess {
 /// caller [`cancel`](Self::cancel)s a spawn that has not begun (nothing is
 /// started), or else waits for it and terminates what it started.
 pub struct Starting {
-    handoff: spawner::Handoff<Result<spawn::Spawned, SpawnError>>,
-    /// What watching the child needs, made before anything is spawned so
-    /// that a failure to make them never leaves a child nobody watches.
-    watch: Option<(tokio::runtime::Handle, Notifier)>,
+    handoff: spawner::Handoff<Result<RunningProcess, SpawnError>>,
 }
 
 impl Starting {
     /// Queues the spawn of `launch` (in a cgroup enforcing `limits`) on the
-    /// spawner thread and returns at once.
+    /// spawner thread and returns at once. The spawner also starts watching
+    /// the child and registers it with `owner` as soon as it exists, so a
+    /// sandbox closed while the caller waits for the GVL still reaches it.
     pub fn submit(
         launch: &Launch,
         limits: &ProcessLimits,
+        mode: CaptureMode,
         keep_stdin: bool,
+        owner: Option<&Owner>,
     ) -> Result<Starting, SpawnError> {
+        // Made before anything is spawned, so that a failure to make them
+        // never leaves a child nobody watches.
         let handle = runtime::handle().map_err(SpawnError::Os)?;
         let notifier = Notifier::new().map_err(SpawnError::Os)?;
-        let (launch, limits) = (launch.clone(), limits.clone());
-        let handoff = spawner::submit(move || spawn::spawn_limited(&launch, &limits, keep_stdin))
-            .map_err(SpawnError::Os)?;
-        Ok(Starting {
-            handoff,
-            watch: Some((handle, notifier)),
+        let (launch, limits, owner) = (launch.clone(), limits.clone(), owner.cloned());
+        let handoff = spawner::submit(move || {
+            let spawned = spawn::spawn_limited(&launch, &limits, keep_stdin)?;
+            RunningProcess::adopt_spawned(spawned, (handle, notifier), mode, owner.as_ref())
         })
+        .map_err(SpawnError::Os)?;
+        Ok(Starting { handoff })
     }
 
     /// Readable once the spawner answered; an interrupt handler may signal
@@ -134,39 +137,25 @@ impl Starting {
     }
 
     /// Withdraws a spawn that has not begun: true if nothing was or will be
-    /// started. False once the spawner runs it: [`finish`](Self::finish) it
-    /// and terminate the child.
+    /// started. False once the spawner runs it: take its answer and
+    /// terminate the child.
     pub fn cancel(&self) -> bool {
         self.handoff.cancel()
     }
 
-    /// The started child (registered with `owner`), once the spawner
-    /// answered; `None` before. Answers once.
-    pub fn try_finish(
-        &mut self,
-        mode: CaptureMode,
-        owner: Option<&Owner>,
-    ) -> Option<Result<RunningProcess, SpawnError>> {
-        let answer = self.handoff.try_take()?;
-        Some(match (answer, self.watch.take()) {
-            (Ok(Ok(spawned)), Some(watch)) => {
-                RunningProcess::adopt_spawned(spawned, watch, mode, owner)
-            }
-            (Ok(Err(error)), _) => Err(error),
-            (Err(error), _) => Err(SpawnError::Os(error)),
-            (Ok(Ok(_)), None) => Err(SpawnError::Os(io::Error::other("launch already answered"))),
+    /// The started child, once the spawner answered; `None` before.
+    /// Answers once.
+    pub fn try_finish(&self) -> Option<Result<RunningProcess, SpawnError>> {
+        Some(match self.handoff.try_take()? {
+            Ok(started) => started,
+            Err(error) => Err(SpawnError::Os(error)),
         })
     }
 
-    /// Waits (blocking, uninterruptibly) for the spawner's answer: the
-    /// plain start, or a caller interrupted while the spawn ran.
-    pub fn finish(
-        mut self,
-        mode: CaptureMode,
-        owner: Option<&Owner>,
-    ) -> Result<RunningProcess, SpawnError> {
+    /// Waits (blocking, uninterruptibly) for the spawner's answer.
+    pub fn finish(self) -> Result<RunningProcess, SpawnError> {
         loop {
-            if let Some(started) = self.try_finish(mode, owner) {
+            if let Some(started) = self.try_finish() {
                 return started;
             }
             self.notifier().wait(super::POLL_INTERVAL, None);
@@ -205,7 +194,7 @@ impl RunningProcess {
         keep_stdin: bool,
         owner: Option<&Owner>,
     ) -> Result<Self, SpawnError> {
-        Starting::submit(launch, limits, keep_stdin)?.finish(mode, owner)
+        Starting::submit(launch, limits, mode, keep_stdin, owner)?.finish()
     }
 
     /// Starts watching a freshly spawned child (the half of

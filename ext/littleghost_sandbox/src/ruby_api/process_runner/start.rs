@@ -37,13 +37,13 @@ pub fn start_interruptibly(
 ) -> Result<Result<RunningProcess, SpawnError>, Error> {
     // Before the spawn: an interrupt already pending wins, nothing starts.
     nogvl::check_interrupts(ruby)?;
-    let mut starting = match Starting::submit(launch, limits, keep_stdin) {
+    let starting = match Starting::submit(launch, limits, mode, keep_stdin, owner) {
         Ok(starting) => starting,
         Err(error) => return Ok(Err(error)),
     };
     let wake = Wake::new(starting.notifier().raw_write_fd());
     loop {
-        if let Some(started) = starting.try_finish(mode, owner) {
+        if let Some(started) = starting.try_finish() {
             // The answer may have come just as an interrupt was requested.
             return match nogvl::check_interrupts(ruby) {
                 Ok(()) => Ok(started),
@@ -61,7 +61,7 @@ pub fn start_interruptibly(
             }
             // The spawner is running it: the spawn is short and bounded, so
             // wait for it (other interrupts stay pending), then undo it.
-            let started = finish_quietly(ruby, &mut starting, mode, owner);
+            let started = finish_quietly(ruby, &starting);
             return Err(undo(ruby, started, interrupt));
         }
     }
@@ -69,15 +69,10 @@ pub fn start_interruptibly(
 
 /// Waits without the GVL for the spawner's answer, leaving further
 /// interrupts pending.
-fn finish_quietly(
-    ruby: &Ruby,
-    starting: &mut Starting,
-    mode: CaptureMode,
-    owner: Option<&Owner>,
-) -> Result<RunningProcess, SpawnError> {
+fn finish_quietly(ruby: &Ruby, starting: &Starting) -> Result<RunningProcess, SpawnError> {
     let wake = Wake::new(starting.notifier().raw_write_fd());
     loop {
-        if let Some(started) = starting.try_finish(mode, owner) {
+        if let Some(started) = starting.try_finish() {
             return started;
         }
         wake.reset();
