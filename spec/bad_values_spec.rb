@@ -33,13 +33,15 @@ RSpec.describe "refusing bad values" do # rubocop:disable RSpec/DescribeClass
     "a BasicObject as the argv" => [TypeError, "BasicObject", -> { unrestricted.execute_program(BasicObject.new, timeout: 5) }],
     "a BasicObject inside the argv" => [TypeError, "BasicObject", -> { unrestricted.execute_program(["true", BasicObject.new], timeout: 5) }],
     "a context: without check! for execute_program" => [TypeError, "Object", -> { unrestricted.execute_program(["true"], timeout: 5, context: Object.new) }],
+    "a UTF-16 workspace root" => [ArgumentError, "String", -> { LittleGhost::Workspace.new(root: Dir.tmpdir.encode("UTF-16LE"), paths: {}) }],
+    "a UTF-16 workspace path" => [ArgumentError, "String", -> { LittleGhost::Workspace.new(root: Dir.tmpdir, paths: {a: "a".encode("UTF-16LE")}) }],
     "a context: without check! for read" => [TypeError, "Object", -> { unrestricted.read("x", context: Object.new) }]
   }
 
   cases.each do |description, (error_class, class_name, call)|
     it "raises #{error_class} naming the class for #{description}" do
       # "(got String)": the message names the class of the value, not merely the word "String".
-      named = %w[String Symbol].include?(class_name) ? /\(got #{class_name}\)/ : /\b#{Regexp.escape(class_name)}\b/
+      named = %w[String Symbol].include?(class_name) ? /\(got #{class_name}\b/ : /\b#{Regexp.escape(class_name)}\b/
       expect { instance_exec(&call) }.to raise_error(error_class, named)
     end
   end

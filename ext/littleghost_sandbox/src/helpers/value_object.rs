@@ -47,7 +47,25 @@ pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
 }
 
 /// `File.expand_path(path, base)` (Ruby semantics, including `~` and `to_path`).
+/// A String in an encoding that is not ASCII-compatible (UTF-16, UTF-32)
+/// raises ArgumentError naming it, not Encoding::CompatibilityError (issue
+/// 19 item 8).
 pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RString, Error> {
+    for value in std::iter::once(path).chain(base) {
+        if let Some(string) = RString::from_value(value) {
+            let encoding = magnus::encoding::RbEncoding::from(string.enc_get());
+            // UTF-16 and UTF-32 (the encodings that are not ASCII-compatible).
+            if encoding.mbminlen() > 1 {
+                return Err(Error::new(
+                    ruby.exception_arg_error(),
+                    format!(
+                        "path must be ASCII-compatible text (got String in {})",
+                        encoding.name()
+                    ),
+                ));
+            }
+        }
+    }
     let (path, base) = (
         path.as_raw(),
         base.unwrap_or_else(|| ruby.qnil().as_value()).as_raw(),
