@@ -71,6 +71,13 @@ fn to_s(ruby: &Ruby, value: Value) -> Result<RString, Error> {
     if let Some(string) = RString::from_value(value) {
         return Ok(string);
     }
+    if !vo::responds(value, "to_s") {
+        // A BasicObject: TypeError, not NoMethodError (issue 19 item 8).
+        return Err(errors::type_error(
+            ruby,
+            format!("can't convert {} to String", vo::class_name(value)),
+        ));
+    }
     let converted: Value = value.funcall("to_s", ())?;
     RString::from_value(converted).ok_or_else(|| {
         errors::type_error(

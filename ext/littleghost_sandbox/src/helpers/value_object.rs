@@ -47,7 +47,25 @@ pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
 }
 
 /// `File.expand_path(path, base)` (Ruby semantics, including `~` and `to_path`).
+/// A String in an encoding that is not ASCII-compatible (UTF-16, UTF-32)
+/// raises ArgumentError naming it, not Encoding::CompatibilityError (issue
+/// 19 item 8).
 pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RString, Error> {
+    for value in std::iter::once(path).chain(base) {
+        if let Some(string) = RString::from_value(value) {
+            let encoding = magnus::encoding::RbEncoding::from(string.enc_get());
+            // UTF-16 and UTF-32 (the encodings that are not ASCII-compatible).
+            if encoding.mbminlen() > 1 {
+                return Err(Error::new(
+                    ruby.exception_arg_error(),
+                    format!(
+                        "path must be ASCII-compatible text (got String in {})",
+                        encoding.name()
+                    ),
+                ));
+            }
+        }
+    }
     let (path, base) = (
         path.as_raw(),
         base.unwrap_or_else(|| ruby.qnil().as_value()).as_raw(),
@@ -85,7 +103,10 @@ pub fn try_to_sym(value: Value) -> Result<Option<Symbol>, Error> {
             let ruby = Ruby::get_with(value);
             return Err(Error::new(
                 ruby.exception_arg_error(),
-                "name is not valid text in its encoding; pass a Symbol or a valid String",
+                format!(
+                    "name is not valid text in its encoding; pass a Symbol or a valid String (got {})",
+                    class_name(value)
+                ),
             ));
         }
         let raw = string.as_raw();
@@ -232,8 +253,30 @@ pub fn symbolize_keys(ruby: &Ruby, hash: Value) -> Result<RHash, Error> {
 }
 
 /// The name of a Symbol (`:foo` → `"foo"`).
+/// A name that is not UTF-8 text (a binary or broken Symbol) raises
+/// ArgumentError naming its class, not Ruby's EncodingError (issue 19 item 8).
 pub fn sym_name(symbol: Symbol) -> Result<String, Error> {
-    Ok(symbol.name()?.into_owned())
+    let ruby = Ruby::get_with(symbol);
+    // SAFETY: rb_sym2str returns the Symbol's frozen name String; GVL held.
+    let name = unsafe { RString::from_value(Value::from_raw(rb_sys::rb_sym2str(symbol.as_raw()))) };
+    let invalid = || {
+        Error::new(
+            ruby.exception_arg_error(),
+            "name is not valid UTF-8 text; pass a Symbol or a valid String (got Symbol)",
+        )
+    };
+    let Some(name) = name else {
+        return Err(invalid());
+    };
+    let ascii_compatible = name.enc_get() == ruby.utf8_encindex()
+        || name.enc_get() == ruby.usascii_encindex()
+        || name.enc_get() == ruby.ascii8bit_encindex();
+    if !ascii_compatible {
+        return Err(invalid());
+    }
+    // SAFETY: the bytes are copied before any other Ruby call.
+    let bytes = unsafe { name.as_slice() }.to_vec();
+    String::from_utf8(bytes).map_err(|_| invalid())
 }
 
 /// `value.inspect`, but Symbol-keyed Hashes read `{root: :read_only}` on every Ruby.
@@ -279,17 +322,49 @@ pub fn given(value: Value) -> Result<littleghost_sandbox_core::policy::Given<'st
     ))
 }
 
-/// `Array(value)` (an absent value is an empty Array).
+/// `Array(value)` (nil or absent is empty), except that a Range or an
+/// Enumerator raises TypeError naming its class before it is expanded, so
+/// `(1..)` or `(1..10**7)` costs nothing (issue 19 item 8).
 pub fn array_items(ruby: &Ruby, value: Option<Value>) -> Result<RArray, Error> {
-    match value {
-        Some(value) => RArray::try_convert(kernel(ruby, "Array", value)?),
-        None => Ok(ruby.ary_new()),
+    let Some(value) = value.filter(|value| !value.is_nil()) else {
+        return Ok(ruby.ary_new());
+    };
+    if let Some(array) = RArray::from_value(value) {
+        return Ok(array);
     }
+    let lazy = [ruby.class_range(), ruby.class_enumerator()];
+    if lazy.iter().any(|class| value.is_kind_of(*class)) {
+        return Err(Error::new(
+            ruby.exception_type_error(),
+            format!("expected an Array (got {})", class_name(value)),
+        ));
+    }
+    RArray::try_convert(kernel(ruby, "Array", value)?)
 }
 
-/// `String(value)` as Rust text.
+/// `String(value)` as UTF-8 text: an object without a String conversion
+/// raises TypeError and text that is not valid UTF-8 ArgumentError, both
+/// naming the value's class (never NoMethodError or EncodingError).
 pub fn string_of(ruby: &Ruby, value: Value) -> Result<String, Error> {
-    RString::try_convert(kernel(ruby, "String", value)?)?.to_string()
+    let string = match RString::from_value(value) {
+        Some(string) => string,
+        None if Symbol::from_value(value).is_some() => {
+            return sym_name(Symbol::from_value(value).expect("checked"))
+        }
+        None if !responds(value, "to_str") && !responds(value, "to_s") => {
+            return Err(Error::new(
+                ruby.exception_type_error(),
+                format!("expected a String (got {})", class_name(value)),
+            ))
+        }
+        None => RString::try_convert(kernel(ruby, "String", value)?)?,
+    };
+    crate::helpers::convert::text(ruby, string, "text").map_err(|_| {
+        Error::new(
+            ruby.exception_arg_error(),
+            format!("expected valid UTF-8 text (got {})", class_name(value)),
+        )
+    })
 }
 
 /// A Ruby Integer hash code for a Rust value (consistent with its `Eq`).

@@ -11,7 +11,10 @@ pub mod hub;
 use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::{Denial as CoreDenial, Operation};
-use magnus::{method, prelude::*, Error, IntoValue, RArray, RClass, RString, Ruby, Symbol, Value};
+use magnus::{
+    method, prelude::*, rb_sys::AsRawValue, Error, IntoValue, RArray, RClass, RString, Ruby,
+    Symbol, Value,
+};
 
 pub use hub::{report, DenialHub, Reporter};
 use hub::{wrap, Denial};
@@ -118,12 +121,39 @@ fn on_denial(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
 }
 
 /// off_denial(handler) -> true if `handler` was subscribed (and no longer is), else false.
+///
+/// `==` is Ruby code (a user's Proc subclass may define it, and may start a
+/// GC whose mark function takes the subscriber lock), so it runs on a copy
+/// of the list with the lock released (issue 19 item 7); the subscribers
+/// found equal are then removed by identity.
 fn off_denial(ruby: &Ruby, rb_self: SandboxObj, handler: Value) -> Result<bool, Error> {
     let hub = hub_of(ruby, rb_self)?;
-    let mut subscribers = hub.subscribers();
-    let before = subscribers.len();
-    subscribers.retain(|subscriber| !ruby.get_inner(*subscriber).equal(handler).unwrap_or(false));
-    Ok(subscribers.len() != before)
+    // Allocated before the lock is taken: an allocation may run the GC.
+    let snapshot = ruby.ary_new();
+    let subscribers: Vec<Value> = hub
+        .subscribers()
+        .iter()
+        .map(|subscriber| ruby.get_inner(*subscriber))
+        .collect();
+    // Held in a Ruby Array on this stack, so the GC keeps them while `==` runs.
+    for subscriber in &subscribers {
+        snapshot.push(*subscriber)?;
+    }
+    let mut matched = Vec::new();
+    for subscriber in subscribers {
+        if subscriber.as_raw() == handler.as_raw() || subscriber.equal(handler)? {
+            matched.push(subscriber.as_raw());
+        }
+    }
+    // RB_GC_GUARD: the Array stays on the stack until here.
+    std::hint::black_box(&snapshot);
+    if matched.is_empty() {
+        return Ok(false);
+    }
+    let mut list = hub.subscribers();
+    let before = list.len();
+    list.retain(|subscriber| !matched.contains(&ruby.get_inner(*subscriber).as_raw()));
+    Ok(list.len() != before)
 }
 
 /// denials -> frozen Array of the last (up to 100) Denials, oldest first.

@@ -7,6 +7,7 @@
 //! conversion of Ruby arguments in [`convert`].
 
 mod convert;
+mod start;
 mod supervise;
 mod waiter;
 
@@ -26,7 +27,6 @@ use magnus::{
 
 use crate::helpers::constants;
 use crate::helpers::convert as value_convert;
-use crate::helpers::nogvl;
 use crate::ruby_api::errors::{capability_error, core_result};
 use crate::ruby_api::execution::Execution;
 use littleghost_sandbox_core::denial::Denial;
@@ -38,6 +38,7 @@ pub use convert::{
     errno_exception, error_with_cause, kernel_float, kernel_integer, positive_integer,
     validate_output_bytes, validate_timeout,
 };
+pub use start::start_interruptibly;
 use supervise::{supervise, Streamer, Supervision};
 pub use waiter::{reap_leader, terminate_group, Waiter};
 
@@ -149,10 +150,13 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     run(ruby, request)
 }
 
-/// `context&.check!` on the calling thread with the GVL held (0.8).
+/// `context&.check!` on the calling thread with the GVL held (0.8). A context
+/// that does not respond to `check!` (2.1) is misuse: TypeError naming its
+/// class, not NoMethodError (issue 19 item 8).
 pub fn check_context(context: Option<Value>) -> Result<(), Error> {
     match context {
         Some(context) if !context.is_nil() => {
+            crate::helpers::value_object::require_duck(context, "context", &["check!"])?;
             context.funcall::<_, _, Value>("check!", ()).map(|_| ())
         }
         _ => Ok(()),
@@ -181,17 +185,18 @@ pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
         stop_at_limit: request.kill_on_output_limit,
     };
     let (owner, cgroup) = (request.owner.as_ref(), &request.limits.cgroup);
-    let started = nogvl::blocking(ruby, || {
-        RunningProcess::start_limited(&launch, cgroup, mode, false, owner)
-    })?;
+    let started = start_interruptibly(ruby, &launch, cgroup, mode, false, owner)?;
     let process = match started {
         Ok(process) => process,
         Err(error) => return start_failure(ruby, StartFailure::of(&error, &launch.argv[0])),
     };
-    let mut stream = ruby
-        .block_proc()
-        .ok()
-        .map(|block| Streamer::new(ruby, block));
+    // block_given? first: `block_proc` without a block raises (and rescues)
+    // an ArgumentError, and raising runs pending interrupts, so a Thread#raise
+    // would be swallowed with it.
+    let mut stream = match ruby.block_given() {
+        true => Some(Streamer::new(ruby, ruby.block_proc()?)),
+        false => None,
+    };
     if stream.is_some() {
         process.stream_output();
     }

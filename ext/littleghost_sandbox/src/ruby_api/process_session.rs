@@ -296,8 +296,13 @@ fn alive_checked(ruby: &Ruby, session: Session, state: &SessionState) -> Result<
 }
 
 /// True while the leader is unreaped or any member of its group lives; raises a recorded resource error first.
+/// A session the sandbox's `close` ended (H.4) is simply not alive (issue 19 item 2): `read` and `wait` say why.
 fn alive(ruby: &Ruby, rb_self: Session) -> Result<bool, Error> {
     let state = rb_self.state(ruby)?;
+    let closed_by_owner = matches!(state.resource_problem(), Some(SessionError::ClosedByOwner));
+    if closed_by_owner && rb_self.resource_error(ruby).is_none() {
+        return Ok(state.process().alive());
+    }
     alive_checked(ruby, rb_self, state)
 }
 

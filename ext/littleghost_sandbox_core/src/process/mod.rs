@@ -54,7 +54,7 @@ pub use error::SpawnError;
 pub use notify::Notifier;
 pub use program::{validate_argv, validate_environment, validate_launch};
 pub use running::{
-    write_stdin, Exit, OutputChunk, Owner, RunningProcess, Termination, TerminationStep,
+    write_stdin, Exit, OutputChunk, Owner, RunningProcess, Starting, Termination, TerminationStep,
 };
 pub use rustix::event::PollFlags;
 pub use string_command::{check_string_command, ARGV_ADVICE};

@@ -96,6 +96,73 @@ pub struct RunningProcess {
     stdin: Mutex<Option<Arc<OwnedFd>>>,
 }
 
+/// A launch handed to the [`spawner`] thread whose caller has not taken the
+/// answer yet (issue 19 item 1). The caller waits on
+/// [`notifier`](Self::notifier) in slices it can interrupt; an interrupted
+/// caller [`cancel`](Self::cancel)s a spawn that has not begun (nothing is
+/// started), or else waits for it and terminates what it started.
+pub struct Starting {
+    handoff: spawner::Handoff<Result<RunningProcess, SpawnError>>,
+}
+
+impl Starting {
+    /// Queues the spawn of `launch` (in a cgroup enforcing `limits`) on the
+    /// spawner thread and returns at once. The spawner also starts watching
+    /// the child and registers it with `owner` as soon as it exists, so a
+    /// sandbox closed while the caller waits for the GVL still reaches it.
+    pub fn submit(
+        launch: &Launch,
+        limits: &ProcessLimits,
+        mode: CaptureMode,
+        keep_stdin: bool,
+        owner: Option<&Owner>,
+    ) -> Result<Starting, SpawnError> {
+        // Made before anything is spawned, so that a failure to make them
+        // never leaves a child nobody watches.
+        let handle = runtime::handle().map_err(SpawnError::Os)?;
+        let notifier = Notifier::new().map_err(SpawnError::Os)?;
+        let (launch, limits, owner) = (launch.clone(), limits.clone(), owner.cloned());
+        let handoff = spawner::submit(move || {
+            let spawned = spawn::spawn_limited(&launch, &limits, keep_stdin)?;
+            RunningProcess::adopt_spawned(spawned, (handle, notifier), mode, owner.as_ref())
+        })
+        .map_err(SpawnError::Os)?;
+        Ok(Starting { handoff })
+    }
+
+    /// Readable once the spawner answered; an interrupt handler may signal
+    /// its write fd to end a wait early.
+    pub fn notifier(&self) -> &Notifier {
+        self.handoff.notifier()
+    }
+
+    /// Withdraws a spawn that has not begun: true if nothing was or will be
+    /// started. False once the spawner runs it: take its answer and
+    /// terminate the child.
+    pub fn cancel(&self) -> bool {
+        self.handoff.cancel()
+    }
+
+    /// The started child, once the spawner answered; `None` before.
+    /// Answers once.
+    pub fn try_finish(&self) -> Option<Result<RunningProcess, SpawnError>> {
+        Some(match self.handoff.try_take()? {
+            Ok(started) => started,
+            Err(error) => Err(SpawnError::Os(error)),
+        })
+    }
+
+    /// Waits (blocking, uninterruptibly) for the spawner's answer.
+    pub fn finish(self) -> Result<RunningProcess, SpawnError> {
+        loop {
+            if let Some(started) = self.try_finish() {
+                return started;
+            }
+            self.notifier().wait(super::POLL_INTERVAL, None);
+        }
+    }
+}
+
 impl RunningProcess {
     /// Spawns `launch` and starts watching it. With `keep_stdin`, stdin stays
     /// open for [`write_stdin`](Self::write_stdin); otherwise the child reads EOF.
@@ -127,13 +194,17 @@ impl RunningProcess {
         keep_stdin: bool,
         owner: Option<&Owner>,
     ) -> Result<Self, SpawnError> {
-        let handle = runtime::handle().map_err(SpawnError::Os)?;
-        let notifier = Notifier::new().map_err(SpawnError::Os)?;
-        let spawned = {
-            let (launch, limits) = (launch.clone(), limits.clone());
-            spawner::run(move || spawn::spawn_limited(&launch, &limits, keep_stdin))
-                .map_err(SpawnError::Os)??
-        };
+        Starting::submit(launch, limits, mode, keep_stdin, owner)?.finish()
+    }
+
+    /// Starts watching a freshly spawned child (the half of
+    /// [`start_limited`](Self::start_limited) after the spawner's answer).
+    fn adopt_spawned(
+        spawned: spawn::Spawned,
+        (handle, notifier): (tokio::runtime::Handle, Notifier),
+        mode: CaptureMode,
+        owner: Option<&Owner>,
+    ) -> Result<Self, SpawnError> {
         let me = rustix::process::getpid();
         let pid = spawned.pid;
         let pidfd = open_pidfd(pid);

@@ -145,9 +145,7 @@ impl Session {
         output_bytes: u64,
         owner: Option<&Owner>,
     ) -> Result<Session, SpawnError> {
-        let mode = CaptureMode::Combined {
-            limit: output_bytes,
-        };
+        let mode = Session::capture_mode(output_bytes);
         let process = RunningProcess::start_limited(launch, limits, mode, true, owner)?;
         Ok(Session::new(process, launch.argv.clone(), output_bytes))
     }
@@ -163,6 +161,14 @@ impl Session {
     /// `cpu_seconds` (L.3): the leader's kill by it is the CPU limit.
     pub fn report_rlimit_cpu_kills(&mut self, seconds: Option<u64>) {
         self.rlimit_cpu_seconds = seconds;
+    }
+
+    /// How a session's output is captured: combined, bounded by `output_bytes`
+    /// (for a caller that starts the process itself, see [`crate::process::running::Starting`]).
+    pub fn capture_mode(output_bytes: u64) -> CaptureMode {
+        CaptureMode::Combined {
+            limit: output_bytes,
+        }
     }
 
     /// The child.

@@ -15,6 +15,9 @@
 use std::io;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+
+use super::notify::Notifier;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -28,14 +31,112 @@ static CURRENT: AtomicPtr<Spawner> = AtomicPtr::new(std::ptr::null_mut());
 /// Runs `work` on the spawner thread and returns its result. Blocks the
 /// caller (which should not hold the GVL) until the work is done.
 pub fn run<R: Send + 'static>(work: impl FnOnce() -> R + Send + 'static) -> io::Result<R> {
-    let (reply, answer) = mpsc::sync_channel(1);
+    submit(work)?.wait()
+}
+
+/// Hands `work` to the spawner thread without waiting for it: the caller
+/// waits on [`Handoff::notifier`] in slices it can interrupt, and may
+/// [`cancel`](Handoff::cancel) work that has not started yet.
+pub fn submit<R: Send + 'static>(
+    work: impl FnOnce() -> R + Send + 'static,
+) -> io::Result<Handoff<R>> {
+    let shared = Arc::new(Shared {
+        slot: Mutex::new(Slot::Queued),
+        done: Notifier::new()?,
+    });
+    let job_shared = shared.clone();
     let job: Job = Box::new(move || {
-        let _ = reply.send(work());
+        {
+            let mut slot = job_shared.lock();
+            match *slot {
+                Slot::Queued => *slot = Slot::Running,
+                // Cancelled before it started: nothing is spawned.
+                _ => return,
+            }
+        }
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        *job_shared.lock() = match outcome {
+            Ok(value) => Slot::Done(value),
+            // A panicking job leaves no answer.
+            Err(_) => Slot::Gone,
+        };
+        job_shared.done.notify();
     });
     current()?.jobs.send(job).map_err(|_| gone())?;
-    // A panicking job drops `reply` without an answer.
-    answer.recv().map_err(|_| gone())
+    Ok(Handoff { shared })
 }
+
+/// Work on its way through the spawner thread ([`submit`]).
+pub struct Handoff<R> {
+    shared: Arc<Shared<R>>,
+}
+
+struct Shared<R> {
+    slot: Mutex<Slot<R>>,
+    /// Notified once the work finished (or panicked).
+    done: Notifier,
+}
+
+enum Slot<R> {
+    Queued,
+    Running,
+    Done(R),
+    /// Taken, cancelled, or the work panicked.
+    Gone,
+}
+
+impl<R> Shared<R> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot<R>> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<R> Handoff<R> {
+    /// Readable once the work finished. Its write fd may also be signalled
+    /// by the caller's interrupt handler to end a wait early.
+    pub fn notifier(&self) -> &Notifier {
+        &self.shared.done
+    }
+
+    /// The result, once the work finished; `Some(Err)` if it panicked (or
+    /// the result was already taken or cancelled), `None` while it runs.
+    pub fn try_take(&self) -> Option<io::Result<R>> {
+        let mut slot = self.shared.lock();
+        match *slot {
+            Slot::Queued | Slot::Running => None,
+            Slot::Done(_) | Slot::Gone => match std::mem::replace(&mut *slot, Slot::Gone) {
+                Slot::Done(value) => Some(Ok(value)),
+                _ => Some(Err(gone())),
+            },
+        }
+    }
+
+    /// Withdraws work that has not started: true if it never will (nothing
+    /// to clean up); false if it is running or finished, so its result must
+    /// still be taken (and what it started undone).
+    pub fn cancel(&self) -> bool {
+        let mut slot = self.shared.lock();
+        if matches!(*slot, Slot::Queued) {
+            *slot = Slot::Gone;
+            return true;
+        }
+        false
+    }
+
+    /// Waits (blocking, without interruption) for the result.
+    pub fn wait(&self) -> io::Result<R> {
+        loop {
+            if let Some(result) = self.try_take() {
+                return result;
+            }
+            self.shared.done.wait(WAIT_SLICE, None);
+        }
+    }
+}
+
+/// How long a blocking [`Handoff::wait`] sleeps between looks at the slot
+/// (a notification ends it at once; this only bounds a missed one).
+const WAIT_SLICE: std::time::Duration = std::time::Duration::from_millis(100);
 
 fn gone() -> io::Error {
     io::Error::other("the process spawner thread is not running")
@@ -109,5 +210,39 @@ mod tests {
         assert_ne!(first, std::thread::current().id());
         assert!(run(|| -> () { panic!("job failed") }).is_err());
         assert_eq!(run(|| 7).unwrap(), 7);
+    }
+
+    #[test]
+    fn queued_work_can_be_cancelled_and_never_runs() {
+        // Hold the spawner thread so the second job stays queued.
+        let (release, hold) = mpsc::channel::<()>();
+        let busy = submit(move || hold.recv().is_ok()).unwrap();
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = ran.clone();
+        let queued = submit(move || flag.store(true, Ordering::SeqCst)).unwrap();
+        assert!(queued.try_take().is_none());
+        assert!(queued.cancel());
+        release.send(()).unwrap();
+        assert!(busy.wait().unwrap());
+        // The spawner runs jobs in order: once this one ran, the cancelled one was skipped.
+        run(|| ()).unwrap();
+        assert!(!ran.load(Ordering::SeqCst));
+        assert!(queued.try_take().unwrap().is_err());
+    }
+
+    #[test]
+    fn started_work_cannot_be_cancelled_and_its_result_stays_available() {
+        let (release, hold) = mpsc::channel::<()>();
+        let (started, running) = mpsc::channel::<()>();
+        let job = submit(move || {
+            started.send(()).unwrap();
+            hold.recv().unwrap();
+            42
+        })
+        .unwrap();
+        running.recv().unwrap();
+        assert!(!job.cancel());
+        release.send(()).unwrap();
+        assert_eq!(job.wait().unwrap(), 42);
     }
 }

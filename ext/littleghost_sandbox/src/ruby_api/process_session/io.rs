@@ -80,7 +80,24 @@ fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
     let seconds = match timeout.filter(|value| !value.is_nil()) {
         None => 0.0,
         // `Float()`; Integers and Floats without a Ruby call (round trips poll with 0).
-        Some(value) => kernel_float(value)?,
+        // A value Float() refuses (a Complex, a BasicObject) is an invalid
+        // timeout like a negative one: ArgumentError naming its class, not
+        // RangeError or NoMethodError (issue 19 item 8).
+        // Anything else (an interrupt, a user's to_f raising) goes through.
+        Some(value) => kernel_float(value).map_err(|error| {
+            let refused = [
+                ruby.exception_type_error(),
+                ruby.exception_range_error(),
+                ruby.exception_arg_error(),
+                ruby.exception_no_method_error(),
+            ];
+            if !refused.iter().any(|class| error.is_kind_of(*class)) {
+                return error;
+            }
+            let invalid = arguments::READ_TIMEOUT_INVALID;
+            let class = crate::helpers::value_object::class_name(value);
+            argument_error(ruby, format!("{invalid} (got {class})"))
+        })?,
     };
     // H.6: like `wait`, a timeout that can never pass (infinite, NaN) or is
     // negative is misuse, not a request to block forever or poll once.

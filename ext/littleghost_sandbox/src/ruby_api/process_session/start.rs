@@ -17,9 +17,8 @@ use super::monitor::start_monitor;
 use super::{ProcessSession, Session, SessionRequest};
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::nogvl;
 use crate::ruby_api::errors::{argument_error, core_result};
-use crate::ruby_api::process_runner::{errno_exception, positive_integer};
+use crate::ruby_api::process_runner::{errno_exception, positive_integer, start_interruptibly};
 
 /// Starts a session from Rust (backends' `start_program`). The caller has
 /// already called `context&.check!` (2.4; see `process_runner::check_context`).
@@ -132,14 +131,16 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     };
     let (owner, cgroup) = (request.owner.as_ref(), &request.limits.cgroup);
     let output_bytes = request.output_bytes;
-    let started = nogvl::blocking(ruby, || {
-        SessionState::start(&launch, cgroup, output_bytes, owner)
-    })?;
+    let mode = SessionState::capture_mode(output_bytes);
+    let started = start_interruptibly(ruby, &launch, cgroup, mode, true, owner)?;
     let mut state = match started {
-        Ok(state) => match request.shown_command {
-            Some(command) => state.shown_as(command),
-            None => state,
-        },
+        Ok(process) => {
+            let state = SessionState::new(process, launch.argv.clone(), output_bytes);
+            match request.shown_command {
+                Some(command) => state.shown_as(command),
+                None => state,
+            }
+        }
         Err(SpawnError::Unenforceable(reason)) => {
             return Err(crate::ruby_api::errors::capability_error(ruby, reason))
         }
