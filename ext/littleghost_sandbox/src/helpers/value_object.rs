@@ -452,7 +452,8 @@ pub(crate) fn value_hash<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<i64
 /// `inspect` of a value object: `#<Class label=value ...>`.
 pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Result<String, Error> {
     let mut out = format!("#<{}", class_name(rb_self.as_value()));
-    for (label, value) in rb_self.fields(ruby)? {
+    let (labels, values) = held_fields(ruby, &*rb_self)?;
+    for (label, value) in labels.into_iter().zip(values.into_iter()) {
         out.push_str(&format!(" {label}={}", inspect_value(ruby, value)?));
     }
     out.push('>');
@@ -462,11 +463,37 @@ pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Res
 /// `to_h` of a value object: its fields in a frozen Symbol-keyed Hash.
 pub(crate) fn value_to_h<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<RHash, Error> {
     let hash = ruby.hash_new();
-    for (label, value) in rb_self.fields(ruby)? {
+    let (labels, values) = held_fields(ruby, rb_self)?;
+    for (label, value) in labels.into_iter().zip(values.into_iter()) {
         hash.aset(ruby.to_symbol(label), value)?;
     }
     hash.freeze();
     Ok(hash)
+}
+
+/// The labels and values of [`ValueObject::fields`], the values held in a
+/// Ruby Array. `fields` collects them in a Rust `Vec`, which the GC does not
+/// see, so it runs with the GC paused: a collection while it made a later
+/// value could free an earlier one (a crash found under `GC.stress`).
+fn held_fields<T: ValueObject>(
+    ruby: &Ruby,
+    value: &T,
+) -> Result<(Vec<&'static str>, magnus::RArray), Error> {
+    let already_paused = ruby.gc_disable();
+    let fields = value.fields(ruby);
+    let held = fields.and_then(|fields| {
+        let values = ruby.ary_new_capa(fields.len());
+        let mut labels = Vec::with_capacity(fields.len());
+        for (label, field) in fields {
+            labels.push(label);
+            values.push(field)?;
+        }
+        Ok((labels, values))
+    });
+    if !already_paused {
+        ruby.gc_enable();
+    }
+    held
 }
 
 /// Defines `==`, `eql?`, `hash`, `inspect` and `to_s` (and `to_h` when asked)

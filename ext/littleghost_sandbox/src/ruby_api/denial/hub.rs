@@ -154,16 +154,17 @@ pub fn report(ruby: &Ruby, hub: &DenialHub, denial: CoreDenial) -> Result<(), Er
 /// thread (`event_thread`) every exception is warned about, so one
 /// subscriber can neither lose the next denials nor stop the thread.
 fn notify(ruby: &Ruby, hub: &DenialHub, denial: CoreDenial, event_thread: bool) -> Result<(), Error> {
-    let subscribers: Vec<Value> = hub
-        .subscribers()
-        .iter()
-        .map(|subscriber| ruby.get_inner(*subscriber))
-        .collect();
+    // Copied into a Ruby Array, which the GC sees: a subscriber may
+    // `off_denial` another while this loop still holds it.
+    let subscribers = ruby.ary_new();
+    for subscriber in hub.subscribers().iter() {
+        subscribers.push(ruby.get_inner(*subscriber))?;
+    }
     if subscribers.is_empty() {
         return Ok(());
     }
     let value = wrap(ruby, denial);
-    for subscriber in subscribers {
+    for subscriber in subscribers.into_iter() {
         // The user's `on_denial` block.
         if let Err(error) = subscriber.funcall::<_, _, Value>("call", (value,)) {
             swallow(ruby, error, event_thread)?;
