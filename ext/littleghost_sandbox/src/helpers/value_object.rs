@@ -453,7 +453,7 @@ pub(crate) fn value_hash<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<i64
 pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Result<String, Error> {
     let mut out = format!("#<{}", class_name(rb_self.as_value()));
     let (labels, values) = held_fields(ruby, &*rb_self)?;
-    for (label, value) in labels.into_iter().zip(values.into_iter()) {
+    for (label, value) in labels.into_iter().zip(values) {
         out.push_str(&format!(" {label}={}", inspect_value(ruby, value)?));
     }
     out.push('>');
@@ -464,7 +464,7 @@ pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Res
 pub(crate) fn value_to_h<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<RHash, Error> {
     let hash = ruby.hash_new();
     let (labels, values) = held_fields(ruby, rb_self)?;
-    for (label, value) in labels.into_iter().zip(values.into_iter()) {
+    for (label, value) in labels.into_iter().zip(values) {
         hash.aset(ruby.to_symbol(label), value)?;
     }
     hash.freeze();
