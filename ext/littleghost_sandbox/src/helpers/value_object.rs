@@ -359,7 +359,9 @@ pub fn string_of(ruby: &Ruby, value: Value) -> Result<String, Error> {
         }
         None => RString::try_convert(kernel(ruby, "String", value)?)?,
     };
-    crate::helpers::convert::text(ruby, string, "text").map_err(|_| {
+    // RString#to_string transcodes to UTF-8 and refuses what is not valid
+    // text, as convert::text does (which itself reads Hashes through here).
+    string.to_string().map_err(|_| {
         Error::new(
             ruby.exception_arg_error(),
             format!("expected valid UTF-8 text (got {})", class_name(value)),
