@@ -39,6 +39,10 @@ fn unprintable(c: char) -> bool {
 
 /// Whether `name` is shown quoted (see the module documentation).
 pub fn needs_quotes(name: &[u8]) -> bool {
+    // The common case, printable ASCII, without decoding characters.
+    if name.iter().all(|b| (0x20..0x7f).contains(b)) {
+        return matches!(name.first(), Some(b'"' | b'~' | b' ')) || name.last() == Some(&b' ');
+    }
     let Ok(text) = std::str::from_utf8(name) else {
         return true;
     };

@@ -314,12 +314,20 @@ pub(super) fn wrote(content: &[u8], logical: &str) -> String {
 pub(super) fn join_listing(mut names: Vec<Vec<u8>>) -> String {
     names.sort();
     names.dedup();
-    let shown: Vec<String> = names
-        .iter()
-        .map(|entry| match entry.strip_suffix(b"/") {
-            Some(directory) => format!("{}/", crate::names::show(directory)),
-            None => crate::names::show(entry).into_owned(),
-        })
-        .collect();
-    shown.join("\n")
+    // One buffer for the whole listing: a String per entry cost a tenth of
+    // a 1,000-entry `list` (bench/filesystem.rb).
+    let mut out = String::with_capacity(names.iter().map(|n| n.len() + 1).sum());
+    for (index, entry) in names.iter().enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        match entry.strip_suffix(b"/") {
+            Some(directory) => {
+                out.push_str(&crate::names::show(directory));
+                out.push('/');
+            }
+            None => out.push_str(&crate::names::show(entry)),
+        }
+    }
+    out
 }
