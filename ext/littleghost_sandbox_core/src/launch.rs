@@ -205,7 +205,9 @@ pub fn plan<E>(
             return Err(core_error(capability(ALLOWLIST_UNSUPPORTED)))
         }
         (NetworkMode::Allowlist, Some(gateway)) => {
-            let allow = request.policy_network.map_or(&[][..], |n| n.allow.as_slice());
+            let allow = request
+                .policy_network
+                .map_or(&[][..], |n| n.allow.as_slice());
             merge_environment(&[&proxy_environment(allow), &gateway])
         }
         _ => Vec::new(),
@@ -504,9 +506,14 @@ mod tests {
         // A loopback name the allowlist names is the host's service: not direct.
         let allow = ["localhost:8080".to_string()];
         let direct = |vars: Vec<(String, String)>| {
-            vars.into_iter().find(|(n, _)| n == "no_proxy").map(|(_, v)| v)
+            vars.into_iter()
+                .find(|(n, _)| n == "no_proxy")
+                .map(|(_, v)| v)
         };
-        assert_eq!(direct(proxy_environment(&allow)).as_deref(), Some("127.0.0.1"));
+        assert_eq!(
+            direct(proxy_environment(&allow)).as_deref(),
+            Some("127.0.0.1")
+        );
         let both = ["localhost:1".to_string(), "127.0.0.1:2".to_string()];
         assert_eq!(direct(proxy_environment(&both)).as_deref(), Some(""));
         // Narrowed to :none, the gateway adds nothing.

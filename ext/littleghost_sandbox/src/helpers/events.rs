@@ -182,7 +182,8 @@ impl Delivery {
             return; // another Ruby thread is starting it
         }
         let queue = queue.clone();
-        let thread = ruby.thread_create_from_fn(move |ruby| drain(ruby, &queue, &deliver, &dropped));
+        let thread =
+            ruby.thread_create_from_fn(move |ruby| drain(ruby, &queue, &deliver, &dropped));
         *self.lock() = Some((thread.as_value().into(), pid));
         self.starting.store(false, Ordering::SeqCst);
     }
@@ -252,7 +253,10 @@ mod tests {
         assert!(queue.push(2));
         assert!(!queue.push(3));
         let batch = queue.take(Duration::ZERO).unwrap();
-        assert_eq!((batch.items, batch.dropped, batch.last), (vec![1, 2], 1, false));
+        assert_eq!(
+            (batch.items, batch.dropped, batch.last),
+            (vec![1, 2], 1, false)
+        );
         assert!(queue.take(Duration::ZERO).is_none());
         assert!(queue.push(4), "room again once drained");
     }

@@ -389,7 +389,10 @@ fn wrap_command(
         exec_fd: None,
         exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
     };
-    Ok((host, (filter.into_iter().chain(relay_data).collect(), anchors)))
+    Ok((
+        host,
+        (filter.into_iter().chain(relay_data).collect(), anchors),
+    ))
 }
 
 /// The gateway of an opened sandbox.
@@ -403,7 +406,8 @@ fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
 /// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    let (host, _filter) = wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
+    let (host, _filter) =
+        wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
     la::run(ruby, rb_self, host, call)
 }
 

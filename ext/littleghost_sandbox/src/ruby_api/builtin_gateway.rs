@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use littleghost_sandbox_core::network as core;
 use magnus::{
-    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RClass,
-    RHash, RModule, Ruby, TypedData, Value,
+    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RClass, RHash, RModule,
+    Ruby, TypedData, Value,
 };
 
 use crate::helpers::{args, convert, nogvl, value_object as vo};
@@ -181,7 +181,10 @@ impl BuiltinGateway {
     fn denials(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
         let list = ruby.ary_new();
         for record in rb_self.core.denials() {
-            list.push(crate::ruby_api::denial::hub::wrap(ruby, CoreDenial::from(&record)))?;
+            list.push(crate::ruby_api::denial::hub::wrap(
+                ruby,
+                CoreDenial::from(&record),
+            ))?;
         }
         list.freeze();
         Ok(list)

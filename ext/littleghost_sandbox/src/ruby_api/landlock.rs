@@ -255,14 +255,19 @@ fn wrap_command(
     let supervised = errors::core_result(ruby, supervised)?;
     let mut host = HostCommand::planned(supervised.argv, launch);
     host.exec_fd = Some(supervised.executable_fd);
-    host.keep_fds = supervised.anchors.iter().map(|a| a.fd().as_raw_fd()).collect();
+    host.keep_fds = supervised
+        .anchors
+        .iter()
+        .map(|a| a.fd().as_raw_fd())
+        .collect();
     Ok((host, supervised.anchors))
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    let (host, _anchors) = wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
+    let (host, _anchors) =
+        wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
     la::run(ruby, rb_self, host, call)
 }
 

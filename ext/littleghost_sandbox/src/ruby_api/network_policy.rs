@@ -206,7 +206,9 @@ fn complete_declaration(ruby: &Ruby, keywords: RHash) -> Result<RHash, Error> {
         });
         copy.aset(key, value)?;
     }
-    let gateway: Value = copy.get(ruby.to_symbol("gateway")).unwrap_or(ruby.qnil().as_value());
+    let gateway: Value = copy
+        .get(ruby.to_symbol("gateway"))
+        .unwrap_or(ruby.qnil().as_value());
     let declared = if gateway.is_nil() {
         DeclaredGateway::Absent
     } else if vo::is_hash(ruby, gateway) || Symbol::from_value(gateway).is_some() {
@@ -222,7 +224,9 @@ fn complete_declaration(ruby: &Ruby, keywords: RHash) -> Result<RHash, Error> {
         let key = ruby.to_symbol(network_declaration::PRIVATE_DESTINATIONS);
         let value: Value = copy.delete(key)?;
         let options = match declared {
-            DeclaredGateway::Options if vo::is_hash(ruby, gateway) => vo::symbolize_keys(ruby, gateway)?,
+            DeclaredGateway::Options if vo::is_hash(ruby, gateway) => {
+                vo::symbolize_keys(ruby, gateway)?
+            }
             DeclaredGateway::Options => {
                 let options = ruby.hash_new();
                 options.aset(ruby.to_symbol("provider"), gateway)?;

@@ -268,7 +268,12 @@ fn outcome(
         },
     };
     let execution = finish();
-    Err(limit_kill(ruby, request.denials.as_ref(), exceeded, execution)?)
+    Err(limit_kill(
+        ruby,
+        request.denials.as_ref(),
+        exceeded,
+        execution,
+    )?)
 }
 
 /// A run or session a limit ended (L.2): reported as a denial where the
@@ -324,5 +329,10 @@ fn start_failure(ruby: &Ruby, failure: StartFailure) -> Result<Value, Error> {
 /// TimeoutError "Command timed out after SECONDS seconds" whose `execution`
 /// holds what the child wrote before it was terminated.
 fn timeout_error(ruby: &Ruby, timeout: f64, execution: Value) -> Error {
-    with_execution(ruby, &TIMEOUT_ERROR, arguments::run_timed_out(timeout), execution)
+    with_execution(
+        ruby,
+        &TIMEOUT_ERROR,
+        arguments::run_timed_out(timeout),
+        execution,
+    )
 }

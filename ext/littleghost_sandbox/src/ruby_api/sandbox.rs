@@ -18,9 +18,12 @@ pub(crate) use state::{
 
 use littleghost_sandbox_core::sandbox as rules;
 use magnus::{
-    method, prelude::*,
-    rb_sys::{AsRawValue, FromRawValue}, scan_args::get_kwargs, scan_args::scan_args, Error, KwArgs, RClass, RHash,
-    Ruby, Symbol, Value,
+    method,
+    prelude::*,
+    rb_sys::{AsRawValue, FromRawValue},
+    scan_args::get_kwargs,
+    scan_args::scan_args,
+    Error, KwArgs, RClass, RHash, Ruby, Symbol, Value,
 };
 
 use crate::helpers::args::{keywords_only, kwargs};

@@ -233,7 +233,8 @@ fn prepare(
 
 /// `workspace.resolve(path)` for `allows?`: its ArgumentError and KeyError become ToolError with the same message.
 fn resolve(ruby: &Ruby, state: &ScopeState, logical: RString) -> Result<PathBuf, Error> {
-    resolve_reference(ruby, state, logical)?.map_err(|error| errors::tool_error(ruby, error.message()))
+    resolve_reference(ruby, state, logical)?
+        .map_err(|error| errors::tool_error(ruby, error.message()))
 }
 
 /// `workspace.resolve(path)` (in Rust for a plain Workspace): `Ok(Err(..))`

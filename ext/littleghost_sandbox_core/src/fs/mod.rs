@@ -328,7 +328,10 @@ impl Broker {
             LIST_LIMIT => format!("{LIST_LIMIT} of {} entries: {logical}", limits.list_entries),
             m if NAMES_PATH.contains(&m) => format!("{m}: {logical}"),
             m if m.starts_with(OPERATION_FAILED) => {
-                format!("{OPERATION_FAILED} on {logical}{}", &m[OPERATION_FAILED.len()..])
+                format!(
+                    "{OPERATION_FAILED} on {logical}{}",
+                    &m[OPERATION_FAILED.len()..]
+                )
             }
             m if m.starts_with("Path name is too long") => format!("{m}: {logical}"),
             _ => message,

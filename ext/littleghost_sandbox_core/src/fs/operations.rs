@@ -305,7 +305,11 @@ pub(super) fn single_occurrence(text: &str, old_text: &[u8], logical: &str) -> R
 }
 
 pub(super) fn wrote(content: &[u8], logical: &str) -> String {
-    format!("Wrote {} to {}", crate::shown::count(content.len() as u64, "byte"), logical)
+    format!(
+        "Wrote {} to {}",
+        crate::shown::count(content.len() as u64, "byte"),
+        logical
+    )
 }
 
 /// Sorts bytewise after suffixing, de-duplicates and joins with newlines;

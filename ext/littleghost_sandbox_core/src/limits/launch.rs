@@ -382,7 +382,9 @@ impl LaunchCgroup {
             Dirs::V1(_) => self.v1_dir(Controller::Pids)?.to_path_buf(),
         };
         let text = std::fs::read_to_string(dir.join("pids.events")).ok()?;
-        field(&text, "max").filter(|refused| *refused > 0).map(|_| tasks)
+        field(&text, "max")
+            .filter(|refused| *refused > 0)
+            .map(|_| tasks)
     }
 
     /// Records that the CPU watcher stopped the tree.

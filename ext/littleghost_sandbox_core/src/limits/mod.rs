@@ -84,10 +84,16 @@ impl LimitExceeded {
     pub fn message(&self) -> String {
         match self {
             LimitExceeded::Memory { bytes } => {
-                format!("Program memory exceeded {}", crate::shown::count(*bytes, "byte"))
+                format!(
+                    "Program memory exceeded {}",
+                    crate::shown::count(*bytes, "byte")
+                )
             }
             LimitExceeded::Cpu { seconds } => {
-                format!("Program CPU time exceeded {}", crate::shown::count(*seconds, "second"))
+                format!(
+                    "Program CPU time exceeded {}",
+                    crate::shown::count(*seconds, "second")
+                )
             }
         }
     }

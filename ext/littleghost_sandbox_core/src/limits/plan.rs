@@ -55,7 +55,10 @@ impl Plan {
     /// seen (a descendant killed by its own rlimit is not: the fallback is
     /// per process, as documented); any other end is not a limit kill.
     pub fn rlimit_kill(&self, signal: Option<i32>) -> Option<super::LimitExceeded> {
-        rlimit_cpu_kill(self.cpu_fallback.then_some(self.rlimit_cpu_seconds?), signal)
+        rlimit_cpu_kill(
+            self.cpu_fallback.then_some(self.rlimit_cpu_seconds?),
+            signal,
+        )
     }
 }
 
@@ -145,7 +148,11 @@ mod tests {
             cpu_fallback: false,
             ..fallback.clone()
         };
-        assert_eq!(own_rlimit.rlimit_kill(Some(libc::SIGKILL)), None, "18.x's own rlimit reads as a signal");
+        assert_eq!(
+            own_rlimit.rlimit_kill(Some(libc::SIGKILL)),
+            None,
+            "18.x's own rlimit reads as a signal"
+        );
         let cpu = Some(crate::limits::LimitExceeded::Cpu { seconds: 2 });
         assert_eq!(fallback.rlimit_kill(Some(libc::SIGKILL)), cpu);
         assert_eq!(fallback.rlimit_kill(Some(libc::SIGXCPU)), cpu);

@@ -51,7 +51,10 @@ pub fn complete(keys: &[String], gateway: DeclaredGateway) -> Result<Completion>
         .collect();
     if !unknown.is_empty() {
         let shown = |names: &mut dyn Iterator<Item = &str>| {
-            names.map(|n| format!(":{n}")).collect::<Vec<_>>().join(", ")
+            names
+                .map(|n| format!(":{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         return Err(argument(format!(
             "unknown network policy {}: {} (valid keys: {})",
@@ -96,8 +99,14 @@ mod tests {
     fn an_unknown_key_is_refused_with_the_valid_keys() {
         let error = complete(&keys(&["allowlist", "allow"]), DeclaredGateway::Absent).unwrap_err();
         let text = error.to_string();
-        assert!(text.contains("unknown network policy key: :allowlist"), "{text}");
-        assert!(text.contains(":mode, :allow, :allow_private_destinations"), "{text}");
+        assert!(
+            text.contains("unknown network policy key: :allowlist"),
+            "{text}"
+        );
+        assert!(
+            text.contains(":mode, :allow, :allow_private_destinations"),
+            "{text}"
+        );
         let two = complete(&keys(&["a", "b"]), DeclaredGateway::Absent).unwrap_err();
         assert!(two.to_string().contains("keys: :a, :b"), "{two}");
     }
@@ -105,8 +114,16 @@ mod tests {
     #[test]
     fn private_destinations_go_to_the_built_in_gateway_only() {
         let keys = keys(&["allow", PRIVATE_DESTINATIONS]);
-        assert!(complete(&keys, DeclaredGateway::Absent).unwrap().private_destinations_to_gateway);
-        assert!(complete(&keys, DeclaredGateway::Options).unwrap().private_destinations_to_gateway);
+        assert!(
+            complete(&keys, DeclaredGateway::Absent)
+                .unwrap()
+                .private_destinations_to_gateway
+        );
+        assert!(
+            complete(&keys, DeclaredGateway::Options)
+                .unwrap()
+                .private_destinations_to_gateway
+        );
         assert!(complete(&keys, DeclaredGateway::Object).is_err());
     }
 }

@@ -293,7 +293,9 @@ impl RunningProcess {
     /// The `tasks` limit, if the kernel refused a process at it (no kill:
     /// the program saw EAGAIN and went on; issue 19 item 6).
     pub fn tasks_refused(&self) -> Option<u64> {
-        self.cgroup.as_ref().and_then(|cgroup| cgroup.tasks_refused())
+        self.cgroup
+            .as_ref()
+            .and_then(|cgroup| cgroup.tasks_refused())
     }
 
     /// The launch ended (a session's `close`): kills everything left in its

@@ -16,8 +16,8 @@ use std::time::Duration;
 use super::deadline::Deadline;
 use super::running::{write_stdin, Owner, RunningProcess};
 use super::{CaptureMode, Launch, SpawnError};
-use crate::limits::{LimitExceeded, ProcessLimits};
 use crate::limits::plan::rlimit_cpu_kill;
+use crate::limits::{LimitExceeded, ProcessLimits};
 
 pub mod monitor;
 pub mod status;

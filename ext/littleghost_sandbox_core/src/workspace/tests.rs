@@ -39,7 +39,10 @@ fn workspace_resolve_relative_and_named() {
     );
     // The root has the reserved name `root`.
     assert_eq!(resolve("workspace://root").unwrap(), PathBuf::from("/w"));
-    assert_eq!(resolve("workspace://root/notes/a.md").unwrap(), PathBuf::from("/w/notes/a.md"));
+    assert_eq!(
+        resolve("workspace://root/notes/a.md").unwrap(),
+        PathBuf::from("/w/notes/a.md")
+    );
     assert!(message(resolve("workspace://root/../etc")).contains("traversal is not allowed"));
 }
 
@@ -396,7 +399,10 @@ fn a_refused_reference_is_a_refusal_when_it_tries_to_leave() {
     assert_eq!(classify("../x"), Some(Reason::EscapesScope));
     assert_eq!(classify("notes/../../x"), Some(Reason::EscapesScope));
     assert_eq!(classify("~/x"), Some(Reason::EscapesScope));
-    assert_eq!(classify("workspace://source/../x"), Some(Reason::EscapesScope));
+    assert_eq!(
+        classify("workspace://source/../x"),
+        Some(Reason::EscapesScope)
+    );
     assert_eq!(classify("/etc/passwd"), Some(Reason::OutsideScope));
     assert_eq!(classify("workspace://nope/x"), Some(Reason::OutsideScope));
     assert_eq!(classify("workspace:///x"), Some(Reason::OutsideScope));

@@ -153,7 +153,12 @@ pub fn report(ruby: &Ruby, hub: &DenialHub, denial: CoreDenial) -> Result<(), Er
 /// StandardError is warned about and the rest propagates; on the event
 /// thread (`event_thread`) every exception is warned about, so one
 /// subscriber can neither lose the next denials nor stop the thread.
-fn notify(ruby: &Ruby, hub: &DenialHub, denial: CoreDenial, event_thread: bool) -> Result<(), Error> {
+fn notify(
+    ruby: &Ruby,
+    hub: &DenialHub,
+    denial: CoreDenial,
+    event_thread: bool,
+) -> Result<(), Error> {
     // Copied into a Ruby Array, which the GC sees: a subscriber may
     // `off_denial` another while this loop still holds it.
     let subscribers = ruby.ary_new();

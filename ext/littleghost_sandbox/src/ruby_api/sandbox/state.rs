@@ -211,7 +211,10 @@ pub(crate) fn backend_value(ruby: &Ruby, rb_self: SandboxObj) -> Option<Value> {
 
 /// The backend a Sandbox value forwards to (a Native's), if any.
 pub(crate) fn backend_of(ruby: &Ruby, value: Value) -> Option<Value> {
-    borrow(value)?.backend.get().map(|value| ruby.get_inner(value))
+    borrow(value)?
+        .backend
+        .get()
+        .map(|value| ruby.get_inner(value))
 }
 
 /// The launch defaults a backend stored from its options (see `launch_limits`).

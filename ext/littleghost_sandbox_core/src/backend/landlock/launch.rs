@@ -91,7 +91,10 @@ pub fn launch_rules(
         network == NetworkMode::None,
         deny_subprocesses,
     )?;
-    let on_the_way = sandbox.workspace_directories.iter().any(|w| cwd.starts_with(w))
+    let on_the_way = sandbox
+        .workspace_directories
+        .iter()
+        .any(|w| cwd.starts_with(w))
         && planned.rules.iter().any(|rule| rule.path.starts_with(cwd));
     if !on_the_way && !cwd_allowed(&planned, cwd) {
         return Err(tool(format!(
@@ -154,7 +157,15 @@ mod tests {
         // Only /w/src is granted: the workspace root is still where the child starts.
         let only_src = [mount("/w/src", "/w/src")];
         let run = |cwd: &str| {
-            launch_rules(sandbox, &only_src, &only_src, false, NetworkMode::None, false, Path::new(cwd))
+            launch_rules(
+                sandbox,
+                &only_src,
+                &only_src,
+                false,
+                NetworkMode::None,
+                false,
+                Path::new(cwd),
+            )
         };
         assert!(run("/w").is_ok());
         assert!(run("/w/src").is_ok());

@@ -417,7 +417,11 @@ fn cwd_must_lie_in_a_selected_grant_or_a_workspace_free_tmpfs() {
     assert!(validate_cwd(Path::new("/tmp/scratch"), &grants, &[], &tmpfs, &ws).is_ok());
     for outside in ["/etc", "/w2", "relative"] {
         let err = validate_cwd(Path::new(outside), &grants, &[], &tmpfs, &ws).unwrap_err();
-        assert_eq!(err, tool(format!("{CWD_OUTSIDE_SCOPE}: {outside}")), "{outside}");
+        assert_eq!(
+            err,
+            tool(format!("{CWD_OUTSIDE_SCOPE}: {outside}")),
+            "{outside}"
+        );
     }
     // Only src and out granted: the workspace root still is where a program starts (bwrap makes it,
     // holding only the grants), but nothing above the workspace is.

@@ -164,7 +164,13 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
     };
     let command = vec!["curl".to_string()];
     let host = options
-        .host_argv(launch, command, Some(relay), (Some(9), &[]), &FakeHost::debian())
+        .host_argv(
+            launch,
+            command,
+            Some(relay),
+            (Some(9), &[]),
+            &FakeHost::debian(),
+        )
         .unwrap();
     assert_eq!(host.program, RELAY_PATH);
     let tail = [
@@ -208,7 +214,13 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
 fn allowlist_without_an_open_gateway_is_refused() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::Allowlist);
-    let refused = options.host_argv(launch, vec!["curl".into()], None, (None, &[]), &FakeHost::debian());
+    let refused = options.host_argv(
+        launch,
+        vec!["curl".into()],
+        None,
+        (None, &[]),
+        &FakeHost::debian(),
+    );
     let expected = Error::Dependency("the network gateway is not open".into());
     assert_eq!(refused, Err(expected));
 }
@@ -221,7 +233,13 @@ fn a_non_utf8_executable_is_refused() {
         ..Options::default()
     };
     let launch = launch_of(&options, NetworkMode::None);
-    let refused = options.host_argv(launch, vec!["true".into()], None, (None, &[]), &FakeHost::debian());
+    let refused = options.host_argv(
+        launch,
+        vec!["true".into()],
+        None,
+        (None, &[]),
+        &FakeHost::debian(),
+    );
     let message = "bubblewrap executable path must be valid UTF-8";
     assert_eq!(refused, Err(Error::Argument(message.into())));
 }
