@@ -13,37 +13,6 @@ fn launch_filter() -> Filter {
         .with_ipc_denied()
 }
 
-fn install(filter: &Filter) {
-    let program = program(Arch::native().expect("supported arch"), filter);
-    let filters: Vec<libc::sock_filter> = program
-        .iter()
-        .map(|i| libc::sock_filter {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect();
-    let fprog = libc::sock_fprog {
-        len: filters.len() as u16,
-        filter: filters.as_ptr() as *mut _,
-    };
-    // SAFETY: runs only in the re-executed child; integer prctl arguments,
-    // and `fprog` points at `filters`, which outlive the call.
-    unsafe {
-        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-        assert_eq!(
-            libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0,
-                &fprog as *const _
-            ),
-            0
-        );
-    }
-}
-
 /// The probes, printed as `name: outcome`. Each targets the parent (a
 /// process outside the launch) or the caller itself (pid 0); none changes the
 /// parent when allowed: the values written are the ones read first.
@@ -158,7 +127,7 @@ fn a_child_in_the_host_pid_namespace_changes_only_itself_and_reaches_no_ipc() {
     const NAME: &str = "backend::seccomp::tests::host_processes::a_child_in_the_host_pid_namespace_changes_only_itself_and_reaches_no_ipc";
     match std::env::var(CHILD_MODE).as_deref() {
         Ok("host-filtered") => {
-            install(&launch_filter());
+            install_in_child(&launch_filter());
             return probe();
         }
         Ok("host-unfiltered") => return probe(),

@@ -27,38 +27,19 @@ fn install_native_filter() {
 }
 
 fn install_filter(deny_subprocesses: bool) {
-    let filter = Filter::for_launch(deny_subprocesses, None, None);
-    let program = program(Arch::native().expect("supported arch"), &filter);
-    let filters: Vec<libc::sock_filter> = program
-        .iter()
-        .map(|i| libc::sock_filter {
-            code: i.code,
-            jt: i.jt,
-            jf: i.jf,
-            k: i.k,
-        })
-        .collect();
-    let fprog = libc::sock_fprog {
-        len: filters.len() as u16,
-        filter: filters.as_ptr() as *mut _,
-    };
-    // SAFETY: runs only in the re-executed child, never in the test runner;
-    // prctl takes plain integers, and `fprog` points at `filters`, which
-    // outlive the call (the kernel copies the program).
-    unsafe {
-        assert_eq!(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-        assert_eq!(
-            libc::syscall(
-                libc::SYS_seccomp,
-                libc::SECCOMP_SET_MODE_FILTER,
-                0,
-                &fprog as *const _
-            ),
-            0,
-            "seccomp: {}",
-            std::io::Error::last_os_error()
-        );
-    }
+    install_in_child(&Filter::for_launch(deny_subprocesses, None, None));
+}
+
+/// Installs `filter` the way the helper does (`no_new_privs`, then the
+/// module's own [`install`]); only in a re-executed child, never in the test
+/// runner.
+fn install_in_child(filter: &Filter) {
+    // SAFETY: prctl with plain integer arguments.
+    assert_eq!(
+        unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) },
+        0
+    );
+    install(filter).expect("seccomp filter installed");
 }
 
 fn errno_name(result: i64) -> String {
