@@ -33,6 +33,17 @@ RSpec.describe "The gem's helper executable" do # rubocop:disable RSpec/Describe
     File.join(vendor, "lib")
   end
 
+  # The gem copied into `root` (a writable grant) and the child's replacement for its helper, which leaves
+  # `marker` when it runs: [lib, helper, fake, the shell command that swaps it in].
+  def planted_helper(root, marker, command)
+    lib = copy_lib(root)
+    helper = File.join(lib, HELPER)
+    fake = File.join(root, "fake-helper")
+    File.write(fake, fake_helper(marker))
+    File.chmod(0o755, fake)
+    [lib, helper, fake, format(command, fake: fake, helper: helper)]
+  end
+
   def run_inner(lib, script, *args)
     stdout, stderr, status = Open3.capture3(RbConfig.ruby, "-I#{lib}", "-e", script, *args)
     raise "inner Ruby failed (#{status.exitstatus}): #{stderr}" unless status.success?
@@ -76,13 +87,8 @@ RSpec.describe "The gem's helper executable" do # rubocop:disable RSpec/Describe
       it "stays confined after a child replaces the helper (#{how}): the child's file never runs" do
         root = temporary_directory
         outside = temporary_directory
-        lib = copy_lib(root)
-        helper = File.join(lib, HELPER)
         marker = File.join(outside, "marker")
-        fake = File.join(root, "fake-helper")
-        File.write(fake, fake_helper(marker))
-        File.chmod(0o755, fake)
-        replace = format(command, fake: fake, helper: helper)
+        lib, helper, fake, replace = planted_helper(root, marker, command)
 
         report = run_inner(lib, LANDLOCK, root, helper, fake, outside, replace)
 
@@ -170,13 +176,8 @@ RSpec.describe "The gem's helper executable" do # rubocop:disable RSpec/Describe
           nil
         end
         root = temporary_directory
-        lib = copy_lib(root)
-        helper = File.join(lib, HELPER)
         marker = File.join(root, "marker")
-        fake = File.join(root, "fake-helper")
-        File.write(fake, fake_helper(marker))
-        File.chmod(0o755, fake)
-        replace = format(command, fake: fake, helper: helper)
+        lib, helper, fake, replace = planted_helper(root, marker, command)
 
         report = run_inner(lib, BUBBLEWRAP, root, helper, fake, server.addr[1].to_s, replace)
 
