@@ -38,9 +38,10 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
     puts JSON.generate(report)
   RUBY
 
-  def outcome(*prefix)
+  # What `script` reports when run by a new Ruby (under `prefix`, e.g. setpriv).
+  def outcome(*prefix, script: SCRIPT)
     lib = File.expand_path("../lib", __dir__)
-    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", SCRIPT, chdir: "/tmp")
+    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", script, chdir: "/tmp")
     raise "#{prefix.inspect} failed: #{errors}" unless status.success?
 
     JSON.parse(output.lines.last, symbolize_names: true)
@@ -136,11 +137,7 @@ RSpec.describe "A session ended at its CPU limit" do
   RUBY
 
   def session_outcome(*prefix)
-    lib = File.expand_path("../lib", __dir__)
-    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", SESSION_SCRIPT, chdir: "/tmp")
-    raise "#{prefix.inspect} failed: #{errors}" unless status.success?
-
-    JSON.parse(output.lines.last, symbolize_names: true)
+    outcome(*prefix, script: SESSION_SCRIPT)
   end
 
   let(:expected) do
