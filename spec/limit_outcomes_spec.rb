@@ -11,6 +11,17 @@ require "rbconfig"
 # it wrote before it was ended, and is one `:limit` denial, whether a
 # launch cgroup enforced the limit (root here) or the L.3 fallback did
 # (uid 65534: per-process RLIMIT_CPU, sampled memory).
+# What a reporting script prints as JSON when a new Ruby runs it (under `prefix`, e.g. setpriv).
+module LimitReport
+  def limit_report(script, *prefix)
+    lib = File.expand_path("../lib", __dir__)
+    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", script, chdir: "/tmp")
+    raise "#{prefix.inspect} failed: #{errors}" unless status.success?
+
+    JSON.parse(output.lines.last, symbolize_names: true)
+  end
+end
+
 RSpec.describe LittleGhost::Sandbox::LimitError do
   SCRIPT = <<~'RUBY'
     require "littleghost/sandbox"
@@ -38,13 +49,10 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
     puts JSON.generate(report)
   RUBY
 
-  # What `script` reports when run by a new Ruby (under `prefix`, e.g. setpriv).
-  def outcome(*prefix, script: SCRIPT)
-    lib = File.expand_path("../lib", __dir__)
-    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", script, chdir: "/tmp")
-    raise "#{prefix.inspect} failed: #{errors}" unless status.success?
+  include LimitReport
 
-    JSON.parse(output.lines.last, symbolize_names: true)
+  def outcome(*prefix)
+    limit_report(SCRIPT, *prefix)
   end
 
   def expect_limit(result, message, reason)
@@ -136,8 +144,10 @@ RSpec.describe "A session ended at its CPU limit" do
     puts JSON.generate(report)
   RUBY
 
+  include LimitReport
+
   def session_outcome(*prefix)
-    outcome(*prefix, script: SESSION_SCRIPT)
+    limit_report(SESSION_SCRIPT, *prefix)
   end
 
   let(:expected) do
