@@ -72,11 +72,14 @@ fn file_method<const OP: usize, const HOOK: bool>(
 /// (issue 20). A root that exists is usable unopened, as upstream allows.
 fn require_opened_workspace(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let workspace = crate::ruby_api::sandbox::workspace_of(ruby, rb_self.as_value());
-    let Some(native) = crate::ruby_api::workspace::native(ruby, workspace) else {
-        return Ok(());
-    };
+    // An open workspace (every file operation's case) costs one flag read;
+    // only an unopened one has its root looked up and stat'ed.
+    match crate::ruby_api::workspace::native(ruby, workspace) {
+        Some(native) if !native.is_open() => {}
+        _ => return Ok(()),
+    }
     let root = crate::helpers::launch_args::workspace_root(workspace)?;
-    if native.is_open() || root.is_dir() {
+    if root.is_dir() {
         return Ok(());
     }
     Err(crate::ruby_api::errors::tool_error(
