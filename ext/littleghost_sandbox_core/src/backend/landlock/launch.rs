@@ -91,12 +91,16 @@ pub fn launch_rules(
         network == NetworkMode::None,
         deny_subprocesses,
     )?;
-    let on_the_way = sandbox
-        .workspace_directories
-        .iter()
-        .any(|w| cwd.starts_with(w))
-        && planned.rules.iter().any(|rule| rule.path.starts_with(cwd));
-    if !on_the_way && !cwd_allowed(&planned, cwd) {
+    // The common case (a cwd beneath a readable rule) first; a workspace
+    // directory on the way to a grant only when it is not.
+    let on_the_way = || {
+        sandbox
+            .workspace_directories
+            .iter()
+            .any(|w| cwd.starts_with(w))
+            && planned.rules.iter().any(|rule| rule.path.starts_with(cwd))
+    };
+    if !cwd_allowed(&planned, cwd) && !on_the_way() {
         return Err(tool(format!(
             "sandbox working directory is outside the selected scope: {}",
             cwd.display()
