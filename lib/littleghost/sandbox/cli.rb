@@ -354,15 +354,22 @@ module LittleGhost
         128 + Signal.list.fetch("PIPE")
       end
 
+      # bwrap's own execvp failures: the reasons the core reads as "not found" for execute_program
+      # (backend/bubblewrap/exec_failure.rs); the other reasons it reads there mean "cannot execute". Keep the two
+      # lists equal.
+      BWRAP_NOT_FOUND = ["No such file or directory", "Not a directory"].freeze
+      BWRAP_NOT_EXECUTABLE = ["Permission denied", "Exec format error", "Operation not permitted"].freeze
+      BWRAP_EXEC_FAILURE = /\Abwrap: execvp (.+): (#{Regexp.union(BWRAP_NOT_FOUND + BWRAP_NOT_EXECUTABLE).source})\n\z/.freeze
+      private_constant :BWRAP_NOT_FOUND, :BWRAP_NOT_EXECUTABLE, :BWRAP_EXEC_FAILURE
+
       # Bubblewrap reports a program it cannot execute inside the sandbox as exit 1 with exactly
       # "bwrap: execvp PROGRAM: REASON" on stderr and nothing else (its C locale's wording). When the first output
       # is exactly that, it is held back until more output or the exit status says whose it was.
       def bwrap_exec_failure(chunk)
-        match = /\Abwrap: execvp (.+): (No such file or directory|Not a directory|Permission denied|Exec format error)\n\z/
-                .match(chunk.stderr)
+        match = BWRAP_EXEC_FAILURE.match(chunk.stderr)
         return nil unless match && chunk.stdout.empty?
 
-        status = match[2].start_with?("No such", "Not a dir") ? NOT_FOUND : NOT_EXECUTABLE
+        status = BWRAP_NOT_FOUND.include?(match[2]) ? NOT_FOUND : NOT_EXECUTABLE
         { program: match[1], status: status }
       end
 
