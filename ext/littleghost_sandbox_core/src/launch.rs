@@ -91,10 +91,10 @@ impl Pins {
     /// overlay). A source beneath no pin is refused: nothing is ever granted
     /// by a path string.
     pub fn anchor_for(&self, source: &Path) -> Result<Anchor> {
-        let anchors = Anchors::new(self.0.iter().map(|(_, a)| a.clone()).collect());
         let anchor = match self.anchor(source) {
             Some(anchor) => anchor.clone(),
-            None => anchors
+            // Only a grant no pin names needs the containing anchor's walk.
+            None => Anchors::new(self.0.iter().map(|(_, a)| a.clone()).collect())
                 .for_source(source)
                 .ok_or_else(|| policy(SOURCE_UNAVAILABLE))??,
         };
