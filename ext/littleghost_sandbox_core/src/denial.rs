@@ -61,6 +61,8 @@ pub enum Operation {
     Execute,
     /// An outbound connection through the gateway.
     Connect,
+    /// One HTTP request the gateway read (plain HTTP, or inspected HTTPS).
+    Request,
 }
 
 impl Operation {
@@ -73,6 +75,7 @@ impl Operation {
             Operation::Replace => "replace",
             Operation::Execute => "execute",
             Operation::Connect => "connect",
+            Operation::Request => "request",
         }
     }
 }
@@ -112,6 +115,16 @@ pub enum Reason {
     PrivateDestination,
     /// The network gateway is at its descriptor budget.
     DescriptorBudget,
+    /// An HTTP request outside its destination's `methods:`/`paths:`.
+    RequestNotAllowed,
+    /// A secret's stand-in bound for a destination the secret does not name
+    /// (or through a tunnel the gateway cannot read).
+    SecretExfiltration,
+    /// A CONNECT to a destination whose HTTP rules can only be enforced by
+    /// reading the requests, which is not inspected (`inspect: true`).
+    InspectionRequired,
+    /// TLS SNI or the `Host` header names another host than the CONNECT target.
+    HostMismatch,
 }
 
 impl Reason {
@@ -134,6 +147,10 @@ impl Reason {
             Reason::NotAllowed => "not_allowed",
             Reason::PrivateDestination => "private_destination",
             Reason::DescriptorBudget => "descriptor_budget",
+            Reason::RequestNotAllowed => "request_not_allowed",
+            Reason::SecretExfiltration => "secret_exfiltration",
+            Reason::InspectionRequired => "inspection_required",
+            Reason::HostMismatch => "host_mismatch",
         }
     }
 
@@ -143,9 +160,13 @@ impl Reason {
             Reason::MemoryLimit | Reason::CpuLimit | Reason::OutputLimit | Reason::TaskLimit => {
                 Kind::Limit
             }
-            Reason::NotAllowed | Reason::PrivateDestination | Reason::DescriptorBudget => {
-                Kind::Network
-            }
+            Reason::NotAllowed
+            | Reason::PrivateDestination
+            | Reason::DescriptorBudget
+            | Reason::RequestNotAllowed
+            | Reason::SecretExfiltration
+            | Reason::InspectionRequired
+            | Reason::HostMismatch => Kind::Network,
             _ => Kind::Filesystem,
         }
     }
@@ -171,6 +192,8 @@ pub struct Denial {
     /// The refused operation's own error message (or the gateway's reason).
     pub message: String,
     pub at: SystemTime,
+    /// For a refused HTTP request: its method and origin-form path.
+    pub request: Option<(String, String)>,
 }
 
 impl Denial {
@@ -188,6 +211,7 @@ impl Denial {
             reason,
             message: message.into(),
             at: SystemTime::now(),
+            request: None,
         }
     }
 
@@ -242,14 +266,22 @@ impl From<&gateway::Denial> for Denial {
             gateway::DenialReason::NotAllowed => Reason::NotAllowed,
             gateway::DenialReason::PrivateDestination => Reason::PrivateDestination,
             gateway::DenialReason::DescriptorBudget => Reason::DescriptorBudget,
+            gateway::DenialReason::RequestNotAllowed => Reason::RequestNotAllowed,
+            gateway::DenialReason::SecretExfiltration => Reason::SecretExfiltration,
+            gateway::DenialReason::InspectionRequired => Reason::InspectionRequired,
+            gateway::DenialReason::HostMismatch => Reason::HostMismatch,
         };
         Denial {
             kind: Kind::Network,
-            operation: Operation::Connect,
+            operation: match record.request {
+                Some(_) => Operation::Request,
+                None => Operation::Connect,
+            },
             target: record.destination.clone(),
             reason,
             message: record.reason.text().to_owned(),
             at: record.at,
+            request: record.request.clone(),
         }
     }
 }
@@ -394,6 +426,7 @@ mod tests {
             at: SystemTime::UNIX_EPOCH,
             destination: "example.com:443".into(),
             reason: gateway::DenialReason::PrivateDestination,
+            request: None,
         };
         let denial = Denial::from(&record);
         assert_eq!(denial.kind, Kind::Network);

@@ -1,12 +1,14 @@
-//! Allowlist entries of the built-in gateway (SPEC G.7): exact `host:port`
-//! pairs, and the address ranges a destination may not resolve into.
+//! Allowlist of the built-in gateway (SPEC G.7): its [`Rule`]s (destination
+//! patterns with optional HTTP rules, see [`super::rules`]), and the address
+//! ranges a destination may not resolve into.
 //!
-//! The entries first go through the NetworkPolicy normalisation of 7.3
+//! String entries first go through the NetworkPolicy normalisation of 7.3
 //! (strip, down-case, de-duplicate, no whitespace); this module adds the
-//! `host:port` syntax check that 7.3 leaves to the gateway.
+//! pattern syntax check that 7.3 leaves to the gateway.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use super::rules::{in_network, Access, HostPattern, Pattern, Rule};
 use crate::error::{policy, Result};
 
 /// A destination host: a lowercase DNS name or an IP literal.
@@ -58,7 +60,7 @@ impl Destination {
     }
 }
 
-fn split_authority(text: &str) -> std::result::Result<(&str, Option<&str>), String> {
+pub(super) fn split_authority(text: &str) -> std::result::Result<(&str, Option<&str>), String> {
     if text.contains("://") || text.contains('/') {
         return Err("is a URL or path, not \"host:port\"".into());
     }
@@ -129,47 +131,68 @@ fn parse_host(text: &str) -> std::result::Result<Host, String> {
     Ok(Host::Name(text.to_owned()))
 }
 
-/// The gateway's allowlist: exact destinations, plus whether private
-/// destinations may be reached.
+/// The gateway's allowlist: its rules, plus whether private destinations
+/// may be reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Allowlist {
-    entries: Vec<Destination>,
+    rules: Vec<Rule>,
     allow_private_destinations: bool,
 }
 
 impl Allowlist {
-    /// Normalises `entries` as NetworkPolicy does (7.3), then checks each is
-    /// exactly `host:port` (G.7). An IP-literal entry in a refused range is a
-    /// PolicyError unless `allow_private_destinations`.
+    /// Normalises `entries` as NetworkPolicy does (7.3), then parses each as
+    /// a destination pattern (`host:port`, `*.suffix:port`, `host:*`,
+    /// `net/len:port`) allowing every request. An entry naming private or
+    /// reserved addresses is a PolicyError unless `allow_private_destinations`.
     pub fn new(entries: &[String], allow_private_destinations: bool) -> Result<Allowlist> {
         let normalized = crate::policy::allow_entries(entries)?;
-        if normalized.is_empty() {
+        let rules = normalized
+            .iter()
+            .map(|entry| parse_pattern(entry).map(Rule::destination))
+            .collect::<Result<Vec<Rule>>>()?;
+        Allowlist::with_rules(rules, allow_private_destinations)
+    }
+
+    /// An allowlist of `rules` (in order; duplicates dropped). Needs one at
+    /// least; a rule naming private or reserved addresses is a PolicyError
+    /// unless `allow_private_destinations`.
+    pub fn with_rules(rules: Vec<Rule>, allow_private_destinations: bool) -> Result<Allowlist> {
+        if rules.is_empty() {
             return Err(policy(
                 "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)",
             ));
         }
-        let mut parsed = Vec::with_capacity(normalized.len());
-        for entry in &normalized {
-            let destination = Destination::parse(entry, None)
-                .map_err(|why| policy(format!("network allowlist entry {entry:?} {why}")))?;
-            if let Host::Ip(ip) = destination.host {
-                if !allow_private_destinations && refused_address(ip) {
-                    return Err(policy(format!(
-                        "network allowlist entry {entry:?} is a private or reserved address; set allow_private_destinations: true to allow it"
-                    )));
-                }
+        let mut kept: Vec<Rule> = Vec::with_capacity(rules.len());
+        for rule in rules {
+            if !allow_private_destinations && names_refused_addresses(&rule.destination) {
+                return Err(policy(format!(
+                    "network allowlist entry \"{}\" is a private or reserved address; set allow_private_destinations: true to allow it",
+                    rule.destination
+                )));
             }
-            parsed.push(destination);
+            if !kept.contains(&rule) {
+                kept.push(rule);
+            }
         }
         Ok(Allowlist {
-            entries: parsed,
+            rules: kept,
             allow_private_destinations,
         })
     }
 
-    /// Whether `destination` is listed exactly.
+    /// What the rules say about `destination`; `None` when none matches.
+    pub fn access(&self, destination: &Destination) -> Option<Access<'_>> {
+        Access::new(
+            self.rules
+                .iter()
+                .filter(|rule| rule.destination.matches(destination))
+                .collect(),
+        )
+    }
+
+    /// Whether some rule matches `destination` (whatever its HTTP rules).
     pub fn allows(&self, destination: &Destination) -> bool {
-        self.entries.contains(destination)
+        self.access(destination).is_some()
     }
 
     /// Whether resolved addresses in refused ranges may be connected to.
@@ -177,11 +200,71 @@ impl Allowlist {
         self.allow_private_destinations
     }
 
-    /// The parsed entries, in the order given.
-    pub fn entries(&self) -> &[Destination] {
-        &self.entries
+    /// The rules, in the order given.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Every rule's destination pattern as text, in order.
+    pub fn entries(&self) -> Vec<String> {
+        let patterns = self.rules.iter().map(|rule| rule.destination.to_string());
+        let mut seen = std::collections::HashSet::new();
+        patterns.filter(|text| seen.insert(text.clone())).collect()
     }
 }
+
+/// Parses one normalised entry as a pattern, with the entry in the message.
+pub fn parse_pattern(entry: &str) -> Result<Pattern> {
+    Pattern::parse(entry).map_err(|why| policy(format!("network allowlist entry {entry:?} {why}")))
+}
+
+/// Whether a pattern names an address in a refused range: an IP literal in
+/// one, or a network overlapping one. Names are vetted when resolved.
+fn names_refused_addresses(pattern: &Pattern) -> bool {
+    match &pattern.host {
+        HostPattern::Exact(Host::Ip(ip)) => refused_address(*ip),
+        HostPattern::Network { address, prefix } => {
+            refused_address(*address)
+                || REFUSED_NETWORKS.iter().any(|(text, length)| {
+                    let refused: IpAddr = text.parse().expect("a valid network");
+                    let shorter = (*length).min(*prefix);
+                    in_network(refused, *address, shorter) || in_network(*address, refused, shorter)
+                })
+        }
+        _ => false,
+    }
+}
+
+/// The ranges [`refused_address`] refuses, as networks (for the overlap of
+/// a network entry; single addresses go through `refused_address`).
+const REFUSED_NETWORKS: [(&str, u8); 26] = [
+    ("0.0.0.0", 8),
+    ("10.0.0.0", 8),
+    ("100.64.0.0", 10),
+    ("127.0.0.0", 8),
+    ("169.254.0.0", 16),
+    ("172.16.0.0", 12),
+    ("192.0.0.0", 24),
+    ("192.0.2.0", 24),
+    ("192.168.0.0", 16),
+    ("198.18.0.0", 15),
+    ("198.51.100.0", 24),
+    ("203.0.113.0", 24),
+    ("224.0.0.0", 4),
+    ("240.0.0.0", 4),
+    ("::", 96),
+    ("::ffff:0:0", 96),
+    ("64:ff9b::", 32),
+    ("100::", 64),
+    ("2001::", 23),
+    ("2001:db8::", 32),
+    ("2002::", 16),
+    ("fc00::", 7),
+    ("fe80::", 10),
+    ("fec0::", 10),
+    ("ff00::", 8),
+    ("::1", 128),
+];
 
 /// Whether `ip` is in a range the gateway refuses without
 /// `allow_private_destinations`: loopback, private, link-local, CGNAT,
@@ -254,7 +337,7 @@ mod tests {
         assert!(!allow.allows(&parse("x.api.example.com:443")));
         assert!(allow.allows(&parse("[0:0::1]:8080")));
         assert!(allow.allows(&parse("10.0.0.1")));
-        assert_eq!(allow.entries()[1].to_string(), "[::1]:8080");
+        assert_eq!(allow.entries()[1], "[::1]:8080");
     }
 
     #[test]
@@ -306,6 +389,40 @@ mod tests {
             assert!(list(&[entry], true).is_ok());
         }
         assert!(list(&["93.184.216.34:443", "localhost:80"], false).is_ok());
+        for network in [
+            "10.1.0.0/16:5432",
+            "0.0.0.0/0:443",
+            "8.0.0.0/5:1",
+            "[fd00::/8]:1",
+            "[::/0]:1",
+        ] {
+            let text = list(&[network], false).unwrap_err().message().to_owned();
+            assert!(
+                text.contains("allow_private_destinations"),
+                "{network}: {text}"
+            );
+            assert!(list(&[network], true).is_ok());
+        }
+        assert!(list(&["8.8.0.0/16:53", "[2606:4700::/32]:443"], false).is_ok());
+    }
+
+    #[test]
+    fn patterns_are_entries_too() {
+        let allow = list(
+            &["*.example.com:443", "db.test:*", "10.1.0.0/16:5432"],
+            true,
+        )
+        .unwrap();
+        let parse = |text: &str| Destination::parse(text, None).unwrap();
+        assert!(allow.allows(&parse("a.example.com:443")));
+        assert!(!allow.allows(&parse("example.com:443")));
+        assert!(allow.allows(&parse("db.test:5432")));
+        assert!(allow.allows(&parse("10.1.9.9:5432")));
+        assert!(!allow.allows(&parse("10.2.9.9:5432")));
+        assert_eq!(
+            allow.entries(),
+            ["*.example.com:443", "db.test:*", "10.1.0.0/16:5432"]
+        );
     }
 
     #[test]

@@ -30,8 +30,7 @@ impl BuiltinGateway {
 
     /// The allowlist entries as `host:port` (or `*.suffix:port`) text.
     pub fn entries(&self) -> Vec<String> {
-        let entries = self.allowlist.entries().iter();
-        entries.map(|destination| destination.to_string()).collect()
+        self.allowlist.entries()
     }
 
     /// The last gateway `open` started, running or stopped.

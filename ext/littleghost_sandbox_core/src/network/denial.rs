@@ -2,9 +2,9 @@
 //! is kept in a bounded list (oldest dropped first) and handed to an optional
 //! callback, which the binding turns into `sandbox.denials` events.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+use super::log::{Callback, Log};
 
 /// Why a request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -15,6 +15,14 @@ pub enum DenialReason {
     PrivateDestination,
     /// The gateway or the process is at its descriptor budget (503).
     DescriptorBudget,
+    /// An HTTP request outside its destination's `methods:`/`paths:`.
+    RequestNotAllowed,
+    /// A secret's stand-in bound where the secret may not go.
+    SecretExfiltration,
+    /// HTTP rules that only inspection could enforce, on a tunnel not inspected.
+    InspectionRequired,
+    /// TLS SNI or `Host` names another host than the CONNECT target.
+    HostMismatch,
 }
 
 impl DenialReason {
@@ -28,85 +36,86 @@ impl DenialReason {
             DenialReason::DescriptorBudget => {
                 "the gateway is at its descriptor budget; try again when a connection closes"
             }
+            DenialReason::RequestNotAllowed => {
+                "the request's method or path is outside the destination's rules"
+            }
+            DenialReason::SecretExfiltration => {
+                "a secret's stand-in was sent where that secret may not go"
+            }
+            DenialReason::InspectionRequired => {
+                "the destination's HTTP rules need inspect: true to be enforced on a tunnel"
+            }
+            DenialReason::HostMismatch => {
+                "TLS server name or Host header differs from the CONNECT target"
+            }
         }
     }
 
     /// The HTTP status the client is answered with.
     pub fn status(self) -> &'static str {
         match self {
-            DenialReason::NotAllowed | DenialReason::PrivateDestination => "403 Forbidden",
             DenialReason::DescriptorBudget => "503 Service Unavailable",
+            _ => "403 Forbidden",
         }
     }
 }
 
-/// One refused request.
+/// One refused connection or request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
     pub at: SystemTime,
     /// The requested `host:port` as the gateway understood it.
     pub destination: String,
     pub reason: DenialReason,
+    /// For a refused HTTP request: its method and origin-form path.
+    pub request: Option<(String, String)>,
 }
 
 /// Called for every denial, on a gateway thread; must not block.
-pub type DenialCallback = Arc<dyn Fn(&Denial) + Send + Sync>;
+pub type DenialCallback = Callback<Denial>;
 
 /// A bounded list of denials plus the callback.
+#[derive(Debug)]
 pub struct Denials {
-    capacity: usize,
-    state: Mutex<(VecDeque<Denial>, u64)>,
-    callback: Option<DenialCallback>,
-}
-
-impl std::fmt::Debug for Denials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Denials")
-            .field("capacity", &self.capacity)
-            .field("callback", &self.callback.is_some())
-            .finish()
-    }
+    log: Log<Denial>,
 }
 
 impl Denials {
     /// Keeps the last `capacity` denials (at least one).
     pub fn new(capacity: usize, callback: Option<DenialCallback>) -> Denials {
         Denials {
-            capacity: capacity.max(1),
-            state: Mutex::new((VecDeque::new(), 0)),
-            callback,
+            log: Log::new(capacity, callback),
         }
     }
 
-    /// Records a denial and calls the callback.
+    /// Records a refused connection and calls the callback.
     pub fn record(&self, destination: String, reason: DenialReason) {
-        let denial = Denial {
+        self.record_request(destination, reason, None);
+    }
+
+    /// Records a refusal, of a request when `request` is its method and path.
+    pub fn record_request(
+        &self,
+        destination: String,
+        reason: DenialReason,
+        request: Option<(String, String)>,
+    ) {
+        self.log.push(Denial {
             at: SystemTime::now(),
             destination,
             reason,
-        };
-        {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            if state.0.len() == self.capacity {
-                state.0.pop_front();
-                state.1 += 1;
-            }
-            state.0.push_back(denial.clone());
-        }
-        if let Some(callback) = &self.callback {
-            callback(&denial);
-        }
+            request,
+        });
     }
 
     /// The kept denials, oldest first.
     pub fn list(&self) -> Vec<Denial> {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.0.iter().cloned().collect()
+        self.log.list()
     }
 
     /// How many denials were dropped to respect the bound.
     pub fn dropped(&self) -> u64 {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).1
+        self.log.dropped()
     }
 }
 
@@ -114,6 +123,7 @@ impl Denials {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     #[test]
     fn bounded_and_calls_back() {

@@ -15,7 +15,9 @@ use tokio::task::JoinSet;
 use super::allowlist::Allowlist;
 use super::budget::{Budget, Pool};
 use super::denial::{Denial, DenialCallback, Denials};
+use super::egress::{EgressCallback, EgressEvent, EgressLog};
 use super::proxy::{self, Shared};
+use super::secrets::Secrets;
 use crate::error::{Error, Result};
 use crate::grants::{Access, Grant};
 
@@ -42,6 +44,14 @@ pub struct GatewayConfig {
     /// Denials kept (oldest dropped first).
     pub denial_capacity: usize,
     pub on_denial: Option<DenialCallback>,
+    /// Secrets whose stand-ins the gateway swaps in requests it reads.
+    pub secrets: Secrets,
+    /// Extra roots (PEM) the gateway trusts for its own TLS connections
+    /// to inspected destinations, beside the system's.
+    pub upstream_ca: Option<Vec<u8>>,
+    /// Egress events kept (oldest dropped first).
+    pub egress_capacity: usize,
+    pub on_egress: Option<EgressCallback>,
 }
 
 impl GatewayConfig {
@@ -56,6 +66,10 @@ impl GatewayConfig {
             idle_timeout: Duration::from_secs(300),
             denial_capacity: 1000,
             on_denial: None,
+            secrets: Secrets::default(),
+            upstream_ca: None,
+            egress_capacity: 1000,
+            on_egress: None,
         }
     }
 }
@@ -71,6 +85,7 @@ pub struct Gateway {
     directory: PathBuf,
     socket_path: PathBuf,
     denials: Arc<Denials>,
+    egress: Arc<EgressLog>,
     running: Mutex<Option<Running>>,
 }
 
@@ -105,9 +120,15 @@ impl Gateway {
             config.denial_capacity,
             config.on_denial.clone(),
         ));
+        let egress = Arc::new(EgressLog::new(
+            config.egress_capacity,
+            config.on_egress.clone(),
+        ));
         let shared = Arc::new(Shared {
             allowlist: config.allowlist,
+            secrets: config.secrets,
             denials: denials.clone(),
+            egress: egress.clone(),
             max_header_bytes: config.max_header_bytes,
             handshake_timeout: config.handshake_timeout,
             connect_timeout: config.connect_timeout,
@@ -127,6 +148,7 @@ impl Gateway {
             directory,
             socket_path,
             denials,
+            egress,
             running: Mutex::new(Some(Running {
                 pid: rustix::process::getpid(),
                 shutdown,
@@ -160,6 +182,11 @@ impl Gateway {
     /// The denials kept so far, oldest first.
     pub fn denials(&self) -> Vec<Denial> {
         self.denials.list()
+    }
+
+    /// The egress events kept so far, oldest first.
+    pub fn egress(&self) -> Vec<EgressEvent> {
+        self.egress.list()
     }
 
     /// Whether the gateway is still serving.

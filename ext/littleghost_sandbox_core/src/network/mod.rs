@@ -10,16 +10,23 @@ pub mod allowlist;
 pub mod budget;
 pub mod builtin;
 pub mod denial;
+pub mod egress;
 pub mod external;
 mod external_grants;
 pub mod gateway;
+pub mod log;
 mod proxy;
+pub mod rules;
+pub mod secrets;
 
 pub use allowlist::{refused_address, Allowlist, Destination, Host};
 pub use builtin::BuiltinGateway;
 pub use denial::{Denial, DenialCallback, DenialReason, Denials};
+pub use egress::{Decision, EgressCallback, EgressEvent, EgressLog};
 pub use external::{ExternalDeclaration, ExternalGateway};
 pub use gateway::{Gateway, GatewayConfig};
+pub use rules::{Access, HostPattern, Pattern, PortPattern, Rule};
+pub use secrets::{Secret, Secrets};
 
 /// For the fuzz target `request_head` (see `fuzz/`): parses a request head
 /// the way the gateway does and panics if what it would forward breaks the

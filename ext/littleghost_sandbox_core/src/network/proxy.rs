@@ -19,10 +19,17 @@ use tokio::time::timeout;
 use super::allowlist::{refused_address, Allowlist, Destination, Host};
 use super::budget::Held;
 use super::denial::{DenialReason, Denials};
+use super::egress::EgressLog;
+use super::secrets::Secrets;
 
 pub(super) struct Shared {
     pub allowlist: Allowlist,
+    // Read by the request engine that swaps stand-ins and records egress.
+    #[allow(dead_code)]
+    pub secrets: Secrets,
     pub denials: Arc<Denials>,
+    #[allow(dead_code)]
+    pub egress: Arc<EgressLog>,
     pub max_header_bytes: usize,
     pub handshake_timeout: Duration,
     pub connect_timeout: Duration,

@@ -66,7 +66,7 @@ pub fn file_feature(operation: Operation) -> Option<&'static str> {
         Operation::List => Some("filesystem_list"),
         Operation::Write => Some("filesystem_write"),
         Operation::Replace => Some("filesystem_replace"),
-        Operation::Execute | Operation::Connect => None,
+        Operation::Execute | Operation::Connect | Operation::Request => None,
     }
 }
 
