@@ -45,7 +45,7 @@ const EXECUTE_KEYS: [&str; 12] = [
 ];
 
 /// The keywords of `start_program`, all optional.
-const START_KEYS: [&str; 12] = [
+const START_KEYS: [&str; 13] = [
     "context",
     "environment",
     "inherit_environment",
@@ -58,6 +58,7 @@ const START_KEYS: [&str; 12] = [
     "allow_subprocesses",
     "tasks",
     "max_output_bytes",
+    "timeout",
 ];
 
 /// The output bound under either spelling; both at once is ArgumentError.
@@ -102,6 +103,8 @@ pub(crate) struct ExecuteCall {
 /// `start_program(command, ...)`, validated likewise.
 pub(crate) struct StartCall {
     pub launch: Launch,
+    /// `timeout:`, the session's whole life in seconds; None: unbounded.
+    pub timeout: Option<f64>,
     pub output_bytes: u64,
     pub file_bytes: Option<u64>,
     pub limits: Plan,
@@ -176,11 +179,15 @@ impl StartCall {
                 .map(|v| positive_integer(ruby, v, name))
                 .transpose()
         };
+        let timeout = get("timeout")
+            .map(|value| validate_timeout(ruby, value))
+            .transpose()?;
         let output_bytes = output_bound(ruby, rb_self, &get)?;
         let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
         let file_bytes = optional("file_bytes")?;
         require_execute(ruby, rb_self, get("scope"))?;
         Ok(StartCall {
+            timeout,
             output_bytes,
             limits,
             file_bytes,
@@ -503,6 +510,7 @@ pub(crate) fn start(
             inherit_environment: host.inherit_environment,
             chdir: host.chdir,
             output_bytes: call.output_bytes,
+            timeout: call.timeout,
             limits: call.limits,
             memory_reader: None,
             file_bytes: call.file_bytes,
