@@ -15,8 +15,8 @@ use crate::grants::Grant;
 use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
 
 pub mod transparent;
-pub use transparent::{Forward, Transparent};
 pub use crate::scope::NetworkMode;
+pub use transparent::{Forward, Transparent};
 
 /// A policy grant changed between `open` and a launch (16.5 step 2).
 pub const SOURCE_CHANGED: &str = "sandbox mount source changed after opening";
@@ -566,7 +566,12 @@ mod tests {
         .unwrap();
         assert_eq!(
             argv[4..],
-            ["--forward", "127.80.0.1:443=example.com:443", "--", "/bin/true"]
+            [
+                "--forward",
+                "127.80.0.1:443=example.com:443",
+                "--",
+                "/bin/true"
+            ]
         );
     }
 

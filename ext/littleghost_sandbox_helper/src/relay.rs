@@ -64,9 +64,10 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             Some("--listen") => listen = args.next().ok_or("--listen needs an address")?,
             Some("--forward") => {
                 let text = args.next().unwrap_or_default();
-                forwards.push(Forward::parse(&text).ok_or(format!(
-                    "--forward needs LISTEN=HOST:PORT, got {text:?}"
-                ))?);
+                forwards.push(
+                    Forward::parse(&text)
+                        .ok_or(format!("--forward needs LISTEN=HOST:PORT, got {text:?}"))?,
+                );
             }
             Some("--ready-fd") => {
                 let text = args.next().unwrap_or_default();
@@ -385,9 +386,11 @@ mod tests {
         .unwrap();
         assert_eq!(options.forwards.len(), 1);
         assert_eq!(options.forwards[0].host, "example.com");
-        assert!(parse(args(&["--socket", "/s", "--forward", "x", "--", "node"]))
-            .unwrap_err()
-            .contains("--forward"));
+        assert!(
+            parse(args(&["--socket", "/s", "--forward", "x", "--", "node"]))
+                .unwrap_err()
+                .contains("--forward")
+        );
         assert!(established(b"HTTP/1.1 200 Connection Established\r\n\r\n"));
         assert!(!established(b"HTTP/1.1 403 Forbidden\r\n\r\n"));
         assert!(!established(b"SSH-2.0 200\r\n\r\n"));

@@ -343,10 +343,12 @@ fn alive(ruby: &Ruby, rb_self: Session) -> Result<bool, Error> {
 /// (a memory limit that ended it first): `alive?` still raises that one.
 fn recorded_other_than_timeout(ruby: &Ruby, session: Session) -> bool {
     let timeout = constants::class(ruby, "LittleGhost::Sandbox::TimeoutError");
-    session.resource_error(ruby).is_some_and(|recorded| match timeout {
-        Ok(timeout) => !recorded.is_kind_of(timeout),
-        Err(_) => true,
-    })
+    session
+        .resource_error(ruby)
+        .is_some_and(|recorded| match timeout {
+            Ok(timeout) => !recorded.is_kind_of(timeout),
+            Err(_) => true,
+        })
 }
 
 fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {

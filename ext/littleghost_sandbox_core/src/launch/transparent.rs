@@ -130,7 +130,8 @@ impl Transparent {
     /// a served name has exactly one address (glibc returns every line that
     /// names a host).
     pub fn hosts_file(&self, host_file: &str) -> String {
-        let mut text = String::from("# littleghost-sandbox: allowlisted names served by the relay\n");
+        let mut text =
+            String::from("# littleghost-sandbox: allowlisted names served by the relay\n");
         for (address, name) in &self.hosts {
             text.push_str(&format!("{address}\t{name}\n"));
         }
@@ -198,7 +199,9 @@ fn valid_host(host: &str) -> bool {
             !label.is_empty()
                 && label.len() <= 63
                 && !label.starts_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
         })
 }
 
@@ -233,17 +236,15 @@ mod tests {
 
     #[test]
     fn each_name_gets_its_own_address_and_loopback_entries_listen_as_themselves() {
-        let plan = Transparent::plan(
-            &pairs(&[
-                ("registry.test", 9443),
-                ("registry.test", 8443),
-                ("other.test", 8080),
-                ("localhost", 8080),
-                ("127.0.0.1", 3128),
-                ("10.0.0.1", 8080),
-                ("127.0.0.2", 80),
-            ]),
-        );
+        let plan = Transparent::plan(&pairs(&[
+            ("registry.test", 9443),
+            ("registry.test", 8443),
+            ("other.test", 8080),
+            ("localhost", 8080),
+            ("127.0.0.1", 3128),
+            ("10.0.0.1", 8080),
+            ("127.0.0.2", 80),
+        ]));
         let r = Ipv4Addr::new(127, 80, 0, 1);
         let o = Ipv4Addr::new(127, 80, 0, 2);
         assert_eq!(
@@ -267,9 +268,11 @@ mod tests {
 
     #[test]
     fn a_name_with_a_port_the_relay_cannot_bind_is_left_to_the_proxy() {
-        let plan = Transparent::plan(
-            &pairs(&[("low.test", 443), ("low.test", 8443), ("high.test", 8080)]),
-        );
+        let plan = Transparent::plan(&pairs(&[
+            ("low.test", 443),
+            ("low.test", 8443),
+            ("high.test", 8080),
+        ]));
         assert_eq!(
             plan.hosts,
             vec![(Ipv4Addr::new(127, 80, 0, 1), "high.test".into())]

@@ -135,9 +135,7 @@ pub(crate) fn exact_destinations(ruby: &Ruby, effective_policy: Value) -> Vec<(S
     allowlist_network(ruby, effective_policy)
         .and_then(network_policy::borrow)
         .map_or_else(Vec::new, |network| {
-            littleghost_sandbox_core::launch::transparent::exact_destinations(
-                &network.core().allow,
-            )
+            littleghost_sandbox_core::launch::transparent::exact_destinations(&network.core().allow)
         })
 }
 

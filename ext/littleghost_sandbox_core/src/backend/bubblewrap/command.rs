@@ -12,8 +12,8 @@ use super::{NetworkMode, RootFilesystem};
 use crate::error::{Error, Result};
 use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
-use crate::launch::{self, relay_argv, Filter, Forward, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::transparent::Transparent;
+use crate::launch::{self, relay_argv, Filter, Forward, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
 use crate::policy::Policy;
 use crate::process::SpawnOptions;
@@ -120,7 +120,8 @@ impl Options {
         }
         let host_file = std::fs::read_to_string(HOSTS_PATH).unwrap_or_default();
         let text = plan.hosts_file(&host_file);
-        let failed = |e: std::io::Error| Error::Dependency(format!("cannot prepare {HOSTS_PATH}: {e}"));
+        let failed =
+            |e: std::io::Error| Error::Dependency(format!("cannot prepare {HOSTS_PATH}: {e}"));
         let memfd = rustix::fs::memfd_create("littleghost-hosts", rustix::fs::MemfdFlags::CLOEXEC)
             .map_err(|e| failed(e.into()))?;
         let mut file = std::fs::File::from(memfd);
