@@ -257,12 +257,20 @@ fn workspace_environment(ruby: &Ruby, workspace: Value) -> Result<Vec<(String, S
     }
 }
 
-/// `workspace.resolve(cwd)`: a logical path the workspace refuses is a ToolError.
+/// `workspace.resolve(cwd)`: a logical path the workspace refuses is a
+/// ToolError naming it.
 fn resolve_cwd(ruby: &Ruby, workspace: Value, cwd: RString) -> Result<PathBuf, Error> {
     if let Some(native) = workspace::native(ruby, workspace) {
-        return match native.resolve_core(&convert::path_of(cwd)) {
+        let path = convert::path_of(cwd);
+        return match native.resolve_core(&path) {
             Err(CoreError::Argument(message) | CoreError::Key(message)) => {
-                Err(errors::tool_error(ruby, message))
+                let shown = path.display().to_string();
+                let named = if message.contains(&shown) {
+                    message
+                } else {
+                    format!("{message}: {shown}")
+                };
+                Err(errors::tool_error(ruby, named))
             }
             resolved => errors::core_result(ruby, resolved),
         };
@@ -346,7 +354,15 @@ pub(crate) fn launch_cwd(
     if in_sandbox && convert::path_of(cwd).is_absolute() {
         return convert::string_path(vo::expand_path(ruby, cwd.as_value(), None)?.as_value());
     }
-    resolve_cwd(ruby, workspace, cwd)
+    let resolved = resolve_cwd(ruby, workspace, cwd)?;
+    // A logical directory that does not exist is named as the caller wrote
+    // it (issue 20: a model's `cwd:` gets an answer it can act on).
+    if !resolved.is_dir() {
+        let shown = convert::path_of(cwd).display().to_string();
+        let missing = littleghost_sandbox_core::launch::CWD_NOT_AVAILABLE;
+        return Err(errors::tool_error(ruby, format!("{missing}: {shown}")));
+    }
+    Ok(resolved)
 }
 
 /// The core launch plan of `request`, with the workspace's and the call's
