@@ -2,6 +2,7 @@
 
 require "spec_helper"
 require "socket"
+require "rbconfig"
 
 # Issue 20: an allowlisted `host:port` is reachable from inside a Bubblewrap
 # sandbox by clients that ignore the proxy variables (Node.js before 22.21, a
@@ -109,6 +110,26 @@ RSpec.describe "Allowlisted destinations for clients that ignore the proxy" do
       expect(eventually(5) { sandbox.denials.any? }).to be(true)
       denial = sandbox.denials.last
       expect([denial.kind, denial.reason]).to eq(%i[network private_destination])
+    end
+  end
+
+  it "lets curl, Python, Ruby's Net::HTTP and Node.js reach an allowlisted local service with no extra environment" do
+    port = serve("127.0.0.1")
+    sandbox = sandbox_for(["localhost:#{port}"])
+    url = "http://localhost:#{port}/"
+    clients = {
+      curl: ["curl", "-s", "--max-time", "20", url],
+      python: ["python3", "-c", "import urllib.request; print(urllib.request.urlopen('#{url}', timeout=20).read().decode(), end='')"],
+      ruby: [RbConfig.ruby, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"],
+      node: ["node", "-e", "require('http').get('#{url}', r => r.on('data', d => process.stdout.write(d)))"]
+    }
+    sandbox.open do
+      clients.each do |name, argv|
+        next if name == :node && !system("command -v node >/dev/null 2>&1")
+
+        run = sandbox.execute_program(argv, timeout: 30)
+        expect([name, run.stdout]).to eq([name, "hi from the host"])
+      end
     end
   end
 
