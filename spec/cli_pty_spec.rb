@@ -13,10 +13,10 @@ require "rbconfig"
 # pass through. A backend that has no private terminal device to give must
 # refuse (125) rather than hand the command a terminal of the host.
 RSpec.describe "littleghost-sandbox run --pty" do
-  EXE = File.expand_path("../exe/littleghost-sandbox", __dir__)
-  LIB = File.expand_path("../lib", __dir__)
+  PTY_CLI_EXE = File.expand_path("../exe/littleghost-sandbox", __dir__)
+  PTY_CLI_LIB = File.expand_path("../lib", __dir__)
 
-  PROBE = 'tty; for fd in 0 1 2; do test -t $fd && echo "fd$fd-is-a-terminal"; done; ' \
+  PTY_PROBE_SCRIPT = 'tty; for fd in 0 1 2; do test -t $fd && echo "fd$fd-is-a-terminal"; done; ' \
           'stty size; echo ready; read line; echo "got:$line"; exit 3'
 
   # Runs the CLI on a fresh terminal 30 rows by 100 columns, types +input+
@@ -24,7 +24,7 @@ RSpec.describe "littleghost-sandbox run --pty" do
   def on_terminal(*args, wait_for: "ready", input: "hello\n")
     output = +""
     status = nil
-    PTY.spawn(RbConfig.ruby, "-I", LIB, EXE, "run", *args) do |reader, writer, pid|
+    PTY.spawn(RbConfig.ruby, "-I", PTY_CLI_LIB, PTY_CLI_EXE, "run", *args) do |reader, writer, pid|
       reader.winsize = [30, 100]
       deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 60
       typed = false
@@ -55,7 +55,7 @@ RSpec.describe "littleghost-sandbox run --pty" do
     it "gives the command a terminal of its own on #{provider}, relays what we type and passes its status" do
       skip "#{provider} is unavailable here" unless available?(provider)
       output, status = Dir.mktmpdir do |dir|
-        on_terminal("--pty", "--provider", provider.to_s, "--root", dir, "--", "sh", "-c", PROBE)
+        on_terminal("--pty", "--provider", provider.to_s, "--root", dir, "--", "sh", "-c", PTY_PROBE_SCRIPT)
       end
       expect(output).to match(%r{^/dev/pts/\d+$})
       expect(output).to include("fd0-is-a-terminal", "fd1-is-a-terminal", "fd2-is-a-terminal")
@@ -68,7 +68,7 @@ RSpec.describe "littleghost-sandbox run --pty" do
   it "gives no terminal without --pty (the command's streams are pipes)" do
     skip "bubblewrap is unavailable here" unless available?(:bubblewrap)
     output, status = Dir.mktmpdir do |dir|
-      on_terminal("--provider", "bubblewrap", "--root", dir, "--", "sh", "-c", PROBE)
+      on_terminal("--provider", "bubblewrap", "--root", dir, "--", "sh", "-c", PTY_PROBE_SCRIPT)
     end
     expect(output).to include("not a tty")
     expect(output).not_to include("is-a-terminal")
@@ -91,7 +91,7 @@ RSpec.describe "littleghost-sandbox run --pty" do
   it "refuses with 125 and says why where the backend has no terminal device to give (Landlock)" do
     skip "landlock is unavailable here" unless available?(:landlock)
     output, status = Dir.mktmpdir do |dir|
-      on_terminal("--pty", "--provider", "landlock", "--root", dir, "--", "sh", "-c", PROBE, wait_for: "never")
+      on_terminal("--pty", "--provider", "landlock", "--root", dir, "--", "sh", "-c", PTY_PROBE_SCRIPT, wait_for: "never")
     end
     expect(status.exitstatus).to eq(125)
     expect(output).to include("--pty: the landlock sandbox has no terminal device of its own")

@@ -11,13 +11,13 @@ require "spec_helper"
 RSpec.describe "A session's timeout" do
   include ProcessHelpers
 
-  BACKENDS = {
+  SESSION_TIMEOUT_BACKENDS = {
     unrestricted: -> { true },
     bubblewrap: -> { LittleGhost::Sandboxes::Bubblewrap.probe[:available] },
     landlock: -> { LittleGhost::Sandboxes::Landlock.probe[:available] }
   }.freeze
 
-  BACKENDS.each do |provider, available|
+  SESSION_TIMEOUT_BACKENDS.each do |provider, available|
     context "on #{provider}" do
       let(:workspace) { open_workspace }
       let(:sandbox) do

@@ -7,13 +7,13 @@ require "spec_helper"
 # shows a host path: the model can act on the answer, and the host's layout
 # stays out of its context.
 RSpec.describe "Refusals of a working directory" do
-  BACKENDS = {
+  CWD_REFUSAL_BACKENDS = {
     bubblewrap: -> { LittleGhost::Sandboxes::Bubblewrap.probe[:available] },
     landlock: -> { LittleGhost::Sandboxes::Landlock.probe[:available] },
     unrestricted: -> { true }
   }.freeze
 
-  BACKENDS.each do |provider, available|
+  CWD_REFUSAL_BACKENDS.each do |provider, available|
     context "on #{provider}" do
       let(:workspace) { open_workspace(paths: {src: "src", out: "out"}) }
       let(:sandbox) do
