@@ -277,9 +277,9 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
 
     it "refuses a missing working directory the same way for execute_program and start_program" do
       expect { run("print 1", cwd: "missing") }
-        .to raise_error(LittleGhost::ToolError, "Working directory is not available")
+        .to raise_error(LittleGhost::ToolError, "Working directory is not available: missing")
       expect { sandbox.start_program(["/bin/true"], cwd: "missing") }
-        .to raise_error(LittleGhost::ToolError, "Working directory is not available")
+        .to raise_error(LittleGhost::ToolError, "Working directory is not available: missing")
     end
 
     it "never uses a shell for an argv, but execute does" do
@@ -352,7 +352,9 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
     end
 
     it "rejects unknown keywords and invalid limits" do
-      expect { sandbox.start_program(["true"], timeout: 1) }.to raise_error(ArgumentError, /timeout/)
+      expect { sandbox.start_program(["true"], bogus: 1) }.to raise_error(ArgumentError, /bogus/)
+      # Issue 20: timeout: bounds a session's life (spec/process_session_timeout_spec.rb), validated like execute_program's.
+      expect { sandbox.start_program(["true"], timeout: 0) }.to raise_error(ArgumentError, "timeout must be positive")
       expect { sandbox.start_program(["true"], output_bytes: 0) }.to raise_error(ArgumentError)
     end
   end

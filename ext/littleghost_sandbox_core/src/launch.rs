@@ -13,7 +13,10 @@ use crate::error::{argument, capability, policy, tool, Result};
 use crate::fs::anchor::{Anchor, Anchors};
 use crate::grants::Grant;
 use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
+
+pub mod transparent;
 pub use crate::scope::NetworkMode;
+pub use transparent::{Forward, Transparent};
 
 /// A policy grant changed between `open` and a launch (16.5 step 2).
 pub const SOURCE_CHANGED: &str = "sandbox mount source changed after opening";
@@ -284,7 +287,14 @@ pub fn proxy_environment(allow: &[String]) -> Vec<(String, String)> {
 /// G.5: `command` run by the relay helper, which listens on the proxy
 /// address inside the network namespace before it starts the command and
 /// joins each connection to the gateway socket `socket` (an in-sandbox path).
-pub fn relay_argv(helper: &Path, socket: &Path, command: Vec<String>) -> Result<Vec<String>> {
+/// Each of `forwards` (issue 20, [`transparent`]) is one more listener whose
+/// connections go through the gateway as `CONNECT` to its destination.
+pub fn relay_argv(
+    helper: &Path,
+    socket: &Path,
+    forwards: &[Forward],
+    command: Vec<String>,
+) -> Result<Vec<String>> {
     let text = |path: &Path| {
         path.to_str()
             .map(str::to_owned)
@@ -295,8 +305,12 @@ pub fn relay_argv(helper: &Path, socket: &Path, command: Vec<String>) -> Result<
         "relay".into(),
         "--socket".into(),
         text(socket)?,
-        "--".into(),
     ];
+    for forward in forwards {
+        argv.push("--forward".into());
+        argv.push(forward.argument());
+    }
+    argv.push("--".into());
     argv.extend(command);
     Ok(argv)
 }
@@ -527,6 +541,7 @@ mod tests {
         let argv = relay_argv(
             Path::new("/h/helper"),
             Path::new("/tmp/g/proxy.sock"),
+            &[],
             vec!["/bin/true".into()],
         )
         .unwrap();
@@ -537,6 +552,23 @@ mod tests {
                 "relay",
                 "--socket",
                 "/tmp/g/proxy.sock",
+                "--",
+                "/bin/true"
+            ]
+        );
+        let forward = Forward::parse("127.80.0.1:443=example.com:443").unwrap();
+        let argv = relay_argv(
+            Path::new("/h/helper"),
+            Path::new("/s"),
+            &[forward],
+            vec!["/bin/true".into()],
+        )
+        .unwrap();
+        assert_eq!(
+            argv[4..],
+            [
+                "--forward",
+                "127.80.0.1:443=example.com:443",
                 "--",
                 "/bin/true"
             ]

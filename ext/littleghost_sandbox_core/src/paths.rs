@@ -2,6 +2,25 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// How a working directory is named in a refusal (issue 20): beneath the
+/// workspace `root`, as the logical path relative to it (`.` for the root),
+/// so a model reads back what it can pass again and no host layout leaks;
+/// elsewhere (a path inside the sandbox the caller named), as it is.
+pub fn shown_cwd(cwd: &Path, root: Option<&Path>) -> String {
+    if !cwd.is_absolute() {
+        return cwd.display().to_string();
+    }
+    let cwd = clean(cwd);
+    match root
+        .map(clean)
+        .and_then(|root| cwd.strip_prefix(&root).ok().map(Path::to_path_buf))
+    {
+        Some(relative) if relative.as_os_str().is_empty() => ".".into(),
+        Some(relative) => relative.display().to_string(),
+        None => cwd.display().to_string(),
+    }
+}
+
 /// Cleans an absolute path lexically: drops `.` components and doubled
 /// slashes and applies `..` against the preceding component (never above `/`),
 /// as Ruby's `File.expand_path` does for an absolute input.
@@ -50,5 +69,20 @@ mod tests {
         assert!(is_within(Path::new("/w/src/a"), Path::new("/w/src")));
         assert!(is_within(Path::new("/w/src"), Path::new("/w/src")));
         assert!(!is_within(Path::new("/w/src2"), Path::new("/w/src")));
+    }
+}
+
+#[cfg(test)]
+mod shown_cwd_tests {
+    use super::shown_cwd;
+    use std::path::Path;
+
+    #[test]
+    fn a_working_directory_is_named_by_its_logical_path_beneath_the_root() {
+        let root = Some(Path::new("/srv/ws"));
+        assert_eq!(shown_cwd(Path::new("/srv/ws/a/b"), root), "a/b");
+        assert_eq!(shown_cwd(Path::new("/srv/ws"), root), ".");
+        assert_eq!(shown_cwd(Path::new("/srv/wsx"), root), "/srv/wsx");
+        assert_eq!(shown_cwd(Path::new("/etc"), None), "/etc");
     }
 }

@@ -1,7 +1,7 @@
 //! Mode `relay`: the sandbox side of the built-in network gateway (SPEC G.5).
 //!
 //! Usage: `littleghost-sandbox-helper relay --socket PATH [--listen ADDR]
-//! [--ready-fd N] -- COMMAND [ARGS...]`
+//! [--forward LISTEN=HOST:PORT]... [--ready-fd N] -- COMMAND [ARGS...]`
 //!
 //! Contract:
 //! - Runs inside the sandbox's network namespace, where the only interface is
@@ -12,6 +12,14 @@
 //!   starts: the command can connect from its first instruction, no sleep.
 //!   With `--ready-fd N` it also writes one byte to inherited descriptor `N`
 //!   and closes it once listening (for a caller that waits on a pipe).
+//! - Each `--forward LISTEN=HOST:PORT` (issue 20) is one more listener, also
+//!   bound before the command starts: each connection to it is a client
+//!   that ignored the proxy variables and connected "directly" (the
+//!   sandbox's `/etc/hosts` points HOST at LISTEN's address). The relay asks
+//!   the gateway for `CONNECT HOST:PORT`, exactly that pair and nothing the
+//!   client says, and on `200` joins the two; any other answer is passed to
+//!   the client as is (a plain-HTTP client reads the gateway's 403) and the
+//!   connection closed. The gateway decides, as for every proxy request.
 //! - Each accepted connection is joined byte for byte to a new connection to
 //!   the gateway's Unix socket `PATH` (bound read-only into the sandbox); the
 //!   relay decides nothing, the gateway enforces the allowlist. If the
@@ -31,12 +39,17 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
+use littleghost_sandbox_core::launch::Forward;
+
 const DEFAULT_LISTEN: &str = "127.0.0.1:3128";
+/// The most a gateway's answer to `CONNECT` may take before its blank line.
+const MAX_ANSWER_HEAD: usize = 16 * 1024;
 
 #[derive(Debug)]
 struct Options {
     socket: PathBuf,
     listen: String,
+    forwards: Vec<Forward>,
     ready_fd: Option<i32>,
     command: Vec<String>,
 }
@@ -44,10 +57,18 @@ struct Options {
 fn parse(args: Vec<String>) -> Result<Options, String> {
     let mut args = args.into_iter();
     let (mut socket, mut listen, mut ready_fd) = (None, DEFAULT_LISTEN.to_owned(), None);
+    let mut forwards = Vec::new();
     loop {
         match args.next().as_deref() {
             Some("--socket") => socket = args.next().map(PathBuf::from),
             Some("--listen") => listen = args.next().ok_or("--listen needs an address")?,
+            Some("--forward") => {
+                let text = args.next().unwrap_or_default();
+                forwards.push(
+                    Forward::parse(&text)
+                        .ok_or(format!("--forward needs LISTEN=HOST:PORT, got {text:?}"))?,
+                );
+            }
             Some("--ready-fd") => {
                 let text = args.next().unwrap_or_default();
                 let fd = text.parse::<i32>().ok().filter(|fd| *fd > 2);
@@ -67,6 +88,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
     Ok(Options {
         socket: socket.ok_or("--socket PATH is required")?,
         listen,
+        forwards,
         ready_fd,
         command,
     })
@@ -91,8 +113,25 @@ pub fn main(args: Vec<String>) -> ExitCode {
             return ExitCode::from(125);
         }
     };
+    let mut forwarded = Vec::new();
+    for forward in &options.forwards {
+        match TcpListener::bind(forward.listen) {
+            Ok(listener) => forwarded.push((listener, forward.clone())),
+            Err(e) => {
+                eprintln!(
+                    "littleghost-sandbox-helper relay: cannot listen on {} for {}:{}: {e}",
+                    forward.listen, forward.host, forward.port
+                );
+                return ExitCode::from(125);
+            }
+        }
+    }
     let socket = options.socket.clone();
     std::thread::spawn(move || accept_loop(listener, socket));
+    for (listener, forward) in forwarded {
+        let socket = options.socket.clone();
+        std::thread::spawn(move || forward_loop(listener, socket, forward));
+    }
     if let Some(fd) = options.ready_fd {
         // SAFETY: the caller handed us descriptor `fd` for this purpose; we
         // own it from here and close it after writing.
@@ -145,11 +184,74 @@ fn accept_loop(listener: TcpListener, socket: PathBuf) {
     }
 }
 
-/// Joins one client to one new gateway connection until both sides finish.
-fn relay(mut client: TcpStream, socket: &std::path::Path) {
+fn forward_loop(listener: TcpListener, socket: PathBuf, forward: Forward) {
+    for client in listener.incoming().flatten() {
+        let (socket, forward) = (socket.clone(), forward.clone());
+        std::thread::spawn(move || tunnel(client, &socket, &forward));
+    }
+}
+
+/// A client of a `--forward` listener: `CONNECT HOST:PORT` through the
+/// gateway, then the two joined; a refusal goes back to the client as is.
+fn tunnel(mut client: TcpStream, socket: &std::path::Path, forward: &Forward) {
     let _ = client.set_nodelay(true);
-    let gateway = match UnixStream::connect(socket) {
-        Ok(gateway) => gateway,
+    let Some(mut gateway) = gateway_or_502(&mut client, socket) else {
+        return;
+    };
+    let target = format!("{}:{}", forward.host, forward.port);
+    let request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    if gateway.write_all(request.as_bytes()).is_err() {
+        return;
+    }
+    let Some((head, rest)) = answer_head(&mut gateway) else {
+        return;
+    };
+    if !established(&head) {
+        // The gateway's refusal (403 and its reason, 502...), then the close.
+        let _ = client.write_all(&head);
+        let _ = client.write_all(&rest);
+        copy(&mut gateway, &mut client);
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    }
+    if !rest.is_empty() && client.write_all(&rest).is_err() {
+        return;
+    }
+    join(client, gateway);
+}
+
+/// Reads the gateway's answer up to its blank line: (the head, what came after it).
+fn answer_head(gateway: &mut UnixStream) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut read = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = read.split_off(end + 4);
+            return Some((read, rest));
+        }
+        if read.len() > MAX_ANSWER_HEAD {
+            return None;
+        }
+        match std::io::Read::read(gateway, &mut buffer) {
+            Ok(0) => return (!read.is_empty()).then(|| (read, Vec::new())),
+            Ok(n) => read.extend_from_slice(&buffer[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// `HTTP/1.x 200 ...`: the tunnel is open.
+fn established(head: &[u8]) -> bool {
+    let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
+    let mut words = line.split(|b| *b == b' ');
+    words.next().is_some_and(|v| v.starts_with(b"HTTP/1.")) && words.next() == Some(b"200")
+}
+
+/// A new connection to the gateway, or None after answering the client 502.
+fn gateway_or_502(client: &mut TcpStream, socket: &std::path::Path) -> Option<UnixStream> {
+    match UnixStream::connect(socket) {
+        Ok(gateway) => Some(gateway),
         Err(_) => {
             let body = "littleghost relay: the network gateway is not reachable\n";
             let _ = write!(
@@ -157,9 +259,22 @@ fn relay(mut client: TcpStream, socket: &std::path::Path) {
                 "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
-            return;
+            None
         }
+    }
+}
+
+/// Joins one client to one new gateway connection until both sides finish.
+fn relay(mut client: TcpStream, socket: &std::path::Path) {
+    let _ = client.set_nodelay(true);
+    let Some(gateway) = gateway_or_502(&mut client, socket) else {
+        return;
     };
+    join(client, gateway);
+}
+
+/// Copies both ways until both sides finish.
+fn join(mut client: TcpStream, gateway: UnixStream) {
     let (Ok(mut client_in), Ok(mut gateway_out)) = (client.try_clone(), gateway.try_clone()) else {
         return;
     };
@@ -260,6 +375,25 @@ mod tests {
             .unwrap_err()
             .contains("-- COMMAND"));
         assert!(parse(args(&["--socket", "/s", "--ready-fd", "1", "--", "x"])).is_err());
+        let options = parse(args(&[
+            "--socket",
+            "/s",
+            "--forward",
+            "127.80.0.1:443=example.com:443",
+            "--",
+            "node",
+        ]))
+        .unwrap();
+        assert_eq!(options.forwards.len(), 1);
+        assert_eq!(options.forwards[0].host, "example.com");
+        assert!(
+            parse(args(&["--socket", "/s", "--forward", "x", "--", "node"]))
+                .unwrap_err()
+                .contains("--forward")
+        );
+        assert!(established(b"HTTP/1.1 200 Connection Established\r\n\r\n"));
+        assert!(!established(b"HTTP/1.1 403 Forbidden\r\n\r\n"));
+        assert!(!established(b"SSH-2.0 200\r\n\r\n"));
         assert!(parse(args(&["--bogus"]))
             .unwrap_err()
             .contains("unknown option"));

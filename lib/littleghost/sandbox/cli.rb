@@ -2,6 +2,7 @@
 
 require "json"
 require "optparse"
+require "shellwords"
 require_relative "../sandbox"
 
 module LittleGhost
@@ -31,6 +32,13 @@ module LittleGhost
     # (`1.5s`, `2m`; a bare number is seconds). `--allow HOST:PORT` (repeatable) switches the network to an
     # allowlist through the gem's gateway; `--allow-private` lets it reach loopback and private addresses. The
     # child's environment is PATH (the host's) plus --env values, unless --inherit-env is given.
+    #
+    # `--pty` gives the command a terminal: its stdin, stdout and stderr are one pseudo-terminal made inside the
+    # sandbox (Bubblewrap mounts a private /dev/pts, so `tty` prints /dev/pts/N of that instance and no terminal of
+    # the host is reachable), relayed to ours; while ours is a terminal it is put in raw mode, so keys such as
+    # Ctrl-C reach the command's terminal, and the command's terminal starts with our window size. It needs
+    # script(1) from util-linux on the host. Backends whose sandbox has no private terminal device (Landlock,
+    # Seatbelt) refuse it: exit 125 with a message, rather than handing the command a terminal of the host.
     #
     # +probe+ prints every backend (Landlock included): whether it is available here, why not, what it enforces
     # (features, network modes, isolation), which limits the kernel enforces, and which backend Native would pick.
@@ -165,6 +173,9 @@ module LittleGhost
           parser.on("--inherit-env", "Pass this process's whole environment to the command") do
             options[:inherit_environment] = true
           end
+          parser.on("--pty", "Give the command a terminal (a pseudo-terminal inside the sandbox)") do
+            options[:pty] = true
+          end
         end
       end
 
@@ -272,8 +283,16 @@ module LittleGhost
       def supervise(sandbox, command, options)
         environment = options[:inherit_environment] ? {} : { "PATH" => ENV.fetch("PATH", "/usr/local/bin:/usr/bin:/bin") }
         environment = environment.merge(options[:environment])
-        missing = unrunnable(command.first, sandbox.workspace.root, (options[:inherit_environment] ? ENV : environment)["PATH"])
+        path = (options[:inherit_environment] ? ENV : environment)["PATH"]
+        missing = unrunnable(command.first, sandbox.workspace.root, path)
         return exec_failed(command.first, missing) if missing
+
+        if options[:pty]
+          refusal = pty_refusal(sandbox, path)
+          return setup_failed(refusal) if refusal
+
+          command = in_terminal(command)
+        end
 
         limits = options.slice(:memory_bytes, :tasks, :cpu_seconds).compact
         begin
@@ -288,13 +307,70 @@ module LittleGhost
           # Spawned directly (no wrapper in between): report like a shell does.
           return exec_failed(command.first, e.is_a?(Errno::ENOENT) ? NOT_FOUND : NOT_EXECUTABLE)
         end
-        feeder = feed_stdin(session)
-        begin
-          stream(session, options[:timeout])
-        ensure
-          feeder&.kill&.join
-          session.close
+        raw_terminal(options[:pty]) do
+          feeder = feed_stdin(session)
+          begin
+            stream(session, options[:timeout])
+          ensure
+            feeder&.kill&.join
+            session.close
+          end
         end
+      end
+
+      # The program that makes a pseudo-terminal inside the sandbox and relays it to the session's pipes.
+      PTY_WRAPPER = "script"
+      # Isolations whose sandbox has a terminal device of its own to give: Bubblewrap's private /dev/pts
+      # (namespace) and the host's (none: Unrestricted confines nothing anyway).
+      PTY_ISOLATIONS = %i[namespace none].freeze
+      # script(1)'s own failure to make the terminal (its stderr; the command's output goes to the terminal).
+      PTY_FAILURE = /\Ascript: (failed to create pseudo-terminal|cannot open \S+): .*\n\z/.freeze
+      private_constant :PTY_WRAPPER, :PTY_ISOLATIONS, :PTY_FAILURE
+
+      # Why --pty cannot be honoured here, or nil.
+      def pty_refusal(sandbox, path)
+        isolation = sandbox.capabilities.isolation
+        unless PTY_ISOLATIONS.include?(isolation)
+          return "--pty: the #{isolation} sandbox has no terminal device of its own to give the command " \
+                 "(it would have to reach the host's /dev/pts); use --provider bubblewrap"
+        end
+        return nil unless unrunnable(PTY_WRAPPER, sandbox.workspace.root, path)
+
+        "--pty needs #{PTY_WRAPPER}(1) from util-linux on the command's PATH"
+      end
+
+      # +command+ run by script(1) on a new pseudo-terminal that starts with our window size: `script -q -e`
+      # copies the session's stdin to the terminal and the terminal to its stdout, and exits with the command's
+      # status.
+      def in_terminal(command)
+        size = terminal_size
+        resize = size ? "stty rows #{size[0]} cols #{size[1]} 2>/dev/null; " : ""
+        [PTY_WRAPPER, "-q", "-e", "-c", "#{resize}exec #{Shellwords.join(command)}", "/dev/null"]
+      end
+
+      # Our terminal's [rows, columns], when stdin is a terminal that knows them.
+      def terminal_size
+        return nil unless @input.respond_to?(:tty?) && @input.tty?
+
+        require "io/console"
+        rows, columns = @input.winsize
+        rows.positive? && columns.positive? ? [rows, columns] : nil
+      rescue SystemCallError, NotImplementedError
+        nil
+      end
+
+      # Yields with our stdin in raw mode when +pty+ and it is a terminal (the command's own terminal does the
+      # echoing and line editing, as with `ssh -t` or `docker run -t`); restores it afterwards.
+      def raw_terminal(pty, &block)
+        return yield unless pty && @input.respond_to?(:tty?) && @input.tty?
+
+        require "io/console"
+        @input.raw(&block)
+      end
+
+      def setup_failed(message)
+        @err.puts("littleghost-sandbox: #{message}")
+        SETUP_ERROR
       end
 
       # 127 or 126 when +program+ is certainly not runnable: it names no file on the child's PATH (or from the
@@ -340,7 +416,11 @@ module LittleGhost
           sleep(0.01) if empty
         end
         status = exit_status(session.wait)
-        return exec_failed(@exec_failure[:program], @exec_failure[:status]) if @exec_failure && status == 1
+        if @exec_failure && status == 1
+          return setup_failed("--pty: #{@exec_failure[:message]}") if @exec_failure[:status] == SETUP_ERROR
+
+          return exec_failed(@exec_failure[:program], @exec_failure[:status])
+        end
 
         copy_held_back
         status
@@ -366,6 +446,10 @@ module LittleGhost
       # "bwrap: execvp PROGRAM: REASON" on stderr and nothing else (its C locale's wording). When the first output
       # is exactly that, it is held back until more output or the exit status says whose it was.
       def bwrap_exec_failure(chunk)
+        if (pty = PTY_FAILURE.match(chunk.stderr)) && chunk.stdout.empty?
+          # script(1) could not make the terminal the sandbox was expected to have.
+          return { message: pty[0].chomp, status: SETUP_ERROR }
+        end
         match = BWRAP_EXEC_FAILURE.match(chunk.stderr)
         return nil unless match && chunk.stdout.empty?
 

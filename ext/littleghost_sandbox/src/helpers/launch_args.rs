@@ -45,7 +45,7 @@ const EXECUTE_KEYS: [&str; 12] = [
 ];
 
 /// The keywords of `start_program`, all optional.
-const START_KEYS: [&str; 12] = [
+const START_KEYS: [&str; 13] = [
     "context",
     "environment",
     "inherit_environment",
@@ -58,6 +58,7 @@ const START_KEYS: [&str; 12] = [
     "allow_subprocesses",
     "tasks",
     "max_output_bytes",
+    "timeout",
 ];
 
 /// The output bound under either spelling; both at once is ArgumentError.
@@ -102,6 +103,8 @@ pub(crate) struct ExecuteCall {
 /// `start_program(command, ...)`, validated likewise.
 pub(crate) struct StartCall {
     pub launch: Launch,
+    /// `timeout:`, the session's whole life in seconds; None: unbounded.
+    pub timeout: Option<f64>,
     pub output_bytes: u64,
     pub file_bytes: Option<u64>,
     pub limits: Plan,
@@ -176,11 +179,15 @@ impl StartCall {
                 .map(|v| positive_integer(ruby, v, name))
                 .transpose()
         };
+        let timeout = get("timeout")
+            .map(|value| validate_timeout(ruby, value))
+            .transpose()?;
         let output_bytes = output_bound(ruby, rb_self, &get)?;
         let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
         let file_bytes = optional("file_bytes")?;
         require_execute(ruby, rb_self, get("scope"))?;
         Ok(StartCall {
+            timeout,
             output_bytes,
             limits,
             file_bytes,
@@ -250,12 +257,20 @@ fn workspace_environment(ruby: &Ruby, workspace: Value) -> Result<Vec<(String, S
     }
 }
 
-/// `workspace.resolve(cwd)`: a logical path the workspace refuses is a ToolError.
+/// `workspace.resolve(cwd)`: a logical path the workspace refuses is a
+/// ToolError naming it.
 fn resolve_cwd(ruby: &Ruby, workspace: Value, cwd: RString) -> Result<PathBuf, Error> {
     if let Some(native) = workspace::native(ruby, workspace) {
-        return match native.resolve_core(&convert::path_of(cwd)) {
+        let path = convert::path_of(cwd);
+        return match native.resolve_core(&path) {
             Err(CoreError::Argument(message) | CoreError::Key(message)) => {
-                Err(errors::tool_error(ruby, message))
+                let shown = path.display().to_string();
+                let named = if message.contains(&shown) {
+                    message
+                } else {
+                    format!("{message}: {shown}")
+                };
+                Err(errors::tool_error(ruby, named))
             }
             resolved => errors::core_result(ruby, resolved),
         };
@@ -339,7 +354,15 @@ pub(crate) fn launch_cwd(
     if in_sandbox && convert::path_of(cwd).is_absolute() {
         return convert::string_path(vo::expand_path(ruby, cwd.as_value(), None)?.as_value());
     }
-    resolve_cwd(ruby, workspace, cwd)
+    let resolved = resolve_cwd(ruby, workspace, cwd)?;
+    // A logical directory that does not exist is named as the caller wrote
+    // it (issue 20: a model's `cwd:` gets an answer it can act on).
+    if !resolved.is_dir() {
+        let shown = convert::path_of(cwd).display().to_string();
+        let missing = littleghost_sandbox_core::launch::CWD_NOT_AVAILABLE;
+        return Err(errors::tool_error(ruby, format!("{missing}: {shown}")));
+    }
+    Ok(resolved)
 }
 
 /// The core launch plan of `request`, with the workspace's and the call's
@@ -503,6 +526,7 @@ pub(crate) fn start(
             inherit_environment: host.inherit_environment,
             chdir: host.chdir,
             output_bytes: call.output_bytes,
+            timeout: call.timeout,
             limits: call.limits,
             memory_reader: None,
             file_bytes: call.file_bytes,

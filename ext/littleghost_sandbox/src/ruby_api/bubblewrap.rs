@@ -364,10 +364,12 @@ fn wrap_command(
     let (relay, relay_data) = match open_gateway_value(ruby, state) {
         // B.10 (4), G.5, G.6: the relay runs the command under `:allowlist`.
         Some(gateway) if plan.network == launch::NetworkMode::Allowlist => {
-            let (relay, data) = gateway::relay(ruby, gateway, &state.options)?;
-            (Some(relay), Some(data))
+            let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
+            let destinations = gateway::exact_destinations(ruby, effective);
+            let (relay, data) = gateway::relay(ruby, gateway, &state.options, &destinations)?;
+            (Some(relay), data)
         }
-        _ => (None, None),
+        _ => (None, Vec::new()),
     };
     let mut launch = launch_of(ruby, rb_self, state, &plan)?;
     let options = &state.options;

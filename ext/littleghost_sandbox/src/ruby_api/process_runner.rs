@@ -326,6 +326,12 @@ fn start_failure(ruby: &Ruby, failure: StartFailure) -> Result<Value, Error> {
     }
 }
 
+/// TimeoutError with `message` whose `execution` is `execution` (a
+/// session's `timeout:`, worded as [`timeout_error`] words it).
+pub fn timeout_error_message(ruby: &Ruby, message: String, execution: Value) -> Error {
+    with_execution(ruby, &TIMEOUT_ERROR, message, execution)
+}
+
 /// TimeoutError "Command timed out after SECONDS seconds" whose `execution`
 /// holds what the child wrote before it was terminated.
 fn timeout_error(ruby: &Ruby, timeout: f64, execution: Value) -> Error {

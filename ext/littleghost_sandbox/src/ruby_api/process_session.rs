@@ -67,6 +67,8 @@ pub struct SessionRequest {
     pub inherit_environment: bool,
     pub chdir: Option<std::path::PathBuf>,
     pub output_bytes: u64,
+    /// `timeout:`: the session's whole life in seconds (None: unbounded).
+    pub timeout: Option<f64>,
     /// Whole-tree limits (L.1-L.3) and their fallbacks: sampled memory
     /// (18.9) and the per-process `RLIMIT_CPU`.
     pub limits: Plan,
@@ -259,12 +261,39 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
         Some(SessionError::ClosedByOwner) => {
             return Err(session_error(ruby, SessionError::ClosedByOwner))
         }
+        Some(SessionError::TimedOut(message)) => timed_out(ruby, state, message)?,
         Some(problem) => session_error(ruby, problem),
     };
     match record(ruby, session, &error) {
         Some(exception) => Err(Error::from(Exception::try_convert(exception)?)),
         None => Err(error),
     }
+}
+
+/// The session's `timeout:` passed: once the background termination has
+/// ended its tree (finished here, so no output is still on its way), the
+/// TimeoutError `execute_program` raises, carrying what the session wrote and
+/// nobody read yet and how it ended. Not a denial, as for `execute_program`.
+fn timed_out(ruby: &Ruby, state: &SessionState, message: String) -> Result<Error, Error> {
+    let process = state.process();
+    let mut waiter = Waiter::new(process);
+    if process.alive() {
+        terminate_group(ruby, &mut waiter, process)?;
+    }
+    state.settle_output(|slice| waiter.wait(ruby, slice))?;
+    let unread = process.read_chunk(usize::MAX);
+    let render = |bytes: &[u8]| littleghost_sandbox_core::process::capture::render(bytes, false);
+    let exit = process.exit();
+    let execution = crate::ruby_api::execution::Execution::wrap(
+        ruby,
+        &render(&unread.stdout),
+        &render(&unread.stderr),
+        exit.and_then(|exit| exit.code()),
+        exit.and_then(|exit| exit.signal()),
+    );
+    Ok(crate::ruby_api::process_runner::timeout_error_message(
+        ruby, message, execution,
+    ))
 }
 
 /// Stores the first resource error (later ones are dropped) and returns
@@ -296,14 +325,30 @@ fn alive_checked(ruby: &Ruby, session: Session, state: &SessionState) -> Result<
 }
 
 /// True while the leader is unreaped or any member of its group lives; raises a recorded resource error first.
-/// A session the sandbox's `close` ended (H.4) is simply not alive (issue 19 item 2): `read` and `wait` say why.
+/// A session the sandbox's `close` ended (H.4) or whose `timeout:` passed is simply not alive (issue 19 item 2,
+/// issue 20): `read` and `wait` say why.
 fn alive(ruby: &Ruby, rb_self: Session) -> Result<bool, Error> {
     let state = rb_self.state(ruby)?;
-    let closed_by_owner = matches!(state.resource_problem(), Some(SessionError::ClosedByOwner));
-    if closed_by_owner && rb_self.resource_error(ruby).is_none() {
+    let ended_from_outside = matches!(
+        state.resource_problem(),
+        Some(SessionError::ClosedByOwner | SessionError::TimedOut(_))
+    );
+    if ended_from_outside && !recorded_other_than_timeout(ruby, rb_self) {
         return Ok(state.process().alive());
     }
     alive_checked(ruby, rb_self, state)
+}
+
+/// A resource error other than the session's own TimeoutError was recorded
+/// (a memory limit that ended it first): `alive?` still raises that one.
+fn recorded_other_than_timeout(ruby: &Ruby, session: Session) -> bool {
+    let timeout = constants::class(ruby, "LittleGhost::Sandbox::TimeoutError");
+    session
+        .resource_error(ruby)
+        .is_some_and(|recorded| match timeout {
+            Ok(timeout) => !recorded.is_kind_of(timeout),
+            Err(_) => true,
+        })
 }
 
 fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
@@ -362,7 +407,12 @@ fn wait(
             // A limit that ended the program as it exited (the per-process
             // RLIMIT_CPU kills by signal, issue 19 item 6) raises as the
             // cgroup's does, rather than reading as an ordinary exit.
-            if matches!(state.resource_problem(), Some(SessionError::Limit(_))) {
+            // So does a `timeout:` whose termination ended it just now.
+            let problem = state.resource_problem();
+            if matches!(
+                problem,
+                Some(SessionError::Limit(_) | SessionError::TimedOut(_))
+            ) {
                 raise_resource_error(ruby, rb_self, state)?;
             }
             Ok(status_of(ruby, state))

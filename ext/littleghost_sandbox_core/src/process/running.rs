@@ -35,7 +35,7 @@ use super::{runtime, spawner, Launch};
 use crate::limits::{watch::watch_cpu, LaunchCgroup, LimitExceeded, ProcessLimits};
 use background::{drain_both, lock, open_pidfd, set_nonblocking, watch_exit, Pulled, Shared};
 pub use failure::{session_failure_subject, StartFailure};
-use termination::terminate_in_background;
+use termination::{expire, terminate_in_background};
 pub use termination::{Owner, Termination, TerminationStep};
 
 /// Bytes a session reader reads from a pipe itself per pass (18.5's 16 KiB).
@@ -316,6 +316,26 @@ impl RunningProcess {
     /// Whether its [`Owner`] terminated the child ([`Owner::terminate_all`]).
     pub fn terminated_by_owner(&self) -> bool {
         self.shared.terminated_by_owner.load(Ordering::SeqCst)
+    }
+
+    /// Bounds the child's life (a session's `timeout:`): once `lifetime`
+    /// passes with it still alive, its whole tree is terminated in the
+    /// background (17.12, then its cgroup) and [`timed_out`](Self::timed_out)
+    /// becomes true. A lifetime too long to represent never passes.
+    pub fn expire_after(&self, lifetime: Duration) {
+        match runtime::handle() {
+            Ok(handle) => {
+                handle.spawn(expire(Arc::downgrade(&self.shared), lifetime));
+            }
+            // Without a runtime nothing could end it on time: fail closed.
+            Err(_) => self.signal_group(Signal::KILL),
+        }
+    }
+
+    /// Whether [`expire_after`](Self::expire_after)'s lifetime passed while
+    /// the child ran (it is then being, or has been, terminated).
+    pub fn timed_out(&self) -> bool {
+        self.shared.timed_out.load(Ordering::SeqCst)
     }
 
     /// Signals the whole group (ESRCH and EPERM ignored).

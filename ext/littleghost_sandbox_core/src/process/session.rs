@@ -54,6 +54,9 @@ pub enum SessionError {
     Limit(LimitExceeded),
     /// Combined output passed `output_bytes` (18.5).
     OutputExceeded(u64),
+    /// The session's `timeout:` passed and its tree was terminated; the
+    /// message, as `execute_program`'s timeout words it.
+    TimedOut(String),
 }
 
 impl SessionError {
@@ -84,6 +87,7 @@ impl SessionError {
             SessionError::OutputExceeded(bytes) => {
                 format!("Program output exceeded {bytes} bytes")
             }
+            SessionError::TimedOut(message) => message.clone(),
         }
     }
 }
@@ -109,6 +113,8 @@ pub struct Session {
     /// L.3's per-process `RLIMIT_CPU`, when `cpu_seconds` fell back to it:
     /// the leader's kill by it reads as the CPU limit (issue 19 item 6).
     rlimit_cpu_seconds: Option<u64>,
+    /// `start_program(timeout:)`, in seconds as validated (17.3).
+    timeout: Option<f64>,
 }
 
 /// How a [`Session::wait_for_exit`] ended.
@@ -133,6 +139,18 @@ impl Session {
             monitor_done: AtomicBool::new(false),
             writing: AtomicBool::new(false),
             rlimit_cpu_seconds: None,
+            timeout: None,
+        }
+    }
+
+    /// Bounds the session's life to `seconds` (positive and finite, 17.3):
+    /// once they pass with the child alive, its whole tree is terminated
+    /// and its next `read`/`wait` reports [`SessionError::TimedOut`].
+    pub fn expire_after(&mut self, seconds: f64) {
+        self.timeout = Some(seconds);
+        // A timeout too long to represent never passes.
+        if let Ok(lifetime) = Duration::try_from_secs_f64(seconds) {
+            self.process.expire_after(lifetime);
         }
     }
 
@@ -212,11 +230,17 @@ impl Session {
         }
     }
 
-    /// The first of: the sandbox closed the session (H.4), a kernel limit
-    /// stopped the tree (L.2), output passed its bound (18.5).
+    /// The first of: the sandbox closed the session (H.4), its `timeout:`
+    /// passed, a kernel limit stopped the tree (L.2), output passed its
+    /// bound (18.5).
     pub fn resource_problem(&self) -> Option<SessionError> {
         if self.process.terminated_by_owner() {
             return Some(SessionError::ClosedByOwner);
+        }
+        if let Some(seconds) = self.timeout.filter(|_| self.process.timed_out()) {
+            return Some(SessionError::TimedOut(super::arguments::run_timed_out(
+                seconds,
+            )));
         }
         if let Some(exceeded) = self.process.limit_exceeded() {
             return Some(SessionError::Limit(exceeded));

@@ -54,6 +54,13 @@ module LittleGhost
       # Raises LittleGhost::PolicyError for a bad +proc+, +tmpfs_size+, mount path, +uid+ or +gid+; ArgumentError
       # for an unknown keyword. An allowlist (<tt>network: {allow: ["host:port"]}</tt>) is enforced through the
       # built-in gateway and the relay; #open raises LittleGhost::DependencyError when the relay is missing.
+      # Programs get the proxy variables (<tt>HTTP_PROXY</tt>, <tt>HTTPS_PROXY</tt>, ...). For a program that ignores
+      # them (Node.js before 22.21, a raw socket), each exact <tt>"host:port"</tt> entry with a port of 1024 or more is
+      # also served inside the sandbox: the relay listens on a loopback address of the sandbox's own
+      # (<tt>127.80.0.N</tt> for a name, <tt>127.0.0.1</tt> for +localhost+), the sandbox's <tt>/etc/hosts</tt> (the
+      # host's, with those names first; the host's file is not changed) points the name at it, and each connection
+      # goes through the gateway as <tt>CONNECT host:port</tt>, under the same rules and with the same denials. Ports
+      # below 1024 (<tt>example.com:443</tt>) are reachable through the proxy variables only.
       #
       #   LittleGhost::Sandboxes::Bubblewrap.new(workspace: workspace, masks: ["/srv/agent/secrets"], tmpfs_size: 32 << 20)
 

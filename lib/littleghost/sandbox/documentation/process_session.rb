@@ -54,7 +54,8 @@ module LittleGhost
       #   alive? -> true or false
       #
       # True while the child or any member of its process group is still running (a child that exited while its
-      # own child runs is still alive).
+      # own child runs is still alive). False once Sandbox#start_program's +timeout+ passed or the sandbox was
+      # closed (the next #read or #wait says which).
       #
       # Raises a recorded supervision error first: LittleGhost::ToolError "Program memory exceeded N bytes",
       # "Program output exceeded N bytes".
@@ -91,7 +92,8 @@ module LittleGhost
       # bytes; <tt>chunk.eof</tt> is true once the child is gone and both streams are closed.
       #
       # Raises LittleGhost::ToolError "Program output exceeded N bytes" (the group is terminated) and the
-      # supervision errors of #alive?; ArgumentError for a negative or infinite timeout.
+      # supervision errors of #alive?; LittleGhost::Sandbox::TimeoutError once Sandbox#start_program's +timeout+
+      # passed (its +execution+ holds the output not read yet); ArgumentError for a negative or infinite timeout.
       #
       #   chunk = session.read(timeout: 0.5)
       #   chunk.stdout   # => "got ping\n"
@@ -106,8 +108,9 @@ module LittleGhost
       # returns the leader's Status. It does not collect output: use #read for that. On a timeout or an exception it
       # terminates the group (unless <tt>terminate: false</tt>) and raises.
       #
-      # Raises LittleGhost::ToolError "Program timed out after SECONDS seconds", the supervision errors of #alive?,
-      # and whatever <tt>context.check!</tt> raises.
+      # Raises LittleGhost::ToolError "Program timed out after SECONDS seconds" when this wait's +timeout+ passes,
+      # LittleGhost::Sandbox::TimeoutError once Sandbox#start_program's +timeout+ (the session's whole life)
+      # passed, the supervision errors of #alive?, and whatever <tt>context.check!</tt> raises.
       #
       #   session.wait(timeout: 5).success?   # => true
 

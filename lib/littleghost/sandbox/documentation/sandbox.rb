@@ -378,7 +378,7 @@ module LittleGhost
     ##
     # :method: start_program
     # :call-seq:
-    #   start_program(argv, context: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil, output_bytes: nil, memory_bytes: nil, tasks: nil, cpu_seconds: nil, file_bytes: nil, allow_subprocesses: nil) -> ProcessSession
+    #   start_program(argv, context: nil, environment: {}, inherit_environment: false, scope: nil, cwd: nil, timeout: nil, output_bytes: nil, memory_bytes: nil, tasks: nil, cpu_seconds: nil, file_bytes: nil, allow_subprocesses: nil) -> ProcessSession
     #
     # Starts +argv+ as a long-lived child with stdin, stdout and stderr pipes and returns the
     # LittleGhost::Sandbox::ProcessSession that owns its process group; the caller must #close it (closing the
@@ -386,6 +386,15 @@ module LittleGhost
     # <tt>limits.output_bytes</tt>) bounds stdout and stderr together; +memory_bytes+, +tasks+ and +cpu_seconds+
     # limit the whole tree as for #execute_program (a passed memory or CPU limit is raised by the session's next
     # call; closing the session kills whatever is left in its cgroup); +file_bytes+ becomes RLIMIT_FSIZE.
+    #
+    # +timeout+ (seconds, through <tt>Float()</tt>, positive and finite as for #execute_program; nil, the default,
+    # means no bound) bounds the session's whole life: once it passes with the program still running, the program
+    # and everything it started are terminated (TERM, a short grace, KILL, then whatever is left in its cgroup),
+    # #alive? answers false, and the next +read+ or +wait+ raises the LittleGhost::Sandbox::TimeoutError
+    # #execute_program raises ("Command timed out after 2.0 seconds"), whose +execution+ holds the output nobody
+    # had read yet and how the program ended; every later +read+/+wait+ raises the same error. Like
+    # #execute_program's, a timeout is not a Denial. (<tt>wait(timeout:)</tt> bounds only that one wait.)
+    #
     # <tt>allow_subprocesses: false</tt> forbids
     # the child to create processes where the backend can enforce it (capability
     # <tt>:process_spawn_denial</tt>); nil means the backend's default.
@@ -399,6 +408,15 @@ module LittleGhost
     #   session.close_write
     #   session.read(timeout: 1).stdout   # => "ping\n"
     #   session.wait(timeout: 5).success? # => true
+    #   session.close
+    #
+    #   session = sandbox.start_program(["sh", "-c", "echo working; sleep 600"], timeout: 2)
+    #   begin
+    #     session.wait
+    #   rescue LittleGhost::Sandbox::TimeoutError => e
+    #     e.execution.stdout   # => "working\n"
+    #   end
+    #   session.alive?         # => false
     #   session.close
 
     ##

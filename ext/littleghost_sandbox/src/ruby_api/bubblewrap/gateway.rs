@@ -129,14 +129,26 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
     convert::environment(ruby, Some(environment))
 }
 
+/// The exact `host:port` entries of the effective policy's allowlist, as
+/// (host, port) pairs (issue 20: what the relay also serves transparently).
+pub(crate) fn exact_destinations(ruby: &Ruby, effective_policy: Value) -> Vec<(String, u16)> {
+    allowlist_network(ruby, effective_policy)
+        .and_then(network_policy::borrow)
+        .map_or_else(Vec::new, |network| {
+            littleghost_sandbox_core::launch::transparent::exact_destinations(&network.core().allow)
+        })
+}
+
 /// Before a launch: `validate!` (G.2), then the socket path and the mounts,
-/// with the relay helper of `options`; the descriptor of the helper's bytes
-/// must stay open until the launch has started.
+/// with the relay helper of `options` and the transparent listeners for
+/// `destinations` (issue 20); the descriptors returned (the helper's bytes,
+/// the sandbox's `/etc/hosts`) must stay open until the launch has started.
 pub(crate) fn relay(
     ruby: &Ruby,
     gateway: Value,
     options: &bw::Options,
-) -> Result<(bw::Relay, OwnedFd), Error> {
+    destinations: &[(String, u16)],
+) -> Result<(bw::Relay, Vec<OwnedFd>), Error> {
     let _: Value = gateway.funcall("validate!", ())?;
     let socket: Value = gateway.funcall("proxy_mount_path", ())?;
     if socket.is_nil() {
@@ -149,12 +161,15 @@ pub(crate) fn relay(
     let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
     let binds = mounts.into_iter().map(|g| (g.source, g.target)).collect();
     let data = errors::core_result(ruby, options.relay_data())?;
+    let (forwards, hosts) = errors::core_result(ruby, options.transparent(destinations))?;
     let relay = bw::Relay {
         data: data.as_raw_fd(),
         socket,
         binds,
+        forwards,
+        hosts: hosts.as_ref().map(|fd| fd.as_raw_fd()),
     };
-    Ok((relay, data))
+    Ok((relay, [data].into_iter().chain(hosts).collect()))
 }
 
 /// `Array(value)` of mount declarations as core grants.

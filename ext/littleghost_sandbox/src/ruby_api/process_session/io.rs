@@ -139,6 +139,12 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
         terminate_group(ruby, &mut waiter, state.process())?;
         return raise_resource_error(ruby, rb_self, state).map(|()| ruby.qnil().as_value());
     };
+    // Output read just as the `timeout:` ended the session is handed over
+    // first (not eof): the next `read` raises the TimeoutError.
+    let fresh = !(output.stdout.is_empty() && output.stderr.is_empty());
+    if fresh && state.process().timed_out() {
+        return Ok(new_chunk(ruby, &output.stdout, &output.stderr, false));
+    }
     let eof = output.both_closed && !alive_checked(ruby, rb_self, state)?;
     Ok(new_chunk(ruby, &output.stdout, &output.stderr, eof))
 }

@@ -90,6 +90,7 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Resul
             None => DEFAULT_OUTPUT_BYTES,
             Some(value) => positive_integer(ruby, value, "output_bytes")?,
         },
+        timeout: None,
         // This private constructor keeps 18.9's sampled memory and
         // per-process CPU rlimit; backends pass whole-tree limits.
         limits: Plan {
@@ -152,6 +153,9 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     };
     if request.limits.cpu_fallback {
         state.report_rlimit_cpu_kills(request.limits.rlimit_cpu_seconds);
+    }
+    if let Some(seconds) = request.timeout {
+        state.expire_after(seconds);
     }
     if session.state.set(state).is_err() {
         return Err(Error::new(

@@ -119,6 +119,14 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
             target.as_os_str(),
         );
     }
+    if let Some((fd, target)) = &launch.hosts_data {
+        argv.value("--perms", "0444");
+        argv.two(
+            "--ro-bind-data",
+            OsStr::new(&fd.to_string()),
+            target.as_os_str(),
+        );
+    }
 
     // 11. and 12. Working directory, then freeze /dev (its mounts stay as
     // they are) and the empty root.

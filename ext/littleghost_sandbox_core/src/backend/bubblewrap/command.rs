@@ -12,7 +12,8 @@ use super::{NetworkMode, RootFilesystem};
 use crate::error::{Error, Result};
 use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
-use crate::launch::{self, relay_argv, Filter, LaunchPlan, LaunchRequest, Pins};
+use crate::launch::transparent::Transparent;
+use crate::launch::{self, relay_argv, Filter, Forward, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
 use crate::policy::Policy;
 use crate::process::SpawnOptions;
@@ -23,7 +24,7 @@ pub const DESTINATION_NOT_DIRECTORY: &str =
     "sandbox mount destination is not a real directory inside its writable parent mount";
 
 /// What a launch under `:allowlist` takes from the open gateway.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Relay {
     /// A read-only descriptor of the relay helper's bytes
     /// ([`Options::relay_data`]), owned by the caller until the spawn: bwrap
@@ -34,7 +35,15 @@ pub struct Relay {
     pub socket: PathBuf,
     /// The gateway's `mounts`, bound read-only (G.6), as (source, target).
     pub binds: Vec<(PathBuf, PathBuf)>,
+    /// Issue 20: the relay's transparent listeners ([`Options::transparent`]).
+    pub forwards: Vec<Forward>,
+    /// A descriptor holding the sandbox's `/etc/hosts` (owned by the caller
+    /// until the spawn), bound read-only over it, when some name is served.
+    pub hosts: Option<RawFd>,
 }
+
+/// Where the sandbox's own hosts file is bound (issue 20).
+pub const HOSTS_PATH: &str = "/etc/hosts";
 
 /// Where the relay helper's copy is placed inside the sandbox: bwrap's own
 /// fresh `/dev`, which no host file and no child can reach before the launch.
@@ -94,6 +103,34 @@ pub fn args_plan(
 }
 
 impl Options {
+    /// Issue 20: the relay's transparent listeners for the exact allowlist
+    /// `destinations`, and a descriptor holding the sandbox's `/etc/hosts`
+    /// (the host's own file, after lines naming the served hosts, with a
+    /// `localhost` line) when the relay serves anything (see
+    /// [`Transparent::plan`] for the ports it cannot serve).
+    pub fn transparent(
+        &self,
+        destinations: &[(String, u16)],
+    ) -> Result<(Vec<Forward>, Option<std::os::fd::OwnedFd>)> {
+        let plan = Transparent::plan(destinations);
+        // With any listener the sandbox gets a hosts file, so `localhost`
+        // resolves even where the root it sees has no /etc/hosts.
+        if plan.forwards.is_empty() {
+            return Ok((plan.forwards, None));
+        }
+        let host_file = std::fs::read_to_string(HOSTS_PATH).unwrap_or_default();
+        let text = plan.hosts_file(&host_file);
+        let failed =
+            |e: std::io::Error| Error::Dependency(format!("cannot prepare {HOSTS_PATH}: {e}"));
+        let memfd = rustix::fs::memfd_create("littleghost-hosts", rustix::fs::MemfdFlags::CLOEXEC)
+            .map_err(|e| failed(e.into()))?;
+        let mut file = std::fs::File::from(memfd);
+        use std::io::{Seek, Write};
+        file.write_all(text.as_bytes()).map_err(failed)?;
+        file.rewind().map_err(failed)?;
+        Ok((plan.forwards, Some(file.into())))
+    }
+
     /// The core launch request of a Bubblewrap launch: UTF-8 paths (they
     /// travel in bwrap's argv), the pins of `open`, the tmpfs directories as
     /// fresh working directories, and the seccomp filter (H.2, H.6).
@@ -227,11 +264,21 @@ impl Options {
         inherited_fds.extend_from_slice(handles);
         match relay {
             Some(relay) => {
-                command = relay_argv(Path::new(RELAY_PATH), &relay.socket, command)?;
+                command = relay_argv(
+                    Path::new(RELAY_PATH),
+                    &relay.socket,
+                    &relay.forwards,
+                    command,
+                )?;
                 launch.extra_ro_binds = relay.binds;
                 let data = SpawnOptions::child_fd(inherited_fds.len());
                 launch.executable_data = Some((data, PathBuf::from(RELAY_PATH)));
                 inherited_fds.push(relay.data);
+                if let Some(hosts) = relay.hosts {
+                    let data = SpawnOptions::child_fd(inherited_fds.len());
+                    launch.hosts_data = Some((data, PathBuf::from(HOSTS_PATH)));
+                    inherited_fds.push(hosts);
+                }
             }
             None if launch.network == NetworkMode::Allowlist => {
                 return Err(Error::Dependency("the network gateway is not open".into()))

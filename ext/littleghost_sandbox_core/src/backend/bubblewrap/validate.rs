@@ -22,7 +22,13 @@ pub fn validate_cwd(
     tmpfs: &[PathBuf],
     workspace_paths: &[PathBuf],
 ) -> Result<PathBuf> {
-    let outside = |cwd: &Path| -> Error { tool(format!("{CWD_OUTSIDE_SCOPE}: {}", cwd.display())) };
+    let root = workspace_paths.first().map(PathBuf::as_path);
+    let outside = |cwd: &Path| -> Error {
+        tool(format!(
+            "{CWD_OUTSIDE_SCOPE}: {}",
+            paths::shown_cwd(cwd, root)
+        ))
+    };
     if !cwd.is_absolute() {
         return Err(outside(cwd));
     }

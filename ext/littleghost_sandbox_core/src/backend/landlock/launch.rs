@@ -101,9 +101,10 @@ pub fn launch_rules(
             && planned.rules.iter().any(|rule| rule.path.starts_with(cwd))
     };
     if !cwd_allowed(&planned, cwd) && !on_the_way() {
+        let root = sandbox.workspace_directories.first().map(PathBuf::as_path);
         return Err(tool(format!(
             "sandbox working directory is outside the selected scope: {}",
-            cwd.display()
+            crate::paths::shown_cwd(cwd, root)
         )));
     }
     Ok(planned)

@@ -88,6 +88,8 @@ pub(super) struct Shared {
     pub(super) parent: Pid,
     /// Its [`Owner`] terminated it (the sandbox was closed).
     pub(super) terminated_by_owner: AtomicBool,
+    /// Its lifetime (a session's `timeout:`) passed while it ran, and it was terminated.
+    pub(super) timed_out: AtomicBool,
     pub(super) state: Mutex<State>,
     pub(super) notifier: Notifier,
     /// Sessions and streaming executes want to hear about every chunk; a
@@ -123,6 +125,7 @@ impl Shared {
             pid,
             parent,
             terminated_by_owner: AtomicBool::new(false),
+            timed_out: AtomicBool::new(false),
             state: Mutex::new(State {
                 capture: Capture::new(mode),
                 exit: None,

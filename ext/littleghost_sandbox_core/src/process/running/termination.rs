@@ -23,6 +23,29 @@ pub(super) async fn terminate_in_background(shared: Arc<Shared>) {
     }
 }
 
+/// A session's `timeout:`: once `lifetime` passes with the child still
+/// alive, records that it timed out, runs 17.12 on its tree and then kills
+/// whatever is left in its cgroup (a `setsid` daemon), as the CPU watcher
+/// does. A child that ended (or was dropped) before is left alone.
+pub(super) async fn expire(shared: Weak<Shared>, lifetime: Duration) {
+    tokio::time::sleep(lifetime).await;
+    let Some(shared) = shared.upgrade() else {
+        return;
+    };
+    if shared.try_reap().is_some() && !group_alive(shared.pid) {
+        return;
+    }
+    shared.timed_out.store(true, Ordering::SeqCst);
+    let cgroup = shared.cgroup.clone();
+    terminate_in_background(shared.clone()).await;
+    if let Some(live) = cgroup.upgrade() {
+        // Blocking (bounded) work off the runtime's workers.
+        let _ = tokio::task::spawn_blocking(move || live.kill_all()).await;
+    }
+    // Waiters (a `wait` in another thread) hear about it.
+    shared.notifier.notify();
+}
+
 /// 17.12, the one termination protocol: TERM to the child's group and to
 /// every descendant and its group (see [`descendants`]), up to
 /// [`TERMINATION_GRACE`] for them all to end, then KILL. Callers drive it

@@ -264,3 +264,30 @@ fn a_status_describes_and_compares_like_process_status() {
     assert_eq!(unknown.describe(), "pid 7 status unknown");
     assert!(!unknown.equals_raw(0));
 }
+
+#[test]
+fn a_session_past_its_timeout_loses_its_whole_tree_and_says_it_timed_out() {
+    // A child that would outlive the timeout, with a grandchild of its own.
+    let mut session = session(&["sh", "-c", "sleep 60 & echo started; wait"], 1024);
+    session.expire_after(0.3);
+    assert_eq!(wait_exit(&session, 30.0), WaitEnd::Exited);
+    assert!(session.process().timed_out());
+    assert!(!session.process().group_alive());
+    assert_eq!(
+        session.resource_problem(),
+        Some(SessionError::TimedOut(
+            "Command timed out after 0.3 seconds".into()
+        ))
+    );
+    assert!(!SessionError::TimedOut(String::new()).is_io());
+}
+
+#[test]
+fn a_session_that_ends_before_its_timeout_did_not_time_out() {
+    let mut session = session(&["true"], 1024);
+    session.expire_after(0.2);
+    assert_eq!(wait_exit(&session, 30.0), WaitEnd::Exited);
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(!session.process().timed_out());
+    assert_eq!(session.resource_problem(), None);
+}

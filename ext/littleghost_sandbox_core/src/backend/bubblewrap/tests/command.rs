@@ -161,6 +161,7 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
         data: 11,
         socket: "/run/gw/socket".into(),
         binds: vec![("/host/gw".into(), "/run/gw".into())],
+        ..Relay::default()
     };
     let command = vec!["curl".to_string()];
     let host = options
@@ -199,6 +200,7 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
                 data: 11,
                 socket: "/run/gw/socket".into(),
                 binds: Vec::new(),
+                ..Relay::default()
             }),
             (None, &[]),
             &FakeHost::debian(),
@@ -208,6 +210,61 @@ fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_des
         &without_filter.argv,
         &["--ro-bind-data", "3", RELAY_PATH]
     ));
+}
+
+#[test]
+fn transparent_listeners_go_to_the_relay_and_the_hosts_file_is_bound_over_the_hosts() {
+    let options = configured();
+    let forwards = vec![
+        crate::launch::Forward::parse("127.80.0.1:8443=api.test:8443").unwrap(),
+        crate::launch::Forward::parse("127.0.0.1:8080=localhost:8080").unwrap(),
+    ];
+    let relay = Relay {
+        data: 11,
+        socket: "/run/gw/socket".into(),
+        forwards,
+        hosts: Some(12),
+        ..Relay::default()
+    };
+    let host = options
+        .host_argv(
+            launch_of(&options, NetworkMode::Allowlist),
+            vec!["node".into()],
+            Some(relay),
+            (None, &[]),
+            &FakeHost::debian(),
+        )
+        .unwrap();
+    assert_eq!(host.inherited_fds, [11, 12]);
+    assert!(has(
+        &host.argv,
+        &["--perms", "0444", "--ro-bind-data", "4", "/etc/hosts"]
+    ));
+    let tail = [
+        "--forward",
+        "127.80.0.1:8443=api.test:8443",
+        "--forward",
+        "127.0.0.1:8080=localhost:8080",
+        "--",
+        "node",
+    ];
+    assert!(host.argv.ends_with(&tail.map(String::from)));
+    // No listener, no hosts file.
+    let relay = Relay {
+        data: 11,
+        socket: "/run/gw/socket".into(),
+        ..Relay::default()
+    };
+    let host = options
+        .host_argv(
+            launch_of(&options, NetworkMode::Allowlist),
+            vec!["node".into()],
+            Some(relay),
+            (None, &[]),
+            &FakeHost::debian(),
+        )
+        .unwrap();
+    assert!(!host.argv.iter().any(|word| word == "/etc/hosts"));
 }
 
 #[test]

@@ -1,0 +1,309 @@
+//! Issue 20: allowlisted destinations reachable by clients that ignore the
+//! proxy variables (Node.js before 22.21, a static binary, a raw socket).
+//!
+//! Under `:allowlist` the child lives in a network namespace with only
+//! loopback. For each exact `host:port` the allowlist names, the relay also
+//! listens on a loopback address of the sandbox's own (`127.80.0.N` for a
+//! host name, the address itself for `localhost` or a `127.x.y.z` literal)
+//! at that port, and the sandbox's `/etc/hosts` maps the name to that
+//! address. A client that connects "directly" reaches the relay, which asks
+//! the gateway for `CONNECT host:port` and then joins the two: the gateway
+//! still decides (allowlist, private addresses, its budget) and records its
+//! denials. The relay only ever asks for the exact pair the listener was
+//! made for, so nothing new is reachable.
+//!
+//! The input is a plain list of (host, port) pairs, the exact entries of
+//! the allowlist (see [`exact_destinations`]); how entries are written is
+//! the allowlist's business.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+/// Where the relay's proxy listens ([`super::RELAY_PROXY_URL`]).
+const PROXY_LISTEN: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3128);
+
+/// One listener of the relay: connections to `listen` become `CONNECT
+/// host:port` through the gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forward {
+    pub listen: SocketAddrV4,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Forward {
+    /// The relay's `--forward` value: `LISTEN=HOST:PORT`.
+    pub fn argument(&self) -> String {
+        format!("{}={}:{}", self.listen, self.host, self.port)
+    }
+
+    /// Parses [`argument`](Self::argument)'s form back (the relay's side).
+    pub fn parse(text: &str) -> Option<Forward> {
+        let (listen, target) = text.split_once('=')?;
+        let (host, port) = target.rsplit_once(':')?;
+        let host = host.to_owned();
+        if !valid_host(&host) {
+            return None;
+        }
+        Some(Forward {
+            listen: listen.parse().ok()?,
+            host,
+            port: port.parse().ok().filter(|port| *port > 0)?,
+        })
+    }
+}
+
+/// What the sandbox gets for its allowlist: the relay's extra listeners and
+/// the `/etc/hosts` lines that point names at them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transparent {
+    pub forwards: Vec<Forward>,
+    /// (address, name) lines the sandbox's `/etc/hosts` starts with.
+    pub hosts: Vec<(Ipv4Addr, String)>,
+}
+
+impl Transparent {
+    /// The listeners for `destinations` (exact pairs). A port below 1024 is
+    /// never served: the relay runs in the user namespace bwrap's
+    /// `--disable-userns` nests inside the one owning the network namespace,
+    /// where no capability reaches those ports. A name whose ports cannot
+    /// all be served gets no `/etc/hosts` line, so it never resolves to a
+    /// loopback address nobody listens on (Ruby's `Net::HTTP` skips the
+    /// proxy for a name that resolves to loopback); clients that honour the
+    /// proxy variables reach it as before.
+    pub fn plan(destinations: &[(String, u16)]) -> Transparent {
+        let mut plan = Transparent::default();
+        let mut names: Vec<String> = Vec::new();
+        for (host, _) in destinations {
+            let host = host.to_ascii_lowercase();
+            if needs_name(&host) && !names.contains(&host) {
+                names.push(host);
+            }
+        }
+        let servable = |port: u16| port >= 1024;
+        let mut next = 0u32;
+        for name in names {
+            let ports: Vec<u16> = destinations
+                .iter()
+                .filter(|(host, _)| host.eq_ignore_ascii_case(&name))
+                .map(|(_, port)| *port)
+                .collect();
+            if !ports.iter().all(|port| servable(*port)) {
+                continue;
+            }
+            next += 1;
+            // 127.80.0.1 ... 127.80.255.254: one address per name.
+            if next > 0xfffe {
+                break;
+            }
+            let address = Ipv4Addr::new(127, 80, (next >> 8) as u8, next as u8);
+            plan.hosts.push((address, name.clone()));
+            for port in ports {
+                plan.push(SocketAddrV4::new(address, port), &name, port);
+            }
+        }
+        for (host, port) in destinations {
+            let Some(address) = loopback(host) else {
+                continue;
+            };
+            if servable(*port) {
+                plan.push(SocketAddrV4::new(address, *port), host, *port);
+            }
+        }
+        plan
+    }
+
+    /// Adds a listener unless its address is taken (the proxy's, or an
+    /// earlier entry's).
+    fn push(&mut self, listen: SocketAddrV4, host: &str, port: u16) {
+        if listen == PROXY_LISTEN || self.forwards.iter().any(|f| f.listen == listen) {
+            return;
+        }
+        self.forwards.push(Forward {
+            listen,
+            host: host.to_owned(),
+            port,
+        });
+    }
+
+    /// The sandbox's `/etc/hosts`: these names first, then the host's own
+    /// file (its localhost lines and the rest) without the served names, so
+    /// a served name has exactly one address (glibc returns every line that
+    /// names a host).
+    pub fn hosts_file(&self, host_file: &str) -> String {
+        let mut text =
+            String::from("# littleghost-sandbox: allowlisted names served by the relay\n");
+        for (address, name) in &self.hosts {
+            text.push_str(&format!("{address}\t{name}\n"));
+        }
+        let served = |name: &str| self.hosts.iter().any(|(_, n)| n.eq_ignore_ascii_case(name));
+        let mut localhost = false;
+        for line in host_file.lines() {
+            let entry = line.split('#').next().unwrap_or_default();
+            let mut words = entry.split_whitespace();
+            let Some(address) = words.next() else {
+                text.push_str(line);
+                text.push('\n');
+                continue;
+            };
+            let names: Vec<&str> = words.collect();
+            localhost |= names.iter().any(|n| n.eq_ignore_ascii_case("localhost"));
+            let kept: Vec<&str> = names.iter().copied().filter(|n| !served(n)).collect();
+            if kept.len() == names.len() {
+                text.push_str(line);
+                text.push('\n');
+            } else if !kept.is_empty() {
+                text.push_str(&format!("{address}\t{}\n", kept.join(" ")));
+            }
+        }
+        if !localhost {
+            text.push_str("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+        }
+        text
+    }
+}
+
+/// The exact `host:port` entries of an allowlist, as pairs: no wildcard, a
+/// port from 1 to 65535, a host that is a plain DNS name or an IPv4
+/// address. Anything else is left to the proxy path.
+pub fn exact_destinations(allow: &[String]) -> Vec<(String, u16)> {
+    allow
+        .iter()
+        .filter_map(|entry| {
+            let (host, port) = entry.trim().rsplit_once(':')?;
+            let port = port.parse::<u16>().ok().filter(|port| *port > 0)?;
+            valid_host(host).then(|| (host.to_owned(), port))
+        })
+        .collect()
+}
+
+/// A host name needing its own address: not an IP literal, not `localhost`.
+fn needs_name(host: &str) -> bool {
+    host.parse::<Ipv4Addr>().is_err() && !host.eq_ignore_ascii_case("localhost")
+}
+
+/// The sandbox's own loopback address standing for `host`: `localhost` and
+/// `127.x.y.z` are themselves; any other address cannot be made local.
+fn loopback(host: &str) -> Option<Ipv4Addr> {
+    if host.eq_ignore_ascii_case("localhost") {
+        return Some(Ipv4Addr::LOCALHOST);
+    }
+    host.parse::<Ipv4Addr>().ok().filter(Ipv4Addr::is_loopback)
+}
+
+/// A name that can be written into `/etc/hosts` and given to the relay as
+/// is: letters, digits, `-` and `.`, 1 to 253 characters, no empty label.
+fn valid_host(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(items: &[(&str, u16)]) -> Vec<(String, u16)> {
+        items.iter().map(|(h, p)| (h.to_string(), *p)).collect()
+    }
+
+    #[test]
+    fn only_exact_entries_become_pairs() {
+        let allow: Vec<String> = [
+            "example.com:443",
+            "*.example.com:443",
+            "localhost:8080",
+            "[::1]:80",
+            "bad host:80",
+            "127.0.0.1:9",
+            "x.test:0",
+            "x.test:http",
+            "evil.test\n1.2.3.4 bank.test:80",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            exact_destinations(&allow),
+            pairs(&[("example.com", 443), ("localhost", 8080), ("127.0.0.1", 9)])
+        );
+    }
+
+    #[test]
+    fn each_name_gets_its_own_address_and_loopback_entries_listen_as_themselves() {
+        let plan = Transparent::plan(&pairs(&[
+            ("registry.test", 9443),
+            ("registry.test", 8443),
+            ("other.test", 8080),
+            ("localhost", 8080),
+            ("127.0.0.1", 3128),
+            ("10.0.0.1", 8080),
+            ("127.0.0.2", 80),
+        ]));
+        let r = Ipv4Addr::new(127, 80, 0, 1);
+        let o = Ipv4Addr::new(127, 80, 0, 2);
+        assert_eq!(
+            plan.hosts,
+            vec![(r, "registry.test".into()), (o, "other.test".into())]
+        );
+        let shown: Vec<String> = plan.forwards.iter().map(Forward::argument).collect();
+        assert_eq!(
+            shown,
+            [
+                "127.80.0.1:9443=registry.test:9443",
+                "127.80.0.1:8443=registry.test:8443",
+                "127.80.0.2:8080=other.test:8080",
+                "127.0.0.1:8080=localhost:8080",
+            ]
+        );
+        for forward in &plan.forwards {
+            assert_eq!(Forward::parse(&forward.argument()).as_ref(), Some(forward));
+        }
+    }
+
+    #[test]
+    fn a_name_with_a_port_the_relay_cannot_bind_is_left_to_the_proxy() {
+        let plan = Transparent::plan(&pairs(&[
+            ("low.test", 443),
+            ("low.test", 8443),
+            ("high.test", 8080),
+        ]));
+        assert_eq!(
+            plan.hosts,
+            vec![(Ipv4Addr::new(127, 80, 0, 1), "high.test".into())]
+        );
+        assert_eq!(plan.forwards.len(), 1);
+    }
+
+    #[test]
+    fn the_hosts_file_puts_allowlisted_names_before_the_hosts_own_lines() {
+        let plan = Transparent::plan(&pairs(&[("example.com", 8443)]));
+        let host_file = "127.0.0.1 localhost\n# a comment\n93.184.216.34 example.com\n10.0.0.1 Example.COM www.example.com # web";
+        let text = plan.hosts_file(host_file);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            lines,
+            [
+                "127.80.0.1\texample.com",
+                "127.0.0.1 localhost",
+                "10.0.0.1\twww.example.com"
+            ]
+        );
+        assert!(text.contains("# a comment"));
+        assert!(plan.hosts_file("").contains("127.0.0.1\tlocalhost"));
+    }
+
+    #[test]
+    fn a_forward_argument_must_be_well_formed() {
+        assert!(Forward::parse("127.80.0.1:443=example.com:443").is_some());
+        assert!(Forward::parse("127.80.0.1:443").is_none());
+        assert!(Forward::parse("nonsense=example.com:443").is_none());
+        assert!(Forward::parse("127.80.0.1:443=exa mple.com:443").is_none());
+        assert!(Forward::parse("127.80.0.1:443=example.com:0").is_none());
+    }
+}
