@@ -388,6 +388,7 @@ fn wrap_command(
         keep_fds: wrapped.inherited_fds,
         exec_fd: None,
         exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
+        wrapped_program: None,
     };
     Ok((
         host,

@@ -251,9 +251,11 @@ fn wrap_command(
         workspace_directories: &workspace_directories,
     };
     let scoped = scope.is_some();
+    let program = argv.first().cloned();
     let supervised = host::command(sandbox, &mut launch, scoped, allow, argv, &pins);
     let supervised = errors::core_result(ruby, supervised)?;
     let mut host = HostCommand::planned(supervised.argv, launch);
+    host.wrapped_program = program;
     host.exec_fd = Some(supervised.executable_fd);
     host.keep_fds = supervised
         .anchors

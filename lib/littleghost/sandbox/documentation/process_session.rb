@@ -57,7 +57,7 @@ module LittleGhost
       # own child runs is still alive).
       #
       # Raises a recorded supervision error first: LittleGhost::ToolError "Program memory exceeded N bytes",
-      # "Program output exceeded N bytes".
+      # LittleGhost::Sandbox::LimitError "Program output exceeded N bytes" (carrying the output no #read returned).
       #
       #   session.alive?   # => true
 
@@ -90,8 +90,10 @@ module LittleGhost
       # Collects the output that arrives within +timeout+ seconds (0: what is there now) and returns a Chunk of raw
       # bytes; <tt>chunk.eof</tt> is true once the child is gone and both streams are closed.
       #
-      # Raises LittleGhost::ToolError "Program output exceeded N bytes" (the group is terminated) and the
-      # supervision errors of #alive?; ArgumentError for a negative or infinite timeout.
+      # Raises LittleGhost::Sandbox::LimitError "Program output exceeded N bytes" once the combined output passes
+      # +output_bytes+: the group is terminated and the error's +execution+ holds what no read returned, up to
+      # the bound (a ToolError, recorded: later calls raise it again). Also the supervision errors of #alive?;
+      # ArgumentError for a negative or infinite timeout.
       #
       #   chunk = session.read(timeout: 0.5)
       #   chunk.stdout   # => "got ping\n"
