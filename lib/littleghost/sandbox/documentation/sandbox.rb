@@ -348,13 +348,14 @@ module LittleGhost
     # Whole-tree limits (positive Integers; nil means the backend's <tt>process_limits:</tt> default, else
     # unlimited): +memory_bytes+ (anonymous memory, tmpfs pages and page cache the tree causes), +tasks+ (processes
     # and threads alive at once) and +cpu_seconds+ (CPU time of the whole tree). Where the host gives a writable
-    # cgroup (capabilities <tt>:memory_limit</tt>, <tt>:task_limit</tt>; Sandbox.probe's <tt>:limits</tt> says
+    # cgroup (capabilities <tt>:memory_limit</tt>, <tt>:task_limit</tt>, <tt>:cpu_limit</tt>; Sandbox.probe's <tt>:limits</tt> says
     # why not) each launch runs in a cgroup made for it and removed after it: past +memory_bytes+ the kernel
     # OOM-kills inside it and the call raises LittleGhost::ToolError "Program memory exceeded N bytes"; past
     # +tasks+, <tt>fork</tt> fails with EAGAIN inside the child and nothing is killed; past +cpu_seconds+ the tree
     # is terminated and the call raises LittleGhost::ToolError "Program CPU time exceeded N seconds". Without one,
     # +memory_bytes+ is <em>sampled</em> every 100 ms over /proc (bursts can pass it), +cpu_seconds+ is the
-    # <em>per-process</em> RLIMIT_CPU, and +tasks+ raises LittleGhost::CapabilityError before anything runs.
+    # <em>per-process</em> RLIMIT_CPU (capability <tt>:process_cpu_limit</tt> instead of <tt>:cpu_limit</tt>), and
+    # +tasks+ raises LittleGhost::CapabilityError before anything runs.
     #
     # Raises LittleGhost::Sandbox::TimeoutError, a LittleGhost::ToolError, "Command timed out after SECONDS
     # seconds" (the process tree is killed first); its +execution+ holds what the child wrote until then.
