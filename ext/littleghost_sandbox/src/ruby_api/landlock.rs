@@ -109,7 +109,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 /// [`probe`] of a keyword Hash (for Native).
 pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
     let values = keywords(ruby, options, &[], &["platform"])?;
-    let platform = convert::display_string(ruby, platform_or_host(ruby, values[0])?)?;
+    let platform = convert::platform(ruby, platform_or_host(ruby, values[0])?)?;
     let found = host::probe(&platform);
     let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
     result.aset(ruby.to_symbol("abi"), found.abi)?;
@@ -154,7 +154,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         "LittleGhost::Sandboxes::Landlock",
     )?;
     let state = State {
-        platform: convert::display_string(ruby, platform)?,
+        platform: convert::platform(ruby, platform)?,
         runtime_roots,
         tmpdir: RefCell::new(None),
     };

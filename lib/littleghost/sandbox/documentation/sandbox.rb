@@ -259,7 +259,10 @@ module LittleGhost
     # Raises LittleGhost::ToolError with a message safe to show a model: "Path does not exist", "Path is not a
     # file", "File exceeds the read limit", "File is not valid UTF-8 text", "Path cannot be a symbolic link",
     # "Path is outside the sandbox scope", "workspace path traversal is not allowed", "workspace paths must be
-    # relative or use workspace://".
+    # relative or use workspace://". A +path+ (here, and in every file operation, +cwd:+ and +chdir:+) is a String
+    # or answers +to_path+ (TypeError otherwise); its bytes are the path whatever ASCII-compatible encoding tags
+    # it, and a String in an encoding that is not ASCII-compatible (UTF-16, UTF-32) raises ArgumentError "path
+    # must be in an ASCII-compatible encoding such as UTF-8 (got String in UTF-16LE)".
     #
     #   sandbox.read("notes.md")                  # => "hello\n"
     #   sandbox.read("workspace://source/app.rb") # => "puts 1\n"
