@@ -159,7 +159,9 @@ pub fn checked_path(ruby: &Ruby, string: RString, what: &str) -> Result<RString,
     let name: String = encoding.funcall("to_s", ())?;
     Err(errors::argument_error(
         ruby,
-        format!("{what} must be in an ASCII-compatible encoding such as UTF-8 (got String in {name})"),
+        format!(
+            "{what} must be in an ASCII-compatible encoding such as UTF-8 (got String in {name})"
+        ),
     ))
 }
 

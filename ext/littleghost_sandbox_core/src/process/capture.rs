@@ -89,7 +89,9 @@ impl Capture {
                     // The bytes up to the bound are kept: the error that
                     // ends the session carries them (issue 19).
                     let room = usize::try_from(limit.saturating_sub(before)).unwrap_or(usize::MAX);
-                    buffer.data.extend_from_slice(&bytes[..room.min(bytes.len())]);
+                    buffer
+                        .data
+                        .extend_from_slice(&bytes[..room.min(bytes.len())]);
                     self.overflowed = true;
                     buffer.truncated = true;
                     return true;

@@ -143,7 +143,8 @@ pub fn only_deaf_to_term(groups: &[i32], members: &[i32]) -> bool {
         let Some((state, group)) = parse_stat(&stat) else {
             continue;
         };
-        if matches!(state, 'Z' | 'X' | 'x') || !(groups.contains(&group) || members.contains(&pid)) {
+        if matches!(state, 'Z' | 'X' | 'x') || !(groups.contains(&group) || members.contains(&pid))
+        {
             continue;
         }
         live += 1;
@@ -278,7 +279,10 @@ mod tests {
         assert!(only_deaf_to_term(&[deaf_pid], &[]));
         assert!(!only_deaf_to_term(&[deaf_pid, plain_pid], &[]));
         assert!(!only_deaf_to_term(&[plain_pid], &[]));
-        assert!(!only_deaf_to_term(&[0x3ff_ffff], &[]), "nothing alive is not deaf");
+        assert!(
+            !only_deaf_to_term(&[0x3ff_ffff], &[]),
+            "nothing alive is not deaf"
+        );
         signal_group(deaf_pid, Signal::KILL);
         signal_group(plain_pid, Signal::KILL);
         deaf.wait().unwrap();
