@@ -189,7 +189,7 @@ RSpec.describe LittleGhost::Sandbox::ProcessRunner do
         .to raise_error(LittleGhost::ToolError, /timed out/)
     end
 
-    it "sends KILL after the grace when TERM is ignored" do
+    it "sends KILL when TERM is ignored (at once: nothing left alive can act on it)" do
       pid_file = File.join(dir, "stubborn")
       script = "trap '' TERM; echo $$ > #{pid_file}; while :; do sleep 0.05; done"
       expect { run(["/bin/sh", "-c", script], timeout: 0.3, environment: path_env) }

@@ -56,6 +56,8 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
       features << :process_tree_ownership if limits[:process_tree_ownership] == true
       features << :memory_limit if limits[:memory_bytes] == true
       features << :task_limit if limits[:tasks] == true
+      # How cpu_seconds holds: the whole tree (cgroup) or per process (RLIMIT_CPU).
+      features << (limits[:cpu_seconds] == true ? :cpu_limit : :process_cpu_limit)
       features
     end
 

@@ -227,6 +227,7 @@ impl Denial {
         let reason = match exceeded {
             LimitExceeded::Memory { .. } => Reason::MemoryLimit,
             LimitExceeded::Cpu { .. } => Reason::CpuLimit,
+            LimitExceeded::Output { .. } => Reason::OutputLimit,
         };
         Denial::new(Operation::Execute, program, reason, exceeded.message())
     }

@@ -10,12 +10,17 @@
 //!   encoding is transcoded to UTF-8. Bytes that are not valid UTF-8 raise
 //!   ArgumentError "... must be valid UTF-8", never EncodingError. A NUL byte
 //!   raises ArgumentError (the core's wording), an empty argv ToolError (17.2).
-//! - A path is taken as its bytes, whatever its encoding, as Ruby's own
-//!   `File.open` does on Unix; any bytes are accepted except where a backend
-//!   must pass the path as text (the bwrap command line), which says so. A path argument must be
-//!   a String, or an object answering `to_path` with a String (Pathname);
-//!   anything else raises TypeError. Symbols, Integers, Arrays and nil are
-//!   not paths.
+//! - A path is taken as its bytes, as Ruby's own `File.open` does on Unix,
+//!   whatever ASCII-compatible encoding tags it (UTF-8, US-ASCII, binary,
+//!   ISO-8859-1, ...); any bytes are accepted except where a backend must
+//!   pass the path as text (the bwrap command line), which says so. A String
+//!   in an encoding that is not ASCII-compatible (UTF-16, UTF-32) raises
+//!   ArgumentError naming the encoding ([`checked_path`], the one rule):
+//!   its bytes are not the path it shows. A path argument must be a String,
+//!   or an object answering `to_path` with a String (Pathname); anything
+//!   else raises TypeError. Symbols, Integers, Arrays and nil are not paths.
+//! - A platform name (`platform:`) is text: `String(value)`, valid UTF-8
+//!   (or transcodable to it), else ArgumentError ([`platform`]).
 //! - A String command is one argv element (17.1). If it contains whitespace it
 //!   is almost certainly a command line meant for a shell, which
 //!   `execute_program` never uses: ArgumentError "pass an argv Array, or use
@@ -131,17 +136,46 @@ pub fn environment(
     Ok(pairs)
 }
 
+/// The one rule for a path a caller gives as a String (H.6, issue 19): its
+/// bytes are the path whatever ASCII-compatible encoding tags it, as
+/// `File.open` takes them on Unix. In an encoding that is not
+/// ASCII-compatible (UTF-16, UTF-32, and dummies such as UTF-7) every ASCII
+/// character carries NUL bytes, so the bytes are not the path the String
+/// shows: ArgumentError "`what` must be in an ASCII-compatible encoding such
+/// as UTF-8 (got String in UTF-16LE)", rather than a NUL-byte ToolError or
+/// Encoding::CompatibilityError from deep inside.
+pub fn checked_path(ruby: &Ruby, string: RString, what: &str) -> Result<RString, Error> {
+    let index = string.enc_get();
+    if index == ruby.utf8_encindex()
+        || index == ruby.usascii_encindex()
+        || index == ruby.ascii8bit_encindex()
+    {
+        return Ok(string);
+    }
+    let encoding: Value = string.funcall("encoding", ())?;
+    if encoding.funcall::<_, _, bool>("ascii_compatible?", ())? {
+        return Ok(string);
+    }
+    let name: String = encoding.funcall("to_s", ())?;
+    Err(errors::argument_error(
+        ruby,
+        format!(
+            "{what} must be in an ASCII-compatible encoding such as UTF-8 (got String in {name})"
+        ),
+    ))
+}
+
 /// A path argument as a String: a String itself, or `value.to_path` when it
-/// answers that (Pathname) and gives a String. Anything else raises
-/// TypeError "`what` must be a String (got CLASS)".
+/// answers that (Pathname) and gives a String, held to [`checked_path`].
+/// Anything else raises TypeError "`what` must be a String (got CLASS)".
 pub fn path_string(ruby: &Ruby, value: Value, what: &str) -> Result<RString, Error> {
     if let Some(string) = RString::from_value(value) {
-        return Ok(string);
+        return checked_path(ruby, string, what);
     }
     if value.respond_to("to_path", false)? {
         let path: Value = value.funcall("to_path", ())?;
         if let Some(string) = RString::from_value(path) {
-            return Ok(string);
+            return checked_path(ruby, string, what);
         }
     }
     Err(errors::type_error(
@@ -177,10 +211,25 @@ pub fn path_to_ruby(ruby: &Ruby, path: &Path) -> RString {
     string
 }
 
-/// `String(value)` for descriptive options (a platform name), lossy.
+/// `String(value)` for descriptive text (a probe's reason), lossy.
 pub fn display_string(ruby: &Ruby, value: Value) -> Result<String, Error> {
     let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
     Ok(lossy(string))
+}
+
+/// The `platform:` option (a value `platform_or_host` settled) as text:
+/// `String(value)` under [`text`]'s rule, so a name that is not valid UTF-8
+/// raises ArgumentError "platform must be valid UTF-8" (issue 19), and a
+/// value `String()` refuses raises TypeError naming its class.
+pub fn platform(ruby: &Ruby, value: Value) -> Result<String, Error> {
+    if RString::from_value(value).is_none() && !vo::responds(value, "to_s") {
+        return Err(errors::type_error(
+            ruby,
+            format!("platform must be a String (got {})", vo::class_name(value)),
+        ));
+    }
+    let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
+    text(ruby, string, "platform")
 }
 
 /// A `chdir:` value (nil means none) expanded like `File.expand_path`; see [`path_string`].

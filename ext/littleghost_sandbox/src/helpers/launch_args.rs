@@ -400,6 +400,9 @@ pub(crate) struct HostCommand {
     pub exec_fd: Option<i32>,
     /// For bwrap: argv[0] as bwrap execs it, and as the caller wrote it (17.4).
     pub exec_argv0: Option<(Vec<u8>, String)>,
+    /// The caller's argv[0] where `argv` runs it through a wrapper that is
+    /// not bwrap (the Landlock supervisor), for denial events.
+    pub wrapped_program: Option<String>,
 }
 
 impl HostCommand {
@@ -413,11 +416,16 @@ impl HostCommand {
             keep_fds: Vec::new(),
             exec_fd: None,
             exec_argv0: None,
+            wrapped_program: None,
         }
     }
 
-    /// The program as the caller named it (for denial events).
+    /// The program as the caller named it (for denial events), never the
+    /// wrapper's (bwrap, the Landlock supervisor).
     fn program(&self) -> &str {
+        if let Some(program) = &self.wrapped_program {
+            return program;
+        }
         match &self.exec_argv0 {
             Some((_, written)) => written,
             None => self.argv.first().map_or("", String::as_str),

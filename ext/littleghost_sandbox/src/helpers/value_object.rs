@@ -53,17 +53,7 @@ pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
 pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RString, Error> {
     for value in std::iter::once(path).chain(base) {
         if let Some(string) = RString::from_value(value) {
-            let encoding = magnus::encoding::RbEncoding::from(string.enc_get());
-            // UTF-16 and UTF-32 (the encodings that are not ASCII-compatible).
-            if encoding.mbminlen() > 1 {
-                return Err(Error::new(
-                    ruby.exception_arg_error(),
-                    format!(
-                        "path must be ASCII-compatible text (got String in {})",
-                        encoding.name()
-                    ),
-                ));
-            }
+            crate::helpers::convert::checked_path(ruby, string, "path")?;
         }
     }
     let (path, base) = (

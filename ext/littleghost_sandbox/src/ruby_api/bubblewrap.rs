@@ -98,7 +98,7 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     )?;
     let executable = values[0].or(values[1]).filter(|v| !v.is_nil());
     let executable = executable.map(|v| option_path(ruby, v)).transpose()?;
-    let platform = convert::display_string(ruby, platform_or_host(ruby, values[2])?)?;
+    let platform = convert::platform(ruby, platform_or_host(ruby, values[2])?)?;
     let found = bw::probe(&platform, executable.as_deref());
     // The probe Hash: the backend capabilities unless there is a reason it is unavailable,
     // plus the bwrap it resolved and checked (absolute path and version) when it got that far.
@@ -390,6 +390,7 @@ fn wrap_command(
         keep_fds: wrapped.inherited_fds,
         exec_fd: None,
         exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
+        wrapped_program: None,
     };
     Ok((
         host,

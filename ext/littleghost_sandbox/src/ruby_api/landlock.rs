@@ -109,7 +109,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
 /// [`probe`] of a keyword Hash (for Native).
 pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
     let values = keywords(ruby, options, &[], &["platform"])?;
-    let platform = convert::display_string(ruby, platform_or_host(ruby, values[0])?)?;
+    let platform = convert::platform(ruby, platform_or_host(ruby, values[0])?)?;
     let found = host::probe(&platform);
     let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
     result.aset(ruby.to_symbol("abi"), found.abi)?;
@@ -154,7 +154,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         "LittleGhost::Sandboxes::Landlock",
     )?;
     let state = State {
-        platform: convert::display_string(ruby, platform)?,
+        platform: convert::platform(ruby, platform)?,
         runtime_roots,
         tmpdir: RefCell::new(None),
     };
@@ -251,9 +251,11 @@ fn wrap_command(
         workspace_directories: &workspace_directories,
     };
     let scoped = scope.is_some();
+    let program = argv.first().cloned();
     let supervised = host::command(sandbox, &mut launch, scoped, allow, argv, &pins);
     let supervised = errors::core_result(ruby, supervised)?;
     let mut host = HostCommand::planned(supervised.argv, launch);
+    host.wrapped_program = program;
     host.exec_fd = Some(supervised.executable_fd);
     host.keep_fds = supervised
         .anchors

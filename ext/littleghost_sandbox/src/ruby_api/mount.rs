@@ -86,6 +86,7 @@ pub fn parse_access(ruby: &Ruby, value: Value) -> Result<Access, Error> {
 /// `String(value)` as an absolute, cleaned target path; PolicyError for NUL, relative or `..`.
 pub fn normalize_target(ruby: &Ruby, value: Value) -> Result<PathBuf, Error> {
     let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
+    let string = convert::checked_path(ruby, string, "target")?;
     errors::core_result(ruby, core::normalize_target(&convert::path_of(string)))
 }
 

@@ -233,7 +233,7 @@ fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoi
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     let options: RHash = keywords_only(args)?;
     let platform_value = platform_or_host(ruby, options.delete(ruby.to_symbol("platform"))?)?;
-    let platform = convert::display_string(ruby, platform_value)?;
+    let platform = convert::platform(ruby, platform_value)?;
     options.aset(ruby.to_symbol("platform"), platform_value)?;
     match Platform::of(&platform) {
         Platform::MacOs => return Ok(seatbelt::probe_options(ruby, options)?.as_value()),
@@ -276,7 +276,7 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
 /// Seatbelt on macOS; on Linux Bubblewrap, else Landlock (LL.2), else
 /// DependencyError naming both reasons; UnsupportedPlatformError elsewhere.
 fn backend_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, Error> {
-    let platform = &convert::display_string(ruby, platform)?;
+    let platform = &convert::platform(ruby, platform)?;
     let name = if Platform::of(platform) == Platform::MacOs {
         "LittleGhost::Sandboxes::Seatbelt"
     } else if Platform::of(platform) == Platform::Other {

@@ -262,6 +262,9 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
             return Err(session_error(ruby, SessionError::ClosedByOwner))
         }
         Some(SessionError::TimedOut(message)) => timed_out(ruby, state, message)?,
+        Some(SessionError::OutputExceeded(bytes)) => {
+            output_limit_error(ruby, session, state, bytes, Default::default())?
+        }
         Some(problem) => session_error(ruby, problem),
     };
     match record(ruby, session, &error) {
@@ -294,6 +297,40 @@ fn timed_out(ruby: &Ruby, state: &SessionState, message: String) -> Result<Error
     Ok(crate::ruby_api::process_runner::timeout_error_message(
         ruby, message, execution,
     ))
+}
+
+/// 18.5, read as every other limit (issue 19): a session whose combined
+/// output passed `bytes` is terminated (17.12) and ends in a LimitError
+/// "Program output exceeded N bytes" carrying an Execution of the output no
+/// `read` handed out (`taken`, what the read that passed the bound took,
+/// then what is left up to the bound) and how the program ended; the
+/// sandbox that started it records one `:output_limit` denial. Returns the
+/// error to record; an interrupt during the termination comes back as `Err`.
+pub(super) fn output_limit_error(
+    ruby: &Ruby,
+    session: Session,
+    state: &SessionState,
+    bytes: u64,
+    taken: (Vec<u8>, Vec<u8>),
+) -> Result<Error, Error> {
+    let mut waiter = Waiter::new(state.process());
+    terminate_group(ruby, &mut waiter, state.process())?;
+    reap_leader(ruby, &mut waiter, state.process());
+    let (mut stdout, mut stderr) = taken;
+    let (rest_out, rest_err) = state.unread_output();
+    stdout.extend_from_slice(&rest_out);
+    stderr.extend_from_slice(&rest_err);
+    let exit = state.process().exit();
+    let execution = crate::ruby_api::execution::Execution::wrap(
+        ruby,
+        &String::from_utf8_lossy(&stdout),
+        &String::from_utf8_lossy(&stderr),
+        exit.and_then(|exit| exit.code()),
+        exit.and_then(|exit| exit.signal()),
+    );
+    let exceeded = littleghost_sandbox_core::limits::LimitExceeded::Output { bytes };
+    let denials = session.denials.get();
+    crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded, execution)
 }
 
 /// Stores the first resource error (later ones are dropped) and returns

@@ -90,7 +90,7 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
         Some(value) => option_path(ruby, value)?,
         None => PathBuf::from(sb::DEFAULT_EXECUTABLE),
     };
-    let platform = convert::display_string(ruby, shared::platform_or_host(ruby, values[1])?)?;
+    let platform = convert::platform(ruby, shared::platform_or_host(ruby, values[1])?)?;
     let unavailable = host::unavailable(&platform, &executable);
     probe::result(ruby, unavailable, || backend_capabilities(ruby))
 }
@@ -119,7 +119,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     };
     // No cgroups on macOS: memory is sampled, CPU per process, tasks refused (L.3).
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(6))?;
-    let platform = convert::display_string(ruby, shared::platform_or_host(ruby, get(5))?)?;
+    let platform = convert::platform(ruby, shared::platform_or_host(ruby, get(5))?)?;
     // SB.2: no `process_spawn` under an isolated root.
     enforce(
         ruby,

@@ -59,7 +59,9 @@ pub fn effective_policy(backend: Backend, requested: &Policy) -> Result<Policy> 
 /// What the host enforces, which some claims depend on.
 #[derive(Debug, Clone, Default)]
 pub struct Host {
-    /// The launch limits the kernel enforces here (L.3: `memory_limit`, `task_limit`).
+    /// The launch limits here (L.3: `memory_limit`, `task_limit`, and
+    /// `cpu_limit` or `process_cpu_limit`, see
+    /// [`crate::limits::plan::enforced_features`]).
     pub limit_features: Vec<&'static str>,
     /// Launches can own their whole tree in a cgroup (L.2, Unrestricted).
     pub owns_tree: bool,
@@ -91,7 +93,7 @@ const PROCESSES: [&str; 2] = ["process_execute", "process_spawn"];
 /// - Landlock: subprocess denial; tree ownership where the host gives each
 ///   launch a cgroup (the helper's subreaper alone dies with the helper).
 /// - Seatbelt: subprocess denial; no `process_spawn` under an isolated root;
-///   no cgroup limits.
+///   no cgroup limits (`cpu_seconds` is per process).
 pub fn claims(backend: Backend, policy: Option<&Policy>, host: &Host) -> Claims {
     let mut features: Vec<&'static str> = Vec::new();
     let (network_modes, isolation): (&'static [&'static str], _) = match backend {
@@ -129,7 +131,10 @@ pub fn claims(backend: Backend, policy: Option<&Policy>, host: &Host) -> Claims 
             (&["inherit", "none"], "seatbelt")
         }
     };
-    if backend != Backend::Seatbelt {
+    if backend == Backend::Seatbelt {
+        // No cgroups on macOS: `cpu_seconds` is the per-process RLIMIT_CPU.
+        features.push(crate::limits::plan::PROCESS_CPU_LIMIT);
+    } else {
         features.extend(&host.limit_features);
     }
     if backend == Backend::Bubblewrap && host.seccomp {
@@ -211,6 +216,8 @@ mod tests {
         assert!(claims.features.contains(&"process_spawn_denial"));
         let probe = super::claims(Backend::Seatbelt, None, &host);
         assert!(probe.features.contains(&"process_spawn"));
+        assert!(probe.features.contains(&"process_cpu_limit"));
+        assert!(!probe.features.contains(&"cpu_limit"));
         assert_eq!(probe.isolation, "seatbelt");
     }
 

@@ -77,6 +77,10 @@ pub enum LimitExceeded {
     Memory { bytes: u64 },
     /// The tree used more than `cpu_seconds` of CPU time and was terminated.
     Cpu { seconds: u64 },
+    /// A session's combined output passed `output_bytes` (18.5), or a run's
+    /// passed `max_output_bytes` with `kill_on_output_limit`, and the group
+    /// was terminated.
+    Output { bytes: u64 },
 }
 
 impl LimitExceeded {
@@ -95,6 +99,8 @@ impl LimitExceeded {
                     crate::shown::count(*seconds, "second")
                 )
             }
+            // 18.5's wording, "bytes" whatever the count.
+            LimitExceeded::Output { bytes } => format!("Program output exceeded {bytes} bytes"),
         }
     }
 }

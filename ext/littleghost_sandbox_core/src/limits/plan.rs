@@ -102,8 +102,17 @@ pub fn plan(requested: Requested, enforcement: &Enforcement) -> Result<Plan, Str
     Ok(plan)
 }
 
-/// The capability features the kernel enforces here (`:memory_limit`,
-/// `:task_limit`), in that order.
+/// The capability feature saying how `cpu_seconds` holds when no launch
+/// cgroup bounds the tree: the per-process `RLIMIT_CPU` of L.3 (each process
+/// of the tree may use that much).
+pub const PROCESS_CPU_LIMIT: &str = "process_cpu_limit";
+
+/// The capability features of the launch limits here, in this order:
+/// `:memory_limit` and `:task_limit` when the kernel enforces them for the
+/// whole tree, then how `cpu_seconds` holds (issue 19): `:cpu_limit` when
+/// the tree's CPU time is bounded (a launch cgroup), else
+/// [`PROCESS_CPU_LIMIT`], so that a caller can tell a whole-tree bound from
+/// a per-process one without trying.
 pub fn enforced_features(enforcement: &Enforcement) -> Vec<&'static str> {
     let mut features = Vec::new();
     if enforcement.memory.is_ok() {
@@ -112,6 +121,10 @@ pub fn enforced_features(enforcement: &Enforcement) -> Vec<&'static str> {
     if enforcement.tasks.is_ok() {
         features.push("task_limit");
     }
+    features.push(match enforcement.cpu {
+        Ok(()) => "cpu_limit",
+        Err(_) => PROCESS_CPU_LIMIT,
+    });
     features
 }
 
@@ -179,7 +192,7 @@ mod tests {
         assert_eq!(plan.rlimit_cpu_seconds, None);
         assert_eq!(
             enforced_features(&all_enforced()),
-            ["memory_limit", "task_limit"]
+            ["memory_limit", "task_limit", "cpu_limit"]
         );
     }
 
@@ -190,7 +203,7 @@ mod tests {
         assert!(!plan.cgroup.wants_cgroup());
         assert_eq!(plan.sampled_memory_bytes, Some(64));
         assert_eq!(plan.rlimit_cpu_seconds, Some(1));
-        assert!(enforced_features(&none).is_empty());
+        assert_eq!(enforced_features(&none), ["process_cpu_limit"]);
     }
 
     #[test]

@@ -80,11 +80,18 @@ impl Capture {
                 first
             }
             CaptureMode::Combined { limit } => {
+                let before = self.total;
                 self.total = self.total.saturating_add(bytes.len() as u64);
                 if self.overflowed {
                     return false;
                 }
                 if self.total > limit {
+                    // The bytes up to the bound are kept: the error that
+                    // ends the session carries them (issue 19).
+                    let room = usize::try_from(limit.saturating_sub(before)).unwrap_or(usize::MAX);
+                    buffer
+                        .data
+                        .extend_from_slice(&bytes[..room.min(bytes.len())]);
                     self.overflowed = true;
                     buffer.truncated = true;
                     return true;
@@ -215,6 +222,16 @@ mod tests {
         assert_eq!(capture.take(Stream::Stdout, 2), b"ab");
         assert_eq!(capture.take(Stream::Stdout, 16), b"c");
         assert_eq!(capture.take(Stream::Stderr, 16), b"def");
+    }
+
+    #[test]
+    fn a_combined_bound_keeps_the_bytes_up_to_it() {
+        let mut capture = Capture::new(CaptureMode::Combined { limit: 6 });
+        assert!(!capture.accept(Stream::Stderr, b"ab"));
+        assert!(capture.accept(Stream::Stdout, b"cdefgh"));
+        assert!(!capture.accept(Stream::Stdout, b"ij"));
+        assert_eq!(capture.take(Stream::Stderr, 16), b"ab");
+        assert_eq!(capture.take(Stream::Stdout, 16), b"cdef");
     }
 
     #[test]

@@ -119,6 +119,81 @@ pub fn process_alive(pid: i32) -> bool {
     }
 }
 
+/// Whether every live process of `groups` and `members` is deaf to TERM
+/// ([`deaf_to_term`]), so that only KILL can end what lingers and waiting out
+/// the grace would serve nobody. False when nothing is alive, when one
+/// process could still act on TERM, or where `/proc` cannot tell (then the
+/// grace runs as before).
+pub fn only_deaf_to_term(groups: &[i32], members: &[i32]) -> bool {
+    if !cfg!(target_os = "linux") {
+        return false;
+    }
+    let Ok(listing) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let mut live = 0usize;
+    for entry in listing.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|name| name.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((state, group)) = parse_stat(&stat) else {
+            continue;
+        };
+        if matches!(state, 'Z' | 'X' | 'x') || !(groups.contains(&group) || members.contains(&pid))
+        {
+            continue;
+        }
+        live += 1;
+        match std::fs::read_to_string(format!("/proc/{pid}/status")) {
+            Ok(status) if deaf_to_term(&status) => {}
+            // Gone since the stat was read: it no longer lingers.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => live -= 1,
+            _ => return false,
+        }
+    }
+    live > 0
+}
+
+/// Whether a process, by its `/proc/N/status` text, can do nothing with a
+/// TERM sent to it (issue 19 item 1):
+/// - it ignores TERM (`SigIgn`): the signal is discarded;
+/// - it is the init of a pid namespace below ours (`NSpid` ends in 1) with
+///   no TERM handler (`SigCgt`): the kernel drops TERM sent from an
+///   ancestor namespace to such an init. That is bwrap's sandbox process
+///   while it sets up the namespaces (before the user's program exists);
+///   once the program runs, the program gets TERM itself and the init ends
+///   with it.
+///
+/// A process that merely blocks TERM (the Landlock supervisor waits for it
+/// with `sigtimedwait`) or catches it is not deaf: it may act on it during
+/// the grace.
+pub fn deaf_to_term(status: &str) -> bool {
+    let term_bit = 1u64 << (libc::SIGTERM - 1);
+    let mut ignored = false;
+    let mut caught = false;
+    let mut namespace_init = false;
+    for line in status.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let mask = || u64::from_str_radix(value.trim(), 16).unwrap_or(0);
+        match key {
+            "SigIgn" => ignored = mask() & term_bit != 0,
+            "SigCgt" => caught = mask() & term_bit != 0,
+            "NSpid" => {
+                let levels: Vec<&str> = value.split_whitespace().collect();
+                namespace_init = levels.len() > 1 && levels.last() == Some(&"1");
+            }
+            _ => {}
+        }
+    }
+    ignored || (namespace_init && !caught)
+}
+
 /// `(ppid, pgrp)` from a `/proc/N/stat` line.
 fn parse_parent_and_group(stat: &str) -> Option<(i32, i32)> {
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -154,6 +229,64 @@ mod tests {
             parse_parent_and_group("124 (a) b (c)) Z 1 99 99 0"),
             Some((1, 99))
         );
+    }
+
+    #[test]
+    fn term_is_useless_to_an_ignoring_process_and_a_handlerless_namespace_init() {
+        let status = |ign: &str, cgt: &str, nspid: &str| {
+            format!("Name:\tbwrap\nNSpid:\t{nspid}\nSigBlk:\t0000000000010000\nSigIgn:\t{ign}\nSigCgt:\t{cgt}\n")
+        };
+        let none = "0000000000000000";
+        let term = "0000000000004000";
+        // bwrap's sandbox process setting up its namespace: init, no handler.
+        assert!(deaf_to_term(&status(none, none, "31224\t1")));
+        // The same init with a TERM handler receives it.
+        assert!(!deaf_to_term(&status(none, term, "31224\t1")));
+        // The program inside (pid 2 there) and a plain process get TERM.
+        assert!(!deaf_to_term(&status(none, none, "31225\t2")));
+        assert!(!deaf_to_term(&status(none, none, "31223")));
+        // `trap '' TERM` anywhere.
+        assert!(deaf_to_term(&status(term, none, "31223")));
+        assert!(!deaf_to_term("garbage"));
+    }
+
+    #[test]
+    fn a_group_that_ignores_term_is_deaf_and_one_that_would_die_is_not() {
+        use std::os::unix::process::CommandExt;
+        let mut deaf = std::process::Command::new("sh")
+            .args(["-c", "trap '' TERM; echo ready; while :; do sleep 1; done"])
+            .process_group(0)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(deaf.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let mut plain = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let (deaf_pid, plain_pid) = (deaf.id() as i32, plain.id() as i32);
+        // The shell's `sleep 1` child ignores TERM too (inherited).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !only_deaf_to_term(&[deaf_pid], &[]) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(only_deaf_to_term(&[deaf_pid], &[]));
+        assert!(!only_deaf_to_term(&[deaf_pid, plain_pid], &[]));
+        assert!(!only_deaf_to_term(&[plain_pid], &[]));
+        assert!(
+            !only_deaf_to_term(&[0x3ff_ffff], &[]),
+            "nothing alive is not deaf"
+        );
+        signal_group(deaf_pid, Signal::KILL);
+        signal_group(plain_pid, Signal::KILL);
+        deaf.wait().unwrap();
+        plain.wait().unwrap();
     }
 
     #[test]

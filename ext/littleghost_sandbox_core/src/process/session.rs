@@ -85,7 +85,7 @@ impl SessionError {
             SessionError::ClosedByOwner => CLOSED_BY_OWNER.into(),
             SessionError::Limit(exceeded) => exceeded.message(),
             SessionError::OutputExceeded(bytes) => {
-                format!("Program output exceeded {bytes} bytes")
+                LimitExceeded::Output { bytes: *bytes }.message()
             }
             SessionError::TimedOut(message) => message.clone(),
         }
@@ -187,6 +187,11 @@ impl Session {
         CaptureMode::Combined {
             limit: output_bytes,
         }
+    }
+
+    /// The bound on combined output (18.5).
+    pub fn output_bytes(&self) -> u64 {
+        self.output_bytes
     }
 
     /// The child.
@@ -369,13 +374,15 @@ impl Session {
     }
 
     /// 18.5: output for up to `deadline` (a passed one reads once), in
-    /// passes with `wait` in between. `None` once output passed its bound:
-    /// the caller terminates the group and raises the session's error.
+    /// passes with `wait` in between. Once output passed its bound the read
+    /// ends with [`past_bound`](ReadOutput::past_bound) set and what it took
+    /// so far: the caller terminates the group and raises the session's
+    /// error carrying that output (with [`unread_output`](Self::unread_output)).
     pub fn read<E>(
         &self,
         deadline: Deadline,
         mut wait: impl FnMut(Duration) -> Result<(), E>,
-    ) -> Result<Option<ReadOutput>, E> {
+    ) -> Result<ReadOutput, E> {
         self.process.try_reap();
         self.settle_output(&mut wait)?;
         let mut output = ReadOutput::default();
@@ -384,7 +391,8 @@ impl Session {
             output.stdout.extend_from_slice(&chunk.stdout);
             output.stderr.extend_from_slice(&chunk.stderr);
             if self.process.overflowed() {
-                return Ok(None);
+                output.past_bound = true;
+                return Ok(output);
             }
             let both = chunk.stdout_closed && chunk.stderr_closed;
             // Pipes close a moment before the leader becomes reapable;
@@ -401,7 +409,23 @@ impl Session {
             // child off a busy CPU; an empty pass steps aside for a moment.
             super::yield_cpu();
         }
-        Ok(Some(output))
+        Ok(output)
+    }
+
+    /// Everything captured that no `read` took yet (within the output
+    /// bound), stdout then stderr. Once output passed its bound nothing more
+    /// is pulled from the pipes: this is what the program wrote up to the
+    /// bound, for the error that ends the session (issue 19).
+    pub fn unread_output(&self) -> (Vec<u8>, Vec<u8>) {
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        loop {
+            let chunk = self.process.read_chunk(READ_PASS_BYTES);
+            if chunk.stdout.is_empty() && chunk.stderr.is_empty() {
+                return (stdout, stderr);
+            }
+            stdout.extend_from_slice(&chunk.stdout);
+            stderr.extend_from_slice(&chunk.stderr);
+        }
     }
 }
 
@@ -412,6 +436,9 @@ pub struct ReadOutput {
     pub stderr: Vec<u8>,
     /// Both pipes reached EOF; with the child gone, the chunk's `eof`.
     pub both_closed: bool,
+    /// Output passed the session's bound during this read (18.5): the read
+    /// ended there, holding what it took before.
+    pub past_bound: bool,
 }
 
 /// The outcome of one write attempt.

@@ -70,8 +70,10 @@ impl Denial {
     /// (`kill_on_output_limit`); a timeout is not one (it refuses nothing
     /// the program asked).
     pub fn output_kill(program: &str, max_output_bytes: u64) -> Denial {
-        let message = format!("Program output exceeded {max_output_bytes} bytes");
-        Denial::new(Operation::Execute, program, Reason::OutputLimit, message)
+        let exceeded = crate::limits::LimitExceeded::Output {
+            bytes: max_output_bytes,
+        };
+        Denial::limit_kill(program, &exceeded)
     }
 
     /// The denial of a run whose tree asked for more processes than `tasks`

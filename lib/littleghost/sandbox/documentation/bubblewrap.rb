@@ -32,7 +32,7 @@ module LittleGhost
       # Records the options without touching the host (see Sandbox.new for the common ones):
       #
       # +bubblewrap+:: path of the +bwrap+ executable (<tt>"/usr/bin/bwrap"</tt>).
-      # +platform+:: the platform to assume (tests).
+      # +platform+:: the platform to assume (tests); text (ArgumentError "platform must be valid UTF-8" otherwise).
       # +command_wrapper+:: an argv prefix Array, or a callable <tt>call(argv:, workspace:, scope:) -> argv</tt>,
       #                     applied to every command inside the sandbox.
       # +proc+:: <tt>:new</tt> (a fresh <tt>/proc</tt>), <tt>:none</tt>, or a Mount Hash mounted at <tt>/proc</tt>.

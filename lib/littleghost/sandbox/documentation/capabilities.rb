@@ -49,9 +49,14 @@ module LittleGhost
       # :call-seq:
       #   features -> Array of Symbol
       #
-      # The supported features, frozen.
+      # The supported features, frozen. Beside the file and process features a backend may list how launch limits
+      # hold: <tt>:memory_limit</tt> and <tt>:task_limit</tt> when the kernel bounds the whole tree (a launch
+      # cgroup), and exactly one of <tt>:cpu_limit</tt> (+cpu_seconds+ bounds the CPU time of the whole tree) or
+      # <tt>:process_cpu_limit</tt> (no writable cgroup, e.g. as an unprivileged user, or macOS: +cpu_seconds+ is
+      # the per-process RLIMIT_CPU, so each process of the tree may use that much).
       #
       #   caps.features.include?(:process_tree_ownership)   # => true
+      #   caps.features.include?(:cpu_limit)                # => false when cpu_seconds is per process
 
       ##
       # :method: network_modes

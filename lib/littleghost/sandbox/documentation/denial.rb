@@ -17,7 +17,8 @@ module LittleGhost
     #                  +:symlink+, +:multiply_linked+, +:capability+ (the scope does not allow the operation),
     #                  +:read_limit+, +:write_limit+, +:list_limit+.
     # [+:limit+]       a program was ended at a resource limit; operation +:execute+, target its +argv[0]+ as
-    #                  given. Reasons: +:output_limit+ (+kill_on_output_limit: true+), +:memory_limit+
+    #                  given. Reasons: +:output_limit+ (+kill_on_output_limit: true+, or a session's
+    #                  +output_bytes+), +:memory_limit+
     #                  (+memory_bytes+, by the launch's cgroup or the sampled fallback), +:cpu_limit+
     #                  (+cpu_seconds+, by the cgroup or the per-process RLIMIT_CPU fallback). The program's
     #                  call raises Sandbox::LimitError. +:task_limit+: the kernel refused a new process at

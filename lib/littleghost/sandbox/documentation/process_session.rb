@@ -58,7 +58,7 @@ module LittleGhost
       # closed (the next #read or #wait says which).
       #
       # Raises a recorded supervision error first: LittleGhost::ToolError "Program memory exceeded N bytes",
-      # "Program output exceeded N bytes".
+      # LittleGhost::Sandbox::LimitError "Program output exceeded N bytes" (carrying the output no #read returned).
       #
       #   session.alive?   # => true
 
@@ -91,9 +91,11 @@ module LittleGhost
       # Collects the output that arrives within +timeout+ seconds (0: what is there now) and returns a Chunk of raw
       # bytes; <tt>chunk.eof</tt> is true once the child is gone and both streams are closed.
       #
-      # Raises LittleGhost::ToolError "Program output exceeded N bytes" (the group is terminated) and the
-      # supervision errors of #alive?; LittleGhost::Sandbox::TimeoutError once Sandbox#start_program's +timeout+
-      # passed (its +execution+ holds the output not read yet); ArgumentError for a negative or infinite timeout.
+      # Raises LittleGhost::Sandbox::LimitError "Program output exceeded N bytes" once the combined output passes
+      # +output_bytes+: the group is terminated and the error's +execution+ holds what no read returned, up to
+      # the bound (a ToolError, recorded: later calls raise it again). LittleGhost::Sandbox::TimeoutError once
+      # Sandbox#start_program's +timeout+ passed (its +execution+ holds the output not read yet). Also the
+      # supervision errors of #alive?; ArgumentError for a negative or infinite timeout.
       #
       #   chunk = session.read(timeout: 0.5)
       #   chunk.stdout   # => "got ping\n"

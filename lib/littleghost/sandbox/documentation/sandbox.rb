@@ -259,7 +259,10 @@ module LittleGhost
     # Raises LittleGhost::ToolError with a message safe to show a model: "Path does not exist", "Path is not a
     # file", "File exceeds the read limit", "File is not valid UTF-8 text", "Path cannot be a symbolic link",
     # "Path is outside the sandbox scope", "workspace path traversal is not allowed", "workspace paths must be
-    # relative or use workspace://".
+    # relative or use workspace://". A +path+ (here, and in every file operation, +cwd:+ and +chdir:+) is a String
+    # or answers +to_path+ (TypeError otherwise); its bytes are the path whatever ASCII-compatible encoding tags
+    # it, and a String in an encoding that is not ASCII-compatible (UTF-16, UTF-32) raises ArgumentError "path
+    # must be in an ASCII-compatible encoding such as UTF-8 (got String in UTF-16LE)".
     #
     #   sandbox.read("notes.md")                  # => "hello\n"
     #   sandbox.read("workspace://source/app.rb") # => "puts 1\n"
@@ -348,13 +351,14 @@ module LittleGhost
     # Whole-tree limits (positive Integers; nil means the backend's <tt>process_limits:</tt> default, else
     # unlimited): +memory_bytes+ (anonymous memory, tmpfs pages and page cache the tree causes), +tasks+ (processes
     # and threads alive at once) and +cpu_seconds+ (CPU time of the whole tree). Where the host gives a writable
-    # cgroup (capabilities <tt>:memory_limit</tt>, <tt>:task_limit</tt>; Sandbox.probe's <tt>:limits</tt> says
+    # cgroup (capabilities <tt>:memory_limit</tt>, <tt>:task_limit</tt>, <tt>:cpu_limit</tt>; Sandbox.probe's <tt>:limits</tt> says
     # why not) each launch runs in a cgroup made for it and removed after it: past +memory_bytes+ the kernel
     # OOM-kills inside it and the call raises LittleGhost::ToolError "Program memory exceeded N bytes"; past
     # +tasks+, <tt>fork</tt> fails with EAGAIN inside the child and nothing is killed; past +cpu_seconds+ the tree
     # is terminated and the call raises LittleGhost::ToolError "Program CPU time exceeded N seconds". Without one,
     # +memory_bytes+ is <em>sampled</em> every 100 ms over /proc (bursts can pass it), +cpu_seconds+ is the
-    # <em>per-process</em> RLIMIT_CPU, and +tasks+ raises LittleGhost::CapabilityError before anything runs.
+    # <em>per-process</em> RLIMIT_CPU (capability <tt>:process_cpu_limit</tt> instead of <tt>:cpu_limit</tt>), and
+    # +tasks+ raises LittleGhost::CapabilityError before anything runs.
     #
     # Raises LittleGhost::Sandbox::TimeoutError, a LittleGhost::ToolError, "Command timed out after SECONDS
     # seconds" (the process tree is killed first); its +execution+ holds what the child wrote until then.

@@ -61,8 +61,9 @@ module LittleGhost
       #   capabilities -> Capabilities
       #
       # Read, list, execute and spawn, plus write and replace when #writable?; network <tt>[:inherit]</tt>;
-      # isolation <tt>:none</tt>. <tt>:process_tree_ownership</tt>, <tt>:memory_limit</tt> and <tt>:task_limit</tt> only where launches get a
-      # cgroup (see ::new); never <tt>:process_spawn_denial</tt>.
+      # isolation <tt>:none</tt>. <tt>:process_tree_ownership</tt>, <tt>:memory_limit</tt>, <tt>:task_limit</tt> and <tt>:cpu_limit</tt> only where
+      # launches get a cgroup (see ::new), <tt>:process_cpu_limit</tt> where they do not (+cpu_seconds+ per process);
+      # never <tt>:process_spawn_denial</tt>.
       #
       #   sandbox.capabilities.features   # => [:filesystem_read, :filesystem_list, :process_execute, :process_spawn, ...]
 

@@ -122,7 +122,7 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
     let executable = get("bubblewrap")
         .map(|v| option_path(ruby, v))
         .transpose()?;
-    let platform = convert::display_string(ruby, platform_or_host(ruby, get("platform"))?)?;
+    let platform = convert::platform(ruby, platform_or_host(ruby, get("platform"))?)?;
     let command_wrapper = command_wrapper(ruby, get("command_wrapper"))?.map(Opaque::from);
     let keywords = bw::Keywords {
         executable,

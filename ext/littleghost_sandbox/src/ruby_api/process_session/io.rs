@@ -14,10 +14,13 @@ use magnus::{
     Error, RHash, RString, Ruby, Value,
 };
 
-use super::{alive_checked, raise_resource_error, session_error, Session, CHUNK_CLASS};
+use super::{
+    alive_checked, output_limit_error, raise_resource_error, record, session_error, Session,
+    CHUNK_CLASS,
+};
 use crate::ruby_api::errors::argument_error;
 use crate::ruby_api::execution::{frozen_text, DataObject};
-use crate::ruby_api::process_runner::{kernel_float, terminate_group, Waiter};
+use crate::ruby_api::process_runner::{kernel_float, Waiter};
 
 /// `String(value)`: a String as it is, anything else through Ruby's own
 /// conversion (`rb_String`: the caller's `to_str` or `to_s`).
@@ -133,12 +136,21 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
     raise_resource_error(ruby, rb_self, state)?;
     let mut waiter = Waiter::new(state.process());
     let deadline = Deadline::after_secs(timeout);
-    let Some(output) = state.read(deadline, |slice| waiter.wait(ruby, slice))? else {
-        // 18.5: terminate, then raise (the background already sent TERM);
-        // past the bound, the session always has its resource error.
-        terminate_group(ruby, &mut waiter, state.process())?;
-        return raise_resource_error(ruby, rb_self, state).map(|()| ruby.qnil().as_value());
-    };
+    let output = state.read(deadline, |slice| waiter.wait(ruby, slice))?;
+    if output.past_bound {
+        // 18.5: terminate, then raise the LimitError carrying what this
+        // read took and what is left (the background already sent TERM).
+        if let Some(recorded) = rb_self.resource_error(ruby) {
+            return Err(Error::from(magnus::Exception::try_convert(recorded)?));
+        }
+        let bytes = state.output_bytes();
+        let taken = (output.stdout, output.stderr);
+        let error = output_limit_error(ruby, rb_self, state, bytes, taken)?;
+        return Err(match record(ruby, rb_self, &error) {
+            Some(exception) => Error::from(magnus::Exception::try_convert(exception)?),
+            None => error,
+        });
+    }
     // Output read just as the `timeout:` ended the session is handed over
     // first (not eof): the next `read` raises the TimeoutError.
     let fresh = !(output.stdout.is_empty() && output.stderr.is_empty());

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 
-use super::super::group::{descendants, group_alive, process_alive, signal_group, signal_process};
+use super::super::group::{
+    descendants, group_alive, only_deaf_to_term, process_alive, signal_group, signal_process,
+};
 use super::super::{POLL_INTERVAL, TERMINATION_GRACE};
 use super::{lock, Shared};
 
@@ -48,7 +50,9 @@ pub(super) async fn expire(shared: Weak<Shared>, lifetime: Duration) {
 
 /// 17.12, the one termination protocol: TERM to the child's group and to
 /// every descendant and its group (see [`descendants`]), up to
-/// [`TERMINATION_GRACE`] for them all to end, then KILL. Callers drive it
+/// [`TERMINATION_GRACE`] for them all to end, then KILL. The grace is for
+/// processes that can act on TERM: once every one still alive is deaf to it
+/// ([`only_deaf_to_term`]), KILL goes at once. Callers drive it
 /// with [`step`](Self::step) and wait however suits them (a Ruby waiter, a
 /// tokio timer, a plain sleep).
 pub struct Termination {
@@ -130,7 +134,10 @@ impl Termination {
             return TerminationStep::Done;
         }
         let now = Instant::now();
-        if now >= self.grace_end {
+        // Issue 19 item 1: what is left cannot act on TERM (bwrap's sandbox
+        // process still setting up its namespace, a program ignoring TERM):
+        // the grace would only delay the KILL that ends it.
+        if now >= self.grace_end || only_deaf_to_term(&self.groups, &self.members) {
             self.kill();
             return TerminationStep::Done;
         }

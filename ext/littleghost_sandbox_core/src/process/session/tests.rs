@@ -77,7 +77,6 @@ fn a_round_trip_writes_reads_and_reaches_eof() {
     session.settle_output(nap(&session)).unwrap();
     let output = session
         .read(Deadline::after_secs(1.0), nap(&session))
-        .unwrap()
         .unwrap();
     assert_eq!(output.stdout, b"ping\n");
     assert!(output.stderr.is_empty());
@@ -90,7 +89,6 @@ fn an_empty_read_of_a_live_child_is_not_closed() {
     let session = session(&["sleep", "5"], 1000);
     let output = session
         .read(Deadline::after_secs(0.0), nap(&session))
-        .unwrap()
         .unwrap();
     assert_eq!(output, ReadOutput::default());
     session
@@ -145,12 +143,21 @@ fn output_past_the_bound_ends_a_read_and_is_a_resource_problem() {
         assert!(Instant::now() < deadline, "never overflowed");
         session.process().notifier().wait(POLL_INTERVAL, None);
     }
-    let read = session.read(Deadline::after_secs(0.0), nap(&session));
-    assert_eq!(read, Ok(None));
+    let read = session
+        .read(Deadline::after_secs(0.0), nap(&session))
+        .unwrap();
+    assert!(read.past_bound);
     assert_eq!(
         session.resource_problem(),
         Some(SessionError::OutputExceeded(1000))
     );
+    // What the program wrote up to the bound is kept for the error: the
+    // read's share plus what no read took, 1000 zero bytes at most.
+    let (stdout, stderr) = session.unread_output();
+    let kept = read.stdout.len() + stdout.len();
+    assert!(kept > 0 && kept <= 1000, "{kept} bytes kept");
+    assert!(read.stdout.iter().chain(&stdout).all(|&b| b == 0));
+    assert!(read.stderr.is_empty() && stderr.is_empty());
 }
 
 #[test]
