@@ -207,8 +207,9 @@ pub fn plan<E>(
         (NetworkMode::Allowlist, Some(gateway)) => {
             let allow = request
                 .policy_network
-                .map_or(&[][..], |n| n.allow.as_slice());
-            merge_environment(&[&proxy_environment(allow), &gateway])
+                .map(|n| n.destinations())
+                .unwrap_or_default();
+            merge_environment(&[&proxy_environment(&allow), &gateway])
         }
         _ => Vec::new(),
     };
