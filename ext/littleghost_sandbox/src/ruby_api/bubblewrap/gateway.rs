@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::grants::Grant;
+use littleghost_sandbox_core::policy::network_declaration;
 use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
@@ -102,12 +103,18 @@ fn provider(
     };
     match name.as_str() {
         "builtin" | "envoy" => {
-            let allow = network_policy::borrow(network).map_or(&[][..], |n| &n.core().allow[..]);
-            options.aset(ruby.to_symbol("allow"), vo::frozen_strings(ruby, allow))?;
+            // The policy's rules, secrets and upstream roots go to the core
+            // gateway directly: a secret's value never becomes a Ruby value.
+            let default = Default::default();
+            let rules = network_policy::borrow(network).map_or(&default, |n| &n.core().rules);
             let class = constants::class(ruby, "LittleGhost::Network::BuiltinGateway")?;
-            Ok(builtin_gateway::build(ruby, class, options)?.as_value())
+            Ok(builtin_gateway::build_declared(ruby, class, options, rules)?.as_value())
         }
         "external" => {
+            if let Some(policy) = network_policy::borrow(network) {
+                let enforced = network_declaration::check_enforced(&policy.core().rules, false);
+                errors::core_result(ruby, enforced)?;
+            }
             options.aset(ruby.to_symbol("policy"), effective_policy)?;
             options.aset(ruby.to_symbol("workspace"), workspace)?;
             let class = constants::class(ruby, "LittleGhost::Network::ExternalGateway")?;
