@@ -15,8 +15,8 @@ use magnus::{
 use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
 use crate::ruby_api::{errors, mount, network_policy};
-use littleghost_sandbox_core::policy::{AllowEntry, NetworkRules};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
+use littleghost_sandbox_core::policy::{AllowEntry, NetworkRules};
 
 pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let network: RModule = little_ghost.const_get("Network")?;
