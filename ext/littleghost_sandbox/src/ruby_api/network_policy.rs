@@ -45,6 +45,11 @@ impl NetworkPolicy {
         &self.core
     }
 
+    /// The authorizer object, or nil.
+    pub(crate) fn authorizer_value(&self, ruby: &Ruby) -> Value {
+        ruby.get_inner(self.authorizer)
+    }
+
     /// The gateway object, or nil for the built-in one.
     pub(crate) fn gateway_value(&self, ruby: &Ruby) -> Value {
         ruby.get_inner(self.gateway)
@@ -429,6 +434,14 @@ fn wrap_as(
         authorizer: authorizer.into(),
     };
     vo::frozen_obj(ruby, policy, class)
+}
+
+/// A frozen NetworkPolicy holding `core` (a scope's narrowing of `parent`)
+/// with `parent`'s gateway and authorizer objects.
+pub(crate) fn wrap_like(ruby: &Ruby, core: core::NetworkPolicy, parent: &NetworkPolicy) -> Value {
+    let gateway = parent.gateway_value(ruby);
+    let authorizer = ruby.get_inner(parent.authorizer);
+    wrap_as(ruby, NetworkPolicy::class(ruby), core, gateway, authorizer).as_value()
 }
 
 /// A frozen NetworkPolicy holding `core`, which must name no gateway or

@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::grants::Grant;
-use littleghost_sandbox_core::policy::network_declaration;
+use littleghost_sandbox_core::policy::{network_declaration, NetworkRules};
 use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
@@ -138,23 +138,40 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
 
 /// Before a launch: `validate!` (G.2), then the socket path and the mounts,
 /// with the relay helper of `options`; the descriptor of the helper's bytes
-/// must stay open until the launch has started.
+/// must stay open until the launch has started. A scope's `narrowed` rules
+/// go through a view of the built-in gateway (its own socket and directory);
+/// another gateway cannot enforce them: CapabilityError (fail closed).
 pub(crate) fn relay(
     ruby: &Ruby,
     gateway: Value,
     options: &bw::Options,
+    narrowed: Option<&NetworkRules>,
 ) -> Result<(bw::Relay, OwnedFd), Error> {
     let _: Value = gateway.funcall("validate!", ())?;
-    let socket: Value = gateway.funcall("proxy_mount_path", ())?;
-    if socket.is_nil() {
-        return Err(errors::dependency_error(
-            ruby,
-            "the network gateway has no proxy_mount_path (is it open?)",
-        ));
-    }
-    let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
-    let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
-    let binds = mounts.into_iter().map(|g| (g.source, g.target)).collect();
+    let (socket, binds) = match narrowed {
+        Some(rules) => {
+            let Some(view) = builtin_gateway::view(ruby, gateway, rules)? else {
+                return Err(errors::capability_error(
+                    ruby,
+                    "a scope's narrowed allowlist needs the built-in gateway (only it serves narrowed views)",
+                ));
+            };
+            let mount = view.mount();
+            (view.socket_path().to_path_buf(), vec![(mount.source, mount.target)])
+        }
+        None => {
+            let socket: Value = gateway.funcall("proxy_mount_path", ())?;
+            if socket.is_nil() {
+                return Err(errors::dependency_error(
+                    ruby,
+                    "the network gateway has no proxy_mount_path (is it open?)",
+                ));
+            }
+            let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
+            let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
+            (socket, mounts.into_iter().map(|g| (g.source, g.target)).collect())
+        }
+    };
     let data = errors::core_result(ruby, options.relay_data())?;
     let relay = bw::Relay {
         data: data.as_raw_fd(),
