@@ -126,6 +126,11 @@ impl SecretEntry {
         Secret::new(&self.name, &self.value, &self.destinations)
     }
 
+    /// Whether `other` holds the same value (a scope repeating a secret).
+    pub fn same_value(&self, other: &SecretEntry) -> bool {
+        self.value == other.value
+    }
+
     /// This secret with other (already validated) destinations (scopes).
     pub fn with_destinations(&self, destinations: Vec<String>) -> SecretEntry {
         SecretEntry {

@@ -128,6 +128,22 @@ pub fn narrow_allowlist(
         scope_patterns.push(rule.destination);
         allow.push(entry.clone());
     }
+    // A full declaration repeating secrets (with their values) names them.
+    let repeated;
+    let secrets = if requested.rules.secrets.is_empty() {
+        secrets
+    } else {
+        let mut named = Vec::new();
+        for secret in &requested.rules.secrets {
+            let theirs = parent.rules.secrets.iter().find(|s| s.name == secret.name);
+            if !theirs.is_some_and(|theirs| theirs.same_value(secret)) {
+                return Err(widen());
+            }
+            named.push((secret.name.clone(), Some(secret.destinations.clone())));
+        }
+        repeated = SecretsRequest::Named(named);
+        &repeated
+    };
     let kept = narrow_secrets(&parent.rules.secrets, secrets, &scope_patterns)?;
     Ok(NetworkPolicy {
         rules: NetworkRules {

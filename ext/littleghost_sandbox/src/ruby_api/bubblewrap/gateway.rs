@@ -157,7 +157,10 @@ pub(crate) fn relay(
                 ));
             };
             let mount = view.mount();
-            (view.socket_path().to_path_buf(), vec![(mount.source, mount.target)])
+            (
+                view.socket_path().to_path_buf(),
+                vec![(mount.source, mount.target)],
+            )
         }
         None => {
             let socket: Value = gateway.funcall("proxy_mount_path", ())?;
@@ -169,7 +172,10 @@ pub(crate) fn relay(
             }
             let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
             let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
-            (socket, mounts.into_iter().map(|g| (g.source, g.target)).collect())
+            (
+                socket,
+                mounts.into_iter().map(|g| (g.source, g.target)).collect(),
+            )
         }
     };
     let data = errors::core_result(ruby, options.relay_data())?;

@@ -266,8 +266,7 @@ fn network_request(
         }
         Some(value) => value,
     };
-    let theirs =
-        network_policy::borrow(parent).filter(|n| n.core().mode == NetworkMode::Allowlist);
+    let theirs = network_policy::borrow(parent).filter(|n| n.core().mode == NetworkMode::Allowlist);
     let (value, secrets) = scope_secrets(ruby, value)?;
     if let (Some(theirs), Some(secrets), None) = (theirs, &secrets, value) {
         // `{secrets: [...]}` alone: the parent's entries, fewer secrets.
@@ -332,7 +331,12 @@ fn scope_secrets(
     if copy.get(key).is_none() {
         return Ok((Some(value), None));
     }
-    let given: Value = copy.delete(key)?;
+    let given: Value = copy.get(key).unwrap_or_else(|| ruby.qnil().as_value());
+    if declares_values(ruby, given)? {
+        // A full declaration (the parent's, or one to compare with it).
+        return Ok((Some(value), None));
+    }
+    let _: Value = copy.delete(key)?;
     let misshapen = || {
         errors::argument_error(
             ruby,
@@ -357,7 +361,11 @@ fn scope_secrets(
             let declaration = vo::symbolize_keys(ruby, declaration)?;
             let mut destinations = None;
             for (key, value) in vo::hash_pairs(declaration)? {
-                match Symbol::from_value(key).map(vo::sym_name).transpose()?.as_deref() {
+                match Symbol::from_value(key)
+                    .map(vo::sym_name)
+                    .transpose()?
+                    .as_deref()
+                {
                     Some("destinations") => {
                         destinations = Some(
                             vo::array_items(ruby, Some(value))?
@@ -381,4 +389,20 @@ fn scope_secrets(
     };
     let rest = (copy.len() > 0).then_some(copy.as_value());
     Ok((rest, Some(request)))
+}
+
+/// Whether a `secrets:` Hash gives values (a policy's declaration, not a scope's names).
+fn declares_values(ruby: &Ruby, secrets: Value) -> Result<bool, Error> {
+    if !vo::is_hash(ruby, secrets) {
+        return Ok(false);
+    }
+    for (_, declaration) in vo::hash_pairs(vo::symbolize_keys(ruby, secrets)?)? {
+        if vo::is_hash(ruby, declaration) {
+            let declaration = vo::symbolize_keys(ruby, declaration)?;
+            if declaration.get(ruby.to_symbol("value")).is_some() {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
