@@ -387,7 +387,7 @@ fn scope_secrets(
     } else {
         SecretsRequest::Named(named)
     };
-    let rest = (copy.len() > 0).then_some(copy.as_value());
+    let rest = (!copy.is_empty()).then_some(copy.as_value());
     Ok((rest, Some(request)))
 }
 
