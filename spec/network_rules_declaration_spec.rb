@@ -137,6 +137,27 @@ RSpec.describe "network allow rules as declared" do
       end
     end
 
+    it "sends 127.0.0.1 through the gateway when an IP-network entry covers it (no NO_PROXY override needed)" do
+      port = start_server
+      sandbox = LittleGhost::Sandboxes::Bubblewrap.new(
+        workspace: open_workspace,
+        policy: { network: { allow: ["127.0.0.0/8:*"], allow_private_destinations: true } }
+      )
+      url = "http://127.0.0.1:#{port}/"
+      clients = {
+        curl: ["/usr/bin/curl", "-sS", "--max-time", "20", url],
+        python: ["/usr/bin/python3", "-c", "import urllib.request; print(urllib.request.urlopen('#{url}').read().decode(), end='')"]
+      }
+      # (Ruby's Net::HTTP never proxies an address in 127.0.0.0/8, whatever the environment says: not a client here.)
+      sandbox.open do
+        expect(sandbox.execute_program(["/usr/bin/printenv", "no_proxy"], timeout: 30).stdout).to eq("localhost\n")
+        clients.each do |name, argv|
+          result = sandbox.execute_program(argv, timeout: 60)
+          expect([name, result.exit_code, result.stdout]).to eq([name, 0, "served by #{port}"]), result.stderr
+        end
+      end
+    end
+
     it "enforces the port of an entry: another port of the same host is refused" do
       allowed = start_server
       other = start_server

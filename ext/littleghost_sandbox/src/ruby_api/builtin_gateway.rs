@@ -78,7 +78,9 @@ pub(crate) fn build_declared(
     options: RHash,
     rules: &NetworkRules,
 ) -> Result<Obj<BuiltinGateway>, Error> {
-    let values = args::keywords(ruby, options, &[], &["allow_private_destinations"])?;
+    // `allow:` among the options was always replaced by the policy's entries (as it still is).
+    let optional = &["allow_private_destinations", "allow"];
+    let values = args::keywords(ruby, options, &[], optional)?;
     let private = values[0].is_some_and(|v| v.to_bool());
     wrap(ruby, class, core::BuiltinGateway::declared(rules, private))
 }
