@@ -326,6 +326,9 @@ pub fn secret_entries(
     requests: &[SecretRequest],
     allow: &[AllowEntry],
 ) -> Result<Vec<SecretEntry>> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
     let patterns: Vec<Pattern> = allow
         .iter()
         .filter_map(|entry| Pattern::parse(&entry.destination).ok())

@@ -21,7 +21,7 @@ mod tests;
 pub use crate::policy::NetworkMode;
 pub use grants::{narrow_grants, Narrowed, Request};
 pub use network::{
-    narrow_allowlist, narrow_network, NetworkChoice, NetworkRequest, SecretsRequest,
+    narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
 };
 pub use queries::file_feature;
 

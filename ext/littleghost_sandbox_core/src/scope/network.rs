@@ -8,7 +8,8 @@ use crate::error::{capability, policy, Result};
 use crate::network::rules::{Pattern, Rule};
 use crate::policy::{AllowEntry, Inspection, NetworkPolicy, NetworkRules, SecretEntry};
 
-fn widen() -> crate::Error {
+/// SC.10's refusal: the scope asked for more network than its parent has.
+pub fn widen() -> crate::Error {
     capability("sandbox scope cannot widen network access")
 }
 

@@ -276,7 +276,7 @@ fn network_request(
         return Ok((NetworkRequest::Narrowed, Some(policy)));
     }
     let Some(value) = value else {
-        return Err(errors::from_core(ruby, widen()));
+        return Err(errors::from_core(ruby, core_scope::widen()));
     };
     let policy = network_policy::coerce(ruby, NetworkPolicy::class(ruby), value)?;
     let ours = network_policy::borrow(policy)
@@ -295,7 +295,7 @@ fn network_request(
         if !object(ours.gateway_value(ruby), theirs.gateway_value(ruby))?
             || !object(ours.authorizer_value(ruby), theirs.authorizer_value(ruby))?
         {
-            return Err(errors::from_core(ruby, widen()));
+            return Err(errors::from_core(ruby, core_scope::widen()));
         }
         let secrets = secrets.unwrap_or_default();
         let narrowed = core_scope::narrow_allowlist(theirs.core(), ours.core(), &secrets);
@@ -304,17 +304,13 @@ fn network_request(
         return Ok((NetworkRequest::Narrowed, Some(policy)));
     }
     if secrets.is_some() {
-        return Err(errors::from_core(ruby, widen()));
+        return Err(errors::from_core(ruby, core_scope::widen()));
     }
     let request = NetworkRequest::Mode {
         mode,
         same_as_parent,
     };
     Ok((request, Some(policy)))
-}
-
-fn widen() -> littleghost_sandbox_core::Error {
-    littleghost_sandbox_core::Error::Capability("sandbox scope cannot widen network access".into())
 }
 
 /// Splits `secrets:` off a scope's network Hash: the rest (None when only
