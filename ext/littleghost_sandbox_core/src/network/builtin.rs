@@ -16,6 +16,12 @@ use super::{Allowlist, Denial, DenialCallback, Gateway, GatewayConfig, GatewayVi
 use crate::error::{policy, Error, Result};
 use crate::policy::NetworkRules;
 
+/// Whether the request engine (proxy.rs, issue 22) enforces HTTP rules
+/// (`methods:`, `paths:`) and `inspect: true`. Until it does, `open` refuses
+/// a gateway declaring them rather than letting every request through
+/// (fail closed); the merge that brings the engine sets this to true.
+pub const REQUEST_RULES_ENFORCED: bool = false;
+
 /// The rules, secrets and upstream roots, and once opened, the gateway.
 #[derive(Debug)]
 pub struct BuiltinGateway {
@@ -162,6 +168,12 @@ impl BuiltinGateway {
     pub fn open(&self, on_denial: Option<DenialCallback>) -> Result<()> {
         if self.running().is_some() {
             return Ok(());
+        }
+        let unenforced = |rule: &super::Rule| rule.restricts_requests() || rule.inspect;
+        if !REQUEST_RULES_ENFORCED && self.allowlist.rules().iter().any(unenforced) {
+            return Err(crate::error::capability(
+                "the built-in network gateway cannot enforce HTTP rules (methods:, paths:) or inspect: yet",
+            ));
         }
         let mut config = GatewayConfig::new(self.allowlist.clone());
         config.on_denial = on_denial;
@@ -386,6 +398,27 @@ mod tests {
             "the views' directories go with the gateway's"
         );
         assert!(builtin.view(&narrowed).is_err());
+    }
+
+    #[test]
+    fn rules_the_engine_cannot_enforce_refuse_to_open() {
+        use crate::policy::{AllowRequest, RuleRequest};
+        let rule = RuleRequest {
+            keys: vec!["destination".into(), "methods".into()],
+            destination: Some("a.test:80".into()),
+            methods: vec!["GET".into()],
+            ..RuleRequest::default()
+        };
+        let rules = NetworkRules::new(&[AllowRequest::Rule(rule)], &[], None).unwrap();
+        let builtin = BuiltinGateway::declared(&rules, false).unwrap();
+        let opened = builtin.open(None);
+        if REQUEST_RULES_ENFORCED {
+            opened.unwrap();
+        } else {
+            let error = opened.unwrap_err();
+            assert!(matches!(error, Error::Capability(_)), "{error}");
+            assert!(builtin.running().is_none());
+        }
     }
 
     #[test]
