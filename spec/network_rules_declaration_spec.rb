@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "open3"
+require "rbconfig"
 require "socket"
 
 # Issue 22, the declaration: an allow entry is a "host:port" String (also "*.suffix:port", "host:*", "net/len:port")
@@ -85,6 +87,22 @@ RSpec.describe "network allow rules as declared" do
     network = policy.new(network: { allow: ["localhost:8080"], allow_private_destinations: true }).network
     expect(network.allow).to eq(["localhost:8080"])
     expect(network.gateway).to eq({ allow_private_destinations: true })
+  end
+
+  it "builds and shows Hash entries and secrets while every allocation collects (GC.stress, in a child process)" do
+    script = <<~RUBY
+      require "littleghost/sandbox"
+      GC.stress = true
+      allow = (1..20).map { |i| {destination: "h\#{i}.example:443", methods: ["get"], paths: ["/p\#{i}/"]} }
+      network = LittleGhost::Sandbox::NetworkPolicy.new(allow: allow + ["a.example:1"],
+                                                        secrets: {tok: {value: "v-secret", destinations: ["a.example:1"]}})
+      shown = [network.inspect, network.allow, network.secrets, network.hash]
+      scope_rules = LittleGhost::Sandbox::NetworkPolicy.coerce(allow: allow.first(2))
+      GC.stress = false
+      puts shown[0].scan("/p").size, shown[1].size, shown[0].include?("v-secret"), scope_rules.allow.size
+    RUBY
+    out, status = Open3.capture2e(RbConfig.ruby, "-I", File.expand_path("../lib", __dir__), "-e", script)
+    expect([status.success?, out]).to eq([true, "20\n21\nfalse\n2\n"])
   end
 
   context "with Bubblewrap", if: LittleGhost::Sandbox.probe(:bubblewrap)[:available] do
