@@ -210,8 +210,9 @@ pub fn plan<E>(
         (NetworkMode::Allowlist, Some(gateway)) => {
             let allow = request
                 .policy_network
-                .map_or(&[][..], |n| n.allow.as_slice());
-            merge_environment(&[&proxy_environment(allow), &gateway])
+                .map(|n| n.destinations())
+                .unwrap_or_default();
+            merge_environment(&[&proxy_environment(&allow), &gateway])
         }
         _ => Vec::new(),
     };
@@ -267,10 +268,20 @@ pub fn proxy_environment(allow: &[String]) -> Vec<(String, String)> {
         "all_proxy",
     ]
     .map(|name| (name.to_string(), RELAY_PROXY_URL.to_string()));
+    // A host some entry names, or whose address an IP-network entry covers
+    // ("127.0.0.0/8:*"), goes through the gateway.
     let allowed_host = |name: &str| {
-        allow
-            .iter()
-            .any(|entry| entry.rsplit_once(':').is_some_and(|(host, _)| host == name))
+        allow.iter().any(|entry| {
+            entry.rsplit_once(':').is_some_and(|(host, _)| host == name)
+                || crate::network::Pattern::parse(entry).is_ok_and(|pattern| {
+                    let port = match pattern.port {
+                        crate::network::PortPattern::Exact(port) => port,
+                        crate::network::PortPattern::Any => 1,
+                    };
+                    crate::network::Destination::parse(&format!("{name}:{port}"), None)
+                        .is_ok_and(|destination| pattern.matches(&destination))
+                })
+        })
     };
     let direct = ["localhost", "127.0.0.1"]
         .into_iter()
@@ -530,6 +541,22 @@ mod tests {
         );
         let both = ["localhost:1".to_string(), "127.0.0.1:2".to_string()];
         assert_eq!(direct(proxy_environment(&both)).as_deref(), Some(""));
+        // An IP network covering 127.0.0.1 sends it through the gateway too (any port, or the entry's).
+        let network = ["127.0.0.0/8:*".to_string()];
+        assert_eq!(
+            direct(proxy_environment(&network)).as_deref(),
+            Some("localhost")
+        );
+        let port = ["127.0.0.0/8:8080".to_string()];
+        assert_eq!(
+            direct(proxy_environment(&port)).as_deref(),
+            Some("localhost")
+        );
+        let other = ["10.0.0.0/8:*".to_string(), "*.localhost:1".to_string()];
+        assert_eq!(
+            direct(proxy_environment(&other)).as_deref(),
+            Some("localhost,127.0.0.1")
+        );
         // Narrowed to :none, the gateway adds nothing.
         request.scope_network = Some(NetworkMode::None);
         let planned = plan(request).unwrap();

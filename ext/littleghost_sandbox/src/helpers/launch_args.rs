@@ -301,6 +301,8 @@ pub(crate) struct ScopeView {
     pub value: Value,
     pub grants: Vec<Grant>,
     pub network: Option<NetworkMode>,
+    /// The rules of the scope's allowlist (a narrowed scope's differ from the policy's).
+    pub network_rules: Option<littleghost_sandbox_core::policy::NetworkRules>,
     /// The scope allows `process_spawn`.
     pub spawns: bool,
 }
@@ -315,12 +317,16 @@ pub(crate) fn scope_view(ruby: &Ruby, value: Option<Value>) -> Result<Option<Sco
         .into_iter()
         .map(|m| mount::grant_from_ruby(ruby, m))
         .collect::<Result<Vec<_>, _>>()?;
-    let network = network_policy::borrow(scope::reader_network(ruby, value)?)
-        .and_then(|n| bw::NetworkMode::parse(n.core().mode.name()));
+    let declared = network_policy::borrow(scope::reader_network(ruby, value)?);
+    let network = declared.and_then(|n| bw::NetworkMode::parse(n.core().mode.name()));
+    let network_rules = declared
+        .filter(|n| n.core().mode == littleghost_sandbox_core::policy::NetworkMode::Allowlist)
+        .map(|n| n.core().rules.clone());
     Ok(Some(ScopeView {
         value,
         grants,
         network,
+        network_rules,
         spawns: scope::supports_feature(ruby, value, "process_spawn")?,
     }))
 }

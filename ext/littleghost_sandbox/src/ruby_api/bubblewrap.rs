@@ -17,6 +17,8 @@ use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::fs::anchor::Anchor;
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch;
+use littleghost_sandbox_core::network::BuiltinGateway;
+use littleghost_sandbox_core::policy::{NetworkRules, Policy};
 use magnus::{
     function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, TypedData,
     Value,
@@ -340,8 +342,24 @@ fn planned(
     request.selected = scope.map(|scope| scope.grants.clone());
     request.policy_grants = policy_grants;
     let gateway = open_gateway_value(ruby, state);
-    request.gateway_environment = gateway.map(|g| gateway::environment(ruby, g)).transpose()?;
+    let environment = gateway.map(|g| gateway::environment(ruby, g)).transpose()?;
+    // Through a view: only the scope's secrets' stand-ins.
+    request.gateway_environment = match narrowed_rules(core, scope) {
+        Some(rules) => environment.map(|full| BuiltinGateway::view_environment(rules, full)),
+        None => environment,
+    };
     la::plan(ruby, rb_self, call.environment, request)
+}
+
+/// The rules of a scope whose allowlist is narrower than the policy's (it
+/// launches through a view of the gateway), or None.
+fn narrowed_rules<'a>(
+    policy: &Policy,
+    scope: Option<&'a la::ScopeView>,
+) -> Option<&'a NetworkRules> {
+    let rules = scope?.network_rules.as_ref()?;
+    let own = policy.network.as_ref().map(|n| &n.rules);
+    (own != Some(rules)).then_some(rules)
 }
 
 /// The bwrap command of a call: the plan, the command wrapper, the relay
@@ -360,13 +378,16 @@ fn wrap_command(
     let mut plan = planned(ruby, rb_self, state, call, scope.as_ref(), allow)?;
     let filter = plan.filter.take();
     let display_argv0 = argv[0].clone();
-    let command = wrapped_command(ruby, rb_self, state, argv, scope.map(|s| s.value))?;
+    let command = wrapped_command(ruby, rb_self, state, argv, scope.as_ref().map(|s| s.value))?;
+    let narrowed = narrowed_rules(core_policy(ruby, rb_self)?, scope.as_ref());
     let (relay, relay_data) = match open_gateway_value(ruby, state) {
-        // B.10 (4), G.5, G.6: the relay runs the command under `:allowlist`.
+        // B.10 (4), G.5, G.6: the relay runs the command under `:allowlist`;
+        // a narrowed scope's through its own view of the gateway.
         Some(gateway) if plan.network == launch::NetworkMode::Allowlist => {
             let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
-            let destinations = gateway::exact_destinations(ruby, effective);
-            let (relay, data) = gateway::relay(ruby, gateway, &state.options, &destinations)?;
+            let destinations = gateway::exact_destinations(ruby, effective, narrowed);
+            let (relay, data) =
+                gateway::relay(ruby, gateway, &state.options, narrowed, &destinations)?;
             (Some(relay), data)
         }
         _ => (None, Vec::new()),

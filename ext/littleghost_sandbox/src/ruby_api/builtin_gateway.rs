@@ -14,8 +14,9 @@ use magnus::{
 
 use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
-use crate::ruby_api::{errors, mount};
+use crate::ruby_api::{errors, mount, network_policy};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
+use littleghost_sandbox_core::policy::{AllowEntry, NetworkRules};
 
 pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let network: RModule = little_ghost.const_get("Network")?;
@@ -24,6 +25,8 @@ pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.undef_default_alloc_func();
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_method("allow", method!(BuiltinGateway::allow, 0))?;
+    class.define_method("environment", method!(BuiltinGateway::environment, 0))?;
+    class.define_method("upstream_ca", method!(BuiltinGateway::upstream_ca, 0))?;
     class.define_method(
         "allow_private_destinations?",
         method!(BuiltinGateway::allow_private, 0),
@@ -53,41 +56,40 @@ pub struct BuiltinGateway {
 
 impl DataTypeFunctions for BuiltinGateway {}
 
-/// The keywords of `BuiltinGateway.new`: the entries as Strings and the flag.
-struct BuiltinOptions {
-    allow: Vec<String>,
-    allow_private_destinations: bool,
-}
-
-impl BuiltinOptions {
-    fn parse(ruby: &Ruby, keywords: RHash) -> Result<BuiltinOptions, Error> {
-        let optional = &["allow_private_destinations"];
-        let values = args::keywords(ruby, keywords, &["allow"], optional)?;
-        let allow = vo::array_items(ruby, values[0])?
-            .into_iter()
-            .map(|entry| vo::string_of(ruby, entry))
-            .collect::<Result<_, _>>()?;
-        let allow_private_destinations = values[1].is_some_and(|v| v.to_bool());
-        Ok(BuiltinOptions {
-            allow,
-            allow_private_destinations,
-        })
-    }
-}
-
-/// BuiltinGateway.new(allow:, allow_private_destinations: false): PolicyError for a malformed entry (G.7).
+/// BuiltinGateway.new(allow:, secrets: nil, upstream_ca: nil, allow_private_destinations: false): PolicyError for a malformed entry or secret (G.7).
 fn new(ruby: &Ruby, class: RClass, rb_args: &[Value]) -> Result<Obj<BuiltinGateway>, Error> {
-    build(ruby, class, args::keywords_only(rb_args)?)
+    let keywords = args::keywords_only(rb_args)?;
+    let optional = &["secrets", "upstream_ca", "allow_private_destinations"];
+    let values = args::keywords(ruby, keywords, &["allow"], optional)?;
+    let allow = network_policy::allow_requests(ruby, values[0])?;
+    let secrets = network_policy::secret_requests(ruby, values[1])?;
+    let upstream_ca = convert::expanded_path(ruby, values[2], "network upstream_ca")?;
+    let rules = NetworkRules::new(&allow, &secrets, upstream_ca);
+    let rules = errors::core_result(ruby, rules)?;
+    let private = values[3].is_some_and(|v| v.to_bool());
+    wrap(ruby, class, core::BuiltinGateway::declared(&rules, private))
 }
 
-/// [`new`] of a keyword Hash, for a backend building the gateway a policy declares.
-pub(crate) fn build(
+/// The gateway a policy declares (G.3): its rules, secrets and upstream
+/// roots from the core policy, the provider options (`allow_private_destinations:`) from `options`.
+pub(crate) fn build_declared(
     ruby: &Ruby,
     class: RClass,
-    keywords: RHash,
+    options: RHash,
+    rules: &NetworkRules,
 ) -> Result<Obj<BuiltinGateway>, Error> {
-    let options = BuiltinOptions::parse(ruby, keywords)?;
-    let gateway = core::BuiltinGateway::new(&options.allow, options.allow_private_destinations);
+    // `allow:` among the options was always replaced by the policy's entries (as it still is).
+    let optional = &["allow_private_destinations", "allow"];
+    let values = args::keywords(ruby, options, &[], optional)?;
+    let private = values[0].is_some_and(|v| v.to_bool());
+    wrap(ruby, class, core::BuiltinGateway::declared(rules, private))
+}
+
+fn wrap(
+    ruby: &Ruby,
+    class: RClass,
+    gateway: littleghost_sandbox_core::Result<core::BuiltinGateway>,
+) -> Result<Obj<BuiltinGateway>, Error> {
     Ok(ruby.obj_wrap_as(
         BuiltinGateway {
             core: errors::core_result(ruby, gateway)?,
@@ -95,6 +97,19 @@ pub(crate) fn build(
         },
         class,
     ))
+}
+
+/// The view of `gateway` (a running BuiltinGateway) serving a scope's
+/// narrowed `rules`: None when `gateway` is another kind of gateway.
+pub(crate) fn view(
+    ruby: &Ruby,
+    gateway: Value,
+    rules: &NetworkRules,
+) -> Result<Option<core::GatewayView>, Error> {
+    match <&BuiltinGateway>::try_convert(gateway) {
+        Ok(builtin) => errors::core_result(ruby, builtin.core.view(rules)).map(Some),
+        Err(_) => Ok(None),
+    }
 }
 
 /// Makes `gateway`, if it is a BuiltinGateway, record its 403s in `hub` from
@@ -111,8 +126,35 @@ impl BuiltinGateway {
         self.core.running()
     }
 
-    fn allow(ruby: &Ruby, rb_self: &Self) -> RArray {
-        vo::frozen_strings(ruby, &rb_self.core.entries())
+    /// allow: the rules, as NetworkPolicy#allow shows them (a String per
+    /// plain entry, a frozen Hash per entry with HTTP rules or inspection).
+    fn allow(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        let array = ruby.ary_new();
+        for rule in rb_self.core.allowlist().rules() {
+            let entry = AllowEntry::of_rule(rule);
+            array.push(network_policy::entry_to_ruby(ruby, &entry)?)?;
+        }
+        array.freeze();
+        Ok(array)
+    }
+
+    /// environment: the variables a child gets from this gateway: for each
+    /// secret `LITTLEGHOST_SECRET_<NAME>` holding its stand-in (never the value).
+    fn environment(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        let hash = ruby.hash_new();
+        for (name, value) in rb_self.core.environment() {
+            hash.aset(vo::frozen_str(ruby, &name), vo::frozen_str(ruby, &value))?;
+        }
+        hash.freeze();
+        Ok(hash)
+    }
+
+    /// upstream_ca: the PEM file of extra upstream roots (read at each open), or nil.
+    fn upstream_ca(ruby: &Ruby, rb_self: &Self) -> Value {
+        match rb_self.core.upstream_ca() {
+            Some(path) => convert::path_to_ruby(ruby, path).as_value(),
+            None => ruby.qnil().as_value(),
+        }
     }
 
     fn allow_private(rb_self: &Self) -> bool {

@@ -4,13 +4,18 @@
 //! Ruby objects the core cannot (gateway, authorizer).
 
 use littleghost_sandbox_core::policy::network_declaration::{self, DeclaredGateway};
-use littleghost_sandbox_core::policy::{self as core, NetworkMode as Mode, NetworkRequest};
+use littleghost_sandbox_core::policy::network_rules::REDACTED;
+use littleghost_sandbox_core::policy::{
+    self as core, AllowEntry, AllowRequest, NetworkMode as Mode, NetworkRequest, RuleRequest,
+    SecretRequest,
+};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RClass, RHash, Ruby, Symbol, TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, RString, Ruby, Symbol,
+    TypedData, Value,
 };
 
-use crate::helpers::value_object as vo;
+use crate::helpers::{convert, value_object as vo};
 use crate::ruby_api::errors;
 
 /// A frozen network rule: the core's validated policy plus the gateway and authorizer objects.
@@ -40,6 +45,11 @@ impl NetworkPolicy {
         &self.core
     }
 
+    /// The authorizer object, or nil.
+    pub(crate) fn authorizer_value(&self, ruby: &Ruby) -> Value {
+        ruby.get_inner(self.authorizer)
+    }
+
     /// The gateway object, or nil for the built-in one.
     pub(crate) fn gateway_value(&self, ruby: &Ruby) -> Value {
         ruby.get_inner(self.gateway)
@@ -58,6 +68,8 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_singleton_method("coerce", method!(coerce, 1))?;
     class.define_method("mode", method!(mode, 0))?;
     class.define_method("allow", method!(allow, 0))?;
+    class.define_method("secrets", method!(secrets, 0))?;
+    class.define_method("upstream_ca", method!(upstream_ca, 0))?;
     class.define_method("inspection", method!(inspection, 0))?;
     class.define_method("gateway", method!(gateway, 0))?;
     class.define_method("authorizer", method!(authorizer, 0))?;
@@ -92,6 +104,8 @@ impl vo::ValueObject for NetworkPolicy {
         Ok(vec![
             ("mode", mode(ruby, self)),
             ("allow", allow(ruby, self)),
+            ("secrets", secrets(ruby, self)),
+            ("upstream_ca", upstream_ca(ruby, self)),
             ("inspection", inspection(ruby, self)),
             ("gateway", gateway(ruby, self)),
             ("authorizer", authorizer(ruby, self)),
@@ -135,13 +149,15 @@ pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> 
     Ok(build(ruby, class, kwargs)?.as_value())
 }
 
-/// NetworkPolicy.new(mode:, allow: [], inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []): a frozen network rule.
+/// NetworkPolicy.new(mode:, allow: [], secrets: {}, upstream_ca: nil, inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []): a frozen network rule.
 fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<NetworkPolicy>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     build(ruby, class, args.keywords)
 }
 
 type Optional = (
+    Option<Value>,
+    Option<Value>,
     Option<Value>,
     Option<Value>,
     Option<Value>,
@@ -157,6 +173,8 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
         &["mode"],
         &[
             "allow",
+            "secrets",
+            "upstream_ca",
             "inspection",
             "gateway",
             "authorizer",
@@ -165,12 +183,19 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
         ],
     )?;
     let (mode,) = kwargs.required;
-    let (allow, inspection, gateway, authorizer, forward_headers, mutation_headers) =
-        kwargs.optional;
+    let (
+        allow,
+        secrets,
+        upstream_ca,
+        inspection,
+        gateway,
+        authorizer,
+        forward_headers,
+        mutation_headers,
+    ) = kwargs.optional;
     let nil = ruby.qnil().as_value();
     let gateway = gateway.unwrap_or(nil);
     let authorizer = authorizer.unwrap_or(nil);
-    let allow = vo::array_items(ruby, allow)?;
     let forward_headers = vo::array_items(ruby, forward_headers)?;
     let mutation_headers = vo::array_items(ruby, mutation_headers)?;
     let texts = |items: magnus::RArray| -> Result<Vec<String>, Error> {
@@ -182,14 +207,176 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
     let request = NetworkRequest {
         mode: vo::given(mode)?,
         inspection: inspection.map(vo::given).transpose()?,
-        allow: texts(allow)?,
+        allow: allow_requests(ruby, allow)?,
+        secrets: secret_requests(ruby, secrets)?,
+        upstream_ca: convert::expanded_path(ruby, upstream_ca, "network upstream_ca")?,
         forward_headers: texts(forward_headers)?,
         mutation_headers: texts(mutation_headers)?,
         gateway: !gateway.is_nil(),
         authorizer: !authorizer.is_nil(),
     };
     let core = errors::core_result(ruby, core::NetworkPolicy::new(request))?;
+    let builtin = declared_gateway(ruby, gateway) != DeclaredGateway::Object;
+    let enforced = network_declaration::check_enforced(&core.rules, builtin);
+    errors::core_result(ruby, enforced)?;
     Ok(wrap_as(ruby, class, core, gateway, authorizer))
+}
+
+/// What kind of gateway `gateway:` declares.
+fn declared_gateway(ruby: &Ruby, gateway: Value) -> DeclaredGateway {
+    if gateway.is_nil() {
+        DeclaredGateway::Absent
+    } else if vo::is_hash(ruby, gateway) || Symbol::from_value(gateway).is_some() {
+        DeclaredGateway::Options
+    } else {
+        DeclaredGateway::Object
+    }
+}
+
+/// The name of a Hash key: a Symbol's name, otherwise its `inspect`.
+fn key_name(ruby: &Ruby, key: Value) -> Result<String, Error> {
+    match Symbol::from_value(key) {
+        Some(symbol) => vo::sym_name(symbol),
+        None => vo::inspect_value(ruby, key),
+    }
+}
+
+/// `allow:` entries: a Hash is a rule `{destination:, inspect:, methods:,
+/// paths:}` (Symbol or String keys), anything else its `String(entry)`.
+pub(crate) fn allow_requests(
+    ruby: &Ruby,
+    allow: Option<Value>,
+) -> Result<Vec<AllowRequest>, Error> {
+    let mut requests = Vec::new();
+    for entry in vo::array_items(ruby, allow)? {
+        if !vo::is_hash(ruby, entry) {
+            requests.push(AllowRequest::Text(vo::string_of(ruby, entry)?));
+            continue;
+        }
+        let mut rule = RuleRequest::default();
+        for (key, value) in vo::hash_pairs(vo::symbolize_keys(ruby, entry)?)? {
+            let name = key_name(ruby, key)?;
+            match name.as_str() {
+                "destination" => rule.destination = Some(vo::string_of(ruby, value)?),
+                "inspect" => {
+                    rule.inspect = Some(if value.is_kind_of(ruby.class_true_class()) {
+                        Ok(true)
+                    } else if value.is_kind_of(ruby.class_false_class()) {
+                        Ok(false)
+                    } else {
+                        Err(vo::inspect_value(ruby, value)?)
+                    })
+                }
+                "methods" => rule.methods = strings(ruby, Some(value))?,
+                "paths" => rule.paths = strings(ruby, Some(value))?,
+                _ => {}
+            }
+            rule.keys.push(name);
+        }
+        requests.push(AllowRequest::Rule(rule));
+    }
+    Ok(requests)
+}
+
+fn strings(ruby: &Ruby, value: Option<Value>) -> Result<Vec<String>, Error> {
+    vo::array_items(ruby, value)?
+        .into_iter()
+        .map(|item| vo::string_of(ruby, item))
+        .collect()
+}
+
+/// `secrets:` as `{name => {value:, destinations: [...]}}`; a value that is
+/// not a String is passed on as absent (and refused), never converted, so
+/// no message can show it.
+pub(crate) fn secret_requests(
+    ruby: &Ruby,
+    secrets: Option<Value>,
+) -> Result<Vec<SecretRequest>, Error> {
+    let Some(secrets) = secrets.filter(|s| !s.is_nil()) else {
+        return Ok(Vec::new());
+    };
+    if !vo::is_hash(ruby, secrets) {
+        return Err(errors::policy_error(
+            ruby,
+            "network secrets must be a Hash of name => {value:, destinations:}",
+        ));
+    }
+    let mut requests = Vec::new();
+    for (name, declaration) in vo::hash_pairs(RHash::try_convert(secrets)?)? {
+        let mut request = SecretRequest {
+            name: vo::string_of(ruby, name)?,
+            ..SecretRequest::default()
+        };
+        if vo::is_hash(ruby, declaration) {
+            let mut keys = Vec::new();
+            for (key, value) in vo::hash_pairs(vo::symbolize_keys(ruby, declaration)?)? {
+                let key = key_name(ruby, key)?;
+                match key.as_str() {
+                    "value" => {
+                        request.value = RString::from_value(value).and_then(|s| s.to_string().ok())
+                    }
+                    "destinations" => request.destinations = strings(ruby, Some(value))?,
+                    _ => {}
+                }
+                keys.push(key);
+            }
+            request.keys = Some(keys);
+        }
+        requests.push(request);
+    }
+    Ok(requests)
+}
+
+/// An allow entry as Ruby reads it: a plain entry is its String, a rule a
+/// frozen `{destination:, inspect:, methods:, paths:}` Hash.
+pub(crate) fn entry_to_ruby(ruby: &Ruby, entry: &AllowEntry) -> Result<Value, Error> {
+    if entry.is_plain() {
+        return Ok(vo::frozen_str(ruby, &entry.destination).as_value());
+    }
+    let hash = ruby.hash_new();
+    hash.aset(
+        ruby.to_symbol("destination"),
+        vo::frozen_str(ruby, &entry.destination),
+    )?;
+    hash.aset(ruby.to_symbol("inspect"), entry.inspect)?;
+    hash.aset(
+        ruby.to_symbol("methods"),
+        vo::frozen_strings(ruby, &entry.methods),
+    )?;
+    hash.aset(
+        ruby.to_symbol("paths"),
+        vo::frozen_strings(ruby, &entry.paths),
+    )?;
+    hash.freeze();
+    Ok(hash.as_value())
+}
+
+/// The entries of `rules` as Ruby reads them, a frozen Array.
+pub(crate) fn entries_to_ruby(ruby: &Ruby, rules: &core::NetworkRules) -> Result<RArray, Error> {
+    let array = ruby.ary_new_capa(rules.allow.len());
+    for entry in &rules.allow {
+        array.push(entry_to_ruby(ruby, entry)?)?;
+    }
+    array.freeze();
+    Ok(array)
+}
+
+/// The secrets of `rules` as Ruby reads them: a frozen Hash of Symbol name
+/// => frozen `{value: "[REDACTED]", destinations: [...]}`.
+pub(crate) fn secrets_to_ruby(ruby: &Ruby, rules: &core::NetworkRules) -> Result<RHash, Error> {
+    let hash = ruby.hash_new();
+    for secret in &rules.secrets {
+        let shown = ruby.hash_new();
+        shown.aset(ruby.to_symbol("value"), vo::frozen_str(ruby, REDACTED))?;
+        shown.aset(
+            ruby.to_symbol("destinations"),
+            vo::frozen_strings(ruby, &secret.destinations),
+        )?;
+        shown.freeze();
+        hash.aset(ruby.to_symbol(&secret.name), shown)?;
+    }
+    hash.freeze();
+    Ok(hash)
 }
 
 /// The user's shorthand (core `network_declaration`): `allow:` alone means
@@ -209,13 +396,7 @@ fn complete_declaration(ruby: &Ruby, keywords: RHash) -> Result<RHash, Error> {
     let gateway: Value = copy
         .get(ruby.to_symbol("gateway"))
         .unwrap_or(ruby.qnil().as_value());
-    let declared = if gateway.is_nil() {
-        DeclaredGateway::Absent
-    } else if vo::is_hash(ruby, gateway) || Symbol::from_value(gateway).is_some() {
-        DeclaredGateway::Options
-    } else {
-        DeclaredGateway::Object
-    };
+    let declared = declared_gateway(ruby, gateway);
     let completion = errors::core_result(ruby, network_declaration::complete(&names, declared))?;
     if let Some(mode) = completion.implied_mode {
         copy.aset(ruby.to_symbol("mode"), ruby.to_symbol(mode.name()))?;
@@ -255,6 +436,14 @@ fn wrap_as(
     vo::frozen_obj(ruby, policy, class)
 }
 
+/// A frozen NetworkPolicy holding `core` (a scope's narrowing of `parent`)
+/// with `parent`'s gateway and authorizer objects.
+pub(crate) fn wrap_like(ruby: &Ruby, core: core::NetworkPolicy, parent: &NetworkPolicy) -> Value {
+    let gateway = parent.gateway_value(ruby);
+    let authorizer = ruby.get_inner(parent.authorizer);
+    wrap_as(ruby, NetworkPolicy::class(ruby), core, gateway, authorizer).as_value()
+}
+
 /// A frozen NetworkPolicy holding `core`, which must name no gateway or
 /// authorizer (only the binding holds those objects): ArgumentError otherwise.
 pub(crate) fn wrap(ruby: &Ruby, core: core::NetworkPolicy) -> Result<Value, Error> {
@@ -273,9 +462,28 @@ fn mode(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
     ruby.to_symbol(rb_self.core.mode.name()).as_value()
 }
 
-/// allow: the allowed destinations, a frozen Array of down-cased Strings.
+/// allow: the allowed destinations, a frozen Array: a down-cased String per
+/// plain entry, a frozen `{destination:, inspect:, methods:, paths:}` Hash
+/// per entry with HTTP rules or inspection.
 fn allow(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
-    vo::frozen_strings(ruby, &rb_self.core.allow).as_value()
+    entries_to_ruby(ruby, &rb_self.core.rules)
+        .map(|a| a.as_value())
+        .unwrap_or_else(|_| ruby.ary_new().as_value())
+}
+
+/// secrets: a frozen Hash of Symbol name => `{value: "[REDACTED]", destinations: [...]}` (never the value).
+fn secrets(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    secrets_to_ruby(ruby, &rb_self.core.rules)
+        .map(|h| h.as_value())
+        .unwrap_or_else(|_| ruby.hash_new().as_value())
+}
+
+/// upstream_ca: the expanded path of the PEM file of extra upstream roots, or nil.
+fn upstream_ca(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    match &rb_self.core.rules.upstream_ca {
+        Some(path) => convert::path_to_ruby(ruby, path).as_value(),
+        None => ruby.qnil().as_value(),
+    }
 }
 
 /// inspection: `:connect` (tunnel by host:port) or `:http` (inspect each request).

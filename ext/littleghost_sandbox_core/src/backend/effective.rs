@@ -177,7 +177,7 @@ mod tests {
     fn landlock_refuses_an_allowlist() {
         let mut requested = with_network(None);
         let mut allowlist = NetworkRequest::mode(Given::symbol("allowlist"));
-        allowlist.allow = vec!["example.com".into()];
+        allowlist.allow = vec![crate::policy::AllowRequest::Text("example.com".into())];
         requested.network = Some(NetworkPolicy::new(allowlist).unwrap());
         let error = effective_policy(Backend::Landlock, &requested).unwrap_err();
         assert!(error.message().contains("port only"));

@@ -2,26 +2,143 @@
 //! validated allowlist that `open` turns into a running [`Gateway`], at most
 //! one at a time. After `close` the stopped gateway is kept, so its denials
 //! stay readable until the next `open`.
+//!
+//! Secrets get their stand-ins when the BuiltinGateway is built (a sandbox
+//! resolves its own gateway, so each sandbox has its own stand-ins; they
+//! stay the same across `close` and a later `open` of the same gateway).
+//! `upstream_ca:` is read at each `open`. A scope's narrowed network is
+//! served by a view ([`BuiltinGateway::view`]) of the running gateway.
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{Allowlist, Denial, DenialCallback, Gateway, GatewayConfig};
-use crate::error::{Error, Result};
+use super::{Allowlist, Denial, DenialCallback, Gateway, GatewayConfig, GatewayView, Secrets};
+use crate::error::{policy, Error, Result};
+use crate::policy::NetworkRules;
 
-/// An allowlist and, once opened, its gateway.
+/// Whether the request engine (proxy.rs, issue 22) enforces HTTP rules
+/// (`methods:`, `paths:`) and `inspect: true`. Until it does, `open` refuses
+/// a gateway declaring them rather than letting every request through
+/// (fail closed); the merge that brings the engine sets this to true.
+pub const REQUEST_RULES_ENFORCED: bool = false;
+
+/// The rules, secrets and upstream roots, and once opened, the gateway.
 #[derive(Debug)]
 pub struct BuiltinGateway {
     allowlist: Allowlist,
+    secrets: Secrets,
+    upstream_ca: Option<PathBuf>,
     gateway: Mutex<Option<Arc<Gateway>>>,
+    /// The views of the running gateway, by the narrowed rules they serve.
+    views: Mutex<Vec<(NetworkRules, GatewayView)>>,
 }
 
 impl BuiltinGateway {
     /// G.7: PolicyError for a malformed entry; nothing is started.
     pub fn new(allow: &[String], allow_private_destinations: bool) -> Result<BuiltinGateway> {
-        Ok(BuiltinGateway {
-            allowlist: Allowlist::new(allow, allow_private_destinations)?,
+        Ok(Self::assemble(
+            Allowlist::new(allow, allow_private_destinations)?,
+            Secrets::default(),
+            None,
+        ))
+    }
+
+    /// A gateway enforcing a declaration's rules (patterns, HTTP rules,
+    /// inspection), swapping its secrets, trusting `upstream_ca` upstream.
+    pub fn declared(
+        rules: &NetworkRules,
+        allow_private_destinations: bool,
+    ) -> Result<BuiltinGateway> {
+        let allowlist = Allowlist::with_rules(rules.rules()?, allow_private_destinations)?;
+        Ok(Self::assemble(
+            allowlist,
+            rules.gateway_secrets()?,
+            rules.upstream_ca.clone(),
+        ))
+    }
+
+    fn assemble(
+        allowlist: Allowlist,
+        secrets: Secrets,
+        upstream_ca: Option<PathBuf>,
+    ) -> BuiltinGateway {
+        BuiltinGateway {
+            allowlist,
+            secrets,
+            upstream_ca,
             gateway: Mutex::new(None),
-        })
+            views: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The secrets (with their stand-ins).
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// The upstream roots' file, if one was declared.
+    pub fn upstream_ca(&self) -> Option<&Path> {
+        self.upstream_ca.as_deref()
+    }
+
+    /// The child's variables this gateway contributes for its secrets:
+    /// `LITTLEGHOST_SECRET_<NAME>` = stand-in (never a value).
+    pub fn environment(&self) -> Vec<(String, String)> {
+        self.secrets.environment()
+    }
+
+    /// `full` (a gateway's whole environment) for a launch through the
+    /// view serving `narrowed`: the secret variables of secrets the view
+    /// does not carry are dropped; every other variable is kept.
+    pub fn view_environment(
+        narrowed: &NetworkRules,
+        full: Vec<(String, String)>,
+    ) -> Vec<(String, String)> {
+        let kept: Vec<String> = narrowed
+            .secrets
+            .iter()
+            .map(|s| format!("LITTLEGHOST_SECRET_{}", s.name.to_ascii_uppercase()))
+            .collect();
+        full.into_iter()
+            .filter(|(name, _)| !name.starts_with("LITTLEGHOST_SECRET_") || kept.contains(name))
+            .collect()
+    }
+
+    /// The view serving `narrowed` (a scope's rules, each covered by this
+    /// gateway's: the scope checked that), opened on first use. Its secrets
+    /// are this gateway's (same stand-ins) limited to the names and
+    /// destinations `narrowed` keeps. DependencyError when not open.
+    pub fn view(&self, narrowed: &NetworkRules) -> Result<GatewayView> {
+        let Some(gateway) = self.running() else {
+            return Err(Error::Dependency(
+                "the built-in network gateway is not open".into(),
+            ));
+        };
+        let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, view)) = views.iter().find(|(rules, _)| rules == narrowed) {
+            return Ok(view.clone());
+        }
+        let allowlist = Allowlist::with_rules(
+            narrowed.rules()?,
+            self.allowlist.allow_private_destinations(),
+        )?;
+        let names: Vec<String> = narrowed.secrets.iter().map(|s| s.name.clone()).collect();
+        let mut kept = Vec::new();
+        for secret in self.secrets.only(&names).iter() {
+            let entry = narrowed.secrets.iter().find(|s| s.name == secret.name());
+            let destinations = match entry {
+                Some(entry) => entry
+                    .destinations
+                    .iter()
+                    .map(|d| super::allowlist::parse_pattern(d))
+                    .collect::<Result<Vec<_>>>()?,
+                None => secret.destinations().to_vec(),
+            };
+            kept.push(secret.with_destinations(destinations));
+        }
+        let view = gateway.open_view(allowlist, Secrets::new(kept)?)?;
+        views.push((narrowed.clone(), view.clone()));
+        Ok(view)
     }
 
     pub fn allowlist(&self) -> &Allowlist {
@@ -52,9 +169,23 @@ impl BuiltinGateway {
         if self.running().is_some() {
             return Ok(());
         }
+        let unenforced = |rule: &super::Rule| rule.restricts_requests() || rule.inspect;
+        if !REQUEST_RULES_ENFORCED && self.allowlist.rules().iter().any(unenforced) {
+            return Err(crate::error::capability(
+                "the built-in network gateway cannot enforce HTTP rules (methods:, paths:) or inspect: yet",
+            ));
+        }
         let mut config = GatewayConfig::new(self.allowlist.clone());
         config.on_denial = on_denial;
+        config.secrets = self.secrets.clone();
+        config.upstream_ca = self
+            .upstream_ca
+            .as_deref()
+            .map(read_upstream_ca)
+            .transpose()?;
         let gateway = Arc::new(Gateway::start(config)?);
+        // The views of a stopped gateway stopped with it.
+        self.views.lock().unwrap_or_else(|e| e.into_inner()).clear();
         *self.gateway.lock().unwrap_or_else(|e| e.into_inner()) = Some(gateway);
         Ok(())
     }
@@ -73,6 +204,54 @@ impl BuiltinGateway {
     pub fn denials(&self) -> Vec<Denial> {
         self.current().map(|g| g.denials()).unwrap_or_default()
     }
+}
+
+/// The PEM file of `upstream_ca:`: PolicyError naming the path when it is
+/// missing, unreadable, or holds no well-formed certificate block.
+pub fn read_upstream_ca(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        policy(format!(
+            "network upstream_ca {} cannot be read: {e}",
+            path.display()
+        ))
+    })?;
+    if !well_formed_pem(&bytes) {
+        return Err(policy(format!(
+            "network upstream_ca {} is not a PEM file of certificates (-----BEGIN CERTIFICATE----- blocks)",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// At least one `CERTIFICATE` block, and every block's body base64 text.
+fn well_formed_pem(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    let mut rest = text;
+    let mut blocks = 0;
+    while let Some(start) = rest.find(BEGIN) {
+        let after = &rest[start + BEGIN.len()..];
+        let Some(end) = after.find(END) else {
+            return false;
+        };
+        let body: String = after[..end].split_whitespace().collect();
+        let base64 = !body.is_empty()
+            && body.len() % 4 == 0
+            && body
+                .trim_end_matches('=')
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
+        if !base64 {
+            return false;
+        }
+        blocks += 1;
+        rest = &after[end + END.len()..];
+    }
+    blocks > 0
 }
 
 #[cfg(test)]
@@ -116,5 +295,165 @@ mod tests {
         let denials = builtin.denials();
         assert_eq!(denials.len(), 1);
         assert_eq!(denials[0].destination, "other.test:443");
+    }
+
+    fn declared(allow: &[&str], secrets: &[(&str, &str, &[&str])]) -> NetworkRules {
+        use crate::policy::{AllowRequest, SecretRequest};
+        let allow: Vec<AllowRequest> = allow
+            .iter()
+            .map(|a| AllowRequest::Text(a.to_string()))
+            .collect();
+        let secrets: Vec<SecretRequest> = secrets
+            .iter()
+            .map(|(name, value, destinations)| SecretRequest {
+                name: name.to_string(),
+                keys: Some(vec!["value".into(), "destinations".into()]),
+                value: Some(value.to_string()),
+                destinations: destinations.iter().map(|d| d.to_string()).collect(),
+            })
+            .collect();
+        NetworkRules::new(&allow, &secrets, None).unwrap()
+    }
+
+    fn connect(socket: &Path, target: &str) -> String {
+        let mut client = std::os::unix::net::UnixStream::connect(socket).unwrap();
+        client
+            .write_all(format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut answer = [0u8; 12];
+        client.read_exact(&mut answer).unwrap();
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    #[test]
+    fn a_view_serves_only_its_narrowed_rules_and_stops_with_the_gateway() {
+        let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let (a_port, b_port) = (
+            a.local_addr().unwrap().port(),
+            b.local_addr().unwrap().port(),
+        );
+        let rules = declared(
+            &["127.0.0.0/8:*"],
+            &[("github", "ghp_real_value", &["127.0.0.1:1"])],
+        );
+        let builtin = BuiltinGateway::declared(&rules, true).unwrap();
+        let environment = builtin.environment();
+        assert_eq!(environment.len(), 1);
+        assert_eq!(environment[0].0, "LITTLEGHOST_SECRET_GITHUB");
+        assert!(environment[0].1.starts_with("lgsecret_"));
+        assert!(!format!("{builtin:?}").contains("ghp_real_value"));
+        assert!(builtin.view(&rules).is_err(), "no view before open");
+        builtin.open(None).unwrap();
+        let gateway = builtin.running().unwrap();
+        let narrowed = declared(&[&format!("127.0.0.1:{a_port}")], &[]);
+        let view = builtin.view(&narrowed).unwrap();
+        assert_eq!(
+            builtin.view(&narrowed).unwrap(),
+            view,
+            "one view per narrowing"
+        );
+        assert!(view.socket_path().starts_with(gateway.directory()));
+        assert_ne!(view.mount().source, gateway.directory());
+        let mode = std::fs::metadata(view.mount().source)
+            .unwrap()
+            .permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777,
+            0o700
+        );
+        assert_eq!(
+            connect(view.socket_path(), &format!("127.0.0.1:{a_port}")),
+            "HTTP/1.1 200"
+        );
+        assert_eq!(
+            connect(view.socket_path(), &format!("127.0.0.1:{b_port}")),
+            "HTTP/1.1 403"
+        );
+        assert_eq!(
+            connect(gateway.socket_path(), &format!("127.0.0.1:{b_port}")),
+            "HTTP/1.1 200"
+        );
+        // The view's refusal is in the gateway's (shared) denials.
+        let denied = builtin.denials();
+        assert_eq!(denied.len(), 1);
+        assert_eq!(denied[0].destination, format!("127.0.0.1:{b_port}"));
+        // Only the kept secrets' variables go to a launch through the view.
+        let full = vec![
+            (
+                "LITTLEGHOST_SECRET_GITHUB".to_string(),
+                "lgsecret_x".to_string(),
+            ),
+            ("SSL_CERT_FILE".to_string(), "/x".to_string()),
+        ];
+        assert_eq!(
+            BuiltinGateway::view_environment(&narrowed, full.clone()),
+            [full[1].clone()]
+        );
+        assert_eq!(BuiltinGateway::view_environment(&rules, full.clone()), full);
+        let directory = gateway.directory().to_path_buf();
+        gateway.stop().unwrap();
+        assert!(
+            !directory.exists(),
+            "the views' directories go with the gateway's"
+        );
+        assert!(builtin.view(&narrowed).is_err());
+    }
+
+    #[test]
+    fn rules_the_engine_cannot_enforce_refuse_to_open() {
+        use crate::policy::{AllowRequest, RuleRequest};
+        let rule = RuleRequest {
+            keys: vec!["destination".into(), "methods".into()],
+            destination: Some("a.test:80".into()),
+            methods: vec!["GET".into()],
+            ..RuleRequest::default()
+        };
+        let rules = NetworkRules::new(&[AllowRequest::Rule(rule)], &[], None).unwrap();
+        let builtin = BuiltinGateway::declared(&rules, false).unwrap();
+        let opened = builtin.open(None);
+        if REQUEST_RULES_ENFORCED {
+            opened.unwrap();
+        } else {
+            let error = opened.unwrap_err();
+            assert!(matches!(error, Error::Capability(_)), "{error}");
+            assert!(builtin.running().is_none());
+        }
+    }
+
+    #[test]
+    fn upstream_ca_is_read_at_open_and_a_bad_file_names_its_path() {
+        let directory = std::env::temp_dir().join(format!("lg-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&directory).unwrap();
+        let missing = directory.join("missing.pem");
+        let error = read_upstream_ca(&missing).unwrap_err();
+        assert!(matches!(error, Error::Policy(_)));
+        assert!(error.message().contains(&missing.display().to_string()));
+        let bad = directory.join("bad.pem");
+        std::fs::write(&bad, "not a certificate").unwrap();
+        assert!(read_upstream_ca(&bad)
+            .unwrap_err()
+            .message()
+            .contains("bad.pem"));
+        std::fs::write(
+            &bad,
+            "-----BEGIN CERTIFICATE-----\n@@@@\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        assert!(read_upstream_ca(&bad).is_err());
+        let good = directory.join("good.pem");
+        std::fs::write(
+            &good,
+            "-----BEGIN CERTIFICATE-----\nTUlJQg==\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        assert!(read_upstream_ca(&good).is_ok());
+        let mut rules = declared(&["a.test:443"], &[]);
+        rules.upstream_ca = Some(missing.clone());
+        let builtin = BuiltinGateway::declared(&rules, false).unwrap();
+        let error = builtin.open(None).unwrap_err();
+        assert!(error.message().contains("missing.pem"), "{error}");
+        assert!(builtin.running().is_none());
+        std::fs::remove_dir_all(&directory).unwrap();
     }
 }

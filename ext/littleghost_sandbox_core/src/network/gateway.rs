@@ -3,6 +3,14 @@
 //! ([`crate::process::runtime`]); [`Gateway::stop`] (idempotent, also run on
 //! drop) stops accepting, aborts every connection task and waits for them,
 //! then removes the socket and the directory. Nothing is left behind.
+//!
+//! A gateway also serves *views* ([`Gateway::open_view`]): an extra listener
+//! with its own allowlist and secrets (a scope's narrowed network), sharing
+//! the gateway's denial and egress logs and its descriptor budget. Each view
+//! listens in its own 0700 subdirectory of the gateway's directory, so a
+//! child given a view's directory cannot reach the gateway's own socket (a
+//! read-only bind does not stop `connect` on a socket beside it); `stop`
+//! stops the views first.
 
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
@@ -74,10 +82,53 @@ impl GatewayConfig {
     }
 }
 
-struct Running {
-    pid: rustix::process::Pid,
+/// One accept loop: how to stop it and how to learn it stopped.
+struct Listening {
     shutdown: oneshot::Sender<()>,
     done: mpsc::Receiver<()>,
+}
+
+impl Listening {
+    /// Stops the loop and waits (at most 30 s) for its connections to end.
+    fn stop(self) -> Result<()> {
+        let _ = self.shutdown.send(());
+        if self.done.recv_timeout(Duration::from_secs(30)).is_err() {
+            return Err(Error::Cleanup(
+                "the network gateway did not stop within 30 seconds".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+struct Running {
+    pid: rustix::process::Pid,
+    main: Listening,
+    /// The views' loops and their directories, in the order opened.
+    views: Vec<(Listening, PathBuf)>,
+    /// What views clone (with their own rules) and share.
+    shared: Arc<Shared>,
+    budget: Arc<Budget>,
+}
+
+/// A listener of a running gateway serving narrowed rules (a scope's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayView {
+    directory: PathBuf,
+    socket_path: PathBuf,
+}
+
+impl GatewayView {
+    /// The Unix socket a scope's relay connects to.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket_path
+    }
+
+    /// What a scope's launch mounts: the view's own directory, read-only
+    /// at the same path (never the gateway's directory holding the others).
+    pub fn mount(&self) -> Grant {
+        read_only(&self.directory)
+    }
 }
 
 /// A running gateway. Dropping it stops it.
@@ -87,6 +138,47 @@ pub struct Gateway {
     denials: Arc<Denials>,
     egress: Arc<EgressLog>,
     running: Mutex<Option<Running>>,
+}
+
+fn read_only(directory: &Path) -> Grant {
+    Grant {
+        source: directory.to_path_buf(),
+        target: directory.to_path_buf(),
+        access: Access::ReadOnly,
+        tools: false,
+        protect_aliases: false,
+    }
+}
+
+/// Binds a non-blocking listener at `path` (the caller removes its directory on failure).
+fn bind(path: &Path) -> Result<std::os::unix::net::UnixListener> {
+    std::os::unix::net::UnixListener::bind(path)
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| {
+            Error::Io(format!(
+                "cannot listen on the gateway socket {}: {e}",
+                path.display()
+            ))
+        })
+}
+
+/// Serves `listener` on the runtime until shut down.
+fn spawn_loop(
+    runtime: &tokio::runtime::Handle,
+    listener: std::os::unix::net::UnixListener,
+    shared: Arc<Shared>,
+    budget: Arc<Budget>,
+) -> Listening {
+    let (shutdown, shutdown_rx) = oneshot::channel();
+    let (done_tx, done) = mpsc::channel();
+    runtime.spawn(async move {
+        // Inside the runtime: registering the listener needs its reactor.
+        if let Ok(listener) = UnixListener::from_std(listener) {
+            accept_loop(listener, shared, budget, shutdown_rx).await;
+        }
+        let _ = done_tx.send(());
+    });
+    Listening { shutdown, done }
 }
 
 impl std::fmt::Debug for Gateway {
@@ -104,16 +196,11 @@ impl Gateway {
             .map_err(|e| Error::Io(format!("cannot start the gateway runtime: {e}")))?;
         let directory = private_directory()?;
         let socket_path = directory.join(SOCKET_NAME);
-        let listener = match std::os::unix::net::UnixListener::bind(&socket_path)
-            .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        {
+        let listener = match bind(&socket_path) {
             Ok(listener) => listener,
             Err(e) => {
                 let _ = std::fs::remove_dir(&directory);
-                return Err(Error::Io(format!(
-                    "cannot listen on the gateway socket {}: {e}",
-                    socket_path.display()
-                )));
+                return Err(e);
             }
         };
         let denials = Arc::new(Denials::new(
@@ -134,16 +221,8 @@ impl Gateway {
             connect_timeout: config.connect_timeout,
             idle_timeout: config.idle_timeout,
         });
-        let (shutdown, shutdown_rx) = oneshot::channel();
-        let (done_tx, done) = mpsc::channel();
         let budget = Budget::new(config.pool, config.max_connections);
-        runtime.spawn(async move {
-            // Inside the runtime: registering the listener needs its reactor.
-            if let Ok(listener) = UnixListener::from_std(listener) {
-                accept_loop(listener, shared, budget, shutdown_rx).await;
-            }
-            let _ = done_tx.send(());
-        });
+        let main = spawn_loop(&runtime, listener, shared.clone(), budget.clone());
         Ok(Gateway {
             directory,
             socket_path,
@@ -151,9 +230,53 @@ impl Gateway {
             egress,
             running: Mutex::new(Some(Running {
                 pid: rustix::process::getpid(),
-                shutdown,
-                done,
+                main,
+                views: Vec::new(),
+                shared,
+                budget,
             })),
+        })
+    }
+
+    /// Starts serving `allowlist` and `secrets` on a new socket in a fresh
+    /// 0700 subdirectory, with this gateway's logs, limits and descriptor
+    /// budget; it stops with the gateway. DependencyError when stopped.
+    pub fn open_view(&self, allowlist: Allowlist, secrets: Secrets) -> Result<GatewayView> {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(running) = running.as_mut() else {
+            return Err(Error::Dependency(
+                "the built-in network gateway is not open".into(),
+            ));
+        };
+        let runtime = crate::process::runtime::handle()
+            .map_err(|e| Error::Io(format!("cannot start the gateway runtime: {e}")))?;
+        let directory = self
+            .directory
+            .join(format!("view-{}", running.views.len() + 1));
+        rustix::fs::mkdir(&directory, rustix::fs::Mode::from_raw_mode(0o700)).map_err(|e| {
+            Error::Io(format!(
+                "cannot create the network gateway view directory {}: {e}",
+                directory.display()
+            ))
+        })?;
+        let socket_path = directory.join(SOCKET_NAME);
+        let listener = match bind(&socket_path) {
+            Ok(listener) => listener,
+            Err(e) => {
+                let _ = std::fs::remove_dir(&directory);
+                return Err(e);
+            }
+        };
+        let shared = Arc::new(Shared {
+            allowlist,
+            secrets,
+            ..(*running.shared).clone()
+        });
+        let loop_ = spawn_loop(&runtime, listener, shared, running.budget.clone());
+        running.views.push((loop_, directory.clone()));
+        Ok(GatewayView {
+            directory,
+            socket_path,
         })
     }
 
@@ -170,13 +293,7 @@ impl Gateway {
     /// What a sandbox mounts to reach it (G.6): the socket's private
     /// directory, read-only at the same path, process-only.
     pub fn mount(&self) -> Grant {
-        Grant {
-            source: self.directory.clone(),
-            target: self.directory.clone(),
-            access: Access::ReadOnly,
-            tools: false,
-            protect_aliases: false,
-        }
+        read_only(&self.directory)
     }
 
     /// The denials kept so far, oldest first.
@@ -213,16 +330,18 @@ impl Gateway {
         if running.pid != rustix::process::getpid() {
             return Ok(());
         }
-        let _ = running.shutdown.send(());
-        if running.done.recv_timeout(Duration::from_secs(30)).is_err() {
-            return Err(Error::Cleanup(
-                "the network gateway did not stop within 30 seconds".into(),
-            ));
+        // Every loop is told to stop even when one fails to (the first error is returned).
+        let mut removals = Vec::new();
+        let mut stopped = Ok(());
+        for (view, directory) in running.views {
+            stopped = stopped.and(view.stop());
+            removals.push(std::fs::remove_file(directory.join(SOCKET_NAME)));
+            removals.push(std::fs::remove_dir(&directory));
         }
-        for result in [
-            std::fs::remove_file(&self.socket_path),
-            std::fs::remove_dir(&self.directory),
-        ] {
+        stopped.and(running.main.stop())?;
+        removals.push(std::fs::remove_file(&self.socket_path));
+        removals.push(std::fs::remove_dir(&self.directory));
+        for result in removals {
             match result {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(Error::Cleanup(format!(

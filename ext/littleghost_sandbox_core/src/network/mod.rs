@@ -24,7 +24,7 @@ pub use builtin::BuiltinGateway;
 pub use denial::{Denial, DenialCallback, DenialReason, Denials};
 pub use egress::{Decision, EgressCallback, EgressEvent, EgressLog};
 pub use external::{ExternalDeclaration, ExternalGateway};
-pub use gateway::{Gateway, GatewayConfig};
+pub use gateway::{Gateway, GatewayConfig, GatewayView};
 pub use rules::{Access, HostPattern, Pattern, PortPattern, Rule};
 pub use secrets::{Secret, Secrets};
 

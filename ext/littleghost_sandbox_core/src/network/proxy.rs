@@ -22,6 +22,9 @@ use super::denial::{DenialReason, Denials};
 use super::egress::EgressLog;
 use super::secrets::Secrets;
 
+/// What every connection of one listener reads; a gateway's views clone it
+/// with their own allowlist and secrets (gateway.rs).
+#[derive(Clone)]
 pub(super) struct Shared {
     pub allowlist: Allowlist,
     // Read by the request engine that swaps stand-ins and records egress.

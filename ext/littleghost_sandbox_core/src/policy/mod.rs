@@ -11,6 +11,7 @@ mod limits;
 mod mount;
 mod network;
 pub mod network_declaration;
+pub mod network_rules;
 mod rules;
 
 pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};
@@ -21,6 +22,9 @@ pub use limits::{LimitValue, Limits, LIMIT_NAMES};
 pub use mount::{normalize_target, parse_access};
 pub(crate) use network::allow_entries;
 pub use network::{Inspection, NetworkMode, NetworkPolicy, NetworkRequest};
+pub use network_rules::{
+    AllowEntry, AllowRequest, NetworkRules, RuleRequest, SecretEntry, SecretRequest,
+};
 pub use rules::{
     GrantTable, Policy, RootFilesystem, ACCESS_MODES, COMMON_KEYS, ROOT_FILESYSTEM_MODES,
 };

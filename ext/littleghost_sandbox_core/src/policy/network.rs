@@ -1,6 +1,9 @@
 //! NetworkPolicy (SPEC §7): inherit the host network, no network, or an
 //! allowlist enforced by a gateway. Validation order is that of 7.2.
 
+use std::path::PathBuf;
+
+use super::network_rules::{AllowRequest, NetworkRules, SecretRequest};
 use super::Given;
 use crate::error::{policy, Result};
 
@@ -62,15 +65,18 @@ impl Inspection {
     }
 }
 
-/// What the caller asked for, before validation. `allow` and the header
-/// lists are the caller's entries as text (Ruby's `String(entry)`); the
+/// What the caller asked for, before validation. `allow` holds the caller's
+/// entries as text (Ruby's `String(entry)`) or Hash rules, the header
+/// lists are text; the
 /// gateway and authorizer are objects only the binding holds, so the core
 /// only learns whether they were given.
 #[derive(Debug)]
 pub struct NetworkRequest<'a> {
     pub mode: Given<'a>,
     pub inspection: Option<Given<'a>>,
-    pub allow: Vec<String>,
+    pub allow: Vec<AllowRequest>,
+    pub secrets: Vec<SecretRequest>,
+    pub upstream_ca: Option<PathBuf>,
     pub forward_headers: Vec<String>,
     pub mutation_headers: Vec<String>,
     pub gateway: bool,
@@ -84,6 +90,8 @@ impl<'a> NetworkRequest<'a> {
             mode,
             inspection: None,
             allow: Vec::new(),
+            secrets: Vec::new(),
+            upstream_ca: None,
             forward_headers: Vec::new(),
             mutation_headers: Vec::new(),
             gateway: false,
@@ -93,11 +101,13 @@ impl<'a> NetworkRequest<'a> {
 }
 
 /// A validated network rule: allow entries stripped, down-cased and
-/// de-duplicated; header names down-cased, checked and de-duplicated.
+/// de-duplicated (Hash entries with their HTTP rules), secrets and the
+/// upstream roots ([`NetworkRules`]); header names down-cased, checked and
+/// de-duplicated.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NetworkPolicy {
     pub mode: NetworkMode,
-    pub allow: Vec<String>,
+    pub rules: NetworkRules,
     pub inspection: Inspection,
     pub forward_headers: Vec<String>,
     pub mutation_headers: Vec<String>,
@@ -108,6 +118,11 @@ pub struct NetworkPolicy {
 }
 
 impl NetworkPolicy {
+    /// The destination text of every allow entry, in order.
+    pub fn destinations(&self) -> Vec<String> {
+        self.rules.destinations()
+    }
+
     /// Validates `request` in the order of 7.2: mode, inspection, options
     /// only `:allowlist` takes, `:http` needs an allowlist and an authorizer,
     /// an allowlist needs entries, then the entries and header names.
@@ -135,13 +150,15 @@ impl NetworkPolicy {
         let http = inspection == Inspection::Http;
         if !allowlist
             && (!request.allow.is_empty()
+                || !request.secrets.is_empty()
+                || request.upstream_ca.is_some()
                 || request.gateway
                 || request.authorizer
                 || !request.forward_headers.is_empty()
                 || !request.mutation_headers.is_empty())
         {
             return Err(policy(format!(
-                "network mode :{} does not take allow, gateway, authorizer or headers; use mode: :allowlist",
+                "network mode :{} does not take allow, secrets, upstream_ca, gateway, authorizer or headers; use mode: :allowlist",
                 mode.name()
             )));
         }
@@ -158,7 +175,7 @@ impl NetworkPolicy {
         }
         Ok(NetworkPolicy {
             mode,
-            allow: allow_entries(&request.allow)?,
+            rules: NetworkRules::new(&request.allow, &request.secrets, request.upstream_ca)?,
             inspection,
             forward_headers: header_names("forward_headers", &request.forward_headers)?,
             mutation_headers: header_names("mutation_headers", &request.mutation_headers)?,
@@ -231,7 +248,10 @@ mod tests {
 
     fn allowlist(allow: &[&str]) -> NetworkRequest<'static> {
         NetworkRequest {
-            allow: strings(allow),
+            allow: allow
+                .iter()
+                .map(|s| AllowRequest::Text(s.to_string()))
+                .collect(),
             ..NetworkRequest::mode(Given::symbol("allowlist"))
         }
     }
@@ -248,7 +268,7 @@ mod tests {
         let none = NetworkPolicy::new(NetworkRequest::mode(Given::symbol("none"))).unwrap();
         assert_eq!(none.mode, NetworkMode::None);
         assert_eq!(none.inspection, Inspection::Connect);
-        assert!(none.allow.is_empty() && !none.gateway && !none.authorizer);
+        assert!(none.rules.allow.is_empty() && !none.gateway && !none.authorizer);
     }
 
     #[test]
@@ -259,7 +279,10 @@ mod tests {
             "b.test:80",
         ]))
         .unwrap();
-        assert_eq!(policy.allow, strings(&["api.example.com:443", "b.test:80"]));
+        assert_eq!(
+            policy.destinations(),
+            strings(&["api.example.com:443", "b.test:80"])
+        );
         assert_eq!(
             message(allowlist(&["  "])),
             "network allowlist entries cannot be empty"
@@ -304,7 +327,7 @@ mod tests {
         );
         let bad_inspection = NetworkRequest {
             inspection: Some(Given::symbol("tls")),
-            allow: strings(&["a:1"]),
+            allow: vec![AllowRequest::Text("a:1".into())],
             ..NetworkRequest::mode(Given::symbol("none"))
         };
         assert_eq!(

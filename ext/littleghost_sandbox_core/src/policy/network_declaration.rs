@@ -4,15 +4,17 @@
 //! option of the built-in gateway. Any other key is refused with the list of
 //! the keys that exist, so a typo (`allowlist:`) is never silently ignored.
 
-use super::NetworkMode;
-use crate::error::{argument, Result};
+use super::{NetworkMode, NetworkRules};
+use crate::error::{argument, policy, Result};
 
 /// Every key a `network:` Hash (and `NetworkPolicy.new`) takes, in the order
 /// messages list them.
-pub const KEYS: [&str; 8] = [
+pub const KEYS: [&str; 10] = [
     "mode",
     "allow",
     "allow_private_destinations",
+    "secrets",
+    "upstream_ca",
     "inspection",
     "gateway",
     "authorizer",
@@ -75,6 +77,18 @@ pub fn complete(keys: &[String], gateway: DeclaredGateway) -> Result<Completion>
         implied_mode: (!has("mode") && has("allow")).then_some(NetworkMode::Allowlist),
         private_destinations_to_gateway: private,
     })
+}
+
+/// Fail closed: HTTP rules, inspection, secrets and `upstream_ca:` are
+/// enforced by the built-in gateway only, so a declaration naming another
+/// gateway (an object, or the `:external` provider) cannot carry them.
+pub fn check_enforced(rules: &NetworkRules, builtin: bool) -> Result<()> {
+    if builtin || !rules.needs_builtin_gateway() {
+        return Ok(());
+    }
+    Err(policy(
+        "network HTTP rules (inspect:, methods:, paths:), secrets: and upstream_ca: are enforced by the built-in gateway only; drop them or use the built-in gateway",
+    ))
 }
 
 #[cfg(test)]

@@ -20,7 +20,9 @@ mod tests;
 /// A network mode (SPEC §7): the policy's own type.
 pub use crate::policy::NetworkMode;
 pub use grants::{narrow_grants, Narrowed, Request};
-pub use network::{narrow_network, NetworkChoice, NetworkRequest};
+pub use network::{
+    narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
+};
 pub use queries::file_feature;
 
 use crate::error::{capability, Result};

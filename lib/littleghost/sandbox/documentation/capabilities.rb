@@ -173,16 +173,31 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(mode:, allow: [], inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []) -> network_policy
+      #   new(mode:, allow: [], secrets: {}, upstream_ca: nil, inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []) -> network_policy
       #
-      # +allow+ entries are stripped, down-cased and de-duplicated; the other keywords apply to
-      # <tt>:allowlist</tt> only (<tt>inspection: :http</tt> needs an +authorizer+).
+      # +allow+ entries are Strings (<tt>"host:port"</tt>, <tt>"*.suffix:port"</tt> for any subdomain but never the
+      # apex, <tt>"host:*"</tt> for any port, <tt>"net/len:port"</tt> for IP literals in a network) or Hashes
+      # <tt>{destination:, inspect: false, methods: [], paths: []}</tt>: +methods+ upper-cased HTTP tokens, +paths+
+      # clean prefixes starting with "/", <tt>inspect: true</tt> asks the built-in gateway to read that destination's
+      # HTTPS. Entries are stripped, down-cased and de-duplicated; a Hash saying no more than its destination is that
+      # String entry. +secrets+ (<tt>{name => {value: String, destinations: [...]}}</tt>) are credentials the child
+      # uses through a stand-in (BuiltinGateway#environment); each destination must be covered by an entry.
+      # +upstream_ca+ is the path of a PEM file of extra roots the gateway trusts upstream (expanded now, read when
+      # the gateway opens). These and the other keywords apply to <tt>:allowlist</tt> only (<tt>inspection: :http</tt>
+      # needs an +authorizer+); HTTP rules, secrets and +upstream_ca+ need the built-in gateway.
       #
       # Raises LittleGhost::PolicyError for an unknown mode or inspection, allowlist options on another mode, an
-      # empty allowlist, an entry that is empty or contains whitespace, or a bad header name.
+      # empty allowlist, an entry that is empty or contains whitespace, a bad method, path or +inspect+ value, a bad
+      # header name, a secret without a String value or whose destination no entry covers (no message shows a
+      # value), or rules given to a gateway object; ArgumentError for an unknown key of an entry or a secret.
       #
       #   LittleGhost::Sandbox::NetworkPolicy.new(mode: :allowlist, allow: [" API.example.com:443"]).allow
       #   # => ["api.example.com:443"]
+      #   LittleGhost::Sandbox::NetworkPolicy.new(
+      #     allow: [{destination: "api.github.com:443", methods: %w[get], paths: ["/repos/org/"]}],
+      #     secrets: {github: {value: ENV.fetch("GITHUB_TOKEN"), destinations: ["api.github.com:443"]}}
+      #   ).secrets
+      #   # => {github: {value: "[REDACTED]", destinations: ["api.github.com:443"]}}
 
       ##
       # :singleton-method: coerce
@@ -209,11 +224,31 @@ module LittleGhost
       ##
       # :method: allow
       # :call-seq:
-      #   allow -> Array of String
+      #   allow -> Array
       #
-      # The allowed <tt>host:port</tt> destinations (empty unless <tt>:allowlist</tt>).
+      # The allowed destinations, frozen (empty unless <tt>:allowlist</tt>): a String per plain entry, a frozen
+      # <tt>{destination:, inspect:, methods:, paths:}</tt> Hash per entry with HTTP rules or inspection.
       #
       #   network.allow   # => []
+
+      ##
+      # :method: secrets
+      # :call-seq:
+      #   secrets -> Hash
+      #
+      # The declared secrets, frozen: Symbol name => <tt>{value: "[REDACTED]", destinations: [...]}</tt>. No reader,
+      # +inspect+ or +to_h+ ever shows a value (#== still compares them).
+      #
+      #   network.secrets   # => {}
+
+      ##
+      # :method: upstream_ca
+      # :call-seq:
+      #   upstream_ca -> String or nil
+      #
+      # The expanded path of the PEM file of extra roots the gateway trusts upstream, or nil.
+      #
+      #   network.upstream_ca   # => nil
 
       ##
       # :method: inspection

@@ -203,23 +203,56 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(allow:, allow_private_destinations: false) -> gateway
+      #   new(allow:, secrets: nil, upstream_ca: nil, allow_private_destinations: false) -> gateway
       #
-      # Checks every entry (NetworkPolicy normalisation, then exactly <tt>host:port</tt>, G.7).
+      # Checks every entry as NetworkPolicy.new does (a <tt>"host:port"</tt>, <tt>"*.suffix:port"</tt>,
+      # <tt>"host:*"</tt> or <tt>"net/len:port"</tt> String, or a <tt>{destination:, inspect:, methods:, paths:}</tt>
+      # Hash, G.7) and every secret (<tt>{name => {value:, destinations: [...]}}</tt>; each destination must be
+      # covered by an entry). Each secret gets a random stand-in now: one per gateway, so one per sandbox (a sandbox
+      # resolves its own gateway), kept across #close and a later #open. +upstream_ca+ (a PEM file of extra roots the
+      # gateway trusts upstream) is read at each #open.
       #
-      # Raises LittleGhost::PolicyError naming a malformed entry, or an IP-literal entry in a refused range without
-      # +allow_private_destinations+.
+      # Raises LittleGhost::PolicyError naming a malformed entry or secret (never showing a value), or an IP-literal
+      # entry in a refused range without +allow_private_destinations+; ArgumentError for an unknown key of an entry or
+      # a secret.
       #
       #   LittleGhost::Network::BuiltinGateway.new(allow: ["localhost:8080"], allow_private_destinations: true)
+      #   LittleGhost::Network::BuiltinGateway.new(
+      #     allow: [{destination: "api.github.com:443", methods: %w[GET], paths: ["/repos/org/"]}],
+      #     secrets: {github: {value: ENV.fetch("GITHUB_TOKEN"), destinations: ["api.github.com:443"]}}
+      #   )
 
       ##
       # :method: allow
       # :call-seq:
       #   allow -> Array
       #
-      # The normalised entries (frozen Strings).
+      # The rules, frozen: a String per plain entry, a frozen <tt>{destination:, inspect:, methods:, paths:}</tt>
+      # Hash per entry with HTTP rules or inspection (as NetworkPolicy#allow shows them).
       #
       #   gateway.allow   # => ["api.example.com:443"]
+
+      ##
+      # :method: environment
+      # :call-seq:
+      #   environment -> Hash
+      #
+      # The variables a child gets from this gateway (a frozen String => String Hash): for each secret,
+      # <tt>LITTLEGHOST_SECRET_<NAME></tt> holding its stand-in (<tt>lgsecret_</tt> and 32 hex digits), never its
+      # value. The gateway swaps the stand-in for the value in requests it reads that go to the secret's
+      # destinations.
+      #
+      #   gateway.environment   # => {"LITTLEGHOST_SECRET_GITHUB" => "lgsecret_5f0c..."}
+
+      ##
+      # :method: upstream_ca
+      # :call-seq:
+      #   upstream_ca -> String or nil
+      #
+      # The expanded path of the PEM file of extra upstream roots, read at each #open (a missing, unreadable or
+      # malformed file makes #open raise LittleGhost::PolicyError naming the path).
+      #
+      #   gateway.upstream_ca   # => nil
 
       ##
       # :method: allow_private_destinations?

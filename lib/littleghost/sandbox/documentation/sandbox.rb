@@ -208,7 +208,13 @@ module LittleGhost
     # with <tt>workspace:</tt> and <tt>policy:</tt>). +files+ and +runtime_paths+ are a Hash
     # <tt>{name => access}</tt>, an Array of names (keeping their access) or <tt>[]</tt>; +capabilities+ a
     # Capabilities or an Array of feature names; +network+ +false+ (<tt>:none</tt>), +true+/+nil+ (unchanged) or a
-    # NetworkPolicy value.
+    # NetworkPolicy value. Under an allowlist, <tt>network: {allow: [...], secrets: [...]}</tt> narrows it: each
+    # entry must be covered by one of the sandbox's (same or narrower destination, methods and paths), +secrets+
+    # names the sandbox's secrets to keep (an Array of names, or <tt>{name => {destinations: [...]}}</tt> with
+    # destinations among the secret's; without +secrets+ the scope keeps each secret its entries still reach, limited
+    # to those destinations; <tt>{secrets: [...]}</tt> alone keeps every entry). The scope's launches go through a
+    # view of the sandbox's built-in gateway serving only the narrowed rules, on its own socket (opened at the first
+    # launch, closed with the sandbox), and get only the kept secrets' stand-ins.
     #
     # Raises LittleGhost::CapabilityError when the request would widen ("sandbox scope cannot expose a path outside
     # its parent", "read-only mount writable", "sandbox scope cannot widen network access"),
@@ -218,6 +224,8 @@ module LittleGhost
     #   tools = sandbox.scope(files: {source: :read_only}, network: false)
     #   tools.read("source/app.rb")   # allowed
     #   tools.write("notes.md", "x")  # LittleGhost::ToolError: Path is outside the sandbox scope
+    #   reader = sandbox.scope(network: {allow: [{destination: "api.github.com:443", methods: %w[GET]}],
+    #                                    secrets: [:github]})
 
     ##
     # :method: open

@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::grants::Grant;
+use littleghost_sandbox_core::policy::{network_declaration, NetworkRules};
 use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
@@ -102,12 +103,18 @@ fn provider(
     };
     match name.as_str() {
         "builtin" | "envoy" => {
-            let allow = network_policy::borrow(network).map_or(&[][..], |n| &n.core().allow[..]);
-            options.aset(ruby.to_symbol("allow"), vo::frozen_strings(ruby, allow))?;
+            // The policy's rules, secrets and upstream roots go to the core
+            // gateway directly: a secret's value never becomes a Ruby value.
+            let default = Default::default();
+            let rules = network_policy::borrow(network).map_or(&default, |n| &n.core().rules);
             let class = constants::class(ruby, "LittleGhost::Network::BuiltinGateway")?;
-            Ok(builtin_gateway::build(ruby, class, options)?.as_value())
+            Ok(builtin_gateway::build_declared(ruby, class, options, rules)?.as_value())
         }
         "external" => {
+            if let Some(policy) = network_policy::borrow(network) {
+                let enforced = network_declaration::check_enforced(&policy.core().rules, false);
+                errors::core_result(ruby, enforced)?;
+            }
             options.aset(ruby.to_symbol("policy"), effective_policy)?;
             options.aset(ruby.to_symbol("workspace"), workspace)?;
             let class = constants::class(ruby, "LittleGhost::Network::ExternalGateway")?;
@@ -129,37 +136,68 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
     convert::environment(ruby, Some(environment))
 }
 
-/// The exact `host:port` entries of the effective policy's allowlist, as
-/// (host, port) pairs (issue 20: what the relay also serves transparently).
-pub(crate) fn exact_destinations(ruby: &Ruby, effective_policy: Value) -> Vec<(String, u16)> {
-    allowlist_network(ruby, effective_policy)
-        .and_then(network_policy::borrow)
-        .map_or_else(Vec::new, |network| {
-            littleghost_sandbox_core::launch::transparent::exact_destinations(&network.core().allow)
-        })
+/// The exact `host:port` entries of the allowlist a launch goes through (a
+/// scope's `narrowed` rules, else the effective policy's), as (host, port)
+/// pairs: what the relay also serves to clients that ignore proxies.
+pub(crate) fn exact_destinations(
+    ruby: &Ruby,
+    effective_policy: Value,
+    narrowed: Option<&NetworkRules>,
+) -> Vec<(String, u16)> {
+    let destinations = match narrowed {
+        Some(rules) => rules.destinations(),
+        None => allowlist_network(ruby, effective_policy)
+            .and_then(network_policy::borrow)
+            .map_or_else(Vec::new, |network| network.core().destinations()),
+    };
+    littleghost_sandbox_core::launch::transparent::exact_destinations(&destinations)
 }
 
 /// Before a launch: `validate!` (G.2), then the socket path and the mounts,
 /// with the relay helper of `options` and the transparent listeners for
-/// `destinations` (issue 20); the descriptors returned (the helper's bytes,
-/// the sandbox's `/etc/hosts`) must stay open until the launch has started.
+/// `destinations`; the descriptors returned (the helper's bytes, the
+/// sandbox's `/etc/hosts`) must stay open until the launch has started. A
+/// scope's `narrowed` rules go through a view of the built-in gateway (its
+/// own socket and directory); another gateway cannot enforce them:
+/// CapabilityError (fail closed).
 pub(crate) fn relay(
     ruby: &Ruby,
     gateway: Value,
     options: &bw::Options,
+    narrowed: Option<&NetworkRules>,
     destinations: &[(String, u16)],
 ) -> Result<(bw::Relay, Vec<OwnedFd>), Error> {
     let _: Value = gateway.funcall("validate!", ())?;
-    let socket: Value = gateway.funcall("proxy_mount_path", ())?;
-    if socket.is_nil() {
-        return Err(errors::dependency_error(
-            ruby,
-            "the network gateway has no proxy_mount_path (is it open?)",
-        ));
-    }
-    let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
-    let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
-    let binds = mounts.into_iter().map(|g| (g.source, g.target)).collect();
+    let (socket, binds) = match narrowed {
+        Some(rules) => {
+            let Some(view) = builtin_gateway::view(ruby, gateway, rules)? else {
+                return Err(errors::capability_error(
+                    ruby,
+                    "a scope's narrowed allowlist needs the built-in gateway (only it serves narrowed views)",
+                ));
+            };
+            let mount = view.mount();
+            (
+                view.socket_path().to_path_buf(),
+                vec![(mount.source, mount.target)],
+            )
+        }
+        None => {
+            let socket: Value = gateway.funcall("proxy_mount_path", ())?;
+            if socket.is_nil() {
+                return Err(errors::dependency_error(
+                    ruby,
+                    "the network gateway has no proxy_mount_path (is it open?)",
+                ));
+            }
+            let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
+            let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
+            (
+                socket,
+                mounts.into_iter().map(|g| (g.source, g.target)).collect(),
+            )
+        }
+    };
     let data = errors::core_result(ruby, options.relay_data())?;
     let (forwards, hosts) = errors::core_result(ruby, options.transparent(destinations))?;
     let relay = bw::Relay {

@@ -1,0 +1,539 @@
+//! The parts of a `network:` declaration beyond "host:port" text (issue 22):
+//! allow entries written as Hashes (`{destination:, inspect:, methods:,
+//! paths:}`), `secrets:` and `upstream_ca:`. Each is validated here, once,
+//! whichever door it came through (`Sandbox.new(policy:)`, `NetworkPolicy.new`,
+//! `LittleGhost.configure`, `BuiltinGateway.new`, a scope).
+//!
+//! A Hash entry that asks for nothing more than its destination is the same
+//! entry as the destination's text: it normalises to a plain entry, so
+//! `{destination: "a.test:443"}` and `"a.test:443"` are one rule (`==`,
+//! `hash` and the `allow` reader agree).
+
+use std::path::PathBuf;
+
+use crate::error::{argument, policy, Result};
+use crate::network::allowlist::parse_pattern;
+use crate::network::rules::{clean_path, Pattern, Rule};
+use crate::network::secrets::{Secret, Secrets};
+
+/// The keys of an allow entry written as a Hash, in the order messages list them.
+pub const RULE_KEYS: [&str; 4] = ["destination", "inspect", "methods", "paths"];
+
+/// The keys of one secret's Hash, in the order messages list them.
+pub const SECRET_KEYS: [&str; 2] = ["value", "destinations"];
+
+/// One validated allow entry: a destination (stripped, down-cased text) and
+/// what may pass to it. A plain entry allows every request, uninspected.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct AllowEntry {
+    pub destination: String,
+    pub inspect: bool,
+    /// Upper-case method tokens; empty allows any.
+    pub methods: Vec<String>,
+    /// Path prefixes, each starting with '/'; empty allows any.
+    pub paths: Vec<String>,
+}
+
+impl AllowEntry {
+    /// A `"host:port"` entry: any request, no inspection.
+    pub fn plain(destination: String) -> AllowEntry {
+        AllowEntry {
+            destination,
+            inspect: false,
+            methods: Vec::new(),
+            paths: Vec::new(),
+        }
+    }
+
+    /// Whether it says no more than its destination (shown as a String).
+    pub fn is_plain(&self) -> bool {
+        !self.inspect && self.methods.is_empty() && self.paths.is_empty()
+    }
+
+    /// The gateway's rule: PolicyError when the destination is not a
+    /// pattern (`host:port`, `*.suffix:port`, `host:*`, `net/len:port`).
+    pub fn rule(&self) -> Result<Rule> {
+        Ok(Rule {
+            destination: parse_pattern(&self.destination)?,
+            inspect: self.inspect,
+            methods: self.methods.clone(),
+            paths: self.paths.clone(),
+        })
+    }
+
+    /// The entry of a gateway rule (for a narrowed scope's policy).
+    pub fn of_rule(rule: &Rule) -> AllowEntry {
+        AllowEntry {
+            destination: rule.destination.to_string(),
+            inspect: rule.inspect,
+            methods: rule.methods.clone(),
+            paths: rule.paths.clone(),
+        }
+    }
+}
+
+/// An allow entry as given: text (Ruby's `String(entry)`) or a Hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllowRequest {
+    Text(String),
+    Rule(RuleRequest),
+}
+
+/// An allow entry written as a Hash, before validation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RuleRequest {
+    /// Every key the Hash has (names of Symbols, `inspect` of other keys).
+    pub keys: Vec<String>,
+    pub destination: Option<String>,
+    /// `Ok(flag)` for true/false, `Err(shown)` for any other value.
+    pub inspect: Option<std::result::Result<bool, String>>,
+    pub methods: Vec<String>,
+    pub paths: Vec<String>,
+}
+
+/// One secret: its value is only readable inside the crate (the gateway
+/// swaps it in); `Debug` shows "[REDACTED]" and `Hash` skips it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SecretEntry {
+    pub name: String,
+    value: String,
+    pub destinations: Vec<String>,
+}
+
+impl std::fmt::Debug for SecretEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretEntry")
+            .field("name", &self.name)
+            .field("value", &REDACTED)
+            .field("destinations", &self.destinations)
+            .finish()
+    }
+}
+
+impl std::hash::Hash for SecretEntry {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        self.destinations.hash(state);
+    }
+}
+
+/// What every reader shows in place of a secret's value.
+pub const REDACTED: &str = "[REDACTED]";
+
+impl SecretEntry {
+    /// The gateway's secret, with a fresh random stand-in.
+    pub fn secret(&self) -> Result<Secret> {
+        Secret::new(&self.name, &self.value, &self.destinations)
+    }
+
+    /// Whether `other` holds the same value (a scope repeating a secret).
+    pub fn same_value(&self, other: &SecretEntry) -> bool {
+        self.value == other.value
+    }
+
+    /// This secret with other (already validated) destinations (scopes).
+    pub fn with_destinations(&self, destinations: Vec<String>) -> SecretEntry {
+        SecretEntry {
+            destinations,
+            ..self.clone()
+        }
+    }
+}
+
+/// A secret as given, before validation.
+#[derive(Clone, PartialEq, Eq, Default)]
+pub struct SecretRequest {
+    pub name: String,
+    /// The keys of the secret's Hash (`None`: it was not a Hash).
+    pub keys: Option<Vec<String>>,
+    /// The value when it is a String.
+    pub value: Option<String>,
+    pub destinations: Vec<String>,
+}
+
+impl std::fmt::Debug for SecretRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretRequest")
+            .field("name", &self.name)
+            .field("destinations", &self.destinations)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The validated rules of a declaration: entries, secrets, upstream roots.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct NetworkRules {
+    pub allow: Vec<AllowEntry>,
+    pub secrets: Vec<SecretEntry>,
+    /// A PEM file of extra roots the gateway trusts upstream (read at `open`).
+    pub upstream_ca: Option<PathBuf>,
+}
+
+impl NetworkRules {
+    /// Validates the entries (de-duplicated in order), then the secrets
+    /// (each destination must be covered by an allow entry: a secret that
+    /// could never be sent is a mistake, not a no-op).
+    pub fn new(
+        allow: &[AllowRequest],
+        secrets: &[SecretRequest],
+        upstream_ca: Option<PathBuf>,
+    ) -> Result<NetworkRules> {
+        let allow = allow_entries(allow)?;
+        let secrets = secret_entries(secrets, &allow)?;
+        Ok(NetworkRules {
+            allow,
+            secrets,
+            upstream_ca,
+        })
+    }
+
+    /// The destination text of each entry, in order (what `NO_PROXY` and
+    /// other gateways read).
+    pub fn destinations(&self) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
+        self.allow
+            .iter()
+            .map(|e| e.destination.clone())
+            .filter(|d| seen.insert(d.clone()))
+            .collect()
+    }
+
+    /// Whether it says more than destinations (only the built-in gateway enforces that).
+    pub fn needs_builtin_gateway(&self) -> bool {
+        self.allow.iter().any(|e| !e.is_plain())
+            || !self.secrets.is_empty()
+            || self.upstream_ca.is_some()
+    }
+
+    /// The gateway's rules, in order.
+    pub fn rules(&self) -> Result<Vec<Rule>> {
+        self.allow.iter().map(AllowEntry::rule).collect()
+    }
+
+    /// The gateway's secrets, each with a fresh stand-in.
+    pub fn gateway_secrets(&self) -> Result<Secrets> {
+        Secrets::new(
+            self.secrets
+                .iter()
+                .map(SecretEntry::secret)
+                .collect::<Result<_>>()?,
+        )
+    }
+}
+
+/// Every entry validated and de-duplicated in order.
+pub fn allow_entries(requests: &[AllowRequest]) -> Result<Vec<AllowEntry>> {
+    let mut out: Vec<AllowEntry> = Vec::with_capacity(requests.len());
+    let mut seen = std::collections::HashSet::new();
+    for request in requests {
+        let entry = match request {
+            AllowRequest::Text(text) => AllowEntry::plain(destination_text(text)?),
+            AllowRequest::Rule(rule) => rule_entry(rule)?,
+        };
+        if seen.insert(entry.clone()) {
+            out.push(entry);
+        }
+    }
+    Ok(out)
+}
+
+fn destination_text(text: &str) -> Result<String> {
+    let mut normalized = super::allow_entries(&[text.to_owned()])?;
+    Ok(normalized.remove(0))
+}
+
+fn unknown_keys(what: &str, keys: &[String], valid: &[&str]) -> Result<()> {
+    let unknown: Vec<String> = keys
+        .iter()
+        .filter(|key| !valid.contains(&key.as_str()))
+        .map(|key| format!(":{key}"))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = valid.iter().map(|k| format!(":{k}")).collect();
+    Err(argument(format!(
+        "unknown {what} {}: {} (valid keys: {})",
+        if unknown.len() == 1 { "key" } else { "keys" },
+        unknown.join(", "),
+        listed.join(", ")
+    )))
+}
+
+fn rule_entry(request: &RuleRequest) -> Result<AllowEntry> {
+    unknown_keys("network allow entry", &request.keys, &RULE_KEYS)?;
+    let destination = match &request.destination {
+        Some(text) => destination_text(text)?,
+        None => {
+            return Err(argument(
+                "network allow entry Hash needs destination: (\"host:port\")",
+            ))
+        }
+    };
+    // A Hash entry is new: its destination must be a pattern now.
+    parse_pattern(&destination)?;
+    let inspect = match &request.inspect {
+        None | Some(Ok(false)) => false,
+        Some(Ok(true)) => true,
+        Some(Err(shown)) => {
+            return Err(policy(format!(
+                "network allow entry {destination:?} inspect: must be true or false, got {shown}"
+            )))
+        }
+    };
+    let mut methods: Vec<String> = Vec::new();
+    for method in &request.methods {
+        let upper = method.to_ascii_uppercase();
+        if upper.is_empty() || !upper.bytes().all(token_byte) {
+            return Err(policy(format!(
+                "network allow entry {destination:?} method {method:?} is not an HTTP method token"
+            )));
+        }
+        if !methods.contains(&upper) {
+            methods.push(upper);
+        }
+    }
+    let mut paths: Vec<String> = Vec::new();
+    for path in &request.paths {
+        let shape = path.starts_with('/')
+            && !path.chars().any(|c| c.is_whitespace() || c.is_control())
+            && !path.contains(['?', '#'])
+            && clean_path(path) == Some(path.as_str());
+        if !shape {
+            return Err(policy(format!(
+                "network allow entry {destination:?} path {path:?} must start with \"/\" and be a clean path (no whitespace, control characters, ? or #, dot segments or encoded / \\ . NUL)"
+            )));
+        }
+        if !paths.contains(path) {
+            paths.push(path.clone());
+        }
+    }
+    Ok(AllowEntry {
+        destination,
+        inspect,
+        methods,
+        paths,
+    })
+}
+
+/// RFC 9110 `tchar`.
+fn token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// Every secret validated; each destination covered by an allow entry.
+pub fn secret_entries(
+    requests: &[SecretRequest],
+    allow: &[AllowEntry],
+) -> Result<Vec<SecretEntry>> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let patterns: Vec<Pattern> = allow
+        .iter()
+        .filter_map(|entry| Pattern::parse(&entry.destination).ok())
+        .collect();
+    let mut out: Vec<SecretEntry> = Vec::with_capacity(requests.len());
+    for request in requests {
+        let name = request.name.to_ascii_lowercase();
+        let Some(keys) = &request.keys else {
+            return Err(policy(format!(
+                "network secret {name:?} must be a Hash {{value:, destinations:}}"
+            )));
+        };
+        unknown_keys(&format!("network secret {name:?}"), keys, &SECRET_KEYS)?;
+        let Some(value) = &request.value else {
+            return Err(policy(format!(
+                "network secret {name:?} needs value: a String (the value is not shown)"
+            )));
+        };
+        // The core's checks (name, value, destinations); the stand-in it draws is dropped.
+        let checked = Secret::new(&name, value, &request.destinations)?;
+        for pattern in checked.destinations() {
+            if !patterns.iter().any(|p| p.covers(pattern)) {
+                return Err(policy(format!(
+                    "network secret {name:?} destination \"{pattern}\" is not covered by the allow list (the secret could never be sent there)"
+                )));
+            }
+        }
+        if out.iter().any(|s| s.name == checked.name()) {
+            return Err(policy(format!("network secret {name:?} is declared twice")));
+        }
+        out.push(SecretEntry {
+            name: checked.name().to_owned(),
+            value: value.clone(),
+            destinations: super::allow_entries(&request.destinations)?,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(entry: &str) -> AllowRequest {
+        AllowRequest::Text(entry.into())
+    }
+
+    fn rule(destination: &str, methods: &[&str], paths: &[&str]) -> RuleRequest {
+        let mut keys = vec!["destination".to_string()];
+        if !methods.is_empty() {
+            keys.push("methods".into());
+        }
+        if !paths.is_empty() {
+            keys.push("paths".into());
+        }
+        RuleRequest {
+            keys,
+            destination: Some(destination.into()),
+            methods: methods.iter().map(|s| s.to_string()).collect(),
+            paths: paths.iter().map(|s| s.to_string()).collect(),
+            inspect: None,
+        }
+    }
+
+    fn secret(name: &str, value: &str, destinations: &[&str]) -> SecretRequest {
+        SecretRequest {
+            name: name.into(),
+            keys: Some(vec!["value".into(), "destinations".into()]),
+            value: Some(value.into()),
+            destinations: destinations.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn message(error: crate::Error) -> String {
+        error.message().to_owned()
+    }
+
+    #[test]
+    fn a_hash_entry_saying_only_its_destination_is_the_plain_entry() {
+        let entries = allow_entries(&[
+            text("A.test:443"),
+            AllowRequest::Rule(rule(" a.TEST:443", &[], &[])),
+        ])
+        .unwrap();
+        assert_eq!(entries, [AllowEntry::plain("a.test:443".into())]);
+    }
+
+    #[test]
+    fn methods_are_upper_cased_tokens_and_paths_clean_prefixes() {
+        let entries = allow_entries(&[AllowRequest::Rule(rule(
+            "api.github.com:443",
+            &["get", "HEAD", "Get"],
+            &["/repos/org/", "/repos/org/"],
+        ))])
+        .unwrap();
+        assert_eq!(entries[0].methods, ["GET", "HEAD"]);
+        assert_eq!(entries[0].paths, ["/repos/org/"]);
+        assert!(!entries[0].is_plain());
+        for bad in ["GE T", "", "G\u{0}", "GET/"] {
+            let error = allow_entries(&[AllowRequest::Rule(rule("a.test:1", &[bad], &[]))]);
+            assert!(
+                message(error.unwrap_err()).contains("is not an HTTP method token"),
+                "{bad:?}"
+            );
+        }
+        for bad in [
+            "repos",
+            "/a b",
+            "/a\tb",
+            "/a/../b",
+            "/a/%2e%2e/",
+            "/a?x",
+            "/a\u{7}",
+        ] {
+            let error = allow_entries(&[AllowRequest::Rule(rule("a.test:1", &[], &[bad]))]);
+            assert!(
+                message(error.unwrap_err()).contains("must start with \"/\""),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_key_lists_the_valid_ones_and_inspect_is_a_boolean() {
+        let mut typo = rule("a.test:1", &[], &[]);
+        typo.keys.push("method".into());
+        let error = allow_entries(&[AllowRequest::Rule(typo)]).unwrap_err();
+        assert!(matches!(error, crate::Error::Argument(_)));
+        assert_eq!(
+            message(error),
+            "unknown network allow entry key: :method (valid keys: :destination, :inspect, :methods, :paths)"
+        );
+        let mut odd = rule("a.test:1", &[], &[]);
+        odd.inspect = Some(Err("\"yes\"".into()));
+        let error = allow_entries(&[AllowRequest::Rule(odd)]).unwrap_err();
+        assert!(message(error).contains("inspect: must be true or false, got \"yes\""));
+        let mut missing = rule("a.test:1", &[], &[]);
+        missing.destination = None;
+        assert!(allow_entries(&[AllowRequest::Rule(missing)]).is_err());
+        let bad = allow_entries(&[AllowRequest::Rule(rule("*.com:1", &[], &[]))]).unwrap_err();
+        assert!(message(bad).contains("single label"));
+    }
+
+    #[test]
+    fn wildcard_any_port_and_network_entries_become_rules() {
+        let rules = NetworkRules::new(
+            &[
+                text("*.githubusercontent.com:443"),
+                text("db.internal:*"),
+                text("10.1.0.0/16:5432"),
+            ],
+            &[],
+            None,
+        )
+        .unwrap()
+        .rules()
+        .unwrap();
+        let shown: Vec<String> = rules.iter().map(|r| r.destination.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "*.githubusercontent.com:443",
+                "db.internal:*",
+                "10.1.0.0/16:5432"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_secret_must_go_somewhere_the_allow_list_reaches_and_never_shows_its_value() {
+        let allow = [text("*.github.com:443"), text("db.internal:*")];
+        let rules = NetworkRules::new(
+            &allow,
+            &[secret("GitHub", "ghp_value_1", &["api.github.com:443"])],
+            None,
+        )
+        .unwrap();
+        assert_eq!(rules.secrets[0].name, "github");
+        let shown = format!("{rules:?}");
+        assert!(
+            !shown.contains("ghp_value_1") && shown.contains(REDACTED),
+            "{shown}"
+        );
+        let error = NetworkRules::new(
+            &allow,
+            &[secret("github", "ghp_value_2", &["github.com:443"])],
+            None,
+        )
+        .unwrap_err();
+        let text = message(error);
+        assert!(text.contains("not covered by the allow list"), "{text}");
+        assert!(!text.contains("ghp_value_2"));
+        let mut no_value = secret("github", "x", &["api.github.com:443"]);
+        no_value.value = None;
+        let text = message(NetworkRules::new(&allow, &[no_value], None).unwrap_err());
+        assert!(text.contains("needs value: a String"), "{text}");
+        let mut typo = secret("github", "ghp_value_3", &["api.github.com:443"]);
+        typo.keys = Some(vec!["value".into(), "destination".into()]);
+        let error = NetworkRules::new(&allow, &[typo], None).unwrap_err();
+        assert!(matches!(error, crate::Error::Argument(_)));
+        assert!(!message(error).contains("ghp_value_3"));
+        let twice = [
+            secret("github", "a1", &["api.github.com:443"]),
+            secret("GITHUB", "a2", &["api.github.com:443"]),
+        ];
+        assert!(message(NetworkRules::new(&allow, &twice, None).unwrap_err()).contains("twice"));
+    }
+}
