@@ -3,6 +3,8 @@
 require "fileutils"
 require "rbconfig"
 require "rubygems/package"
+require_relative "../ext/littleghost_sandbox/helper_build"
+require_relative "../ext/littleghost_sandbox/toolchain"
 
 # The platform gem (`rake native gem`): the extension and the helper compiled
 # here, laid out per Ruby minor the way precompiled gems are,
@@ -40,14 +42,21 @@ module NativeGem
     # checkout's sources, so whichever cargo keeps is the same code.)
     target = File.join(root, "target", "gem-install")
     sh({ "RUBY" => RbConfig.ruby }, "cargo", "build", "--release", "--locked", "--target-dir", target,
-       "-p", "littleghost_sandbox", "-p", "littleghost_sandbox_helper", chdir: root)
+       "-p", "littleghost_sandbox", chdir: root)
+    # Statically linked where it can be, as for the source gem (helper_build.rb); the log line says which.
+    cargo = ENV.fetch("CARGO", "cargo")
+    helper, = LittleGhostSandboxHelperBuild.build(
+      cargo: cargo, manifest: File.join(root, "Cargo.toml"), target_dir: target, say: method(:puts),
+      run: ->(env, argv) { sh(env, *argv, chdir: root) { |ok, _| ok } },
+      triple: LittleGhostSandboxHelperBuild.host_triple(LittleGhostSandboxToolchain.rustc_for(cargo))
+    )
     built = Dir[File.join(target, "release", "liblittleghost_sandbox.{so,dylib}")].first or
       abort "cargo did not produce liblittleghost_sandbox"
     destination = File.join(staged(root), MINOR)
     rm_rf(destination)
     mkdir_p(destination)
     install(built, File.join(destination, EXTENSION), mode: 0o755)
-    install(File.join(target, "release", HELPER), File.join(destination, HELPER), mode: 0o755)
+    install(helper, File.join(destination, HELPER), mode: 0o755)
   end
 
   # The staged minors, oldest first; aborts unless they form an unbroken range (a gem claiming 3.1 to 3.3

@@ -5,6 +5,7 @@ require "json"
 require "open3"
 require "rbconfig"
 require "rubygems/package"
+require_relative "../ext/littleghost_sandbox/helper_build"
 
 # Proves the packaging paths a user takes: the source gem (`gem build`, then `gem install --local` into an empty
 # GEM_HOME, which compiles the Rust extension through extconf.rb) and the platform gem (`rake native gem`, installed
@@ -23,6 +24,14 @@ RSpec.describe "gem packaging" do
   def gem_env(gem_home, **extra)
     { "GEM_HOME" => gem_home, "GEM_PATH" => [gem_home, *Gem.path].join(File::PATH_SEPARATOR), "RUBYOPT" => nil,
       "RUBYLIB" => nil, **extra }
+  end
+
+  # The helper's linkage every build path must give it here: static on x86_64/aarch64 Linux with glibc's static
+  # library installed (a Landlock launch then runs no dynamic loader), dynamic elsewhere.
+  def expected_helper_linkage
+    triple = LittleGhostSandboxHelperBuild.host_triple("rustc")
+    static_libc = File.absolute_path?(IO.popen(%w[cc -print-file-name=libc.a], err: File::NULL, &:read).to_s.strip)
+    LittleGhostSandboxHelperBuild::STATIC_TARGETS.include?(triple) && static_libc ? "static" : "dynamic"
   end
 
   # Runs the smoke spec from a directory outside the checkout against the gem installed in `gem_home`.
@@ -70,6 +79,9 @@ RSpec.describe "gem packaging" do
       expect(helpers.size).to eq(1)
       expect(File.dirname(helpers.first)).to eq(File.dirname(Dir[File.join(gem_dir, "**", "littleghost_sandbox.so")].first))
       expect(File.executable?(helpers.first)).to be(true)
+      linkage = expected_helper_linkage
+      expect(LittleGhostSandboxHelperBuild.linkage(helpers.first)).to eq(linkage)
+      expect(File.read(build_log)).to include("littleghost-sandbox: built the helper #{linkage}ally linked")
       expect(Dir[File.join(gem_dir, "**", "target")]).to be_empty
       expect(tree_bytes(gem_dir)).to be < 40 * 1024 * 1024
       %w[LICENSE CHANGELOG.md README.md].each { |file| expect(File).to exist(File.join(gem_dir, file)) }
@@ -98,6 +110,10 @@ RSpec.describe "gem packaging" do
     expect(spec.files).to include("lib/littleghost_sandbox/#{minor}/littleghost_sandbox.so",
                                   "lib/littleghost_sandbox/#{minor}/littleghost-sandbox-helper")
     expect(spec.files.grep(%r{\Aext/|\ACargo\.})).to be_empty
+    linkage = expected_helper_linkage
+    expect(out).to include("littleghost-sandbox: built the helper #{linkage}ally linked")
+    staged = File.join(root, "tmp", "native", platform, minor, "littleghost-sandbox-helper")
+    expect(LittleGhostSandboxHelperBuild.linkage(staged)).to eq(linkage)
 
     Dir.mktmpdir("lg-native") do |tmp|
       gem_home = File.join(tmp, "home")

@@ -1,31 +1,56 @@
 # frozen_string_literal: true
 
-# Runs `cargo build --release` for the extension during `gem install`.
+# Runs `cargo build --release` for the extension and the helper during `gem install`.
 #
 # RubyGems captures everything a build prints and shows it only on failure (or
 # with --verbose), so a two-minute compile looks like a hang. When the install
 # runs on a terminal, cargo's progress goes to that terminal as well; the
 # captured log keeps it either way.
 #
-# Usage: ruby build.rb MANIFEST TARGET_DIR PACKAGE...
-manifest, target_dir, *packages = ARGV
+# The helper is built statically linked where it can be (helper_build.rb) and
+# copied to HELPER_OUT; the log says which linkage it got.
+#
+# Usage: ruby build.rb MANIFEST TARGET_DIR HELPER_OUT
+require "fileutils"
+require_relative "helper_build"
+require_relative "toolchain"
+
+manifest, target_dir, helper_out = ARGV
 cargo = ENV.fetch("CARGO", "cargo")
-command = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target-dir", target_dir,
-           *packages.flat_map { |package| ["-p", package] }]
 
 terminal = begin
   File.open("/dev/tty", "w")
 rescue SystemCallError
   nil
 end
-note = "littleghost-sandbox: compiling the Rust extension (about 2 minutes on 2 cores; cargo's progress follows)\n"
-$stdout.print(note)
-terminal&.print(note)
-
-IO.popen(command, err: %i[child out]) do |output|
-  output.each_line do |line|
-    $stdout.print(line)
-    terminal&.print(line)
-  end
+say = lambda do |line|
+  $stdout.puts(line)
+  terminal&.puts(line)
 end
-exit($?.success? ? 0 : 1)
+# Runs one cargo build, its output going to the log and the terminal; whether it succeeded.
+run = lambda do |env, argv|
+  IO.popen(env, argv, err: %i[child out]) do |output|
+    output.each_line do |line|
+      $stdout.print(line)
+      terminal&.print(line)
+    end
+  end
+  $?.success?
+end
+
+say.call("littleghost-sandbox: compiling the Rust extension (about 2 minutes on 2 cores; cargo's progress follows)")
+extension = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target-dir", target_dir,
+             "-p", "littleghost_sandbox"]
+exit(1) unless run.call({}, extension)
+
+begin
+  built, = LittleGhostSandboxHelperBuild.build(
+    cargo: cargo, manifest: manifest, target_dir: target_dir, run: run, say: say,
+    triple: LittleGhostSandboxHelperBuild.host_triple(LittleGhostSandboxToolchain.rustc_for(cargo))
+  )
+rescue RuntimeError => e
+  say.call("littleghost-sandbox: #{e.message}")
+  exit(1)
+end
+FileUtils.cp(built, helper_out)
+File.chmod(0o755, helper_out)

@@ -54,9 +54,9 @@ target_dir =
     File.expand_path(ENV.fetch("CARGO_TARGET_DIR"), Dir.pwd)
   end
 built = File.join(target_dir, "release", "lib#{ext_name}.#{RUBY_PLATFORM.include?("darwin") ? "dylib" : "so"}")
-# The helper executable is installed beside the extension, where the extension looks for it.
+# The helper executable is installed beside the extension, where the extension looks for it. build.rb builds it
+# (statically linked where it can: helper_build.rb) and copies it here.
 helper = "littleghost-sandbox-helper"
-built_helper = File.join(target_dir, "release", helper)
 # Only a directory this script created is ever removed.
 remove_target = owned_target ? "rm -rf #{target_dir.shellescape}" : "@true"
 build_script = File.join(__dir__, "build.rb")
@@ -69,9 +69,8 @@ File.write("Makefile", <<~MAKE)
   all: #{ext_name}.#{dlext}
 
   #{ext_name}.#{dlext}:
-  \tRUBY=$(RUBY) CARGO=$(CARGO) $(RUBY) #{build_script.shellescape} #{manifest.shellescape} #{target_dir.shellescape} #{ext_name} #{ext_name}_helper
+  \tRUBY=$(RUBY) CARGO=$(CARGO) $(RUBY) #{build_script.shellescape} #{manifest.shellescape} #{target_dir.shellescape} #{helper}
   \tcp #{built.shellescape} #{ext_name}.#{dlext}
-  \tcp #{built_helper.shellescape} #{helper}
 
   install: all
   \tmkdir -p $(DESTDIR)#{install_dir.shellescape}

@@ -71,12 +71,16 @@ pub fn main(args: Vec<String>) -> ExitCode {
 
 /// In the forked child: restrict, then exec. Never returns.
 fn run_child(plan: &Plan, argv: &[CString], mask: &libc::sigset_t, supervisor: libc::pid_t) -> ! {
-    // SAFETY: prctl/getppid/sigprocmask on this process; `mask` is valid.
+    // SAFETY: prctl/getppid/signal/sigprocmask on this process; `mask` is valid.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         if libc::getppid() != supervisor {
             libc::_exit(i32::from(SETUP_FAILED));
         }
+        // Rust's runtime ignores SIGPIPE in the helper, and an ignored signal
+        // stays ignored across execve: the command gets the default action
+        // back, as the gem's other launches give it (`yes | head` ends `yes`).
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         libc::sigprocmask(libc::SIG_SETMASK, mask, std::ptr::null_mut());
     }
     if let Err(error) = restrict(plan) {

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+require "rbconfig"
+require "fileutils"
+require "tmpdir"
+require_relative "../ext/littleghost_sandbox/helper_build"
+
+# Every build path (`rake compile`, the source gem's build.rb, `rake native`) builds the helper the Landlock backend
+# executes at each launch statically linked where Rust links glibc statically (x86_64/aarch64 Linux), so a launch
+# runs no dynamic loader; where that build fails it falls back to the dynamic build, and the build log says which
+# linkage the helper got, read from the executable itself, never from what was asked for.
+RSpec.describe "building the helper" do # rubocop:disable RSpec/DescribeClass
+  build = LittleGhostSandboxHelperBuild
+  root = File.expand_path("..", __dir__)
+
+  # A stand-in for cargo: records each build and "produces" the executable it was asked for (a copy of
+  # `produce`) unless the build is one `failing` names.
+  def builds_with(produce:, failing: nil)
+    ran = []
+    run = lambda do |env, argv|
+      ran << [env, argv]
+      static = argv.include?("--target")
+      return false if failing == (static ? :static : :dynamic)
+
+      out = argv[argv.index("--target-dir") + 1]
+      out = static ? File.join(out, argv[argv.index("--target") + 1], "release") : File.join(out, "release")
+      FileUtils.mkdir_p(out)
+      FileUtils.cp(produce, File.join(out, LittleGhostSandboxHelperBuild::EXECUTABLE))
+      true
+    end
+    [ran, run]
+  end
+
+  it "reads the linkage from the executable: a static one has no dynamic loader, a dynamic one names it" do
+    expect(build.linkage(RbConfig.ruby)).to eq("dynamic")
+    expect(build.linkage(__FILE__)).to eq("unknown")
+    helper = File.join(root, "lib", build::EXECUTABLE)
+    skip "the helper is not compiled (rake compile)" unless File.exist?(helper)
+    expected = build::STATIC_TARGETS.include?(build.host_triple("rustc")) ? "static" : "dynamic"
+    expect(build.linkage(helper)).to eq(expected)
+  end
+
+  it "on x86_64 and aarch64 Linux builds it statically in its own target directory, never the extension, " \
+     "adding crt-static to the caller's rustflags" do
+    Dir.mktmpdir("lg-helper-build") do |dir|
+      ran, run = builds_with(produce: File.join(root, "lib", build::EXECUTABLE))
+      said = []
+      built, linkage = build.build(cargo: "cargo", manifest: "/gem/Cargo.toml", target_dir: dir,
+                                   triple: "x86_64-unknown-linux-gnu", run: run, say: ->(line) { said << line })
+      expect(ran.size).to eq(1)
+      env, argv = ran.first
+      expect(argv.each_cons(2).to_a).to include(["-p", "littleghost_sandbox_helper"],
+                                                ["--target", "x86_64-unknown-linux-gnu"],
+                                                ["--target-dir", File.join(dir, "helper-static")])
+      expect(argv).not_to include("littleghost_sandbox")
+      expect(env["RUSTFLAGS"]).to end_with("-C target-feature=+crt-static")
+      expect(built).to eq(File.join(dir, "helper-static", "x86_64-unknown-linux-gnu", "release", build::EXECUTABLE))
+      skip "the compiled helper is not static here" unless build.linkage(built) == "static"
+      expect(linkage).to eq("static")
+      expect(said.join).to include("built the helper statically linked")
+    end
+    expect(build.static_env({ "RUSTFLAGS" => "-C opt-level=2" })).to eq("RUSTFLAGS" => "-C opt-level=2 -C target-feature=+crt-static")
+    expect(build.static_env({ "CARGO_ENCODED_RUSTFLAGS" => "-Copt-level=2" }))
+      .to eq("CARGO_ENCODED_RUSTFLAGS" => "-Copt-level=2\x1f-C\x1ftarget-feature=+crt-static")
+  end
+
+  it "falls back to the dynamic build when the static one fails, and says so" do
+    Dir.mktmpdir("lg-helper-build") do |dir|
+      ran, run = builds_with(produce: RbConfig.ruby, failing: :static)
+      said = []
+      built, linkage = build.build(cargo: "cargo", manifest: "/gem/Cargo.toml", target_dir: dir,
+                                   triple: "aarch64-unknown-linux-gnu", run: run, say: ->(line) { said << line })
+      expect(ran.map { |_, argv| argv.include?("--target") }).to eq([true, false])
+      expect(ran.last.first).to eq({})
+      expect([built, linkage]).to eq([File.join(dir, "release", build::EXECUTABLE), "dynamic"])
+      expect(said.first).to include("the statically linked helper did not build", "libc6-dev")
+      expect(said.last).to include("built the helper dynamically linked")
+    end
+  end
+
+  it "builds it dynamically elsewhere, says why, and reports a helper that is not what was asked for" do
+    Dir.mktmpdir("lg-helper-build") do |dir|
+      ran, run = builds_with(produce: RbConfig.ruby)
+      said = []
+      _, linkage = build.build(cargo: "cargo", manifest: "/gem/Cargo.toml", target_dir: dir,
+                               triple: "aarch64-apple-darwin", run: run, say: ->(line) { said << line })
+      expect(ran.size).to eq(1)
+      expect(ran.first.last).not_to include("--target")
+      expect(linkage).to eq("dynamic")
+      expect(said.first).to include("only for x86_64-unknown-linux-gnu and aarch64-unknown-linux-gnu; " \
+                                    "this is aarch64-apple-darwin")
+    end
+    Dir.mktmpdir("lg-helper-build") do |dir|
+      # The static build "succeeds" with a dynamic executable (rustflags overridden elsewhere): said, not hidden.
+      _, run = builds_with(produce: RbConfig.ruby)
+      said = []
+      _, linkage = build.build(cargo: "cargo", manifest: "/gem/Cargo.toml", target_dir: dir,
+                               triple: "x86_64-unknown-linux-gnu", run: run, say: ->(line) { said << line })
+      expect(linkage).to eq("dynamic")
+      expect(said.join).to include("asked for a statically linked helper but cargo built one dynamically linked")
+    end
+    expect { build.build(cargo: "cargo", manifest: "/m", target_dir: "/nonexistent", triple: nil,
+                         run: ->(_env, _argv) { false }, say: ->(_) {}) }
+      .to raise_error(RuntimeError, /cargo could not build the helper/)
+  end
+end
