@@ -17,6 +17,7 @@ use super::budget::{Budget, Pool};
 use super::denial::{Denial, DenialCallback, Denials};
 use super::egress::{EgressCallback, EgressEvent, EgressLog};
 use super::proxy::{self, Shared};
+use super::resolve::{self, Resolver};
 use super::secrets::Secrets;
 use crate::error::{Error, Result};
 use crate::grants::{Access, Grant};
@@ -52,6 +53,9 @@ pub struct GatewayConfig {
     /// Egress events kept (oldest dropped first).
     pub egress_capacity: usize,
     pub on_egress: Option<EgressCallback>,
+    /// How destination names are resolved (the system's resolver by
+    /// default; tests give their own).
+    pub resolver: Resolver,
 }
 
 impl GatewayConfig {
@@ -70,6 +74,7 @@ impl GatewayConfig {
             upstream_ca: None,
             egress_capacity: 1000,
             on_egress: None,
+            resolver: resolve::system(),
         }
     }
 }
@@ -129,6 +134,7 @@ impl Gateway {
             secrets: config.secrets,
             denials: denials.clone(),
             egress: egress.clone(),
+            resolver: config.resolver,
             max_header_bytes: config.max_header_bytes,
             handshake_timeout: config.handshake_timeout,
             connect_timeout: config.connect_timeout,
