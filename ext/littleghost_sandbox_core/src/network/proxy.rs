@@ -100,6 +100,15 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         start,
     } = connect;
     let mut event = Event::new("*".to_owned(), "CONNECT", false);
+    let shown = shared.secrets.redact(&head.target).into_owned();
+    // The head itself, and what came with it: a stand-in there is refused
+    // before anything is resolved (a name can carry it to a DNS server).
+    let carried = [raw.as_slice(), client.prefix()].concat();
+    if shared.secrets.find_bound_elsewhere(&carried, None).is_some() {
+        event.destination = shown.clone();
+        let refused = deny_shown(shared, shown, DenialReason::SecretExfiltration, None);
+        return refuse_tunnel(&mut client, refused, event, shared, start).await;
+    }
     let destination = match Destination::parse(&head.target, None) {
         Ok(destination) => destination,
         Err(why) => {
@@ -108,11 +117,6 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         }
     };
     event.destination = shared.secrets.redact(&destination.to_string()).into_owned();
-    let carried = [raw.as_slice(), client.prefix()].concat();
-    if shared.secrets.find_bound_elsewhere(&carried, None).is_some() {
-        let refused = deny(shared, &destination, DenialReason::SecretExfiltration, None);
-        return refuse_tunnel(&mut client, refused, event, shared, start).await;
-    }
     let Some(access) = shared.allowlist.access(&destination) else {
         let refused = deny(shared, &destination, DenialReason::NotAllowed, None);
         return refuse_tunnel(&mut client, refused, event, shared, start).await;
@@ -221,6 +225,16 @@ pub(super) fn deny(
     request: Option<(String, String)>,
 ) -> Refusal {
     let shown = shared.secrets.redact(&destination.to_string()).into_owned();
+    deny_shown(shared, shown, reason, request)
+}
+
+/// [`deny`] for a destination already shown as text (redacted).
+fn deny_shown(
+    shared: &Shared,
+    shown: String,
+    reason: DenialReason,
+    request: Option<(String, String)>,
+) -> Refusal {
     let text = format!("{shown}: {}", reason.text());
     shared.denials.record_request(shown, reason, request);
     refusal(reason.status(), text)
