@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use littleghost_sandbox_core::network::resolve::Lookup;
 use littleghost_sandbox_core::network::{
-    Allowlist, Decision, DenialReason, EgressEvent, Gateway, GatewayConfig, Pattern, Resolve,
-    Rule, Secret, Secrets,
+    Allowlist, Decision, DenialReason, EgressEvent, Gateway, GatewayConfig, Pattern, Resolve, Rule,
+    Secret, Secrets,
 };
 
 // ---------------------------------------------------------------------------
@@ -397,9 +397,19 @@ fn keep_alive_serves_two_requests_on_one_connection_and_another_destination_on_i
     let one = client.response(false);
     client.send(get(&format!("http://{}/two", first.entry())));
     let two = client.response(false);
-    assert_eq!((one.status, text(&one.body)), (200, "GET /one body=0".into()));
-    assert_eq!((two.status, text(&two.body)), (200, "GET /two body=0".into()));
-    assert_eq!(first.connections.load(Ordering::SeqCst), 1, "one upstream connection");
+    assert_eq!(
+        (one.status, text(&one.body)),
+        (200, "GET /one body=0".into())
+    );
+    assert_eq!(
+        (two.status, text(&two.body)),
+        (200, "GET /two body=0".into())
+    );
+    assert_eq!(
+        first.connections.load(Ordering::SeqCst),
+        1,
+        "one upstream connection"
+    );
     assert_eq!(first.requests().len(), 2);
 
     client.send(get(&format!("http://{}/three", second.entry())));
@@ -433,7 +443,10 @@ fn bodies_are_forwarded_whole_content_length_and_chunked_both_ways() {
         client.send(piece);
     }
     let answer = client.response(false);
-    assert_eq!(text(&answer.body), format!("POST /upload body={}", big.len()));
+    assert_eq!(
+        text(&answer.body),
+        format!("POST /upload body={}", big.len())
+    );
     assert_eq!(upstream.requests()[0].body, big);
 
     client.send(format!(
@@ -442,11 +455,18 @@ fn bodies_are_forwarded_whole_content_length_and_chunked_both_ways() {
     ));
     client.send("3;ext\r\nefg\r\n0\r\nX-Sum: 7\r\n\r\n");
     let chunked = client.response(false);
-    assert_eq!(header(&chunked.head, "transfer-encoding").as_deref(), Some("chunked"));
+    assert_eq!(
+        header(&chunked.head, "transfer-encoding").as_deref(),
+        Some("chunked")
+    );
     assert_eq!(text(&chunked.body), "hello, world");
     let seen = &upstream.requests()[1];
     assert_eq!(seen.body, b"abcdefg");
-    assert!(seen.head.contains("Transfer-Encoding: chunked\r\n"), "{}", seen.head);
+    assert!(
+        seen.head.contains("Transfer-Encoding: chunked\r\n"),
+        "{}",
+        seen.head
+    );
     // Still one upstream connection: both framings ended where they should.
     client.send(get(&format!("http://{}/after", upstream.entry())));
     assert_eq!(text(&client.response(false).body), "GET /after body=0");
@@ -472,7 +492,10 @@ fn head_204_and_304_responses_have_no_body_and_the_connection_goes_on() {
     assert_eq!(client.response(false).status, 304);
     client.send(get(&format!("{base}/last")));
     let last = client.response(false);
-    assert_eq!((last.status, text(&last.body)), (200, "GET /last body=0".into()));
+    assert_eq!(
+        (last.status, text(&last.body)),
+        (200, "GET /last body=0".into())
+    );
     assert_eq!(upstream.connections.load(Ordering::SeqCst), 1);
 }
 
@@ -555,7 +578,9 @@ fn a_request_outside_the_rules_gets_403_and_the_connection_goes_on() {
     assert_eq!(seen.len(), 2, "{seen:?}");
     let denials = gateway.denials();
     assert_eq!(denials.len(), refused_paths.len() + 1);
-    assert!(denials.iter().all(|d| d.reason == DenialReason::RequestNotAllowed));
+    assert!(denials
+        .iter()
+        .all(|d| d.reason == DenialReason::RequestNotAllowed));
     assert_eq!(
         denials[1].request,
         Some(("GET".to_owned(), "/public/../private".to_owned()))
@@ -565,7 +590,9 @@ fn a_request_outside_the_rules_gets_403_and_the_connection_goes_on() {
         Some(("POST".to_owned(), "/public/a".to_owned()))
     );
     // A refused request with a body closes the connection (its body is never read).
-    client.send(format!("POST {base}/public/a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"));
+    client.send(format!(
+        "POST {base}/public/a HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
+    ));
     assert_eq!(client.response(false).status, 403);
     assert!(client.closed());
 }
@@ -583,11 +610,20 @@ fn a_connect_to_a_destination_with_rules_but_no_inspection_is_refused() {
     };
     let gateway = start(rules(vec![rule]), |_| {});
     let mut client = Client::new(gateway.socket_path());
-    client.send(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n"));
+    client.send(format!(
+        "CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n"
+    ));
     let answer = client.response(false);
     assert_eq!(answer.status, 403);
-    assert!(text(&answer.body).contains("inspect: true"), "{}", text(&answer.body));
-    assert_eq!(gateway.denials()[0].reason, DenialReason::InspectionRequired);
+    assert!(
+        text(&answer.body).contains("inspect: true"),
+        "{}",
+        text(&answer.body)
+    );
+    assert_eq!(
+        gateway.denials()[0].reason,
+        DenialReason::InspectionRequired
+    );
     std::thread::sleep(Duration::from_millis(100));
     assert!(received.lock().unwrap().is_empty());
 }
@@ -630,9 +666,16 @@ fn secreted() -> Secreted {
 }
 
 fn assert_never_shown(case: &Secreted, what: &str) {
-    for shown in [what.to_owned(), format!("{:?}", case.gateway.denials()), format!("{:?}", case.gateway.egress())] {
+    for shown in [
+        what.to_owned(),
+        format!("{:?}", case.gateway.denials()),
+        format!("{:?}", case.gateway.egress()),
+    ] {
         assert!(!shown.contains(VALUE), "the value is shown: {shown}");
-        assert!(!shown.contains(&case.stand_in), "the stand-in is shown: {shown}");
+        assert!(
+            !shown.contains(&case.stand_in),
+            "the stand-in is shown: {shown}"
+        );
     }
 }
 
@@ -652,15 +695,33 @@ fn a_stand_in_is_swapped_toward_its_destination_and_refused_toward_another() {
     let answer = client.response(false);
     assert_eq!(answer.status, 200);
     let seen = &case.home.requests()[0].head;
-    assert!(seen.starts_with(&format!("GET /api?key={VALUE} HTTP/1.1\r\n")), "{seen}");
-    assert!(seen.contains(&format!("Authorization: Bearer {VALUE}\r\n")), "{seen}");
+    assert!(
+        seen.starts_with(&format!("GET /api?key={VALUE} HTTP/1.1\r\n")),
+        "{seen}"
+    );
+    assert!(
+        seen.contains(&format!("Authorization: Bearer {VALUE}\r\n")),
+        "{seen}"
+    );
     assert!(!seen.contains(stand_in.as_str()));
     // The answer echoes the path the server saw; the gateway's own never shows it.
     let requests = [
-        format!("GET http://{}/api?key={stand_in} HTTP/1.1\r\n\r\n", case.other.entry()),
-        format!("GET http://{}/api HTTP/1.1\r\nAuthorization: Bearer {stand_in}\r\n\r\n", case.other.entry()),
-        format!("GET http://{}/api HTTP/1.1\r\nX-{stand_in}: 1\r\n\r\n", case.other.entry()),
-        format!("GET http://{}/{stand_in} HTTP/1.1\r\n\r\n", case.other.entry()),
+        format!(
+            "GET http://{}/api?key={stand_in} HTTP/1.1\r\n\r\n",
+            case.other.entry()
+        ),
+        format!(
+            "GET http://{}/api HTTP/1.1\r\nAuthorization: Bearer {stand_in}\r\n\r\n",
+            case.other.entry()
+        ),
+        format!(
+            "GET http://{}/api HTTP/1.1\r\nX-{stand_in}: 1\r\n\r\n",
+            case.other.entry()
+        ),
+        format!(
+            "GET http://{}/{stand_in} HTTP/1.1\r\n\r\n",
+            case.other.entry()
+        ),
     ];
     for request in &requests {
         client.send(request);
@@ -669,10 +730,15 @@ fn a_stand_in_is_swapped_toward_its_destination_and_refused_toward_another() {
         assert!(text(&refused.body).contains("stand-in"));
         assert_never_shown(&case, &format!("{}{}", refused.head, text(&refused.body)));
     }
-    assert!(case.other.requests().is_empty(), "nothing reached the other destination");
+    assert!(
+        case.other.requests().is_empty(),
+        "nothing reached the other destination"
+    );
     let denials = case.gateway.denials();
     assert_eq!(denials.len(), requests.len());
-    assert!(denials.iter().all(|d| d.reason == DenialReason::SecretExfiltration));
+    assert!(denials
+        .iter()
+        .all(|d| d.reason == DenialReason::SecretExfiltration));
     assert_eq!(
         denials[3].request,
         Some(("GET".to_owned(), "/{secret:token}".to_owned()))
@@ -730,13 +796,16 @@ fn a_stand_in_in_a_body_toward_another_destination_is_cut() {
     std::thread::sleep(Duration::from_millis(200));
     let raw = case.other.raw();
     assert!(
-        !raw.windows(stand_in.len()).any(|w| w == stand_in.as_bytes()),
+        !raw.windows(stand_in.len())
+            .any(|w| w == stand_in.as_bytes()),
         "the whole stand-in reached the other destination"
     );
     assert!(case.other.requests().is_empty(), "no body completed there");
     let denials = case.gateway.denials();
     assert_eq!(denials.len(), 2);
-    assert!(denials.iter().all(|d| d.reason == DenialReason::SecretExfiltration));
+    assert!(denials
+        .iter()
+        .all(|d| d.reason == DenialReason::SecretExfiltration));
 
     // Toward home the body passes as it is (the value only goes in heads).
     let mut client = Client::new(&socket);
@@ -788,16 +857,25 @@ fn a_stand_in_in_a_tunnel_or_a_connect_head_is_refused() {
     let _ = client.reader.read_to_end(&mut rest);
     let received = case.echo_received.lock().unwrap().clone();
     assert!(
-        !received.windows(stand_in.len()).any(|w| w == stand_in.as_bytes()),
+        !received
+            .windows(stand_in.len())
+            .any(|w| w == stand_in.as_bytes()),
         "the whole stand-in went through the tunnel"
     );
     let denials = denials(&case.gateway, 4);
     assert_eq!(denials.len(), 4, "{denials:?}");
-    assert!(denials.iter().all(|d| d.reason == DenialReason::SecretExfiltration));
+    assert!(denials
+        .iter()
+        .all(|d| d.reason == DenialReason::SecretExfiltration));
     let events = events(&case.gateway, 4);
     let cut = events.last().unwrap();
-    assert_eq!((cut.method.as_deref(), cut.status, cut.decision), (Some("CONNECT"), Some(200), Decision::Denied));
-    assert!(events[..3].iter().all(|e| e.status == Some(403) && e.decision == Decision::Denied));
+    assert_eq!(
+        (cut.method.as_deref(), cut.status, cut.decision),
+        (Some("CONNECT"), Some(200), Decision::Denied)
+    );
+    assert!(events[..3]
+        .iter()
+        .all(|e| e.status == Some(403) && e.decision == Decision::Denied));
     assert_never_shown(&case, "");
 }
 
@@ -819,7 +897,10 @@ fn a_101_upgrade_becomes_a_two_way_tunnel() {
     let answer = client.response(false);
     assert_eq!(answer.status, 101);
     let seen = &case.other.requests()[0].head;
-    assert!(seen.contains("Upgrade: websocket\r\n") && seen.contains("Connection: Upgrade\r\n"), "{seen}");
+    assert!(
+        seen.contains("Upgrade: websocket\r\n") && seen.contains("Connection: Upgrade\r\n"),
+        "{seen}"
+    );
     client.send("frame one");
     let mut echoed = [0u8; 9];
     client.reader.read_exact(&mut echoed).unwrap();
@@ -832,7 +913,10 @@ fn a_101_upgrade_becomes_a_two_way_tunnel() {
     assert_eq!(denials.len(), 1);
     assert_eq!(denials[0].reason, DenialReason::SecretExfiltration);
     let event = events(&case.gateway, 1).pop().unwrap();
-    assert_eq!((event.status, event.decision), (Some(101), Decision::Denied));
+    assert_eq!(
+        (event.status, event.decision),
+        (Some(101), Decision::Denied)
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -847,7 +931,10 @@ fn egress_events_count_the_bytes_of_each_request_and_tunnel() {
     let upstream = server();
     let (echo, _) = echo_server();
     let unlisted = server();
-    let gateway = start(plain(&[upstream.entry(), format!("127.0.0.1:{echo}")]), |_| {});
+    let gateway = start(
+        plain(&[upstream.entry(), format!("127.0.0.1:{echo}")]),
+        |_| {},
+    );
     let mut client = Client::new(gateway.socket_path());
     let body = vec![b'q'; 1000];
     client.send(format!(
@@ -887,18 +974,36 @@ fn egress_events_count_the_bytes_of_each_request_and_tunnel() {
     };
     let post = find("POST", Some("/form?x=1"));
     assert_eq!(post.destination, upstream.entry());
-    assert_eq!((post.status, post.decision, post.inspected), (Some(200), Decision::Allowed, false));
-    assert_eq!((post.bytes_sent, post.bytes_received), (1000, posted.wire as u64));
+    assert_eq!(
+        (post.status, post.decision, post.inspected),
+        (Some(200), Decision::Allowed, false)
+    );
+    assert_eq!(
+        (post.bytes_sent, post.bytes_received),
+        (1000, posted.wire as u64)
+    );
     let get_big = find("GET", Some("/big"));
-    assert_eq!((get_big.bytes_sent, get_big.bytes_received), (0, big.wire as u64));
+    assert_eq!(
+        (get_big.bytes_sent, get_big.bytes_received),
+        (0, big.wire as u64)
+    );
     let post_chunked = find("POST", Some("/chunked"));
-    assert_eq!(post_chunked.bytes_sent, "3\r\nabc\r\n0\r\n\r\n".len() as u64);
+    assert_eq!(
+        post_chunked.bytes_sent,
+        "3\r\nabc\r\n0\r\n\r\n".len() as u64
+    );
     assert_eq!(post_chunked.bytes_received, chunked.wire as u64);
     let denied = find("GET", Some("/"));
-    assert_eq!((denied.status, denied.decision), (Some(403), Decision::Denied));
+    assert_eq!(
+        (denied.status, denied.decision),
+        (Some(403), Decision::Denied)
+    );
     assert_eq!(denied.destination, unlisted.entry());
     let connect = find("CONNECT", None);
-    assert_eq!((connect.status, connect.decision), (Some(200), Decision::Allowed));
+    assert_eq!(
+        (connect.status, connect.decision),
+        (Some(200), Decision::Allowed)
+    );
     assert_eq!((connect.bytes_sent, connect.bytes_received), (10, 10));
 }
 
@@ -951,7 +1056,10 @@ fn a_name_rebinding_to_a_private_address_is_never_connected() {
     assert_ne!(first.status, 403, "{}", first.head);
     assert_eq!(resolver.lookups.load(Ordering::SeqCst), 1);
     drop(client);
-    for request in [format!("CONNECT {name} HTTP/1.1\r\n\r\n"), get(&format!("http://{name}/"))] {
+    for request in [
+        format!("CONNECT {name} HTTP/1.1\r\n\r\n"),
+        get(&format!("http://{name}/")),
+    ] {
         let mut client = Client::new(gateway.socket_path());
         client.send(&request);
         let answer = client.response(false);
@@ -959,8 +1067,14 @@ fn a_name_rebinding_to_a_private_address_is_never_connected() {
         assert!(text(&answer.body).contains("private or reserved"));
     }
     assert_eq!(resolver.lookups.load(Ordering::SeqCst), 3);
-    assert_eq!(private.connections.load(Ordering::SeqCst), 0, "the private address was never connected");
+    assert_eq!(
+        private.connections.load(Ordering::SeqCst),
+        0,
+        "the private address was never connected"
+    );
     let denials = gateway.denials();
     assert_eq!(denials.len(), 2);
-    assert!(denials.iter().all(|d| d.reason == DenialReason::PrivateDestination));
+    assert!(denials
+        .iter()
+        .all(|d| d.reason == DenialReason::PrivateDestination));
 }

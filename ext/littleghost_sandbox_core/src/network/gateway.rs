@@ -40,7 +40,8 @@ pub struct GatewayConfig {
     pub handshake_timeout: Duration,
     /// Time to resolve and connect to the destination.
     pub connect_timeout: Duration,
-    /// A tunnel with no traffic either way for this long is closed.
+    /// A tunnel, an exchange or a kept-alive connection waiting for its next
+    /// request with no traffic either way for this long is closed.
     pub idle_timeout: Duration,
     /// Denials kept (oldest dropped first).
     pub denial_capacity: usize,

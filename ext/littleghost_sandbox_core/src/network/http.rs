@@ -27,9 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::io::{
-    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf,
-};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::UnixStream;
 use tokio::time::timeout;
 
@@ -196,10 +194,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewound<S> {
         Pin::new(&mut self.inner).poll_flush(cx)
     }
 
-    fn poll_shutdown(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<std::io::Result<()>> {
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
@@ -251,7 +246,10 @@ fn parse_field(line: &[u8]) -> Result<(String, String), &'static str> {
     ))
 }
 
-fn values<'h>(headers: &'h [(String, String)], wanted: &'static str) -> impl Iterator<Item = &'h str> {
+fn values<'h>(
+    headers: &'h [(String, String)],
+    wanted: &'static str,
+) -> impl Iterator<Item = &'h str> {
     headers
         .iter()
         .filter(move |(name, _)| name.eq_ignore_ascii_case(wanted))
@@ -411,7 +409,9 @@ fn request_framing(head: &Head) -> Result<Framing, Refusal> {
             || codings.len() != 1
             || !codings[0].eq_ignore_ascii_case("chunked")
         {
-            return Err(bad("only Transfer-Encoding: chunked is accepted on a request"));
+            return Err(bad(
+                "only Transfer-Encoding: chunked is accepted on a request",
+            ));
         }
         return Ok(Framing::Chunked);
     }
@@ -432,7 +432,11 @@ fn response_framing(to_head: bool, response: &ResponseHead) -> Result<Framing, &
         .map(str::trim)
         .collect();
     if !codings.is_empty() {
-        if response.version == "HTTP/1.1" && codings.last().is_some_and(|c| c.eq_ignore_ascii_case("chunked")) {
+        if response.version == "HTTP/1.1"
+            && codings
+                .last()
+                .is_some_and(|c| c.eq_ignore_ascii_case("chunked"))
+        {
             return Ok(Framing::Chunked);
         }
         return Ok(Framing::UntilClose);
@@ -605,7 +609,8 @@ impl<'s> Scanner<'s> {
         }
         if data.len() >= self.keep {
             self.carry.clear();
-            self.carry.extend_from_slice(&data[data.len() - self.keep..]);
+            self.carry
+                .extend_from_slice(&data[data.len() - self.keep..]);
         } else {
             self.carry.extend_from_slice(data);
             let excess = self.carry.len().saturating_sub(self.keep);
@@ -665,7 +670,9 @@ enum BodyError {
 }
 
 async fn send<W: AsyncWrite + Unpin>(to: &mut W, bytes: &[u8]) -> Result<(), BodyError> {
-    to.write_all(bytes).await.map_err(|_| BodyError::WriteFailed)?;
+    to.write_all(bytes)
+        .await
+        .map_err(|_| BodyError::WriteFailed)?;
     to.flush().await.map_err(|_| BodyError::WriteFailed)
 }
 
@@ -731,7 +738,10 @@ where
                 let mut used = 0;
                 let mut done = false;
                 while !done {
-                    match decoder.step(&buffered[used..]).map_err(BodyError::Malformed)? {
+                    match decoder
+                        .step(&buffered[used..])
+                        .map_err(BodyError::Malformed)?
+                    {
                         Step::More => break,
                         Step::Framing(n) => used += n,
                         Step::Data(n) => {
@@ -1073,7 +1083,10 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
                         start,
                     });
                 }
-                let refused = refusal("405 Method Not Allowed", "CONNECT inside an inspected connection");
+                let refused = refusal(
+                    "405 Method Not Allowed",
+                    "CONNECT inside an inspected connection",
+                );
                 self.answer(&refused, false).await;
                 return None;
             }
@@ -1151,10 +1164,19 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
     }
 
     /// Answers a refusal, records the request, and says whether the
-    /// connection goes on: only when the request had no body (its bytes are
-    /// then all read, so the next request starts cleanly) and the client
-    /// did not ask to close. The gateway never reads a body it refused.
-    async fn refuse(&mut self, refused: Refusal, keep_alive: bool, mut event: Event, start: Instant) -> Next {
+    /// connection goes on (`keep_alive`). Callers keep it only for a request
+    /// refused for what it asks of an allowed destination (its rules, a
+    /// stand-in in its head), when it had no body (all its bytes are then
+    /// read, so the next request starts cleanly; the gateway never reads a
+    /// body it refused) and the client did not ask to close. A refused
+    /// destination, a malformed request or a failed upstream closes it.
+    async fn refuse(
+        &mut self,
+        refused: Refusal,
+        keep_alive: bool,
+        mut event: Event,
+        start: Instant,
+    ) -> Next {
         event.status = Some(refused.code());
         event.decision = Decision::Denied;
         self.answer(&refused, keep_alive).await;
@@ -1180,7 +1202,8 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
                     head.target.split('#').next().unwrap_or("/").to_owned()
                 } else if let Some(scheme_end) = head.target.find("://") {
                     let scheme = &head.target[..scheme_end];
-                    if !scheme.eq_ignore_ascii_case("https") && !scheme.eq_ignore_ascii_case("http") {
+                    if !scheme.eq_ignore_ascii_case("https") && !scheme.eq_ignore_ascii_case("http")
+                    {
                         return Err(refusal("400 Bad Request", "unknown URL scheme"));
                     }
                     let (named, path) = split_url(&head.target[scheme_end + 3..], default)?;
@@ -1217,7 +1240,9 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
         let inspected = matches!(self.mode, Mode::Inspected(_));
         let method = head.method.clone();
         let client_close = head.version == "HTTP/1.0"
-            || connection_tokens(&head.headers).iter().any(|t| t == "close");
+            || connection_tokens(&head.headers)
+                .iter()
+                .any(|t| t == "close");
         let mut event = Event::new("*".to_owned(), &method, inspected);
         let (destination, path, host) = match self.target(&head) {
             Ok(target) => target,
@@ -1246,14 +1271,23 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
             return self.refuse(refused, false, event, start).await;
         };
         if !access.permits(&method, &path) {
-            let refused = proxy::deny(shared, &destination, DenialReason::RequestNotAllowed, request());
+            let refused = proxy::deny(
+                shared,
+                &destination,
+                DenialReason::RequestNotAllowed,
+                request(),
+            );
             return self.refuse(refused, keep, event, start).await;
         }
         let (forwarded_path, headers) = match substitute_head(&head, &path, &destination, secrets) {
             Ok(forwarded) => forwarded,
             Err(_) => {
-                let refused =
-                    proxy::deny(shared, &destination, DenialReason::SecretExfiltration, request());
+                let refused = proxy::deny(
+                    shared,
+                    &destination,
+                    DenialReason::SecretExfiltration,
+                    request(),
+                );
                 return self.refuse(refused, keep, event, start).await;
             }
         };
@@ -1353,8 +1387,12 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
         match body_end {
             Some(Err(BodyError::Exfiltrated)) => {
                 self.upstream = None;
-                let refused =
-                    proxy::deny(shared, &destination, DenialReason::SecretExfiltration, request());
+                let refused = proxy::deny(
+                    shared,
+                    &destination,
+                    DenialReason::SecretExfiltration,
+                    request(),
+                );
                 if answered {
                     event.decision = Decision::Denied;
                     event.push(shared, start);
@@ -1407,7 +1445,12 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
                 event.received += tunneled.received;
                 event.decision = Decision::Allowed;
                 if tunneled.cut.is_some() {
-                    proxy::deny(shared, &destination, DenialReason::SecretExfiltration, request());
+                    proxy::deny(
+                        shared,
+                        &destination,
+                        DenialReason::SecretExfiltration,
+                        request(),
+                    );
                     event.decision = Decision::Denied;
                 }
                 event.push(shared, start);
@@ -1424,7 +1467,8 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
                     Failure::Closed => "destination closed the connection",
                     Failure::Bad(why) => why,
                 };
-                self.refuse(refusal("502 Bad Gateway", why), false, event, start).await
+                self.refuse(refusal("502 Bad Gateway", why), false, event, start)
+                    .await
             }
             None => {
                 // Idle too long (or the body stopped early and the response never came).
@@ -1521,8 +1565,14 @@ where
         let raw = match from.read_head(limit).await {
             Ok(Some(raw)) => raw,
             Ok(None) => return Response::Failed(Failure::Closed),
-            Err(HeadError::TooLarge) => return Response::Failed(Failure::Bad("response head too large")),
-            Err(_) => return Response::Failed(Failure::Bad("destination closed inside the response head")),
+            Err(HeadError::TooLarge) => {
+                return Response::Failed(Failure::Bad("response head too large"))
+            }
+            Err(_) => {
+                return Response::Failed(Failure::Bad(
+                    "destination closed inside the response head",
+                ))
+            }
         };
         let response = match parse_response_head(&raw) {
             Ok(response) => response,
@@ -1569,7 +1619,11 @@ where
 /// The `Upgrade` value when the request asks for one (HTTP/1.1, listed in
 /// `Connection`).
 fn requested_upgrade(head: &Head) -> Option<String> {
-    if head.version != "HTTP/1.1" || !connection_tokens(&head.headers).iter().any(|t| t == "upgrade") {
+    if head.version != "HTTP/1.1"
+        || !connection_tokens(&head.headers)
+            .iter()
+            .any(|t| t == "upgrade")
+    {
         return None;
     }
     let mut offered = values(&head.headers, "upgrade");
@@ -1735,7 +1789,11 @@ pub(super) fn check_request_head(bytes: &[u8]) {
         return;
     };
     let upgrade = requested_upgrade(&head);
-    let connection = if upgrade.is_some() { "Upgrade" } else { "close" };
+    let connection = if upgrade.is_some() {
+        "Upgrade"
+    } else {
+        "close"
+    };
     let rewritten = origin_form(
         &head.method,
         &head.version,
@@ -1783,10 +1841,15 @@ pub(super) fn check_response_head(bytes: &[u8]) {
     let lines: Vec<&[u8]> = split_crlf(bytes).collect();
     assert_eq!(lines.len(), response.headers.len() + 1);
     for line in &lines {
-        assert!(!line.iter().any(|&b| is_control(b) && b != b'\t'), "{line:?}");
+        assert!(
+            !line.iter().any(|&b| is_control(b) && b != b'\t'),
+            "{line:?}"
+        );
     }
     let both = values(&response.headers, "content-length").next().is_some()
-        && values(&response.headers, "transfer-encoding").next().is_some();
+        && values(&response.headers, "transfer-encoding")
+            .next()
+            .is_some();
     assert!(!both);
     for to_head in [false, true] {
         let _ = response_framing(to_head, &response);
@@ -1968,10 +2031,20 @@ mod tests {
         refused(b"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked");
         refused(b"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\ncontent-length: 2");
         refused(b"POST http://a/ HTTP/1.1\r\nContent-Length: -1");
-        assert!(parse_head(b"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1").is_ok());
-        let framing = |head: &[u8]| request_framing(&parse_head(head).unwrap()).map_err(|r| r.status);
-        assert_eq!(framing(b"POST http://a/ HTTP/1.1\r\nContent-Length: 7"), Ok(Framing::Length(7)));
-        assert_eq!(framing(b"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: Chunked"), Ok(Framing::Chunked));
+        assert!(
+            parse_head(b"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1")
+                .is_ok()
+        );
+        let framing =
+            |head: &[u8]| request_framing(&parse_head(head).unwrap()).map_err(|r| r.status);
+        assert_eq!(
+            framing(b"POST http://a/ HTTP/1.1\r\nContent-Length: 7"),
+            Ok(Framing::Length(7))
+        );
+        assert_eq!(
+            framing(b"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: Chunked"),
+            Ok(Framing::Chunked)
+        );
         assert_eq!(framing(b"GET http://a/ HTTP/1.1"), Ok(Framing::None));
         for ambiguous in [
             b"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip, chunked".as_slice(),
@@ -1986,7 +2059,8 @@ mod tests {
 
     #[test]
     fn response_heads_are_parsed_strictly() {
-        let ok = parse_response_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX: caf\xe9").unwrap();
+        let ok =
+            parse_response_head(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX: caf\xe9").unwrap();
         assert_eq!((ok.version, ok.status), ("HTTP/1.1", 200));
         assert_eq!(response_framing(false, &ok), Ok(Framing::Length(5)));
         assert_eq!(response_framing(true, &ok), Ok(Framing::None));
@@ -2005,18 +2079,34 @@ mod tests {
             assert!(parse_response_head(bad).is_err(), "{bad:?}");
         }
         let framing = |head: &[u8]| response_framing(false, &parse_response_head(head).unwrap());
-        assert_eq!(framing(b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9"), Ok(Framing::None));
+        assert_eq!(
+            framing(b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9"),
+            Ok(Framing::None)
+        );
         assert_eq!(framing(b"HTTP/1.1 100 Continue"), Ok(Framing::None));
-        assert_eq!(framing(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked"), Ok(Framing::Chunked));
-        assert_eq!(framing(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip"), Ok(Framing::UntilClose));
-        assert_eq!(framing(b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked"), Ok(Framing::UntilClose));
+        assert_eq!(
+            framing(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked"),
+            Ok(Framing::Chunked)
+        );
+        assert_eq!(
+            framing(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip"),
+            Ok(Framing::UntilClose)
+        );
+        assert_eq!(
+            framing(b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked"),
+            Ok(Framing::UntilClose)
+        );
         assert_eq!(framing(b"HTTP/1.1 200 OK"), Ok(Framing::UntilClose));
     }
 
     #[test]
     fn chunked_framing_is_decoded_strictly() {
-        let (end, data) = decode_chunked(b"5;ext=1\r\nhello\r\n1\r\n!\r\n0\r\nX-T: 1\r\n\r\nNEXT", 3);
-        assert_eq!(end, Ok(b"5;ext=1\r\nhello\r\n1\r\n!\r\n0\r\nX-T: 1\r\n\r\n".len()));
+        let (end, data) =
+            decode_chunked(b"5;ext=1\r\nhello\r\n1\r\n!\r\n0\r\nX-T: 1\r\n\r\nNEXT", 3);
+        assert_eq!(
+            end,
+            Ok(b"5;ext=1\r\nhello\r\n1\r\n!\r\n0\r\nX-T: 1\r\n\r\n".len())
+        );
         assert_eq!(data, b"hello!");
         for bad in [
             b"5\nhello\r\n0\r\n\r\n".as_slice(),
@@ -2036,7 +2126,8 @@ mod tests {
 
     #[test]
     fn a_scanner_finds_a_stand_in_split_across_pieces() {
-        let secret = super::super::secrets::Secret::new("tok", "real", &["a.test:80".to_owned()]).unwrap();
+        let secret =
+            super::super::secrets::Secret::new("tok", "real", &["a.test:80".to_owned()]).unwrap();
         let stand_in = secret.stand_in().to_owned();
         let secrets = Secrets::new(vec![secret]).unwrap();
         let elsewhere = Destination::parse("b.test:80", None).unwrap();
@@ -2056,7 +2147,134 @@ mod tests {
         for byte in format!("ab{stand_in}").bytes().take(stand_in.len() + 1) {
             assert!(scanner.feed(&[byte]).is_none());
         }
-        assert!(scanner.feed(stand_in.as_bytes().last().map(std::slice::from_ref).unwrap()).is_some());
+        assert!(scanner
+            .feed(
+                stand_in
+                    .as_bytes()
+                    .last()
+                    .map(std::slice::from_ref)
+                    .unwrap()
+            )
+            .is_some());
+    }
+
+    async fn read_until_blank<R: AsyncRead + Unpin>(from: &mut R) -> String {
+        let mut seen = Vec::new();
+        let mut byte = [0u8; 1];
+        while !seen.ends_with(b"\r\n\r\n") {
+            if from.read(&mut byte).await.unwrap() == 0 {
+                break;
+            }
+            seen.push(byte[0]);
+        }
+        String::from_utf8(seen).unwrap()
+    }
+
+    /// The seam for inspection: over an already-decrypted client stream
+    /// and a connected upstream, requests are checked one by one (rules,
+    /// stand-ins swapped), a Host naming another destination is refused,
+    /// and events say `inspected`.
+    #[test]
+    fn serve_inspected_checks_each_request_against_its_one_destination() {
+        use super::super::allowlist::Allowlist;
+        use super::super::denial::Denials;
+        use super::super::egress::EgressLog;
+        use super::super::rules::{Pattern, Rule};
+        use super::super::secrets::Secret;
+        use std::sync::Arc;
+
+        let destination = Destination::parse("api.test:443", None).unwrap();
+        let rule = Rule {
+            destination: Pattern::parse("api.test:443").unwrap(),
+            inspect: true,
+            methods: vec!["GET".into()],
+            paths: vec!["/repos/".into()],
+        };
+        let secret = Secret::new("gh", "ghp_value", &["api.test:443".to_owned()]).unwrap();
+        let stand_in = secret.stand_in().to_owned();
+        let shared = Shared {
+            allowlist: Allowlist::with_rules(vec![rule], false).unwrap(),
+            secrets: Secrets::new(vec![secret]).unwrap(),
+            denials: Arc::new(Denials::new(10, None)),
+            egress: Arc::new(EgressLog::new(10, None)),
+            resolver: super::super::resolve::system(),
+            max_header_bytes: 32 * 1024,
+            handshake_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(10),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (mut child, client) = tokio::io::duplex(64 * 1024);
+            let (upstream, mut server) = tokio::io::duplex(64 * 1024);
+            let engine = serve_inspected(client, upstream, &destination, &shared);
+            let server = async {
+                let head = read_until_blank(&mut server).await;
+                server
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await
+                    .unwrap();
+                let mut rest = Vec::new();
+                let _ = server.read_to_end(&mut rest).await;
+                (head, rest)
+            };
+            let child = async {
+                child
+                    .write_all(
+                        format!("GET /repos/x HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer {stand_in}\r\n\r\n")
+                            .as_bytes(),
+                    )
+                    .await
+                    .unwrap();
+                let first = read_until_blank(&mut child).await;
+                let mut ok = [0u8; 2];
+                child.read_exact(&mut ok).await.unwrap();
+                child
+                    .write_all(b"POST /repos/x HTTP/1.1\r\nHost: api.test:443\r\n\r\n")
+                    .await
+                    .unwrap();
+                let second = read_until_blank(&mut child).await;
+                let length: usize = second
+                    .split("Content-Length: ")
+                    .nth(1)
+                    .and_then(|rest| rest.split("\r\n").next())
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                let mut body = vec![0u8; length];
+                child.read_exact(&mut body).await.unwrap();
+                child
+                    .write_all(b"GET /repos/x HTTP/1.1\r\nHost: evil.test\r\n\r\n")
+                    .await
+                    .unwrap();
+                let mut third = Vec::new();
+                child.read_to_end(&mut third).await.unwrap();
+                (first, second, String::from_utf8(third).unwrap())
+            };
+            let ((), (head, rest), (first, second, third)) = tokio::join!(engine, server, child);
+            assert!(head.starts_with("GET /repos/x HTTP/1.1\r\nHost: api.test\r\n"), "{head}");
+            assert!(head.contains("Authorization: Bearer ghp_value\r\n"), "{head}");
+            assert!(rest.is_empty(), "refused requests never reached the destination");
+            assert!(first.starts_with("HTTP/1.1 200 OK"), "{first}");
+            assert!(second.starts_with("HTTP/1.1 403"), "{second}");
+            assert!(third.starts_with("HTTP/1.1 403"), "{third}");
+            assert!(third.contains("differs from the CONNECT target"), "{third}");
+        });
+        let reasons: Vec<DenialReason> = shared.denials.list().iter().map(|d| d.reason).collect();
+        assert_eq!(
+            reasons,
+            [DenialReason::RequestNotAllowed, DenialReason::HostMismatch]
+        );
+        let events = shared.egress.list();
+        assert_eq!(events.len(), 3);
+        assert!(events
+            .iter()
+            .all(|e| e.inspected && e.destination == "api.test:443"));
+        let statuses: Vec<Option<u16>> = events.iter().map(|e| e.status).collect();
+        assert_eq!(statuses, [Some(200), Some(403), Some(403)]);
     }
 
     #[test]
@@ -2068,7 +2286,9 @@ mod tests {
             b"GET http://allowed/ HTTP/1.1\nHost:internal.example\r\nProxy-Authorization: smuggled",
         );
         check_request_head(b"GET http://a.test/x HTTP/1.0\r\nX:\ty\r\nConnection: close, te");
-        check_request_head(b"GET http://a.test/x HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: a\r\nupgrade: b");
+        check_request_head(
+            b"GET http://a.test/x HTTP/1.1\r\nConnection: upgrade\r\nUpgrade: a\r\nupgrade: b",
+        );
         check_response_head(b"HTTP/1.1 200 OK\r\nA: b\r\nC: d");
         check_response_head(b"HTTP/1.1 200 OK\r\n");
     }

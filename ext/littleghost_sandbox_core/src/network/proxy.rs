@@ -104,7 +104,11 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
     // The head itself, and what came with it: a stand-in there is refused
     // before anything is resolved (a name can carry it to a DNS server).
     let carried = [raw.as_slice(), client.prefix()].concat();
-    if shared.secrets.find_bound_elsewhere(&carried, None).is_some() {
+    if shared
+        .secrets
+        .find_bound_elsewhere(&carried, None)
+        .is_some()
+    {
         event.destination = shown.clone();
         let refused = deny_shown(shared, shown, DenialReason::SecretExfiltration, None);
         return refuse_tunnel(&mut client, refused, event, shared, start).await;
@@ -198,10 +202,20 @@ pub(super) async fn open(
             .iter()
             .any(|address| refused_address(address.ip()))
     {
-        return Err(deny(shared, destination, DenialReason::PrivateDestination, None));
+        return Err(deny(
+            shared,
+            destination,
+            DenialReason::PrivateDestination,
+            None,
+        ));
     }
     if held.count() < 2 && !held.take() {
-        return Err(deny(shared, destination, DenialReason::DescriptorBudget, None));
+        return Err(deny(
+            shared,
+            destination,
+            DenialReason::DescriptorBudget,
+            None,
+        ));
     }
     for address in addresses {
         if let Ok(Ok(stream)) = timeout(shared.connect_timeout, TcpStream::connect(address)).await {
