@@ -750,6 +750,13 @@ fn a_stand_in_is_swapped_toward_its_destination_and_refused_toward_another() {
     ));
     assert_eq!(client.response(false).status, 403);
     assert_eq!(case.home.requests().len(), 1);
+    // A malformed URL quoting the stand-in: the 400 does not show it.
+    let mut client = Client::new(case.gateway.socket_path());
+    client.send(format!("GET http://a.test:{stand_in}/ HTTP/1.1\r\n\r\n"));
+    let malformed = client.response(false);
+    assert_eq!(malformed.status, 400);
+    assert!(text(&malformed.body).contains("invalid port"));
+    assert_never_shown(&case, &text(&malformed.body));
 }
 
 /// Invariant: a stand-in in a body bound for another destination is never

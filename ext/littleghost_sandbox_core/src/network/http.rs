@@ -1155,7 +1155,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
     async fn answer(&mut self, refused: &Refusal, keep_alive: bool) {
         let _ = self
             .to_client
-            .write_all(&proxy::response(refused, keep_alive))
+            .write_all(&proxy::response(refused, keep_alive, &self.shared.secrets))
             .await;
         let _ = self.to_client.flush().await;
         if !keep_alive {

@@ -83,7 +83,7 @@ pub(super) fn refuse_unread(client: UnixStream, shared: &Shared) {
     // A plain non-blocking write: tokio's `try_write` would refuse to try
     // before the reactor has seen the new socket writable.
     if let Ok(client) = client.into_std() {
-        let _ = std::io::Write::write(&mut &client, &response(&refused, false));
+        let _ = std::io::Write::write(&mut &client, &response(&refused, false, &shared.secrets));
     }
 }
 
@@ -164,7 +164,9 @@ async fn refuse_tunnel(
 ) {
     event.status = Some(refused.code());
     event.decision = Decision::Denied;
-    let _ = client.write_all(&response(&refused, false)).await;
+    let _ = client
+        .write_all(&response(&refused, false, &shared.secrets))
+        .await;
     let _ = client.shutdown().await;
     event.push(shared, start);
 }
@@ -255,9 +257,10 @@ fn deny_shown(
 }
 
 /// The gateway's own answer; `keep_alive` leaves the connection open for
-/// the client's next request.
-pub(super) fn response(refused: &Refusal, keep_alive: bool) -> Vec<u8> {
-    let body = format!("littleghost gateway: {}\n", refused.reason);
+/// the client's next request. Stand-ins are redacted from its text (a
+/// reason can quote a URL host or a CONNECT target).
+pub(super) fn response(refused: &Refusal, keep_alive: bool, secrets: &Secrets) -> Vec<u8> {
+    let body = format!("littleghost gateway: {}\n", secrets.redact(&refused.reason));
     let connection = if keep_alive { "keep-alive" } else { "close" };
     format!(
         "HTTP/1.1 {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{body}",
