@@ -533,6 +533,56 @@ fn a_response_framed_by_close_is_relayed_whole_and_ends_the_connection() {
     assert_eq!(text(&answer.body), "until the end");
 }
 
+/// Invariant: bytes a destination sends past the response to a request
+/// are never delivered as the response to the client's next request.
+#[test]
+fn a_response_nobody_asked_for_is_never_relayed() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let served = served.clone();
+            std::thread::spawn(move || {
+                let mut out = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                loop {
+                    loop {
+                        match read_line(&mut reader) {
+                            None => return,
+                            Some(line) if line == "\r\n" => break,
+                            Some(_) => {}
+                        }
+                    }
+                    let answer: &[u8] = if served.fetch_add(1, Ordering::SeqCst) == 0 {
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirstHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfake!"
+                    } else {
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nreal!"
+                    };
+                    let _ = out.write_all(answer);
+                }
+            });
+        }
+    });
+    let gateway = start(plain(&[format!("127.0.0.1:{port}")]), |_| {});
+    let mut client = Client::new(gateway.socket_path());
+    client.send(get(&format!("http://127.0.0.1:{port}/1")));
+    assert_eq!(text(&client.response(false).body), "first");
+    std::thread::sleep(Duration::from_millis(100));
+    // Either the gateway closed the connection, or it answers the real response.
+    if client
+        .stream
+        .write_all(get(&format!("http://127.0.0.1:{port}/2")).as_bytes())
+        .is_ok()
+    {
+        let closed = client.reader.fill_buf().map_or(true, |b| b.is_empty());
+        if !closed {
+            assert_eq!(text(&client.response(false).body), "real!");
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // HTTP rules
 // ---------------------------------------------------------------------------

@@ -1108,6 +1108,15 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
     async fn next_head(&mut self) -> Option<Result<Vec<u8>, Refusal>> {
         let shared = self.shared;
         if self.served > 0 {
+            // Bytes the destination sent past its response answer nothing
+            // the client asked: never relay them as the next response.
+            if self
+                .upstream
+                .as_ref()
+                .is_some_and(|up| !up.reader.buffered().is_empty())
+            {
+                self.upstream = None;
+            }
             loop {
                 while self.client.buffered().starts_with(b"\r\n") {
                     self.client.consume(2);
