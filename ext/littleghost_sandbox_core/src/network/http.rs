@@ -154,7 +154,6 @@ pub(super) struct Rewound<S> {
 
 impl<S> Rewound<S> {
     /// The bytes not yet yielded before the stream's own.
-    #[allow(dead_code)] // for the inspection branch (peeks at the ClientHello)
     pub(super) fn prefix(&self) -> &[u8] {
         &self.prefix[self.start..]
     }
