@@ -850,6 +850,19 @@ fn a_stand_in_in_a_body_toward_another_destination_is_cut() {
     ));
     assert_eq!(client.response(false).status, 403);
 
+    // Chunk extensions and trailer fields are read too.
+    for framing in [
+        format!("3;note={stand_in}\r\nabc\r\n0\r\n\r\n"),
+        format!("3\r\nabc\r\n0\r\nX-Sig: {stand_in}\r\n\r\n"),
+    ] {
+        let mut client = Client::new(&socket);
+        client.send(format!(
+            "POST http://{}/up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n{framing}",
+            case.other.entry()
+        ));
+        assert_eq!(client.response(false).status, 403, "{framing}");
+    }
+
     std::thread::sleep(Duration::from_millis(200));
     let raw = case.other.raw();
     assert!(
@@ -859,7 +872,7 @@ fn a_stand_in_in_a_body_toward_another_destination_is_cut() {
     );
     assert!(case.other.requests().is_empty(), "no body completed there");
     let denials = case.gateway.denials();
-    assert_eq!(denials.len(), 2);
+    assert_eq!(denials.len(), 4);
     assert!(denials
         .iter()
         .all(|d| d.reason == DenialReason::SecretExfiltration));

@@ -591,6 +591,15 @@ impl<'s> Scanner<'s> {
         }
     }
 
+    /// Checks a whole line of framing (a chunk extension, a trailer field)
+    /// apart from the data stream.
+    pub(super) fn check_line(&self, line: &[u8]) -> Option<Exfiltration> {
+        if self.keep == 0 {
+            return None;
+        }
+        self.secrets.find_bound_elsewhere(line, self.toward)
+    }
+
     /// Checks the next piece; `Some` when a stand-in completes in it.
     pub(super) fn feed(&mut self, data: &[u8]) -> Option<Exfiltration> {
         if self.keep == 0 {
@@ -742,7 +751,19 @@ where
                         .map_err(BodyError::Malformed)?
                     {
                         Step::More => break,
-                        Step::Framing(n) => used += n,
+                        Step::Framing(n) => {
+                            // Size lines (extensions) and trailer fields:
+                            // whole lines, checked on their own.
+                            let line = &buffered[used..used + n];
+                            if scanner
+                                .as_deref()
+                                .and_then(|s| s.check_line(line))
+                                .is_some()
+                            {
+                                return Err(BodyError::Exfiltrated);
+                            }
+                            used += n;
+                        }
                         Step::Data(n) => {
                             let data = &buffered[used..used + n];
                             if scanner.as_deref_mut().and_then(|s| s.feed(data)).is_some() {
