@@ -102,7 +102,7 @@ fn a_smuggled_header_never_reaches_the_destination() {
     assert_eq!(
         head,
         format!(
-            "GET /x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+            "GET /x HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: */*\r\nConnection: keep-alive\r\n\r\n"
         )
     );
     assert!(gateway.denials().is_empty(), "a 400 is not a denial");

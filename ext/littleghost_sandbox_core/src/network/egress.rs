@@ -27,9 +27,11 @@ impl Decision {
     }
 }
 
-/// One connection or request through the gateway. Bytes count what crossed
-/// the gateway after the request head: `bytes_sent` toward the destination,
-/// `bytes_received` back to the child.
+/// One connection or request through the gateway. `bytes_sent` counts what
+/// the gateway passed toward the destination after the request head (the
+/// body as framed, or a tunnel's bytes); `bytes_received` what it relayed
+/// from the destination to the child (response heads and bodies as framed,
+/// or a tunnel's bytes; 0 for the gateway's own refusals).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EgressEvent {
     pub at: SystemTime,

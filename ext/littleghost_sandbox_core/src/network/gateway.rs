@@ -25,6 +25,7 @@ use super::budget::{Budget, Pool};
 use super::denial::{Denial, DenialCallback, Denials};
 use super::egress::{EgressCallback, EgressEvent, EgressLog};
 use super::proxy::{self, Shared};
+use super::resolve::{self, Resolver};
 use super::secrets::Secrets;
 use crate::error::{Error, Result};
 use crate::grants::{Access, Grant};
@@ -47,7 +48,8 @@ pub struct GatewayConfig {
     pub handshake_timeout: Duration,
     /// Time to resolve and connect to the destination.
     pub connect_timeout: Duration,
-    /// A tunnel with no traffic either way for this long is closed.
+    /// A tunnel, an exchange or a kept-alive connection waiting for its next
+    /// request with no traffic either way for this long is closed.
     pub idle_timeout: Duration,
     /// Denials kept (oldest dropped first).
     pub denial_capacity: usize,
@@ -60,6 +62,9 @@ pub struct GatewayConfig {
     /// Egress events kept (oldest dropped first).
     pub egress_capacity: usize,
     pub on_egress: Option<EgressCallback>,
+    /// How destination names are resolved (the system's resolver by
+    /// default; tests give their own).
+    pub resolver: Resolver,
 }
 
 impl GatewayConfig {
@@ -78,6 +83,7 @@ impl GatewayConfig {
             upstream_ca: None,
             egress_capacity: 1000,
             on_egress: None,
+            resolver: resolve::system(),
         }
     }
 }
@@ -216,6 +222,7 @@ impl Gateway {
             secrets: config.secrets,
             denials: denials.clone(),
             egress: egress.clone(),
+            resolver: config.resolver,
             max_header_bytes: config.max_header_bytes,
             handshake_timeout: config.handshake_timeout,
             connect_timeout: config.connect_timeout,

@@ -14,8 +14,10 @@ pub mod egress;
 pub mod external;
 mod external_grants;
 pub mod gateway;
+mod http;
 pub mod log;
 mod proxy;
+pub mod resolve;
 pub mod rules;
 pub mod secrets;
 
@@ -25,6 +27,7 @@ pub use denial::{Denial, DenialCallback, DenialReason, Denials};
 pub use egress::{Decision, EgressCallback, EgressEvent, EgressLog};
 pub use external::{ExternalDeclaration, ExternalGateway};
 pub use gateway::{Gateway, GatewayConfig, GatewayView};
+pub use resolve::{Resolve, Resolver, SystemResolver};
 pub use rules::{Access, HostPattern, Pattern, PortPattern, Rule};
 pub use secrets::{Secret, Secrets};
 
@@ -33,5 +36,19 @@ pub use secrets::{Secret, Secrets};
 /// parser's promises. Not part of the API.
 #[doc(hidden)]
 pub fn fuzz_request_head(bytes: &[u8]) {
-    proxy::check_request_head(bytes);
+    http::check_request_head(bytes);
+}
+
+/// For the fuzz target `response_head`: parses a response head the way
+/// the gateway does and panics if the accepted head could hide a line.
+#[doc(hidden)]
+pub fn fuzz_response_head(bytes: &[u8]) {
+    http::check_response_head(bytes);
+}
+
+/// For the fuzz target `chunked`: decodes chunked framing whole and in
+/// pieces and panics if the two disagree or a step leaves its input.
+#[doc(hidden)]
+pub fn fuzz_chunked(bytes: &[u8]) {
+    http::check_chunked(bytes);
 }

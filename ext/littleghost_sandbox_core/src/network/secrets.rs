@@ -210,6 +210,47 @@ impl Secrets {
             })
     }
 
+    /// The first secret whose stand-in occurs in `bytes` and may not go
+    /// where they are bound: `Some(destination)` for bytes the gateway reads
+    /// toward it (a body), `None` for bytes it cannot read (a tunnel: every
+    /// stand-in there is refused, the gateway could not swap it).
+    pub fn find_bound_elsewhere(
+        &self,
+        bytes: &[u8],
+        destination: Option<&Destination>,
+    ) -> Option<Exfiltration> {
+        let prefix = STAND_IN_PREFIX.as_bytes();
+        if !bytes.windows(prefix.len()).any(|w| w == prefix) {
+            return None;
+        }
+        self.secrets
+            .iter()
+            .filter(|s| destination.is_none_or(|d| !s.may_reach(d)))
+            .find(|s| {
+                let needle = s.stand_in.as_bytes();
+                bytes.windows(needle.len()).any(|w| w == needle)
+            })
+            .map(|s| Exfiltration {
+                name: s.name.clone(),
+            })
+    }
+
+    /// `text` with every stand-in replaced by `{secret:NAME}`, for records
+    /// and messages (a stand-in is never shown, nor of course a value).
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if !text.contains(STAND_IN_PREFIX) {
+            return Cow::Borrowed(text);
+        }
+        let mut out = text.to_owned();
+        for secret in &self.secrets {
+            out = out.replace(
+                secret.stand_in.as_str(),
+                &format!("{{secret:{}}}", secret.name),
+            );
+        }
+        Cow::Owned(out)
+    }
+
     /// The longest stand-in, so a streaming scanner keeps that many bytes
     /// minus one between chunks.
     pub fn longest_stand_in(&self) -> usize {
