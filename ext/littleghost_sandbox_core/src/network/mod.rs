@@ -14,6 +14,7 @@ pub mod egress;
 pub mod external;
 mod external_grants;
 pub mod gateway;
+pub mod inspect;
 pub mod log;
 mod proxy;
 pub mod rules;
