@@ -38,6 +38,7 @@ pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
         method!(BuiltinGateway::proxy_mount_path, 0),
     )?;
     class.define_method("denials", method!(BuiltinGateway::denials, 0))?;
+    class.define_method("environment", method!(BuiltinGateway::environment, 0))?;
     Ok(())
 }
 
@@ -53,24 +54,34 @@ pub struct BuiltinGateway {
 
 impl DataTypeFunctions for BuiltinGateway {}
 
-/// The keywords of `BuiltinGateway.new`: the entries as Strings and the flag.
+/// The keywords of `BuiltinGateway.new`: the entries as Strings, the
+/// inspected entries, the upstream CA file and the flag.
 struct BuiltinOptions {
     allow: Vec<String>,
     allow_private_destinations: bool,
+    inspect: Vec<String>,
+    upstream_ca: Option<std::path::PathBuf>,
 }
 
 impl BuiltinOptions {
     fn parse(ruby: &Ruby, keywords: RHash) -> Result<BuiltinOptions, Error> {
-        let optional = &["allow_private_destinations"];
+        let optional = &["allow_private_destinations", "inspect", "upstream_ca"];
         let values = args::keywords(ruby, keywords, &["allow"], optional)?;
-        let allow = vo::array_items(ruby, values[0])?
-            .into_iter()
-            .map(|entry| vo::string_of(ruby, entry))
-            .collect::<Result<_, _>>()?;
+        let strings = |value: Option<Value>| -> Result<Vec<String>, Error> {
+            vo::array_items(ruby, value)?
+                .into_iter()
+                .map(|entry| vo::string_of(ruby, entry))
+                .collect()
+        };
+        let allow = strings(values[0])?;
         let allow_private_destinations = values[1].is_some_and(|v| v.to_bool());
+        let inspect = strings(values[2])?;
+        let upstream_ca = convert::expanded_path(ruby, values[3], "upstream_ca")?;
         Ok(BuiltinOptions {
             allow,
             allow_private_destinations,
+            inspect,
+            upstream_ca,
         })
     }
 }
@@ -87,7 +98,16 @@ pub(crate) fn build(
     keywords: RHash,
 ) -> Result<Obj<BuiltinGateway>, Error> {
     let options = BuiltinOptions::parse(ruby, keywords)?;
-    let gateway = core::BuiltinGateway::new(&options.allow, options.allow_private_destinations);
+    let gateway = if options.inspect.is_empty() && options.upstream_ca.is_none() {
+        core::BuiltinGateway::new(&options.allow, options.allow_private_destinations)
+    } else {
+        core::BuiltinGateway::inspecting(
+            &options.allow,
+            &options.inspect,
+            options.upstream_ca,
+            options.allow_private_destinations,
+        )
+    };
     Ok(ruby.obj_wrap_as(
         BuiltinGateway {
             core: errors::core_result(ruby, gateway)?,
@@ -173,6 +193,25 @@ impl BuiltinGateway {
             Some(gateway) => convert::path_to_ruby(ruby, gateway.socket_path()).as_value(),
             None => ruby.qnil().as_value(),
         }
+    }
+
+    /// environment: what a child's environment gets from the gateway (G.2).
+    /// While a gateway that inspects TLS is open, the variables pointing TLS
+    /// clients at its CA bundle; otherwise empty. Frozen.
+    fn environment(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
+        let hash = ruby.hash_new();
+        if let Some(bundle) = rb_self
+            .running()
+            .as_deref()
+            .and_then(core::Gateway::ca_bundle)
+        {
+            let path = convert::path_to_ruby(ruby, bundle);
+            for name in core::inspect::BUNDLE_VARIABLES {
+                hash.aset(vo::frozen_str(ruby, name), path)?;
+            }
+        }
+        hash.freeze();
+        Ok(hash)
     }
 
     /// denials: one frozen Sandbox::Denial per refused request, oldest first

@@ -53,6 +53,9 @@ const BACKDATE: Duration = Duration::from_secs(3600);
 /// network rule could otherwise make it grow without bound).
 const LEAF_CACHE: usize = 1024;
 
+/// PEM with Unix line ends (the crate's default is CRLF).
+const PEM_LF: pem::EncodeConfig = pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF);
+
 /// The only application protocol either side offers or accepts.
 const HTTP_1_1: &[u8] = b"http/1.1";
 
@@ -195,7 +198,7 @@ impl Inspector {
             .map(|der| pem::Pem::new("CERTIFICATE", der.as_ref()))
             .collect();
         pems.push(pem::Pem::new("CERTIFICATE", self.ca.der().as_ref()));
-        pem::encode_many(&pems)
+        pem::encode_many_config(&pems, PEM_LF)
     }
 
     /// The child-side configuration for `host`: a leaf certificate whose only
@@ -328,7 +331,7 @@ fn random<const N: usize>() -> [u8; N] {
 
 /// One certificate as PEM.
 pub(crate) fn certificate_pem(der: &[u8]) -> String {
-    pem::encode(&pem::Pem::new("CERTIFICATE", der))
+    pem::encode_config(&pem::Pem::new("CERTIFICATE", der), PEM_LF)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -203,14 +203,35 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(allow:, allow_private_destinations: false) -> gateway
+      #   new(allow:, allow_private_destinations: false, inspect: [], upstream_ca: nil) -> gateway
       #
       # Checks every entry (NetworkPolicy normalisation, then exactly <tt>host:port</tt>, G.7).
       #
+      # The +inspect+ entries are allowed too, and a +CONNECT+ to one of them is TLS-inspected: the gateway makes its
+      # own CA at #open (the private key only in memory, gone at #close), serves the child a certificate of that CA
+      # for the +CONNECT+ target (refusing a TLS server name that names another host), and opens its own TLS
+      # connection to the destination, verifying its certificate against the system's roots plus the PEM file
+      # +upstream_ca+ (read at #open). The child trusts the CA through the bundle #environment points at.
+      #
       # Raises LittleGhost::PolicyError naming a malformed entry, or an IP-literal entry in a refused range without
-      # +allow_private_destinations+.
+      # +allow_private_destinations+. #open raises LittleGhost::PolicyError naming an +upstream_ca+ file that cannot
+      # be read or holds no usable PEM certificate.
       #
       #   LittleGhost::Network::BuiltinGateway.new(allow: ["localhost:8080"], allow_private_destinations: true)
+      #   LittleGhost::Network::BuiltinGateway.new(allow: [], inspect: ["api.example.com:443"],
+      #                                            upstream_ca: "/etc/company/ca.pem")
+
+      ##
+      # :method: environment
+      # :call-seq:
+      #   environment -> Hash
+      #
+      # While open with +inspect+ entries: +SSL_CERT_FILE+, +REQUESTS_CA_BUNDLE+, +CURL_CA_BUNDLE+,
+      # +NODE_EXTRA_CA_CERTS+ and +GIT_SSL_CAINFO+, each the path of <tt>ca-bundle.pem</tt> (the system's roots and
+      # the gateway's CA) in the gateway's private directory, which a sandbox mounts read-only. Otherwise empty.
+      # Frozen.
+      #
+      #   gateway.environment["SSL_CERT_FILE"]   # => "/tmp/littleghost-gateway-.../ca-bundle.pem"
 
       ##
       # :method: allow
