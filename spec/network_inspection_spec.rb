@@ -199,6 +199,49 @@ RSpec.describe "Network TLS inspection" do # rubocop:disable RSpec/DescribeClass
     expect(File.exist?(bundle)).to be(false)
   end
 
+  # Python's http.server over TLS, HTTP/1.1: after a response it keeps the connection open for the next request.
+  PYTHON_HTTPS = <<~PY
+    import http.server, ssl, sys
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        def log_message(self, *args):
+            pass
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[1], sys.argv[2])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+  PY
+
+  it "delivers every byte of a large response while the destination keeps the connection open" do
+    directory = temporary_directory
+    size = 20 << 20
+    File.binwrite(File.join(directory, "big"), "z" * size)
+    certificate, key = ca.issue(%w[localhost 127.0.0.1])
+    File.write(File.join(directory, "cert.pem"), certificate.to_pem)
+    File.write(File.join(directory, "key.pem"), key.private_to_pem)
+    output, writer = IO.pipe
+    python = Process.spawn("/usr/bin/python3", "-c", PYTHON_HTTPS, "cert.pem", "key.pem", chdir: directory,
+                                                                                        out: writer, err: File::NULL)
+    writer.close
+    port = Integer(output.gets)
+    sandbox = sandbox_for(inspect: [port])
+    sandbox.open do
+      3.times do
+        fetched = curl(sandbox, "-o", "/dev/null", "-w", "%{size_download}", "--max-time", "20",
+                       "https://localhost:#{port}/big")
+        expect([fetched.exit_code, fetched.stdout]).to eq([0, size.to_s]), fetched.stderr
+      end
+    end
+  ensure
+    if python
+      Process.kill(:TERM, python)
+      Process.wait(python)
+    end
+    output&.close
+  end
+
   it "gives each sandbox its own CA and removes the bundle with the gateway" do
     target = server("x")
     first = sandbox_for(inspect: [target.port])

@@ -581,7 +581,9 @@ where
         match from.read(&mut buffer).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if to.write_all(&buffer[..n]).await.is_err() {
+                // A TLS writer may keep what it accepted in its buffer until
+                // flushed (a no-op for a socket).
+                if to.write_all(&buffer[..n]).await.is_err() || to.flush().await.is_err() {
                     break;
                 }
                 last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
