@@ -182,7 +182,7 @@ fn bundle(gateway: &Gateway) -> String {
 fn an_inspected_destination_is_served_with_a_certificate_of_the_gateways_ca() {
     let server = upstream("secret payload");
     let target = format!("localhost:{}", server.port);
-    let gateway = gateway(&[target.clone()], &[], Some(&server.ca_pem));
+    let gateway = gateway(std::slice::from_ref(&target), &[], Some(&server.ca_pem));
     let bundle = bundle(&gateway);
     assert!(bundle.contains("BEGIN CERTIFICATE") && !bundle.contains("PRIVATE KEY"));
 
@@ -215,7 +215,7 @@ fn an_inspected_destination_is_served_with_a_certificate_of_the_gateways_ca() {
 fn an_ip_target_is_served_a_certificate_for_the_address() {
     let server = upstream("by address");
     let target = format!("127.0.0.1:{}", server.port);
-    let gateway = gateway(&[target.clone()], &[], Some(&server.ca_pem));
+    let gateway = gateway(std::slice::from_ref(&target), &[], Some(&server.ca_pem));
     let (stream, _) = connect(gateway.socket_path(), &target);
     let (_, response) = fetch(stream, "127.0.0.1", &bundle(&gateway)).unwrap();
     assert!(response.ends_with("by address"), "{response}");
@@ -225,7 +225,7 @@ fn an_ip_target_is_served_a_certificate_for_the_address() {
 fn a_client_hello_naming_another_host_than_the_connect_target_is_refused() {
     let server = upstream("never");
     let target = format!("localhost:{}", server.port);
-    let gateway = gateway(&[target.clone()], &[], Some(&server.ca_pem));
+    let gateway = gateway(std::slice::from_ref(&target), &[], Some(&server.ca_pem));
     let (stream, status) = connect(gateway.socket_path(), &target);
     assert_eq!(status, "HTTP/1.1 200 Connection Established");
     let refused = fetch(stream, "api.github.com", &bundle(&gateway)).unwrap_err();
@@ -247,7 +247,7 @@ fn an_upstream_the_gateway_cannot_verify_is_refused_before_the_child_is_answered
     let server = upstream("unverified");
     let target = format!("localhost:{}", server.port);
     // The test CA is not given: the system's roots do not vouch for it.
-    let gateway = gateway(&[target.clone()], &[], None);
+    let gateway = gateway(std::slice::from_ref(&target), &[], None);
     let (mut stream, status) = connect(gateway.socket_path(), &target);
     assert_eq!(status, "HTTP/1.1 502 Bad Gateway");
     let mut body = String::new();
