@@ -120,7 +120,14 @@ async fn forward(
             .allowlist
             .access(&destination)
             .is_some_and(|access| access.inspect());
-        if let (true, Some(inspector)) = (inspect, &shared.inspector) {
+        if inspect {
+            // Fail closed: never a plain tunnel where inspection was asked for.
+            let Some(inspector) = &shared.inspector else {
+                return Err(refusal(
+                    "500 Internal Server Error",
+                    "inspection is not set up",
+                ));
+            };
             return inspect_tunnel(client, head.rest, upstream, &destination, inspector, shared)
                 .await;
         }
