@@ -77,7 +77,7 @@ RSpec.describe "network secrets as declared" do
     malformed = File.join(temporary_directory, "bad-ca.pem")
     File.write(malformed, "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n")
     gateway = LittleGhost::Network::BuiltinGateway.new(allow: ["a.test:443"], upstream_ca: malformed)
-    expect { gateway.open }.to raise_error(LittleGhost::PolicyError, /#{Regexp.escape(malformed)}.*not a PEM file/)
+    expect { gateway.open }.to raise_error(LittleGhost::PolicyError, /#{Regexp.escape(malformed)}.*not a PEM certificate/)
   end
 
   context "with Bubblewrap", if: LittleGhost::Sandbox.probe(:bubblewrap)[:available] do

@@ -138,8 +138,11 @@ impl BuiltinGateway {
         Ok(array)
     }
 
-    /// environment: the variables a child gets from this gateway: for each
-    /// secret `LITTLEGHOST_SECRET_<NAME>` holding its stand-in (never the value).
+    /// environment: the variables a child gets from this gateway (G.2): for
+    /// each secret `LITTLEGHOST_SECRET_<NAME>` holding its stand-in (never the
+    /// value); while a gateway that inspects TLS is open, SSL_CERT_FILE,
+    /// REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, NODE_EXTRA_CA_CERTS and
+    /// GIT_SSL_CAINFO naming its CA bundle. Frozen.
     fn environment(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
         let hash = ruby.hash_new();
         for (name, value) in rb_self.core.environment() {

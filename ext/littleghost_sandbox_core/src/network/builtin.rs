@@ -16,12 +16,6 @@ use super::{Allowlist, Denial, DenialCallback, Gateway, GatewayConfig, GatewayVi
 use crate::error::{policy, Error, Result};
 use crate::policy::NetworkRules;
 
-/// Whether the request engine (proxy.rs, issue 22) enforces HTTP rules
-/// (`methods:`, `paths:`) and `inspect: true`. Until it does, `open` refuses
-/// a gateway declaring them rather than letting every request through
-/// (fail closed); the merge that brings the engine sets this to true.
-pub const REQUEST_RULES_ENFORCED: bool = false;
-
 /// The rules, secrets and upstream roots, and once opened, the gateway.
 #[derive(Debug)]
 pub struct BuiltinGateway {
@@ -81,10 +75,22 @@ impl BuiltinGateway {
         self.upstream_ca.as_deref()
     }
 
-    /// The child's variables this gateway contributes for its secrets:
-    /// `LITTLEGHOST_SECRET_<NAME>` = stand-in (never a value).
+    /// The child's variables this gateway contributes: for each secret
+    /// `LITTLEGHOST_SECRET_<NAME>` = stand-in (never a value), and while it
+    /// runs and inspects TLS, the CA bundle variables
+    /// ([`super::inspect::BUNDLE_VARIABLES`]).
     pub fn environment(&self) -> Vec<(String, String)> {
-        self.secrets.environment()
+        let mut environment = self.secrets.environment();
+        // While a gateway that inspects TLS runs: its CA bundle for TLS clients.
+        if let Some(gateway) = self.running() {
+            if let Some(bundle) = gateway.ca_bundle() {
+                let path = bundle.display().to_string();
+                for name in super::inspect::BUNDLE_VARIABLES {
+                    environment.push((name.to_string(), path.clone()));
+                }
+            }
+        }
+        environment
     }
 
     /// `full` (a gateway's whole environment) for a launch through the
@@ -169,12 +175,6 @@ impl BuiltinGateway {
         if self.running().is_some() {
             return Ok(());
         }
-        let unenforced = |rule: &super::Rule| rule.restricts_requests() || rule.inspect;
-        if !REQUEST_RULES_ENFORCED && self.allowlist.rules().iter().any(unenforced) {
-            return Err(crate::error::capability(
-                "the built-in network gateway cannot enforce HTTP rules (methods:, paths:) or inspect: yet",
-            ));
-        }
         let mut config = GatewayConfig::new(self.allowlist.clone());
         config.on_denial = on_denial;
         config.secrets = self.secrets.clone();
@@ -207,7 +207,7 @@ impl BuiltinGateway {
 }
 
 /// The PEM file of `upstream_ca:`: PolicyError naming the path when it is
-/// missing, unreadable, or holds no well-formed certificate block.
+/// missing, unreadable, or holds no certificate rustls can parse.
 pub fn read_upstream_ca(path: &Path) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).map_err(|e| {
         policy(format!(
@@ -215,43 +215,9 @@ pub fn read_upstream_ca(path: &Path) -> Result<Vec<u8>> {
             path.display()
         ))
     })?;
-    if !well_formed_pem(&bytes) {
-        return Err(policy(format!(
-            "network upstream_ca {} is not a PEM file of certificates (-----BEGIN CERTIFICATE----- blocks)",
-            path.display()
-        )));
-    }
+    super::inspect::upstream_roots(&bytes)
+        .map_err(|why| policy(format!("network upstream_ca {} {why}", path.display())))?;
     Ok(bytes)
-}
-
-/// At least one `CERTIFICATE` block, and every block's body base64 text.
-fn well_formed_pem(bytes: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return false;
-    };
-    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
-    const END: &str = "-----END CERTIFICATE-----";
-    let mut rest = text;
-    let mut blocks = 0;
-    while let Some(start) = rest.find(BEGIN) {
-        let after = &rest[start + BEGIN.len()..];
-        let Some(end) = after.find(END) else {
-            return false;
-        };
-        let body: String = after[..end].split_whitespace().collect();
-        let base64 = !body.is_empty()
-            && body.len() % 4 == 0
-            && body
-                .trim_end_matches('=')
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
-        if !base64 {
-            return false;
-        }
-        blocks += 1;
-        rest = &after[end + END.len()..];
-    }
-    blocks > 0
 }
 
 #[cfg(test)]
@@ -401,7 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn rules_the_engine_cannot_enforce_refuse_to_open() {
+    fn http_rules_open_now_that_the_engine_enforces_them() {
         use crate::policy::{AllowRequest, RuleRequest};
         let rule = RuleRequest {
             keys: vec!["destination".into(), "methods".into()],
@@ -411,14 +377,36 @@ mod tests {
         };
         let rules = NetworkRules::new(&[AllowRequest::Rule(rule)], &[], None).unwrap();
         let builtin = BuiltinGateway::declared(&rules, false).unwrap();
-        let opened = builtin.open(None);
-        if REQUEST_RULES_ENFORCED {
-            opened.unwrap();
-        } else {
-            let error = opened.unwrap_err();
-            assert!(matches!(error, Error::Capability(_)), "{error}");
-            assert!(builtin.running().is_none());
-        }
+        builtin.open(None).unwrap();
+        builtin.running().unwrap().stop().unwrap();
+    }
+
+    #[test]
+    fn inspected_entries_are_inspected_the_others_are_not() {
+        use crate::policy::{AllowRequest, RuleRequest};
+        let rule = RuleRequest {
+            keys: vec!["destination".into(), "inspect".into()],
+            destination: Some("B.test:443".into()),
+            inspect: Some(Ok(true)),
+            ..RuleRequest::default()
+        };
+        let allow = [
+            AllowRequest::Text("a.test:443".into()),
+            AllowRequest::Rule(rule),
+        ];
+        let rules = NetworkRules::new(&allow, &[], None).unwrap();
+        let builtin = BuiltinGateway::declared(&rules, false).unwrap();
+        assert_eq!(builtin.entries(), ["a.test:443", "b.test:443"]);
+        let inspect = |text: &str| {
+            let destination = super::super::Destination::parse(text, None).unwrap();
+            builtin.allowlist().access(&destination).unwrap().inspect()
+        };
+        assert!(!inspect("a.test:443"));
+        assert!(inspect("b.test:443"));
+        builtin.open(None).unwrap();
+        let gateway = builtin.running().unwrap();
+        assert!(gateway.ca_bundle().unwrap().exists());
+        gateway.stop().unwrap();
     }
 
     #[test]
@@ -442,11 +430,9 @@ mod tests {
         .unwrap();
         assert!(read_upstream_ca(&bad).is_err());
         let good = directory.join("good.pem");
-        std::fs::write(
-            &good,
-            "-----BEGIN CERTIFICATE-----\nTUlJQg==\n-----END CERTIFICATE-----\n",
-        )
-        .unwrap();
+        let certified = rcgen::generate_simple_self_signed(vec!["ca.test".into()]).unwrap();
+        let block = pem::Pem::new("CERTIFICATE", certified.cert.der().to_vec());
+        std::fs::write(&good, pem::encode(&block)).unwrap();
         assert!(read_upstream_ca(&good).is_ok());
         let mut rules = declared(&["a.test:443"], &[]);
         rules.upstream_ca = Some(missing.clone());

@@ -24,6 +24,7 @@ use super::allowlist::Allowlist;
 use super::budget::{Budget, Pool};
 use super::denial::{Denial, DenialCallback, Denials};
 use super::egress::{EgressCallback, EgressEvent, EgressLog};
+use super::inspect::{Inspector, BUNDLE_NAME};
 use super::proxy::{self, Shared};
 use super::resolve::{self, Resolver};
 use super::secrets::Secrets;
@@ -122,6 +123,8 @@ struct Running {
 pub struct GatewayView {
     directory: PathBuf,
     socket_path: PathBuf,
+    /// The gateway's CA bundle (the views share its CA), when it inspects.
+    bundle: Option<PathBuf>,
 }
 
 impl GatewayView {
@@ -135,12 +138,25 @@ impl GatewayView {
     pub fn mount(&self) -> Grant {
         read_only(&self.directory)
     }
+
+    /// Every read-only bind a scope's launch needs, `(source, target)`:
+    /// the view's directory, and the gateway's CA bundle file when it
+    /// inspects (the bundle variables name that path).
+    pub fn binds(&self) -> Vec<(PathBuf, PathBuf)> {
+        let mut binds = vec![(self.directory.clone(), self.directory.clone())];
+        if let Some(bundle) = &self.bundle {
+            binds.push((bundle.clone(), bundle.clone()));
+        }
+        binds
+    }
 }
 
 /// A running gateway. Dropping it stops it.
 pub struct Gateway {
     directory: PathBuf,
     socket_path: PathBuf,
+    /// The CA bundle a child trusts, when some destination is inspected.
+    bundle: Option<PathBuf>,
     denials: Arc<Denials>,
     egress: Arc<EgressLog>,
     running: Mutex<Option<Running>>,
@@ -197,14 +213,37 @@ impl std::fmt::Debug for Gateway {
 
 impl Gateway {
     /// Creates the private directory, binds the socket and starts serving.
+    /// When a rule asks for inspection it also makes the gateway's CA and
+    /// writes the bundle a child trusts ([`Gateway::ca_bundle`]); a malformed
+    /// `upstream_ca` is then a PolicyError.
     pub fn start(config: GatewayConfig) -> Result<Gateway> {
         let runtime = crate::process::runtime::handle()
             .map_err(|e| Error::Io(format!("cannot start the gateway runtime: {e}")))?;
+        let inspector = if config.allowlist.rules().iter().any(|rule| rule.inspect) {
+            let made = Inspector::new(config.upstream_ca.as_deref())
+                .map_err(|why| Error::Policy(format!("network upstream_ca {why}")))?;
+            Some(Arc::new(made))
+        } else {
+            None
+        };
         let directory = private_directory()?;
         let socket_path = directory.join(SOCKET_NAME);
+        let bundle = match &inspector {
+            Some(inspector) => match write_bundle(&directory, inspector) {
+                Ok(path) => Some(path),
+                Err(e) => {
+                    let _ = std::fs::remove_dir(&directory);
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         let listener = match bind(&socket_path) {
             Ok(listener) => listener,
             Err(e) => {
+                if let Some(bundle) = &bundle {
+                    let _ = std::fs::remove_file(bundle);
+                }
                 let _ = std::fs::remove_dir(&directory);
                 return Err(e);
             }
@@ -223,6 +262,7 @@ impl Gateway {
             denials: denials.clone(),
             egress: egress.clone(),
             resolver: config.resolver,
+            inspector,
             max_header_bytes: config.max_header_bytes,
             handshake_timeout: config.handshake_timeout,
             connect_timeout: config.connect_timeout,
@@ -233,6 +273,7 @@ impl Gateway {
         Ok(Gateway {
             directory,
             socket_path,
+            bundle,
             denials,
             egress,
             running: Mutex::new(Some(Running {
@@ -284,6 +325,7 @@ impl Gateway {
         Ok(GatewayView {
             directory,
             socket_path,
+            bundle: self.bundle.clone(),
         })
     }
 
@@ -295,6 +337,12 @@ impl Gateway {
     /// The private directory holding the socket (bound read-only into a sandbox).
     pub fn directory(&self) -> &Path {
         &self.directory
+    }
+
+    /// The CA bundle (system roots plus this gateway's CA, PEM) a child's
+    /// TLS clients are pointed at, when some destination is inspected.
+    pub fn ca_bundle(&self) -> Option<&Path> {
+        self.bundle.as_deref()
     }
 
     /// What a sandbox mounts to reach it (G.6): the socket's private
@@ -347,6 +395,9 @@ impl Gateway {
         }
         stopped.and(running.main.stop())?;
         removals.push(std::fs::remove_file(&self.socket_path));
+        if let Some(bundle) = &self.bundle {
+            removals.push(std::fs::remove_file(bundle));
+        }
         removals.push(std::fs::remove_dir(&self.directory));
         for result in removals {
             match result {
@@ -412,6 +463,28 @@ async fn accept_loop(
 /// 5 ms, doubling up to one second.
 fn next_backoff(previous: Duration) -> Duration {
     (previous * 2).clamp(Duration::from_millis(5), Duration::from_secs(1))
+}
+
+/// Writes the bundle a child trusts into the gateway's directory (0644:
+/// the directory itself is 0700 and bound read-only into the sandbox).
+fn write_bundle(directory: &Path, inspector: &Inspector) -> Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = directory.join(BUNDLE_NAME);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&path)
+        .and_then(|mut file| file.write_all(inspector.bundle().as_bytes()))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&path);
+            Error::Io(format!(
+                "cannot write the gateway's CA bundle {}: {e}",
+                path.display()
+            ))
+        })?;
+    Ok(path)
 }
 
 /// A fresh directory only this user can enter, under the temp directory

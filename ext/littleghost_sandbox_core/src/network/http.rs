@@ -2227,6 +2227,7 @@ mod tests {
             denials: Arc::new(Denials::new(10, None)),
             egress: Arc::new(EgressLog::new(10, None)),
             resolver: super::super::resolve::system(),
+            inspector: None,
             max_header_bytes: 32 * 1024,
             handshake_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),

@@ -15,6 +15,7 @@ pub mod external;
 mod external_grants;
 pub mod gateway;
 mod http;
+pub mod inspect;
 pub mod log;
 mod proxy;
 pub mod resolve;

@@ -1,6 +1,9 @@
 //! One gateway connection: its setup and the `CONNECT` branch. The HTTP
 //! engine ([`super::http`]) reads the request heads and serves plain HTTP
-//! with keep-alive; a `CONNECT` comes back here to be decided and tunnelled.
+//! with keep-alive; a `CONNECT` comes back here to be decided, then
+//! tunnelled, or, for an `inspect: true` destination, terminated with the
+//! gateway's own TLS on both sides ([`super::inspect`]) and served by the
+//! same engine request by request.
 //!
 //! Names are resolved here (through the gateway's [`super::resolve`] seam,
 //! once per upstream connection) and every resolved address is vetted
@@ -21,6 +24,7 @@ use super::budget::Held;
 use super::denial::{DenialReason, Denials};
 use super::egress::{Decision, EgressLog};
 use super::http::{self, Connect, Event};
+use super::inspect::{AcceptError, Inspector};
 use super::resolve::Resolver;
 use super::secrets::Secrets;
 
@@ -33,6 +37,8 @@ pub(super) struct Shared {
     pub denials: Arc<Denials>,
     pub egress: Arc<EgressLog>,
     pub resolver: Resolver,
+    /// The gateway's CA and TLS configurations, when a rule asks for inspection.
+    pub inspector: Option<Arc<Inspector>>,
     pub max_header_bytes: usize,
     pub handshake_timeout: Duration,
     pub connect_timeout: Duration,
@@ -128,9 +134,11 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         let refused = deny(shared, &destination, DenialReason::NotAllowed, None);
         return refuse_tunnel(&mut client, refused, event, shared, start).await;
     };
+    if access.inspect() {
+        return inspect_branch(client, &destination, event, shared, held, start).await;
+    }
     // Fail closed: HTTP rules on a destination whose requests this tunnel
-    // would not let the gateway read. (The inspection branch, when wired,
-    // comes before this check and serves `inspect: true` destinations.)
+    // would not let the gateway read.
     if access.restricts_requests() {
         let refused = deny(shared, &destination, DenialReason::InspectionRequired, None);
         return refuse_tunnel(&mut client, refused, event, shared, start).await;
@@ -158,6 +166,78 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
     event.push(shared, start);
 }
 
+/// A CONNECT to an inspected destination: TLS to the destination first,
+/// verifying its certificate for the CONNECT target (a failure is a `502` to
+/// the CONNECT, with the reason), then `200`, then the child's TLS with a
+/// leaf of the gateway's CA (an SNI naming another host is refused: denial
+/// `HostMismatch`), then the engine serves the decrypted requests, each
+/// checked against the rules and its stand-ins swapped (one egress event per
+/// request, beside this CONNECT's own).
+async fn inspect_branch(
+    mut client: http::Rewound<UnixStream>,
+    destination: &Destination,
+    mut event: Event,
+    shared: &Shared,
+    held: &mut Held,
+    start: Instant,
+) {
+    event.inspected = true;
+    // Fail closed: never a plain tunnel where inspection was asked for.
+    let Some(inspector) = shared.inspector.clone() else {
+        let refused = refusal("500 Internal Server Error", "inspection is not set up");
+        return refuse_tunnel(&mut client, refused, event, shared, start).await;
+    };
+    let upstream = match open(destination, shared, held).await {
+        Ok(upstream) => upstream,
+        Err(refused) => return refuse_tunnel(&mut client, refused, event, shared, start).await,
+    };
+    let verified = timeout(
+        shared.connect_timeout,
+        inspector.connect(destination, upstream),
+    )
+    .await;
+    let upstream = match verified {
+        Ok(Ok(upstream)) => upstream,
+        failed => {
+            let why = match failed {
+                Ok(Err(why)) => why,
+                _ => "timed out".to_owned(),
+            };
+            let shown = shared.secrets.redact(&destination.to_string()).into_owned();
+            let refused = refusal(
+                "502 Bad Gateway",
+                format!("{shown}: TLS to the destination failed, so it is not inspected: {why}"),
+            );
+            return refuse_tunnel(&mut client, refused, event, shared, start).await;
+        }
+    };
+    if client
+        .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        .await
+        .is_err()
+    {
+        return;
+    }
+    // The client replays what it sent before the 200 (a pipelined ClientHello).
+    let accepted = timeout(
+        shared.handshake_timeout,
+        inspector.accept(destination, client),
+    )
+    .await;
+    let child = match accepted {
+        Ok(Ok(child)) => child,
+        Ok(Err(AcceptError::HostMismatch { .. })) => {
+            deny(shared, destination, DenialReason::HostMismatch, None);
+            return event.push(shared, start);
+        }
+        Ok(Err(AcceptError::Handshake(_))) | Err(_) => return event.push(shared, start),
+    };
+    event.status = Some(200);
+    event.decision = Decision::Allowed;
+    event.push(shared, start);
+    http::serve_inspected(child, upstream, destination, shared).await;
+}
+
 async fn refuse_tunnel(
     client: &mut http::Rewound<UnixStream>,
     refused: Refusal,
@@ -167,11 +247,12 @@ async fn refuse_tunnel(
 ) {
     event.status = Some(refused.code());
     event.decision = Decision::Denied;
+    // Recorded before the child can read the answer, as denials are.
+    event.push(shared, start);
     let _ = client
         .write_all(&response(&refused, false, &shared.secrets))
         .await;
     let _ = client.shutdown().await;
-    event.push(shared, start);
 }
 
 /// Checks the allowlist, resolves, vets every address, takes the upstream

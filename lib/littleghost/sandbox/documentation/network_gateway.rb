@@ -212,14 +212,23 @@ module LittleGhost
       # resolves its own gateway), kept across #close and a later #open. +upstream_ca+ (a PEM file of extra roots the
       # gateway trusts upstream) is read at each #open.
       #
+      # An entry with <tt>inspect: true</tt> is TLS-inspected: the gateway makes its own CA at #open (the private key
+      # only in memory, gone at #close), serves the child a certificate of that CA for the +CONNECT+ target (refusing a
+      # TLS server name that names another host), and opens its own TLS connection to the destination, verifying its
+      # certificate against the system's roots plus +upstream_ca+. Requests inside it are checked against the entry's
+      # +methods+ and +paths+ and their secrets' stand-ins swapped, like plain HTTP. The child trusts the CA through
+      # the bundle #environment points at.
+      #
       # Raises LittleGhost::PolicyError naming a malformed entry or secret (never showing a value), or an IP-literal
       # entry in a refused range without +allow_private_destinations+; ArgumentError for an unknown key of an entry or
-      # a secret.
+      # a secret. #open raises LittleGhost::PolicyError naming an +upstream_ca+ file that cannot be read or holds no
+      # usable PEM certificate.
       #
       #   LittleGhost::Network::BuiltinGateway.new(allow: ["localhost:8080"], allow_private_destinations: true)
       #   LittleGhost::Network::BuiltinGateway.new(
-      #     allow: [{destination: "api.github.com:443", methods: %w[GET], paths: ["/repos/org/"]}],
-      #     secrets: {github: {value: ENV.fetch("GITHUB_TOKEN"), destinations: ["api.github.com:443"]}}
+      #     allow: [{destination: "api.github.com:443", inspect: true, methods: %w[GET], paths: ["/repos/org/"]}],
+      #     secrets: {github: {value: ENV.fetch("GITHUB_TOKEN"), destinations: ["api.github.com:443"]}},
+      #     upstream_ca: "/etc/company/ca.pem"
       #   )
 
       ##
@@ -240,7 +249,9 @@ module LittleGhost
       # The variables a child gets from this gateway (a frozen String => String Hash): for each secret,
       # <tt>LITTLEGHOST_SECRET_<NAME></tt> holding its stand-in (<tt>lgsecret_</tt> and 32 hex digits), never its
       # value. The gateway swaps the stand-in for the value in requests it reads that go to the secret's
-      # destinations.
+      # destinations. While open with an <tt>inspect: true</tt> entry, also +SSL_CERT_FILE+, +REQUESTS_CA_BUNDLE+,
+      # +CURL_CA_BUNDLE+, +NODE_EXTRA_CA_CERTS+ and +GIT_SSL_CAINFO+, each the path of <tt>ca-bundle.pem</tt> (the
+      # system's roots and the gateway's CA) in the gateway's private directory, which a sandbox mounts read-only.
       #
       #   gateway.environment   # => {"LITTLEGHOST_SECRET_GITHUB" => "lgsecret_5f0c..."}
 

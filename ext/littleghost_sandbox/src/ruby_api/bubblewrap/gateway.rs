@@ -176,11 +176,7 @@ pub(crate) fn relay(
                     "a scope's narrowed allowlist needs the built-in gateway (only it serves narrowed views)",
                 ));
             };
-            let mount = view.mount();
-            (
-                view.socket_path().to_path_buf(),
-                vec![(mount.source, mount.target)],
-            )
+            (view.socket_path().to_path_buf(), view.binds())
         }
         None => {
             let socket: Value = gateway.funcall("proxy_mount_path", ())?;
