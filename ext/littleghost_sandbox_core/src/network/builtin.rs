@@ -5,7 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{Allowlist, Denial, DenialCallback, Gateway, GatewayConfig};
+use super::{
+    Allowlist, Denial, DenialCallback, EgressCallback, EgressEvent, Gateway, GatewayConfig,
+};
 use crate::error::{Error, Result};
 
 /// An allowlist and, once opened, its gateway.
@@ -49,11 +51,21 @@ impl BuiltinGateway {
     /// Starts serving (calling `on_denial` for each 403) unless already
     /// serving: idempotent.
     pub fn open(&self, on_denial: Option<DenialCallback>) -> Result<()> {
+        self.open_with(on_denial, None)
+    }
+
+    /// [`open`](Self::open), also calling `on_egress` for each egress event.
+    pub fn open_with(
+        &self,
+        on_denial: Option<DenialCallback>,
+        on_egress: Option<EgressCallback>,
+    ) -> Result<()> {
         if self.running().is_some() {
             return Ok(());
         }
         let mut config = GatewayConfig::new(self.allowlist.clone());
         config.on_denial = on_denial;
+        config.on_egress = on_egress;
         let gateway = Arc::new(Gateway::start(config)?);
         *self.gateway.lock().unwrap_or_else(|e| e.into_inner()) = Some(gateway);
         Ok(())
@@ -72,6 +84,11 @@ impl BuiltinGateway {
     /// The refused requests of the last gateway opened, oldest first.
     pub fn denials(&self) -> Vec<Denial> {
         self.current().map(|g| g.denials()).unwrap_or_default()
+    }
+
+    /// The egress events of the last gateway opened, oldest first.
+    pub fn egress(&self) -> Vec<EgressEvent> {
+        self.current().map(|g| g.egress()).unwrap_or_default()
     }
 }
 

@@ -9,8 +9,8 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
@@ -19,7 +19,7 @@ use tokio::time::timeout;
 use super::allowlist::{refused_address, Allowlist, Destination, Host};
 use super::budget::Held;
 use super::denial::{DenialReason, Denials};
-use super::egress::EgressLog;
+use super::egress::{Decision, EgressEvent, EgressLog};
 use super::secrets::Secrets;
 
 pub(super) struct Shared {
@@ -28,7 +28,6 @@ pub(super) struct Shared {
     #[allow(dead_code)]
     pub secrets: Secrets,
     pub denials: Arc<Denials>,
-    #[allow(dead_code)]
     pub egress: Arc<EgressLog>,
     pub max_header_bytes: usize,
     pub handshake_timeout: Duration,
@@ -62,6 +61,7 @@ struct Head {
 /// Serves one admitted connection; `held` is its client descriptor and
 /// takes the upstream one before the destination is opened.
 pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>, mut held: Held) {
+    let start = Instant::now();
     let head = match timeout(
         shared.handshake_timeout,
         read_head(&mut client, shared.max_header_bytes),
@@ -79,16 +79,109 @@ pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>, mut held:
             .await
         }
     };
-    if let Err(refused) = forward(&mut client, head, &shared, &mut held).await {
-        answer(&mut client, &refused).await;
+    let mut exchange = Exchange::new(start, &head.method);
+    match forward(&mut client, head, &shared, &mut held, &mut exchange).await {
+        Ok(status) => exchange.record(&shared, Decision::Allowed, status),
+        Err(refused) => {
+            answer(&mut client, &refused).await;
+            exchange.record(&shared, Decision::Denied, status_code(refused.status));
+        }
     }
 }
+
+// --- Egress record (issue 22 item 5), the smallest version -----------------
+// SUPERSEDED by the request engine (gwengine's proxy.rs/http.rs), which
+// records one event per request of a keep-alive connection and per inspected
+// request: at merge keep the engine's recording and drop this block and its
+// calls (`Exchange`, `Flow`, the counters passed to `pump`). Here: one event
+// per CONNECT tunnel, one per forwarded plain-HTTP request, one per refusal
+// once the destination is known, and one for a connection refused unread.
+
+/// What one exchange through the gateway did, for its egress event.
+struct Exchange {
+    start: Instant,
+    /// Set once the request's target parsed.
+    destination: Option<String>,
+    method: String,
+    /// The origin-form path of a plain-HTTP request.
+    path: Option<String>,
+    flow: Flow,
+}
+
+/// Bytes moved each way after the request head, and the first bytes of the
+/// destination's answer (for its status).
+#[derive(Default)]
+struct Flow {
+    sent: AtomicU64,
+    received: AtomicU64,
+    answer: Mutex<Vec<u8>>,
+}
+
+impl Exchange {
+    fn new(start: Instant, method: &str) -> Exchange {
+        Exchange {
+            start,
+            destination: None,
+            method: method.to_ascii_uppercase(),
+            path: None,
+            flow: Flow::default(),
+        }
+    }
+
+    /// Records the event, if the destination was understood.
+    fn record(self, shared: &Shared, decision: Decision, status: Option<u16>) {
+        let Some(destination) = self.destination else {
+            return;
+        };
+        shared.egress.push(EgressEvent {
+            at: SystemTime::now(),
+            destination,
+            method: Some(self.method),
+            path: self.path,
+            status,
+            bytes_sent: self.flow.sent.load(Ordering::Relaxed),
+            bytes_received: self.flow.received.load(Ordering::Relaxed),
+            duration: self.start.elapsed(),
+            decision,
+            inspected: false,
+        });
+    }
+}
+
+/// `403` of `"403 Forbidden"`.
+fn status_code(status: &str) -> Option<u16> {
+    status.get(..3)?.parse().ok()
+}
+
+/// The status of an HTTP response starting with `answer` (`HTTP/1.1 200 ...`).
+fn answer_status(answer: &[u8]) -> Option<u16> {
+    if !answer.starts_with(b"HTTP/") {
+        return None;
+    }
+    let line = answer.split(|b| *b == b'\r').next()?;
+    let code = std::str::from_utf8(line).ok()?.split(' ').nth(1)?;
+    status_code(code).filter(|_| code.len() == 3)
+}
+// --- end of the superseded egress record ------------------------------------
 
 /// Refuses a connection the budget has no descriptor for, before reading
 /// anything (its destination is unknown: the denial names `*`): one
 /// non-blocking write of the `503`, then the socket is closed.
 pub(super) fn refuse_unread(client: UnixStream, shared: &Shared) {
     let refused = deny(shared, "*".to_owned(), DenialReason::DescriptorBudget);
+    // Superseded by the request engine's egress record (see `Exchange`).
+    shared.egress.push(EgressEvent {
+        at: SystemTime::now(),
+        destination: "*".to_owned(),
+        method: None,
+        path: None,
+        status: status_code(refused.status),
+        bytes_sent: 0,
+        bytes_received: 0,
+        duration: Duration::ZERO,
+        decision: Decision::Denied,
+        inspected: false,
+    });
     // A plain non-blocking write: tokio's `try_write` would refuse to try
     // before the reactor has seen the new socket writable.
     if let Ok(client) = client.into_std() {
@@ -96,12 +189,14 @@ pub(super) fn refuse_unread(client: UnixStream, shared: &Shared) {
     }
 }
 
+/// Tunnels or forwards; `Ok` with the status the child received.
 async fn forward(
     client: &mut UnixStream,
     head: Head,
     shared: &Shared,
     held: &mut Held,
-) -> Result<(), Refusal> {
+    exchange: &mut Exchange,
+) -> Result<Option<u16>, Refusal> {
     let connect = head.method.eq_ignore_ascii_case("CONNECT");
     let (destination, path) = if connect {
         let destination = Destination::parse(&head.target, None)
@@ -110,6 +205,10 @@ async fn forward(
     } else {
         absolute_form(&head.target)?
     };
+    exchange.destination = Some(destination.to_string());
+    if !connect {
+        exchange.path = Some(path.clone());
+    }
     let upstream = open(&destination, shared, held).await?;
     let mut upstream = upstream;
     if connect {
@@ -117,8 +216,12 @@ async fn forward(
             .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             .await
             .map_err(|_| refusal("500 Internal Server Error", "client went away"))?;
-        if !head.rest.is_empty() && upstream.write_all(&head.rest).await.is_err() {
-            return Ok(());
+        if !head.rest.is_empty() {
+            if upstream.write_all(&head.rest).await.is_err() {
+                return Ok(Some(200));
+            }
+            let sent = head.rest.len() as u64;
+            exchange.flow.sent.fetch_add(sent, Ordering::Relaxed);
         }
     } else {
         let rewritten = origin_form(&head, &destination, &path);
@@ -130,9 +233,26 @@ async fn forward(
                 "destination closed the connection",
             ));
         }
+        let sent = head.rest.len() as u64;
+        exchange.flow.sent.fetch_add(sent, Ordering::Relaxed);
     }
-    splice(client, upstream, shared.idle_timeout, !connect).await;
-    Ok(())
+    splice(
+        client,
+        upstream,
+        shared.idle_timeout,
+        !connect,
+        &exchange.flow,
+    )
+    .await;
+    if connect {
+        return Ok(Some(200));
+    }
+    let answer = exchange
+        .flow
+        .answer
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    Ok(answer_status(&answer))
 }
 
 /// Checks the allowlist, resolves, vets every address, takes the upstream
@@ -442,13 +562,21 @@ async fn splice(
     upstream: TcpStream,
     idle: Duration,
     end_with_response: bool,
+    flow: &Flow,
 ) {
     let start = Instant::now();
     let last = AtomicU64::new(0);
     let (client_read, client_write) = client.split();
     let (upstream_read, upstream_write) = upstream.into_split();
-    let up = pump(client_read, upstream_write, start, &last);
-    let down = pump(upstream_read, client_write, start, &last);
+    let up = pump(client_read, upstream_write, start, &last, &flow.sent, None);
+    let down = pump(
+        upstream_read,
+        client_write,
+        start,
+        &last,
+        &flow.received,
+        Some(&flow.answer),
+    );
     let transfer = async {
         if end_with_response {
             down.await;
@@ -462,8 +590,16 @@ async fn splice(
     }
 }
 
-async fn pump<R, W>(mut from: R, mut to: W, start: Instant, last: &AtomicU64)
-where
+/// Copies `from` to `to`, counting the bytes written in `moved` and keeping
+/// the first [`ANSWER_SNIFF`] of them in `first` when given.
+async fn pump<R, W>(
+    mut from: R,
+    mut to: W,
+    start: Instant,
+    last: &AtomicU64,
+    moved: &AtomicU64,
+    first: Option<&Mutex<Vec<u8>>>,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -472,15 +608,24 @@ where
         match from.read(&mut buffer).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                if let Some(first) = first {
+                    let mut kept = first.lock().unwrap_or_else(|e| e.into_inner());
+                    let room = ANSWER_SNIFF.saturating_sub(kept.len()).min(n);
+                    kept.extend_from_slice(&buffer[..room]);
+                }
                 if to.write_all(&buffer[..n]).await.is_err() {
                     break;
                 }
+                moved.fetch_add(n as u64, Ordering::Relaxed);
                 last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
             }
         }
     }
     let _ = to.shutdown().await;
 }
+
+/// How much of an answer is kept to read its status line.
+const ANSWER_SNIFF: usize = 64;
 
 async fn watchdog(start: Instant, last: &AtomicU64, idle: Duration) {
     loop {
@@ -495,6 +640,15 @@ async fn watchdog(start: Instant, last: &AtomicU64, idle: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answers_status_is_read_from_its_first_line() {
+        assert_eq!(answer_status(b"HTTP/1.1 204 No Content\r\n"), Some(204));
+        assert_eq!(answer_status(b"HTTP/1.0 404\r\n"), Some(404));
+        assert_eq!(answer_status(b"HTTP/1.1 20"), None);
+        assert_eq!(answer_status(b"SSH-2.0-x"), None);
+        assert_eq!(status_code("503 Service Unavailable"), Some(503));
+    }
 
     #[test]
     fn absolute_form_is_rewritten() {
