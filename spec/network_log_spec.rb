@@ -130,6 +130,27 @@ RSpec.describe "The network log and on_network" do # rubocop:disable RSpec/Descr
     expect(threads.first).not_to be_alive # close ended the event thread after delivering
   end
 
+  it "an exchange still open at close is recorded and delivered before close returns" do
+    held = TCPServer.new("127.0.0.1", 0) # accepts, reads, never answers
+    accepted = Queue.new
+    holder = Thread.new { loop { accepted << held.accept } }
+    policy[:network][:allow] << "localhost:#{held.addr[1]}"
+    seen = []
+    sandbox.on_network { |event| seen << event }
+    sandbox.open
+    session = sandbox.start_program(["/usr/bin/curl", "-sS", "--max-time", "60", "http://localhost:#{held.addr[1]}/held"],
+                                    environment: through_proxy)
+    Timeout.timeout(20) { accepted.pop }
+    sandbox.close
+    expect(seen.map { |event| [event.destination, event.http_method, event.path] })
+      .to eq([["localhost:#{held.addr[1]}", "GET", "/held"]])
+    expect(seen).to eq(sandbox.network_log)
+  ensure
+    session&.close
+    holder&.kill
+    held&.close
+  end
+
   it "a subscriber's exception is warned about and the next events still arrive" do
     later = Queue.new
     sandbox.on_network { |event| raise ArgumentError, "subscriber bug #{event.path}" }

@@ -136,3 +136,32 @@ fn tunnels_requests_and_refusals_are_each_an_event() {
         "on_egress saw every event, in order"
     );
 }
+
+#[test]
+fn a_tunnel_open_when_the_gateway_stops_is_still_recorded() {
+    // A destination that accepts and never answers: the tunnel stays open.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+    let config = GatewayConfig::new(Allowlist::new(&[format!("127.0.0.1:{port}")], true).unwrap());
+    let gateway = Gateway::start(config).unwrap();
+    let mut stream = UnixStream::connect(gateway.socket_path()).unwrap();
+    write!(
+        stream,
+        "CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\nping"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let _upstream = held.join().unwrap().unwrap();
+    gateway.stop().unwrap();
+    let kept = gateway.egress();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].method.as_deref(), Some("CONNECT"));
+    assert_eq!(
+        (kept[0].status, kept[0].decision),
+        (Some(200), Decision::Allowed)
+    );
+}

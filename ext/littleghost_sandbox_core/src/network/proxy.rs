@@ -79,12 +79,12 @@ pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>, mut held:
             .await
         }
     };
-    let mut exchange = Exchange::new(start, &head.method);
+    let mut exchange = Exchange::new(start, &head.method, shared.clone());
     match forward(&mut client, head, &shared, &mut held, &mut exchange).await {
-        Ok(status) => exchange.record(&shared, Decision::Allowed, status),
+        Ok(status) => exchange.record(Decision::Allowed, status),
         Err(refused) => {
             answer(&mut client, &refused).await;
-            exchange.record(&shared, Decision::Denied, status_code(refused.status));
+            exchange.record(Decision::Denied, status_code(refused.status));
         }
     }
 }
@@ -97,8 +97,11 @@ pub(super) async fn serve(mut client: UnixStream, shared: Arc<Shared>, mut held:
 // per CONNECT tunnel, one per forwarded plain-HTTP request, one per refusal
 // once the destination is known, and one for a connection refused unread.
 
-/// What one exchange through the gateway did, for its egress event.
+/// What one exchange through the gateway did, for its egress event. An
+/// exchange cut short (its task aborted by `Gateway::stop`) is recorded when
+/// dropped, with what moved until then, so `close` loses no event.
 struct Exchange {
+    shared: Arc<Shared>,
     start: Instant,
     /// Set once the request's target parsed.
     destination: Option<String>,
@@ -106,6 +109,10 @@ struct Exchange {
     /// The origin-form path of a plain-HTTP request.
     path: Option<String>,
     flow: Flow,
+    /// The destination was connected to (an opened tunnel answers 200).
+    opened: bool,
+    /// The CONNECT method: a tunnel.
+    tunnel: bool,
 }
 
 /// Bytes moved each way after the request head, and the first bytes of the
@@ -118,26 +125,34 @@ struct Flow {
 }
 
 impl Exchange {
-    fn new(start: Instant, method: &str) -> Exchange {
+    fn new(start: Instant, method: &str, shared: Arc<Shared>) -> Exchange {
         Exchange {
+            shared,
             start,
             destination: None,
             method: method.to_ascii_uppercase(),
             path: None,
             flow: Flow::default(),
+            opened: false,
+            tunnel: method.eq_ignore_ascii_case("CONNECT"),
         }
     }
 
-    /// Records the event, if the destination was understood.
-    fn record(self, shared: &Shared, decision: Decision, status: Option<u16>) {
-        let Some(destination) = self.destination else {
+    /// The status the destination's answer began with, for plain HTTP.
+    fn answer_status(&self) -> Option<u16> {
+        answer_status(&self.flow.answer.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Records the event once, if the destination was understood.
+    fn record(&mut self, decision: Decision, status: Option<u16>) {
+        let Some(destination) = self.destination.take() else {
             return;
         };
-        shared.egress.push(EgressEvent {
+        self.shared.egress.push(EgressEvent {
             at: SystemTime::now(),
             destination,
-            method: Some(self.method),
-            path: self.path,
+            method: Some(self.method.clone()),
+            path: self.path.take(),
             status,
             bytes_sent: self.flow.sent.load(Ordering::Relaxed),
             bytes_received: self.flow.received.load(Ordering::Relaxed),
@@ -145,6 +160,23 @@ impl Exchange {
             decision,
             inspected: false,
         });
+    }
+}
+
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        if self.destination.is_none() {
+            return; // recorded, or never understood
+        }
+        if !self.opened {
+            return self.record(Decision::Denied, None);
+        }
+        let status = if self.tunnel {
+            Some(200)
+        } else {
+            self.answer_status()
+        };
+        self.record(Decision::Allowed, status);
     }
 }
 
@@ -210,6 +242,7 @@ async fn forward(
         exchange.path = Some(path.clone());
     }
     let upstream = open(&destination, shared, held).await?;
+    exchange.opened = true;
     let mut upstream = upstream;
     if connect {
         client
@@ -247,12 +280,7 @@ async fn forward(
     if connect {
         return Ok(Some(200));
     }
-    let answer = exchange
-        .flow
-        .answer
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    Ok(answer_status(&answer))
+    Ok(exchange.answer_status())
 }
 
 /// Checks the allowlist, resolves, vets every address, takes the upstream
