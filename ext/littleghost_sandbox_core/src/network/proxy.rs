@@ -626,7 +626,7 @@ async fn pump<R, W>(
     start: Instant,
     last: &AtomicU64,
     moved: &AtomicU64,
-    first: Option<&Mutex<Vec<u8>>>,
+    mut first: Option<&Mutex<Vec<u8>>>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -636,10 +636,13 @@ async fn pump<R, W>(
         match from.read(&mut buffer).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if let Some(first) = first {
-                    let mut kept = first.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(sniffed) = first {
+                    let mut kept = sniffed.lock().unwrap_or_else(|e| e.into_inner());
                     let room = ANSWER_SNIFF.saturating_sub(kept.len()).min(n);
                     kept.extend_from_slice(&buffer[..room]);
+                    if kept.len() >= ANSWER_SNIFF {
+                        first = None; // enough to read the status: no lock on later chunks
+                    }
                 }
                 if to.write_all(&buffer[..n]).await.is_err() {
                     break;
