@@ -247,17 +247,23 @@ impl Denial {
 }
 
 /// How Ruby's `Denial#inspect` shows it:
-/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`.
+/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`,
+/// and for a refused HTTP request its method and path too:
+/// `#<LittleGhost::Sandbox::Denial network request "api.example.com:443" request_not_allowed POST "/x">`.
 impl std::fmt::Display for Denial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "#<LittleGhost::Sandbox::Denial {} {} {:?} {}>",
+            "#<LittleGhost::Sandbox::Denial {} {} {:?} {}",
             self.kind.name(),
             self.operation.name(),
             self.target,
             self.reason.name()
-        )
+        )?;
+        if let Some((method, path)) = &self.request {
+            write!(f, " {method} {path:?}")?;
+        }
+        f.write_str(">")
     }
 }
 
@@ -384,6 +390,22 @@ mod tests {
         assert_eq!(
             denial.to_string(),
             r#"#<LittleGhost::Sandbox::Denial filesystem write "docs/\"a\".md" capability>"#
+        );
+    }
+
+    #[test]
+    fn a_refused_request_shows_its_method_and_path() {
+        let record = gateway::Denial {
+            at: SystemTime::UNIX_EPOCH,
+            destination: "api.example.com:443".into(),
+            reason: gateway::DenialReason::RequestNotAllowed,
+            request: Some(("POST".into(), "/x".into())),
+        };
+        let denial = Denial::from(&record);
+        assert_eq!(denial.operation, Operation::Request);
+        assert_eq!(
+            denial.to_string(),
+            r#"#<LittleGhost::Sandbox::Denial network request "api.example.com:443" request_not_allowed POST "/x">"#
         );
     }
 

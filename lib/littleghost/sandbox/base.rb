@@ -38,7 +38,10 @@ module LittleGhost
     class Denial
       private_class_method :new
 
-      def to_h = {kind: kind, operation: operation, target: target, reason: reason, message: message, time: time} # :nodoc:
+      def to_h # :nodoc:
+        fields = {kind: kind, operation: operation, target: target, reason: reason, message: message, time: time}
+        http_method ? fields.merge(method: http_method, path: path) : fields
+      end
     end
   end
 end

@@ -3,6 +3,7 @@
 pub mod args;
 pub mod constants;
 pub mod convert;
+pub mod event_hub;
 pub mod events;
 pub mod launch_args;
 pub mod location;

@@ -174,6 +174,8 @@ fn open_gateway(
             let resolved = gateway::resolve(ruby, network, effective, workspace, options)?;
             // The gateway's 403s show in this sandbox's `denials` (issue 12 item 12).
             crate::ruby_api::builtin_gateway::attach_denials(resolved, rb_self.denials().hub());
+            // Its egress events show in `network_log` and reach `on_network` (issue 22 item 5).
+            crate::ruby_api::builtin_gateway::attach_network(resolved, rb_self.network().hub());
             state.gateway.replace(Some(resolved.into()));
             resolved
         }
@@ -199,8 +201,11 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     if let Some(gateway) = gateway {
         let _: Value = ruby.get_inner(gateway).funcall("close", ())?;
     }
-    // The gateway is stopped: deliver its last denials, end the event thread.
-    rb_self.denials().hub().stop_delivery(ruby)
+    // The gateway is stopped: deliver its last denials and network events,
+    // end the event threads (both are stopped even if one fails).
+    let denials = rb_self.denials().hub().stop_delivery(ruby);
+    let network = rb_self.network().hub().stop_delivery(ruby);
+    denials.and(network)
 }
 
 /// The pins of `open`, taken now when `bubblewrap_args` runs before `open`.

@@ -14,6 +14,7 @@ use magnus::{
 
 use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
+use crate::ruby_api::network_event::{self, NetworkHub};
 use crate::ruby_api::{errors, mount, network_policy};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
 use littleghost_sandbox_core::policy::{AllowEntry, NetworkRules};
@@ -41,6 +42,7 @@ pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
         method!(BuiltinGateway::proxy_mount_path, 0),
     )?;
     class.define_method("denials", method!(BuiltinGateway::denials, 0))?;
+    class.define_method("network_log", method!(BuiltinGateway::network_log, 0))?;
     Ok(())
 }
 
@@ -52,6 +54,9 @@ pub struct BuiltinGateway {
     /// The denial log of the sandbox this gateway serves, if one attached it:
     /// each 403 is recorded there too (issue 12 item 12).
     denials: Mutex<Option<Arc<DenialHub>>>,
+    /// The egress record of that sandbox: each event is recorded there too
+    /// (issue 22 item 5).
+    network: Mutex<Option<Arc<NetworkHub>>>,
 }
 
 impl DataTypeFunctions for BuiltinGateway {}
@@ -94,6 +99,7 @@ fn wrap(
         BuiltinGateway {
             core: errors::core_result(ruby, gateway)?,
             denials: Mutex::new(None),
+            network: Mutex::new(None),
         },
         class,
     ))
@@ -117,6 +123,14 @@ pub(crate) fn view(
 pub(crate) fn attach_denials(gateway: Value, hub: Arc<DenialHub>) {
     if let Ok(gateway) = <&BuiltinGateway>::try_convert(gateway) {
         *gateway.denials.lock().unwrap_or_else(|e| e.into_inner()) = Some(hub);
+    }
+}
+
+/// Makes `gateway`, if it is a BuiltinGateway, record its egress events in
+/// `hub` from its next `open` on (see [`attach_denials`]).
+pub(crate) fn attach_network(gateway: Value, hub: Arc<NetworkHub>) {
+    if let Ok(gateway) = <&BuiltinGateway>::try_convert(gateway) {
+        *gateway.network.lock().unwrap_or_else(|e| e.into_inner()) = Some(hub);
     }
 }
 
@@ -180,7 +194,18 @@ impl BuiltinGateway {
         let on_denial = hub.map(|hub| -> core::DenialCallback {
             Arc::new(move |denial: &core::Denial| hub.record_async(CoreDenial::from(denial)))
         });
-        errors::core_result(ruby, rb_self.core.open(on_denial))?;
+        let network = rb_self
+            .network
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(network) = &network {
+            network.expect_async(ruby);
+        }
+        let on_egress = network.map(|hub| -> core::EgressCallback {
+            Arc::new(move |event: &core::EgressEvent| hub.record_async(event.clone()))
+        });
+        errors::core_result(ruby, rb_self.core.open_with(on_denial, on_egress))?;
         Ok(rb_self)
     }
 
@@ -233,5 +258,11 @@ impl BuiltinGateway {
         }
         list.freeze();
         Ok(list)
+    }
+
+    /// network_log: one frozen Sandbox::NetworkEvent per tunnel and request,
+    /// oldest first (the last 1000): the same values `sandbox.network_log` holds.
+    fn network_log(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
+        network_event::list(ruby, rb_self.core.egress())
     }
 }

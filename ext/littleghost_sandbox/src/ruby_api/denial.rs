@@ -11,13 +11,10 @@ pub mod hub;
 use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::{Denial as CoreDenial, Operation};
-use magnus::{
-    method, prelude::*, rb_sys::AsRawValue, Error, IntoValue, RArray, RClass, RString, Ruby,
-    Symbol, Value,
-};
+use magnus::{method, prelude::*, Error, IntoValue, RArray, RClass, RString, Ruby, Symbol, Value};
 
+use hub::Denial;
 pub use hub::{report, DenialHub, Reporter};
-use hub::{wrap, Denial};
 
 use crate::helpers::{convert, value_object as vo};
 use crate::ruby_api::errors;
@@ -48,6 +45,8 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("reason", method!(reason, 0))?;
     class.define_method("message", method!(message, 0))?;
     class.define_method("time", method!(time, 0))?;
+    class.define_method("http_method", method!(http_method, 0))?;
+    class.define_method("path", method!(path, 0))?;
     class.define_method("==", method!(equal, 1))?;
     class.define_method("eql?", method!(equal, 1))?;
     class.define_method("hash", method!(hash, 0))?;
@@ -110,61 +109,17 @@ fn hub_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Arc<DenialHub>, Error> {
 
 /// on_denial { |denial| ... } -> the block (a Proc), the handle for off_denial.
 fn on_denial(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
-    let block = ruby
-        .block_proc()
-        .map_err(|_| errors::argument_error(ruby, "on_denial requires a block"))?;
-    let value = block.as_value();
-    let hub = hub_of(ruby, rb_self)?;
-    hub.subscribers().push(value.into());
-    hub.ensure_delivery(ruby);
-    Ok(value)
+    hub_of(ruby, rb_self)?.subscribe(ruby)
 }
 
 /// off_denial(handler) -> true if `handler` was subscribed (and no longer is), else false.
-///
-/// `==` is Ruby code (a user's Proc subclass may define it, and may start a
-/// GC whose mark function takes the subscriber lock), so it runs on a copy
-/// of the list with the lock released (issue 19 item 7); the subscribers
-/// found equal are then removed by identity.
 fn off_denial(ruby: &Ruby, rb_self: SandboxObj, handler: Value) -> Result<bool, Error> {
-    let hub = hub_of(ruby, rb_self)?;
-    // Allocated before the lock is taken: an allocation may run the GC.
-    let snapshot = ruby.ary_new();
-    let subscribers: Vec<Value> = hub
-        .subscribers()
-        .iter()
-        .map(|subscriber| ruby.get_inner(*subscriber))
-        .collect();
-    // Held in a Ruby Array on this stack, so the GC keeps them while `==` runs.
-    for subscriber in &subscribers {
-        snapshot.push(*subscriber)?;
-    }
-    let mut matched = Vec::new();
-    for subscriber in subscribers {
-        if subscriber.as_raw() == handler.as_raw() || subscriber.equal(handler)? {
-            matched.push(subscriber.as_raw());
-        }
-    }
-    // RB_GC_GUARD: the Array stays on the stack until here.
-    std::hint::black_box(&snapshot);
-    if matched.is_empty() {
-        return Ok(false);
-    }
-    let mut list = hub.subscribers();
-    let before = list.len();
-    list.retain(|subscriber| !matched.contains(&ruby.get_inner(*subscriber).as_raw()));
-    Ok(list.len() != before)
+    hub_of(ruby, rb_self)?.unsubscribe(ruby, handler)
 }
 
 /// denials -> frozen Array of the last (up to 100) Denials, oldest first.
 fn denials(ruby: &Ruby, rb_self: SandboxObj) -> Result<RArray, Error> {
-    let hub = hub_of(ruby, rb_self)?;
-    let array = ruby.ary_new();
-    for denial in hub.log.list() {
-        array.push(wrap(ruby, denial))?;
-    }
-    array.freeze();
-    Ok(array)
+    hub_of(ruby, rb_self)?.to_ruby(ruby)
 }
 
 // ---------------------------------------------------------------------------
@@ -196,6 +151,18 @@ fn time(ruby: &Ruby, rb_self: &Denial) -> Value {
     time
 }
 
+/// The refused request's method (`"POST"`), for operation `:request`; else nil.
+fn http_method(ruby: &Ruby, rb_self: &Denial) -> Option<RString> {
+    let (method, _) = rb_self.0.request.as_ref()?;
+    Some(vo::frozen_str(ruby, method))
+}
+
+/// The refused request's origin-form path (`"/repos/x?y=1"`), for operation `:request`; else nil.
+fn path(ruby: &Ruby, rb_self: &Denial) -> Option<RString> {
+    let (_, path) = rb_self.0.request.as_ref()?;
+    Some(vo::frozen_str(ruby, path))
+}
+
 fn equal(rb_self: &Denial, other: Value) -> bool {
     <&Denial>::try_convert(other).is_ok_and(|other| other.0 == rb_self.0)
 }
@@ -204,7 +171,8 @@ fn hash(rb_self: &Denial) -> i64 {
     vo::hash_code(&rb_self.0)
 }
 
-/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>` (the core's Display).
+/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`, with
+/// ` POST "/x"` for a refused request (the core's Display).
 fn inspect(rb_self: &Denial) -> String {
     rb_self.0.to_string()
 }

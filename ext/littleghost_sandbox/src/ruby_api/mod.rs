@@ -19,6 +19,7 @@ pub mod launch_limits;
 pub mod limits;
 pub mod mount;
 pub mod native;
+pub mod network_event;
 pub mod network_policy;
 pub mod ownership;
 pub mod policy;
@@ -51,6 +52,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     process_session::init(ruby, sandbox)?;
     sandbox::init(ruby, sandbox)?;
     denial::init(ruby, sandbox)?;
+    network_event::init(ruby, sandbox)?;
     scope::init(ruby, sandbox)?;
     unrestricted::init(ruby, little_ghost)?;
     bubblewrap::init(ruby, little_ghost)?;

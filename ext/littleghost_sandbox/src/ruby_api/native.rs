@@ -50,7 +50,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 /// The Sandbox methods every backend answers, forwarded to it as they are
 /// called. `workspace`, `policy` and `limits` are adopted (equal values);
 /// `open`, `close` and `inspect` are Native's own, around the backend's.
-const FORWARDED: [&str; 16] = [
+const FORWARDED: [&str; 19] = [
     "allows?",
     "capabilities",
     "denials",
@@ -58,8 +58,11 @@ const FORWARDED: [&str; 16] = [
     "execute",
     "execute_program",
     "list",
+    "network_log",
     "off_denial",
+    "off_network",
     "on_denial",
+    "on_network",
     "read",
     "replace",
     "scope",

@@ -25,6 +25,7 @@ pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     hooks.define_singleton_method("panic_without_gvl", function!(panic_without_gvl, 0))?;
     hooks.define_singleton_method("provider_snapshot", function!(provider_snapshot, 0))?;
     hooks.define_singleton_method("restore_providers", function!(restore_providers, 1))?;
+    hooks.define_singleton_method("gateway_denial", function!(gateway_denial, 3))?;
     Ok(())
 }
 
@@ -46,4 +47,40 @@ fn provider_snapshot(ruby: &Ruby) -> Result<RHash, Error> {
 /// Puts back a registry saved by `provider_snapshot`.
 fn restore_providers(ruby: &Ruby, snapshot: RHash) -> Result<(), Error> {
     crate::ruby_api::sandbox::PROVIDERS.restore(ruby, snapshot)
+}
+
+/// A Denial as the gateway makes it: `gateway_denial("a.test:80", "secret_exfiltration",
+/// ["GET", "/x"])` (the request may be nil), for the specs of the reasons and
+/// request fields the request engine records. Its time is the epoch, so two
+/// calls with the same arguments give equal Denials.
+fn gateway_denial(
+    ruby: &Ruby,
+    destination: String,
+    reason: String,
+    request: Option<(String, String)>,
+) -> Result<magnus::Value, Error> {
+    use littleghost_sandbox_core::network::DenialReason as R;
+    let reason = match reason.as_str() {
+        "not_allowed" => R::NotAllowed,
+        "private_destination" => R::PrivateDestination,
+        "descriptor_budget" => R::DescriptorBudget,
+        "request_not_allowed" => R::RequestNotAllowed,
+        "secret_exfiltration" => R::SecretExfiltration,
+        "inspection_required" => R::InspectionRequired,
+        "host_mismatch" => R::HostMismatch,
+        other => {
+            return Err(crate::ruby_api::errors::argument_error(
+                ruby,
+                format!("unknown gateway reason {other}"),
+            ))
+        }
+    };
+    let record = littleghost_sandbox_core::network::Denial {
+        at: std::time::SystemTime::UNIX_EPOCH,
+        destination,
+        reason,
+        request,
+    };
+    let denial = littleghost_sandbox_core::denial::Denial::from(&record);
+    Ok(crate::ruby_api::denial::hub::wrap(ruby, denial))
 }

@@ -12,7 +12,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{Allowlist, Denial, DenialCallback, Gateway, GatewayConfig, GatewayView, Secrets};
+use super::{
+    Allowlist, Denial, DenialCallback, EgressCallback, EgressEvent, Gateway, GatewayConfig,
+    GatewayView, Secrets,
+};
 use crate::error::{policy, Error, Result};
 use crate::policy::NetworkRules;
 
@@ -172,6 +175,15 @@ impl BuiltinGateway {
     /// Starts serving (calling `on_denial` for each 403) unless already
     /// serving: idempotent.
     pub fn open(&self, on_denial: Option<DenialCallback>) -> Result<()> {
+        self.open_with(on_denial, None)
+    }
+
+    /// [`open`](Self::open), also calling `on_egress` for each egress event.
+    pub fn open_with(
+        &self,
+        on_denial: Option<DenialCallback>,
+        on_egress: Option<EgressCallback>,
+    ) -> Result<()> {
         if self.running().is_some() {
             return Ok(());
         }
@@ -183,6 +195,7 @@ impl BuiltinGateway {
             .as_deref()
             .map(read_upstream_ca)
             .transpose()?;
+        config.on_egress = on_egress;
         let gateway = Arc::new(Gateway::start(config)?);
         // The views of a stopped gateway stopped with it.
         self.views.lock().unwrap_or_else(|e| e.into_inner()).clear();
@@ -203,6 +216,11 @@ impl BuiltinGateway {
     /// The refused requests of the last gateway opened, oldest first.
     pub fn denials(&self) -> Vec<Denial> {
         self.current().map(|g| g.denials()).unwrap_or_default()
+    }
+
+    /// The egress events of the last gateway opened, oldest first.
+    pub fn egress(&self) -> Vec<EgressEvent> {
+        self.current().map(|g| g.egress()).unwrap_or_default()
     }
 }
 

@@ -32,7 +32,7 @@ impl Decision {
 /// body as framed, or a tunnel's bytes); `bytes_received` what it relayed
 /// from the destination to the child (response heads and bodies as framed,
 /// or a tunnel's bytes; 0 for the gateway's own refusals).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct EgressEvent {
     pub at: SystemTime,
     /// `host:port` as the client named it.
@@ -52,8 +52,81 @@ pub struct EgressEvent {
     pub inspected: bool,
 }
 
+/// How Ruby's `NetworkEvent#inspect` shows it:
+/// `#<LittleGhost::Sandbox::NetworkEvent allowed GET "example.com:80" "/a" 200 sent=0 received=512 0.012s>`
+/// (method, path and status only when known; `inspected` when TLS was terminated).
+impl std::fmt::Display for EgressEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "#<LittleGhost::Sandbox::NetworkEvent {}",
+            self.decision.name()
+        )?;
+        if let Some(method) = &self.method {
+            write!(f, " {method}")?;
+        }
+        write!(f, " {:?}", self.destination)?;
+        if let Some(path) = &self.path {
+            write!(f, " {path:?}")?;
+        }
+        if let Some(status) = self.status {
+            write!(f, " {status}")?;
+        }
+        if self.inspected {
+            write!(f, " inspected")?;
+        }
+        write!(
+            f,
+            " sent={} received={} {:.3}s>",
+            self.bytes_sent,
+            self.bytes_received,
+            self.duration.as_secs_f64()
+        )
+    }
+}
+
 /// Called for every event, on a gateway thread; must not block.
 pub type EgressCallback = Callback<EgressEvent>;
 
 /// The bounded egress record.
 pub type EgressLog = Log<EgressEvent>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event() -> EgressEvent {
+        EgressEvent {
+            at: SystemTime::UNIX_EPOCH,
+            destination: "example.com:80".into(),
+            method: Some("GET".into()),
+            path: Some("/a \"b\"".into()),
+            status: Some(200),
+            bytes_sent: 0,
+            bytes_received: 512,
+            duration: Duration::from_millis(12),
+            decision: Decision::Allowed,
+            inspected: false,
+        }
+    }
+
+    #[test]
+    fn it_shows_as_ruby_inspects_it() {
+        assert_eq!(
+            event().to_string(),
+            r#"#<LittleGhost::Sandbox::NetworkEvent allowed GET "example.com:80" "/a \"b\"" 200 sent=0 received=512 0.012s>"#
+        );
+        let tunnel = EgressEvent {
+            method: None,
+            path: None,
+            status: None,
+            inspected: true,
+            decision: Decision::Denied,
+            ..event()
+        };
+        assert_eq!(
+            tunnel.to_string(),
+            r#"#<LittleGhost::Sandbox::NetworkEvent denied "example.com:80" inspected sent=0 received=512 0.012s>"#
+        );
+    }
+}

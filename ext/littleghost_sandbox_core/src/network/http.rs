@@ -24,6 +24,7 @@
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -34,7 +35,7 @@ use tokio::time::timeout;
 use super::allowlist::Destination;
 use super::budget::Held;
 use super::denial::DenialReason;
-use super::egress::{Decision, EgressEvent};
+use super::egress::{Decision, EgressEvent, EgressLog};
 use super::proxy::{self, refusal, Refusal, Shared};
 use super::secrets::{Exfiltration, Secrets};
 
@@ -921,6 +922,10 @@ pub(super) struct Event {
     pub received: u64,
     pub decision: Decision,
     pub inspected: bool,
+    /// Once [`Event::arm`]ed, where a dropped event still goes: an exchange
+    /// cut by the gateway's stop (its task aborted) is recorded too, so
+    /// `close` loses no event.
+    armed: Option<(Arc<EgressLog>, Instant)>,
 }
 
 impl Event {
@@ -934,22 +939,41 @@ impl Event {
             received: 0,
             decision: Decision::Denied,
             inspected,
+            armed: None,
         }
     }
 
-    pub(super) fn push(self, shared: &Shared, start: Instant) {
-        shared.egress.push(EgressEvent {
+    /// Makes the event record itself if it is dropped before [`Event::push`].
+    pub(super) fn arm(&mut self, shared: &Shared, start: Instant) {
+        self.armed = Some((shared.egress.clone(), start));
+    }
+
+    pub(super) fn push(mut self, shared: &Shared, start: Instant) {
+        self.armed = None;
+        shared.egress.push(self.record(start));
+    }
+
+    fn record(&mut self, start: Instant) -> EgressEvent {
+        EgressEvent {
             at: SystemTime::now(),
-            destination: self.destination,
-            method: self.method,
-            path: self.path,
+            destination: std::mem::take(&mut self.destination),
+            method: self.method.take(),
+            path: self.path.take(),
             status: self.status,
             bytes_sent: self.sent,
             bytes_received: self.received,
             duration: start.elapsed(),
             decision: self.decision,
             inspected: self.inspected,
-        });
+        }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if let Some((log, start)) = self.armed.take() {
+            log.push(self.record(start));
+        }
     }
 }
 
@@ -1273,6 +1297,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
                 .iter()
                 .any(|t| t == "close");
         let mut event = Event::new("*".to_owned(), &method, inspected);
+        event.arm(shared, start);
         let (destination, path, host) = match self.target(&head) {
             Ok(target) => target,
             Err(refused) => {
@@ -1323,6 +1348,8 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
         if let Err(refused) = self.upstream_for(&destination).await {
             return self.refuse(refused, false, event, start).await;
         }
+        // Allowed from here on: an exchange cut before its end is recorded so.
+        event.decision = Decision::Allowed;
 
         let upgrade = requested_upgrade(&head);
         let connection = if upgrade.is_some() {
@@ -2210,7 +2237,6 @@ mod tests {
         use super::super::egress::EgressLog;
         use super::super::rules::{Pattern, Rule};
         use super::super::secrets::Secret;
-        use std::sync::Arc;
 
         let destination = Destination::parse("api.test:443", None).unwrap();
         let rule = Rule {

@@ -109,6 +109,7 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         start,
     } = connect;
     let mut event = Event::new("*".to_owned(), "CONNECT", false);
+    event.arm(shared, start);
     let shown = shared.secrets.redact(&head.target).into_owned();
     // The head itself, and what came with it: a stand-in there is refused
     // before anything is resolved (a name can carry it to a DNS server).
@@ -155,6 +156,7 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         return;
     }
     event.status = Some(200);
+    event.decision = Decision::Allowed;
     let tunneled = http::tunnel(client, upstream, shared).await;
     event.sent = tunneled.sent;
     event.received = tunneled.received;

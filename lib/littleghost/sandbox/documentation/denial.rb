@@ -23,12 +23,22 @@ module LittleGhost
     #                  (+cpu_seconds+, by the cgroup or the per-process RLIMIT_CPU fallback). The program's
     #                  call raises Sandbox::LimitError. +:task_limit+: the kernel refused a new process at
     #                  +tasks+ (EAGAIN in the program; nothing is killed and the Execution is returned).
-    # [+:network+]     the built-in gateway answered 403 (operation +:connect+, target <tt>host:port</tt>; reasons
-    #                  +:not_allowed+, +:private_destination+), or 503 at its descriptor budget (+:descriptor_budget+;
-    #                  target <tt>*</tt> when the connection was refused before its request was read). They are
-    #                  recorded in +denials+ as they happen and delivered to +on_denial+ blocks in order on the
-    #                  sandbox's event thread (a Ruby Thread it starts when needed and ends at +close+, after
-    #                  delivering what is queued).
+    # [+:network+]     the built-in gateway answered 403, or 503 at its descriptor budget. Operation +:connect+
+    #                  for a refused connection (target <tt>host:port</tt>, or <tt>*</tt> when the connection was
+    #                  refused before its request was read): reasons +:not_allowed+ (no allowlist entry matches),
+    #                  +:private_destination+ (it resolves to a private or reserved address),
+    #                  +:descriptor_budget+ (503), +:inspection_required+ (a CONNECT to a destination whose
+    #                  +methods:+/+paths:+ only inspection could enforce, without +inspect: true+),
+    #                  +:host_mismatch+ (the TLS server name or the +Host+ header names another host than the
+    #                  CONNECT target). Operation +:request+ for one refused HTTP request the gateway read (plain
+    #                  HTTP, or an inspected destination), with #http_method and #path: reasons
+    #                  +:request_not_allowed+ (outside the destination's +methods:+/+paths:+),
+    #                  +:secret_exfiltration+ (a secret's stand-in bound for a destination the secret does not name,
+    #                  or into a tunnel the gateway cannot read; the real value is never in the Denial),
+    #                  +:host_mismatch+. They are recorded in +denials+ as they happen and delivered to +on_denial+
+    #                  blocks in order on the sandbox's event thread (a Ruby Thread it starts when needed and ends
+    #                  at +close+, after delivering what is queued). Each is also a NetworkEvent with +decision+
+    #                  +:denied+ in Sandbox#network_log.
     #
     # Threads: file refusals and limit kills reach the blocks in the refused caller's thread, before its error is
     # raised; gateway refusals on the sandbox's event thread. A path the Workspace rejects (absolute, an unknown
@@ -56,7 +66,7 @@ module LittleGhost
       # :call-seq:
       #   operation -> Symbol
       #
-      # The refused operation: +:read+, +:list+, +:write+, +:replace+, +:execute+ or +:connect+.
+      # The refused operation: +:read+, +:list+, +:write+, +:replace+, +:execute+, +:connect+ or +:request+.
       #
       #   denial.operation   # => :write
 
@@ -97,15 +107,37 @@ module LittleGhost
       #   denial.time   # => 2026-11-30 17:16:27.012904648 +0000
 
       ##
+      # :method: http_method
+      # :call-seq:
+      #   http_method -> String or nil
+      #
+      # For a refused HTTP request (operation +:request+), its method; else nil (frozen). Not named +method+, which
+      # stays Object#method.
+      #
+      #   denial.http_method   # => "DELETE"
+
+      ##
+      # :method: path
+      # :call-seq:
+      #   path -> String or nil
+      #
+      # For a refused HTTP request (operation +:request+), its origin-form path with the query; else nil (frozen).
+      #
+      #   denial.path   # => "/repos/org/x"
+
+      ##
       # :method: to_h
       # :call-seq:
       #   to_h -> Hash
       #
-      # The fields as a Hash with the keys +:kind+, +:operation+, +:target+, +:reason+, +:message+, +:time+.
+      # The fields as a Hash with the keys +:kind+, +:operation+, +:target+, +:reason+, +:message+, +:time+, and
+      # for a refused HTTP request also +:method+ and +:path+.
       #
       #   denial.to_h.except(:time)
       #   # => {kind: :filesystem, operation: :write, target: "docs/readme.md", reason: :read_only,
       #   #     message: "Sandbox scope is read-only: docs/readme.md"}
+      #   request_denial.to_h.slice(:operation, :reason, :method, :path)
+      #   # => {operation: :request, reason: :request_not_allowed, method: "DELETE", path: "/repos/org/x"}
 
       ##
       # :method: ==
@@ -140,9 +172,11 @@ module LittleGhost
       # :call-seq:
       #   inspect -> String
       #
-      # Kind, operation, target and reason.
+      # Kind, operation, target and reason; for a refused HTTP request also its method and path.
       #
       #   denial.inspect   # => "#<LittleGhost::Sandbox::Denial filesystem write \"docs/readme.md\" read_only>"
+      #   request_denial.inspect
+      #   # => "#<LittleGhost::Sandbox::Denial network request \"api.github.com:443\" request_not_allowed DELETE \"/repos/org/x\">"
 
       ##
       # :method: to_s

@@ -218,6 +218,33 @@ module LittleGhost
       #
       #   sandbox.off_denial(handler)   # => true
 
+      ##
+      # :method: network_log
+      # :call-seq:
+      #   network_log -> Array of NetworkEvent
+      #
+      # The backend's Sandbox#network_log: the egress record of its built-in gateway.
+      #
+      #   sandbox.network_log.last   # => #<LittleGhost::Sandbox::NetworkEvent allowed GET ...>
+
+      ##
+      # :method: on_network
+      # :call-seq:
+      #   on_network { |event| ... } -> Proc
+      #
+      # The backend's Sandbox#on_network: the block sees every network event of this sandbox.
+      #
+      #   sandbox.on_network { |event| audit << event.to_h }
+
+      ##
+      # :method: off_network
+      # :call-seq:
+      #   off_network(handler) -> true or false
+      #
+      # The backend's Sandbox#off_network.
+      #
+      #   sandbox.off_network(handler)   # => true
+
       # A method only the chosen backend has (Bubblewrap's +gateway+ and +bubblewrap_args+, Landlock's +tmpdir+) is
       # forwarded too, by the instance: <tt>respond_to?</tt> and NoMethodError are the backend's.
     end

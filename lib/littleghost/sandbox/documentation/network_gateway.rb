@@ -335,12 +335,26 @@ module LittleGhost
       #   denials -> Array
       #
       # The refused requests, oldest first (the last 1000), as LittleGhost::Sandbox::Denial values like those of
-      # Sandbox#denials: +kind+ +:network+, +operation+ +:connect+, +target+ (<tt>"host:port"</tt>, or <tt>"*"</tt>
-      # for a connection refused before its request was read), +reason+ (+:not_allowed+ or +:private_destination+
-      # for a 403, +:descriptor_budget+ for a 503: the gateway was at its share of RLIMIT_NOFILE), +message+ and
-      # +time+. Kept after #close.
+      # Sandbox#denials: +kind+ +:network+, +operation+ +:connect+ (or +:request+ for one refused HTTP request, with
+      # +http_method+ and +path+), +target+ (<tt>"host:port"</tt>, or <tt>"*"</tt> for a connection refused before
+      # its request was read), +reason+ (+:not_allowed+, +:private_destination+, +:request_not_allowed+,
+      # +:secret_exfiltration+, +:inspection_required+ or +:host_mismatch+ for a 403, +:descriptor_budget+ for a
+      # 503: the gateway was at its share of RLIMIT_NOFILE; see Sandbox::Denial), +message+ and +time+. Kept after
+      # #close.
       #
       #   gateway.denials.last   # => #<LittleGhost::Sandbox::Denial network connect "evil.example:443" not_allowed>
+
+      ##
+      # :method: network_log
+      # :call-seq:
+      #   network_log -> Array of LittleGhost::Sandbox::NetworkEvent
+      #
+      # The egress record of the last #open, oldest first (the last 1000): one frozen Sandbox::NetworkEvent per
+      # tunnel and per request, allowed or refused, the same values Sandbox#network_log holds (which keeps the last
+      # 100 of them). Kept after #close.
+      #
+      #   gateway.network_log.last
+      #   # => #<LittleGhost::Sandbox::NetworkEvent allowed CONNECT "api.github.com:443" 200 sent=812 received=5120 0.210s>
     end
   end
 end

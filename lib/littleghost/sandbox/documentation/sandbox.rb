@@ -483,6 +483,56 @@ module LittleGhost
     #   #     message: "Sandbox scope is read-only: docs/readme.md", time: 2026-11-30 17:16:27 +0000}
 
     ##
+    # :method: on_network
+    # :call-seq:
+    #   on_network { |event| ... } -> Proc
+    #
+    # Subscribes the block to this sandbox's egress record (see NetworkEvent): every tunnel and every request
+    # through its built-in gateway, allowed or refused, from the sandbox's programs and its scopes'. Returns the
+    # block as a Proc, the handle #off_network takes. Blocks run in the order they subscribed.
+    #
+    # The gateway records events on its own threads, where Ruby cannot run: they reach the blocks in the order
+    # they were recorded, on the sandbox's event thread for network events (a Ruby Thread the sandbox starts when a
+    # gateway and a block are both present, again after +fork+, never the caller's). +close+ delivers every queued
+    # event before it returns, then ends that thread. Any exception a block raises is reported with +Kernel#warn+
+    # and the next events still arrive. The gateway never waits for a block: past 1024 undelivered events, new
+    # ones skip the blocks (they are still in #network_log) and a warning says how many.
+    #
+    # A sandbox without the built-in gateway (no +:allowlist+ network, or a backend without one) has no events.
+    # Raises ArgumentError without a block.
+    #
+    #   handle = sandbox.on_network do |event|
+    #     logger.info("#{event.decision} #{event.http_method} #{event.destination}#{event.path} -> #{event.status}")
+    #   end
+    #   sandbox.execute_program(["curl", "-s", "http://example.com/"], timeout: 30)
+    #   sandbox.off_network(handle)
+
+    ##
+    # :method: off_network
+    # :call-seq:
+    #   off_network(handle) -> true or false
+    #
+    # Unsubscribes the Proc #on_network returned; true if it was subscribed, false otherwise.
+    #
+    #   handle = sandbox.on_network { |event| p event }
+    #   sandbox.off_network(handle)   # => true
+    #   sandbox.off_network(handle)   # => false
+
+    ##
+    # :method: network_log
+    # :call-seq:
+    #   network_log -> Array of NetworkEvent
+    #
+    # The most recent network events of this sandbox and its scopes, oldest first, as a frozen Array: at most 100
+    # are kept, older ones are dropped (subscribe with #on_network to see them all; the gateway itself keeps the
+    # last 1000, Network::BuiltinGateway#network_log). Each call returns new (equal) NetworkEvent values. Empty
+    # without the built-in gateway.
+    #
+    #   sandbox.execute_program(["curl", "-s", "http://example.com/"], timeout: 30)
+    #   sandbox.network_log.last.to_h.slice(:destination, :method, :path, :status, :decision)
+    #   # => {destination: "example.com:80", method: "GET", path: "/", status: 200, decision: :allowed}
+
+    ##
     # :method: inspect
     # :call-seq:
     #   inspect -> String

@@ -13,6 +13,7 @@ use magnus::{
 
 use crate::ruby_api::denial::hub::Denials;
 use crate::ruby_api::errors;
+use crate::ruby_api::network_event::NetworkEvents;
 
 /// A Sandbox (or subclass) instance as a method receiver.
 pub(crate) type SandboxObj = magnus::typed_data::Obj<Sandbox>;
@@ -40,6 +41,8 @@ pub struct Sandbox {
     opened: Cell<bool>,
     /// Its denial log and `on_denial` subscribers (issue 12 item 12).
     denials: Denials,
+    /// Its egress record and `on_network` subscribers (issue 22 item 5).
+    network: NetworkEvents,
     /// A Rust backend's own state object (Bubblewrap's, Landlock's, ...), or
     /// the platform backend Native delegates to; set once by `initialize`.
     backend: Cell<Option<Opaque<Value>>>,
@@ -73,6 +76,7 @@ impl DataTypeFunctions for Sandbox {
             marker.mark(scope);
         }
         self.denials.mark(marker);
+        self.network.mark(marker);
         if let Some(backend) = self.backend.get() {
             marker.mark(backend);
         }
@@ -100,6 +104,11 @@ impl Sandbox {
     /// Its denial log and subscribers.
     pub(crate) fn denials(&self) -> &Denials {
         &self.denials
+    }
+
+    /// Its egress record and subscribers.
+    pub(crate) fn network(&self) -> &NetworkEvents {
+        &self.network
     }
 
     pub(crate) fn set_opened(&self, opened: bool) {
