@@ -31,6 +31,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use littleghost_sandbox_core::process as core_process;
+use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
 use magnus::{encoding::EncodingCapable, prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 
 use crate::helpers::value_object as vo;
@@ -165,6 +166,26 @@ pub fn checked_path(ruby: &Ruby, string: RString, what: &str) -> Result<RString,
     ))
 }
 
+/// `File.expand_path(path, base)` (Ruby semantics, including `~` and `to_path`).
+/// A String in an encoding that is not ASCII-compatible (UTF-16, UTF-32)
+/// raises ArgumentError naming it, not Encoding::CompatibilityError.
+pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RString, Error> {
+    for value in std::iter::once(path).chain(base) {
+        if let Some(string) = RString::from_value(value) {
+            checked_path(ruby, string, "path")?;
+        }
+    }
+    let (path, base) = (
+        path.as_raw(),
+        base.unwrap_or_else(|| ruby.qnil().as_value()).as_raw(),
+    );
+    // SAFETY: rb_file_expand_path is File.expand_path's body; `protect`
+    // catches its raise, and both VALUEs are live on this stack.
+    let out = protect(|| unsafe { rb_sys::rb_file_expand_path(path, base) })?;
+    // SAFETY: `out` is the String Ruby just returned.
+    RString::try_convert(unsafe { Value::from_raw(out) })
+}
+
 /// A path argument as a String: a String itself, or `value.to_path` when it
 /// answers that (Pathname) and gives a String, held to [`checked_path`].
 /// Anything else raises TypeError "`what` must be a String (got CLASS)".
@@ -242,9 +263,5 @@ pub fn expanded_path(
         return Ok(None);
     };
     let string = path_string(ruby, value, what)?;
-    Ok(Some(path_of(vo::expand_path(
-        ruby,
-        string.as_value(),
-        None,
-    )?)))
+    Ok(Some(path_of(expand_path(ruby, string.as_value(), None)?)))
 }

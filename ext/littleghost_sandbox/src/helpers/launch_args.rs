@@ -358,7 +358,7 @@ pub(crate) fn launch_cwd(
         Some(cwd) => convert::path_string(ruby, cwd, "cwd")?,
     };
     if in_sandbox && convert::path_of(cwd).is_absolute() {
-        return convert::string_path(vo::expand_path(ruby, cwd.as_value(), None)?.as_value());
+        return convert::string_path(convert::expand_path(ruby, cwd.as_value(), None)?.as_value());
     }
     let resolved = resolve_cwd(ruby, workspace, cwd)?;
     // A logical directory that does not exist is named as the caller wrote

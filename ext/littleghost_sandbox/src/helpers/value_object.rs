@@ -46,27 +46,6 @@ pub fn kernel(ruby: &Ruby, name: &str, value: Value) -> Result<Value, Error> {
     c_convert(value, func)
 }
 
-/// `File.expand_path(path, base)` (Ruby semantics, including `~` and `to_path`).
-/// A String in an encoding that is not ASCII-compatible (UTF-16, UTF-32)
-/// raises ArgumentError naming it, not Encoding::CompatibilityError (issue
-/// 19 item 8).
-pub fn expand_path(ruby: &Ruby, path: Value, base: Option<Value>) -> Result<RString, Error> {
-    for value in std::iter::once(path).chain(base) {
-        if let Some(string) = RString::from_value(value) {
-            crate::helpers::convert::checked_path(ruby, string, "path")?;
-        }
-    }
-    let (path, base) = (
-        path.as_raw(),
-        base.unwrap_or_else(|| ruby.qnil().as_value()).as_raw(),
-    );
-    // SAFETY: rb_file_expand_path is File.expand_path's body; `protect`
-    // catches its raise, and both VALUEs are live on this stack.
-    let out = protect(|| unsafe { rb_sys::rb_file_expand_path(path, base) })?;
-    // SAFETY: `out` is the String Ruby just returned.
-    RString::try_convert(unsafe { Value::from_raw(out) })
-}
-
 /// A frozen Ruby String.
 pub fn frozen_str(ruby: &Ruby, text: &str) -> RString {
     let string = ruby.str_new(text);

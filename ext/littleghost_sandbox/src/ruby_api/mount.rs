@@ -107,7 +107,7 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Mount>, Erro
     let (source, target) = kwargs.required;
     let (access, protect_aliases, tools, root) = kwargs.optional;
     let source_string = vo::kernel(ruby, "String", source)?;
-    let source = vo::expand_path(ruby, source_string, root.filter(|r| !r.is_nil()))?;
+    let source = convert::expand_path(ruby, source_string, root.filter(|r| !r.is_nil()))?;
     let grant = Grant {
         source: convert::path_of(source),
         target: normalize_target(ruby, target)?,

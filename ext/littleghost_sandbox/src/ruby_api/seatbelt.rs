@@ -188,7 +188,7 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
     let config: RHash = rbconfig.const_get("CONFIG")?;
     for key in ["prefix", "libdir"] {
         if let Some(value) = config.get(key) {
-            ruby_dirs.push(convert::path_of(vo::expand_path(ruby, value, None)?));
+            ruby_dirs.push(convert::path_of(convert::expand_path(ruby, value, None)?));
         }
     }
     Ok(host::runtime_roots(ruby_dirs))

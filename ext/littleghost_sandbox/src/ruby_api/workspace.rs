@@ -241,7 +241,7 @@ fn initialize(ruby: &Ruby, rb_self: &Workspace, args: &[Value]) -> Result<(), Er
     let names = ["paths", "setup", "teardown"];
     let kwargs = get_kwargs::<_, (Value,), Optional, ()>(keywords_only(args)?, &["root"], &names)?;
     let (paths_value, setup, teardown) = kwargs.optional;
-    let root = RString::new_frozen(vo::expand_path(ruby, kwargs.required.0, None)?);
+    let root = RString::new_frozen(convert::expand_path(ruby, kwargs.required.0, None)?);
     let (entries, table) = path_entries(ruby, root, paths_value)?;
     let (layout, relative) =
         errors::core_result(ruby, core::configure(convert::path_of(root), entries))?;
@@ -282,7 +282,7 @@ fn path_entries(
             };
             let given = convert::path_of(text);
             let base = (!given.is_absolute()).then_some(root.as_value());
-            let expanded = RString::new_frozen(vo::expand_path(ruby, text.as_value(), base)?);
+            let expanded = RString::new_frozen(convert::expand_path(ruby, text.as_value(), base)?);
             table.aset(name, expanded)?;
             entries.push(PathEntry {
                 name: vo::sym_name(name)?,
@@ -327,7 +327,7 @@ fn resolve(ruby: &Ruby, rb_self: &Workspace, reference: Value) -> Result<RString
 
 /// reference(physical): the logical path of a physical one; ArgumentError when it is outside the workspace.
 fn reference(ruby: &Ruby, rb_self: &Workspace, physical: Value) -> Result<RString, Error> {
-    let expanded = convert::path_of(vo::expand_path(ruby, physical, None)?);
+    let expanded = convert::path_of(convert::expand_path(ruby, physical, None)?);
     let logical = errors::core_result(ruby, rb_self.config(ruby)?.layout.reference(&expanded))?;
     Ok(convert::path_to_ruby(ruby, &PathBuf::from(logical)))
 }

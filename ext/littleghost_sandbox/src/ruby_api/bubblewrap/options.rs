@@ -212,7 +212,7 @@ pub(crate) fn runtime_roots(ruby: &Ruby, value: Value) -> Result<Vec<PathBuf>, E
     RArray::try_convert(vo::kernel(ruby, "Array", value)?)?
         .into_iter()
         .map(|root| {
-            let root = vo::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
+            let root = convert::expand_path(ruby, vo::kernel(ruby, "String", root)?, None)?;
             convert::string_path(root.as_value())
         })
         .collect()
