@@ -6,7 +6,7 @@
 # gem's supervisor helper applies Landlock + seccomp, then runs the command)
 # with Process.spawn + wait of the same program (target <= 1.5x), interleaved
 # in this run, under a root-only policy and a nested one. Every launch runs
-# in its own cgroup where the host can make one (issue 18 item 4).
+# in its own cgroup where the host can make one.
 
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "littleghost/sandbox"

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# Cost of kernel-enforced launch limits (SPEC §25, issue 9). Run as root (or
+# Cost of kernel-enforced launch limits (SPEC §25). Run as root (or
 # with a delegated cgroup) with
 #   ruby -Ilib bench/limits.rb
 # Interleaved rounds (BenchSupport.compare); prints the ratio and the

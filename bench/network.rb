@@ -7,7 +7,7 @@
 # 2. Throughput of a 100 MB download by curl through the relay and the built-in gateway vs curl direct, both inside
 #    a Bubblewrap sandbox (the direct one with network :inherit), from a python3 http.server on the host's loopback
 #    (target >= 0.5x).
-# 3. TLS inspection (issue 22): from an HTTPS server on the host's loopback (python3 http.server wrapped in TLS, with a
+# 3. TLS inspection: from an HTTPS server on the host's loopback (python3 http.server wrapped in TLS, with a
 #    certificate of a CA made here and given as upstream_ca:), curl's time for one small HTTPS request on a fresh
 #    connection through an inspected destination vs the same through an uninspected tunnel of the same gateway
 #    (target: inspection adds <= 2 ms per request), the same amortised over 50 requests on one kept-alive

@@ -5,7 +5,7 @@ require "open3"
 require "rbconfig"
 
 # A bad value is refused with a documented class (ArgumentError, TypeError or PolicyError, 1.4) whose message names
-# the value's class, before any work is done on it (issue 19 item 8): never EncodingError, RangeError or
+# the value's class, before any work is done on it: never EncodingError, RangeError or
 # NoMethodError from deep inside a conversion, and never an expansion of a Range into millions of entries.
 RSpec.describe "refusing bad values" do # rubocop:disable RSpec/DescribeClass
   let(:workspace) { open_workspace(paths: {src: "src"}) }

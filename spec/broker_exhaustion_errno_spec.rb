@@ -4,7 +4,7 @@ require "spec_helper"
 require "open3"
 require "rbconfig"
 
-# Issue 18, item 6: when the host process has no descriptor left, a file operation says so (Errno::EMFILE) instead
+# When the host process has no descriptor left, a file operation says so (Errno::EMFILE) instead
 # of blaming the workspace ("mount source changed after initialization", "mount source does not exist"), which
 # would send a caller looking for a swapped directory that never was. Runs in a subprocess with a low NOFILE limit.
 RSpec.describe "File operations in a host process out of descriptors" do # rubocop:disable RSpec/DescribeClass

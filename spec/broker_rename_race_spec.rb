@@ -116,7 +116,7 @@ RSpec.describe "brokered file operations while directories are being exchanged",
     expect(File.read(File.join(home, "secret"))).to eq("runtime-secret")
   end
 
-  # Issue 7: a sandbox's default scope (and its broker) is built lazily, at its
+  # A sandbox's default scope (and its broker) is built lazily, at its
   # first file operation. Built while the exchange is under way it would pin
   # the decoy as the read-only grant, and the real grant (now at the decoy's
   # name) would be writable through the root grant. The pins must be the

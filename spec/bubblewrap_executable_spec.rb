@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 17: bwrap is resolved once to an absolute path that only root or this process's user can change, and a
+# `bwrap` is resolved once to an absolute path that only root or this process's user can change, and a
 # release without --disable-userns and --bind-fd/--ro-bind-fd (older than 0.8.0) is refused with what to do,
 # never run. The probe shows which bwrap a sandbox will run and its version.
 RSpec.describe "The bwrap a Bubblewrap sandbox runs" do # rubocop:disable RSpec/DescribeClass

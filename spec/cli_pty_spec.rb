@@ -6,7 +6,7 @@ require "io/console"
 require "io/wait"
 require "rbconfig"
 
-# Issue 20: `littleghost-sandbox run --pty` gives the command a terminal, as
+# `littleghost-sandbox run --pty` gives the command a terminal, as
 # `docker run -t` and `ssh -t` do. The CLI runs on a real terminal here
 # (PTY.spawn): the command's stdin, stdout and stderr must be a terminal,
 # `tty` must name one, what we type must reach it, and its exit status must

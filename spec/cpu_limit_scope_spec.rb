@@ -5,7 +5,7 @@ require "json"
 require "open3"
 require "rbconfig"
 
-# Issue 19: `capabilities` says how `cpu_seconds` holds, and the claim is what a program sees. `:cpu_limit` means the
+# `capabilities` says how `cpu_seconds` holds, and the claim is what a program sees. `:cpu_limit` means the
 # CPU time of the whole tree is bounded (a launch cgroup): two processes that each stay under the limit but together
 # pass it are ended (LimitError). `:process_cpu_limit` means the per-process RLIMIT_CPU fallback (L.3, no writable
 # cgroup, e.g. as uid 65534): each process may use that much, so the same pair runs to its end. Exactly one of the

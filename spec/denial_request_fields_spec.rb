@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 22 items 2 and 4: a request the gateway refuses (outside its destination's methods/paths, carrying a
+# A request the gateway refuses (outside its destination's methods/paths, carrying a
 # secret's stand-in where the secret may not go, needing inspection, or naming another host than its tunnel) is a
 # Denial of operation :request that names the request's method and path, so a caller never parses the message.
 # A refused connection has neither. The gateway's denial records are built here through the development build's

@@ -4,7 +4,7 @@ require "spec_helper"
 require "open3"
 require "rbconfig"
 
-# No Ruby code runs while the binding holds a lock its GC mark function takes (issue 19 item 7). off_denial compares
+# No Ruby code runs while the binding holds a lock its GC mark function takes. off_denial compares
 # subscribers with Ruby's ==, which a subscriber may define; a GC started there marks the sandbox, whose mark
 # function lists the subscribers. Holding their lock across == deadlocked the process with the GVL held, which only
 # SIGKILL ends: the script runs in a child process that is killed if it does not finish, so a regression fails.

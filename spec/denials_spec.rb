@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 12 item 12: every refusal the gem makes is observable without
+# Every refusal the gem makes is observable without
 # parsing messages. A refusal appears once in `sandbox.denials` and reaches
 # each `on_denial` block, in the thread that was refused; the refused call
 # still raises (or returns) exactly what it did before.

@@ -3,7 +3,8 @@
 require "open3"
 require "rbconfig"
 
-# Issue 19 item 7 for the network events (they share the denials' machinery): the event thread copies the
+# No Ruby code runs while a lock the GC mark function takes is held, for the network events too (they share the
+# denials' machinery): the event thread copies the
 # subscriber list into a Ruby Array and wraps each event while the GC may run at any allocation; the list's lock,
 # which the sandbox's mark function takes, is never held meanwhile. Under GC.stress each allocation collects. A
 # regression deadlocks or crashes the child, so the check runs in one, bounded by a timeout.

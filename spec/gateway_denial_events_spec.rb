@@ -4,7 +4,7 @@ require "spec_helper"
 require "stringio"
 require "timeout"
 
-# Issue 19 item 4: a gateway refusal (a 403 answered on the gateway's own
+# A gateway refusal (a 403 answered on the gateway's own
 # threads, without the GVL) is a denial event like any other: it shows in
 # `sandbox.denials` at once and reaches every `on_denial` subscriber, in the
 # order the gateway refused, on a Ruby thread the sandbox owns (never the

@@ -5,7 +5,7 @@ require "open3"
 require "json"
 require "rbconfig"
 
-# Issue 18, item 6. Each connection the built-in gateway serves costs the host's Ruby process descriptors (the client's
+# Each connection the built-in gateway serves costs the host's Ruby process descriptors (the client's
 # socket and the upstream one). A child that connects straight to the gateway's socket, over and over, holding every
 # tunnel open, must meet the gateway's descriptor budget (derived from RLIMIT_NOFILE) and get 503s that are recorded
 # as denials, while the host's own File.open, execute_program and sandbox.read keep working. The host runs in a

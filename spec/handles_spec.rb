@@ -4,7 +4,7 @@ require "spec_helper"
 require "pathname"
 require "rbconfig"
 
-# Issue 17, "handles, not paths": a workspace path is resolved once, by
+# Handles, not paths: a workspace path is resolved once, by
 # Workspace#open, with no symlink anywhere on its route, and every later use
 # (a bwrap bind, a Landlock rule, the broker's walks) goes through the handle
 # taken then. Whatever a child does to the tree before or during a launch,

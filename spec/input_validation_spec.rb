@@ -130,7 +130,7 @@ RSpec.describe "input validation on every backend" do
 
     it "gives the same ToolError for a missing cwd on every backend" do
       each_backend do |_name, sandbox|
-        # Issue 20: named as the caller wrote it, never as a host path.
+        # Named as the caller wrote it, never as a host path.
         expect { sandbox.execute_program(["/bin/pwd"], timeout: 10, cwd: "missing") }
           .to raise_error(LittleGhost::ToolError, "Working directory is not available: missing")
         expect { sandbox.start_program(["/bin/pwd"], cwd: "missing") }

@@ -4,7 +4,7 @@ require "spec_helper"
 require "securerandom"
 require "timeout"
 
-# An interrupt is honoured at every point of a launch (issue 19 item 1): before the spawn, while the launch is
+# An interrupt is honoured at every point of a launch: before the spawn, while the launch is
 # handed to the spawner thread, while the spawner runs it and while the child runs. Whenever Thread#raise or
 # Timeout lands, execute_program hands back that very exception and the child and its tree are gone.
 #

@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 18 items 1-5: what a Landlock child could still do to the host after
+# What a Landlock child could still do to the host after
 # the first battery of attacks. Each example has the child attempt the
 # escape against a real host process or object and then checks the host
 # side. spec/native_landlock_spec.rb runs this file again where user

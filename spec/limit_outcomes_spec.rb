@@ -5,7 +5,7 @@ require "json"
 require "open3"
 require "rbconfig"
 
-# Issue 19 item 6: a limit reads the same whatever enforces it. A program
+# A limit reads the same whatever enforces it. A program
 # ended at its CPU or memory limit raises LittleGhost::Sandbox::LimitError (a
 # ToolError with the documented L.2 message) carrying the Execution of what
 # it wrote before it was ended, and is one `:limit` denial, whether a
@@ -87,7 +87,7 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
   end
 end
 
-# Issue 19 item 6: a task limit that stops a fork bomb is visible. The kernel
+# A task limit that stops a fork bomb is visible. The kernel
 # refuses the extra processes (EAGAIN) and kills nothing, so the program's
 # own result stands, and the refusal is one `:limit` denial (`:task_limit`).
 # Where no cgroup can bound the tree, `tasks:` is refused before spawning
@@ -120,7 +120,7 @@ RSpec.describe "A task limit that refuses processes" do
   end
 end
 
-# Issue 19 item 6: a session ended at its CPU limit reads the same whatever
+# A session ended at its CPU limit reads the same whatever
 # enforced it: its next call raises LimitError with the L.2 message (nil
 # execution: a session's output is read from the session) and the limit is
 # one denial, under a cgroup (root) and under RLIMIT_CPU (uid 65534).

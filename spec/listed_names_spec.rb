@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 18, item 7. `list` is read by a model: one line must be one entry, and every line must name that entry when
+# `list` is read by a model: one line must be one entry, and every line must name that entry when
 # given back to read/write/replace/list. Names with control characters, invalid UTF-8, a leading `~` or `"` are shown
 # as a double-quoted string (\\, \", \n, \r, \t and \xNN escapes) that every file operation accepts; and every path
 # Workspace#reference returns resolves back to the same physical path.

@@ -3,7 +3,7 @@
 require "spec_helper"
 require "open3"
 
-# Issue 19 item 5: a Native sandbox is the backend it chose, seen through
+# A Native sandbox is the backend it chose, seen through
 # another name. Every public method of the backend's class is answered by
 # Native with the backend's answer (denials and their subscribers, the
 # gateway, open/closed state included), and nothing stands between the

@@ -132,7 +132,7 @@ RSpec.describe "Network allowlist" do # rubocop:disable RSpec/DescribeClass
     sandbox&.close
   end
 
-  # Issue 20: an allowlisted host:port is served on the sandbox's loopback by the relay (through the gateway, see
+  # An allowlisted host:port is served on the sandbox's loopback by the relay (through the gateway, see
   # spec/network_transparent_spec.rb); anything the allowlist does not name stays out of reach.
   it "reaches nothing the allowlist does not name with a direct connection that ignores the proxy variables" do
     allowed = server

@@ -4,7 +4,7 @@ require "spec_helper"
 require "socket"
 require "openssl"
 
-# TLS inspection under Bubblewrap (issue 22 item 3). For a destination marked for inspection the child's TLS ends at
+# TLS inspection under Bubblewrap. For a destination marked for inspection the child's TLS ends at
 # the gateway, which shows a certificate of its own per-gateway CA (trusted by the child only through the bundle the
 # gateway exports) and opens its own TLS connection to the destination, verifying the destination's certificate
 # against the system's roots plus `upstream_ca`. A ClientHello naming another host than the CONNECT target is refused.

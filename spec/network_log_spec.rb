@@ -5,13 +5,13 @@ require "socket"
 require "stringio"
 require "timeout"
 
-# Issue 22 item 5: every connection and request through the built-in gateway is a frozen NetworkEvent, kept
+# Every connection and request through the built-in gateway is a frozen NetworkEvent, kept
 # (bounded, like the denials) in `sandbox.network_log` and delivered to `on_network` subscribers in order, on a
 # Ruby thread the sandbox owns (never the caller's), none lost by `close`. Real clients (curl, Python's urllib)
 # run inside Bubblewrap against loopback servers this spec starts (private destinations, hence the flag); they
 # clear NO_PROXY so loopback names go through the gateway (G.5).
 #
-# Only what the issue promises is asserted (destination, method, path for plain HTTP, status, decision, bytes
+# Only what the event promises callers is asserted (destination, method, path for plain HTTP, status, decision, bytes
 # where data flowed, a positive duration), so the specs hold whichever request engine records the events.
 RSpec.describe "The network log and on_network" do # rubocop:disable RSpec/DescribeClass
   include ProcessHelpers

@@ -5,7 +5,7 @@ require "open3"
 require "rbconfig"
 require "socket"
 
-# Issue 22, the declaration: an allow entry is a "host:port" String (also "*.suffix:port", "host:*", "net/len:port")
+# The declaration: an allow entry is a "host:port" String (also "*.suffix:port", "host:*", "net/len:port")
 # or a Hash {destination:, inspect:, methods:, paths:}. Invariant: the same rules are read the same way through every
 # door (NetworkPolicy.new, a policy's network: Hash, LittleGhost.configure, BuiltinGateway.new), a Hash saying no more
 # than its destination IS the String entry, and a rule another gateway could not enforce is refused, never dropped.

@@ -3,7 +3,7 @@
 require "spec_helper"
 require "socket"
 
-# Issue 22, scopes: `sandbox.scope(network: {allow: [...], secrets: [...]})` may drop destinations, methods, paths and
+# Scopes: `sandbox.scope(network: {allow: [...], secrets: [...]})` may drop destinations, methods, paths and
 # secrets, never add them. Invariant: a scope's launches go through a gateway enforcing the narrowed rules (a view of
 # the sandbox's gateway on its own socket), so a child in the scope cannot reach what the scope dropped, even though the
 # sandbox itself can, and cannot see the sandbox's own gateway socket to go around its view.

@@ -3,7 +3,7 @@
 require "spec_helper"
 require "socket"
 
-# Issue 22, secrets as declared: `secrets: {name => {value:, destinations: [...]}}`. Invariant: the child gets a
+# Secrets as declared: `secrets: {name => {value:, destinations: [...]}}`. Invariant: the child gets a
 # random stand-in as LITTLEGHOST_SECRET_<NAME>, new per sandbox, and the real value appears nowhere a user, a log or
 # the child can read: not in inspect, to_h, effective_policy, ==, error messages, the child's environment or files.
 RSpec.describe "network secrets as declared" do

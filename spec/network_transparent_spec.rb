@@ -4,7 +4,7 @@ require "spec_helper"
 require "socket"
 require "rbconfig"
 
-# Issue 20: an allowlisted `host:port` is reachable from inside a Bubblewrap
+# An allowlisted `host:port` is reachable from inside a Bubblewrap
 # sandbox by clients that ignore the proxy variables (Node.js before 22.21, a
 # raw socket), with no extra environment. The relay listens on a loopback
 # address of the sandbox's own for each exact entry, the sandbox's

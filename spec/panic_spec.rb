@@ -3,7 +3,7 @@
 require "open3"
 require "rbconfig"
 
-# Issue 3: "A panic in Rust becomes a Ruby exception, never an abort".
+# A panic in Rust becomes a Ruby exception, never an abort.
 # LittleGhost::Sandbox::TestHooks exists only in the development build
 # (`rake compile` enables the `test-hooks` cargo feature; the gem build does not).
 #

@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 19: one rule for every path a caller gives as a String (H.6). Its bytes are the path, as File.open takes them
+# One rule for every path a caller gives as a String (H.6). Its bytes are the path, as File.open takes them
 # on Unix, whatever ASCII-compatible encoding tags it. A String in an encoding that is not ASCII-compatible (UTF-16,
 # UTF-32) holds NUL bytes for each ASCII character, so its bytes are not the path it shows: it raises ArgumentError
 # naming the encoding, before anything is read, written or started (never "Path contains a null byte", never

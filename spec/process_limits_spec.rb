@@ -306,7 +306,7 @@ RSpec.describe "Kernel-enforced process limits (L.1-L.3)" do
         end
       RUBY
       expect(lines[0]).to eq("Program memory exceeded #{64 * MIB} bytes")
-      # The rlimit's kill reads as the cgroup's (issue 19 item 6); the signal stays visible on the execution.
+      # The rlimit's kill reads as the cgroup's; the signal stays visible on the execution.
       expect(lines[1]).to eq("Program CPU time exceeded 1 second")
       expect([Signal.list["XCPU"], Signal.list["KILL"]]).to include(Integer(lines[2]))
     end

@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 20: `start_program(timeout:)` bounds a session's whole life. Once the
+# `start_program(timeout:)` bounds a session's whole life. Once the
 # timeout passes, every process the session started is gone (the leader, a
 # grandchild, one that left its process group), `alive?` is false, and `read`
 # and `wait` raise the TimeoutError `execute_program` raises, carrying what

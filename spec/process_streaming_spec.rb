@@ -2,8 +2,8 @@
 
 require "spec_helper"
 
-# What a caller gets from a program while it runs and when it is cut off
-# (issue 12 items 7, 8 and 11): streamed chunks, the partial Execution of a
+# What a caller gets from a program while it runs and when it is cut off:
+# streamed chunks, the partial Execution of a
 # timeout, a flood ended at the output cap, a session that says what it is,
 # and a memory limit that ends every descendant.
 RSpec.describe "process output while it runs" do # rubocop:disable RSpec/DescribeClass

@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 19 item 3: a reference the workspace refuses before the broker sees
+# A reference the workspace refuses before the broker sees
 # it (`../x`, an absolute path, an unknown workspace name) is a refusal like
 # any other: the file tool raises the same ToolError as before, and exactly
 # one Denial is recorded and reaches every on_denial subscriber, in the

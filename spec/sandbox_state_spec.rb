@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 8 (state in Rust) and issue 12 items 6 and 8: what a user sees of a
+# What a user sees of a
 # sandbox's state: errors that name what is wrong, and an inspect that shows
 # what the sandbox grants instead of its internals.
 RSpec.describe "sandbox state as a user sees it" do

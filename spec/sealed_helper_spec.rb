@@ -6,7 +6,7 @@ require "open3"
 require "rbconfig"
 require "socket"
 
-# Issue 17 item 3: the helper the gem runs on a sandbox's behalf (the Landlock
+# The helper the gem runs on a sandbox's behalf (the Landlock
 # supervisor outside the domain, the relay inside bwrap) is read once, when the
 # extension loads, and run from a sealed in-memory copy. A child that can write
 # where the gem is installed (a project's vendor/bundle inside a writable grant)

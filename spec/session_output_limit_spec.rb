@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 19: a session that passes its output bound (18.5) ends as every other limit does. Its error is
+# A session that passes its output bound (18.5) ends as every other limit does. Its error is
 # LittleGhost::Sandbox::LimitError (a ToolError, the message of 18.5) carrying an Execution of the output no `read`
 # handed out, up to the bound, and how the program ended; the sandbox records one `:output_limit` denial; every later
 # call raises that same error object. Nothing the program wrote up to the bound is lost: what `read` returned plus

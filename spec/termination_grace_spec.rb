@@ -3,7 +3,7 @@
 require "spec_helper"
 require "rbconfig"
 
-# 17.12 with issue 19 item 1: TERM, a grace, then KILL. The grace is for processes that can act on TERM; KILL goes
+# 17.12: TERM, a grace, then KILL. The grace is for processes that can act on TERM; KILL goes
 # early only once every process still alive is deaf to TERM (it ignores TERM, or it is a pid namespace's init with no
 # TERM handler, like bwrap's sandbox process while it sets up). A process that catches TERM keeps its grace even when
 # everything around it ignores TERM.

@@ -355,7 +355,7 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
 
     it "rejects unknown keywords and invalid limits" do
       expect { sandbox.start_program(["true"], bogus: 1) }.to raise_error(ArgumentError, /bogus/)
-      # Issue 20: timeout: bounds a session's life (spec/process_session_timeout_spec.rb), validated like execute_program's.
+      # `timeout:` bounds a session's life (spec/process_session_timeout_spec.rb), validated like execute_program's.
       expect { sandbox.start_program(["true"], timeout: 0) }.to raise_error(ArgumentError, "timeout must be positive")
       expect { sandbox.start_program(["true"], output_bytes: 0) }.to raise_error(ArgumentError)
     end

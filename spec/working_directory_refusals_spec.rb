@@ -2,7 +2,7 @@
 
 require "spec_helper"
 
-# Issue 20: a `cwd:` may come from a model, so every refusal of one is a
+# A `cwd:` may come from a model, so every refusal of one is a
 # ToolError that names it as the caller wrote it (a logical path) and never
 # shows a host path: the model can act on the answer, and the host's layout
 # stays out of its context.

@@ -192,7 +192,7 @@ RSpec.describe LittleGhost::Workspace do
       expect { workspace.open }
         .to raise_error(ArgumentError, "workspace paths must not alias the same directory: a, other")
       expect(workspace.open?).to be(false)
-      # Issue 17: an alias reached through a symlink is refused before that, as a symlink.
+      # An alias reached through a symlink is refused before that, as a symlink.
       File.symlink(File.join(root, "a"), File.join(tmp, "alias"))
       linked = described_class.new(root: root, paths: { a: "a", other: File.join(tmp, "alias") })
       expect { linked.open }.to raise_error(LittleGhost::PolicyError, /:other .*symlink/)

@@ -6,7 +6,7 @@
 # The Landlock backend executes the helper at every launch (as the supervisor,
 # from its sealed in-memory copy). Linked dynamically, each launch first runs
 # the dynamic loader: it opens and maps libc and libgcc_s and relocates them,
-# a measurable part of a launch of a short command (issue 18). So where Rust
+# a measurable part of a launch of a short command. So where Rust
 # links a static executable against glibc (x86_64 and aarch64 Linux), the
 # helper is built with `-C target-feature=+crt-static`, in its own target
 # directory and with `--target`, so the flag reaches neither the extension (a

@@ -1,4 +1,4 @@
-//! The gateway's chunked-framing decoder (issue 22): the first byte picks
+//! The gateway's chunked-framing decoder: the first byte picks
 //! how the rest arrives (1 to 7 bytes per read); fed whole or in pieces it
 //! must give the same data and verdict, every step must stay inside its
 //! input, and accepted framing lines hold no control byte but HTAB. The

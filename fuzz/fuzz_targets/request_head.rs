@@ -1,4 +1,4 @@
-//! The gateway's request parser (issue 18, item 8): whatever head it
+//! The gateway's request parser: whatever head it
 //! accepts, the request it forwards has no control byte but its CRLF line
 //! ends, exactly one `Host` (its own), no `Proxy-Authorization`, and a
 //! three-part request line. The check itself lives in the core

@@ -1,4 +1,4 @@
-//! The gateway's response-head parser (issue 22): whatever head it accepts
+//! The gateway's response-head parser: whatever head it accepts
 //! is relayed verbatim, so it must hold exactly the lines it parsed (no bare
 //! CR or LF hiding another), no control byte but HTAB, a 1.0/1.1 version,
 //! a three-digit status and one framing of the body. The check lives in the

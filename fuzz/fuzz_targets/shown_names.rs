@@ -1,4 +1,4 @@
-//! The shown form of entry names (issue 18, item 7): any name an entry can
+//! The shown form of entry names: any name an entry can
 //! have is shown on one line and parsed back to the same bytes; any text a
 //! caller sends that parses as a quoted name is a name that shows and parses
 //! back to itself.

@@ -1,4 +1,4 @@
-//! Denials (issue 12 item 12): every refusal the gem makes, as a value a
+//! Denials: every refusal the gem makes, as a value a
 //! caller can observe without parsing messages, and the bounded log a
 //! sandbox keeps of them.
 //!

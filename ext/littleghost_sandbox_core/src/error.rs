@@ -11,7 +11,7 @@ pub enum Error {
     /// `LittleGhost::ToolError`: expected per-operation failure, safe to show the model.
     Tool(String),
     /// `LittleGhost::ToolError` too, for a refusal of policy: the message
-    /// plus the rule that refused, so the binding records a denial (issue 12)
+    /// plus the rule that refused, so the binding records a denial
     /// without parsing the message.
     Refused(Refusal),
     /// `LittleGhost::PolicyError`: invalid policy, limits or declaration.

@@ -31,7 +31,7 @@ pub const ALLOWLIST_UNSUPPORTED: &str = "sandbox backend cannot enforce network 
 /// Where the relay listens inside the sandbox's network namespace (G.5).
 pub const RELAY_PROXY_URL: &str = "http://127.0.0.1:3128";
 
-/// The handles of the policy grants, taken at `open` (16.5 step 2, issue 17):
+/// The handles of the policy grants, taken at `open` (16.5 step 2):
 /// each grant source with the [`Anchor`] it is reached through from then on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pins(Vec<(PathBuf, Anchor)>);
@@ -298,7 +298,7 @@ pub fn proxy_environment(allow: &[String]) -> Vec<(String, String)> {
 /// G.5: `command` run by the relay helper, which listens on the proxy
 /// address inside the network namespace before it starts the command and
 /// joins each connection to the gateway socket `socket` (an in-sandbox path).
-/// Each of `forwards` (issue 20, [`transparent`]) is one more listener whose
+/// Each of `forwards` ([`transparent`]) is one more listener whose
 /// connections go through the gateway as `CONNECT` to its destination.
 pub fn relay_argv(
     helper: &Path,

@@ -1,5 +1,5 @@
 //! How an entry name is shown to a caller (a model reading `list`, or
-//! `Workspace#reference`) and read back (issue 18, item 7).
+//! `Workspace#reference`) and read back.
 //!
 //! A name is shown as is unless that could mislead or could not be read
 //! back; then it is shown **quoted**: a double-quoted string in which

@@ -2,7 +2,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// How a working directory is named in a refusal (issue 20): beneath the
+/// How a working directory is named in a refusal: beneath the
 /// workspace `root`, as the logical path relative to it (`.` for the root),
 /// so a model reads back what it can pass again and no host layout leaks;
 /// elsewhere (a path inside the sandbox the caller named), as it is.

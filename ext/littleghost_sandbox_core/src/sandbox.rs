@@ -1,6 +1,6 @@
 //! The rules of the `LittleGhost::Sandbox` base class (SPEC §10) that do not
-//! depend on a backend: which grants a policy may name in a workspace
-//! (issue 12), whether it grants a tool-visible writable path (W13), and how
+//! depend on a backend: which grants a policy may name in a workspace,
+//! whether it grants a tool-visible writable path (W13), and how
 //! `scope` selects its options from a named profile or explicit keywords (10.8).
 
 pub mod inspect;
@@ -14,7 +14,7 @@ use crate::policy::Policy;
 /// The options a scope profile (or `scope` itself) may set, in this order.
 pub const PROFILE_KEYS: [&str; 4] = ["files", "runtime_paths", "capabilities", "network"];
 
-/// Issue 12: every grant of `policy` (files and runtime paths) names `root`
+/// Every grant of `policy` (files and runtime paths) names `root`
 /// or one of the workspace's `path_names`; PolicyError listing them otherwise.
 pub fn check_grant_names(policy: &Policy, path_names: &[&str]) -> Result<()> {
     let files = policy

@@ -17,7 +17,7 @@ pub fn bare_symbol(name: &str) -> bool {
 }
 
 /// `1 byte`, `2 bytes`, `0 bytes`: a count with its unit in the right number
-/// (messages a model and a user read; issue 20).
+/// (messages a model and a user read).
 pub fn count(n: u64, unit: &str) -> String {
     if n == 1 {
         format!("1 {unit}")

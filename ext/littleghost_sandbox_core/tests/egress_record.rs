@@ -1,6 +1,6 @@
-//! Issue 22 item 5, from a client's side: every tunnel and every forwarded
+//! From a client's side: every tunnel and every forwarded
 //! or refused request through the gateway is an egress event, kept by the
-//! gateway and handed to `on_egress`. Only what the issue promises is
+//! gateway and handed to `on_egress`. Only what the event promises callers is
 //! checked, so these hold whichever request engine records the events.
 
 use std::io::{BufRead, BufReader, Read, Write};

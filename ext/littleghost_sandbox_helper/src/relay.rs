@@ -12,7 +12,7 @@
 //!   starts: the command can connect from its first instruction, no sleep.
 //!   With `--ready-fd N` it also writes one byte to inherited descriptor `N`
 //!   and closes it once listening (for a caller that waits on a pipe).
-//! - Each `--forward LISTEN=HOST:PORT` (issue 20) is one more listener, also
+//! - Each `--forward LISTEN=HOST:PORT` is one more listener, also
 //!   bound before the command starts: each connection to it is a client
 //!   that ignored the proxy variables and connected "directly" (the
 //!   sandbox's `/etc/hosts` points HOST at LISTEN's address). The relay asks

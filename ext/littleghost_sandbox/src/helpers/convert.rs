@@ -78,7 +78,7 @@ fn to_s(ruby: &Ruby, value: Value) -> Result<RString, Error> {
         return Ok(string);
     }
     if !vo::responds(value, "to_s") {
-        // A BasicObject: TypeError, not NoMethodError (issue 19 item 8).
+        // A BasicObject: TypeError, not NoMethodError.
         return Err(errors::type_error(
             ruby,
             format!("can't convert {} to String", vo::class_name(value)),
@@ -137,7 +137,7 @@ pub fn environment(
     Ok(pairs)
 }
 
-/// The one rule for a path a caller gives as a String (H.6, issue 19): its
+/// The one rule for a path a caller gives as a String (H.6): its
 /// bytes are the path whatever ASCII-compatible encoding tags it, as
 /// `File.open` takes them on Unix. In an encoding that is not
 /// ASCII-compatible (UTF-16, UTF-32, and dummies such as UTF-7) every ASCII
@@ -240,7 +240,7 @@ pub fn display_string(ruby: &Ruby, value: Value) -> Result<String, Error> {
 
 /// The `platform:` option (a value `platform_or_host` settled) as text:
 /// `String(value)` under [`text`]'s rule, so a name that is not valid UTF-8
-/// raises ArgumentError "platform must be valid UTF-8" (issue 19), and a
+/// raises ArgumentError "platform must be valid UTF-8", and a
 /// value `String()` refuses raises TypeError naming its class.
 pub fn platform(ruby: &Ruby, value: Value) -> Result<String, Error> {
     if RString::from_value(value).is_none() && !vo::responds(value, "to_s") {

@@ -5,7 +5,7 @@
 //! A [`Stream`] names the event type, how it becomes a Ruby value and the
 //! names its warnings use; [`EventHub`] does the rest once for every stream.
 //!
-//! Issue 19 item 7: no Ruby code runs while a lock a mark function takes is
+//! No Ruby code runs while a lock a mark function takes is
 //! held. The subscriber list is locked only to copy, push or retain (never
 //! across `call` or `==`); the log's lock is never taken by a mark function
 //! and never held across a call into Ruby either.
@@ -163,7 +163,7 @@ impl<S: Stream> EventHub<S> {
     ///
     /// `==` is Ruby code (a user's Proc subclass may define it, and may start
     /// a GC whose mark function takes the subscriber lock), so it runs on a
-    /// copy of the list with the lock released (issue 19 item 7); the
+    /// copy of the list with the lock released; the
     /// subscribers found equal are then removed by identity.
     pub fn unsubscribe(&self, ruby: &Ruby, handler: Value) -> Result<bool, Error> {
         // Allocated before the lock is taken: an allocation may run the GC.

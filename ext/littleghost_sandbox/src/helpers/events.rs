@@ -1,6 +1,6 @@
 //! Delivering events made where Ruby cannot run (a gateway's threads, which
-//! never hold the GVL) to Ruby callables, on a Ruby thread the sandbox owns
-//! (issue 19 item 4). Generic over the event, so a later stream (issue 22's
+//! never hold the GVL) to Ruby callables, on a Ruby thread the sandbox owns.
+//! Generic over the event, so a later stream (the network events'
 //! `on_network`) reuses it with its own event type and delivery function.
 //!
 //! - [`EventQueue`] is pure Rust: [`EventQueue::push`] never blocks and never

@@ -28,7 +28,7 @@ use crate::ruby_api::{
 
 /// The optional keywords of `execute_program`, after the required `timeout`.
 /// `output_bytes` and `max_output_bytes` are one keyword in two spellings,
-/// as are they in `start_program` (issue 20: one vocabulary).
+/// as are they in `start_program`: one vocabulary for both.
 const EXECUTE_KEYS: [&str; 12] = [
     "context",
     "max_output_bytes",
@@ -362,7 +362,7 @@ pub(crate) fn launch_cwd(
     }
     let resolved = resolve_cwd(ruby, workspace, cwd)?;
     // A logical directory that does not exist is named as the caller wrote
-    // it (issue 20: a model's `cwd:` gets an answer it can act on).
+    // it: a model's `cwd:` gets an answer it can act on.
     if !resolved.is_dir() {
         let shown = convert::path_of(cwd).display().to_string();
         let missing = littleghost_sandbox_core::launch::CWD_NOT_AVAILABLE;

@@ -68,8 +68,8 @@ fn file_method<const OP: usize, const HOOK: bool>(
 }
 
 /// A plain Workspace that was never opened and whose root does not exist yet
-/// would answer every path with "does not exist": say what to do instead
-/// (issue 20). A root that exists is usable unopened, as upstream allows.
+/// would answer every path with "does not exist": say what to do instead.
+/// A root that exists is usable unopened, as upstream allows.
 fn require_opened_workspace(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let workspace = crate::ruby_api::sandbox::workspace_of(ruby, rb_self.as_value());
     // An open workspace (every file operation's case) costs one flag read;

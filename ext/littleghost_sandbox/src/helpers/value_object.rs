@@ -223,7 +223,7 @@ pub fn symbolize_keys(ruby: &Ruby, hash: Value) -> Result<RHash, Error> {
 
 /// The name of a Symbol (`:foo` → `"foo"`).
 /// A name that is not UTF-8 text (a binary or broken Symbol) raises
-/// ArgumentError naming its class, not Ruby's EncodingError (issue 19 item 8).
+/// ArgumentError naming its class, not Ruby's EncodingError.
 pub fn sym_name(symbol: Symbol) -> Result<String, Error> {
     let ruby = Ruby::get_with(symbol);
     // SAFETY: rb_sym2str returns the Symbol's frozen name String; GVL held.
@@ -293,7 +293,7 @@ pub fn given(value: Value) -> Result<littleghost_sandbox_core::policy::Given<'st
 
 /// `Array(value)` (nil or absent is empty), except that a Range or an
 /// Enumerator raises TypeError naming its class before it is expanded, so
-/// `(1..)` or `(1..10**7)` costs nothing (issue 19 item 8).
+/// `(1..)` or `(1..10**7)` costs nothing.
 pub fn array_items(ruby: &Ruby, value: Option<Value>) -> Result<RArray, Error> {
     let Some(value) = value.filter(|value| !value.is_nil()) else {
         return Ok(ruby.ary_new());

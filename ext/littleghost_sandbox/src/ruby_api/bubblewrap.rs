@@ -172,9 +172,9 @@ fn open_gateway(
             let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
             let options = state.gateway_options.map(|o| ruby.get_inner(o));
             let resolved = gateway::resolve(ruby, network, effective, workspace, options)?;
-            // The gateway's 403s show in this sandbox's `denials` (issue 12 item 12).
+            // The gateway's 403s show in this sandbox's `denials`.
             crate::ruby_api::builtin_gateway::attach_denials(resolved, rb_self.denials().hub());
-            // Its egress events show in `network_log` and reach `on_network` (issue 22 item 5).
+            // Its egress events show in `network_log` and reach `on_network`.
             crate::ruby_api::builtin_gateway::attach_network(resolved, rb_self.network().hub());
             state.gateway.replace(Some(resolved.into()));
             resolved

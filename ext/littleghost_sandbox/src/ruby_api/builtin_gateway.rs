@@ -52,10 +52,9 @@ pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 pub struct BuiltinGateway {
     core: core::BuiltinGateway,
     /// The denial log of the sandbox this gateway serves, if one attached it:
-    /// each 403 is recorded there too (issue 12 item 12).
+    /// each 403 is recorded there too.
     denials: Mutex<Option<Arc<DenialHub>>>,
-    /// The egress record of that sandbox: each event is recorded there too
-    /// (issue 22 item 5).
+    /// The egress record of that sandbox: each event is recorded there too.
     network: Mutex<Option<Arc<NetworkHub>>>,
 }
 

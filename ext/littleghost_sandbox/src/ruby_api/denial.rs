@@ -1,5 +1,5 @@
-//! `LittleGhost::Sandbox::Denial` and the denial events of a sandbox (issue
-//! 12 item 12): `sandbox.on_denial { |denial| ... }`, `off_denial(handler)`
+//! `LittleGhost::Sandbox::Denial` and the denial events of a sandbox:
+//! `sandbox.on_denial { |denial| ... }`, `off_denial(handler)`
 //! and `sandbox.denials`. What counts as a denial, and the bounded log, live
 //! in the core (`littleghost_sandbox_core::denial`); [`hub`] records a core
 //! [`CoreDenial`] and calls the subscribers, in the thread that was refused

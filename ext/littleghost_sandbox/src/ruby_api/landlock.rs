@@ -232,7 +232,7 @@ fn wrap_command(
     request.scope_network = scope.as_ref().and_then(|scope| scope.network);
     request.selected = scope.as_ref().map(|scope| scope.grants.clone());
     request.policy_grants = policy_grants(ruby, rb_self)?;
-    // Issue 17: the grants are reached through the workspace's handles.
+    // The grants are reached through the workspace's handles.
     let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
     let pins = Pins::capture_from(&request.policy_grants, anchors.as_deref());
     let pins = errors::core_result(ruby, pins)?;

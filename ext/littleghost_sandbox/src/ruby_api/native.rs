@@ -3,7 +3,7 @@
 //! construction (the core's `native_choice`). It never falls back to
 //! Unrestricted.
 //!
-//! Issue 19 item 5: Native behaves as the backend it chose for every public
+//! Native behaves as the backend it chose for every public
 //! method. Each is forwarded here, in C, with the caller's arguments,
 //! keywords and block ([`forward`]): no Ruby frame (Forwardable's, or a
 //! `native.rb`) stands between the caller and the backend, so an error's

@@ -1,5 +1,5 @@
-//! `LittleGhost::Sandbox::NetworkEvent` and the egress record of a sandbox
-//! (issue 22 item 5): `sandbox.network_log`, `sandbox.on_network { |event| }`
+//! `LittleGhost::Sandbox::NetworkEvent` and the egress record of a sandbox:
+//! `sandbox.network_log`, `sandbox.on_network { |event| }`
 //! and `off_network(handler)`. The events are the core's
 //! [`EgressEvent`]s, made on the built-in gateway's threads (one per tunnel
 //! and per HTTP request, allowed or refused); the gateway records them in
@@ -9,7 +9,7 @@
 //!
 //! The request's method is read with `http_method`: a reader named `method`
 //! would shadow `Object#method`, which Ruby code (RSpec, `method(:x)`,
-//! debuggers) relies on. `to_h` uses the key `:method`, as the issue says.
+//! debuggers) relies on. `to_h` keeps the key `:method`, the name callers expect.
 
 use littleghost_sandbox_core::network::EgressEvent;
 use magnus::{

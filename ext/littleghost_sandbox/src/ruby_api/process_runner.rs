@@ -63,7 +63,7 @@ pub struct RunRequest {
     pub kill_on_output_limit: bool,
     /// Whole-tree limits (L.1-L.3), planned by [`crate::ruby_api::launch_limits::for_call`].
     pub limits: Plan,
-    /// Where an output-bound kill is reported as a denial (issue 12 item 12).
+    /// Where an output-bound kill is reported as a denial.
     pub denials: Option<crate::ruby_api::denial::Reporter>,
 }
 
@@ -91,7 +91,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let timeout = sandbox.define_class("TimeoutError", tool)?;
     timeout.define_attr("execution", Attr::Read)?;
     let _ = ruby.get_inner(&TIMEOUT_ERROR);
-    // Issue 19 item 6: a ToolError (the L.2 message) for a program a limit
+    // A ToolError (the L.2 message) for a program a limit
     // ended, carrying what it wrote before (nil for a session: its output
     // is read from the session).
     let limit = sandbox.define_class("LimitError", tool)?;
@@ -152,7 +152,7 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
 
 /// `context&.check!` on the calling thread with the GVL held (0.8). A context
 /// that does not respond to `check!` (2.1) is misuse: TypeError naming its
-/// class, not NoMethodError (issue 19 item 8).
+/// class, not NoMethodError.
 pub fn check_context(context: Option<Value>) -> Result<(), Error> {
     match context {
         Some(context) if !context.is_nil() => {
@@ -244,7 +244,7 @@ fn outcome(
         RunEnd::TimedOut => return Err(timeout_error(ruby, request.timeout, finish())),
         RunEnd::MemorySampled(bytes) => LimitExceeded::Memory { bytes },
         RunEnd::Finished { .. } => match process.limit_exceeded().or_else(|| {
-            // L.3's per-process RLIMIT_CPU kills by signal: the same CPU limit (issue 19 item 6).
+            // L.3's per-process RLIMIT_CPU kills by signal: the same CPU limit.
             let signal = process.exit().and_then(|exit| exit.signal());
             request.limits.rlimit_kill(signal)
         }) {

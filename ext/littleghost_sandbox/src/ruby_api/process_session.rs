@@ -79,7 +79,7 @@ pub struct SessionRequest {
     pub spawn_options: SpawnOptions,
     /// The sandbox whose `close` terminates the session (H.4), if any.
     pub owner: Option<Owner>,
-    /// Where a memory-limit kill is reported as a denial (issue 12 item 12).
+    /// Where a memory-limit kill is reported as a denial.
     pub denials: Option<crate::ruby_api::denial::Reporter>,
 }
 
@@ -112,7 +112,7 @@ struct RubyRefs {
 )]
 pub struct ProcessSession {
     state: OnceLock<SessionState>,
-    /// Where a limit kill is reported as a denial (issue 12 item 12).
+    /// Where a limit kill is reported as a denial.
     denials: OnceLock<crate::ruby_api::denial::Reporter>,
     /// Only touched with the GVL held; the lock is never contended.
     refs: Mutex<RubyRefs>,
@@ -229,8 +229,8 @@ fn pid(ruby: &Ruby, rb_self: Session) -> Result<i32, Error> {
     Ok(rb_self.state(ruby)?.process().pid())
 }
 
-/// `#<LittleGhost::Sandbox::ProcessSession pid=N alive=true command=["sh", "-c", ...]>`
-/// (issue 12 item 8); never raises, so a failed session still inspects.
+/// `#<LittleGhost::Sandbox::ProcessSession pid=N alive=true command=["sh", "-c", ...]>`;
+/// never raises, so a failed session still inspects.
 fn inspect(rb_self: Session) -> String {
     let class = "LittleGhost::Sandbox::ProcessSession";
     match rb_self.state.get() {
@@ -299,7 +299,7 @@ fn timed_out(ruby: &Ruby, state: &SessionState, message: String) -> Result<Error
     ))
 }
 
-/// 18.5, read as every other limit (issue 19): a session whose combined
+/// 18.5, read as every other limit: a session whose combined
 /// output passed `bytes` is terminated (17.12) and ends in a LimitError
 /// "Program output exceeded N bytes" carrying an Execution of the output no
 /// `read` handed out (`taken`, what the read that passed the bound took,
@@ -362,8 +362,8 @@ fn alive_checked(ruby: &Ruby, session: Session, state: &SessionState) -> Result<
 }
 
 /// True while the leader is unreaped or any member of its group lives; raises a recorded resource error first.
-/// A session the sandbox's `close` ended (H.4) or whose `timeout:` passed is simply not alive (issue 19 item 2,
-/// issue 20): `read` and `wait` say why.
+/// A session the sandbox's `close` ended (H.4) or whose `timeout:` passed is simply not alive:
+/// `read` and `wait` say why.
 fn alive(ruby: &Ruby, rb_self: Session) -> Result<bool, Error> {
     let state = rb_self.state(ruby)?;
     let ended_from_outside = matches!(
@@ -442,7 +442,7 @@ fn wait(
         Ok(WaitEnd::Exited) => {
             state.settle_output(|slice| waiter.wait(ruby, slice))?;
             // A limit that ended the program as it exited (the per-process
-            // RLIMIT_CPU kills by signal, issue 19 item 6) raises as the
+            // RLIMIT_CPU kills by signal) raises as the
             // cgroup's does, rather than reading as an ordinary exit.
             // So does a `timeout:` whose termination ended it just now.
             let problem = state.resource_problem();

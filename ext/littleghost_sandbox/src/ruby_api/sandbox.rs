@@ -85,7 +85,7 @@ pub(crate) fn assign(
     let limits = limits.unwrap_or_else(|| ruby.hash_new().as_value());
     let limits = crate::ruby_api::limits::coerce(ruby, limits)?;
     let profiles = normalize_profiles(ruby, profiles)?;
-    // Issue 12: checked for Workspace instances; other workspace objects are
+    // Checked for Workspace instances; other workspace objects are
     // checked when the grants are built.
     if let (Some(workspace), Some(policy)) = (
         crate::ruby_api::workspace::borrow(workspace),
@@ -219,7 +219,7 @@ fn close(rb_self: Value) {
 }
 
 // ---------------------------------------------------------------------------
-// inspect (issue 12 item 8).
+// inspect.
 
 /// The core's summary (`#<CLASS provider=:NAME root="/w" ... open|closed>`),
 /// read from the effective policy; never internal state.
@@ -244,7 +244,7 @@ fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
         provider: provider.as_deref(),
         root: root.as_deref(),
         policy: crate::ruby_api::policy::borrow(policy).map(|policy| policy.core()),
-        // A Native is open exactly when the backend it forwards to is (issue 19 item 5).
+        // A Native is open exactly when the backend it forwards to is.
         open: backend_of(ruby, rb_self)
             .and_then(state::borrow)
             .unwrap_or(sandbox)

@@ -205,7 +205,7 @@ fn allows_or_raise(
 /// The steps every file operation shares before the broker: check!,
 /// capability, resolve. A reference the workspace refuses (`../x`, an
 /// absolute path, an unknown name) is a denial of `operation`, reported
-/// through [`brokered`] as the broker's refusals are (issue 19 item 3).
+/// through [`brokered`] as the broker's refusals are.
 fn prepare(
     ruby: &Ruby,
     state: &ScopeState,

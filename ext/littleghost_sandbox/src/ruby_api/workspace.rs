@@ -54,7 +54,7 @@ pub struct Workspace {
     run: Cell<Option<Opaque<Value>>>,
     /// The (name, realpath, dev, ino) records `open` pinned (3.6 step 5).
     identities: RefCell<Option<Recorded>>,
-    /// The handles `open` took (issue 17): every grant is reached through them.
+    /// The handles `open` took: every grant is reached through them.
     anchors: RefCell<Option<Arc<Anchors>>>,
 }
 

@@ -120,7 +120,7 @@ pub struct Plan {
     pub deny_unix_sockets: bool,
     /// Grant the child's own `/proc/<pid>` (read).
     pub own_proc: bool,
-    /// Issue 17: rule paths whose directory the helper inherited as a
+    /// Rule paths whose directory the helper inherited as a
     /// descriptor (the grant's handle): the rule is built from it, never by
     /// opening the path (`--handle FD PATH`).
     pub handles: Vec<(PathBuf, RawFd)>,

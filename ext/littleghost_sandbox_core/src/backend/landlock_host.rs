@@ -88,7 +88,7 @@ pub struct Supervised {
 
 /// `[helper, "supervise", *rules, "--", *command]` for a planned launch
 /// (W12 when `scoped`), run from the helper's sealed copy; the private
-/// TMPDIR becomes the plan's `TMPDIR`. Issue 17: every grant's rule is built
+/// TMPDIR becomes the plan's `TMPDIR`. Every grant's rule is built
 /// from its handle (from `pins`, checked current, or derived by a walk from
 /// the pinned grant containing it), which the helper inherits as 3, 4, ...
 /// in the order of [`Supervised::anchors`].

@@ -1,4 +1,4 @@
-//! A grant's directory as an open handle (issue 17, "handles, not paths").
+//! A grant's directory as an open handle ("handles, not paths").
 //!
 //! An [`Anchor`] is the one way anything reaches a workspace grant after
 //! `Workspace#open`: an `O_PATH` directory handle, the (device, inode) it had

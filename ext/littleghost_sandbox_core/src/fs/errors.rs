@@ -77,7 +77,7 @@ pub(super) fn errno_error(errno: Errno) -> Error {
 
 /// Whether `errno` says the host ran out of a resource (descriptors,
 /// memory) rather than anything about the entry: such a failure is reported
-/// as itself, never as "changed" or "does not exist" (issue 18, item 6).
+/// as itself, never as "changed" or "does not exist".
 pub(super) fn exhausted(errno: Errno) -> bool {
     matches!(errno, Errno::MFILE | Errno::NFILE | Errno::NOMEM)
 }
@@ -101,7 +101,7 @@ pub(super) fn io_error(errno: Errno) -> Error {
 mod tests {
     use super::*;
 
-    /// Issue 18 item 6: running out of descriptors is reported as such,
+    /// Running out of descriptors is reported as such,
     /// with the errno's name, not as a changed grant or a missing entry.
     #[test]
     fn exhaustion_keeps_its_errno() {

@@ -48,7 +48,7 @@ const READ_ONLY: &str = "Sandbox scope is read-only";
 const WRITE_LIMIT: &str = "Content exceeds the write limit";
 const LIST_LIMIT: &str = "Directory exceeds the listing limit";
 const NOT_UTF8: &str = "File is not valid UTF-8 text";
-/// Refusals that get ": LOGICAL" appended (issue 12); the others already name
+/// Refusals that get ": LOGICAL" appended; the others already name
 /// the path ("Text was not found in ...") or are about the grant, not the path.
 const NAMES_PATH: [&str; 14] = [
     OUTSIDE,
@@ -193,7 +193,7 @@ impl Broker {
     }
 
     /// [`Broker::new`] pinning every root through the open workspace's
-    /// `anchors` (issue 17): the handle a grant names, or one derived by a
+    /// `anchors`: the handle a grant names, or one derived by a
     /// walk from the anchor containing it; a grant no anchor covers is
     /// pinned by its real path. A grant reached through a symlink is refused.
     pub fn anchored(
@@ -253,7 +253,7 @@ impl Broker {
         })
     }
 
-    /// Issue 7 (H.1 at build time): the broker pins its roots by path when it
+    /// H.1 at build time: the broker pins its roots by path when it
     /// is built, possibly long after the workspace was opened. `recorded` is
     /// what the workspace verified at `open` (name, realpath, dev, ino): every
     /// pinned root at a recorded realpath must be that very directory, so a
@@ -313,7 +313,7 @@ impl Broker {
             .map_err(|error| self.name_path(error, logical))
     }
 
-    /// Issue 12: a refusal names the caller's logical path (never a host
+    /// A refusal names the caller's logical path (never a host
     /// path) and, for a limit, the limit; today's wording stays the prefix.
     fn name_path(&self, error: Error, logical: &str) -> Error {
         let (message, reason) = match error {

@@ -232,7 +232,7 @@ impl Broker {
 
 impl Root {
     /// Pins `grant`'s root: through its workspace `anchor` when there is one
-    /// (issue 17: the handle `open` took, never a new resolution of the
+    /// (the handle `open` took, never a new resolution of the
     /// path), else by the source's real path, opened refusing symlinks.
     pub(super) fn pin(
         grant: &Grant,

@@ -1,4 +1,4 @@
-//! Issue 20: allowlisted destinations reachable by clients that ignore the
+//! Allowlisted destinations reachable by clients that ignore the
 //! proxy variables (Node.js before 22.21, a static binary, a raw socket).
 //!
 //! Under `:allowlist` the child lives in a network namespace with only

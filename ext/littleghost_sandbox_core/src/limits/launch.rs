@@ -39,7 +39,7 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// Empty cgroups of ended launches that only owned their tree (no limit to
 /// reset), kept for the next such launch: a cgroup's mkdir and rmdir are
-/// most of what a per-launch cgroup costs (issue 18 item 4). Removed when
+/// most of what a per-launch cgroup costs. Removed when
 /// this process exits (`atexit`), by the process that made them.
 /// Each entry names the process that pooled it: a forked child inherits a
 /// copy of the pool and must never reuse its parent's cgroups.
@@ -372,7 +372,7 @@ impl LaunchCgroup {
         }
     }
 
-    /// Issue 19 item 6: `tasks` if the kernel refused a new process in the
+    /// `tasks` if the kernel refused a new process in the
     /// tree at `pids.max` (`pids.events`' `max` count; v1 and v2 alike).
     /// Nothing is killed at that limit, so this is read when the run ends.
     pub fn tasks_refused(&self) -> Option<u64> {

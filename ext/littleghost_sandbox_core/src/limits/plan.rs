@@ -46,7 +46,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Issue 19 item 6: how a program the kernel ended by signal reads when
+    /// How a program the kernel ended by signal reads when
     /// `cpu_seconds` fell back to the per-process `RLIMIT_CPU` (L.3). The
     /// kernel sends SIGXCPU at the soft limit and SIGKILL at the hard one
     /// (both are `cpu_seconds` here), so a program ended by either while the
@@ -109,7 +109,7 @@ pub const PROCESS_CPU_LIMIT: &str = "process_cpu_limit";
 
 /// The capability features of the launch limits here, in this order:
 /// `:memory_limit` and `:task_limit` when the kernel enforces them for the
-/// whole tree, then how `cpu_seconds` holds (issue 19): `:cpu_limit` when
+/// whole tree, then how `cpu_seconds` holds: `:cpu_limit` when
 /// the tree's CPU time is bounded (a launch cgroup), else
 /// [`PROCESS_CPU_LIMIT`], so that a caller can tell a whole-tree bound from
 /// a per-process one without trying.

@@ -194,7 +194,7 @@ fn strippable(c: char) -> bool {
 /// and entries containing whitespace are refused.
 pub(crate) fn allow_entries(entries: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
-    // Linear in the number of entries (issue 19 item 8: 40,000 took 1.5 s).
+    // Linear in the number of entries (40,000 entries took 1.5 s when it was quadratic).
     let mut seen = std::collections::HashSet::new();
     for entry in entries {
         let text = entry.trim_matches(strippable).to_lowercase();

@@ -1,4 +1,4 @@
-//! The parts of a `network:` declaration beyond "host:port" text (issue 22):
+//! The parts of a `network:` declaration beyond "host:port" text:
 //! allow entries written as Hashes (`{destination:, inspect:, methods:,
 //! paths:}`), `secrets:` and `upstream_ca:`. Each is validated here, once,
 //! whichever door it came through (`Sandbox.new(policy:)`, `NetworkPolicy.new`,

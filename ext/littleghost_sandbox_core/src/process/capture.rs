@@ -87,7 +87,7 @@ impl Capture {
                 }
                 if self.total > limit {
                     // The bytes up to the bound are kept: the error that
-                    // ends the session carries them (issue 19).
+                    // ends the session carries them.
                     let room = usize::try_from(limit.saturating_sub(before)).unwrap_or(usize::MAX);
                     buffer
                         .data

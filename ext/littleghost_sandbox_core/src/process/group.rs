@@ -159,7 +159,7 @@ pub fn only_deaf_to_term(groups: &[i32], members: &[i32]) -> bool {
 }
 
 /// Whether a process, by its `/proc/N/status` text, can do nothing with a
-/// TERM sent to it (issue 19 item 1):
+/// TERM sent to it:
 /// - it ignores TERM (`SigIgn`): the signal is discarded;
 /// - it is the init of a pid namespace below ours (`NSpid` ends in 1) with
 ///   no TERM handler (`SigCgt`): the kernel drops TERM sent from an

@@ -97,7 +97,7 @@ pub struct RunningProcess {
 }
 
 /// A launch handed to the [`spawner`] thread whose caller has not taken the
-/// answer yet (issue 19 item 1). The caller waits on
+/// answer yet. The caller waits on
 /// [`notifier`](Self::notifier) in slices it can interrupt; an interrupted
 /// caller [`cancel`](Self::cancel)s a spawn that has not begun (nothing is
 /// started), or else waits for it and terminates what it started.
@@ -291,7 +291,7 @@ impl RunningProcess {
     }
 
     /// The `tasks` limit, if the kernel refused a process at it (no kill:
-    /// the program saw EAGAIN and went on; issue 19 item 6).
+    /// the program saw EAGAIN and went on).
     pub fn tasks_refused(&self) -> Option<u64> {
         self.cgroup
             .as_ref()

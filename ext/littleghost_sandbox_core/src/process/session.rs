@@ -111,7 +111,7 @@ pub struct Session {
     /// The write mutex of 18.4, taken without holding a lock across waits.
     writing: AtomicBool,
     /// L.3's per-process `RLIMIT_CPU`, when `cpu_seconds` fell back to it:
-    /// the leader's kill by it reads as the CPU limit (issue 19 item 6).
+    /// the leader's kill by it reads as the CPU limit.
     rlimit_cpu_seconds: Option<u64>,
     /// `start_program(timeout:)`, in seconds as validated (17.3).
     timeout: Option<f64>,
@@ -208,8 +208,8 @@ impl Session {
         }
     }
 
-    /// `pid=N alive=BOOL[ closed] command=[...]`, the body of `inspect`
-    /// (issue 12 item 8). A forked copy never reaps or signals the parent's
+    /// `pid=N alive=BOOL[ closed] command=[...]`, the body of `inspect`.
+    /// A forked copy never reaps or signals the parent's
     /// child, so it shows `alive=false`.
     pub fn describe(&self) -> String {
         let closed = if self.is_closed() { " closed" } else { "" };
@@ -415,7 +415,7 @@ impl Session {
     /// Everything captured that no `read` took yet (within the output
     /// bound), stdout then stderr. Once output passed its bound nothing more
     /// is pulled from the pipes: this is what the program wrote up to the
-    /// bound, for the error that ends the session (issue 19).
+    /// bound, for the error that ends the session.
     pub fn unread_output(&self) -> (Vec<u8>, Vec<u8>) {
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         loop {

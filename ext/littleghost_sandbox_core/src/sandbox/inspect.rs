@@ -1,4 +1,4 @@
-//! `Sandbox#inspect` (issue 12 item 8): what a user needs, read from the
+//! `Sandbox#inspect`: what a user needs, read from the
 //! effective policy, and never internal state:
 //! `#<CLASS provider=:NAME root="/w" files={root: :read_write} runtime_paths={} network=:none open|closed>`.
 

@@ -107,7 +107,7 @@ pub struct Scoped {
 }
 
 /// Builds a scope of `parent` (SC.2–SC.10, SC.16, §14). `pins` are the
-/// identities the workspace recorded at `open` (issue 7): the roots the
+/// identities the workspace recorded at `open`: the roots the
 /// broker pins must still be those directories.
 pub fn narrow(
     parent: Parent<'_>,
@@ -118,7 +118,7 @@ pub fn narrow(
     narrow_anchored(parent, request, limits, pins, None)
 }
 
-/// [`narrow`] whose broker starts from the open workspace's handles (issue 17).
+/// [`narrow`] whose broker starts from the open workspace's handles.
 pub fn narrow_anchored(
     parent: Parent<'_>,
     request: &ScopeRequest,

@@ -1,6 +1,6 @@
 //! Network narrowing (SPEC §13, SC.10/SC.10b): the network a scope may have
 //! given its parent's. An allowlist parent may be narrowed to another
-//! allowlist ([`narrow_allowlist`], issue 22): fewer destinations, methods,
+//! allowlist ([`narrow_allowlist`]): fewer destinations, methods,
 //! paths and secrets, never more.
 
 use super::NetworkMode;
@@ -87,7 +87,7 @@ pub enum SecretsRequest {
     Named(Vec<(String, Option<Vec<String>>)>),
 }
 
-/// A scope's allowlist made from its parent's (issue 22): every requested
+/// A scope's allowlist made from its parent's: every requested
 /// allow entry must be covered by one of the parent's rules ([`Rule::covers`]:
 /// same or narrower destination, methods and paths), every named secret
 /// must be the parent's with destinations among its own. The result keeps

@@ -20,7 +20,7 @@ pub enum OpenError {
 }
 
 impl Layout {
-    /// Steps 3–6 of `open` (3.6, issue 17): pins the root (created when
+    /// Steps 3–6 of `open` (3.6): pins the root (created when
     /// missing; symlinks the user configured in its path are followed once),
     /// then reaches every `relative` path from the root's handle with no
     /// symlink on its route, creating missing directories one component at a

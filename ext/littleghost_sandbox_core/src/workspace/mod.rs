@@ -184,7 +184,7 @@ impl Layout {
     }
 }
 
-/// Issue 12: every grant of a policy (`files:` and `runtime_paths:`) names
+/// Every grant of a policy (`files:` and `runtime_paths:`) names
 /// `root` or one of the workspace's paths; checked when a sandbox is built so
 /// a typo is a PolicyError that lists the names, not a KeyError at `open`.
 pub fn check_grant_names<'a>(

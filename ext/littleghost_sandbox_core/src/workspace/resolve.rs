@@ -35,7 +35,7 @@ impl Layout {
                         "workspace path must name a configured path: workspace://NAME/...",
                     ));
                 }
-                // `workspace://root/...` names the root (issue 20): `root` is
+                // `workspace://root/...` names the root: `root` is
                 // reserved, so no configured path can take the name.
                 let name = String::from_utf8_lossy(name);
                 let base = if name == super::ROOT_NAME {
@@ -95,7 +95,7 @@ impl Layout {
     }
 }
 
-/// `relative` with its quoted components decoded (issue 18, item 7). A
+/// `relative` with its quoted components decoded. A
 /// quoted name is literal: one starting with `~` gets a `./` so the `~` rule
 /// of [`beneath`] (which models `File.expand_path`) does not apply to it.
 fn unquote(relative: &[u8]) -> Result<Cow<'_, [u8]>> {
@@ -155,7 +155,7 @@ fn is_clean_relative(bytes: &[u8]) -> bool {
             .all(|part| !part.is_empty() && part != b"." && part != b"..")
 }
 
-/// Issue 19 item 3: what a file tool (`read`, `list`, `write`, `replace`)
+/// What a file tool (`read`, `list`, `write`, `replace`)
 /// raises when the workspace would not resolve `reference`. The message is
 /// the workspace's (SC.12: an ArgumentError or KeyError becomes a ToolError
 /// with the same message); a reference that tries to leave the workspace is

@@ -101,7 +101,7 @@ fn workspace_reference_inverts_resolve() {
     }
 }
 
-/// Issue 18 item 7: every path `reference` returns resolves back to the same
+/// Every path `reference` returns resolves back to the same
 /// physical path, whatever bytes its names hold (`~notes.md` was refused).
 #[test]
 fn every_reference_resolves_back_to_its_physical_path() {
@@ -384,7 +384,7 @@ fn workspace_prepare_creates_relative_paths_and_requires_absolute_ones() {
     assert!(layout.validate(&pinned).is_ok());
 }
 
-/// Issue 19 item 3: what the file tools raise for a reference the workspace
+/// What the file tools raise for a reference the workspace
 /// would not resolve; escapes are refusals (so denials), malformed ones not.
 #[test]
 fn a_refused_reference_is_a_refusal_when_it_tries_to_leave() {

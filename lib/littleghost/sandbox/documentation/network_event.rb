@@ -7,7 +7,7 @@
 module LittleGhost
   class Sandbox
     # One connection or request through the built-in gateway, as Sandbox#network_log and Sandbox#on_network show
-    # it (issue 22's egress record): a frozen value compared by value. Only the extension creates them (+new+ is
+    # it (the sandbox's egress record): a frozen value compared by value. Only the extension creates them (+new+ is
     # private).
     #
     # The gateway makes one event per CONNECT tunnel (+http_method+ <tt>"CONNECT"</tt>, no path: the gateway does

@@ -1,10 +1,10 @@
-//! Where a sandbox's denials go (issue 12 item 12): the bounded log and the
+//! Where a sandbox's denials go: the bounded log and the
 //! `on_denial` subscribers, an [`EventHub`] of the [`DenialStream`].
 //! [`report`] records a denial and calls the subscribers in the refused
 //! thread. A refusal made where Ruby cannot run (the gateway's threads) is
 //! recorded at once and queued ([`EventHub::record_async`]); the sandbox's
 //! event thread ([`crate::helpers::events`]) calls the subscribers with it,
-//! in order (issue 19 item 4). A subscriber that raises a StandardError is
+//! in order. A subscriber that raises a StandardError is
 //! reported with `Kernel#warn` and otherwise ignored: the other subscribers
 //! still run and the refused call still raises (or returns) what it would
 //! have. Anything else (`Interrupt`, `throw`, `Thread#kill`) propagates.

@@ -1,4 +1,4 @@
-//! Starting a child without losing an interrupt (issue 19 item 1). The spawn
+//! Starting a child without losing an interrupt. The spawn
 //! runs on the core's spawner thread; the calling thread waits for its answer
 //! without the GVL, in slices an interrupt (Thread#raise, Thread#kill,
 //! Timeout, Ctrl-C) ends at once through [`Wake`]. Every phase honours it:

@@ -86,7 +86,7 @@ pub(super) fn supervise(
     Ok(end)
 }
 
-/// Yields fresh output to the caller's block (issue 12 item 11).
+/// Yields fresh output to the caller's block.
 pub(super) struct Streamer {
     block: Proc,
     cursor: [usize; 2],

@@ -85,7 +85,7 @@ fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
         // `Float()`; Integers and Floats without a Ruby call (round trips poll with 0).
         // A value Float() refuses (a Complex, a BasicObject) is an invalid
         // timeout like a negative one: ArgumentError naming its class, not
-        // RangeError or NoMethodError (issue 19 item 8).
+        // RangeError or NoMethodError.
         // Anything else (an interrupt, a user's to_f raising) goes through.
         Some(value) => kernel_float(value).map_err(|error| {
             let refused = [

@@ -39,9 +39,9 @@ pub struct Sandbox {
     owner: Owner,
     /// Between `open` and `close` (for `inspect`).
     opened: Cell<bool>,
-    /// Its denial log and `on_denial` subscribers (issue 12 item 12).
+    /// Its denial log and `on_denial` subscribers.
     denials: Denials,
-    /// Its egress record and `on_network` subscribers (issue 22 item 5).
+    /// Its egress record and `on_network` subscribers.
     network: NetworkEvents,
     /// A Rust backend's own state object (Bubblewrap's, Landlock's, ...), or
     /// the platform backend Native delegates to; set once by `initialize`.

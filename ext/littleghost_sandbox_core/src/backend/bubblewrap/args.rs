@@ -14,7 +14,7 @@ use crate::grants::Grant;
 struct Argv {
     args: Vec<OsString>,
     tmpfs_size: u64,
-    /// Grant sources bound from an inherited descriptor (issue 17).
+    /// Grant sources bound from an inherited descriptor.
     bind_fds: Vec<(PathBuf, std::os::fd::RawFd)>,
 }
 

@@ -35,14 +35,14 @@ pub struct Relay {
     pub socket: PathBuf,
     /// The gateway's `mounts`, bound read-only (G.6), as (source, target).
     pub binds: Vec<(PathBuf, PathBuf)>,
-    /// Issue 20: the relay's transparent listeners ([`Options::transparent`]).
+    /// The relay's transparent listeners ([`Options::transparent`]).
     pub forwards: Vec<Forward>,
     /// A descriptor holding the sandbox's `/etc/hosts` (owned by the caller
     /// until the spawn), bound read-only over it, when some name is served.
     pub hosts: Option<RawFd>,
 }
 
-/// Where the sandbox's own hosts file is bound (issue 20).
+/// Where the sandbox's own hosts file is bound.
 pub const HOSTS_PATH: &str = "/etc/hosts";
 
 /// Where the relay helper's copy is placed inside the sandbox: bwrap's own
@@ -103,7 +103,7 @@ pub fn args_plan(
 }
 
 impl Options {
-    /// Issue 20: the relay's transparent listeners for the exact allowlist
+    /// The relay's transparent listeners for the exact allowlist
     /// `destinations`, and a descriptor holding the sandbox's `/etc/hosts`
     /// (the host's own file, after lines naming the served hosts, with a
     /// `localhost` line) when the relay serves anything (see
@@ -188,7 +188,7 @@ impl Options {
         Ok(launch)
     }
 
-    /// Issue 17: binds every grant of `launch` from its handle. Each grant's
+    /// Binds every grant of `launch` from its handle. Each grant's
     /// [`Anchor`] comes from `pins` (checked current, or derived by a walk
     /// from the pinned grant containing it); bwrap inherits them, after the
     /// seccomp filter when there is one, and binds with `--bind-fd` /

@@ -162,11 +162,11 @@ pub struct Launch {
     /// in bwrap) to an in-sandbox path: `--perms 0555 --ro-bind-data FD
     /// PATH`, emitted with the binds above (the relay helper).
     pub executable_data: Option<(RawFd, PathBuf)>,
-    /// Issue 20: a file copied in read-only from a descriptor bwrap inherits
+    /// A file copied in read-only from a descriptor bwrap inherits
     /// (the sandbox's `/etc/hosts` naming the relay's transparent
     /// listeners), emitted after the binds above so it covers the host's.
     pub hosts_data: Option<(RawFd, PathBuf)>,
-    /// Issue 17: the descriptor (as bwrap sees it) each grant source is bound
+    /// The descriptor (as bwrap sees it) each grant source is bound
     /// from (`--bind-fd`/`--ro-bind-fd`); a grant not listed is bound by its
     /// path (only in the argv `bubblewrap_args` shows, never in a launch).
     pub bind_fds: Vec<(PathBuf, RawFd)>,

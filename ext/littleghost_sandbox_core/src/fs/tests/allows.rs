@@ -168,7 +168,7 @@ fn refusals_name_the_logical_path_and_the_limit() {
     );
 }
 
-/// Issue 12 item 12: a refusal of policy carries its rule, so the binding
+/// A refusal of policy carries its rule, so the binding
 /// records a denial without parsing the message; other failures do not.
 #[test]
 fn refusals_carry_their_rule_and_other_failures_do_not() {

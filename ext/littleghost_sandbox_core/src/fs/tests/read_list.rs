@@ -180,7 +180,7 @@ fn list_merges_virtual_children_with_real_entries() {
     assert_eq!(broker.list(&ws, ".").unwrap(), "a.txt\nnamed\nnamed/");
 }
 
-/// Issue 18 item 7: one line per entry, always. A name holding a line feed
+/// One line per entry, always. A name holding a line feed
 /// (or not UTF-8, or starting with `~` or `"`) is shown quoted, so a listing
 /// never shows an entry that does not exist, and the shown form names it.
 #[test]

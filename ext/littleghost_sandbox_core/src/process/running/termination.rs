@@ -134,7 +134,7 @@ impl Termination {
             return TerminationStep::Done;
         }
         let now = Instant::now();
-        // Issue 19 item 1: what is left cannot act on TERM (bwrap's sandbox
+        // What is left cannot act on TERM (bwrap's sandbox
         // process still setting up its namespace, a program ignoring TERM):
         // the grace would only delay the KILL that ends it.
         if now >= self.grace_end || only_deaf_to_term(&self.groups, &self.members) {
