@@ -535,9 +535,10 @@ RSpec.describe "Network rules and secrets, end to end through the built-in gatew
       @home_tls = https_server
       @other = server
       @tunnel = server(raw: true)
+      @switching = server(switch: true)
       open_sandbox(
         allow: ["localhost:#{@home.port}", {destination: "localhost:#{@home_tls.port}", inspect: true},
-                "localhost:#{@other.port}", "localhost:#{@tunnel.port}"],
+                "localhost:#{@other.port}", "localhost:#{@tunnel.port}", "localhost:#{@switching.port}"],
         secrets: {token: {value: value, destinations: ["localhost:#{@home.port}", "localhost:#{@home_tls.port}"]}}
       )
     end
@@ -608,8 +609,18 @@ RSpec.describe "Network rules and secrets, end to end through the built-in gatew
       expect(statuses(tunnel)).to eq([200])
       eventually(10) { @tunnel.received.include?("hello ") }
       expect(@tunnel.received).not_to include("lgsecret_")
+      # Even toward the secret's own destination: in a tunnel the gateway could not swap it, so it is refused.
+      home = raw("CONNECT localhost:#{@home.port} HTTP/1.1\r\n\r\n",
+                 "GET /tunnelled HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer @STANDIN@\r\n\r\n")
+      expect(statuses(home)).to eq([200])
+      expect(@home.requests).to eq([])
+      # A WebSocket upgrade is a tunnel once switched: the stand-in cuts it too.
+      switched = raw("GET http://localhost:#{@switching.port}/ws HTTP/1.1\r\nConnection: Upgrade\r\n" \
+                     "Upgrade: websocket\r\n\r\n", "frame @STANDIN@\r\n\r\n")
+      expect(statuses(switched)).to eq([101])
+      expect(@switching.requests).to eq(["GET /ws HTTP/1.1"])
 
-      [@other, @tunnel].each do |destination|
+      [@other, @tunnel, @switching].each do |destination|
         expect(destination.received).not_to include(stand_in)
         expect(destination.received).not_to include(value)
       end
@@ -618,7 +629,9 @@ RSpec.describe "Network rules and secrets, end to end through the built-in gatew
 
       exfiltrations = denials_of(:secret_exfiltration)
       expect(exfiltrations.size).to be >= 7
-      expect(exfiltrations.map(&:target)).to include("localhost:#{@other.port}", "localhost:#{@tunnel.port}")
+      expect(exfiltrations.map(&:target))
+        .to include("localhost:#{@other.port}", "localhost:#{@tunnel.port}", "localhost:#{@home.port}",
+                    "localhost:#{@switching.port}")
       shown = [@sandbox.denials, @sandbox.network_log].flatten.flat_map { |x| [x.inspect, x.to_h.to_s, x.to_s] } +
               [@sandbox.inspect, @sandbox.gateway.inspect, @sandbox.policy.inspect, @sandbox.effective_policy.inspect]
       shown.each do |text|
