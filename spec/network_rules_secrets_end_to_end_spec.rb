@@ -6,19 +6,22 @@ require "openssl"
 require "securerandom"
 require "socket"
 
-# Issue 22 end to end: real clients (curl, Python's urllib and http.client, Ruby's Net::HTTP, raw sockets for the
-# attacks) inside Bubblewrap, through the built-in gateway, against loopback HTTP and HTTPS servers this spec starts
-# (HTTPS with a CA of its own, given to the gateway as upstream_ca:), all declared through the public API.
+# Issue 22 end to end: real clients (curl, Python's urllib and http.client, Ruby's Net::HTTP, git over smart HTTP,
+# raw sockets for the attacks) inside Bubblewrap, through the built-in gateway, against loopback HTTP and HTTPS
+# servers this spec starts (HTTPS with a CA of its own, given to the gateway as upstream_ca:), all declared through
+# the public API.
 #
 # Invariants:
 # 1. A request outside a destination's rules (methods:, paths:) never reaches it: refused 403 with a
 #    :request_not_allowed denial naming its method and path, whatever the client's spelling (dot segments, encoded
 #    dots or slashes, path parameters, method case), on every request of a keep-alive connection, in plain HTTP and
-#    inside inspected TLS, and not by switching protocols (Upgrade) on an allowed request either.
+#    inside inspected TLS, and not by switching an allowed request to another HTTP (Upgrade: h2c) either. (A
+#    WebSocket upgrade of an allowed request is let through: its messages are not requests the rules speak of.)
 # 2. A secret's value never reaches the child or any destination but its own: the child holds a stand-in; the
 #    gateway puts the value only into request heads bound for the secret's destinations; the stand-in bound
 #    anywhere else (URL, header, body, chunk extension, uninspected tunnel) is refused with a :secret_exfiltration
-#    denial and never delivered; the value appears in no denial, event, message or inspect.
+#    denial and never delivered (a tunnel or a switched WebSocket is cut before the piece that completes it); the
+#    value appears in no denial, event, message or inspect.
 # 3. Every request leaves one egress event (method, path, status, bytes; inspected: true inside inspected TLS).
 #
 # (DNS answering differently on a second lookup is proven in the core, through its resolver seam:
