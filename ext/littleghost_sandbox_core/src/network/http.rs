@@ -11,7 +11,8 @@
 //! 204 and 304; `Content-Length`; chunked; else until close), and read the
 //! next request on the same connection. Each request is decided on its own:
 //! one naming another destination gets an upstream of its own. A `101` to a
-//! request that asked for an upgrade turns the connection into a tunnel.
+//! request that asked for an upgrade turns the connection into a tunnel (a
+//! destination whose rules read each request may only switch to WebSocket).
 //!
 //! What the gateway reads it checks for secrets' stand-ins: swapped for the
 //! real value in the request line and header values toward a destination
