@@ -611,6 +611,8 @@ fn a_request_outside_the_rules_gets_403_and_the_connection_goes_on() {
         "/public/%2e%2e/private",
         "/public/%2E%2e%2fprivate",
         "/public/..%2fprivate",
+        "/public/..;/private",
+        "/public/.;x/..;y/private",
     ];
     for path in refused_paths {
         client.send(get(&format!("{base}{path}")));
@@ -620,6 +622,11 @@ fn a_request_outside_the_rules_gets_403_and_the_connection_goes_on() {
     }
     client.send(format!("POST {base}/public/a HTTP/1.1\r\n\r\n"));
     assert_eq!(client.response(false).status, 403);
+    // A switch to another HTTP (h2c) would carry requests the rules never see.
+    client.send(format!(
+        "GET {base}/public/a HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"
+    ));
+    assert_eq!(client.response(false).status, 403);
     // Same connection, still served.
     client.send(get(&format!("{base}/public/b")));
     assert_eq!(text(&client.response(false).body), "GET /public/b body=0");
@@ -627,7 +634,7 @@ fn a_request_outside_the_rules_gets_403_and_the_connection_goes_on() {
     let seen: Vec<String> = upstream.requests().iter().map(|r| r.head.clone()).collect();
     assert_eq!(seen.len(), 2, "{seen:?}");
     let denials = gateway.denials();
-    assert_eq!(denials.len(), refused_paths.len() + 1);
+    assert_eq!(denials.len(), refused_paths.len() + 2);
     assert!(denials
         .iter()
         .all(|d| d.reason == DenialReason::RequestNotAllowed));
@@ -636,8 +643,12 @@ fn a_request_outside_the_rules_gets_403_and_the_connection_goes_on() {
         Some(("GET".to_owned(), "/public/../private".to_owned()))
     );
     assert_eq!(
-        denials.last().unwrap().request,
+        denials[denials.len() - 2].request,
         Some(("POST".to_owned(), "/public/a".to_owned()))
+    );
+    assert_eq!(
+        denials.last().unwrap().request,
+        Some(("GET".to_owned(), "/public/a".to_owned()))
     );
     // A refused request with a body closes the connection (its body is never read).
     client.send(format!(

@@ -11,7 +11,8 @@
 //! 204 and 304; `Content-Length`; chunked; else until close), and read the
 //! next request on the same connection. Each request is decided on its own:
 //! one naming another destination gets an upstream of its own. A `101` to a
-//! request that asked for an upgrade turns the connection into a tunnel.
+//! request that asked for an upgrade turns the connection into a tunnel (a
+//! destination whose rules read each request may only switch to WebSocket).
 //!
 //! What the gateway reads it checks for secrets' stand-ins: swapped for the
 //! real value in the request line and header values toward a destination
@@ -1333,6 +1334,20 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
             );
             return self.refuse(refused, keep, event, start).await;
         }
+        let upgrade = requested_upgrade(&head);
+        // After a switch the gateway reads nothing more: a destination whose
+        // rules must read each request may switch only to WebSocket (whose
+        // messages are not requests), never to another HTTP (h2c) carrying
+        // requests the rules never saw.
+        if access.restricts_requests() && upgrade.as_deref().is_some_and(|u| !only_websocket(u)) {
+            let refused = proxy::deny(
+                shared,
+                &destination,
+                DenialReason::RequestNotAllowed,
+                request(),
+            );
+            return self.refuse(refused, keep, event, start).await;
+        }
         let (forwarded_path, headers) = match substitute_head(&head, &path, &destination, secrets) {
             Ok(forwarded) => forwarded,
             Err(_) => {
@@ -1351,7 +1366,6 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
         // Allowed from here on: an exchange cut before its end is recorded so.
         event.decision = Decision::Allowed;
 
-        let upgrade = requested_upgrade(&head);
         let connection = if upgrade.is_some() {
             "Upgrade"
         } else if client_close {
@@ -1687,6 +1701,18 @@ fn requested_upgrade(head: &Head) -> Option<String> {
     (offered.next().is_none() && !first.is_empty()).then(|| first.to_owned())
 }
 
+/// Whether every protocol an `Upgrade` value offers is WebSocket
+/// (`websocket`, any case, with or without a version).
+fn only_websocket(upgrade: &str) -> bool {
+    upgrade.split(',').all(|offered| {
+        offered
+            .trim()
+            .split('/')
+            .next()
+            .is_some_and(|name| name.eq_ignore_ascii_case("websocket"))
+    })
+}
+
 /// The request line's path and header values with stand-ins swapped for
 /// `destination`; a stand-in whose secret may not go there (in the target,
 /// a value or a field name), or a swapped `TRACE` (which would echo the
@@ -2015,6 +2041,16 @@ mod tests {
             forwarded(&upgrade, "Upgrade"),
             "GET /ws HTTP/1.1\r\nHost: a.test:81\r\nSec-WebSocket-Key: k\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn only_a_websocket_upgrade_counts_as_websocket() {
+        for yes in ["websocket", "WebSocket", "websocket/13", " websocket , WEBSOCKET"] {
+            assert!(only_websocket(yes), "{yes}");
+        }
+        for no in ["h2c", "H2C", "websocket, h2c", "TLS/1.2", "", "websocketx"] {
+            assert!(!only_websocket(no), "{no}");
+        }
     }
 
     #[test]

@@ -320,10 +320,11 @@ impl Rule {
     }
 }
 
-/// The path part of an origin-form target when it has no dot segment, no
-/// encoded `/`, `\`, `.` or NUL and no backslash: the form where a prefix
-/// compare means what it says (a server would not resolve `/a/../b` or
-/// `/a%2f..%2fb` past the prefix). `None` refuses the request.
+/// The path part of an origin-form target when it has no dot segment (nor
+/// one with `;` parameters, `..;x`), no encoded `/`, `\`, `.` or NUL and no
+/// backslash: the form where a prefix compare means what it says (a server
+/// would not resolve `/a/../b`, `/a/..;/b` or `/a%2f..%2fb` past the
+/// prefix). `None` refuses the request.
 pub fn clean_path(target: &str) -> Option<&str> {
     let path = target.split(['?', '#']).next().unwrap_or_default();
     if !path.starts_with('/') || path.contains('\\') {
@@ -336,10 +337,12 @@ pub fn clean_path(target: &str) -> Option<&str> {
     {
         return None;
     }
-    if path
-        .split('/')
-        .any(|segment| segment == "." || segment == "..")
-    {
+    // A segment is compared without its `;` parameters: servers that strip
+    // them (Tomcat, Jetty, Spring) resolve `/a/..;/b` to `/b`.
+    if path.split('/').any(|segment| {
+        let name = segment.split(';').next().unwrap_or_default();
+        name == "." || name == ".."
+    }) {
         return None;
     }
     Some(path)
@@ -477,6 +480,7 @@ mod tests {
         assert!(!rule.permits("POST", "/repos/org/x"));
         assert!(!rule.permits("GET", "/repos/other/x"));
         assert!(!rule.permits("GET", "/repos/org"));
+        assert!(rule.permits("GET", "/repos/org/x;v=1/y..;"));
         for sneaky in [
             "/repos/org/../other/x",
             "/repos/org/%2e%2e/other",
@@ -484,6 +488,9 @@ mod tests {
             "/repos/org/x%2F..",
             "/repos/org\\..\\x",
             "/repos/org/./x",
+            "/repos/org/..;/other/x",
+            "/repos/org/..;jsessionid=1/other",
+            "/repos/org/.;x/..;y/..;z/other",
             "http://api.github.com/repos/org/x",
         ] {
             assert!(!rule.permits("GET", sneaky), "{sneaky}");
