@@ -6,7 +6,7 @@ require "openssl"
 require "securerandom"
 require "socket"
 
-# Issue 22 end to end: real clients (curl, Python's urllib and http.client, Ruby's Net::HTTP, git over smart HTTP,
+# The gateway's rules and secrets end to end: real clients (curl, Python's urllib and http.client, Ruby's Net::HTTP, git over smart HTTP,
 # raw sockets for the attacks) inside Bubblewrap, through the built-in gateway, against loopback HTTP and HTTPS
 # servers this spec starts (HTTPS with a CA of its own, given to the gateway as upstream_ca:), all declared through
 # the public API.

@@ -1,7 +1,6 @@
-//! The gateway's HTTP/1.1 engine seen from a client (issue 22, items 1, 2,
-//! 4 and 5): keep-alive, exact framing both ways, per-request rules,
-//! secrets swapped only toward their destinations, the egress record, and
-//! DNS answers that change between lookups. Loopback servers started here
+//! The gateway's HTTP/1.1 engine seen from a client: keep-alive, exact
+//! framing both ways, per-request rules, secrets swapped only toward their
+//! destinations, the egress record, and DNS answers that change between lookups. Loopback servers started here
 //! stand in for the internet, hence `allow_private_destinations: true`
 //! except where that option is the test.
 

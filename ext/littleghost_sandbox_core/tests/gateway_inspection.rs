@@ -1,4 +1,4 @@
-//! TLS inspection seen from a client (issue 22 item 3): for an inspected
+//! TLS inspection seen from a client: for an inspected
 //! destination the child's TLS ends at the gateway, with a certificate of the
 //! gateway's own CA that the child trusts through the bundle the gateway
 //! writes; the gateway verifies the destination's certificate itself; an SNI

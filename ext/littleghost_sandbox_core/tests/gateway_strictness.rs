@@ -1,4 +1,4 @@
-//! Issue 18, items 6 and 8, seen from a client of the built-in gateway:
+//! The strict request parser and the descriptor budget, seen from a client of the built-in gateway:
 //! what the destination receives is exactly what the gateway says it
 //! forwards, and a client holding connections open meets the descriptor
 //! budget (503 and a denial) instead of exhausting the host's descriptors.

@@ -1,4 +1,4 @@
-//! The gateways' descriptor budget (issue 18, item 6).
+//! The gateways' descriptor budget.
 //!
 //! Every connection a gateway serves costs the host process descriptors: one
 //! for the client's socket and, once the destination is opened, one for the

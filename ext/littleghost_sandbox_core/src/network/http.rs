@@ -281,7 +281,7 @@ fn check_lengths(headers: &[(String, String)]) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// Parses the head strictly (issue 18, item 8): lines end with CRLF only; no
+/// Parses the head strictly: lines end with CRLF only; no
 /// CR, LF or other control byte in the request line or a header field (HTAB
 /// only inside a value); the version is exactly `HTTP/1.0` or `HTTP/1.1`; a
 /// header name is a token directly followed by `:`; a body is framed once
@@ -2045,7 +2045,12 @@ mod tests {
 
     #[test]
     fn only_a_websocket_upgrade_counts_as_websocket() {
-        for yes in ["websocket", "WebSocket", "websocket/13", " websocket , WEBSOCKET"] {
+        for yes in [
+            "websocket",
+            "WebSocket",
+            "websocket/13",
+            " websocket , WEBSOCKET",
+        ] {
             assert!(only_websocket(yes), "{yes}");
         }
         for no in ["h2c", "H2C", "websocket, h2c", "TLS/1.2", "", "websocketx"] {
@@ -2073,7 +2078,7 @@ mod tests {
 
     #[test]
     fn a_bare_line_feed_or_carriage_return_is_refused_anywhere() {
-        // Issue 18's smuggling request: a bare LF in the request line and in a header.
+        // The smuggling request an attack used: a bare LF in the request line and in a header.
         let why = refused(
             b"GET http://allowed.test/ HTTP/1.1\nHost:internal.example\r\nAccept: */*\nProxy-Authorization: smuggled",
         );

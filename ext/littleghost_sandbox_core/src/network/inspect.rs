@@ -1,4 +1,4 @@
-//! TLS inspection (issue 22 item 3): for a CONNECT to a destination whose
+//! TLS inspection: for a CONNECT to a destination whose
 //! rule says `inspect: true`, the gateway is the TLS server the child talks
 //! to and a verifying TLS client of the real destination.
 //!
