@@ -122,9 +122,15 @@ impl Starting {
         let handle = runtime::handle().map_err(SpawnError::Os)?;
         let notifier = Notifier::new().map_err(SpawnError::Os)?;
         let (launch, limits, owner) = (launch.clone(), limits.clone(), owner.cloned());
+        // Counted from before the spawn until adopted, so a `close` meanwhile waits for it.
+        let launching = owner.as_ref().map(Owner::launching);
         let handoff = spawner::submit(move || {
-            let spawned = spawn::spawn_limited(&launch, &limits, keep_stdin)?;
-            RunningProcess::adopt_spawned(spawned, (handle, notifier), mode, owner.as_ref())
+            let spawned = spawn::spawn_limited(&launch, &limits, keep_stdin);
+            let adopted = spawned.and_then(|spawned| {
+                RunningProcess::adopt_spawned(spawned, (handle, notifier), mode, owner.as_ref())
+            });
+            drop(launching);
+            adopted
         })
         .map_err(SpawnError::Os)?;
         Ok(Starting { handoff })

@@ -5,7 +5,7 @@
 //! memory limit (in the background), and a closed sandbox.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
@@ -169,11 +169,53 @@ impl Termination {
 #[derive(Clone, Default)]
 pub struct Owner {
     children: Arc<Mutex<Vec<Weak<Shared>>>>,
+    /// Launches handed to the spawner and not adopted yet: a child exists
+    /// (and can be seen in /proc) a moment before it is adopted, so
+    /// [`Owner::terminate_all`] waits for these first.
+    launching: Arc<(Mutex<usize>, Condvar)>,
 }
+
+/// One launch on its way to [`Owner::adopt`]; dropped once adopted (or
+/// abandoned before anything was spawned).
+pub struct Launching(Arc<(Mutex<usize>, Condvar)>);
+
+impl Drop for Launching {
+    fn drop(&mut self) {
+        let (count, changed) = &*self.0;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        changed.notify_all();
+    }
+}
+
+/// How long `terminate_all` waits for launches in flight to be adopted
+/// (a spawn takes milliseconds; this only bounds a wedged spawner).
+const LAUNCH_SETTLE: Duration = Duration::from_secs(5);
 
 impl Owner {
     pub fn new() -> Owner {
         Owner::default()
+    }
+
+    /// Counts a launch in flight until the returned guard is dropped.
+    pub(in crate::process) fn launching(&self) -> Launching {
+        *self.launching.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        Launching(self.launching.clone())
+    }
+
+    /// Waits (up to [`LAUNCH_SETTLE`]) until no launch is in flight.
+    fn settle_launches(&self) {
+        let (count, changed) = &*self.launching;
+        let deadline = Instant::now() + LAUNCH_SETTLE;
+        let mut in_flight = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *in_flight > 0 {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            in_flight = match changed.wait_timeout(in_flight, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
     }
 
     pub(super) fn adopt(&self, shared: &Arc<Shared>) {
@@ -188,6 +230,8 @@ impl Owner {
     /// [`TERMINATION_GRACE`] plus a moment: call it without the GVL.
     /// Returns how many were terminated.
     pub fn terminate_all(&self) -> usize {
+        // A child spawned but not adopted yet is already running: wait for it.
+        self.settle_launches();
         let me = rustix::process::getpid();
         let children: Vec<Arc<Shared>> = std::mem::take(&mut *lock(&self.children))
             .iter()
