@@ -103,13 +103,14 @@ fn run_monitor(
         Ok(Watched::Ended) => Ok(()),
         Ok(Watched::Exceeded) => {
             let exceeded = LimitExceeded::Memory { bytes: limit };
-            let none = ruby.qnil().as_value();
-            let error = crate::ruby_api::process_runner::limit_error(ruby, exceeded, none);
-            record(ruby, session, &error);
+            // The session's next call (or its close) raises the LimitError
+            // carrying the output no `read` took (issue 19 item 6).
+            state.memory_sampled_over(limit);
             // The one protocol (17.12): TERM the group and every
             // descendant, grace, KILL; run by the core in the background.
             state.process().terminate_detached();
-            match denials {
+            // The denial now, as the kill happens; the error does not repeat it.
+            match denials.filter(|_| session.claim_kill_report()) {
                 Some(reporter) => {
                     reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))
                 }
