@@ -79,7 +79,7 @@ pub struct SessionRequest {
     pub spawn_options: SpawnOptions,
     /// The sandbox whose `close` terminates the session (H.4), if any.
     pub owner: Option<Owner>,
-    /// Where a memory-limit kill is reported as a denial (issue 12 item 12).
+    /// Where a limit kill is reported as a denial (issue 12 item 12).
     pub denials: Option<crate::ruby_api::denial::Reporter>,
 }
 
@@ -351,7 +351,10 @@ pub(super) fn limit_end_error(
         exit.and_then(|exit| exit.code()),
         exit.and_then(|exit| exit.signal()),
     );
-    let denials = session.denials.get().filter(|_| session.claim_kill_report());
+    let denials = session
+        .denials
+        .get()
+        .filter(|_| session.claim_kill_report());
     crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded, execution)
 }
 
@@ -542,7 +545,11 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
 /// For `close`: a limit ended the session (memory, CPU, output bound) and no
 /// call raised its error yet: the error is recorded (carrying the output no
 /// `read` took) and its denial reported, as the next call would have.
-fn record_unreported_kill(ruby: &Ruby, session: Session, state: &SessionState) -> Result<(), Error> {
+fn record_unreported_kill(
+    ruby: &Ruby,
+    session: Session,
+    state: &SessionState,
+) -> Result<(), Error> {
     if session.resource_error(ruby).is_some() {
         return Ok(());
     }

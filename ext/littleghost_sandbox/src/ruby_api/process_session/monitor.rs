@@ -1,8 +1,9 @@
 //! 18.9: the memory monitor of a session, a Ruby thread made from Rust
 //! (`rb_thread_create`, so a Ruby `memory_reader` runs with the GVL; the
 //! only Ruby call it makes is into that reader) running the core's sampling
-//! loop ([`Session::watch_memory`]); past the limit it records the error and
-//! hands the group to the core's one termination protocol
+//! loop ([`Session::watch_memory`]); past the limit it marks the kill in the
+//! core session (the next call builds the error, with the output), reports
+//! the denial and hands the group to the core's one termination protocol
 //! ([`RunningProcess::terminate_detached`]).
 //!
 //! [`Session::watch_memory`]: littleghost_sandbox_core::process::session::Session::watch_memory
