@@ -120,11 +120,12 @@ RSpec.describe "A task limit that refuses processes" do
   end
 end
 
-# A session ended at its CPU limit reads the same whatever
-# enforced it: its next call raises LimitError with the L.2 message (nil
-# execution: a session's output is read from the session) and the limit is
-# one denial, under a cgroup (root) and under RLIMIT_CPU (uid 65534).
-RSpec.describe "A session ended at its CPU limit" do
+# A session ended at its CPU or memory limit reads the same
+# whatever enforced it: its next call raises LimitError with the L.2 message
+# carrying an Execution of the output no `read` returned (here all of it:
+# "started"), and the limit is one denial, under a cgroup (root) and under
+# RLIMIT_CPU and sampled memory (uid 65534).
+RSpec.describe "A session ended at its CPU or memory limit" do
   SESSION_SCRIPT = <<~'RUBY'
     require "littleghost/sandbox"
     require "tmpdir"
@@ -132,15 +133,21 @@ RSpec.describe "A session ended at its CPU limit" do
     sandbox = LittleGhost::Sandboxes::Unrestricted.new(workspace: LittleGhost::Workspace.new(root: Dir.mktmpdir))
     seen = []
     sandbox.on_denial { |denial| seen << denial.reason.to_s }
-    session = sandbox.start_program(["sh", "-c", "while :; do :; done"], cpu_seconds: 1)
-    report = begin
-      session.wait(timeout: 60)
-      {returned: true}
-    rescue LittleGhost::ToolError => e
-      {class: e.class.name, message: e.message, execution: e.execution.inspect}
+    spin = ["sh", "-c", "echo started; while :; do :; done"]
+    grow = ["sh", "-c", "echo started; exec #{RbConfig.ruby} -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
+    report = {}
+    {cpu: [spin, {cpu_seconds: 1}], memory: [grow, {memory_bytes: 64 << 20}]}.each do |name, (argv, limits)|
+      seen.clear
+      session = sandbox.start_program(argv, **limits)
+      report[name] = begin
+        session.wait(timeout: 60)
+        {returned: true}
+      rescue LittleGhost::ToolError => e
+        {class: e.class.name, message: e.message, stdout: e.execution&.stdout}
+      end
+      session.close
+      report[name][:denials] = seen.dup
     end
-    session.close
-    report[:denials] = seen
     puts JSON.generate(report)
   RUBY
 
@@ -151,17 +158,23 @@ RSpec.describe "A session ended at its CPU limit" do
   end
 
   let(:expected) do
-    {class: "LittleGhost::Sandbox::LimitError", message: "Program CPU time exceeded 1 second", execution: "nil",
-     denials: ["cpu_limit"]}
+    {cpu: {class: "LittleGhost::Sandbox::LimitError", message: "Program CPU time exceeded 1 second",
+           stdout: "started\n", denials: ["cpu_limit"]},
+     memory: {class: "LittleGhost::Sandbox::LimitError", message: "Program memory exceeded #{64 << 20} bytes",
+              stdout: "started\n", denials: ["memory_limit"]}}
   end
 
-  it "raises LimitError on its next call and is one cpu_limit denial, as this user" do
+  it "raises LimitError carrying the unread output on its next call and is one denial, as this user" do
     expect(session_outcome).to eq(expected)
   end
 
-  it "reads the same as uid 65534 (RLIMIT_CPU)" do
+  it "reads the same as uid 65534 (RLIMIT_CPU, sampled memory)" do
     skip "needs root to drop to uid 65534" unless Process.uid.zero?
     skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
+    lib = File.expand_path("../lib", __dir__)
+    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
+                      File.join(lib, "littleghost_sandbox.so"))
+    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
     expect(session_outcome("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")).to eq(expected)
   end
 end

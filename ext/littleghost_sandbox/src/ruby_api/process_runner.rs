@@ -278,7 +278,7 @@ fn outcome(
 
 /// A run or session a limit ended (L.2): reported as a denial where the
 /// launch has a reporter; returns the LimitError to raise (a ToolError with
-/// the L.2 message), carrying `execution` (the run's output so far, or nil).
+/// the L.2 message), carrying `execution` (the run's output so far).
 pub fn limit_kill(
     ruby: &Ruby,
     denials: Option<&crate::ruby_api::denial::Reporter>,
@@ -291,7 +291,7 @@ pub fn limit_kill(
     Ok(limit_error(ruby, exceeded, execution))
 }
 
-/// The LimitError of `exceeded` carrying `execution` (nil for a session).
+/// The LimitError of `exceeded` carrying `execution`.
 pub fn limit_error(ruby: &Ruby, exceeded: LimitExceeded, execution: Value) -> Error {
     with_execution(ruby, &LIMIT_ERROR, exceeded.message(), execution)
 }

@@ -79,7 +79,7 @@ pub struct SessionRequest {
     pub spawn_options: SpawnOptions,
     /// The sandbox whose `close` terminates the session (H.4), if any.
     pub owner: Option<Owner>,
-    /// Where a memory-limit kill is reported as a denial.
+    /// Where a limit kill is reported as a denial.
     pub denials: Option<crate::ruby_api::denial::Reporter>,
 }
 
@@ -114,6 +114,9 @@ pub struct ProcessSession {
     state: OnceLock<SessionState>,
     /// Where a limit kill is reported as a denial.
     denials: OnceLock<crate::ruby_api::denial::Reporter>,
+    /// The limit kill's one denial was reported (by the memory monitor as
+    /// it acted, or with the error): never a second.
+    kill_reported: std::sync::atomic::AtomicBool,
     /// Only touched with the GVL held; the lock is never contended.
     refs: Mutex<RubyRefs>,
 }
@@ -138,6 +141,13 @@ impl ProcessSession {
         self.refs
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// True for the one caller that reports the limit kill's denial.
+    pub(super) fn claim_kill_report(&self) -> bool {
+        !self
+            .kill_reported
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The recorded resource error, if any.
@@ -252,18 +262,17 @@ fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> 
     }
     let error = match state.resource_problem() {
         None => return Ok(()),
+        // L.2, reached once: the recorded error answers every later call.
         Some(SessionError::Limit(exceeded)) => {
-            // L.2, reached once: the recorded error answers every later call.
-            let denials = session.denials.get();
-            let none = ruby.qnil().as_value();
-            crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded, none)?
+            limit_end_error(ruby, session, state, exceeded, Default::default())?
         }
         Some(SessionError::ClosedByOwner) => {
             return Err(session_error(ruby, SessionError::ClosedByOwner))
         }
         Some(SessionError::TimedOut(message)) => timed_out(ruby, state, message)?,
         Some(SessionError::OutputExceeded(bytes)) => {
-            output_limit_error(ruby, session, state, bytes, Default::default())?
+            let exceeded = littleghost_sandbox_core::limits::LimitExceeded::Output { bytes };
+            limit_end_error(ruby, session, state, exceeded, Default::default())?
         }
         Some(problem) => session_error(ruby, problem),
     };
@@ -299,28 +308,42 @@ fn timed_out(ruby: &Ruby, state: &SessionState, message: String) -> Result<Error
     ))
 }
 
-/// 18.5, read as every other limit: a session whose combined
-/// output passed `bytes` is terminated (17.12) and ends in a LimitError
-/// "Program output exceeded N bytes" carrying an Execution of the output no
-/// `read` handed out (`taken`, what the read that passed the bound took,
-/// then what is left up to the bound) and how the program ended; the
-/// sandbox that started it records one `:output_limit` denial. Returns the
-/// error to record; an interrupt during the termination comes back as `Err`.
-pub(super) fn output_limit_error(
+/// A limit ended the session: memory (a cgroup's or the
+/// sampled one, 18.9), CPU (a cgroup's or the per-process `RLIMIT_CPU`), or
+/// its combined output bound (18.5). One outcome for all three, as for
+/// `execute_program`: the tree is terminated (17.12) and the error is a
+/// LimitError with the L.2 message carrying an Execution of the output no
+/// `read` handed out (`taken`, what the read that passed an output bound
+/// took, then what is left, up to the bound) and how the program ended; the
+/// sandbox that started it records one denial for the kill (none if the
+/// memory monitor already reported it). Returns the error to record; an
+/// interrupt during the termination comes back as `Err`.
+pub(super) fn limit_end_error(
     ruby: &Ruby,
     session: Session,
     state: &SessionState,
-    bytes: u64,
+    exceeded: littleghost_sandbox_core::limits::LimitExceeded,
     taken: (Vec<u8>, Vec<u8>),
 ) -> Result<Error, Error> {
-    let mut waiter = Waiter::new(state.process());
-    terminate_group(ruby, &mut waiter, state.process())?;
-    reap_leader(ruby, &mut waiter, state.process());
+    let process = state.process();
+    let mut waiter = Waiter::new(process);
+    if process.alive() {
+        terminate_group(ruby, &mut waiter, process)?;
+    }
+    reap_leader(ruby, &mut waiter, process);
+    if !matches!(
+        exceeded,
+        littleghost_sandbox_core::limits::LimitExceeded::Output { .. }
+    ) {
+        // Output the program wrote before it was ended is still on its way
+        // (past an output bound nothing more is pulled: nothing to wait for).
+        state.settle_output(|slice| waiter.wait(ruby, slice))?;
+    }
     let (mut stdout, mut stderr) = taken;
     let (rest_out, rest_err) = state.unread_output();
     stdout.extend_from_slice(&rest_out);
     stderr.extend_from_slice(&rest_err);
-    let exit = state.process().exit();
+    let exit = process.exit();
     let execution = crate::ruby_api::execution::Execution::wrap(
         ruby,
         &String::from_utf8_lossy(&stdout),
@@ -328,8 +351,10 @@ pub(super) fn output_limit_error(
         exit.and_then(|exit| exit.code()),
         exit.and_then(|exit| exit.signal()),
     );
-    let exceeded = littleghost_sandbox_core::limits::LimitExceeded::Output { bytes };
-    let denials = session.denials.get();
+    let denials = session
+        .denials
+        .get()
+        .filter(|_| session.claim_kill_report());
     crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded, execution)
 }
 
@@ -489,8 +514,11 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
         return Ok(());
     };
     let process = state.process();
+    // A limit that ended the session and that no call reported yet is
+    // reported now, before this close's own termination could read as one
+    // (a SIGKILL is also how RLIMIT_CPU kills): one denial per kill.
+    let mut interruption = record_unreported_kill(ruby, rb_self, state).err();
     let mut waiter = Waiter::new(process);
-    let mut interruption = None;
     if process.alive() {
         if let Err(error) = terminate_group(ruby, &mut waiter, process) {
             process.signal_group(Signal::KILL);
@@ -512,4 +540,29 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
     // L.2: nothing the session started outlives its close.
     nogvl::blocking(ruby, || process.release_tree())?;
     interruption.map_or(Ok(()), Err)
+}
+
+/// For `close`: a limit ended the session (memory, CPU, output bound) and no
+/// call raised its error yet: the error is recorded (carrying the output no
+/// `read` took) and its denial reported, as the next call would have.
+fn record_unreported_kill(
+    ruby: &Ruby,
+    session: Session,
+    state: &SessionState,
+) -> Result<(), Error> {
+    if session.resource_error(ruby).is_some() {
+        return Ok(());
+    }
+    // Reaps a leader that already ended, so an RLIMIT_CPU kill shows.
+    let _ = state.process().alive();
+    let exceeded = match state.resource_problem() {
+        Some(SessionError::Limit(exceeded)) => exceeded,
+        Some(SessionError::OutputExceeded(bytes)) => {
+            littleghost_sandbox_core::limits::LimitExceeded::Output { bytes }
+        }
+        _ => return Ok(()),
+    };
+    let error = limit_end_error(ruby, session, state, exceeded, Default::default())?;
+    record(ruby, session, &error);
+    Ok(())
 }

@@ -115,6 +115,8 @@ pub struct Session {
     rlimit_cpu_seconds: Option<u64>,
     /// `start_program(timeout:)`, in seconds as validated (17.3).
     timeout: Option<f64>,
+    /// The sampled memory limit (18.9) the monitor saw passed, in bytes.
+    memory_sampled_over: std::sync::OnceLock<u64>,
 }
 
 /// How a [`Session::wait_for_exit`] ended.
@@ -140,6 +142,7 @@ impl Session {
             writing: AtomicBool::new(false),
             rlimit_cpu_seconds: None,
             timeout: None,
+            memory_sampled_over: std::sync::OnceLock::new(),
         }
     }
 
@@ -235,10 +238,21 @@ impl Session {
         }
     }
 
-    /// The first of: the sandbox closed the session (H.4), its `timeout:`
-    /// passed, a kernel limit stopped the tree (L.2), output passed its
-    /// bound (18.5).
+    /// The memory monitor saw the tree above `bytes` (18.9) and ended it:
+    /// from now on that is the session's resource problem (the first such
+    /// call counts).
+    pub fn memory_sampled_over(&self, bytes: u64) {
+        let _ = self.memory_sampled_over.set(bytes);
+    }
+
+    /// The first of: the memory monitor ended the tree (18.9, it acts
+    /// before anything else can), the sandbox closed the session (H.4), its
+    /// `timeout:` passed, a kernel limit stopped the tree (L.2), output
+    /// passed its bound (18.5).
     pub fn resource_problem(&self) -> Option<SessionError> {
+        if let Some(&bytes) = self.memory_sampled_over.get() {
+            return Some(SessionError::Limit(LimitExceeded::Memory { bytes }));
+        }
         if self.process.terminated_by_owner() {
             return Some(SessionError::ClosedByOwner);
         }

@@ -141,10 +141,10 @@ module LittleGhost
     # Raised when a program passed its +memory_bytes+ or +cpu_seconds+ limit and was ended: "Program memory
     # exceeded N bytes" or "Program CPU time exceeded N seconds". The same class, message and +:limit+ Denial
     # whatever enforced the limit: a launch cgroup, or (without a writable cgroup) sampled memory and the
-    # per-process RLIMIT_CPU. Also raised by a ProcessSession whose combined output passed its +output_bytes+
-    # ("Program output exceeded N bytes", an +:output_limit+ Denial of the sandbox that started it): the session
-    # is terminated and every later call raises the same error. A LittleGhost::ToolError, so existing rescues
-    # keep working.
+    # per-process RLIMIT_CPU. Also raised by a ProcessSession ended at one of these limits or at its combined
+    # +output_bytes+ ("Program output exceeded N bytes", an +:output_limit+ Denial of the sandbox that started
+    # it): the session is terminated and every later call raises the same error. A LittleGhost::ToolError, so
+    # existing rescues keep working.
     #
     #   begin
     #     sandbox.execute_program(["sh", "-c", "echo started; while :; do :; done"], timeout: 60, cpu_seconds: 1)
@@ -156,9 +156,9 @@ module LittleGhost
       # :attr_reader: execution
       #
       # The LittleGhost::Sandbox::Execution of what +execute_program+'s program wrote before it was ended. For a
-      # session past its output bound, the output no +read+ returned, up to the bound (what +read+ returned plus
-      # this is the first +output_bytes+ bytes the program wrote), with the signal that ended it. Nil when a
-      # session reports a memory or CPU limit (read the session's output instead).
+      # session (memory, CPU or output limit), the output no +read+ returned, up to the session's +output_bytes+
+      # (what +read+ returned plus this is everything the program wrote, up to the bound), with how the program
+      # ended (its exit code or signal).
       #
       #   error.execution.stdout   # => "started\n"
     end

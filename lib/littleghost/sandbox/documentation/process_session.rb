@@ -57,8 +57,10 @@ module LittleGhost
       # own child runs is still alive). False once Sandbox#start_program's +timeout+ passed or the sandbox was
       # closed (the next #read or #wait says which).
       #
-      # Raises a recorded supervision error first: LittleGhost::ToolError "Program memory exceeded N bytes",
-      # LittleGhost::Sandbox::LimitError "Program output exceeded N bytes" (carrying the output no #read returned).
+      # Raises a recorded supervision error first: LittleGhost::Sandbox::LimitError "Program memory exceeded N
+      # bytes", "Program CPU time exceeded N seconds" or "Program output exceeded N bytes", each carrying in its
+      # +execution+ the output no #read returned and how the program ended; LittleGhost::ToolError "Program memory
+      # supervisor failed (Class)".
       #
       #   session.alive?   # => true
 
@@ -131,7 +133,8 @@ module LittleGhost
       #   close -> nil
       #
       # Terminates the group if alive, stops supervision and closes every pipe. Idempotent; whoever starts a
-      # session must close it.
+      # session must close it. A limit that ended the session and that no call reported yet (say output passed
+      # its bound while nobody read) is recorded here: the sandbox gets its one +:limit+ Denial, never a second.
       #
       #   session.close
       #   session.closed?   # => true

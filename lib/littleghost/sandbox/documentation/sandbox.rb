@@ -397,7 +397,9 @@ module LittleGhost
     # sandbox closes it too). The environment, +cwd+ and +scope+ follow #execute_program. +output_bytes+ (default
     # <tt>limits.output_bytes</tt>) bounds stdout and stderr together; +memory_bytes+, +tasks+ and +cpu_seconds+
     # limit the whole tree as for #execute_program (a passed memory or CPU limit is raised by the session's next
-    # call; closing the session kills whatever is left in its cgroup); +file_bytes+ becomes RLIMIT_FSIZE.
+    # call as the LittleGhost::Sandbox::LimitError +execute_program+ raises, its +execution+ holding the output
+    # no +read+ returned; closing the session kills whatever is left in its cgroup); +file_bytes+ becomes
+    # RLIMIT_FSIZE.
     #
     # +timeout+ (seconds, through <tt>Float()</tt>, positive and finite as for #execute_program; nil, the default,
     # means no bound) bounds the session's whole life: once it passes with the program still running, the program

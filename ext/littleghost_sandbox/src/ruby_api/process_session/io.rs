@@ -15,7 +15,7 @@ use magnus::{
 };
 
 use super::{
-    alive_checked, output_limit_error, raise_resource_error, record, session_error, Session,
+    alive_checked, limit_end_error, raise_resource_error, record, session_error, Session,
     CHUNK_CLASS,
 };
 use crate::ruby_api::errors::argument_error;
@@ -145,7 +145,8 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
         }
         let bytes = state.output_bytes();
         let taken = (output.stdout, output.stderr);
-        let error = output_limit_error(ruby, rb_self, state, bytes, taken)?;
+        let exceeded = littleghost_sandbox_core::limits::LimitExceeded::Output { bytes };
+        let error = limit_end_error(ruby, rb_self, state, exceeded, taken)?;
         return Err(match record(ruby, rb_self, &error) {
             Some(exception) => Error::from(magnus::Exception::try_convert(exception)?),
             None => error,

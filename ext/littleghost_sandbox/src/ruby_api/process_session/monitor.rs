@@ -1,8 +1,9 @@
 //! 18.9: the memory monitor of a session, a Ruby thread made from Rust
 //! (`rb_thread_create`, so a Ruby `memory_reader` runs with the GVL; the
 //! only Ruby call it makes is into that reader) running the core's sampling
-//! loop ([`Session::watch_memory`]); past the limit it records the error and
-//! hands the group to the core's one termination protocol
+//! loop ([`Session::watch_memory`]); past the limit it marks the kill in the
+//! core session (the next call builds the error, with the output), reports
+//! the denial and hands the group to the core's one termination protocol
 //! ([`RunningProcess::terminate_detached`]).
 //!
 //! [`Session::watch_memory`]: littleghost_sandbox_core::process::session::Session::watch_memory
@@ -103,13 +104,14 @@ fn run_monitor(
         Ok(Watched::Ended) => Ok(()),
         Ok(Watched::Exceeded) => {
             let exceeded = LimitExceeded::Memory { bytes: limit };
-            let none = ruby.qnil().as_value();
-            let error = crate::ruby_api::process_runner::limit_error(ruby, exceeded, none);
-            record(ruby, session, &error);
+            // The session's next call (or its close) raises the LimitError
+            // carrying the output no `read` took.
+            state.memory_sampled_over(limit);
             // The one protocol (17.12): TERM the group and every
             // descendant, grace, KILL; run by the core in the background.
             state.process().terminate_detached();
-            match denials {
+            // The denial now, as the kill happens; the error does not repeat it.
+            match denials.filter(|_| session.claim_kill_report()) {
                 Some(reporter) => {
                     reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))
                 }

@@ -1,6 +1,7 @@
 //! 18.9: the memory monitor of a session samples every 100 ms while the
-//! session is alive; past the limit the caller records the error and hands
-//! the group to the one termination protocol
+//! session is alive; past the limit the caller marks the kill
+//! ([`Session::memory_sampled_over`]) and hands the group to the one
+//! termination protocol
 //! ([`RunningProcess::terminate_detached`](crate::process::RunningProcess::terminate_detached)).
 //! Three consecutive reader failures fail closed.
 
@@ -47,7 +48,7 @@ impl<F> Sample<F> {
 pub enum Watched<F> {
     /// The session ended, or `close` stopped the monitor.
     Ended,
-    /// A sample was above the limit: record the error, terminate the group.
+    /// A sample was above the limit: mark the kill, terminate the group.
     Exceeded,
     /// The reader failed [`FAILURE_LIMIT`] times in a row, the last with `F`:
     /// fail closed.

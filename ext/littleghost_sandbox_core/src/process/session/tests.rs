@@ -298,3 +298,16 @@ fn a_session_that_ends_before_its_timeout_did_not_time_out() {
     assert!(!session.process().timed_out());
     assert_eq!(session.resource_problem(), None);
 }
+
+#[test]
+fn a_sampled_memory_kill_is_the_session_resource_problem_first_seen_counting() {
+    let session = session(&["head", "-c", "100000", "/dev/zero"], 1000);
+    assert_eq!(wait_exit(&session, 30.0), WaitEnd::Exited);
+    // Output passed its bound too, but the monitor's kill came first.
+    session.memory_sampled_over(64);
+    session.memory_sampled_over(128);
+    assert_eq!(
+        session.resource_problem(),
+        Some(SessionError::Limit(LimitExceeded::Memory { bytes: 64 }))
+    );
+}
