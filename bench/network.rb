@@ -152,9 +152,8 @@ Dir.mktmpdir("lg-bench-tls") do |dir|
     [inspected_port, tunnelled_port].each { |port| wait_for_port(port) }
     workspace = LittleGhost::Workspace.new(root: File.join(dir, "ws").tap { |d| Dir.mkdir(d) }).open
     bwrap = LittleGhost::Sandboxes::Bubblewrap
-    gateway = {allow_private_destinations: true, inspect: ["localhost:#{inspected_port}"], upstream_ca: ca_path}
-    allowlist = {mode: :allowlist, allow: ["localhost:#{inspected_port}", "localhost:#{tunnelled_port}"],
-                 gateway: gateway}
+    allowlist = {allow: [{destination: "localhost:#{inspected_port}", inspect: true}, "localhost:#{tunnelled_port}"],
+                 upstream_ca: ca_path, allow_private_destinations: true}
     gated = bwrap.new(workspace: workspace, policy: {network: allowlist}).open
     inherit = bwrap.new(workspace: workspace, policy: {network: :inherit}).open
     through_proxy = {"NO_PROXY" => "", "no_proxy" => ""}

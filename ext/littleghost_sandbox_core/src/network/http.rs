@@ -48,7 +48,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 type Boxed<'u> = Box<dyn Io + 'u>;
 
 /// How much a read asks for at once (heads, bodies, tunnels).
-const READ_SIZE: usize = 64 * 1024;
+const READ_SIZE: usize = 128 * 1024;
 /// Longest chunk-size line (with extensions) accepted.
 const MAX_CHUNK_LINE: usize = 4096;
 /// Largest trailer section accepted after a chunked body.
