@@ -22,10 +22,11 @@ use tokio::task::JoinSet;
 
 use super::allowlist::Allowlist;
 use super::budget::{Budget, Pool};
+use super::connection::Shared;
 use super::denial::{Denial, DenialCallback, Denials};
 use super::egress::{EgressCallback, EgressEvent, EgressLog};
 use super::inspect::{Inspector, BUNDLE_NAME};
-use super::proxy::{self, Shared};
+use super::proxy;
 use super::resolve::{self, Resolver};
 use super::secrets::Secrets;
 use crate::error::{Error, Result};

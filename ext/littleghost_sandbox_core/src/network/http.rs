@@ -35,9 +35,9 @@ use tokio::time::timeout;
 
 use super::allowlist::Destination;
 use super::budget::Held;
+use super::connection::{self, refusal, Refusal, Shared};
 use super::denial::DenialReason;
 use super::egress::{Decision, EgressEvent, EgressLog};
-use super::proxy::{self, refusal, Refusal, Shared};
 use super::secrets::{Exfiltration, Secrets};
 
 /// A stream the engine can serve.
@@ -1209,7 +1209,11 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
     async fn answer(&mut self, refused: &Refusal, keep_alive: bool) {
         let _ = self
             .to_client
-            .write_all(&proxy::response(refused, keep_alive, &self.shared.secrets))
+            .write_all(&connection::response(
+                refused,
+                keep_alive,
+                &self.shared.secrets,
+            ))
             .await;
         let _ = self.to_client.flush().await;
         if !keep_alive {
@@ -1279,7 +1283,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
     }
 
     fn mismatch(&self, destination: &Destination, head: &Head, path: &str) -> Refusal {
-        proxy::deny(
+        connection::deny(
             self.shared,
             destination,
             DenialReason::HostMismatch,
@@ -1322,11 +1326,11 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
             // A refused destination ends the connection, as it always did
             // (and as a refused CONNECT does); only a request refused for
             // what it asks of an allowed destination lets the next one come.
-            let refused = proxy::deny(shared, &destination, DenialReason::NotAllowed, None);
+            let refused = connection::deny(shared, &destination, DenialReason::NotAllowed, None);
             return self.refuse(refused, false, event, start).await;
         };
         if !access.permits(&method, &path) {
-            let refused = proxy::deny(
+            let refused = connection::deny(
                 shared,
                 &destination,
                 DenialReason::RequestNotAllowed,
@@ -1340,7 +1344,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
         // messages are not requests), never to another HTTP (h2c) carrying
         // requests the rules never saw.
         if access.restricts_requests() && upgrade.as_deref().is_some_and(|u| !only_websocket(u)) {
-            let refused = proxy::deny(
+            let refused = connection::deny(
                 shared,
                 &destination,
                 DenialReason::RequestNotAllowed,
@@ -1351,7 +1355,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
         let (forwarded_path, headers) = match substitute_head(&head, &path, &destination, secrets) {
             Ok(forwarded) => forwarded,
             Err(_) => {
-                let refused = proxy::deny(
+                let refused = connection::deny(
                     shared,
                     &destination,
                     DenialReason::SecretExfiltration,
@@ -1457,7 +1461,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
         match body_end {
             Some(Err(BodyError::Exfiltrated)) => {
                 self.upstream = None;
-                let refused = proxy::deny(
+                let refused = connection::deny(
                     shared,
                     &destination,
                     DenialReason::SecretExfiltration,
@@ -1515,7 +1519,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
                 event.received += tunneled.received;
                 event.decision = Decision::Allowed;
                 if tunneled.cut.is_some() {
-                    proxy::deny(
+                    connection::deny(
                         shared,
                         &destination,
                         DenialReason::SecretExfiltration,
@@ -1595,7 +1599,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
             )),
             Mode::Proxy(held) => {
                 self.upstream = None;
-                let stream = proxy::open(destination, self.shared, held).await?;
+                let stream = connection::open(destination, self.shared, held).await?;
                 self.upstream = Some(Upstream::new(destination.clone(), Box::new(stream)));
                 Ok(())
             }

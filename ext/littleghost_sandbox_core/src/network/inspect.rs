@@ -265,6 +265,7 @@ impl Inspector {
         &self,
         destination: &Destination,
         io: IO,
+        before_refusal: impl FnOnce(),
     ) -> Result<server::TlsStream<IO>, AcceptError>
     where
         IO: AsyncRead + AsyncWrite + Unpin,
@@ -276,6 +277,8 @@ impl Inspector {
         if let Some(server_name) = start.client_hello().server_name() {
             if !names_host(server_name, &destination.host) {
                 let server_name = server_name.to_owned();
+                // Recorded before the child can read the alert.
+                before_refusal();
                 let mut io = start.io;
                 let _ = io.write_all(&UNRECOGNIZED_NAME_ALERT).await;
                 let _ = io.shutdown().await;
@@ -450,7 +453,7 @@ pub(crate) mod tests {
         let (near, far) = tokio::io::duplex(64 * 1024);
         let destination = dest(target);
         let server = async {
-            let mut stream = inspector.accept(&destination, far).await?;
+            let mut stream = inspector.accept(&destination, far, || {}).await?;
             stream.write_all(b"hello").await.unwrap();
             stream.shutdown().await.unwrap();
             Ok(())

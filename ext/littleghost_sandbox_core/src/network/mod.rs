@@ -9,7 +9,9 @@
 pub mod allowlist;
 pub mod budget;
 pub mod builtin;
+mod connection;
 pub mod denial;
+pub mod destination;
 pub mod egress;
 pub mod external;
 mod external_grants;

@@ -4,71 +4,20 @@
 //! tunnelled, or, for an `inspect: true` destination, terminated with the
 //! gateway's own TLS on both sides ([`super::inspect`]) and served by the
 //! same engine request by request.
-//!
-//! Names are resolved here (through the gateway's [`super::resolve`] seam,
-//! once per upstream connection) and every resolved address is vetted
-//! before any connection is made; the gateway then connects only to those
-//! addresses, so a DNS answer that changes between check and connect cannot
-//! redirect it.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpStream, UnixStream};
+use tokio::net::UnixStream;
 use tokio::time::timeout;
 
-use super::allowlist::{refused_address, Allowlist, Destination, Host};
+use super::allowlist::Destination;
 use super::budget::Held;
-use super::denial::{DenialReason, Denials};
-use super::egress::{Decision, EgressLog};
+use super::connection::{deny, deny_shown, open, refusal, response, Refusal, Shared};
+use super::denial::DenialReason;
+use super::egress::Decision;
 use super::http::{self, Connect, Event};
-use super::inspect::{AcceptError, Inspector};
-use super::resolve::Resolver;
-use super::secrets::Secrets;
-
-/// What every connection of one listener reads; a gateway's views clone it
-/// with their own allowlist and secrets (gateway.rs).
-#[derive(Clone)]
-pub(super) struct Shared {
-    pub allowlist: Allowlist,
-    pub secrets: Secrets,
-    pub denials: Arc<Denials>,
-    pub egress: Arc<EgressLog>,
-    pub resolver: Resolver,
-    /// The gateway's CA and TLS configurations, when a rule asks for inspection.
-    pub inspector: Option<Arc<Inspector>>,
-    pub max_header_bytes: usize,
-    pub handshake_timeout: Duration,
-    pub connect_timeout: Duration,
-    pub idle_timeout: Duration,
-}
-
-/// An HTTP error answer: status line text and a short reason (never a
-/// secret's value or stand-in: destinations and paths are redacted).
-#[derive(Debug)]
-pub(super) struct Refusal {
-    pub status: &'static str,
-    pub reason: String,
-}
-
-impl Refusal {
-    /// The numeric status.
-    pub(super) fn code(&self) -> u16 {
-        self.status
-            .get(..3)
-            .and_then(|code| code.parse().ok())
-            .unwrap_or(500)
-    }
-}
-
-pub(super) fn refusal(status: &'static str, reason: impl Into<String>) -> Refusal {
-    Refusal {
-        status,
-        reason: reason.into(),
-    }
-}
 
 /// Serves one admitted connection; `held` is its client descriptor and
 /// takes the upstream one before a destination is opened.
@@ -221,19 +170,29 @@ async fn inspect_branch(
         return;
     }
     // The client replays what it sent before the 200 (a pipelined ClientHello).
+    // A refused server name is recorded (denial and event) before the child
+    // can read the alert.
+    let pending = std::sync::Mutex::new(Some(event));
+    let refuse_name = || {
+        let taken = pending.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(event) = taken {
+            deny(shared, destination, DenialReason::HostMismatch, None);
+            event.push(shared, start);
+        }
+    };
     let accepted = timeout(
         shared.handshake_timeout,
-        inspector.accept(destination, client),
+        inspector.accept(destination, client, refuse_name),
     )
     .await;
-    let child = match accepted {
-        Ok(Ok(child)) => child,
-        Ok(Err(AcceptError::HostMismatch { .. })) => {
-            deny(shared, destination, DenialReason::HostMismatch, None);
-            return event.push(shared, start);
-        }
-        Ok(Err(AcceptError::Handshake(_))) | Err(_) => return event.push(shared, start),
+    let event = pending.into_inner().unwrap_or_else(|e| e.into_inner());
+    let child = match (accepted, event) {
+        (Ok(Ok(child)), Some(event)) => (child, event),
+        // Refused by name: already recorded.
+        (_, None) => return,
+        (Ok(Err(_)) | Err(_), Some(event)) => return event.push(shared, start),
     };
+    let (child, mut event) = child;
     event.status = Some(200);
     event.decision = Decision::Allowed;
     event.push(shared, start);
@@ -255,103 +214,4 @@ async fn refuse_tunnel(
         .write_all(&response(&refused, false, &shared.secrets))
         .await;
     let _ = client.shutdown().await;
-}
-
-/// Checks the allowlist, resolves, vets every address, takes the upstream
-/// descriptor from the budget (once per connection) and connects to a
-/// vetted address.
-pub(super) async fn open(
-    destination: &Destination,
-    shared: &Shared,
-    held: &mut Held,
-) -> Result<TcpStream, Refusal> {
-    if !shared.allowlist.allows(destination) {
-        return Err(deny(shared, destination, DenialReason::NotAllowed, None));
-    }
-    let shown = shared.secrets.redact(&destination.to_string()).into_owned();
-    let addresses: Vec<SocketAddr> = match &destination.host {
-        Host::Ip(ip) => vec![SocketAddr::new(*ip, destination.port)],
-        Host::Name(name) => {
-            let lookup = shared.resolver.lookup(name, destination.port);
-            match timeout(shared.connect_timeout, lookup).await {
-                Ok(Ok(found)) => found,
-                _ => Vec::new(),
-            }
-        }
-    };
-    if addresses.is_empty() {
-        return Err(refusal(
-            "502 Bad Gateway",
-            format!("cannot resolve {shown}"),
-        ));
-    }
-    if !shared.allowlist.allow_private_destinations()
-        && addresses
-            .iter()
-            .any(|address| refused_address(address.ip()))
-    {
-        return Err(deny(
-            shared,
-            destination,
-            DenialReason::PrivateDestination,
-            None,
-        ));
-    }
-    if held.count() < 2 && !held.take() {
-        return Err(deny(
-            shared,
-            destination,
-            DenialReason::DescriptorBudget,
-            None,
-        ));
-    }
-    for address in addresses {
-        if let Ok(Ok(stream)) = timeout(shared.connect_timeout, TcpStream::connect(address)).await {
-            let _ = stream.set_nodelay(true);
-            return Ok(stream);
-        }
-    }
-    Err(refusal(
-        "502 Bad Gateway",
-        format!("cannot connect to {shown}"),
-    ))
-}
-
-/// The one place a gateway denial is made: recorded (the destination and
-/// path with stand-ins redacted), and answered with the reason's status
-/// (403, or 503 for the descriptor budget).
-pub(super) fn deny(
-    shared: &Shared,
-    destination: &Destination,
-    reason: DenialReason,
-    request: Option<(String, String)>,
-) -> Refusal {
-    let shown = shared.secrets.redact(&destination.to_string()).into_owned();
-    deny_shown(shared, shown, reason, request)
-}
-
-/// [`deny`] for a destination already shown as text (redacted).
-fn deny_shown(
-    shared: &Shared,
-    shown: String,
-    reason: DenialReason,
-    request: Option<(String, String)>,
-) -> Refusal {
-    let text = format!("{shown}: {}", reason.text());
-    shared.denials.record_request(shown, reason, request);
-    refusal(reason.status(), text)
-}
-
-/// The gateway's own answer; `keep_alive` leaves the connection open for
-/// the client's next request. Stand-ins are redacted from its text (a
-/// reason can quote a URL host or a CONNECT target).
-pub(super) fn response(refused: &Refusal, keep_alive: bool, secrets: &Secrets) -> Vec<u8> {
-    let body = format!("littleghost gateway: {}\n", secrets.redact(&refused.reason));
-    let connection = if keep_alive { "keep-alive" } else { "close" };
-    format!(
-        "HTTP/1.1 {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{body}",
-        refused.status,
-        body.len()
-    )
-    .into_bytes()
 }

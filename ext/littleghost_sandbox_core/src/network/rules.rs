@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use super::allowlist::{split_authority, Destination, Host};
+use super::destination::{split_authority, Destination, Host};
 
 /// The host part of a pattern.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -1,0 +1,168 @@
+//! What every connection of one gateway listener shares ([`Shared`]: the
+//! rules, secrets, logs and limits), and the two things both the `CONNECT`
+//! branch ([`super::proxy`]) and the HTTP engine ([`super::http`]) do with
+//! it: refuse (a [`Refusal`], recorded by [`deny`], answered by
+//! [`response`]) and reach a destination ([`open`]: resolve once, vet
+//! every address, connect only to a vetted one).
+//!
+//! Names are resolved here (through the gateway's [`super::resolve`] seam,
+//! once per upstream connection) and every resolved address is vetted
+//! before any connection is made; the gateway then connects only to those
+//! addresses, so a DNS answer that changes between check and connect cannot
+//! redirect it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+use super::allowlist::{refused_address, Allowlist, Destination, Host};
+use super::budget::Held;
+use super::denial::{DenialReason, Denials};
+use super::egress::EgressLog;
+use super::inspect::Inspector;
+use super::resolve::Resolver;
+use super::secrets::Secrets;
+
+/// What every connection of one listener reads; a gateway's views clone it
+/// with their own allowlist and secrets (gateway.rs).
+#[derive(Clone)]
+pub(super) struct Shared {
+    pub allowlist: Allowlist,
+    pub secrets: Secrets,
+    pub denials: Arc<Denials>,
+    pub egress: Arc<EgressLog>,
+    pub resolver: Resolver,
+    /// The gateway's CA and TLS configurations, when a rule asks for inspection.
+    pub inspector: Option<Arc<Inspector>>,
+    pub max_header_bytes: usize,
+    pub handshake_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
+}
+
+/// An HTTP error answer: status line text and a short reason (never a
+/// secret's value or stand-in: destinations and paths are redacted).
+#[derive(Debug)]
+pub(super) struct Refusal {
+    pub status: &'static str,
+    pub reason: String,
+}
+
+impl Refusal {
+    /// The numeric status.
+    pub(super) fn code(&self) -> u16 {
+        self.status
+            .get(..3)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or(500)
+    }
+}
+
+pub(super) fn refusal(status: &'static str, reason: impl Into<String>) -> Refusal {
+    Refusal {
+        status,
+        reason: reason.into(),
+    }
+}
+
+/// Checks the allowlist, resolves, vets every address, takes the upstream
+/// descriptor from the budget (once per connection) and connects to a
+/// vetted address.
+pub(super) async fn open(
+    destination: &Destination,
+    shared: &Shared,
+    held: &mut Held,
+) -> Result<TcpStream, Refusal> {
+    if !shared.allowlist.allows(destination) {
+        return Err(deny(shared, destination, DenialReason::NotAllowed, None));
+    }
+    let shown = shared.secrets.redact(&destination.to_string()).into_owned();
+    let addresses: Vec<SocketAddr> = match &destination.host {
+        Host::Ip(ip) => vec![SocketAddr::new(*ip, destination.port)],
+        Host::Name(name) => {
+            let lookup = shared.resolver.lookup(name, destination.port);
+            match timeout(shared.connect_timeout, lookup).await {
+                Ok(Ok(found)) => found,
+                _ => Vec::new(),
+            }
+        }
+    };
+    if addresses.is_empty() {
+        return Err(refusal(
+            "502 Bad Gateway",
+            format!("cannot resolve {shown}"),
+        ));
+    }
+    if !shared.allowlist.allow_private_destinations()
+        && addresses
+            .iter()
+            .any(|address| refused_address(address.ip()))
+    {
+        return Err(deny(
+            shared,
+            destination,
+            DenialReason::PrivateDestination,
+            None,
+        ));
+    }
+    if held.count() < 2 && !held.take() {
+        return Err(deny(
+            shared,
+            destination,
+            DenialReason::DescriptorBudget,
+            None,
+        ));
+    }
+    for address in addresses {
+        if let Ok(Ok(stream)) = timeout(shared.connect_timeout, TcpStream::connect(address)).await {
+            let _ = stream.set_nodelay(true);
+            return Ok(stream);
+        }
+    }
+    Err(refusal(
+        "502 Bad Gateway",
+        format!("cannot connect to {shown}"),
+    ))
+}
+
+/// The one place a gateway denial is made: recorded (the destination and
+/// path with stand-ins redacted), and answered with the reason's status
+/// (403, or 503 for the descriptor budget).
+pub(super) fn deny(
+    shared: &Shared,
+    destination: &Destination,
+    reason: DenialReason,
+    request: Option<(String, String)>,
+) -> Refusal {
+    let shown = shared.secrets.redact(&destination.to_string()).into_owned();
+    deny_shown(shared, shown, reason, request)
+}
+
+/// [`deny`] for a destination already shown as text (redacted).
+pub(super) fn deny_shown(
+    shared: &Shared,
+    shown: String,
+    reason: DenialReason,
+    request: Option<(String, String)>,
+) -> Refusal {
+    let text = format!("{shown}: {}", reason.text());
+    shared.denials.record_request(shown, reason, request);
+    refusal(reason.status(), text)
+}
+
+/// The gateway's own answer; `keep_alive` leaves the connection open for
+/// the client's next request. Stand-ins are redacted from its text (a
+/// reason can quote a URL host or a CONNECT target).
+pub(super) fn response(refused: &Refusal, keep_alive: bool, secrets: &Secrets) -> Vec<u8> {
+    let body = format!("littleghost gateway: {}\n", secrets.redact(&refused.reason));
+    let connection = if keep_alive { "keep-alive" } else { "close" };
+    format!(
+        "HTTP/1.1 {}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: {connection}\r\n\r\n{body}",
+        refused.status,
+        body.len()
+    )
+    .into_bytes()
+}
