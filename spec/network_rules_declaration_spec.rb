@@ -108,35 +108,7 @@ RSpec.describe "network allow rules as declared" do
   context "with Bubblewrap", if: LittleGhost::Sandbox.probe(:bubblewrap)[:available] do
     before { skip "curl is not installed at /usr/bin/curl" unless File.executable?("/usr/bin/curl") }
 
-    after { @servers&.each { |server, thread| server.close; thread.kill } }
-
-    # A loopback HTTP server answering "served by PORT".
-    def start_server
-      server = TCPServer.new("127.0.0.1", 0)
-      port = server.addr[1]
-      thread = Thread.new do
-        loop do
-          client = server.accept
-          Thread.new(client) do |c|
-            while (line = c.gets) && line != "\r\n"; end
-            body = "served by #{port}"
-            c.write("HTTP/1.1 200 OK\r\nContent-Length: #{body.bytesize}\r\nConnection: close\r\n\r\n#{body}")
-            c.close
-          rescue IOError, SystemCallError
-            nil
-          end
-        end
-      rescue IOError
-        nil
-      end
-      (@servers ||= []) << [server, thread]
-      port
-    end
-
-    def curl(sandbox, url)
-      sandbox.execute_program(["/usr/bin/curl", "-sS", "--max-time", "20", "-w", " %{http_code}", url],
-                              timeout: 60, environment: { "NO_PROXY" => "", "no_proxy" => "" })
-    end
+    include LoopbackHttpHelpers
 
     it "lets a real client reach any port of an allowed IP network and nothing outside it" do
       first = start_server

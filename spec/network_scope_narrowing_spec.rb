@@ -83,34 +83,7 @@ RSpec.describe "network scopes narrowing an allowlist" do
   context "with Bubblewrap", if: LittleGhost::Sandbox.probe(:bubblewrap)[:available] do
     before { skip "curl is not installed at /usr/bin/curl" unless File.executable?("/usr/bin/curl") }
 
-    after { @servers&.each { |server, thread| server.close; thread.kill } }
-
-    def start_server
-      server = TCPServer.new("127.0.0.1", 0)
-      port = server.addr[1]
-      thread = Thread.new do
-        loop do
-          client = server.accept
-          Thread.new(client) do |c|
-            while (line = c.gets) && line != "\r\n"; end
-            body = "served by #{port}"
-            c.write("HTTP/1.1 200 OK\r\nContent-Length: #{body.bytesize}\r\nConnection: close\r\n\r\n#{body}")
-            c.close
-          rescue IOError, SystemCallError
-            nil
-          end
-        end
-      rescue IOError
-        nil
-      end
-      (@servers ||= []) << [server, thread]
-      port
-    end
-
-    def curl(sandbox, url, **options)
-      sandbox.execute_program(["/usr/bin/curl", "-sS", "--max-time", "20", "-w", " %{http_code}", url],
-                              timeout: 60, environment: { "NO_PROXY" => "", "no_proxy" => "" }, **options)
-    end
+    include LoopbackHttpHelpers
 
     it "a child in a scope narrowed to one destination cannot reach the other, which the sandbox still reaches" do
       kept = start_server
