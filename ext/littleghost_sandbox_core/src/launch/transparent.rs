@@ -16,7 +16,9 @@
 //! the allowlist (see [`exact_destinations`]); how entries are written is
 //! the allowlist's business.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+
+use crate::network::{Host, Pattern};
 
 /// Where the relay's proxy listens ([`super::RELAY_PROXY_URL`]).
 const PROXY_LISTEN: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3128);
@@ -162,16 +164,20 @@ impl Transparent {
     }
 }
 
-/// The exact `host:port` entries of an allowlist, as pairs: no wildcard, a
-/// port from 1 to 65535, a host that is a plain DNS name or an IPv4
-/// address. Anything else is left to the proxy path.
+/// The exact `host:port` entries of an allowlist (what the gateway's own
+/// [`Pattern::exact`] says names one destination), as pairs whose host is a
+/// DNS name or an IPv4 address. Anything else is left to the proxy path.
 pub fn exact_destinations(allow: &[String]) -> Vec<(String, u16)> {
     allow
         .iter()
         .filter_map(|entry| {
-            let (host, port) = entry.trim().rsplit_once(':')?;
-            let port = port.parse::<u16>().ok().filter(|port| *port > 0)?;
-            valid_host(host).then(|| (host.to_owned(), port))
+            let exact = Pattern::parse(entry.trim()).ok()?.exact()?;
+            match exact.host {
+                Host::Name(_) | Host::Ip(IpAddr::V4(_)) => {
+                    Some((exact.host.to_string(), exact.port))
+                }
+                Host::Ip(IpAddr::V6(_)) => None,
+            }
         })
         .collect()
 }

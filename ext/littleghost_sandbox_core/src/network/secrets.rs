@@ -192,24 +192,6 @@ impl Secrets {
         Ok(out)
     }
 
-    /// The first secret whose stand-in occurs in `bytes` (bytes the gateway
-    /// passes on without rewriting: bodies, tunnels).
-    pub fn find_in(&self, bytes: &[u8]) -> Option<Exfiltration> {
-        let prefix = STAND_IN_PREFIX.as_bytes();
-        if !bytes.windows(prefix.len()).any(|w| w == prefix) {
-            return None;
-        }
-        self.secrets
-            .iter()
-            .find(|s| {
-                let needle = s.stand_in.as_bytes();
-                bytes.windows(needle.len()).any(|w| w == needle)
-            })
-            .map(|s| Exfiltration {
-                name: s.name.clone(),
-            })
-    }
-
     /// The first secret whose stand-in occurs in `bytes` and may not go
     /// where they are bound: `Some(destination)` for bytes the gateway reads
     /// toward it (a body), `None` for bytes it cannot read (a tunnel: every
@@ -321,12 +303,12 @@ mod tests {
             Ok(Cow::Borrowed(_))
         ));
         assert_eq!(
-            secrets.find_in(format!("x={stand_in}&y").as_bytes()),
+            secrets.find_bound_elsewhere(format!("x={stand_in}&y").as_bytes(), None),
             Some(Exfiltration {
                 name: "github".into()
             })
         );
-        assert_eq!(secrets.find_in(b"lgsecret_0000"), None);
+        assert_eq!(secrets.find_bound_elsewhere(b"lgsecret_0000", None), None);
     }
 
     #[test]
