@@ -384,13 +384,17 @@ fn wrap_command(
     let filter = plan.filter.take();
     let display_argv0 = argv[0].clone();
     let command = wrapped_command(ruby, rb_self, state, argv, scope.as_ref().map(|s| s.value))?;
-    let narrowed = narrowed_rules(core_policy(ruby, rb_self)?, scope.as_ref());
+    let policy = core_policy(ruby, rb_self)?;
+    let narrowed = narrowed_rules(policy, scope.as_ref());
     let (relay, relay_data) = match open_gateway_value(ruby, state) {
         // B.10 (4), G.5, G.6: the relay runs the command under `:allowlist`;
         // a narrowed scope's through its own view of the gateway.
         Some(gateway) if plan.network == launch::NetworkMode::Allowlist => {
-            let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
-            let destinations = gateway::exact_destinations(ruby, effective, narrowed);
+            // A scope's narrowed rules, else the (enforced) policy's allowlist.
+            let own = policy.network.as_ref();
+            let own = own.filter(|n| n.mode == launch::NetworkMode::Allowlist);
+            let rules = narrowed.or(own.map(|n| &n.rules));
+            let destinations = gateway::exact_destinations(rules);
             let (relay, data) =
                 gateway::relay(ruby, gateway, &state.options, narrowed, &destinations)?;
             (Some(relay), data)

@@ -38,6 +38,7 @@ use super::budget::Held;
 use super::connection::{self, refusal, Refusal, Shared};
 use super::denial::DenialReason;
 use super::egress::{Decision, EgressEvent, EgressLog};
+use super::rules::is_token;
 use super::secrets::{Exfiltration, Secrets};
 
 /// A stream the engine can serve.
@@ -219,11 +220,6 @@ pub(super) struct Head {
 /// A control byte: C0 (CR, LF and HTAB included) or DEL.
 fn is_control(byte: u8) -> bool {
     byte < 0x20 || byte == 0x7f
-}
-
-/// A `token` character of RFC 9110 (methods and header names).
-fn is_token(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 /// One header line: a token name directly followed by `:`, a value with no

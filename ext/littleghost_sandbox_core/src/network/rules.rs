@@ -320,6 +320,11 @@ impl Rule {
     }
 }
 
+/// A `token` character of RFC 9110 (methods and header names).
+pub fn is_token(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
 /// The path part of an origin-form target when it has no dot segment (nor
 /// one with `;` parameters, `..;x`), no encoded `/`, `\`, `.` or NUL and no
 /// backslash: the form where a prefix compare means what it says (a server

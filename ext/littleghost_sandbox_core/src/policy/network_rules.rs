@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use crate::error::{argument, policy, Result};
 use crate::network::allowlist::parse_pattern;
-use crate::network::rules::{clean_path, Pattern, Rule};
+use crate::network::rules::{clean_path, is_token, Pattern, Rule};
 use crate::network::secrets::{Secret, Secrets};
 
 /// The keys of an allow entry written as a Hash, in the order messages list them.
@@ -284,7 +284,7 @@ fn rule_entry(request: &RuleRequest) -> Result<AllowEntry> {
     let mut methods: Vec<String> = Vec::new();
     for method in &request.methods {
         let upper = method.to_ascii_uppercase();
-        if upper.is_empty() || !upper.bytes().all(token_byte) {
+        if upper.is_empty() || !upper.bytes().all(is_token) {
             return Err(policy(format!(
                 "network allow entry {destination:?} method {method:?} is not an HTTP method token"
             )));
@@ -314,11 +314,6 @@ fn rule_entry(request: &RuleRequest) -> Result<AllowEntry> {
         methods,
         paths,
     })
-}
-
-/// RFC 9110 `tchar`.
-fn token_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// Every secret validated; each destination covered by an allow entry.

@@ -136,21 +136,13 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
     convert::environment(ruby, Some(environment))
 }
 
-/// The exact `host:port` entries of the allowlist a launch goes through (a
-/// scope's `narrowed` rules, else the effective policy's), as (host, port)
-/// pairs: what the relay also serves to clients that ignore proxies.
-pub(crate) fn exact_destinations(
-    ruby: &Ruby,
-    effective_policy: Value,
-    narrowed: Option<&NetworkRules>,
-) -> Vec<(String, u16)> {
-    let destinations = match narrowed {
-        Some(rules) => rules.destinations(),
-        None => allowlist_network(ruby, effective_policy)
-            .and_then(network_policy::borrow)
-            .map_or_else(Vec::new, |network| network.core().destinations()),
-    };
-    littleghost_sandbox_core::launch::transparent::exact_destinations(&destinations)
+/// The exact `host:port` entries of `rules` (the allowlist a launch goes
+/// through), as (host, port) pairs: what the relay also serves to clients
+/// that ignore proxies.
+pub(crate) fn exact_destinations(rules: Option<&NetworkRules>) -> Vec<(String, u16)> {
+    rules.map_or_else(Vec::new, |rules| {
+        littleghost_sandbox_core::launch::transparent::exact_destinations(&rules.destinations())
+    })
 }
 
 /// Before a launch: `validate!` (G.2), then the socket path and the mounts,

@@ -182,7 +182,7 @@ pub struct Launching(Arc<(Mutex<usize>, Condvar)>);
 impl Drop for Launching {
     fn drop(&mut self) {
         let (count, changed) = &*self.0;
-        *count.lock().unwrap_or_else(|e| e.into_inner()) -= 1;
+        *lock(count) -= 1;
         changed.notify_all();
     }
 }
@@ -198,7 +198,7 @@ impl Owner {
 
     /// Counts a launch in flight until the returned guard is dropped.
     pub(in crate::process) fn launching(&self) -> Launching {
-        *self.launching.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        *lock(&self.launching.0) += 1;
         Launching(self.launching.clone())
     }
 
@@ -206,7 +206,7 @@ impl Owner {
     fn settle_launches(&self) {
         let (count, changed) = &*self.launching;
         let deadline = Instant::now() + LAUNCH_SETTLE;
-        let mut in_flight = count.lock().unwrap_or_else(|e| e.into_inner());
+        let mut in_flight = lock(count);
         while *in_flight > 0 {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 break;
