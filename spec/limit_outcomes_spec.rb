@@ -20,6 +20,23 @@ module LimitReport
 
     JSON.parse(output.lines.last, symbolize_names: true)
   end
+
+  # The prefix that runs a command as uid 65534 (skips where that is impossible).
+  def drop_to_nobody!
+    skip "needs root to drop to uid 65534" unless Process.uid.zero?
+    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
+    lib = File.expand_path("../lib", __dir__)
+    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
+                      File.join(lib, "littleghost_sandbox.so"))
+    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
+    %w[setpriv --reuid=65534 --regid=65534 --clear-groups]
+  end
+
+  # The Bubblewrap backend, or a skip saying why it cannot run here.
+  def bubblewrap!
+    probe = LittleGhost::Sandboxes::Bubblewrap.probe
+    skip "Bubblewrap is unavailable here: #{probe[:reason]}" unless probe[:available]
+  end
 end
 
 RSpec.describe LittleGhost::Sandbox::LimitError do
@@ -28,7 +45,9 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
     require "tmpdir"
     require "json"
     root = Dir.mktmpdir
-    sandbox = LittleGhost::Sandboxes::Unrestricted.new(workspace: LittleGhost::Workspace.new(root: root))
+    backend = ENV.fetch("LIMIT_BACKEND", "unrestricted")
+    klass = {"unrestricted" => LittleGhost::Sandboxes::Unrestricted, "bubblewrap" => LittleGhost::Sandboxes::Bubblewrap}
+    sandbox = klass.fetch(backend).new(workspace: LittleGhost::Workspace.new(root: root))
     seen = []
     sandbox.on_denial { |denial| seen << denial.to_h.except(:time).transform_values(&:to_s) }
     spin = ["sh", "-c", "echo started; while :; do :; done"]
@@ -45,15 +64,16 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
       end
       report[name][:denials] = seen.dup
     end
-    report[:limits] = LittleGhost::Sandbox.probe(:unrestricted)[:limits].transform_values(&:to_s)
+    report[:limits] = LittleGhost::Sandbox.probe(backend.to_sym)[:limits].transform_values(&:to_s)
     puts JSON.generate(report)
   RUBY
 
   include LimitReport
 
-  def outcome(*prefix)
-    limit_report(SCRIPT, *prefix)
+  def outcome(*prefix, backend: "unrestricted")
+    limit_report(SCRIPT, "env", "LIMIT_BACKEND=#{backend}", *prefix)
   end
+
 
   def expect_limit(result, message, reason)
     expect(result.except(:denials)).to eq(class: "LittleGhost::Sandbox::LimitError", message: message, stdout: "started\n")
@@ -75,13 +95,17 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
   end
 
   it "reads the same as uid 65534, where RLIMIT_CPU and sampling stand in for the cgroup" do
-    skip "needs root to drop to uid 65534" unless Process.uid.zero?
-    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
-    lib = File.expand_path("../lib", __dir__)
-    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
-                      File.join(lib, "littleghost_sandbox.so"))
-    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
-    report = outcome("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    report = outcome(*drop_to_nobody!)
+    expect(report[:limits][:cpu_seconds]).not_to eq("true"), "uid 65534 has a writable cgroup here"
+    expect_one_outcome(report)
+  end
+
+  # Bubblewrap stands between the program and the gem: its status is
+  # bwrap's, where a program a signal ended reads as an exit of 128+N.
+  it "reads the same on Bubblewrap, as this user and as uid 65534 (RLIMIT_CPU behind bwrap)" do
+    bubblewrap!
+    expect_one_outcome(outcome(backend: "bubblewrap"))
+    report = outcome(*drop_to_nobody!, backend: "bubblewrap")
     expect(report[:limits][:cpu_seconds]).not_to eq("true"), "uid 65534 has a writable cgroup here"
     expect_one_outcome(report)
   end
@@ -130,7 +154,9 @@ RSpec.describe "A session ended at its CPU or memory limit" do
     require "littleghost/sandbox"
     require "tmpdir"
     require "json"
-    sandbox = LittleGhost::Sandboxes::Unrestricted.new(workspace: LittleGhost::Workspace.new(root: Dir.mktmpdir))
+    klass = {"unrestricted" => LittleGhost::Sandboxes::Unrestricted, "bubblewrap" => LittleGhost::Sandboxes::Bubblewrap}
+    workspace = LittleGhost::Workspace.new(root: Dir.mktmpdir)
+    sandbox = klass.fetch(ENV.fetch("LIMIT_BACKEND", "unrestricted")).new(workspace: workspace)
     seen = []
     sandbox.on_denial { |denial| seen << denial.reason.to_s }
     spin = ["sh", "-c", "echo started; while :; do :; done"]
@@ -153,8 +179,8 @@ RSpec.describe "A session ended at its CPU or memory limit" do
 
   include LimitReport
 
-  def session_outcome(*prefix)
-    limit_report(SESSION_SCRIPT, *prefix)
+  def session_outcome(*prefix, backend: "unrestricted")
+    limit_report(SESSION_SCRIPT, "env", "LIMIT_BACKEND=#{backend}", *prefix)
   end
 
   let(:expected) do
@@ -169,12 +195,12 @@ RSpec.describe "A session ended at its CPU or memory limit" do
   end
 
   it "reads the same as uid 65534 (RLIMIT_CPU, sampled memory)" do
-    skip "needs root to drop to uid 65534" unless Process.uid.zero?
-    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
-    lib = File.expand_path("../lib", __dir__)
-    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
-                      File.join(lib, "littleghost_sandbox.so"))
-    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
-    expect(session_outcome("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")).to eq(expected)
+    expect(session_outcome(*drop_to_nobody!)).to eq(expected)
+  end
+
+  it "reads the same on Bubblewrap, as this user and as uid 65534 (RLIMIT_CPU behind bwrap)" do
+    bubblewrap!
+    expect(session_outcome(backend: "bubblewrap")).to eq(expected)
+    expect(session_outcome(*drop_to_nobody!, backend: "bubblewrap")).to eq(expected)
   end
 end

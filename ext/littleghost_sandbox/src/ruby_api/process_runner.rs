@@ -217,7 +217,7 @@ fn launch_of(request: &mut RunRequest) -> Launch {
         inherit_environment: request.inherit_environment,
         chdir: request.chdir.take(),
         // L.3: per process where the tree's CPU time cannot be bounded.
-        cpu_seconds: request.limits.rlimit_cpu_seconds,
+        cpu_rlimit: request.limits.cpu_rlimit(),
         file_bytes: None,
         spawn_options: std::mem::take(&mut request.spawn_options),
     }
@@ -245,8 +245,8 @@ fn outcome(
         RunEnd::MemorySampled(bytes) => LimitExceeded::Memory { bytes },
         RunEnd::Finished { .. } => match process.limit_exceeded().or_else(|| {
             // L.3's per-process RLIMIT_CPU kills by signal: the same CPU limit.
-            let signal = process.exit().and_then(|exit| exit.signal());
-            request.limits.rlimit_kill(signal)
+            let end = process.exit().map(Exit::program_end).unwrap_or_default();
+            request.limits.rlimit_kill(end)
         }) {
             Some(exceeded) => exceeded,
             None => {

@@ -41,35 +41,81 @@ pub struct Plan {
     pub rlimit_cpu_seconds: Option<u64>,
     /// `rlimit_cpu_seconds` stands in for a whole-tree `cpu_seconds` the host
     /// cannot bound (L.3, set by [`plan`]), so its kill reads as the CPU
-    /// limit; false for `ProcessSession.new`'s own per-process rlimit (18.x).
+    /// limit; false for `ProcessSession.new`'s own per-process rlimit.
     pub cpu_fallback: bool,
 }
 
 impl Plan {
-    /// How a program the kernel ended by signal reads when
-    /// `cpu_seconds` fell back to the per-process `RLIMIT_CPU` (L.3). The
-    /// kernel sends SIGXCPU at the soft limit and SIGKILL at the hard one
-    /// (both are `cpu_seconds` here), so a program ended by either while the
-    /// rlimit applies is the CPU limit, reported as the cgroup's kill is:
-    /// the same message, error class and denial. Only the program itself is
-    /// seen (a descendant killed by its own rlimit is not: the fallback is
-    /// per process, as documented); any other end is not a limit kill.
-    pub fn rlimit_kill(&self, signal: Option<i32>) -> Option<super::LimitExceeded> {
-        rlimit_cpu_kill(
-            self.cpu_fallback.then_some(self.rlimit_cpu_seconds?),
-            signal,
-        )
+    /// The `RLIMIT_CPU` a launch under this plan applies: the L.3 fallback
+    /// is [`CpuRlimit::signalled`] so its kill can be told apart; a
+    /// session's own `cpu_seconds` is [`CpuRlimit::exact`].
+    pub fn cpu_rlimit(&self) -> Option<CpuRlimit> {
+        let seconds = self.rlimit_cpu_seconds?;
+        Some(match self.cpu_fallback {
+            true => CpuRlimit::signalled(seconds),
+            false => CpuRlimit::exact(seconds),
+        })
+    }
+
+    /// How a program's end reads when `cpu_seconds` fell back to the
+    /// per-process `RLIMIT_CPU` (L.3): ended by SIGXCPU (the soft limit,
+    /// `cpu_seconds`) or SIGKILL (the hard limit, one second later, for a
+    /// program that caught SIGXCPU), or exited with 128+SIGXCPU, the status
+    /// a shell or Bubblewrap reports for a command SIGXCPU ended. Such an end
+    /// is the CPU limit, reported as the cgroup's kill is: the same message,
+    /// error class and denial. A descendant killed by its own rlimit shows
+    /// only where it is what the program reports (the fallback is per
+    /// process, as documented); any other end is not a limit kill. An exit
+    /// of 137 (128+SIGKILL) is not taken for one: a SIGKILL has other causes.
+    pub fn rlimit_kill(&self, end: ProgramEnd) -> Option<super::LimitExceeded> {
+        rlimit_cpu_kill(self.cpu_fallback.then_some(self.rlimit_cpu_seconds?), end)
     }
 }
 
-/// [`Plan::rlimit_kill`] for a launch that applied `RLIMIT_CPU` of
-/// `seconds` (a session keeps only that) and ended by `signal`.
-pub fn rlimit_cpu_kill(seconds: Option<u64>, signal: Option<i32>) -> Option<super::LimitExceeded> {
-    let seconds = seconds?;
-    match signal? {
-        libc::SIGXCPU | libc::SIGKILL => Some(super::LimitExceeded::Cpu { seconds }),
-        _ => None,
+/// `RLIMIT_CPU` for a launched program: the kernel sends SIGXCPU at `soft`
+/// seconds of CPU time and SIGKILL at `hard`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuRlimit {
+    pub soft: u64,
+    pub hard: u64,
+}
+
+impl CpuRlimit {
+    /// `ProcessSession.new(cpu_seconds:)`'s documented limit: soft and hard
+    /// both `seconds`, so the kernel's SIGKILL ends the program there.
+    pub fn exact(seconds: u64) -> CpuRlimit {
+        CpuRlimit {
+            soft: seconds,
+            hard: seconds,
+        }
     }
+
+    /// The L.3 fallback for `cpu_seconds`: SIGXCPU at `seconds`, whose 128+N
+    /// status survives a shell or Bubblewrap in between (a SIGKILL's 137 is
+    /// ambiguous), and SIGKILL one second later for a program that catches it.
+    pub fn signalled(seconds: u64) -> CpuRlimit {
+        CpuRlimit {
+            soft: seconds,
+            hard: seconds.saturating_add(1),
+        }
+    }
+}
+
+/// How a program ended, as its wait status tells: the signal that ended it,
+/// or the code it exited with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProgramEnd {
+    pub signal: Option<i32>,
+    pub code: Option<i32>,
+}
+
+/// [`Plan::rlimit_kill`] for a launch that applied `RLIMIT_CPU` of
+/// `seconds` (a session keeps only that) and ended as `end` says.
+pub fn rlimit_cpu_kill(seconds: Option<u64>, end: ProgramEnd) -> Option<super::LimitExceeded> {
+    let seconds = seconds?;
+    let by_signal = matches!(end.signal, Some(libc::SIGXCPU | libc::SIGKILL));
+    let reported_sigxcpu = end.code == Some(128 + libc::SIGXCPU);
+    (by_signal || reported_sigxcpu).then_some(super::LimitExceeded::Cpu { seconds })
 }
 
 /// Decides how `requested` is enforced given what the host can
@@ -161,17 +207,32 @@ mod tests {
             cpu_fallback: false,
             ..fallback.clone()
         };
+        let signal = |signal| ProgramEnd {
+            signal: Some(signal),
+            code: None,
+        };
+        let code = |code| ProgramEnd {
+            signal: None,
+            code: Some(code),
+        };
         assert_eq!(
-            own_rlimit.rlimit_kill(Some(libc::SIGKILL)),
+            own_rlimit.rlimit_kill(signal(libc::SIGKILL)),
             None,
-            "18.x's own rlimit reads as a signal"
+            "a session's own rlimit reads as a signal"
         );
         let cpu = Some(crate::limits::LimitExceeded::Cpu { seconds: 2 });
-        assert_eq!(fallback.rlimit_kill(Some(libc::SIGKILL)), cpu);
-        assert_eq!(fallback.rlimit_kill(Some(libc::SIGXCPU)), cpu);
-        assert_eq!(fallback.rlimit_kill(Some(libc::SIGTERM)), None);
-        assert_eq!(fallback.rlimit_kill(None), None);
-        assert_eq!(Plan::default().rlimit_kill(Some(libc::SIGKILL)), None);
+        assert_eq!(fallback.rlimit_kill(signal(libc::SIGKILL)), cpu);
+        assert_eq!(fallback.rlimit_kill(signal(libc::SIGXCPU)), cpu);
+        assert_eq!(fallback.rlimit_kill(signal(libc::SIGTERM)), None);
+        assert_eq!(fallback.rlimit_kill(ProgramEnd::default()), None);
+        assert_eq!(Plan::default().rlimit_kill(signal(libc::SIGKILL)), None);
+        // What a shell or Bubblewrap reports for a command SIGXCPU ended.
+        assert_eq!(fallback.rlimit_kill(code(128 + libc::SIGXCPU)), cpu);
+        assert_eq!(own_rlimit.rlimit_kill(code(128 + libc::SIGXCPU)), None);
+        // 128+SIGKILL has other causes (an OOM kill); 0 and 1 are exits.
+        for other in [0, 1, 128 + libc::SIGKILL, 128 + libc::SIGTERM] {
+            assert_eq!(fallback.rlimit_kill(code(other)), None, "exit {other}");
+        }
     }
 
     #[test]

@@ -47,6 +47,7 @@ use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use crate::limits::plan::CpuRlimit;
 pub use crate::limits::{LimitExceeded, ProcessLimits};
 
 pub use capture::{CaptureMode, Stream, TRUNCATION_MARKER};
@@ -109,8 +110,9 @@ pub struct Launch {
     pub inherit_environment: bool,
     /// Working directory of the child.
     pub chdir: Option<PathBuf>,
-    /// `RLIMIT_CPU` (soft and hard), applied in the child before exec.
-    pub cpu_seconds: Option<u64>,
+    /// `RLIMIT_CPU`, applied in the child before exec; a SIGXCPU before the
+    /// SIGKILL also lowers the soft core limit to 0 (no core file from it).
+    pub cpu_rlimit: Option<CpuRlimit>,
     /// `RLIMIT_FSIZE` (soft and hard), applied in the child before exec.
     pub file_bytes: Option<u64>,
     /// Backend extras.

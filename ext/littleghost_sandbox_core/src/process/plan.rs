@@ -24,7 +24,7 @@ pub(crate) struct ChildPlan {
     /// v2: the launch cgroup's `cgroup.procs`, written `0` first thing in a
     /// forked child (see [`crate::limits::launch`]).
     pub(crate) cgroup_procs: Option<RawFd>,
-    pub(crate) cpu_seconds: Option<u64>,
+    pub(crate) cpu_rlimit: Option<crate::limits::plan::CpuRlimit>,
     pub(crate) file_bytes: Option<u64>,
 }
 

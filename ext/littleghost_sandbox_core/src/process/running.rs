@@ -67,6 +67,14 @@ impl Exit {
         }
     }
 
+    /// How the program ended, for the limits' reading of it.
+    pub fn program_end(self) -> crate::limits::plan::ProgramEnd {
+        crate::limits::plan::ProgramEnd {
+            signal: self.signal(),
+            code: self.code(),
+        }
+    }
+
     /// The raw wait status, if known.
     pub fn raw(self) -> Option<i32> {
         match self {

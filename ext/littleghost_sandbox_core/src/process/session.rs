@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::deadline::Deadline;
-use super::running::{write_stdin, Owner, RunningProcess};
+use super::running::{write_stdin, Exit, Owner, RunningProcess};
 use super::{CaptureMode, Launch, SpawnError};
 use crate::limits::plan::rlimit_cpu_kill;
 use crate::limits::{LimitExceeded, ProcessLimits};
@@ -264,8 +264,12 @@ impl Session {
         if let Some(exceeded) = self.process.limit_exceeded() {
             return Some(SessionError::Limit(exceeded));
         }
-        let signal = self.process.exit().and_then(|exit| exit.signal());
-        if let Some(exceeded) = rlimit_cpu_kill(self.rlimit_cpu_seconds, signal) {
+        let end = self
+            .process
+            .exit()
+            .map(Exit::program_end)
+            .unwrap_or_default();
+        if let Some(exceeded) = rlimit_cpu_kill(self.rlimit_cpu_seconds, end) {
             return Some(SessionError::Limit(exceeded));
         }
         self.process

@@ -58,7 +58,7 @@ pub(crate) enum Method {
 
 /// `posix_spawn` cannot set rlimits, so only launches without them take it.
 pub(crate) fn method_for(launch: &Launch) -> Method {
-    let wants_limits = launch.cpu_seconds.is_some() || launch.file_bytes.is_some();
+    let wants_limits = launch.cpu_rlimit.is_some() || launch.file_bytes.is_some();
     if cfg!(all(target_os = "linux", target_env = "gnu")) && !wants_limits {
         Method::PosixSpawn
     } else {
@@ -157,7 +157,7 @@ pub fn spawn_in(
         inherited: sources,
         first_free,
         cgroup_procs: None,
-        cpu_seconds: launch.cpu_seconds,
+        cpu_rlimit: launch.cpu_rlimit,
         file_bytes: launch.file_bytes,
     };
     let (started, _method) = start_in(&mut plan, cgroup.as_ref(), launch);

@@ -126,7 +126,7 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         environment: request.environment,
         inherit_environment: request.inherit_environment,
         chdir: request.chdir,
-        cpu_seconds: request.limits.rlimit_cpu_seconds,
+        cpu_rlimit: request.limits.cpu_rlimit(),
         file_bytes: request.file_bytes,
         spawn_options: request.spawn_options,
     };

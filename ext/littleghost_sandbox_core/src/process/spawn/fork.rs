@@ -104,8 +104,12 @@ impl ChildPlan {
         if libc::setpgid(0, 0) != 0 {
             fail(ExecStage::Setup);
         }
-        if let Some(seconds) = self.cpu_seconds {
-            if set_limit(libc::RLIMIT_CPU, seconds).is_err() {
+        if let Some(cpu) = self.cpu_rlimit {
+            if set_limits(libc::RLIMIT_CPU, cpu.soft, cpu.hard).is_err() {
+                fail(ExecStage::Setup);
+            }
+            // No core file from a SIGXCPU (the hard core limit stays).
+            if cpu.soft < cpu.hard && set_soft_limit(libc::RLIMIT_CORE, 0).is_err() {
                 fail(ExecStage::Setup);
             }
         }
@@ -189,13 +193,37 @@ type Resource = libc::__rlimit_resource_t;
 type Resource = libc::c_int;
 
 fn set_limit(resource: Resource, value: u64) -> io::Result<()> {
+    set_limits(resource, value, value)
+}
+
+/// Sets `resource`'s soft limit to `soft` and its hard limit to `hard`.
+fn set_limits(resource: Resource, soft: u64, hard: u64) -> io::Result<()> {
     let limit = libc::rlimit {
-        rlim_cur: value as libc::rlim_t,
-        rlim_max: value as libc::rlim_t,
+        rlim_cur: soft as libc::rlim_t,
+        rlim_max: hard as libc::rlim_t,
     };
     // SAFETY: setrlimit is a raw syscall wrapper taking a pointer to a local.
     if unsafe { libc::setrlimit(resource, &limit) } != 0 {
         return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Lowers `resource`'s soft limit to `soft`, keeping the hard limit.
+fn set_soft_limit(resource: Resource, soft: u64) -> io::Result<()> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the local it is given; setrlimit reads it.
+    unsafe {
+        if libc::getrlimit(resource, &mut limit) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        limit.rlim_cur = (soft as libc::rlim_t).min(limit.rlim_max);
+        if libc::setrlimit(resource, &limit) != 0 {
+            return Err(io::Error::last_os_error());
+        }
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ fn launch(argv: &[&str], limits: bool) -> Launch {
     Launch {
         argv: argv.iter().map(|s| s.to_string()).collect(),
         environment: vec![("PATH".into(), "/usr/bin:/bin".into())],
-        cpu_seconds: limits.then_some(30),
+        cpu_rlimit: limits.then_some(crate::limits::plan::CpuRlimit::exact(30)),
         ..Launch::default()
     }
 }
