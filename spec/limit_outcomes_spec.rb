@@ -32,10 +32,10 @@ module LimitReport
     %w[setpriv --reuid=65534 --regid=65534 --clear-groups]
   end
 
-  # The Bubblewrap backend, or a skip saying why it cannot run here.
-  def bubblewrap!
-    probe = LittleGhost::Sandboxes::Bubblewrap.probe
-    skip "Bubblewrap is unavailable here: #{probe[:reason]}" unless probe[:available]
+  # The backend named `name` (a Sandboxes class), or a skip saying why it cannot run here.
+  def backend!(name)
+    probe = LittleGhost::Sandboxes.const_get(name).probe
+    skip "#{name} is unavailable here: #{probe[:reason]}" unless probe[:available]
   end
 end
 
@@ -46,7 +46,8 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
     require "json"
     root = Dir.mktmpdir
     backend = ENV.fetch("LIMIT_BACKEND", "unrestricted")
-    klass = {"unrestricted" => LittleGhost::Sandboxes::Unrestricted, "bubblewrap" => LittleGhost::Sandboxes::Bubblewrap}
+    klass = {"unrestricted" => LittleGhost::Sandboxes::Unrestricted, "bubblewrap" => LittleGhost::Sandboxes::Bubblewrap,
+             "landlock" => LittleGhost::Sandboxes::Landlock}
     sandbox = klass.fetch(backend).new(workspace: LittleGhost::Workspace.new(root: root))
     seen = []
     sandbox.on_denial { |denial| seen << denial.to_h.except(:time).transform_values(&:to_s) }
@@ -103,11 +104,19 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
   # Bubblewrap stands between the program and the gem: its status is
   # bwrap's, where a program a signal ended reads as an exit of 128+N.
   it "reads the same on Bubblewrap, as this user and as uid 65534 (RLIMIT_CPU behind bwrap)" do
-    bubblewrap!
+    backend!(:Bubblewrap)
     expect_one_outcome(outcome(backend: "bubblewrap"))
     report = outcome(*drop_to_nobody!, backend: "bubblewrap")
     expect(report[:limits][:cpu_seconds]).not_to eq("true"), "uid 65534 has a writable cgroup here"
     expect_one_outcome(report)
+  end
+
+  # The Landlock helper stands between the program and the gem and dies of
+  # the program's signal.
+  it "reads the same on Landlock, as this user and as uid 65534" do
+    backend!(:Landlock)
+    expect_one_outcome(outcome(backend: "landlock"))
+    expect_one_outcome(outcome(*drop_to_nobody!, backend: "landlock"))
   end
 end
 
@@ -154,7 +163,8 @@ RSpec.describe "A session ended at its CPU or memory limit" do
     require "littleghost/sandbox"
     require "tmpdir"
     require "json"
-    klass = {"unrestricted" => LittleGhost::Sandboxes::Unrestricted, "bubblewrap" => LittleGhost::Sandboxes::Bubblewrap}
+    klass = {"unrestricted" => LittleGhost::Sandboxes::Unrestricted, "bubblewrap" => LittleGhost::Sandboxes::Bubblewrap,
+             "landlock" => LittleGhost::Sandboxes::Landlock}
     workspace = LittleGhost::Workspace.new(root: Dir.mktmpdir)
     sandbox = klass.fetch(ENV.fetch("LIMIT_BACKEND", "unrestricted")).new(workspace: workspace)
     seen = []
@@ -199,7 +209,7 @@ RSpec.describe "A session ended at its CPU or memory limit" do
   end
 
   it "reads the same on Bubblewrap, as this user and as uid 65534 (RLIMIT_CPU behind bwrap)" do
-    bubblewrap!
+    backend!(:Bubblewrap)
     expect(session_outcome(backend: "bubblewrap")).to eq(expected)
     expect(session_outcome(*drop_to_nobody!, backend: "bubblewrap")).to eq(expected)
   end
