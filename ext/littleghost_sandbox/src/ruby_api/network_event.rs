@@ -11,65 +11,18 @@
 //! would shadow `Object#method`, which Ruby code (RSpec, `method(:x)`,
 //! debuggers) relies on. `to_h` keeps the key `:method`, the name callers expect.
 
-use littleghost_sandbox_core::network::EgressEvent;
+pub mod hub;
+
 use magnus::{
-    method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, IntoValue, RArray, RClass,
-    RHash, RString, Ruby, Symbol, TypedData, Value,
+    method, prelude::*, Error, IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol, Value,
 };
 
-use crate::helpers::event_hub::{EventHub, Events, Stream};
+pub(crate) use hub::list;
+pub use hub::{NetworkEvent, NetworkHub};
+
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
 use crate::ruby_api::sandbox::state::{self, SandboxObj};
-
-/// How many network events a sandbox keeps (like its denials).
-pub const NETWORK_LOG_CAPACITY: usize = littleghost_sandbox_core::denial::DEFAULT_CAPACITY;
-
-/// The egress stream: `on_network`, `network_log`.
-pub struct NetworkStream;
-
-impl Stream for NetworkStream {
-    type Event = EgressEvent;
-    const SUBSCRIBE: &'static str = "on_network";
-    const LOG: &'static str = "network_log";
-    const NOUN: &'static str = "network events";
-    const CAPACITY: usize = NETWORK_LOG_CAPACITY;
-
-    fn wrap(ruby: &Ruby, event: EgressEvent) -> Value {
-        wrap(ruby, event)
-    }
-}
-
-/// A sandbox's egress record and its `on_network` subscribers.
-pub type NetworkHub = EventHub<NetworkStream>;
-
-/// The field a Sandbox keeps (see [`Events`]).
-pub type NetworkEvents = Events<NetworkStream>;
-
-/// A frozen `LittleGhost::Sandbox::NetworkEvent` value.
-#[derive(TypedData)]
-#[magnus(class = "LittleGhost::Sandbox::NetworkEvent", free_immediately, size)]
-pub struct NetworkEvent(EgressEvent);
-
-impl DataTypeFunctions for NetworkEvent {}
-
-/// A new frozen NetworkEvent for `event`.
-pub(crate) fn wrap(ruby: &Ruby, event: EgressEvent) -> Value {
-    let object: Obj<NetworkEvent> = ruby.obj_wrap(NetworkEvent(event));
-    let value = object.as_value();
-    value.freeze();
-    value
-}
-
-/// A frozen Array of new NetworkEvents, oldest first.
-pub(crate) fn list(ruby: &Ruby, events: Vec<EgressEvent>) -> Result<RArray, Error> {
-    let array = ruby.ary_new_capa(events.len());
-    for event in events {
-        array.push(wrap(ruby, event))?;
-    }
-    array.freeze();
-    Ok(array)
-}
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("NetworkEvent", ruby.class_object())?;

@@ -13,7 +13,7 @@ use magnus::{
 
 use crate::ruby_api::denial::hub::Denials;
 use crate::ruby_api::errors;
-use crate::ruby_api::network_event::NetworkEvents;
+use crate::ruby_api::network_event::hub::NetworkEvents;
 
 /// A Sandbox (or subclass) instance as a method receiver.
 pub(crate) type SandboxObj = magnus::typed_data::Obj<Sandbox>;
