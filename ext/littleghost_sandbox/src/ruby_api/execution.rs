@@ -83,10 +83,20 @@ unsafe extern "C" fn allocate(class: rb_sys::VALUE) -> rb_sys::VALUE {
 
 impl DataObject {
     /// A frozen instance of `class` holding `values` (already frozen Strings).
-    pub fn wrap(ruby: &Ruby, class: RClass, values: Vec<Value>) -> Value {
-        let cell = OnceCell::new();
-        let _ = cell.set(values.into_iter().map(Opaque::from).collect());
-        let object: Obj<DataObject> = ruby.obj_wrap_as(DataObject { values: cell }, class);
+    ///
+    /// The values come in a Ruby Array the caller filled as each was made,
+    /// because the GC does not see Rust's heap: a value only a `Vec` held
+    /// could be collected by the next allocation (the object's own, under
+    /// `GC.stress` always), and its slot reused. The object is made first and
+    /// marks the values once they are set; until then the Array, on this
+    /// stack, holds them.
+    pub fn wrap(ruby: &Ruby, class: RClass, values: RArray) -> Value {
+        let object: Obj<DataObject> = ruby.obj_wrap_as(DataObject::default(), class);
+        let _ = object
+            .values
+            .set(values.into_iter().map(Opaque::from).collect());
+        // RB_GC_GUARD: the Array stays on the stack until the object holds its values.
+        std::hint::black_box(values);
         object.freeze();
         object.as_value()
     }
@@ -136,13 +146,14 @@ impl Execution {
     ) -> Value {
         let nil = ruby.qnil().as_value();
         let number = |n: Option<i32>| n.map_or(nil, |n| ruby.integer_from_i64(n.into()).as_value());
-        let values = vec![
-            frozen_text(ruby, stdout.as_bytes(), false),
-            frozen_text(ruby, stderr.as_bytes(), false),
-            number(exit_code),
-            nil,
-            number(signal),
-        ];
+        // Each value goes into the Array as it is made (see DataObject::wrap);
+        // a push within capacity cannot fail.
+        let values = ruby.ary_new_capa(5);
+        let _ = values.push(frozen_text(ruby, stdout.as_bytes(), false));
+        let _ = values.push(frozen_text(ruby, stderr.as_bytes(), false));
+        let _ = values.push(number(exit_code));
+        let _ = values.push(nil);
+        let _ = values.push(number(signal));
         DataObject::wrap(ruby, ruby.get_inner(&EXECUTION_CLASS), values)
     }
 }

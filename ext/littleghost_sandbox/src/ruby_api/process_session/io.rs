@@ -118,11 +118,12 @@ fn parse_timeout_keyword(args: &[Value]) -> Result<Option<Value>, Error> {
 /// frozen Strings, without the Ruby dispatch and keyword parsing (this is on
 /// every poll of a round trip).
 fn new_chunk(ruby: &Ruby, stdout: &[u8], stderr: &[u8], eof: bool) -> Value {
-    let values = vec![
-        frozen_text(ruby, stdout, true),
-        frozen_text(ruby, stderr, true),
-        ruby.into_value(eof),
-    ];
+    // Each value goes into the Array as it is made (see DataObject::wrap);
+    // a push within capacity cannot fail.
+    let values = ruby.ary_new_capa(3);
+    let _ = values.push(frozen_text(ruby, stdout, true));
+    let _ = values.push(frozen_text(ruby, stderr, true));
+    let _ = values.push(ruby.into_value(eof));
     DataObject::wrap(ruby, ruby.get_inner(&CHUNK_CLASS), values)
 }
 
