@@ -170,11 +170,11 @@ pub(crate) fn directory(ruby: &Ruby, workspace: Value, name: &str) -> Result<Pat
         let path = errors::core_result(ruby, config.layout.path(name))?;
         return Ok(path.to_path_buf());
     }
-    let (method, args) = match name {
-        core::ROOT_NAME => ("root", Vec::new()),
-        _ => ("path", vec![ruby.to_symbol(name).as_value()]),
+    // The Symbol is an argument on this stack, not in a Vec the GC cannot see.
+    let directory: Value = match name {
+        core::ROOT_NAME => workspace.funcall("root", ())?,
+        _ => workspace.funcall("path", (ruby.to_symbol(name),))?,
     };
-    let directory: Value = workspace.funcall(method, args.as_slice())?;
     let directory = convert::path_string(ruby, directory, "workspace directory")?;
     Ok(convert::path_of(directory))
 }
