@@ -326,26 +326,36 @@ pub fn is_token(byte: u8) -> bool {
 }
 
 /// The path part of an origin-form target when it has no dot segment (nor
-/// one with `;` parameters, `..;x`), no encoded `/`, `\`, `.` or NUL and no
-/// backslash: the form where a prefix compare means what it says (a server
-/// would not resolve `/a/../b`, `/a/..;/b` or `/a%2f..%2fb` past the
-/// prefix). `None` refuses the request.
+/// one with `;` parameters, `..;x` or `..%3bx`), no encoded `/`, `\`, `.`
+/// or NUL, however many times encoded (`%252e` is `%2e` to a server that
+/// decodes twice), and no backslash: the form where a prefix compare means
+/// what it says (a server would not resolve `/a/../b`, `/a/..;/b` or
+/// `/a%2f..%2fb` past the prefix). `None` refuses the request.
 pub fn clean_path(target: &str) -> Option<&str> {
     let path = target.split(['?', '#']).next().unwrap_or_default();
     if !path.starts_with('/') || path.contains('\\') {
         return None;
     }
-    let lower = path.to_ascii_lowercase();
-    if ["%2f", "%5c", "%2e", "%00"]
-        .iter()
-        .any(|bad| lower.contains(bad))
-    {
-        return None;
+    // Each round undoes one encoding of `%` and shortens the text, so it ends.
+    let mut lower = path.to_ascii_lowercase();
+    loop {
+        if ["%2f", "%5c", "%2e", "%00"]
+            .iter()
+            .any(|bad| lower.contains(bad))
+        {
+            return None;
+        }
+        if !lower.contains("%25") {
+            break;
+        }
+        lower = lower.replace("%25", "%");
     }
     // A segment is compared without its `;` parameters: servers that strip
-    // them (Tomcat, Jetty, Spring) resolve `/a/..;/b` to `/b`.
-    if path.split('/').any(|segment| {
+    // them (Tomcat, Jetty, Spring) resolve `/a/..;/b` to `/b`, and one that
+    // decodes first reads `..%3b` the same.
+    if lower.split('/').any(|segment| {
         let name = segment.split(';').next().unwrap_or_default();
+        let name = name.split("%3b").next().unwrap_or_default();
         name == "." || name == ".."
     }) {
         return None;
@@ -486,6 +496,8 @@ mod tests {
         assert!(!rule.permits("GET", "/repos/other/x"));
         assert!(!rule.permits("GET", "/repos/org"));
         assert!(rule.permits("GET", "/repos/org/x;v=1/y..;"));
+        // An encoded `%` before harmless text is only text.
+        assert!(rule.permits("GET", "/repos/org/100%25/x%2541"));
         for sneaky in [
             "/repos/org/../other/x",
             "/repos/org/%2e%2e/other",
@@ -496,6 +508,12 @@ mod tests {
             "/repos/org/..;/other/x",
             "/repos/org/..;jsessionid=1/other",
             "/repos/org/.;x/..;y/..;z/other",
+            "/repos/org/%252e%252e/other",
+            "/repos/org/%25252E%25252E/other",
+            "/repos/org/..%252fother",
+            "/repos/org/..%3b/other",
+            "/repos/org/..%3Bx/other",
+            "/repos/org/..%253b/other",
             "http://api.github.com/repos/org/x",
         ] {
             assert!(!rule.permits("GET", sneaky), "{sneaky}");
