@@ -365,8 +365,9 @@ module LittleGhost
     # +tasks+, <tt>fork</tt> fails with EAGAIN inside the child and nothing is killed; past +cpu_seconds+ the tree
     # is terminated and the call raises LittleGhost::ToolError "Program CPU time exceeded N seconds". Without one,
     # +memory_bytes+ is <em>sampled</em> every 100 ms over /proc (bursts can pass it), +cpu_seconds+ is the
-    # <em>per-process</em> RLIMIT_CPU (capability <tt>:process_cpu_limit</tt> instead of <tt>:cpu_limit</tt>), and
-    # +tasks+ raises LittleGhost::CapabilityError before anything runs.
+    # <em>per-process</em> RLIMIT_CPU (capability <tt>:process_cpu_limit</tt> instead of <tt>:cpu_limit</tt>:
+    # SIGXCPU at +cpu_seconds+, SIGKILL one second later; the program's end by it raises the same error on every
+    # backend), and +tasks+ raises LittleGhost::CapabilityError before anything runs.
     #
     # Raises LittleGhost::Sandbox::TimeoutError, a LittleGhost::ToolError, "Command timed out after SECONDS
     # seconds" (the process tree is killed first); its +execution+ holds what the child wrote until then.
