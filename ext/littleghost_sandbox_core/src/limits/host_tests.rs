@@ -455,3 +455,40 @@ fn spawn_cost_with_and_without_limits() {
         with.saturating_sub(without)
     );
 }
+
+/// v1: the spawner thread moves itself (`0` in `tasks`) into the launch's
+/// cgroups and back. The child must start inside, and no thread of this
+/// process may stay inside afterwards (its later children, and Ruby's own
+/// memory, would be charged to a launch that is gone).
+#[test]
+fn a_v1_child_starts_inside_its_cgroup_and_no_host_thread_stays_behind() {
+    let limits = ProcessLimits {
+        own_tree: true,
+        ..ProcessLimits::default()
+    };
+    if !enforced(&limits) {
+        return;
+    }
+    if !matches!(super::host_layout(), Ok(Layout::V1 { .. })) {
+        eprintln!("skipped: launch cgroups are not v1 here");
+        return;
+    }
+    for _ in 0..3 {
+        let process = start("cat /proc/self/cgroup", &limits);
+        wait_finished(&process, Duration::from_secs(10));
+        let (stdout, _) = process.take_output();
+        let pids = stdout
+            .lines()
+            .find(|line| line.split(':').nth(1) == Some("pids"))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(pids.contains("/littleghost-"), "{stdout}");
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let own = std::fs::read_to_string(task.path().join("cgroup")).unwrap_or_default();
+            assert!(
+                !own.contains("littleghost-"),
+                "thread {:?} stayed in a launch cgroup: {own}",
+                task.file_name()
+            );
+        }
+    }
+}
