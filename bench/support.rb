@@ -3,6 +3,14 @@
 # Shared timing helpers for the benchmarks: each case is run in interleaved
 # rounds with its baseline so both see the same machine state, and the median
 # per-operation time of each side is compared.
+#
+# Each timed block starts after one untimed call of the same side, so neither
+# side pays for the other's after-effects. It matters for spawn baselines as
+# root: Ruby forks the whole process there, which leaves its memory
+# copy-on-write, and the parent's next writes fault each page back (about 200
+# minor faults, 2 ms on this host, in the first Landlock launch after ten
+# Process.spawn calls, against 4 in the others): untimed, that cost of the
+# baseline's last fork landed in the first timed call of the other side.
 module BenchSupport
   module_function
 
@@ -27,9 +35,11 @@ module BenchSupport
     base_samples = []
     2.times { ours.call; baseline.call } # warm up
     rounds.times do
+      baseline.call # settle: see the module comment
       start = clock
       iterations.times { baseline.call }
       base_samples << (clock - start) / iterations
+      ours.call
       start = clock
       iterations.times { ours.call }
       ours_samples << (clock - start) / iterations

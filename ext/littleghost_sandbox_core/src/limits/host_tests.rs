@@ -455,3 +455,113 @@ fn spawn_cost_with_and_without_limits() {
         with.saturating_sub(without)
     );
 }
+
+/// v1: the spawner thread moves itself (`0` in `tasks`) into the launch's
+/// cgroups and back. The child must start inside, and no thread of this
+/// process may stay inside afterwards (its later children, and Ruby's own
+/// memory, would be charged to a launch that is gone).
+#[test]
+fn a_v1_child_starts_inside_its_cgroup_and_no_host_thread_stays_behind() {
+    let limits = ProcessLimits {
+        own_tree: true,
+        ..ProcessLimits::default()
+    };
+    if !enforced(&limits) {
+        return;
+    }
+    if !matches!(super::host_layout(), Ok(Layout::V1 { .. })) {
+        eprintln!("skipped: launch cgroups are not v1 here");
+        return;
+    }
+    for _ in 0..3 {
+        let process = start("cat /proc/self/cgroup", &limits);
+        wait_finished(&process, Duration::from_secs(10));
+        let (stdout, _) = process.take_output();
+        let pids = stdout
+            .lines()
+            .find(|line| line.split(':').nth(1) == Some("pids"))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(pids.contains("/littleghost-"), "{stdout}");
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let own = std::fs::read_to_string(task.path().join("cgroup")).unwrap_or_default();
+            assert!(
+                !own.contains("littleghost-"),
+                "thread {:?} stayed in a launch cgroup: {own}",
+                task.file_name()
+            );
+        }
+    }
+}
+
+/// The v2 launch cgroup of this test's writable cgroup2 hierarchy, or None
+/// (says why) where there is none.
+fn unified_launch_cgroup() -> Option<LaunchCgroup> {
+    let unified = Path::new("/sys/fs/cgroup/unified");
+    let layout = Layout::V2 {
+        parent: unified.to_path_buf(),
+        memory: false,
+        pids: false,
+    };
+    let limits = ProcessLimits {
+        own_tree: true,
+        cpu_seconds: Some(100),
+        ..ProcessLimits::default()
+    };
+    match LaunchCgroup::create(&layout, &limits) {
+        Ok(cgroup) => Some(cgroup),
+        Err(error) => {
+            eprintln!(
+                "skipped: no writable cgroup2 at {}: {error}",
+                unified.display()
+            );
+            None
+        }
+    }
+}
+
+/// The v2 cgroup line of a child launched into `cgroup`, and whether it was
+/// cloned straight into it.
+fn v2_child_cgroup(cgroup: LaunchCgroup, refuse_clone3: bool) -> (String, String, Option<bool>) {
+    let expected = match &cgroup.dirs_for_tests()[..] {
+        [dir] => format!("0::/{}", dir.file_name().unwrap().to_string_lossy()),
+        other => panic!("{other:?}"),
+    };
+    crate::process::spawn::REFUSE_CLONE3.with(|refuse| refuse.set(refuse_clone3));
+    crate::process::spawn::LAST_JOIN.with(|last| last.set(None));
+    let spawned =
+        crate::process::spawn::spawn_in(&launch("cat /proc/self/cgroup"), Some(cgroup), false);
+    crate::process::spawn::REFUSE_CLONE3.with(|refuse| refuse.set(false));
+    let spawned = spawned.unwrap();
+    let joined = crate::process::spawn::LAST_JOIN.with(|last| last.get());
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut std::fs::File::from(spawned.stdout), &mut stdout).unwrap();
+    let mut status = 0;
+    // SAFETY: waiting for our own child into a local.
+    unsafe { libc::waitpid(spawned.pid, &mut status, 0) };
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("0::"))
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .to_string();
+    (line, expected, joined)
+}
+
+/// A v2 child is created inside its launch cgroup (`CLONE_INTO_CGROUP`: no
+/// migration, so no wait for the kernel's global threadgroup lock), and
+/// where the kernel refuses that it still joins before exec.
+#[test]
+fn a_v2_child_is_cloned_into_its_cgroup_or_joins_it_before_exec() {
+    let Some(cgroup) = unified_launch_cgroup() else {
+        return;
+    };
+    let (line, expected, joined) = v2_child_cgroup(cgroup, false);
+    assert_eq!(line, expected);
+    assert_eq!(joined, Some(true), "cloned with CLONE_INTO_CGROUP");
+
+    let Some(cgroup) = unified_launch_cgroup() else {
+        return;
+    };
+    let (line, expected, joined) = v2_child_cgroup(cgroup, true);
+    assert_eq!(line, expected);
+    assert_eq!(joined, Some(false), "the cgroup.procs fallback");
+}

@@ -21,8 +21,12 @@ pub(crate) struct ChildPlan {
     pub(crate) inherited: Vec<RawFd>,
     /// The first child descriptor that is neither stdio nor inherited.
     pub(crate) first_free: RawFd,
+    /// v2: the launch cgroup's directory, which the child is cloned straight
+    /// into (`clone3` with `CLONE_INTO_CGROUP`).
+    pub(crate) cgroup_dir: Option<RawFd>,
     /// v2: the launch cgroup's `cgroup.procs`, written `0` first thing in a
-    /// forked child (see [`crate::limits::launch`]).
+    /// forked child where the kernel refuses `CLONE_INTO_CGROUP` (see
+    /// [`crate::limits::launch`]).
     pub(crate) cgroup_procs: Option<RawFd>,
     pub(crate) cpu_rlimit: Option<crate::limits::plan::CpuRlimit>,
     pub(crate) file_bytes: Option<u64>,

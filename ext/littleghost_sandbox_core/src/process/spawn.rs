@@ -31,6 +31,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 mod fork;
+#[cfg(test)]
+pub(crate) use fork::{LAST_JOIN, REFUSE_CLONE3};
 
 pub use super::error::SpawnError;
 use super::plan::{c_string, ChildPlan, DirectExec};
@@ -156,6 +158,7 @@ pub fn spawn_in(
         ],
         inherited: sources,
         first_free,
+        cgroup_dir: None,
         cgroup_procs: None,
         cpu_rlimit: launch.cpu_rlimit,
         file_bytes: launch.file_bytes,
@@ -208,11 +211,15 @@ fn start_in(
 ) -> (Result<i32, SpawnError>, Method) {
     let mut method = method_for(launch);
     let mut procs = None;
+    let mut dir = None;
     let mut joined = None;
     if let Some(cgroup) = cgroup {
         let entered = if cgroup.joins_in_child() {
             method = Method::Fork;
-            cgroup.procs_fd().map(|fd| procs = Some(fd))
+            cgroup.procs_fd().and_then(|fd| {
+                procs = Some(fd);
+                cgroup.dir_fd().map(|fd| dir = Some(fd))
+            })
         } else {
             cgroup
                 .join_current_thread()
@@ -223,6 +230,7 @@ fn start_in(
         }
     }
     plan.cgroup_procs = procs.as_ref().map(AsRawFd::as_raw_fd);
+    plan.cgroup_dir = dir.as_ref().map(AsRawFd::as_raw_fd);
     let started = match method {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         Method::PosixSpawn => super::posix_spawn::spawn(plan).map_err(|errno| {

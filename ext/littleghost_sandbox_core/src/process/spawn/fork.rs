@@ -23,9 +23,22 @@ pub(super) fn fork_exec(plan: &ChildPlan) -> Result<i32, SpawnError> {
         if blocked != 0 {
             return Err(SpawnError::Os(io::Error::from_raw_os_error(blocked)));
         }
-        let pid = libc::fork();
-        if pid == 0 {
-            plan.run_in_fork(report_write.as_raw_fd());
+        let mut pid = -1;
+        if let Some(dir) = plan.cgroup_dir {
+            pid = clone_into_cgroup(dir);
+            if pid == 0 {
+                plan.run_in_fork(report_write.as_raw_fd(), None);
+            }
+            #[cfg(test)]
+            LAST_JOIN.with(|last| last.set(Some(pid > 0)));
+        }
+        // No cgroup, or the kernel refused to clone into it: the child joins
+        // by writing to `cgroup.procs`.
+        if pid < 0 {
+            pid = libc::fork();
+            if pid == 0 {
+                plan.run_in_fork(report_write.as_raw_fd(), plan.cgroup_procs);
+            }
         }
         let fork_error = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, previous.as_ptr(), std::ptr::null_mut());
@@ -67,6 +80,76 @@ pub(super) fn fork_exec(plan: &ChildPlan) -> Result<i32, SpawnError> {
     Err(classify_exec_errno(errno, stage, None))
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Whether this thread's last fork with a v2 cgroup cloned the child
+    /// straight into it (false: the `cgroup.procs` fallback).
+    pub(crate) static LAST_JOIN: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    /// Tests set it to take the fallback as a kernel without `clone3` would.
+    pub(crate) static REFUSE_CLONE3: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `clone3(CLONE_INTO_CGROUP)` of a fork-like child (no shared memory, no
+/// new stack) that starts inside the v2 cgroup `dir`: the pid in the parent,
+/// 0 in the child, -1 when the kernel refuses (before 5.7, or a seccomp
+/// profile that answers `clone3` with ENOSYS), so the caller can `fork`.
+///
+/// Unlike glibc's `fork` it runs no `atfork` handlers and leaves glibc's
+/// idea of the thread id stale in the child; the child only makes raw,
+/// async-signal-safe calls and then execs, so neither matters.
+///
+/// # Safety
+/// The child must do only what a `fork` child may (see `run_in_fork`).
+unsafe fn clone_into_cgroup(dir: RawFd) -> libc::pid_t {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        #[cfg(test)]
+        if REFUSE_CLONE3.with(|refuse| refuse.get()) {
+            return -1;
+        }
+        /// `struct clone_args` up to `cgroup` (CLONE_ARGS_SIZE_VER2).
+        #[repr(C)]
+        #[derive(Default)]
+        struct CloneArgs {
+            flags: u64,
+            pidfd: u64,
+            child_tid: u64,
+            parent_tid: u64,
+            exit_signal: u64,
+            stack: u64,
+            stack_size: u64,
+            tls: u64,
+            set_tid: u64,
+            set_tid_size: u64,
+            cgroup: u64,
+        }
+        const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+        let args = CloneArgs {
+            flags: CLONE_INTO_CGROUP,
+            exit_signal: libc::SIGCHLD as u64,
+            cgroup: dir as u64,
+            ..CloneArgs::default()
+        };
+        // SAFETY: the kernel reads `args` (a local of the size passed); the
+        // caller keeps the child to async-signal-safe calls.
+        let pid = libc::syscall(
+            libc::SYS_clone3,
+            &args as *const CloneArgs,
+            std::mem::size_of::<CloneArgs>(),
+        );
+        if pid < 0 {
+            -1
+        } else {
+            pid as libc::pid_t
+        }
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = dir;
+        -1
+    }
+}
+
 /// Waits for a child that failed before exec (it `_exit`s at once).
 fn reap(pid: i32) {
     let mut status = 0;
@@ -78,8 +161,9 @@ fn reap(pid: i32) {
 
 impl ChildPlan {
     /// The forked child: only async-signal-safe syscalls on memory prepared
-    /// before the fork. Never returns.
-    unsafe fn run_in_fork(&self, report: RawFd) -> ! {
+    /// before the fork. Never returns. `join` is the v2 `cgroup.procs` to
+    /// write `0` to (None: no cgroup, or cloned into it already).
+    unsafe fn run_in_fork(&self, report: RawFd, join: Option<RawFd>) -> ! {
         let fail = |stage: ExecStage| -> ! {
             let errno = io::Error::last_os_error()
                 .raw_os_error()
@@ -91,7 +175,7 @@ impl ChildPlan {
             libc::_exit(127)
         };
         // Into the launch's cgroup (v2) before anything else runs.
-        if let Some(procs) = self.cgroup_procs {
+        if let Some(procs) = join {
             if libc::write(procs, b"0".as_ptr().cast(), 1) != 1 {
                 fail(ExecStage::Setup);
             }
