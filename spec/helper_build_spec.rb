@@ -4,11 +4,13 @@ require "rbconfig"
 require "fileutils"
 require "tmpdir"
 require_relative "../ext/littleghost_sandbox/helper_build"
+require_relative "../ext/littleghost_sandbox/toolchain"
 
 # Every build path (`rake compile`, the source gem's build.rb, `rake native`) builds the helper the Landlock backend
 # executes at each launch statically linked where Rust links glibc statically (x86_64/aarch64 Linux), so a launch
-# runs no dynamic loader; where that build fails it falls back to the dynamic build, and the build log says which
-# linkage the helper got, read from the executable itself, never from what was asked for.
+# runs no dynamic loader (against musl where its target and C compiler are installed: no CPU probing at start-up);
+# where that build fails it falls back to glibc, then to the dynamic build, and the build log says which linkage the
+# helper got, read from the executable itself, never from what was asked for.
 RSpec.describe "building the helper" do # rubocop:disable RSpec/DescribeClass
   build = LittleGhostSandboxHelperBuild
   root = File.expand_path("..", __dir__)
@@ -20,7 +22,8 @@ RSpec.describe "building the helper" do # rubocop:disable RSpec/DescribeClass
     run = lambda do |env, argv|
       ran << [env, argv]
       static = argv.include?("--target")
-      return false if failing == (static ? :static : :dynamic)
+      kind = static ? (argv[argv.index("--target") + 1].end_with?("-musl") ? :musl : :static) : :dynamic
+      return false if Array(failing).include?(kind)
 
       out = argv[argv.index("--target-dir") + 1]
       out = static ? File.join(out, argv[argv.index("--target") + 1], "release") : File.join(out, "release")
@@ -102,5 +105,48 @@ RSpec.describe "building the helper" do # rubocop:disable RSpec/DescribeClass
     expect { build.build(cargo: "cargo", manifest: "/m", target_dir: "/nonexistent", triple: nil,
                          run: ->(_env, _argv) { false }, say: ->(_) {}) }
       .to raise_error(RuntimeError, /cargo could not build the helper/)
+  end
+
+  it "with musl installed builds it against musl first, naming musl-gcc unless a C compiler is set" do
+    Dir.mktmpdir("lg-helper-build") do |dir|
+      ran, run = builds_with(produce: File.join(root, "lib", build::EXECUTABLE))
+      said = []
+      built, = build.build(cargo: "cargo", manifest: "/gem/Cargo.toml", target_dir: dir, musl: true,
+                           triple: "x86_64-unknown-linux-gnu", run: run, say: ->(line) { said << line })
+      expect(ran.size).to eq(1)
+      env, argv = ran.first
+      expect(argv.each_cons(2).to_a).to include(["--target", "x86_64-unknown-linux-musl"],
+                                                ["--target-dir", File.join(dir, "helper-static")])
+      expect(env).to eq("CC_x86_64_unknown_linux_musl" => "musl-gcc")
+      expect(built).to eq(File.join(dir, "helper-static", "x86_64-unknown-linux-musl", "release", build::EXECUTABLE))
+      expect(said.join).to include("against musl") if build.linkage(built) == "static"
+    end
+    # A C compiler the caller named is left to cc-rs.
+    env, = build.musl_build(cargo: "cargo", manifest: "/m", target_dir: "/t", triple: "aarch64-unknown-linux-gnu",
+                            env: { "CC_aarch64_unknown_linux_musl" => "my-musl-cc" })
+    expect(env).to eq({})
+  end
+
+  it "falls back to glibc when the musl build fails, and says so" do
+    Dir.mktmpdir("lg-helper-build") do |dir|
+      ran, run = builds_with(produce: RbConfig.ruby, failing: :musl)
+      said = []
+      build.build(cargo: "cargo", manifest: "/gem/Cargo.toml", target_dir: dir, musl: true,
+                  triple: "x86_64-unknown-linux-gnu", run: run, say: ->(line) { said << line })
+      expect(ran.map { |_, argv| argv[argv.index("--target") + 1] })
+        .to eq(%w[x86_64-unknown-linux-musl x86_64-unknown-linux-gnu])
+      expect(said.first).to include("did not build against musl")
+    end
+  end
+
+  it "tries musl only where its standard library and a musl C compiler are installed" do
+    rustc = LittleGhostSandboxToolchain.rustc_for(ENV.fetch("CARGO", "cargo"))
+    expect(build.musl_ready?("aarch64-apple-darwin", rustc)).to be(false)
+    expect(build.musl_ready?("x86_64-unknown-linux-gnu", rustc, { "PATH" => "/nonexistent" })).to be(false)
+    sysroot = IO.popen([rustc, "--print", "sysroot"], &:read).strip
+    installed = File.directory?(File.join(sysroot, "lib", "rustlib", "x86_64-unknown-linux-musl", "lib"))
+    expect(build.musl_ready?("x86_64-unknown-linux-gnu", rustc, { "PATH" => "/nonexistent",
+                                                                  "CC_x86_64_unknown_linux_musl" => "cc" }))
+      .to be(installed)
   end
 end

@@ -44,9 +44,11 @@ extension = [cargo, "build", "--release", "--locked", "--manifest-path", manifes
 exit(1) unless run.call({}, extension)
 
 begin
+  rustc = LittleGhostSandboxToolchain.rustc_for(cargo)
+  triple = LittleGhostSandboxHelperBuild.host_triple(rustc)
   built, = LittleGhostSandboxHelperBuild.build(
     cargo: cargo, manifest: manifest, target_dir: target_dir, run: run, say: say,
-    triple: LittleGhostSandboxHelperBuild.host_triple(LittleGhostSandboxToolchain.rustc_for(cargo))
+    triple: triple, musl: LittleGhostSandboxHelperBuild.musl_ready?(triple, rustc)
   )
 rescue RuntimeError => e
   say.call("littleghost-sandbox: #{e.message}")

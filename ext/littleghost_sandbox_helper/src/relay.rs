@@ -323,7 +323,7 @@ fn loopback_up() -> std::io::Result<()> {
     }
     // SAFETY: SIOCGIFFLAGS reads the name and writes the flags of `request`,
     // which lives for the whole call.
-    if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request) } < 0 {
+    if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut request) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
     // SAFETY: after SIOCGIFFLAGS the union holds the flags.
@@ -333,7 +333,7 @@ fn loopback_up() -> std::io::Result<()> {
     }
     request.ifr_ifru.ifru_flags = flags | (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
     // SAFETY: as above; SIOCSIFFLAGS only reads `request`.
-    if unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) } < 0 {
+    if unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &request) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())

@@ -148,7 +148,8 @@ fn wait_signal(watched: &libc::sigset_t, timeout: Option<Duration>) -> libc::c_i
             None => libc::sigwaitinfo(watched, std::ptr::null_mut()),
             Some(left) => {
                 let spec = libc::timespec {
-                    tv_sec: left.as_secs() as libc::time_t,
+                    // `as _`: time_t's width differs between glibc and musl.
+                    tv_sec: left.as_secs().min(i32::MAX as u64) as _,
                     tv_nsec: libc::c_long::from(left.subsec_nanos() as i32),
                 };
                 libc::sigtimedwait(watched, std::ptr::null_mut(), &spec)

@@ -261,6 +261,8 @@ enum ExecStage {
     Setup = 1,
     Chdir = 2,
     Exec = 3,
+    /// posix_spawn's failure, which does not say the stage (glibc only).
+    #[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
     Unknown = 4,
 }
 
