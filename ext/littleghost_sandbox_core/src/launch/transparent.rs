@@ -23,6 +23,9 @@ use crate::network::{Host, Pattern};
 /// Where the relay's proxy listens ([`super::RELAY_PROXY_URL`]).
 const PROXY_LISTEN: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3128);
 
+/// `net.ipv4.ip_unprivileged_port_start` of a new network namespace.
+pub const DEFAULT_UNPRIVILEGED_PORT_START: u16 = 1024;
+
 /// One listener of the relay: connections to `listen` become `CONNECT
 /// host:port` through the gateway.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,14 +67,14 @@ pub struct Transparent {
 }
 
 impl Transparent {
-    /// The listeners for `destinations` (exact pairs). A port below 1024 is
-    /// never served: the relay runs in the user namespace bwrap's
-    /// `--disable-userns` nests inside the one owning the network namespace,
-    /// where no capability reaches those ports. A name whose ports cannot
-    /// all be served gets no `/etc/hosts` line, so it never resolves to a
-    /// loopback address nobody listens on (Ruby's `Net::HTTP` skips the
-    /// proxy for a name that resolves to loopback); clients that honour the
-    /// proxy variables reach it as before.
+    /// The listeners for `destinations` (exact pairs): one loopback address
+    /// per name, listening on each of its allowlisted ports. A port below
+    /// 1024 is served too: the launch then lowers the sandbox's own
+    /// `net.ipv4.ip_unprivileged_port_start` first
+    /// ([`unprivileged_port_start`](Self::unprivileged_port_start)), because
+    /// the relay runs in the user namespace bwrap's `--disable-userns` nests
+    /// inside the one owning the network namespace, where no capability of
+    /// its own reaches those ports.
     pub fn plan(destinations: &[(String, u16)]) -> Transparent {
         let mut plan = Transparent::default();
         let mut names: Vec<String> = Vec::new();
@@ -81,17 +84,8 @@ impl Transparent {
                 names.push(host);
             }
         }
-        let servable = |port: u16| port >= 1024;
         let mut next = 0u32;
         for name in names {
-            let ports: Vec<u16> = destinations
-                .iter()
-                .filter(|(host, _)| host.eq_ignore_ascii_case(&name))
-                .map(|(_, port)| *port)
-                .collect();
-            if !ports.iter().all(|port| servable(*port)) {
-                continue;
-            }
             next += 1;
             // 127.80.0.1 ... 127.80.255.254: one address per name.
             if next > 0xfffe {
@@ -99,19 +93,35 @@ impl Transparent {
             }
             let address = Ipv4Addr::new(127, 80, (next >> 8) as u8, next as u8);
             plan.hosts.push((address, name.clone()));
+            let ports = destinations
+                .iter()
+                .filter(|(host, _)| host.eq_ignore_ascii_case(&name))
+                .map(|(_, port)| *port);
             for port in ports {
                 plan.push(SocketAddrV4::new(address, port), &name, port);
             }
         }
         for (host, port) in destinations {
-            let Some(address) = loopback(host) else {
-                continue;
-            };
-            if servable(*port) {
+            if let Some(address) = loopback(host) {
                 plan.push(SocketAddrV4::new(address, *port), host, *port);
             }
         }
         plan
+    }
+
+    /// The value the sandbox's own `net.ipv4.ip_unprivileged_port_start`
+    /// must have for the relay to bind every listener: the lowest listening
+    /// port, when it is below the kernel's default of 1024 (a new network
+    /// namespace starts at 1024); None when no listener needs it, so such a
+    /// launch pays nothing. The sysctl is per network namespace: lowering it
+    /// lets processes of that namespace (the relay and the program) bind
+    /// those ports of the sandbox's own loopback and nothing else.
+    pub fn unprivileged_port_start(&self) -> Option<u16> {
+        self.forwards
+            .iter()
+            .map(|forward| forward.listen.port())
+            .min()
+            .filter(|port| *port < DEFAULT_UNPRIVILEGED_PORT_START)
     }
 
     /// Adds a listener unless its address is taken (the proxy's, or an
@@ -265,6 +275,7 @@ mod tests {
                 "127.80.0.1:8443=registry.test:8443",
                 "127.80.0.2:8080=other.test:8080",
                 "127.0.0.1:8080=localhost:8080",
+                "127.0.0.2:80=127.0.0.2:80",
             ]
         );
         for forward in &plan.forwards {
@@ -273,17 +284,47 @@ mod tests {
     }
 
     #[test]
-    fn a_name_with_a_port_the_relay_cannot_bind_is_left_to_the_proxy() {
+    fn a_port_below_1024_is_served_and_asks_for_the_lowest_port_start() {
         let plan = Transparent::plan(&pairs(&[
             ("low.test", 443),
             ("low.test", 8443),
             ("high.test", 8080),
+            ("localhost", 80),
         ]));
         assert_eq!(
             plan.hosts,
-            vec![(Ipv4Addr::new(127, 80, 0, 1), "high.test".into())]
+            vec![
+                (Ipv4Addr::new(127, 80, 0, 1), "low.test".into()),
+                (Ipv4Addr::new(127, 80, 0, 2), "high.test".into())
+            ]
         );
-        assert_eq!(plan.forwards.len(), 1);
+        let shown: Vec<String> = plan.forwards.iter().map(Forward::argument).collect();
+        assert_eq!(
+            shown,
+            [
+                "127.80.0.1:443=low.test:443",
+                "127.80.0.1:8443=low.test:8443",
+                "127.80.0.2:8080=high.test:8080",
+                "127.0.0.1:80=localhost:80",
+            ]
+        );
+        // The lowest listening port, so 80 ..= 1023 become bindable, no lower.
+        assert_eq!(plan.unprivileged_port_start(), Some(80));
+    }
+
+    #[test]
+    fn only_a_listener_below_1024_lowers_the_port_start() {
+        let start = |items: &[(&str, u16)]| Transparent::plan(&pairs(items)).unprivileged_port_start();
+        // Nothing served, or every port at 1024 or more: the launch pays nothing.
+        assert_eq!(start(&[]), None);
+        assert_eq!(start(&[("a.test", 1024), ("b.test", 8443)]), None);
+        assert_eq!(start(&[("a.test", 1023)]), Some(1023));
+        assert_eq!(start(&[("a.test", 8443), ("b.test", 443)]), Some(443));
+        // An entry that gets no listener (an address that cannot be made
+        // local, IPv6) asks for nothing.
+        assert_eq!(start(&[("10.0.0.1", 443)]), None);
+        // The proxy's own address is never a listener.
+        assert_eq!(start(&[("127.0.0.1", 3128)]), None);
     }
 
     #[test]
