@@ -76,6 +76,17 @@ impl Transparent {
     /// inside the one owning the network namespace, where no capability of
     /// its own reaches those ports.
     pub fn plan(destinations: &[(String, u16)]) -> Transparent {
+        Transparent::plan_serving(destinations, true)
+    }
+
+    /// [`plan`](Self::plan), where `low_ports` says whether the launch can
+    /// lower the sandbox's port start. Without it a port below 1024 is not
+    /// served, and a name with such a port gets no `/etc/hosts` line at all,
+    /// so it never resolves to a loopback address nobody listens on (Ruby's
+    /// `Net::HTTP` skips the proxy for a name that resolves to loopback);
+    /// clients that honour the proxy variables reach it as before.
+    pub fn plan_serving(destinations: &[(String, u16)], low_ports: bool) -> Transparent {
+        let servable = |port: u16| low_ports || port >= DEFAULT_UNPRIVILEGED_PORT_START;
         let mut plan = Transparent::default();
         let mut names: Vec<String> = Vec::new();
         for (host, _) in destinations {
@@ -86,6 +97,14 @@ impl Transparent {
         }
         let mut next = 0u32;
         for name in names {
+            let ports: Vec<u16> = destinations
+                .iter()
+                .filter(|(host, _)| host.eq_ignore_ascii_case(&name))
+                .map(|(_, port)| *port)
+                .collect();
+            if !ports.iter().all(|port| servable(*port)) {
+                continue;
+            }
             next += 1;
             // 127.80.0.1 ... 127.80.255.254: one address per name.
             if next > 0xfffe {
@@ -93,17 +112,16 @@ impl Transparent {
             }
             let address = Ipv4Addr::new(127, 80, (next >> 8) as u8, next as u8);
             plan.hosts.push((address, name.clone()));
-            let ports = destinations
-                .iter()
-                .filter(|(host, _)| host.eq_ignore_ascii_case(&name))
-                .map(|(_, port)| *port);
             for port in ports {
                 plan.push(SocketAddrV4::new(address, port), &name, port);
             }
         }
         for (host, port) in destinations {
-            if let Some(address) = loopback(host) {
-                plan.push(SocketAddrV4::new(address, *port), host, *port);
+            match loopback(host) {
+                Some(address) if servable(*port) => {
+                    plan.push(SocketAddrV4::new(address, *port), host, *port)
+                }
+                _ => {}
             }
         }
         plan
@@ -313,8 +331,28 @@ mod tests {
     }
 
     #[test]
+    fn where_the_port_start_cannot_be_lowered_a_name_with_a_low_port_is_left_to_the_proxy() {
+        let plan = Transparent::plan_serving(
+            &pairs(&[
+                ("low.test", 443),
+                ("low.test", 8443),
+                ("high.test", 8080),
+                ("localhost", 80),
+            ]),
+            false,
+        );
+        assert_eq!(
+            plan.hosts,
+            vec![(Ipv4Addr::new(127, 80, 0, 1), "high.test".into())]
+        );
+        assert_eq!(plan.forwards.len(), 1);
+        assert_eq!(plan.unprivileged_port_start(), None);
+    }
+
+    #[test]
     fn only_a_listener_below_1024_lowers_the_port_start() {
-        let start = |items: &[(&str, u16)]| Transparent::plan(&pairs(items)).unprivileged_port_start();
+        let start =
+            |items: &[(&str, u16)]| Transparent::plan(&pairs(items)).unprivileged_port_start();
         // Nothing served, or every port at 1024 or more: the launch pays nothing.
         assert_eq!(start(&[]), None);
         assert_eq!(start(&[("a.test", 1024), ("b.test", 8443)]), None);

@@ -57,6 +57,22 @@ pub struct PortStart {
     pub start: u16,
 }
 
+/// Whether a launch could write the sysctl at all: false where the `/proc`
+/// the host sees mounts `/proc/sys` read-only (most containers), where
+/// serving a port below 1024 would only make every such launch fail.
+pub fn can_lower() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        let directory = std::path::Path::new(SYSCTL_PATH)
+            .parent()
+            .expect("the path has a directory");
+        rustix::fs::statvfs(directory)
+            .is_ok_and(|vfs| !vfs.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY))
+    }
+    #[cfg(not(target_os = "linux"))]
+    false
+}
+
 /// The two pipes of one held launch, owned until the spawn returned.
 #[derive(Debug)]
 pub struct Pipes {
@@ -126,10 +142,14 @@ pub fn parse_report(text: &[u8]) -> Option<Report> {
         let quoted = format!("\"{key}\"");
         let rest = &object[object.find(&quoted)? + quoted.len()..];
         let rest = rest.trim_start().strip_prefix(':')?.trim_start();
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         rest[..digits].parse().ok()
     };
-    let pid = i32::try_from(number("child-pid")?).ok().filter(|pid| *pid > 0)?;
+    let pid = i32::try_from(number("child-pid")?)
+        .ok()
+        .filter(|pid| *pid > 0)?;
     Some(Report {
         pid,
         net: number("net-namespace"),
@@ -227,16 +247,27 @@ fn lower(report: Report, start: u16) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let failed = |what: &str, error: io::Error| format!("{what}: {error}");
     let path = format!("/proc/{}/ns/net", report.pid);
-    let net = std::fs::File::open(&path).map_err(|e| failed("cannot open the sandbox's network namespace", e))?;
-    let inode = net.metadata().map_err(|e| failed("cannot read the sandbox's network namespace", e))?.ino();
+    let net = std::fs::File::open(&path)
+        .map_err(|e| failed("cannot open the sandbox's network namespace", e))?;
+    let inode = net
+        .metadata()
+        .map_err(|e| failed("cannot read the sandbox's network namespace", e))?
+        .ino();
     let own = std::fs::metadata("/proc/thread-self/ns/net").map(|m| m.ino());
-    if report.net.is_some_and(|reported| reported != inode) || own.as_ref().is_ok_and(|own| *own == inode) {
-        return Err("the sandbox's process is gone (its pid names another network namespace)".into());
+    if report.net.is_some_and(|reported| reported != inode)
+        || own.as_ref().is_ok_and(|own| *own == inode)
+    {
+        return Err(
+            "the sandbox's process is gone (its pid names another network namespace)".into(),
+        );
     }
     // SAFETY: an ioctl on a namespace descriptor we own; the result is a new descriptor.
     let user = unsafe { libc::ioctl(net.as_raw_fd(), NS_GET_USERNS as _) };
     if user < 0 {
-        return Err(failed("cannot find the user namespace owning the sandbox's network", io::Error::last_os_error()));
+        return Err(failed(
+            "cannot find the user namespace owning the sandbox's network",
+            io::Error::last_os_error(),
+        ));
     }
     // SAFETY: `user` was just opened and nothing else owns it.
     let user = unsafe { OwnedFd::from_raw_fd(user) };
@@ -293,21 +324,30 @@ fn run_entry(entry: &Entry) -> Result<(), String> {
     // `stack`) until the child is gone.
     let pid = unsafe { libc::clone(enter, top.cast(), flags, arg) };
     if pid < 0 {
-        return Err(format!("cannot start the process that enters the sandbox's namespaces: {}", io::Error::last_os_error()));
+        return Err(format!(
+            "cannot start the process that enters the sandbox's namespaces: {}",
+            io::Error::last_os_error()
+        ));
     }
     let mut status = 0;
     // SAFETY: waitpid on the child just made, into a local.
     while unsafe { libc::waitpid(pid, &mut status, libc::__WALL) } < 0 {
         let error = io::Error::last_os_error();
         if error.kind() != io::ErrorKind::Interrupted {
-            return Err(format!("cannot wait for the process that enters the sandbox's namespaces: {error}"));
+            return Err(format!(
+                "cannot wait for the process that enters the sandbox's namespaces: {error}"
+            ));
         }
     }
     drop(stack);
     let error = io::Error::from_raw_os_error(entry.errno.load(Ordering::SeqCst));
     let step = match entry.stage.load(Ordering::SeqCst) {
         0 if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 => return Ok(()),
-        0 => return Err(format!("the process that enters the sandbox's namespaces ended with status {status}")),
+        0 => {
+            return Err(format!(
+                "the process that enters the sandbox's namespaces ended with status {status}"
+            ))
+        }
         1 => "cannot enter the user namespace owning the sandbox's network",
         2 => "cannot enter the sandbox's network namespace",
         3 => "cannot open net.ipv4.ip_unprivileged_port_start in the sandbox",
@@ -325,7 +365,9 @@ extern "C" fn enter(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the `Entry` `run_entry` keeps alive until we exit.
     let entry = unsafe { &*(arg as *const Entry) };
     let fail = |stage: i32| -> libc::c_int {
-        let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+        let errno = io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
         entry.errno.store(errno, Ordering::SeqCst);
         entry.stage.store(stage, Ordering::SeqCst);
         1

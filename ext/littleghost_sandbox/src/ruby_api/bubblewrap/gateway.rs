@@ -198,7 +198,14 @@ pub(crate) fn relay(
         hold: served.pipes.as_ref().map(|pipes| pipes.hold()),
     };
     let pipes = served.pipes.into_iter().flat_map(|pipes| pipes.into_fds());
-    Ok((relay, [data].into_iter().chain(served.hosts).chain(pipes).collect()))
+    Ok((
+        relay,
+        [data]
+            .into_iter()
+            .chain(served.hosts)
+            .chain(pipes)
+            .collect(),
+    ))
 }
 
 /// `Array(value)` of mount declarations as core grants.

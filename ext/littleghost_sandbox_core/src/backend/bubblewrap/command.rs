@@ -16,7 +16,7 @@ use crate::launch::transparent::Transparent;
 use crate::launch::{self, relay_argv, Filter, Forward, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
 use crate::policy::Policy;
-use crate::process::low_ports::{Hold, Pipes, PortStart};
+use crate::process::low_ports::{self, Hold, Pipes, PortStart};
 use crate::process::SpawnOptions;
 
 /// A bind or mask destination beneath a writable bind is not a real
@@ -127,8 +127,10 @@ impl Options {
     /// the served hosts, with a `localhost` line) when the relay serves
     /// anything, and the pipes that hold the launch until the sandbox's
     /// `ip_unprivileged_port_start` is lowered when one listens below 1024.
+    /// Where the sysctl cannot be written at all (a read-only `/proc/sys`, as
+    /// in most containers) ports below 1024 are left to the proxy path.
     pub fn transparent(&self, destinations: &[(String, u16)]) -> Result<Served> {
-        let plan = Transparent::plan(destinations);
+        let plan = Transparent::plan_serving(destinations, low_ports::can_lower());
         // With any listener the sandbox gets a hosts file, so `localhost`
         // resolves even where the root it sees has no /etc/hosts.
         if plan.forwards.is_empty() {
