@@ -130,7 +130,10 @@ impl Options {
     /// Where the sysctl cannot be written at all (a read-only `/proc/sys`, as
     /// in most containers) ports below 1024 are left to the proxy path.
     pub fn transparent(&self, destinations: &[(String, u16)]) -> Result<Served> {
-        let plan = Transparent::plan_serving(destinations, low_ports::can_lower());
+        let mut plan = Transparent::plan(destinations);
+        if plan.unprivileged_port_start().is_some() && !low_ports::can_lower() {
+            plan = Transparent::plan_serving(destinations, false);
+        }
         // With any listener the sandbox gets a hosts file, so `localhost`
         // resolves even where the root it sees has no /etc/hosts.
         if plan.forwards.is_empty() {
