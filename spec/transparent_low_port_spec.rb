@@ -2,6 +2,7 @@
 
 require "spec_helper"
 require "socket"
+require "rbconfig"
 
 # An exact allowlist entry on a port below 1024 (`api.example.com:443`) is reachable, with no proxy environment, by
 # clients that ignore the proxy variables (Node.js 20's http, a raw socket), as root and as any other user.
@@ -103,6 +104,24 @@ RSpec.describe "Allowlisted destinations below port 1024 for clients that ignore
       expect(eventually(10) { sandbox.network_log.any? { |event| event.destination == "#{name}:443" } }).to be(true)
       expect(sandbox.network_log.map { |event| event.to_h.values_at(:method, :destination, :decision) }.uniq)
         .to eq([["CONNECT", "#{name}:443", :allowed]])
+    end
+  end
+
+  it "lets curl, Python, Ruby's Net::HTTP and Node.js reach an allowlisted name on port 443 with no extra environment" do
+    serve(address, 443)
+    sandbox = sandbox_for(["#{name}:443"])
+    url = "http://#{name}:443/"
+    clients = {
+      curl: ["curl", "-s", "--max-time", "20", url],
+      python: ["python3", "-c", "import urllib.request; print(urllib.request.urlopen('#{url}', timeout=20).read().decode(), end='')"],
+      ruby: [RbConfig.ruby, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"]
+    }
+    clients[:node] = [node, "-e", "require('http').get('#{url}', r => r.on('data', d => process.stdout.write(d)))"] if node
+    sandbox.open do
+      clients.each do |client, argv|
+        run = sandbox.execute_program(argv, timeout: 30)
+        expect([client, run.stdout]).to eq([client, "hi from 443"])
+      end
     end
   end
 
