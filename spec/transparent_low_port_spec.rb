@@ -156,6 +156,25 @@ RSpec.describe "Allowlisted destinations below port 1024 for clients that ignore
     end
   end
 
+  # A tunnel cannot enforce method or path rules, so such a destination gets no listener and no /etc/hosts line:
+  # Net::HTTP (which goes direct to a name that resolves to loopback) keeps using the proxy, where the rules hold.
+  it "leaves a port-80 destination with HTTP rules to the proxy, where its rules are enforced" do
+    serve(address, 80)
+    sandbox = sandbox_for([{destination: "#{name}:80", methods: %w[GET]}])
+    url = "http://#{name}:80/"
+    sandbox.open do
+      hosts = sandbox.execute_program(["cat", "/etc/hosts"], timeout: 30).stdout
+      expect(hosts).not_to include("127.80.0.1")
+      get = sandbox.execute_program([RbConfig.ruby, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"],
+                                    timeout: 30)
+      expect(get.stdout).to eq("hi from 80")
+      post = sandbox.execute_program([RbConfig.ruby, "-rnet/http", "-e",
+                                      "print Net::HTTP.post(URI('#{url}'), 'x').code"], timeout: 30)
+      expect(post.stdout).to eq("403")
+      expect(eventually(5) { sandbox.denials.any? { |d| d.reason == :request_not_allowed } }).to be(true)
+    end
+  end
+
   # Needs no host server: the relay's listener on 443 answers with the gateway's refusal.
   it "keeps the gateway's rules on a low port: a private destination is refused with 403 and recorded" do
     skip "#{name} does not resolve to a private address here" unless Addrinfo.ip(address).ipv4_private? ||

@@ -19,6 +19,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 use crate::network::{Host, Pattern};
+use crate::policy::NetworkRules;
 
 /// Where the relay's proxy listens ([`super::RELAY_PROXY_URL`]).
 const PROXY_LISTEN: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3128);
@@ -210,6 +211,35 @@ pub fn exact_destinations(allow: &[String]) -> Vec<(String, u16)> {
         .collect()
 }
 
+/// The exact destinations of `rules` a tunnel can serve: those the
+/// gateway would tunnel a `CONNECT` to (or inspect it). A destination whose
+/// HTTP rules (methods, paths) need the requests read and that is not
+/// inspected gets no listener: the gateway refuses such a tunnel, while a
+/// client that resolves the name to the listener's loopback address goes
+/// there instead of the proxy (Ruby's `Net::HTTP` does), which would lose
+/// the plain-HTTP requests the proxy path allows.
+pub fn tunnelled_destinations(rules: &NetworkRules) -> Vec<(String, u16)> {
+    let exact = exact_destinations(&rules.destinations());
+    let Ok(allowlist) = rules
+        .rules()
+        .and_then(|rules| crate::network::Allowlist::with_rules(rules, true))
+    else {
+        return exact;
+    };
+    exact
+        .into_iter()
+        .filter(|(host, port)| {
+            crate::network::Destination::parse(&format!("{host}:{port}"), None)
+                .ok()
+                .and_then(|destination| {
+                    let access = allowlist.access(&destination)?;
+                    Some(access.inspect() || !access.restricts_requests())
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
 /// A host name needing its own address: not an IP literal, not `localhost`.
 fn needs_name(host: &str) -> bool {
     host.parse::<Ipv4Addr>().is_err() && !host.eq_ignore_ascii_case("localhost")
@@ -265,6 +295,37 @@ mod tests {
         assert_eq!(
             exact_destinations(&allow),
             pairs(&[("example.com", 443), ("localhost", 8080), ("127.0.0.1", 9)])
+        );
+    }
+
+    #[test]
+    fn a_destination_whose_requests_must_be_read_gets_a_listener_only_when_inspected() {
+        use crate::policy::{AllowEntry, NetworkRules};
+        let entry = |destination: &str, inspect: bool, methods: &[&str]| AllowEntry {
+            destination: destination.into(),
+            inspect,
+            methods: methods.iter().map(|m| m.to_string()).collect(),
+            paths: Vec::new(),
+        };
+        let rules = NetworkRules {
+            allow: vec![
+                entry("plain.test:80", false, &[]),
+                entry("ruled.test:80", false, &["GET"]),
+                entry("inspected.test:443", true, &["GET"]),
+                // Another entry allowing every request opens the tunnel again.
+                entry("both.test:80", false, &["GET"]),
+                entry("both.test:80", false, &[]),
+                entry("*.wild.test:443", false, &[]),
+            ],
+            ..NetworkRules::default()
+        };
+        assert_eq!(
+            tunnelled_destinations(&rules),
+            pairs(&[
+                ("plain.test", 80),
+                ("inspected.test", 443),
+                ("both.test", 80)
+            ])
         );
     }
 

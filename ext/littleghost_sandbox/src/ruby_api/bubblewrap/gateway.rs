@@ -137,12 +137,13 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
 }
 
 /// The exact `host:port` entries of `rules` (the allowlist a launch goes
-/// through), as (host, port) pairs: what the relay also serves to clients
-/// that ignore proxies.
+/// through) that a tunnel can serve, as (host, port) pairs: what the relay
+/// also serves to clients that ignore proxies.
 pub(crate) fn exact_destinations(rules: Option<&NetworkRules>) -> Vec<(String, u16)> {
-    rules.map_or_else(Vec::new, |rules| {
-        littleghost_sandbox_core::launch::transparent::exact_destinations(&rules.destinations())
-    })
+    rules.map_or_else(
+        Vec::new,
+        littleghost_sandbox_core::launch::transparent::tunnelled_destinations,
+    )
 }
 
 /// Before a launch: `validate!` (G.2), then the socket path and the mounts,
