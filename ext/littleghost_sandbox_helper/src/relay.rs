@@ -13,7 +13,9 @@
 //!   With `--ready-fd N` it also writes one byte to inherited descriptor `N`
 //!   and closes it once listening (for a caller that waits on a pipe).
 //! - Each `--forward LISTEN=HOST:PORT` is one more listener, also
-//!   bound before the command starts: each connection to it is a client
+//!   bound before the command starts (a port below 1024 needs the sandbox's
+//!   `net.ipv4.ip_unprivileged_port_start` lowered first, which the gem's
+//!   launch does from the host): each connection to it is a client
 //!   that ignored the proxy variables and connected "directly" (the
 //!   sandbox's `/etc/hosts` points HOST at LISTEN's address). The relay asks
 //!   the gateway for `CONNECT HOST:PORT`, exactly that pair and nothing the
@@ -118,8 +120,14 @@ pub fn main(args: Vec<String>) -> ExitCode {
         match TcpListener::bind(forward.listen) {
             Ok(listener) => forwarded.push((listener, forward.clone())),
             Err(e) => {
+                // Below 1024 the launch lowered the namespace's port start first.
+                let low = if forward.listen.port() < 1024 {
+                    " (net.ipv4.ip_unprivileged_port_start of the sandbox was not lowered)"
+                } else {
+                    ""
+                };
                 eprintln!(
-                    "littleghost-sandbox-helper relay: cannot listen on {} for {}:{}: {e}",
+                    "littleghost-sandbox-helper relay: cannot listen on {} for {}:{}: {e}{low}",
                     forward.listen, forward.host, forward.port
                 );
                 return ExitCode::from(125);
@@ -211,13 +219,39 @@ fn tunnel(mut client: TcpStream, socket: &std::path::Path, forward: &Forward) {
         let _ = client.write_all(&head);
         let _ = client.write_all(&rest);
         copy(&mut gateway, &mut client);
-        let _ = client.shutdown(Shutdown::Both);
+        let _ = client.shutdown(Shutdown::Write);
+        drain(&mut client);
         return;
     }
     if !rest.is_empty() && client.write_all(&rest).is_err() {
         return;
     }
     join(client, gateway);
+}
+
+/// How long a refused client may take to finish sending before it is closed.
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Reads and drops what a refused client still sends, until it closes (or
+/// [`DRAIN_TIME`] passes): closing a socket with unread input resets the
+/// connection, and the reset can destroy the refusal the client has not read
+/// yet (a client that sends its request before reading, such as bash's
+/// `/dev/tcp`, would see nothing).
+fn drain(client: &mut TcpStream) {
+    let deadline = std::time::Instant::now() + DRAIN_TIME;
+    let mut buffer = [0u8; 4096];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || client.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match std::io::Read::read(client, &mut buffer) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// Reads the gateway's answer up to its blank line: (the head, what came after it).

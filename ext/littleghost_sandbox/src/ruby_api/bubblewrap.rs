@@ -419,6 +419,7 @@ fn wrap_command(
         // bwrap sees the filter first, then the grants' handles, then the relay's copy.
         keep_fds: wrapped.inherited_fds,
         exec_fd: None,
+        port_start: wrapped.port_start,
         exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
         wrapped_program: None,
     };

@@ -19,9 +19,13 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 
 use crate::network::{Host, Pattern};
+use crate::policy::NetworkRules;
 
 /// Where the relay's proxy listens ([`super::RELAY_PROXY_URL`]).
 const PROXY_LISTEN: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3128);
+
+/// `net.ipv4.ip_unprivileged_port_start` of a new network namespace.
+pub const DEFAULT_UNPRIVILEGED_PORT_START: u16 = 1024;
 
 /// One listener of the relay: connections to `listen` become `CONNECT
 /// host:port` through the gateway.
@@ -64,15 +68,26 @@ pub struct Transparent {
 }
 
 impl Transparent {
-    /// The listeners for `destinations` (exact pairs). A port below 1024 is
-    /// never served: the relay runs in the user namespace bwrap's
-    /// `--disable-userns` nests inside the one owning the network namespace,
-    /// where no capability reaches those ports. A name whose ports cannot
-    /// all be served gets no `/etc/hosts` line, so it never resolves to a
-    /// loopback address nobody listens on (Ruby's `Net::HTTP` skips the
-    /// proxy for a name that resolves to loopback); clients that honour the
-    /// proxy variables reach it as before.
+    /// The listeners for `destinations` (exact pairs): one loopback address
+    /// per name, listening on each of its allowlisted ports. A port below
+    /// 1024 is served too: the launch then lowers the sandbox's own
+    /// `net.ipv4.ip_unprivileged_port_start` first
+    /// ([`unprivileged_port_start`](Self::unprivileged_port_start)), because
+    /// the relay runs in the user namespace bwrap's `--disable-userns` nests
+    /// inside the one owning the network namespace, where no capability of
+    /// its own reaches those ports.
     pub fn plan(destinations: &[(String, u16)]) -> Transparent {
+        Transparent::plan_serving(destinations, true)
+    }
+
+    /// [`plan`](Self::plan), where `low_ports` says whether the launch can
+    /// lower the sandbox's port start. Without it a port below 1024 is not
+    /// served, and a name with such a port gets no `/etc/hosts` line at all,
+    /// so it never resolves to a loopback address nobody listens on (Ruby's
+    /// `Net::HTTP` skips the proxy for a name that resolves to loopback);
+    /// clients that honour the proxy variables reach it as before.
+    pub fn plan_serving(destinations: &[(String, u16)], low_ports: bool) -> Transparent {
+        let servable = |port: u16| low_ports || port >= DEFAULT_UNPRIVILEGED_PORT_START;
         let mut plan = Transparent::default();
         let mut names: Vec<String> = Vec::new();
         for (host, _) in destinations {
@@ -81,7 +96,6 @@ impl Transparent {
                 names.push(host);
             }
         }
-        let servable = |port: u16| port >= 1024;
         let mut next = 0u32;
         for name in names {
             let ports: Vec<u16> = destinations
@@ -104,14 +118,29 @@ impl Transparent {
             }
         }
         for (host, port) in destinations {
-            let Some(address) = loopback(host) else {
-                continue;
-            };
-            if servable(*port) {
-                plan.push(SocketAddrV4::new(address, *port), host, *port);
+            match loopback(host) {
+                Some(address) if servable(*port) => {
+                    plan.push(SocketAddrV4::new(address, *port), host, *port)
+                }
+                _ => {}
             }
         }
         plan
+    }
+
+    /// The value the sandbox's own `net.ipv4.ip_unprivileged_port_start`
+    /// must have for the relay to bind every listener: the lowest listening
+    /// port, when it is below the kernel's default of 1024 (a new network
+    /// namespace starts at 1024); None when no listener needs it, so such a
+    /// launch pays nothing. The sysctl is per network namespace: lowering it
+    /// lets processes of that namespace (the relay and the program) bind
+    /// those ports of the sandbox's own loopback and nothing else.
+    pub fn unprivileged_port_start(&self) -> Option<u16> {
+        self.forwards
+            .iter()
+            .map(|forward| forward.listen.port())
+            .min()
+            .filter(|port| *port < DEFAULT_UNPRIVILEGED_PORT_START)
     }
 
     /// Adds a listener unless its address is taken (the proxy's, or an
@@ -182,6 +211,35 @@ pub fn exact_destinations(allow: &[String]) -> Vec<(String, u16)> {
         .collect()
 }
 
+/// The exact destinations of `rules` a tunnel can serve: those the
+/// gateway would tunnel a `CONNECT` to (or inspect it). A destination whose
+/// HTTP rules (methods, paths) need the requests read and that is not
+/// inspected gets no listener: the gateway refuses such a tunnel, while a
+/// client that resolves the name to the listener's loopback address goes
+/// there instead of the proxy (Ruby's `Net::HTTP` does), which would lose
+/// the plain-HTTP requests the proxy path allows.
+pub fn tunnelled_destinations(rules: &NetworkRules) -> Vec<(String, u16)> {
+    let exact = exact_destinations(&rules.destinations());
+    let Ok(allowlist) = rules
+        .rules()
+        .and_then(|rules| crate::network::Allowlist::with_rules(rules, true))
+    else {
+        return exact;
+    };
+    exact
+        .into_iter()
+        .filter(|(host, port)| {
+            crate::network::Destination::parse(&format!("{host}:{port}"), None)
+                .ok()
+                .and_then(|destination| {
+                    let access = allowlist.access(&destination)?;
+                    Some(access.inspect() || !access.restricts_requests())
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
 /// A host name needing its own address: not an IP literal, not `localhost`.
 fn needs_name(host: &str) -> bool {
     host.parse::<Ipv4Addr>().is_err() && !host.eq_ignore_ascii_case("localhost")
@@ -241,6 +299,37 @@ mod tests {
     }
 
     #[test]
+    fn a_destination_whose_requests_must_be_read_gets_a_listener_only_when_inspected() {
+        use crate::policy::{AllowEntry, NetworkRules};
+        let entry = |destination: &str, inspect: bool, methods: &[&str]| AllowEntry {
+            destination: destination.into(),
+            inspect,
+            methods: methods.iter().map(|m| m.to_string()).collect(),
+            paths: Vec::new(),
+        };
+        let rules = NetworkRules {
+            allow: vec![
+                entry("plain.test:80", false, &[]),
+                entry("ruled.test:80", false, &["GET"]),
+                entry("inspected.test:443", true, &["GET"]),
+                // Another entry allowing every request opens the tunnel again.
+                entry("both.test:80", false, &["GET"]),
+                entry("both.test:80", false, &[]),
+                entry("*.wild.test:443", false, &[]),
+            ],
+            ..NetworkRules::default()
+        };
+        assert_eq!(
+            tunnelled_destinations(&rules),
+            pairs(&[
+                ("plain.test", 80),
+                ("inspected.test", 443),
+                ("both.test", 80)
+            ])
+        );
+    }
+
+    #[test]
     fn each_name_gets_its_own_address_and_loopback_entries_listen_as_themselves() {
         let plan = Transparent::plan(&pairs(&[
             ("registry.test", 9443),
@@ -265,6 +354,7 @@ mod tests {
                 "127.80.0.1:8443=registry.test:8443",
                 "127.80.0.2:8080=other.test:8080",
                 "127.0.0.1:8080=localhost:8080",
+                "127.0.0.2:80=127.0.0.2:80",
             ]
         );
         for forward in &plan.forwards {
@@ -273,17 +363,67 @@ mod tests {
     }
 
     #[test]
-    fn a_name_with_a_port_the_relay_cannot_bind_is_left_to_the_proxy() {
+    fn a_port_below_1024_is_served_and_asks_for_the_lowest_port_start() {
         let plan = Transparent::plan(&pairs(&[
             ("low.test", 443),
             ("low.test", 8443),
             ("high.test", 8080),
+            ("localhost", 80),
         ]));
+        assert_eq!(
+            plan.hosts,
+            vec![
+                (Ipv4Addr::new(127, 80, 0, 1), "low.test".into()),
+                (Ipv4Addr::new(127, 80, 0, 2), "high.test".into())
+            ]
+        );
+        let shown: Vec<String> = plan.forwards.iter().map(Forward::argument).collect();
+        assert_eq!(
+            shown,
+            [
+                "127.80.0.1:443=low.test:443",
+                "127.80.0.1:8443=low.test:8443",
+                "127.80.0.2:8080=high.test:8080",
+                "127.0.0.1:80=localhost:80",
+            ]
+        );
+        // The lowest listening port, so 80 ..= 1023 become bindable, no lower.
+        assert_eq!(plan.unprivileged_port_start(), Some(80));
+    }
+
+    #[test]
+    fn where_the_port_start_cannot_be_lowered_a_name_with_a_low_port_is_left_to_the_proxy() {
+        let plan = Transparent::plan_serving(
+            &pairs(&[
+                ("low.test", 443),
+                ("low.test", 8443),
+                ("high.test", 8080),
+                ("localhost", 80),
+            ]),
+            false,
+        );
         assert_eq!(
             plan.hosts,
             vec![(Ipv4Addr::new(127, 80, 0, 1), "high.test".into())]
         );
         assert_eq!(plan.forwards.len(), 1);
+        assert_eq!(plan.unprivileged_port_start(), None);
+    }
+
+    #[test]
+    fn only_a_listener_below_1024_lowers_the_port_start() {
+        let start =
+            |items: &[(&str, u16)]| Transparent::plan(&pairs(items)).unprivileged_port_start();
+        // Nothing served, or every port at 1024 or more: the launch pays nothing.
+        assert_eq!(start(&[]), None);
+        assert_eq!(start(&[("a.test", 1024), ("b.test", 8443)]), None);
+        assert_eq!(start(&[("a.test", 1023)]), Some(1023));
+        assert_eq!(start(&[("a.test", 8443), ("b.test", 443)]), Some(443));
+        // An entry that gets no listener (an address that cannot be made
+        // local, IPv6) asks for nothing.
+        assert_eq!(start(&[("10.0.0.1", 443)]), None);
+        // The proxy's own address is never a listener.
+        assert_eq!(start(&[("127.0.0.1", 3128)]), None);
     }
 
     #[test]

@@ -18,6 +18,8 @@
 //! - [`supervision`]: when the wait for a run to completion ends, and why.
 //! - [`runtime`]: the per-process tokio runtime, re-created after `fork`.
 //! - [`spawner`]: the long-lived thread every child is started from (H.5).
+//! - [`low_ports`]: a bwrap launch held until the host lowered
+//!   `ip_unprivileged_port_start` in the sandbox's own network namespace.
 //! - [`procfs`]: memory readers (`/proc` snapshot parser, `ps` rows).
 //!
 //! Waiting is left to the caller (the Ruby binding), which must keep Ruby
@@ -29,6 +31,7 @@ pub mod capture;
 pub mod deadline;
 pub mod error;
 pub mod group;
+pub mod low_ports;
 pub mod notify;
 mod plan;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -89,6 +92,9 @@ pub struct SpawnOptions {
     /// executed program inherits that descriptor (the helper marks it
     /// close-on-exec first thing).
     pub executable_fd: Option<RawFd>,
+    /// Once started, the child (bwrap) is held until the host has set its
+    /// network namespace's `ip_unprivileged_port_start` ([`low_ports`]).
+    pub port_start: Option<low_ports::PortStart>,
 }
 
 impl SpawnOptions {

@@ -24,6 +24,11 @@
 //! instead (the gem's sealed helper): it is inherited like the others and
 //! both paths `execve` `/proc/self/fd/N` of the child's copy, which the
 //! kernel opens from the descriptor, not from any file system path.
+//!
+//! A launch with `SpawnOptions::port_start` is a bwrap held on `--block-fd`:
+//! once it is started, [`super::low_ports`] prepares its network namespace
+//! and releases it before the spawn returns; if that fails, the child is
+//! killed and reaped and the launch is `Unenforceable`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -167,6 +172,15 @@ pub fn spawn_in(
     // The child holds its own copies now (or failed); ours must not stay open.
     drop((stdin_child, stdout_child, stderr_child, moved));
     let pid = started?;
+    if let Some(ports) = &launch.spawn_options.port_start {
+        if let Err(why) = super::low_ports::prepare(pid, ports) {
+            // Nothing of the launch has run: bwrap holds its child.
+            kill_and_reap(pid);
+            return Err(SpawnError::Unenforceable(format!(
+                "the relay cannot listen on an allowlisted port below 1024: {why}"
+            )));
+        }
+    }
     #[cfg(test)]
     LAST_METHOD.with(|last| last.set(Some(_method)));
     Ok(Spawned {
@@ -176,6 +190,19 @@ pub fn spawn_in(
         stdout: stdout_parent,
         stderr: stderr_parent,
     })
+}
+
+/// Ends a child that must not go on (its process group, then itself) and reaps it.
+fn kill_and_reap(pid: i32) {
+    // SAFETY: signals to our own child's group and to it, then waitpid on it.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0
+            && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+        {}
+    }
 }
 
 /// The launch's cgroup, if it wants one, or why its limits cannot be enforced.

@@ -137,18 +137,20 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
 }
 
 /// The exact `host:port` entries of `rules` (the allowlist a launch goes
-/// through), as (host, port) pairs: what the relay also serves to clients
-/// that ignore proxies.
+/// through) that a tunnel can serve, as (host, port) pairs: what the relay
+/// also serves to clients that ignore proxies.
 pub(crate) fn exact_destinations(rules: Option<&NetworkRules>) -> Vec<(String, u16)> {
-    rules.map_or_else(Vec::new, |rules| {
-        littleghost_sandbox_core::launch::transparent::exact_destinations(&rules.destinations())
-    })
+    rules.map_or_else(
+        Vec::new,
+        littleghost_sandbox_core::launch::transparent::tunnelled_destinations,
+    )
 }
 
 /// Before a launch: `validate!` (G.2), then the socket path and the mounts,
 /// with the relay helper of `options` and the transparent listeners for
 /// `destinations`; the descriptors returned (the helper's bytes, the
-/// sandbox's `/etc/hosts`) must stay open until the launch has started. A
+/// sandbox's `/etc/hosts`, the pipes holding a launch whose relay listens
+/// below port 1024) must stay open until the launch has started. A
 /// scope's `narrowed` rules go through a view of the built-in gateway (its
 /// own socket and directory); another gateway cannot enforce them:
 /// CapabilityError (fail closed).
@@ -187,15 +189,24 @@ pub(crate) fn relay(
         }
     };
     let data = errors::core_result(ruby, options.relay_data())?;
-    let (forwards, hosts) = errors::core_result(ruby, options.transparent(destinations))?;
+    let served = errors::core_result(ruby, options.transparent(destinations))?;
     let relay = bw::Relay {
         data: data.as_raw_fd(),
         socket,
         binds,
-        forwards,
-        hosts: hosts.as_ref().map(|fd| fd.as_raw_fd()),
+        forwards: served.forwards,
+        hosts: served.hosts.as_ref().map(|fd| fd.as_raw_fd()),
+        hold: served.pipes.as_ref().map(|pipes| pipes.hold()),
     };
-    Ok((relay, [data].into_iter().chain(hosts).collect()))
+    let pipes = served.pipes.into_iter().flat_map(|pipes| pipes.into_fds());
+    Ok((
+        relay,
+        [data]
+            .into_iter()
+            .chain(served.hosts)
+            .chain(pipes)
+            .collect(),
+    ))
 }
 
 /// `Array(value)` of mount declarations as core grants.

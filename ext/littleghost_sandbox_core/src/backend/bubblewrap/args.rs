@@ -312,7 +312,8 @@ impl Argv {
     }
 
     /// Steps 13 to 15: Environment and identity, then step 16: the subprocess filter,
-    /// which bwrap reads and installs right before the child's execve.
+    /// which bwrap reads and installs right before the child's execve, and
+    /// the hold of a launch whose relay listens below port 1024.
     fn environment_and_identity(&mut self, launch: &Launch) {
         if !launch.inherit_environment {
             self.flag("--clearenv");
@@ -328,6 +329,10 @@ impl Argv {
         }
         if let Some(fd) = launch.seccomp_fd {
             self.value("--seccomp", fd.to_string());
+        }
+        if let Some((info, block)) = launch.hold_fds {
+            self.value("--info-fd", info.to_string());
+            self.value("--block-fd", block.to_string());
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::launch::transparent::Transparent;
 use crate::launch::{self, relay_argv, Filter, Forward, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
 use crate::policy::Policy;
+use crate::process::low_ports::{self, Hold, Pipes, PortStart};
 use crate::process::SpawnOptions;
 
 /// A bind or mask destination beneath a writable bind is not a real
@@ -40,6 +41,21 @@ pub struct Relay {
     /// A descriptor holding the sandbox's `/etc/hosts` (owned by the caller
     /// until the spawn), bound read-only over it, when some name is served.
     pub hosts: Option<RawFd>,
+    /// With a listener below port 1024: the pipes holding bwrap until the
+    /// host lowered the sandbox's `ip_unprivileged_port_start`
+    /// ([`Options::transparent`]); owned by the caller until the spawn.
+    pub hold: Option<Hold>,
+}
+
+/// What [`Options::transparent`] prepares for one launch.
+#[derive(Debug, Default)]
+pub struct Served {
+    /// The relay's listeners.
+    pub forwards: Vec<Forward>,
+    /// The sandbox's `/etc/hosts`, when some listener exists.
+    pub hosts: Option<std::os::fd::OwnedFd>,
+    /// When a listener is below port 1024: the pipes of the hold.
+    pub pipes: Option<Pipes>,
 }
 
 /// Where the sandbox's own hosts file is bound.
@@ -60,6 +76,8 @@ pub struct HostArgv {
     /// What bwrap executes inside (the command's first word, or the relay
     /// helper), so its exec failure can be read back (17.4).
     pub program: String,
+    /// For the spawn: the launch is held until its port start is lowered.
+    pub port_start: Option<PortStart>,
 }
 
 /// What `bubblewrap_args` was given; None takes the policy's.
@@ -104,19 +122,22 @@ pub fn args_plan(
 
 impl Options {
     /// The relay's transparent listeners for the exact allowlist
-    /// `destinations`, and a descriptor holding the sandbox's `/etc/hosts`
-    /// (the host's own file, after lines naming the served hosts, with a
-    /// `localhost` line) when the relay serves anything (see
-    /// [`Transparent::plan`] for the ports it cannot serve).
-    pub fn transparent(
-        &self,
-        destinations: &[(String, u16)],
-    ) -> Result<(Vec<Forward>, Option<std::os::fd::OwnedFd>)> {
-        let plan = Transparent::plan(destinations);
+    /// `destinations` ([`Transparent::plan`]), with a descriptor holding
+    /// the sandbox's `/etc/hosts` (the host's own file, after lines naming
+    /// the served hosts, with a `localhost` line) when the relay serves
+    /// anything, and the pipes that hold the launch until the sandbox's
+    /// `ip_unprivileged_port_start` is lowered when one listens below 1024.
+    /// Where the sysctl cannot be written at all (a read-only `/proc/sys`, as
+    /// in most containers) ports below 1024 are left to the proxy path.
+    pub fn transparent(&self, destinations: &[(String, u16)]) -> Result<Served> {
+        let mut plan = Transparent::plan(destinations);
+        if plan.unprivileged_port_start().is_some() && !low_ports::can_lower() {
+            plan = Transparent::plan_serving(destinations, false);
+        }
         // With any listener the sandbox gets a hosts file, so `localhost`
         // resolves even where the root it sees has no /etc/hosts.
         if plan.forwards.is_empty() {
-            return Ok((plan.forwards, None));
+            return Ok(Served::default());
         }
         let host_file = std::fs::read_to_string(HOSTS_PATH).unwrap_or_default();
         let text = plan.hosts_file(&host_file);
@@ -128,7 +149,16 @@ impl Options {
         use std::io::{Seek, Write};
         file.write_all(text.as_bytes()).map_err(failed)?;
         file.rewind().map_err(failed)?;
-        Ok((plan.forwards, Some(file.into())))
+        let pipes = plan
+            .unprivileged_port_start()
+            .map(Pipes::new)
+            .transpose()
+            .map_err(|e| Error::Dependency(format!("cannot prepare the relay's low ports: {e}")))?;
+        Ok(Served {
+            forwards: plan.forwards,
+            hosts: Some(file.into()),
+            pipes,
+        })
     }
 
     /// The core launch request of a Bubblewrap launch: UTF-8 paths (they
@@ -252,6 +282,7 @@ impl Options {
         host: &dyn HostProbe,
     ) -> Result<HostArgv> {
         let mut inherited_fds = Vec::new();
+        let mut port_start = None;
         if let Some(fd) = filter {
             launch.seccomp_fd = Some(SpawnOptions::child_fd(inherited_fds.len()));
             inherited_fds.push(fd);
@@ -278,6 +309,14 @@ impl Options {
                     let data = SpawnOptions::child_fd(inherited_fds.len());
                     launch.hosts_data = Some((data, PathBuf::from(HOSTS_PATH)));
                     inherited_fds.push(hosts);
+                }
+                if let Some(hold) = relay.hold {
+                    let info = SpawnOptions::child_fd(inherited_fds.len());
+                    inherited_fds.push(hold.info);
+                    let block = SpawnOptions::child_fd(inherited_fds.len());
+                    inherited_fds.push(hold.block);
+                    launch.hold_fds = Some((info, block));
+                    port_start = Some(hold.spawner);
                 }
             }
             None if launch.network == NetworkMode::Allowlist => {
@@ -312,6 +351,7 @@ impl Options {
             argv,
             inherited_fds,
             program,
+            port_start,
         })
     }
 }

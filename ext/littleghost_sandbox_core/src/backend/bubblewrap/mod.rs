@@ -21,7 +21,7 @@ mod validate;
 mod tests;
 
 pub use args::bubblewrap_args;
-pub use command::{args_plan, ArgsRequest, HostArgv, Relay, RELAY_PATH};
+pub use command::{args_plan, ArgsRequest, HostArgv, Relay, Served, RELAY_PATH};
 pub use exec_failure::{classify_exec_failure, ExecFailure};
 pub use executable::{Resolved, Version, MINIMUM_VERSION};
 pub use options::{default_tmpfs, probe, unavailable_reason, Keywords, Number, Options, Probe};
@@ -166,6 +166,11 @@ pub struct Launch {
     /// (the sandbox's `/etc/hosts` naming the relay's transparent
     /// listeners), emitted after the binds above so it covers the host's.
     pub hosts_data: Option<(RawFd, PathBuf)>,
+    /// `--info-fd` and `--block-fd` (descriptors as bwrap sees them): the
+    /// sandbox waits, after every setup step and before anything of the
+    /// launch runs, until the host has lowered its network namespace's
+    /// `ip_unprivileged_port_start` ([`crate::process::low_ports`]).
+    pub hold_fds: Option<(RawFd, RawFd)>,
     /// The descriptor (as bwrap sees it) each grant source is bound
     /// from (`--bind-fd`/`--ro-bind-fd`); a grant not listed is bound by its
     /// path (only in the argv `bubblewrap_args` shows, never in a launch).
@@ -195,6 +200,7 @@ impl Launch {
             extra_ro_binds: Vec::new(),
             executable_data: None,
             hosts_data: None,
+            hold_fds: None,
             bind_fds: Vec::new(),
         }
     }

@@ -178,3 +178,96 @@ fn an_executable_descriptor_runs_that_file_whatever_argv0_names_on_both_paths() 
         );
     }
 }
+
+/// A launch held for [`super::super::low_ports`]: the pipes, with bwrap's
+/// ends inherited as 3 (`--info-fd`) and 4 (`--block-fd`).
+fn held(argv: &[&str], pipes: &super::super::low_ports::Pipes) -> Launch {
+    let hold = pipes.hold();
+    let mut held = launch(argv, false);
+    held.spawn_options.inherited_fds = vec![hold.info, hold.block];
+    held.spawn_options.port_start = Some(hold.spawner);
+    held
+}
+
+#[test]
+fn a_held_launch_whose_namespace_cannot_be_prepared_is_killed_before_it_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("pid");
+    // Reports its own pid with a network namespace that is not its own
+    // (a recycled pid), then would go on once released.
+    let script = format!(
+        "echo $$ > {0}; echo '{{\"child-pid\": '$$', \"net-namespace\": 1}}' >&3; read x <&4; echo released > {0}",
+        marker.display()
+    );
+    let pipes = super::super::low_ports::Pipes::new(443).unwrap();
+    let refused = spawn(&held(&["sh", "-c", &script], &pipes), false);
+    let Err(SpawnError::Unenforceable(why)) = refused else {
+        panic!("expected a refusal");
+    };
+    assert!(why.contains("below 1024"), "{why}");
+    // Killed and reaped while still held: it never went on.
+    let pid = std::fs::read_to_string(&marker).unwrap();
+    assert!(!Path::new(&format!("/proc/{}", pid.trim())).exists());
+}
+
+#[test]
+fn a_held_bwrap_runs_its_command_with_the_port_start_lowered_in_its_own_namespace_only() {
+    let Some(bwrap) = ["/usr/bin/bwrap", "/bin/bwrap"]
+        .into_iter()
+        .find(|path| Path::new(path).exists())
+    else {
+        return; // no Bubblewrap here
+    };
+    if !super::super::low_ports::can_lower() {
+        return; // /proc/sys is read-only here
+    }
+    let sysctl = super::super::low_ports::SYSCTL_PATH;
+    let host = std::fs::read_to_string(sysctl).unwrap();
+    let pipes = super::super::low_ports::Pipes::new(443).unwrap();
+    let argv = [
+        bwrap,
+        "--unshare-user",
+        "--disable-userns",
+        "--unshare-net",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--info-fd",
+        "3",
+        "--block-fd",
+        "4",
+        "--",
+        "cat",
+        sysctl,
+    ];
+    let mut held = held(&argv, &pipes);
+    held.environment = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    let spawned = match spawn(&held, false) {
+        Ok(spawned) => spawned,
+        Err(error) => panic!("{error:?}"),
+    };
+    drop(pipes);
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    std::fs::File::from(spawned.stdout)
+        .read_to_string(&mut stdout)
+        .unwrap();
+    std::fs::File::from(spawned.stderr)
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: waiting for our own child into a local.
+    unsafe { libc::waitpid(spawned.pid, &mut status, 0) };
+    if stderr.contains("No permissions to create new namespace")
+        || stderr.contains("setting up uid map")
+    {
+        return; // no unprivileged user namespaces here
+    }
+    assert_eq!((stdout.as_str(), stderr.as_str()), ("443\n", ""));
+    assert_eq!(std::fs::read_to_string(sysctl).unwrap(), host);
+}

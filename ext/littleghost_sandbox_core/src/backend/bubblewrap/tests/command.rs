@@ -240,6 +240,9 @@ fn transparent_listeners_go_to_the_relay_and_the_hosts_file_is_bound_over_the_ho
         &host.argv,
         &["--perms", "0444", "--ro-bind-data", "4", "/etc/hosts"]
     ));
+    // Every port at 1024 or more: bwrap is not held.
+    assert!(!host.argv.iter().any(|word| word == "--block-fd"));
+    assert_eq!(host.port_start, None);
     let tail = [
         "--forward",
         "127.80.0.1:8443=api.test:8443",
@@ -265,6 +268,49 @@ fn transparent_listeners_go_to_the_relay_and_the_hosts_file_is_bound_over_the_ho
         )
         .unwrap();
     assert!(!host.argv.iter().any(|word| word == "/etc/hosts"));
+}
+
+#[test]
+fn a_listener_below_1024_holds_bwrap_until_the_spawner_released_it() {
+    use crate::process::low_ports::{Hold, PortStart};
+    let options = configured();
+    let spawner = PortStart {
+        info: 20,
+        release: 23,
+        start: 443,
+    };
+    let relay = Relay {
+        data: 11,
+        socket: "/run/gw/socket".into(),
+        forwards: vec![crate::launch::Forward::parse("127.80.0.1:443=api.test:443").unwrap()],
+        hosts: Some(12),
+        hold: Some(Hold {
+            info: 21,
+            block: 22,
+            spawner,
+        }),
+        ..Relay::default()
+    };
+    let host = options
+        .host_argv(
+            launch_of(&options, NetworkMode::Allowlist),
+            vec!["node".into()],
+            Some(relay),
+            (None, &[]),
+            &FakeHost::debian(),
+        )
+        .unwrap();
+    // bwrap inherits its ends of the pipes; the spawner keeps the others.
+    assert_eq!(host.inherited_fds, [11, 12, 21, 22]);
+    assert!(has(&host.argv, &["--info-fd", "5", "--block-fd", "6"]));
+    assert_eq!(host.port_start, Some(spawner));
+    // The served plan asks for the hold only with a port below 1024.
+    let served = options
+        .transparent(&[("api.test".into(), 443), ("api.test".into(), 8443)])
+        .unwrap();
+    assert_eq!(served.pipes.map(|p| p.hold().spawner.start), Some(443));
+    let served = options.transparent(&[("api.test".into(), 8443)]).unwrap();
+    assert!(served.pipes.is_none() && served.hosts.is_some());
 }
 
 #[test]
