@@ -33,7 +33,7 @@
 
 use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -288,113 +288,9 @@ fn join(mut client: TcpStream, gateway: UnixStream) {
     let _ = upward.join();
 }
 
-/// Copies until end of input or an error. Between sockets the kernel moves
-/// the bytes through a pipe with `splice(2)` (no copy through this process:
-/// on a 100 MB download the relay's copying cost as much CPU as the
-/// gateway's TLS); where splicing is refused (an old kernel, a socket type
-/// without it), plain reads and writes in large chunks.
-fn copy<F, T>(from: &mut F, to: &mut T)
-where
-    F: std::io::Read + AsRawFd,
-    T: Write + AsRawFd,
-{
-    if let Some(leftover) = splice_all(from.as_raw_fd(), to.as_raw_fd()) {
-        if to.write_all(&leftover).is_ok() {
-            copy_through_buffer(from, to);
-        }
-    }
-}
-
-/// How much one `splice` asks for (the pipe is grown to match where allowed).
-const SPLICE_SIZE: usize = 1 << 20;
-
-/// Splices `from` to `to` until end of input or an error (`None`), or says
-/// splicing is unsupported before anything reached `to`: `Some` with what
-/// already left `from` (into the pipe) and still has to be written.
-fn splice_all(from: RawFd, to: RawFd) -> Option<Vec<u8>> {
-    let mut ends = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 writes two descriptors into `ends`, which we then own.
-    if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Some(Vec::new());
-    }
-    // SAFETY: both descriptors were just created and are owned only here.
-    let (out, into) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
-    // Best effort: a larger pipe moves more per call (capped by
-    // /proc/sys/fs/pipe-max-size; the default size works too).
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        libc::fcntl(
-            into.as_raw_fd(),
-            libc::F_SETPIPE_SZ,
-            SPLICE_SIZE as libc::c_int,
-        )
-    };
-    let mut delivered = false;
-    loop {
-        // SAFETY: splice between descriptors valid for the whole call, no offsets.
-        let read = unsafe {
-            libc::splice(
-                from,
-                std::ptr::null_mut(),
-                into.as_raw_fd(),
-                std::ptr::null_mut(),
-                SPLICE_SIZE,
-                libc::SPLICE_F_MOVE,
-            )
-        };
-        if read < 0 {
-            let error = std::io::Error::last_os_error();
-            match error.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EINVAL | libc::ENOSYS | libc::EPERM) if !delivered => {
-                    return Some(Vec::new())
-                }
-                _ => return None,
-            }
-        }
-        if read == 0 {
-            return None;
-        }
-        let mut left = read as usize;
-        while left > 0 {
-            // SAFETY: as above.
-            let wrote = unsafe {
-                libc::splice(
-                    out.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    to,
-                    std::ptr::null_mut(),
-                    left,
-                    libc::SPLICE_F_MOVE,
-                )
-            };
-            if wrote < 0 {
-                let error = std::io::Error::last_os_error();
-                match error.raw_os_error() {
-                    Some(libc::EINTR) => continue,
-                    Some(libc::EINVAL | libc::ENOSYS | libc::EPERM) if !delivered => {
-                        // Take back what is in the pipe, to be written plainly.
-                        let mut leftover = vec![0u8; left];
-                        let mut pipe = std::fs::File::from(out);
-                        return std::io::Read::read_exact(&mut pipe, &mut leftover)
-                            .ok()
-                            .map(|()| leftover);
-                    }
-                    _ => return None,
-                }
-            }
-            if wrote == 0 {
-                return None;
-            }
-            delivered = true;
-            left -= wrote as usize;
-        }
-    }
-}
-
 /// Copies until end of input or an error, in large chunks (std's copy uses
 /// 8 KiB, which halves throughput here).
-fn copy_through_buffer(from: &mut impl std::io::Read, to: &mut impl Write) {
+fn copy(from: &mut impl std::io::Read, to: &mut impl Write) {
     let mut buffer = vec![0u8; 256 * 1024];
     loop {
         match from.read(&mut buffer) {
@@ -446,69 +342,6 @@ fn loopback_up() -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A payload no shifted or repeated piece of which matches itself.
-    fn payload(size: usize) -> Vec<u8> {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        (0..size)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect()
-    }
-
-    /// The relay passes every byte, in order, both ways between a Unix
-    /// socket (the gateway's side) and TCP (the child's), and ends the
-    /// copy at the end of input.
-    #[test]
-    fn copy_passes_every_byte_between_unix_and_tcp() {
-        let sent = payload(9 * 1024 * 1024 + 7);
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let mut tcp_near = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut tcp_far, _) = listener.accept().unwrap();
-        let (mut unix_near, mut unix_far) = UnixStream::pair().unwrap();
-
-        // Unix to TCP (a download).
-        let data = sent.clone();
-        let writer = std::thread::spawn(move || {
-            unix_near.write_all(&data).unwrap();
-            unix_near.shutdown(Shutdown::Write).unwrap();
-            unix_near
-        });
-        let relay = std::thread::spawn(move || {
-            copy(&mut unix_far, &mut tcp_near);
-            tcp_near.shutdown(Shutdown::Write).unwrap();
-            (unix_far, tcp_near)
-        });
-        let mut received = Vec::new();
-        std::io::Read::read_to_end(&mut tcp_far, &mut received).unwrap();
-        assert!(
-            received == sent,
-            "download altered: {} bytes",
-            received.len()
-        );
-        let mut unix_near = writer.join().unwrap();
-        let (mut unix_far, mut tcp_near) = relay.join().unwrap();
-
-        // TCP to Unix (an upload).
-        let data = sent.clone();
-        let writer = std::thread::spawn(move || {
-            tcp_far.write_all(&data).unwrap();
-            tcp_far.shutdown(Shutdown::Write).unwrap();
-        });
-        let relay = std::thread::spawn(move || {
-            copy(&mut tcp_near, &mut unix_far);
-            unix_far.shutdown(Shutdown::Write).unwrap();
-        });
-        let mut received = Vec::new();
-        std::io::Read::read_to_end(&mut unix_near, &mut received).unwrap();
-        assert!(received == sent, "upload altered: {} bytes", received.len());
-        writer.join().unwrap();
-        relay.join().unwrap();
-    }
 
     fn args(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| s.to_string()).collect()
