@@ -51,6 +51,8 @@ type Boxed<'u> = Box<dyn Io + 'u>;
 
 /// How much a read asks for at once (heads, bodies, tunnels).
 const READ_SIZE: usize = 128 * 1024;
+/// What a new connection's first read asks for (see [`Reader::fill`]).
+const FIRST_ROOM: usize = 16 * 1024;
 /// Longest chunk-size line (with extensions) accepted.
 const MAX_CHUNK_LINE: usize = 4096;
 /// Largest trailer section accepted after a chunked body.
@@ -68,6 +70,10 @@ pub(super) struct Reader<R> {
     buffer: Vec<u8>,
     start: usize,
     end: usize,
+    /// How much one fill takes at most: from 16 KiB, doubled (up to
+    /// [`READ_SIZE`]) each time a fill takes all of it, so a connection
+    /// that only ever carries small messages keeps a small buffer.
+    room: usize,
     /// An error met after bytes were already read in the same fill: held
     /// back so those bytes go first, returned by the next fill.
     failed: Option<std::io::Error>,
@@ -89,6 +95,7 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             buffer: Vec::new(),
             start: 0,
             end: 0,
+            room: FIRST_ROOM,
             failed: None,
         }
     }
@@ -106,7 +113,8 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     }
 
     /// Reads more into the buffer: waits for the first bytes, then takes
-    /// whatever else is ready at once, up to [`READ_SIZE`] (a TLS stream
+    /// whatever else is ready at once, up to its room ([`READ_SIZE`] once
+    /// the connection carried that much at once; a TLS stream
     /// yields one record, at most 16 KiB, per read: taking the records
     /// already received together lets them be passed on in one write).
     /// `Ok(0)` at end of stream. Cancel safe: what was read is in the
@@ -120,25 +128,30 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             self.end -= self.start;
             self.start = 0;
         }
-        if self.buffer.len() < self.end + READ_SIZE {
-            self.buffer.resize(self.end + READ_SIZE, 0);
+        let room = self.room;
+        if self.buffer.len() < self.end + room {
+            self.buffer.resize(self.end + room, 0);
         }
         let Reader {
             inner,
             buffer,
             end,
             failed,
+            room: next_room,
             ..
         } = self;
         let first = *end;
         std::future::poll_fn(|cx| loop {
             let total = *end - first;
-            let mut read = ReadBuf::new(&mut buffer[*end..first + READ_SIZE]);
+            let mut read = ReadBuf::new(&mut buffer[*end..first + room]);
             match Pin::new(&mut *inner).poll_read(cx, &mut read) {
                 Poll::Ready(Ok(())) => {
                     let n = read.filled().len();
                     *end += n;
-                    if n == 0 || total + n == READ_SIZE {
+                    if n == 0 || total + n == room {
+                        if total + n == room {
+                            *next_room = (room * 2).min(READ_SIZE);
+                        }
                         return Poll::Ready(Ok(total + n));
                     }
                 }
@@ -2150,6 +2163,7 @@ mod tests {
     fn a_fill_takes_all_that_is_ready_in_order() {
         let pieces: Vec<Vec<u8>> = (0..12u8).map(|i| vec![i; 16 * 1024]).collect();
         let mut reader = scripted(pieces.iter().cloned().map(Ok).collect());
+        reader.room = READ_SIZE;
         let Poll::Ready(Ok(n)) = fill_now(&mut reader) else {
             panic!("the first fill did not complete");
         };
@@ -2160,6 +2174,25 @@ mod tests {
         assert!(reader.buffered() == pieces[8..].concat().as_slice());
         // Nothing more is ready: the fill waits.
         assert!(fill_now(&mut reader).is_pending());
+    }
+
+    /// A connection starts with a small buffer, grown while fills use all
+    /// of it, up to READ_SIZE.
+    #[test]
+    fn the_buffer_grows_only_while_fills_use_it_all() {
+        let mut small = scripted(vec![Ok(b"GET / HTTP/1.1\r\n\r\n".to_vec())]);
+        assert!(fill_now(&mut small).is_ready());
+        assert_eq!((small.room, small.buffer.len()), (FIRST_ROOM, FIRST_ROOM));
+        let mut bulk = scripted((0..20).map(|_| Ok(vec![1u8; 16 * 1024])).collect());
+        let mut sizes = Vec::new();
+        for _ in 0..5 {
+            let Poll::Ready(Ok(n)) = fill_now(&mut bulk) else {
+                panic!("a fill did not complete");
+            };
+            sizes.push(n);
+            bulk.consume(n);
+        }
+        assert_eq!(sizes, [16, 32, 64, 128, 80].map(|k| k * 1024));
     }
 
     /// An error after some bytes: the bytes first, the error on the next
