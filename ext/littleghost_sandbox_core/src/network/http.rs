@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::UnixStream;
 use tokio::time::timeout;
 
@@ -38,6 +38,7 @@ use super::budget::Held;
 use super::connection::{self, refusal, Refusal, Shared};
 use super::denial::DenialReason;
 use super::egress::{Decision, EgressEvent, EgressLog};
+use super::pipe::{pipe, PipeWriter};
 use super::rules::is_token;
 use super::secrets::{Exfiltration, Secrets};
 
@@ -50,6 +51,8 @@ type Boxed<'u> = Box<dyn Io + 'u>;
 
 /// How much a read asks for at once (heads, bodies, tunnels).
 const READ_SIZE: usize = 128 * 1024;
+/// What a new connection's first read asks for (see [`Reader::fill`]).
+const FIRST_ROOM: usize = 16 * 1024;
 /// Longest chunk-size line (with extensions) accepted.
 const MAX_CHUNK_LINE: usize = 4096;
 /// Largest trailer section accepted after a chunked body.
@@ -63,8 +66,17 @@ const MAX_TRAILERS: usize = 32 * 1024;
 /// pipelined request, a response's first body bytes...).
 pub(super) struct Reader<R> {
     inner: R,
+    /// Storage, initialised once and reused; `start..end` is unread.
     buffer: Vec<u8>,
     start: usize,
+    end: usize,
+    /// How much one fill takes at most: from 16 KiB, doubled (up to
+    /// [`READ_SIZE`]) each time a fill takes all of it, so a connection
+    /// that only ever carries small messages keeps a small buffer.
+    room: usize,
+    /// An error met after bytes were already read in the same fill: held
+    /// back so those bytes go first, returned by the next fill.
+    failed: Option<std::io::Error>,
 }
 
 /// Why a head could not be read.
@@ -82,30 +94,77 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             inner,
             buffer: Vec::new(),
             start: 0,
+            end: 0,
+            room: FIRST_ROOM,
+            failed: None,
         }
     }
 
     fn buffered(&self) -> &[u8] {
-        &self.buffer[self.start..]
+        &self.buffer[self.start..self.end]
     }
 
     fn consume(&mut self, n: usize) {
         self.start += n;
-        if self.start >= self.buffer.len() {
-            self.buffer.clear();
+        if self.start >= self.end {
             self.start = 0;
+            self.end = 0;
         }
     }
 
-    /// Reads once more into the buffer; `Ok(0)` at end of stream. Cancel
-    /// safe: a cancelled read loses nothing.
+    /// Reads more into the buffer: waits for the first bytes, then takes
+    /// whatever else is ready at once, up to its room ([`READ_SIZE`] once
+    /// the connection carried that much at once; a TLS stream
+    /// yields one record, at most 16 KiB, per read: taking the records
+    /// already received together lets them be passed on in one write).
+    /// `Ok(0)` at end of stream. Cancel safe: what was read is in the
+    /// buffer, a cancelled fill loses nothing.
     async fn fill(&mut self) -> std::io::Result<usize> {
+        if let Some(failed) = self.failed.take() {
+            return Err(failed);
+        }
         if self.start > 0 {
-            self.buffer.drain(..self.start);
+            self.buffer.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
             self.start = 0;
         }
-        self.buffer.reserve(READ_SIZE);
-        self.inner.read_buf(&mut self.buffer).await
+        let room = self.room;
+        if self.buffer.len() < self.end + room {
+            self.buffer.resize(self.end + room, 0);
+        }
+        let Reader {
+            inner,
+            buffer,
+            end,
+            failed,
+            room: next_room,
+            ..
+        } = self;
+        let first = *end;
+        std::future::poll_fn(|cx| loop {
+            let total = *end - first;
+            let mut read = ReadBuf::new(&mut buffer[*end..first + room]);
+            match Pin::new(&mut *inner).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) => {
+                    let n = read.filled().len();
+                    *end += n;
+                    if n == 0 || total + n == room {
+                        if total + n == room {
+                            *next_room = (room * 2).min(READ_SIZE);
+                        }
+                        return Poll::Ready(Ok(total + n));
+                    }
+                }
+                Poll::Ready(Err(error)) if total > 0 => {
+                    *failed = Some(error);
+                    return Poll::Ready(Ok(total));
+                }
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending if total > 0 => return Poll::Ready(Ok(total)),
+                Poll::Pending => return Poll::Pending,
+            }
+        })
+        .await
     }
 
     /// The next head (without its blank line), consumed from the buffer;
@@ -138,7 +197,8 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     }
 
     /// The stream, with what was buffered but not used in front of it.
-    fn into_rewound(self) -> Rewound<R> {
+    fn into_rewound(mut self) -> Rewound<R> {
+        self.buffer.truncate(self.end);
         Rewound {
             prefix: self.buffer,
             start: self.start,
@@ -1010,10 +1070,33 @@ impl<'u> Upstream<'u> {
     }
 }
 
-struct Engine<'a, 'u, C> {
+/// How the engine writes to its client: the stream's own write half (the
+/// proxy, which can give a `CONNECT`'s stream back whole), or a
+/// [`PipeWriter`] feeding a writer task of its own (inspected TLS).
+trait ToClient<C>: AsyncWrite + Unpin + Send {
+    /// The client stream whole again, where this writer can give it back.
+    fn rejoin(self, read: ReadHalf<C>) -> Option<C>;
+}
+
+impl<C: AsyncRead + AsyncWrite + Unpin> ToClient<C> for WriteHalf<C>
+where
+    WriteHalf<C>: Send,
+{
+    fn rejoin(self, read: ReadHalf<C>) -> Option<C> {
+        Some(read.unsplit(self))
+    }
+}
+
+impl<C> ToClient<C> for PipeWriter {
+    fn rejoin(self, _read: ReadHalf<C>) -> Option<C> {
+        None
+    }
+}
+
+struct Engine<'a, 'u, C, W> {
     shared: &'a Shared,
     client: Reader<ReadHalf<C>>,
-    to_client: WriteHalf<C>,
+    to_client: W,
     upstream: Option<Upstream<'u>>,
     mode: Mode<'a>,
     served: u64,
@@ -1059,9 +1142,44 @@ pub(super) async fn serve_proxy(
 /// engine, but a request naming another host (`Host` or an absolute URL) is
 /// refused with `HostMismatch`, `CONNECT` is refused, and events are marked
 /// inspected. Returns when either side is done.
-#[allow(dead_code)] // wired into the CONNECT branch by the inspection work
+///
+/// What goes to the client is encrypted and written by a task of its own
+/// ([`super::pipe`]), so the destination's side (decrypting, scanning,
+/// framing) and the client's (encrypting) run at once on the runtime's two
+/// workers. When the engine ends, what it queued is still written (within
+/// the idle timeout), as it would have been had the engine written it.
 pub(super) async fn serve_inspected<C, U>(
     client: C,
+    upstream: U,
+    destination: &Destination,
+    shared: &Shared,
+) where
+    C: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    U: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let (reader, to_client) = tokio::io::split(client);
+    let (to_client, writer) = pipe(to_client);
+    let writer = tokio::spawn(writer);
+    let stop_writer = writer.abort_handle();
+    // Not left running if this connection's task is dropped (the gateway's stop).
+    let _abort = AbortOnDrop(stop_writer.clone());
+    serve_with(reader, to_client, upstream, destination, shared).await;
+    if timeout(shared.idle_timeout, writer).await.is_err() {
+        stop_writer.abort();
+    }
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn serve_with<C, U>(
+    reader: ReadHalf<C>,
+    to_client: PipeWriter,
     upstream: U,
     destination: &Destination,
     shared: &Shared,
@@ -1069,7 +1187,6 @@ pub(super) async fn serve_inspected<C, U>(
     C: AsyncRead + AsyncWrite + Unpin + Send,
     U: AsyncRead + AsyncWrite + Unpin + Send,
 {
-    let (reader, to_client) = tokio::io::split(client);
     let engine = Engine {
         shared,
         client: Reader::new(reader),
@@ -1084,7 +1201,11 @@ pub(super) async fn serve_inspected<C, U>(
     }
 }
 
-impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
+impl<'a, 'u, C, W> Engine<'a, 'u, C, W>
+where
+    C: AsyncRead + AsyncWrite + Unpin + Send,
+    W: ToClient<C>,
+{
     async fn run(mut self) -> Option<Connect<C>> {
         loop {
             let raw = match self.next_head().await {
@@ -1112,7 +1233,7 @@ impl<'a, 'u, C: AsyncRead + AsyncWrite + Unpin + Send> Engine<'a, 'u, C> {
                         start: from,
                         inner,
                     } = client;
-                    let stream = inner.unsplit(self.to_client);
+                    let stream = self.to_client.rejoin(inner)?;
                     return Some(Connect {
                         head,
                         raw,
@@ -1994,6 +2115,105 @@ fn decode_chunked(input: &[u8], piece: usize) -> (Result<usize, &'static str>, V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::AsyncReadExt;
+
+    /// A stream that yields the given reads in order (each ready at once),
+    /// then `Pending` for good; counts how often it was polled.
+    struct Scripted {
+        reads: std::collections::VecDeque<std::io::Result<Vec<u8>>>,
+        polls: usize,
+    }
+
+    impl AsyncRead for Scripted {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            self.polls += 1;
+            match self.reads.pop_front() {
+                Some(Ok(bytes)) => {
+                    buf.put_slice(&bytes);
+                    Poll::Ready(Ok(()))
+                }
+                Some(Err(error)) => Poll::Ready(Err(error)),
+                None => Poll::Pending,
+            }
+        }
+    }
+
+    fn scripted(reads: Vec<std::io::Result<Vec<u8>>>) -> Reader<Scripted> {
+        Reader::new(Scripted {
+            reads: reads.into(),
+            polls: 0,
+        })
+    }
+
+    fn fill_now<R: AsyncRead + Unpin>(reader: &mut Reader<R>) -> Poll<std::io::Result<usize>> {
+        let mut fill = std::pin::pin!(reader.fill());
+        std::future::Future::poll(
+            fill.as_mut(),
+            &mut Context::from_waker(std::task::Waker::noop()),
+        )
+    }
+
+    /// One fill takes every piece already there (a TLS stream gives one
+    /// record per read), in order, and no more than READ_SIZE.
+    #[test]
+    fn a_fill_takes_all_that_is_ready_in_order() {
+        let pieces: Vec<Vec<u8>> = (0..12u8).map(|i| vec![i; 16 * 1024]).collect();
+        let mut reader = scripted(pieces.iter().cloned().map(Ok).collect());
+        reader.room = READ_SIZE;
+        let Poll::Ready(Ok(n)) = fill_now(&mut reader) else {
+            panic!("the first fill did not complete");
+        };
+        assert_eq!(n, READ_SIZE);
+        assert!(reader.buffered() == pieces[..8].concat().as_slice());
+        reader.consume(READ_SIZE);
+        assert!(matches!(fill_now(&mut reader), Poll::Ready(Ok(n)) if n == 4 * 16 * 1024));
+        assert!(reader.buffered() == pieces[8..].concat().as_slice());
+        // Nothing more is ready: the fill waits.
+        assert!(fill_now(&mut reader).is_pending());
+    }
+
+    /// A connection starts with a small buffer, grown while fills use all
+    /// of it, up to READ_SIZE.
+    #[test]
+    fn the_buffer_grows_only_while_fills_use_it_all() {
+        let mut small = scripted(vec![Ok(b"GET / HTTP/1.1\r\n\r\n".to_vec())]);
+        assert!(fill_now(&mut small).is_ready());
+        assert_eq!((small.room, small.buffer.len()), (FIRST_ROOM, FIRST_ROOM));
+        let mut bulk = scripted((0..20).map(|_| Ok(vec![1u8; 16 * 1024])).collect());
+        let mut sizes = Vec::new();
+        for _ in 0..5 {
+            let Poll::Ready(Ok(n)) = fill_now(&mut bulk) else {
+                panic!("a fill did not complete");
+            };
+            sizes.push(n);
+            bulk.consume(n);
+        }
+        assert_eq!(sizes, [16, 32, 64, 128, 80].map(|k| k * 1024));
+    }
+
+    /// An error after some bytes: the bytes first, the error on the next
+    /// fill (not lost, not turned into an end of stream).
+    #[test]
+    fn an_error_after_bytes_comes_on_the_next_fill() {
+        let mut reader = scripted(vec![
+            Ok(b"abc".to_vec()),
+            Err(std::io::ErrorKind::ConnectionReset.into()),
+            Ok(Vec::new()),
+        ]);
+        assert!(matches!(fill_now(&mut reader), Poll::Ready(Ok(3))));
+        assert_eq!(reader.buffered(), b"abc");
+        let polls = reader.inner.polls;
+        let Poll::Ready(Err(error)) = fill_now(&mut reader) else {
+            panic!("the error was not returned");
+        };
+        assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset);
+        assert_eq!(reader.inner.polls, polls, "the stream was read again");
+        assert_eq!(reader.buffered(), b"abc");
+    }
 
     #[test]
     fn absolute_form_is_rewritten() {

@@ -27,7 +27,7 @@ use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_rustls::{client, server, LazyConfigAcceptor, TlsConnector};
 
 use super::allowlist::{Destination, Host};
@@ -58,6 +58,10 @@ const PEM_LF: pem::EncodeConfig = pem::EncodeConfig::new().set_line_ending(pem::
 
 /// The only application protocol either side offers or accepts.
 const HTTP_1_1: &[u8] = b"http/1.1";
+
+/// How much of a TLS connection's transport is read at once (rustls itself
+/// asks for 4 KiB at a time; four full records here).
+const TRANSPORT_BUFFER: usize = 64 * 1024;
 
 /// A TLS alert record (plaintext, before any handshake): fatal
 /// `unrecognized_name`, what a server answers to an SNI it does not serve.
@@ -260,17 +264,19 @@ impl Inspector {
     /// reads the ClientHello, refuses one whose SNI names another host
     /// (answering a TLS `unrecognized_name` alert), then completes the
     /// handshake with the host's leaf. A ClientHello without SNI is served
-    /// the CONNECT target's certificate.
+    /// the CONNECT target's certificate. The connection is read through a
+    /// buffer, as in [`Inspector::connect`].
     pub async fn accept<IO>(
         &self,
         destination: &Destination,
         io: IO,
         before_refusal: impl FnOnce(),
-    ) -> Result<server::TlsStream<IO>, AcceptError>
+    ) -> Result<server::TlsStream<BufReader<IO>>, AcceptError>
     where
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let handshake = |e: std::io::Error| AcceptError::Handshake(e.to_string());
+        let io = BufReader::with_capacity(TRANSPORT_BUFFER, io);
         let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), io)
             .await
             .map_err(handshake)?;
@@ -294,11 +300,15 @@ impl Inspector {
     /// Opens TLS to `destination` over `io` (a connection to one of its
     /// vetted addresses), verifying its certificate against the roots for
     /// the CONNECT target's host. The error says why verification failed.
+    ///
+    /// The connection is read through a buffer: rustls asks its transport
+    /// for at most 4 KiB at a time, so a bulk download would otherwise cost
+    /// a system call per 4 KiB.
     pub async fn connect<IO>(
         &self,
         destination: &Destination,
         io: IO,
-    ) -> Result<client::TlsStream<IO>, String>
+    ) -> Result<client::TlsStream<BufReader<IO>>, String>
     where
         IO: AsyncRead + AsyncWrite + Unpin,
     {
@@ -308,7 +318,7 @@ impl Inspector {
             Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
         };
         TlsConnector::from(self.client.clone())
-            .connect(server_name, io)
+            .connect(server_name, BufReader::with_capacity(TRANSPORT_BUFFER, io))
             .await
             .map_err(|e| match e.get_ref() {
                 Some(inner) => inner.to_string(),

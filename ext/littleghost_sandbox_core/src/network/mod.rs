@@ -19,6 +19,7 @@ pub mod gateway;
 mod http;
 pub mod inspect;
 pub mod log;
+mod pipe;
 mod proxy;
 pub mod resolve;
 pub mod rules;

@@ -19,9 +19,16 @@ use super::denial::DenialReason;
 use super::egress::Decision;
 use super::http::{self, Connect, Event};
 
+/// How many bytes toward the child may wait in its connection (the kernel's
+/// default, about 200 KiB, is drained by the relay in a fraction of a
+/// millisecond: on a busy machine each refill then waits for the gateway to
+/// be scheduled again). Best effort: the host's `net.core.wmem_max` caps it.
+const CLIENT_SEND_BUFFER: usize = 1 << 20;
+
 /// Serves one admitted connection; `held` is its client descriptor and
 /// takes the upstream one before a destination is opened.
 pub(super) async fn serve(client: UnixStream, shared: Arc<Shared>, mut held: Held) {
+    let _ = rustix::net::sockopt::set_socket_send_buffer_size(&client, CLIENT_SEND_BUFFER);
     if let Some(connect) = http::serve_proxy(client, &shared, &mut held).await {
         connect_branch(connect, &shared, &mut held).await;
     }

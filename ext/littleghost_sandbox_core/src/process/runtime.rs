@@ -29,7 +29,7 @@ pub fn handle() -> std::io::Result<Handle> {
             }
         }
         let runtime = Builder::new_multi_thread()
-            .worker_threads(1)
+            .worker_threads(2)
             .thread_name("littleghost-process")
             .enable_io()
             .enable_time()
