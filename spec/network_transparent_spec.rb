@@ -14,32 +14,16 @@ require "rbconfig"
 # the allowlist does not name stays unreachable.
 RSpec.describe "Allowlisted destinations for clients that ignore the proxy" do
   include ProcessHelpers
+  include LoopbackHttpHelpers
 
   probe = LittleGhost::Sandboxes::Bubblewrap.probe
   before { skip "bubblewrap is unavailable here: #{probe[:reason]}" unless probe[:available] }
 
-  after do
-    @server_threads&.each(&:kill)
-    @servers&.each(&:close)
-  end
-
   let(:workspace) { open_workspace }
 
-  # An HTTP server on +address+ answering every request with "hi from the host".
+  # An HTTP server on +address+ answering every request with "hi from the host"; returns its port.
   def serve(address)
-    server = TCPServer.new(address, 0)
-    (@servers ||= []) << server
-    (@server_threads ||= []) << Thread.new do
-      loop do
-        client = server.accept
-        Thread.new(client) do |c|
-          while (line = c.gets) && line != "\r\n"; end
-          c.write("HTTP/1.1 200 OK\r\nContent-Length: 16\r\nConnection: close\r\n\r\nhi from the host")
-          c.close
-        end
-      end
-    end
-    server.addr[1]
+    start_server(address, body: "hi from the host")
   end
 
   def sandbox_for(allow, private_ok: true)

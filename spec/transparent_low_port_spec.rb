@@ -17,14 +17,10 @@ require "rbconfig"
 #   does not name refuses the connection, and the host's own loopback services stay out of reach.
 RSpec.describe "Allowlisted destinations below port 1024 for clients that ignore the proxy" do
   include ProcessHelpers
+  include LoopbackHttpHelpers
 
   probe = LittleGhost::Sandboxes::Bubblewrap.probe
   before { skip "bubblewrap is unavailable here: #{probe[:reason]}" unless probe[:available] }
-
-  after do
-    @server_threads&.each(&:kill)
-    @servers&.each(&:close)
-  end
 
   let(:workspace) { open_workspace }
   let(:name) { Socket.gethostname }
@@ -38,27 +34,9 @@ RSpec.describe "Allowlisted destinations below port 1024 for clients that ignore
   # An HTTP server on the host at +address+:+port+ answering "hi from PORT". Ports below 1024 need root here.
   def serve(address, port)
     skip "a test server on the host's port #{port} needs root (run the suite as root to cover it)" unless Process.uid.zero?
-    begin
-      server = TCPServer.new(address, port)
-    rescue Errno::EADDRINUSE
-      skip "the host's #{address}:#{port} is already in use"
-    end
-    (@servers ||= []) << server
-    (@server_threads ||= []) << Thread.new do
-      loop do
-        client = server.accept
-        Thread.new(client) do |c|
-          while (line = c.gets) && line != "\r\n"; end
-          body = "hi from #{port}"
-          c.write("HTTP/1.1 200 OK\r\nContent-Length: #{body.bytesize}\r\nConnection: close\r\n\r\n#{body}")
-          c.close
-        rescue IOError, SystemCallError
-          nil
-        end
-      end
-    rescue IOError
-      nil
-    end
+    start_server(address, port, body: "hi from #{port}")
+  rescue Errno::EADDRINUSE
+    skip "the host's #{address}:#{port} is already in use"
   end
 
   def sandbox_for(allow, private_ok: true)

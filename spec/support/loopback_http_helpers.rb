@@ -9,16 +9,17 @@ module LoopbackHttpHelpers
     group.after { @servers&.each { |server, thread| server.close; thread.kill } }
   end
 
-  # Starts a server on 127.0.0.1 answering every request "served by PORT"; returns the port.
-  def start_server
-    server = TCPServer.new("127.0.0.1", 0)
+  # Starts a server on `address`:`port` (0: any free port) answering every request with `body` ("served by PORT"
+  # unless given); returns the port.
+  def start_server(address = "127.0.0.1", port = 0, body: nil)
+    server = TCPServer.new(address, port)
     port = server.addr[1]
+    body ||= "served by #{port}"
     thread = Thread.new do
       loop do
         client = server.accept
         Thread.new(client) do |c|
           while (line = c.gets) && line != "\r\n"; end
-          body = "served by #{port}"
           c.write("HTTP/1.1 200 OK\r\nContent-Length: #{body.bytesize}\r\nConnection: close\r\n\r\n#{body}")
           c.close
         rescue IOError, SystemCallError
