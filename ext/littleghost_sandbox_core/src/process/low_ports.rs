@@ -185,8 +185,9 @@ fn read_report(bwrap: i32, info: RawFd) -> Result<Option<Report>, String> {
     // SAFETY: the caller keeps `info` open until this returns.
     let info = unsafe { BorrowedFd::borrow_raw(info) };
     // bwrap's exit ends the wait too (the caller may hold the pipe's other end).
-    let exited = super::spawn::pid_of(bwrap);
-    let exited = rustix::process::pidfd_open(exited, rustix::process::PidfdFlags::empty()).ok();
+    let exited = rustix::process::Pid::from_raw(bwrap).and_then(|pid| {
+        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+    });
     let deadline = std::time::Instant::now() + REPORT_WAIT;
     let mut text = Vec::new();
     let mut buffer = [0u8; 1024];
