@@ -11,6 +11,8 @@ require "rbconfig"
 # cgroup, e.g. as uid 65534): each process may use that much, so the same pair runs to its end. Exactly one of the
 # two is listed, by every Linux backend and by Sandbox.probe.
 RSpec.describe "How capabilities report cpu_seconds" do # rubocop:disable RSpec/DescribeClass
+  include ProcessHelpers
+
   CPU_SCOPE_SCRIPT = <<~'RUBY'
     require "littleghost/sandbox"
     require "tmpdir"
@@ -70,13 +72,7 @@ RSpec.describe "How capabilities report cpu_seconds" do # rubocop:disable RSpec/
   end
 
   it "says :process_cpu_limit as uid 65534, where RLIMIT_CPU stands in for the cgroup, and each process may use it" do
-    skip "needs root to drop to uid 65534" unless Process.uid.zero?
-    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
-    lib = File.expand_path("../lib", __dir__)
-    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
-                      File.join(lib, "littleghost_sandbox.so"))
-    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
-    result = report("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    result = report(*drop_to_nobody!)
     expect(result[:probe_cpu_seconds]).not_to eq("true"), "uid 65534 has a writable cgroup here"
     expect_honest(result, "process_cpu_limit")
   end

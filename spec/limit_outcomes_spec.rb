@@ -13,23 +13,14 @@ require "rbconfig"
 # (uid 65534: per-process RLIMIT_CPU, sampled memory).
 # What a reporting script prints as JSON when a new Ruby runs it (under `prefix`, e.g. setpriv).
 module LimitReport
+  include ProcessHelpers
+
   def limit_report(script, *prefix)
     lib = File.expand_path("../lib", __dir__)
     output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", script, chdir: "/tmp")
     raise "#{prefix.inspect} failed: #{errors}" unless status.success?
 
     JSON.parse(output.lines.last, symbolize_names: true)
-  end
-
-  # The prefix that runs a command as uid 65534 (skips where that is impossible).
-  def drop_to_nobody!
-    skip "needs root to drop to uid 65534" unless Process.uid.zero?
-    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
-    lib = File.expand_path("../lib", __dir__)
-    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
-                      File.join(lib, "littleghost_sandbox.so"))
-    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
-    %w[setpriv --reuid=65534 --regid=65534 --clear-groups]
   end
 
   # The backend named `name` (a Sandboxes class), or a skip saying why it cannot run here.

@@ -47,29 +47,10 @@ RSpec.describe "network declarations as users write them" do
   end
 
   context "with Bubblewrap", if: LittleGhost::Sandbox.probe(:bubblewrap)[:available] do
-    # A loopback HTTP server that answers "local service" to each request.
-    def start_server
-      server = TCPServer.new("127.0.0.1", 0)
-      thread = Thread.new do
-        loop do
-          client = server.accept
-          Thread.new(client) do |c|
-            while (line = c.gets) && line != "\r\n"; end
-            c.write("HTTP/1.1 200 OK\r\nContent-Length: 13\r\nConnection: close\r\n\r\nlocal service")
-            c.close
-          rescue IOError, SystemCallError
-            nil
-          end
-        end
-      rescue IOError
-        nil
-      end
-      [server, thread]
-    end
+    include LoopbackHttpHelpers
 
     it "lets curl, Python and Ruby reach an allowlisted local service with no extra environment" do
-      server, thread = start_server
-      port = server.addr[1]
+      port = start_server(body: "local service")
       workspace = open_workspace
       sandbox = LittleGhost::Sandbox.build(
         {provider: :bubblewrap, files: {root: :read_only},
@@ -92,9 +73,6 @@ RSpec.describe "network declarations as users write them" do
                                            "http://localhost:#{port + 1}/"], timeout: 60)
         expect(refused.stdout).to eq("403")
       end
-    ensure
-      server&.close
-      thread&.join
     end
   end
 end

@@ -15,6 +15,7 @@ require "timeout"
 # where data flowed, a positive duration), so the specs hold whichever request engine records the events.
 RSpec.describe "The network log and on_network" do # rubocop:disable RSpec/DescribeClass
   include ProcessHelpers
+  include LoopbackHttpHelpers
 
   probe = LittleGhost::Sandboxes::Bubblewrap.probe
   before do
@@ -35,26 +36,10 @@ RSpec.describe "The network log and on_network" do # rubocop:disable RSpec/Descr
 
   after do
     sandbox.close
-    @servers&.each { |server, thread| thread.kill && server.close }
   end
 
-  # A loopback server answering each request (one per connection) with `body`.
-  def start_server
-    server = TCPServer.new("127.0.0.1", 0)
-    thread = Thread.new do
-      loop do
-        Thread.new(server.accept) do |client|
-          while (line = client.gets) && line != "\r\n"; end
-          client.write("HTTP/1.1 200 OK\r\nContent-Length: #{body.bytesize}\r\nConnection: close\r\n\r\n#{body}")
-          client.close
-        rescue IOError, SystemCallError
-          nil
-        end
-      end
-    end
-    (@servers ||= []) << [server, thread]
-    server.addr[1]
-  end
+  # A loopback server answering each request (one per connection) with `body`; returns its port.
+  def start_server = super(body: body)
 
   def curl(*args)
     sandbox.execute_program(["/usr/bin/curl", "-sS", "--max-time", "20", *args], timeout: 30,

@@ -71,6 +71,17 @@ module ProcessHelpers
   end
 
   # Waits for a file a child writes (its pid) and returns the Integer in it.
+  # The prefix that runs a command as uid 65534 (skips where that is impossible).
+  def drop_to_nobody!
+    skip "needs root to drop to uid 65534" unless Process.uid.zero?
+    skip "setpriv unavailable" unless system("command -v setpriv >/dev/null 2>&1")
+    lib = File.expand_path("../../lib", __dir__)
+    readable = system("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "test", "-r",
+                      File.join(lib, "littleghost_sandbox.so"))
+    skip "the worktree is not readable by uid 65534 (copy it under /tmp)" unless readable
+    %w[setpriv --reuid=65534 --regid=65534 --clear-groups]
+  end
+
   def read_pid(path, seconds = 5)
     eventually(seconds) { File.exist?(path) && !File.read(path).strip.empty? }
     File.read(path).to_i
