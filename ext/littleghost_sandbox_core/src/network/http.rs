@@ -1446,38 +1446,25 @@ where
             let refused = connection::deny(shared, &destination, DenialReason::NotAllowed, None);
             return self.refuse(refused, false, event, start).await;
         };
-        if !access.permits(&method, &path) {
-            let refused = connection::deny(
-                shared,
-                &destination,
-                DenialReason::RequestNotAllowed,
-                request(),
-            );
-            return self.refuse(refused, keep, event, start).await;
-        }
         let upgrade = requested_upgrade(&head);
         // After a switch the gateway reads nothing more: a destination whose
         // rules must read each request may switch only to WebSocket (whose
         // messages are not requests), never to another HTTP (h2c) carrying
         // requests the rules never saw.
-        if access.restricts_requests() && upgrade.as_deref().is_some_and(|u| !only_websocket(u)) {
-            let refused = connection::deny(
-                shared,
-                &destination,
-                DenialReason::RequestNotAllowed,
-                request(),
-            );
-            return self.refuse(refused, keep, event, start).await;
-        }
-        let (forwarded_path, headers) = match substitute_head(&head, &path, &destination, secrets) {
+        let switches_past_rules =
+            access.restricts_requests() && upgrade.as_deref().is_some_and(|u| !only_websocket(u));
+        // What the request asks of an allowed destination: its rules, then
+        // the stand-ins in its head. Refused, the connection may go on.
+        let checked = if !access.permits(&method, &path) || switches_past_rules {
+            Err(DenialReason::RequestNotAllowed)
+        } else {
+            substitute_head(&head, &path, &destination, secrets)
+                .map_err(|_| DenialReason::SecretExfiltration)
+        };
+        let (forwarded_path, headers) = match checked {
             Ok(forwarded) => forwarded,
-            Err(_) => {
-                let refused = connection::deny(
-                    shared,
-                    &destination,
-                    DenialReason::SecretExfiltration,
-                    request(),
-                );
+            Err(reason) => {
+                let refused = connection::deny(shared, &destination, reason, request());
                 return self.refuse(refused, keep, event, start).await;
             }
         };
