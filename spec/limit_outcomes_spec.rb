@@ -36,10 +36,8 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
     require "tmpdir"
     require "json"
     root = Dir.mktmpdir
-    backend = ENV.fetch("LIMIT_BACKEND", "unrestricted")
-    klass = {"unrestricted" => LittleGhost::Sandboxes::Unrestricted, "bubblewrap" => LittleGhost::Sandboxes::Bubblewrap,
-             "landlock" => LittleGhost::Sandboxes::Landlock}
-    sandbox = klass.fetch(backend).new(workspace: LittleGhost::Workspace.new(root: root))
+    backend = LittleGhost::Sandboxes.const_get(ENV.fetch("LIMIT_BACKEND", "Unrestricted"))
+    sandbox = backend.new(workspace: LittleGhost::Workspace.new(root: root))
     seen = []
     sandbox.on_denial { |denial| seen << denial.to_h.except(:time).transform_values(&:to_s) }
     spin = ["sh", "-c", "echo started; while :; do :; done"]
@@ -56,13 +54,13 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
       end
       report[name][:denials] = seen.dup
     end
-    report[:limits] = LittleGhost::Sandbox.probe(backend.to_sym)[:limits].transform_values(&:to_s)
+    report[:limits] = backend.probe[:limits].transform_values(&:to_s)
     puts JSON.generate(report)
   RUBY
 
   include LimitReport
 
-  def outcome(*prefix, backend: "unrestricted")
+  def outcome(*prefix, backend: "Unrestricted")
     limit_report(SCRIPT, "env", "LIMIT_BACKEND=#{backend}", *prefix)
   end
 
@@ -96,8 +94,8 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
   # bwrap's, where a program a signal ended reads as an exit of 128+N.
   it "reads the same on Bubblewrap, as this user and as uid 65534 (RLIMIT_CPU behind bwrap)" do
     backend!(:Bubblewrap)
-    expect_one_outcome(outcome(backend: "bubblewrap"))
-    report = outcome(*drop_to_nobody!, backend: "bubblewrap")
+    expect_one_outcome(outcome(backend: "Bubblewrap"))
+    report = outcome(*drop_to_nobody!, backend: "Bubblewrap")
     expect(report[:limits][:cpu_seconds]).not_to eq("true"), "uid 65534 has a writable cgroup here"
     expect_one_outcome(report)
   end
@@ -106,8 +104,8 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
   # the program's signal.
   it "reads the same on Landlock, as this user and as uid 65534" do
     backend!(:Landlock)
-    expect_one_outcome(outcome(backend: "landlock"))
-    expect_one_outcome(outcome(*drop_to_nobody!, backend: "landlock"))
+    expect_one_outcome(outcome(backend: "Landlock"))
+    expect_one_outcome(outcome(*drop_to_nobody!, backend: "Landlock"))
   end
 end
 
@@ -154,10 +152,8 @@ RSpec.describe "A session ended at its CPU or memory limit" do
     require "littleghost/sandbox"
     require "tmpdir"
     require "json"
-    klass = {"unrestricted" => LittleGhost::Sandboxes::Unrestricted, "bubblewrap" => LittleGhost::Sandboxes::Bubblewrap,
-             "landlock" => LittleGhost::Sandboxes::Landlock}
     workspace = LittleGhost::Workspace.new(root: Dir.mktmpdir)
-    sandbox = klass.fetch(ENV.fetch("LIMIT_BACKEND", "unrestricted")).new(workspace: workspace)
+    sandbox = LittleGhost::Sandboxes.const_get(ENV.fetch("LIMIT_BACKEND", "Unrestricted")).new(workspace: workspace)
     seen = []
     sandbox.on_denial { |denial| seen << denial.reason.to_s }
     spin = ["sh", "-c", "echo started; while :; do :; done"]
@@ -180,7 +176,7 @@ RSpec.describe "A session ended at its CPU or memory limit" do
 
   include LimitReport
 
-  def session_outcome(*prefix, backend: "unrestricted")
+  def session_outcome(*prefix, backend: "Unrestricted")
     limit_report(SESSION_SCRIPT, "env", "LIMIT_BACKEND=#{backend}", *prefix)
   end
 
@@ -201,7 +197,7 @@ RSpec.describe "A session ended at its CPU or memory limit" do
 
   it "reads the same on Bubblewrap, as this user and as uid 65534 (RLIMIT_CPU behind bwrap)" do
     backend!(:Bubblewrap)
-    expect(session_outcome(backend: "bubblewrap")).to eq(expected)
-    expect(session_outcome(*drop_to_nobody!, backend: "bubblewrap")).to eq(expected)
+    expect(session_outcome(backend: "Bubblewrap")).to eq(expected)
+    expect(session_outcome(*drop_to_nobody!, backend: "Bubblewrap")).to eq(expected)
   end
 end
