@@ -45,12 +45,9 @@ module NativeGem
        "-p", "littleghost_sandbox", chdir: root)
     # Statically linked where it can be, as for the source gem (helper_build.rb); the log line says which.
     cargo = ENV.fetch("CARGO", "cargo")
-    rustc = LittleGhostSandboxToolchain.rustc_for(cargo)
-    triple = LittleGhostSandboxHelperBuild.host_triple(rustc)
-    helper, = LittleGhostSandboxHelperBuild.build(
-      cargo: cargo, manifest: File.join(root, "Cargo.toml"), target_dir: target, say: method(:puts),
-      run: ->(env, argv) { sh(env, *argv, chdir: root) { |ok, _| ok } },
-      triple: triple, musl: LittleGhostSandboxHelperBuild.musl_ready?(triple, rustc)
+    helper, = LittleGhostSandboxHelperBuild.build_for_host(
+      rustc: LittleGhostSandboxToolchain.rustc_for(cargo), cargo: cargo, manifest: File.join(root, "Cargo.toml"),
+      target_dir: target, say: method(:puts), run: ->(env, argv) { sh(env, *argv, chdir: root) { |ok, _| ok } }
     )
     built = Dir[File.join(target, "release", "liblittleghost_sandbox.{so,dylib}")].first or
       abort "cargo did not produce liblittleghost_sandbox"

@@ -44,11 +44,9 @@ extension = [cargo, "build", "--release", "--locked", "--manifest-path", manifes
 exit(1) unless run.call({}, extension)
 
 begin
-  rustc = LittleGhostSandboxToolchain.rustc_for(cargo)
-  triple = LittleGhostSandboxHelperBuild.host_triple(rustc)
-  built, = LittleGhostSandboxHelperBuild.build(
-    cargo: cargo, manifest: manifest, target_dir: target_dir, run: run, say: say,
-    triple: triple, musl: LittleGhostSandboxHelperBuild.musl_ready?(triple, rustc)
+  built, = LittleGhostSandboxHelperBuild.build_for_host(
+    rustc: LittleGhostSandboxToolchain.rustc_for(cargo), cargo: cargo, manifest: manifest, target_dir: target_dir,
+    run: run, say: say
   )
 rescue RuntimeError => e
   say.call("littleghost-sandbox: #{e.message}")

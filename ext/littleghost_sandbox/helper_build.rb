@@ -56,12 +56,18 @@ module LittleGhostSandboxHelperBuild
     { "RUSTFLAGS" => [env["RUSTFLAGS"].to_s, STATIC_FLAG].reject(&:empty?).join(" ") }
   end
 
+  # [argv, executable] of a build for `target` in the static builds' own directory.
+  def targeted_build(cargo:, manifest:, target_dir:, target:)
+    dir = File.join(target_dir, STATIC_DIR)
+    argv = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target", target,
+            "--target-dir", dir, "-p", PACKAGE]
+    [argv, File.join(dir, target, "release", EXECUTABLE)]
+  end
+
   # [env, argv] of the static build for `triple`, and where it puts the executable.
   def static_build(cargo:, manifest:, target_dir:, triple:, env: ENV)
-    dir = File.join(target_dir, STATIC_DIR)
-    argv = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target", triple,
-            "--target-dir", dir, "-p", PACKAGE]
-    [static_env(env), argv, File.join(dir, triple, "release", EXECUTABLE)]
+    argv, built = targeted_build(cargo: cargo, manifest: manifest, target_dir: target_dir, target: triple)
+    [static_env(env), argv, built]
   end
 
   # The environment variable naming the C compiler of `target` for cc-rs (`CC_x86_64_unknown_linux_musl`).
@@ -92,12 +98,9 @@ module LittleGhostSandboxHelperBuild
   # by default; the C compiler is musl-gcc unless the caller named one.
   def musl_build(cargo:, manifest:, target_dir:, triple:, env: ENV)
     target = MUSL_TARGETS.fetch(triple)
-    dir = File.join(target_dir, STATIC_DIR)
-    argv = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target", target,
-            "--target-dir", dir, "-p", PACKAGE]
+    argv, built = targeted_build(cargo: cargo, manifest: manifest, target_dir: target_dir, target: target)
     variable = c_compiler_variable(target)
-    build_env = env[variable].to_s.empty? ? { variable => MUSL_GCC } : {}
-    [build_env, argv, File.join(dir, target, "release", EXECUTABLE)]
+    [env[variable].to_s.empty? ? { variable => MUSL_GCC } : {}, argv, built]
   end
 
   # [env, argv] of the dynamic build, and where it puts the executable.
@@ -105,6 +108,12 @@ module LittleGhostSandboxHelperBuild
     argv = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target-dir", target_dir,
             "-p", PACKAGE]
     [{}, argv, File.join(target_dir, "release", EXECUTABLE)]
+  end
+
+  # #build for the host of `rustc` (the toolchain cargo uses): its triple, and musl where #musl_ready?.
+  def build_for_host(rustc:, **options)
+    triple = host_triple(rustc)
+    build(triple: triple, musl: musl_ready?(triple, rustc), **options)
   end
 
   # Builds the helper: against musl when `musl` (see #musl_ready?) and that build succeeds, else statically
