@@ -163,6 +163,16 @@ impl ChildPlan {
     /// The forked child: only async-signal-safe syscalls on memory prepared
     /// before the fork. Never returns. `join` is the v2 `cgroup.procs` to
     /// write `0` to (None: no cgroup, or cloned into it already).
+    ///
+    /// # Safety
+    ///
+    /// Call only in the child of a `fork`/`clone` made by this module, before
+    /// anything else runs there: the parent may have held locks (the
+    /// allocator's among them) at the fork, so this must not allocate, lock or
+    /// unwind, and every pointer it uses (argv, environment, paths) must have
+    /// been built by the parent before the fork and stay untouched until exec.
+    /// `report` must be the write end of the parent's status pipe (close on
+    /// exec), and `join`, when given, an open `cgroup.procs` descriptor.
     unsafe fn run_in_fork(&self, report: RawFd, join: Option<RawFd>) -> ! {
         let fail = |stage: ExecStage| -> ! {
             let errno = io::Error::last_os_error()
