@@ -125,6 +125,8 @@ pub enum Reason {
     InspectionRequired,
     /// TLS SNI or the `Host` header names another host than the CONNECT target.
     HostMismatch,
+    /// An HTTP request whose `Connection` names a framing or routing header (400).
+    MalformedRequest,
 }
 
 impl Reason {
@@ -151,6 +153,7 @@ impl Reason {
             Reason::SecretExfiltration => "secret_exfiltration",
             Reason::InspectionRequired => "inspection_required",
             Reason::HostMismatch => "host_mismatch",
+            Reason::MalformedRequest => "malformed_request",
         }
     }
 
@@ -166,7 +169,8 @@ impl Reason {
             | Reason::RequestNotAllowed
             | Reason::SecretExfiltration
             | Reason::InspectionRequired
-            | Reason::HostMismatch => Kind::Network,
+            | Reason::HostMismatch
+            | Reason::MalformedRequest => Kind::Network,
             _ => Kind::Filesystem,
         }
     }
@@ -277,6 +281,7 @@ impl From<&gateway::Denial> for Denial {
             gateway::DenialReason::SecretExfiltration => Reason::SecretExfiltration,
             gateway::DenialReason::InspectionRequired => Reason::InspectionRequired,
             gateway::DenialReason::HostMismatch => Reason::HostMismatch,
+            gateway::DenialReason::MalformedRequest => Reason::MalformedRequest,
         };
         Denial {
             kind: Kind::Network,

@@ -23,6 +23,9 @@ pub enum DenialReason {
     InspectionRequired,
     /// TLS SNI or `Host` names another host than the CONNECT target.
     HostMismatch,
+    /// A request whose `Connection` names `Content-Length`,
+    /// `Transfer-Encoding` or `Host` (its framing could be read two ways).
+    MalformedRequest,
 }
 
 impl DenialReason {
@@ -48,6 +51,9 @@ impl DenialReason {
             DenialReason::HostMismatch => {
                 "TLS server name or Host header differs from the CONNECT target"
             }
+            DenialReason::MalformedRequest => {
+                "the request's Connection header names Content-Length, Transfer-Encoding or Host"
+            }
         }
     }
 
@@ -55,6 +61,7 @@ impl DenialReason {
     pub fn status(self) -> &'static str {
         match self {
             DenialReason::DescriptorBudget => "503 Service Unavailable",
+            DenialReason::MalformedRequest => "400 Bad Request",
             _ => "403 Forbidden",
         }
     }
