@@ -127,6 +127,8 @@ pub enum Reason {
     HostMismatch,
     /// An HTTP request whose `Connection` names a framing or routing header (400).
     MalformedRequest,
+    /// A secret's value that cannot stand in the request target where its stand-in is.
+    SecretPlacement,
 }
 
 impl Reason {
@@ -154,6 +156,7 @@ impl Reason {
             Reason::InspectionRequired => "inspection_required",
             Reason::HostMismatch => "host_mismatch",
             Reason::MalformedRequest => "malformed_request",
+            Reason::SecretPlacement => "secret_placement",
         }
     }
 
@@ -170,7 +173,8 @@ impl Reason {
             | Reason::SecretExfiltration
             | Reason::InspectionRequired
             | Reason::HostMismatch
-            | Reason::MalformedRequest => Kind::Network,
+            | Reason::MalformedRequest
+            | Reason::SecretPlacement => Kind::Network,
             _ => Kind::Filesystem,
         }
     }
@@ -282,6 +286,7 @@ impl From<&gateway::Denial> for Denial {
             gateway::DenialReason::InspectionRequired => Reason::InspectionRequired,
             gateway::DenialReason::HostMismatch => Reason::HostMismatch,
             gateway::DenialReason::MalformedRequest => Reason::MalformedRequest,
+            gateway::DenialReason::SecretPlacement => Reason::SecretPlacement,
         };
         Denial {
             kind: Kind::Network,

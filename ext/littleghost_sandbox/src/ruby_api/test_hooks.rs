@@ -69,6 +69,7 @@ fn gateway_denial(
         "inspection_required" => R::InspectionRequired,
         "host_mismatch" => R::HostMismatch,
         "malformed_request" => R::MalformedRequest,
+        "secret_placement" => R::SecretPlacement,
         other => {
             return Err(crate::ruby_api::errors::argument_error(
                 ruby,

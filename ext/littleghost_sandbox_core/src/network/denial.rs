@@ -26,6 +26,9 @@ pub enum DenialReason {
     /// A request whose `Connection` names `Content-Length`,
     /// `Transfer-Encoding` or `Host` (its framing could be read two ways).
     MalformedRequest,
+    /// A secret's value that cannot stand where its stand-in stands (a
+    /// space or another byte not valid in a request target).
+    SecretPlacement,
 }
 
 impl DenialReason {
@@ -53,6 +56,9 @@ impl DenialReason {
             }
             DenialReason::MalformedRequest => {
                 "the request's Connection header names Content-Length, Transfer-Encoding or Host"
+            }
+            DenialReason::SecretPlacement => {
+                "a secret's value cannot stand in the request target where its stand-in is"
             }
         }
     }

@@ -1481,11 +1481,24 @@ where
             access.restricts_requests() && upgrade.as_deref().is_some_and(|u| !only_websocket(u));
         // What the request asks of an allowed destination: its rules, then
         // the stand-ins in its head. Refused, the connection may go on.
+        // The rules are checked on the request as the client sent it and
+        // again as it will be forwarded (values swapped in), so a value can
+        // never carry a request outside them; a value that cannot stand in
+        // the request line as is would change its shape and is refused.
         let checked = if !access.permits(&method, &path) || switches_past_rules {
             Err(DenialReason::RequestNotAllowed)
         } else {
             substitute_head(&head, &path, &destination, secrets)
                 .map_err(|_| DenialReason::SecretExfiltration)
+                .and_then(|forwarded| {
+                    if secrets.unplaceable_in_target(&head.target).is_some() {
+                        Err(DenialReason::SecretPlacement)
+                    } else if !access.permits(&method, &forwarded.0) {
+                        Err(DenialReason::RequestNotAllowed)
+                    } else {
+                        Ok(forwarded)
+                    }
+                })
         };
         let (forwarded_path, headers) = match checked {
             Ok(forwarded) => forwarded,
