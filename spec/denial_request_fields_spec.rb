@@ -17,7 +17,7 @@ RSpec.describe "A refused request's denial" do # rubocop:disable RSpec/DescribeC
     hooks.gateway_denial(destination, reason.to_s, request)
   end
 
-  %i[request_not_allowed secret_exfiltration inspection_required host_mismatch].each do |reason|
+  %i[request_not_allowed secret_exfiltration inspection_required host_mismatch malformed_request secret_placement].each do |reason|
     it "shows the reason #{reason} as a network denial with its own message" do
       refused = denial(reason, %w[POST /repos/org/x])
       expect([refused.kind, refused.operation, refused.target, refused.reason])

@@ -581,6 +581,26 @@ RSpec.describe "Network rules and secrets, end to end through the built-in gatew
       expect(@sandbox.denials).to eq([])
     end
 
+    # A secret's value never changes a request's shape or carries it outside the rules it passed: a value that
+    # cannot stand in a request line as is (a space) is refused there (:secret_placement), and the rules are checked
+    # again on the request as forwarded (a value "v/../../admin" under /allowed/ would leave the prefix).
+    it "never lets a value change the request line or carry a request outside its destination's rules" do
+      target = server
+      other = "localhost:#{target.port}"
+      open_sandbox(allow: [rules(target.port)],
+                   secrets: {token: {value: "sec ret", destinations: [other]},
+                             path: {value: "v/../../admin", destinations: [other]}})
+      path_stand_in = @sandbox.gateway.environment.fetch("LITTLEGHOST_SECRET_PATH")
+      spaced = raw("GET http://#{other}/allowed/x?t=@STANDIN@ HTTP/1.1\r\nConnection: close\r\n\r\n")
+      climbing = raw("GET http://#{other}/allowed/#{path_stand_in} HTTP/1.1\r\nConnection: close\r\n\r\n")
+      in_header = raw("GET http://#{other}/allowed/h HTTP/1.1\r\nX-Token: @STANDIN@\r\nConnection: close\r\n\r\n")
+      expect([statuses(spaced), statuses(climbing), statuses(in_header)]).to eq([[403], [403], [200]])
+      expect(target.requests).to eq(["GET /allowed/h HTTP/1.1"])
+      expect(target.received).to include("X-Token: sec ret\r\n")
+      expect(@sandbox.denials.map { |d| [d.reason, d.path] })
+        .to eq([[:secret_placement, "/allowed/x?t={secret:token}"], [:request_not_allowed, "/allowed/{secret:path}"]])
+    end
+
     it "refuses the stand-in bound anywhere else and never lets it or the value out" do
       open_with_secret
       other = "localhost:#{@other.port}"

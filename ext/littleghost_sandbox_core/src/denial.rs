@@ -125,6 +125,10 @@ pub enum Reason {
     InspectionRequired,
     /// TLS SNI or the `Host` header names another host than the CONNECT target.
     HostMismatch,
+    /// An HTTP request whose `Connection` names a framing or routing header (400).
+    MalformedRequest,
+    /// A secret's value that cannot stand in the request target where its stand-in is.
+    SecretPlacement,
 }
 
 impl Reason {
@@ -151,6 +155,8 @@ impl Reason {
             Reason::SecretExfiltration => "secret_exfiltration",
             Reason::InspectionRequired => "inspection_required",
             Reason::HostMismatch => "host_mismatch",
+            Reason::MalformedRequest => "malformed_request",
+            Reason::SecretPlacement => "secret_placement",
         }
     }
 
@@ -166,7 +172,9 @@ impl Reason {
             | Reason::RequestNotAllowed
             | Reason::SecretExfiltration
             | Reason::InspectionRequired
-            | Reason::HostMismatch => Kind::Network,
+            | Reason::HostMismatch
+            | Reason::MalformedRequest
+            | Reason::SecretPlacement => Kind::Network,
             _ => Kind::Filesystem,
         }
     }
@@ -277,6 +285,8 @@ impl From<&gateway::Denial> for Denial {
             gateway::DenialReason::SecretExfiltration => Reason::SecretExfiltration,
             gateway::DenialReason::InspectionRequired => Reason::InspectionRequired,
             gateway::DenialReason::HostMismatch => Reason::HostMismatch,
+            gateway::DenialReason::MalformedRequest => Reason::MalformedRequest,
+            gateway::DenialReason::SecretPlacement => Reason::SecretPlacement,
         };
         Denial {
             kind: Kind::Network,

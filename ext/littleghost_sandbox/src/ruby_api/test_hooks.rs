@@ -68,6 +68,8 @@ fn gateway_denial(
         "secret_exfiltration" => R::SecretExfiltration,
         "inspection_required" => R::InspectionRequired,
         "host_mismatch" => R::HostMismatch,
+        "malformed_request" => R::MalformedRequest,
+        "secret_placement" => R::SecretPlacement,
         other => {
             return Err(crate::ruby_api::errors::argument_error(
                 ruby,

@@ -23,6 +23,12 @@ pub enum DenialReason {
     InspectionRequired,
     /// TLS SNI or `Host` names another host than the CONNECT target.
     HostMismatch,
+    /// A request whose `Connection` names `Content-Length`,
+    /// `Transfer-Encoding` or `Host` (its framing could be read two ways).
+    MalformedRequest,
+    /// A secret's value that cannot stand where its stand-in stands (a
+    /// space or another byte not valid in a request target).
+    SecretPlacement,
 }
 
 impl DenialReason {
@@ -48,6 +54,12 @@ impl DenialReason {
             DenialReason::HostMismatch => {
                 "TLS server name or Host header differs from the CONNECT target"
             }
+            DenialReason::MalformedRequest => {
+                "the request's Connection header names Content-Length, Transfer-Encoding or Host"
+            }
+            DenialReason::SecretPlacement => {
+                "a secret's value cannot stand in the request target where its stand-in is"
+            }
         }
     }
 
@@ -55,6 +67,7 @@ impl DenialReason {
     pub fn status(self) -> &'static str {
         match self {
             DenialReason::DescriptorBudget => "503 Service Unavailable",
+            DenialReason::MalformedRequest => "400 Bad Request",
             _ => "403 Forbidden",
         }
     }

@@ -322,6 +322,21 @@ fn connection_tokens(headers: &[(String, String)]) -> Vec<String> {
         .collect()
 }
 
+/// Headers a `Connection` header may not name (RFC 9110 §7.6.1): the
+/// framing of the body and the request's routing. A hop-by-hop listing of
+/// one would leave a forwarded head framed differently from what the
+/// gateway read, so a body could become a second request at the
+/// destination (docs/security.md "Request framing"). `TE`, `Trailer` and
+/// `Upgrade` may be named: the gateway strips those anyway.
+const NEVER_HOP_BY_HOP: [&str; 3] = ["content-length", "transfer-encoding", "host"];
+
+/// The first framing or routing header a `Connection` header names.
+fn names_framing_header(headers: &[(String, String)]) -> Option<String> {
+    connection_tokens(headers)
+        .into_iter()
+        .find(|token| NEVER_HOP_BY_HOP.contains(&token.as_str()))
+}
+
 /// A body is framed once: not both `Content-Length` and
 /// `Transfer-Encoding`, and one length however often it is repeated.
 fn check_lengths(headers: &[(String, String)]) -> Result<(), &'static str> {
@@ -1432,12 +1447,23 @@ where
         event.destination = secrets.redact(&destination.to_string()).into_owned();
         let shown_path = secrets.redact(&path).into_owned();
         event.path = Some(shown_path.clone());
+        let request = || Some((method.clone(), shown_path.clone()));
+        // Refused before anything else is decided: the body's end is not
+        // certain, so the connection ends with it.
+        if names_framing_header(&head.headers).is_some() {
+            let refused = connection::deny(
+                shared,
+                &destination,
+                DenialReason::MalformedRequest,
+                request(),
+            );
+            return self.refuse(refused, false, event, start).await;
+        }
         let framing = match request_framing(&head) {
             Ok(framing) => framing,
             Err(refused) => return self.refuse(refused, false, event, start).await,
         };
         let keep = !client_close && framing == Framing::None;
-        let request = || Some((method.clone(), shown_path.clone()));
 
         let Some(access) = shared.allowlist.access(&destination) else {
             // A refused destination ends the connection, as it always did
@@ -1455,11 +1481,24 @@ where
             access.restricts_requests() && upgrade.as_deref().is_some_and(|u| !only_websocket(u));
         // What the request asks of an allowed destination: its rules, then
         // the stand-ins in its head. Refused, the connection may go on.
+        // The rules are checked on the request as the client sent it and
+        // again as it will be forwarded (values swapped in), so a value can
+        // never carry a request outside them; a value that cannot stand in
+        // the request line as is would change its shape and is refused.
         let checked = if !access.permits(&method, &path) || switches_past_rules {
             Err(DenialReason::RequestNotAllowed)
         } else {
             substitute_head(&head, &path, &destination, secrets)
                 .map_err(|_| DenialReason::SecretExfiltration)
+                .and_then(|forwarded| {
+                    if secrets.unplaceable_in_target(&head.target).is_some() {
+                        Err(DenialReason::SecretPlacement)
+                    } else if !access.permits(&method, &forwarded.0) {
+                        Err(DenialReason::RequestNotAllowed)
+                    } else {
+                        Ok(forwarded)
+                    }
+                })
         };
         let (forwarded_path, headers) = match checked {
             Ok(forwarded) => forwarded,
@@ -1914,7 +1953,9 @@ fn split_url(after: &str, default_port: u16) -> Result<(Destination, String), Re
 
 /// The request head as the destination sees it: origin-form, its own
 /// `Host`, hop-by-hop and proxy headers removed, one `Connection` (and the
-/// `Upgrade` asked for, if any).
+/// `Upgrade` asked for, if any). `Content-Length` and `Transfer-Encoding`
+/// are kept whatever `Connection` lists: the forwarded head is framed as
+/// the gateway read it, always.
 fn origin_form(
     method: &str,
     version: &str,
@@ -1939,7 +1980,7 @@ fn origin_form(
                 | "te"
                 | "trailer"
                 | "upgrade"
-        ) || listed.contains(&lower);
+        ) || (listed.contains(&lower) && !NEVER_HOP_BY_HOP.contains(&lower.as_str()));
         if !hop {
             out.push_str(name);
             out.push_str(": ");
@@ -2018,6 +2059,32 @@ pub(super) fn check_request_head(bytes: &[u8]) {
     assert_eq!(named("connection"), 1, "{text:?}");
     assert!(named("upgrade") <= 1, "{text:?}");
     assert_eq!(lines[0].split(' ').count(), 3, "{text:?}");
+    // The framing invariant: the forwarded head is framed exactly as the
+    // gateway read it, whatever `Connection` lists (a head naming a framing
+    // header there is refused by the engine, and would be framed the same).
+    let framing_of = |headers: &[(String, String)]| {
+        let mut framing: Vec<(String, String)> = headers
+            .iter()
+            .filter(|(name, _)| {
+                name.eq_ignore_ascii_case("content-length")
+                    || name.eq_ignore_ascii_case("transfer-encoding")
+            })
+            .map(|(name, value)| (name.to_ascii_lowercase(), value.clone()))
+            .collect();
+        framing.sort();
+        framing
+    };
+    let reparsed = parse_head(body.as_bytes()).expect("the rewrite parses as strictly");
+    assert_eq!(
+        framing_of(&head.headers),
+        framing_of(&reparsed.headers),
+        "{text:?}"
+    );
+    assert_eq!(
+        request_framing(&head).ok(),
+        request_framing(&reparsed).ok(),
+        "{text:?}"
+    );
 }
 
 /// The fuzz check of the response parser (`fuzz_targets/response_head.rs`):
@@ -2579,6 +2646,51 @@ mod tests {
             .all(|e| e.inspected && e.destination == "api.test:443"));
         let statuses: Vec<Option<u16>> = events.iter().map(|e| e.status).collect();
         assert_eq!(statuses, [Some(200), Some(403), Some(403)]);
+    }
+
+    /// A client that lists `Content-Length` in `Connection` would, if the
+    /// header were dropped as hop-by-hop, have its body read by the
+    /// destination as a second request the gateway never decided on.
+    #[test]
+    fn a_connection_header_naming_a_framing_or_routing_header_is_refused() {
+        for named in ["Content-Length", "transfer-encoding", "HOST"] {
+            let head =
+                parse_head(format!("GET http://a.test/ok/a HTTP/1.1\r\nConnection: keep-alive, {named}\r\nContent-Length: 5").as_bytes())
+                    .unwrap();
+            assert_eq!(
+                names_framing_header(&head.headers).as_deref(),
+                Some(named.to_ascii_lowercase().as_str())
+            );
+        }
+        for allowed in ["te", "trailer", "upgrade", "keep-alive, close"] {
+            let head = parse_head(
+                format!("GET http://a.test/ HTTP/1.1\r\nConnection: {allowed}").as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(names_framing_header(&head.headers), None, "{allowed}");
+        }
+        // Even so listed, the forwarded head keeps the framing it was read with.
+        let head = parse_head(
+            b"POST http://a.test/ok/a HTTP/1.1\r\nConnection: content-length, transfer-encoding\r\nContent-Length: 5",
+        )
+        .unwrap();
+        let forwarded = String::from_utf8(origin_form(
+            &head.method,
+            &head.version,
+            &head.headers,
+            "a.test",
+            "/ok/a",
+            "close",
+            None,
+        ))
+        .unwrap();
+        assert!(
+            forwarded.contains("\r\nContent-Length: 5\r\n"),
+            "{forwarded}"
+        );
+        let smuggled = b"GET http://a.test/ok/a HTTP/1.1\r\nConnection: keep-alive, Content-Length\r\nContent-Length: 5";
+        check_request_head(smuggled);
+        assert_eq!(DenialReason::MalformedRequest.status(), "400 Bad Request");
     }
 
     #[test]

@@ -333,34 +333,73 @@ pub fn is_token(byte: u8) -> bool {
 /// `/a%2f..%2fb` past the prefix). `None` refuses the request.
 pub fn clean_path(target: &str) -> Option<&str> {
     let path = target.split(['?', '#']).next().unwrap_or_default();
-    if !path.starts_with('/') || path.contains('\\') {
+    if !path.starts_with('/') {
         return None;
     }
-    // Each round undoes one encoding of `%` and shortens the text, so it ends.
-    let mut lower = path.to_ascii_lowercase();
-    loop {
-        if ["%2f", "%5c", "%2e", "%00"]
-            .iter()
-            .any(|bad| lower.contains(bad))
-        {
+    // Every reading a server could make is checked: the path as sent, then
+    // decoded once, twice... up to a fixed point (each round that changes
+    // the text shortens it; a text still changing after the bound is
+    // refused), so `%25%32%65` (`%2e` after one decoding, `.` after two)
+    // is caught like `%252e`.
+    let mut reading = path.as_bytes().to_vec();
+    for _ in 0..MAX_DECODINGS {
+        if !clean_reading(&reading) {
             return None;
         }
-        if !lower.contains("%25") {
-            break;
+        let decoded = percent_decode(&reading);
+        if decoded == reading {
+            return Some(path);
         }
-        lower = lower.replace("%25", "%");
+        reading = decoded;
     }
-    // A segment is compared without its `;` parameters: servers that strip
-    // them (Tomcat, Jetty, Spring) resolve `/a/..;/b` to `/b`, and one that
-    // decodes first reads `..%3b` the same.
-    if lower.split('/').any(|segment| {
-        let name = segment.split(';').next().unwrap_or_default();
-        let name = name.split("%3b").next().unwrap_or_default();
+    None
+}
+
+/// How many decodings of a path [`clean_path`] follows before refusing it.
+const MAX_DECODINGS: usize = 8;
+
+/// One reading of a path: no backslash, no encoded `/ \ .` or NUL, and no
+/// dot segment, a segment compared without its `;` parameters or anything
+/// from a `?` or `#` on (servers that strip parameters, Tomcat, Jetty,
+/// Spring, resolve `/a/..;/b` to `/b`; one that decodes the whole target
+/// before splitting off the query reads `..%3f` as `..`).
+fn clean_reading(reading: &[u8]) -> bool {
+    let lower = String::from_utf8_lossy(reading).to_ascii_lowercase();
+    if lower.contains('\\') || lower.contains('\0') {
+        return false;
+    }
+    if ["%2f", "%5c", "%2e", "%00"]
+        .iter()
+        .any(|bad| lower.contains(bad))
+    {
+        return false;
+    }
+    !lower.split('/').any(|segment| {
+        let mut name = segment;
+        for cut in [";", "?", "#", "%3b", "%3f", "%23"] {
+            name = name.split(cut).next().unwrap_or_default();
+        }
         name == "." || name == ".."
-    }) {
-        return None;
+    })
+}
+
+/// `text` with every `%XX` (two hex digits) decoded once.
+fn percent_decode(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if text[at] == b'%' && at + 2 < text.len() {
+            if let (Some(high), Some(low)) = (hex(text[at + 1]), hex(text[at + 2])) {
+                out.push((high * 16 + low) as u8);
+                at += 3;
+                continue;
+            }
+        }
+        out.push(text[at]);
+        at += 1;
     }
-    Some(path)
+    out
 }
 
 /// What the allowlist says about one destination: the rules that match it.
@@ -518,6 +557,36 @@ mod tests {
         ] {
             assert!(!rule.permits("GET", sneaky), "{sneaky}");
         }
+    }
+
+    /// Fuzz findings F1 and F2: a path a server decoding twice (or
+    /// decoding before it splits off `?`/`#`) reads outside the prefix.
+    #[test]
+    fn a_path_is_refused_when_any_decoding_of_it_leaves_the_prefix() {
+        let rule = Rule {
+            methods: vec!["GET".into()],
+            paths: vec!["/repos/org/".into()],
+            ..Rule::destination(pattern("localhost:8080"))
+        };
+        for sneaky in [
+            "/repos/org/%25%32%65%25%32%65/admin",
+            "/repos/org/%25%32e%25%32e/admin",
+            "/repos/org/%2525%32%65%2525%32%65/admin",
+            "/repos/org/..%25%32%66admin",
+            "/repos/org/x%25%35%63..%25%35%63admin",
+            "/repos/org/x%25%30%30",
+            "/repos/org/..%3f/admin",
+            "/repos/org/..%3F/admin",
+            "/repos/org/..%23/admin",
+            "/repos/org/..%253f/admin",
+        ] {
+            assert!(!rule.permits("GET", sneaky), "{sneaky}");
+        }
+        // Decoding ends: harmless encodings still pass.
+        assert!(rule.permits("GET", "/repos/org/100%25/x%2541%"));
+        assert!(rule.permits("GET", "/repos/org/a%20b?q=..%3f"));
+        assert_eq!(clean_path("/x/%25%32%65%25%32%65/"), None);
+        assert_eq!(clean_path("/x/%252e%252e/"), None);
         let open = Rule::destination(pattern("a.test:80"));
         assert!(open.permits("DELETE", "/anything/../x"));
     }

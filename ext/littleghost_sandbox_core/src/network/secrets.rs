@@ -109,6 +109,12 @@ impl Secret {
     }
 }
 
+/// A byte a request target carries as is: RFC 3986 `pchar`, `/`, `?` and
+/// `%` (a value with `%` is a percent-encoding the path rules read again).
+fn fits_request_target(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=:@/?".contains(&byte)
+}
+
 /// `lgsecret_` and 32 random hex digits (128 bits).
 fn random_stand_in() -> Result<String> {
     let mut random = [0u8; 16];
@@ -196,6 +202,20 @@ impl Secrets {
     /// where they are bound: `Some(destination)` for bytes the gateway reads
     /// toward it (a body), `None` for bytes it cannot read (a tunnel: every
     /// stand-in there is refused, the gateway could not swap it).
+    /// The name of a secret whose stand-in is in `target` (a request
+    /// target) and whose value could not stand there as is: a space, or any
+    /// byte outside RFC 3986's characters of a target, would change the
+    /// request line's shape once swapped in (docs/security.md "Secrets").
+    pub fn unplaceable_in_target(&self, target: &str) -> Option<&str> {
+        self.secrets
+            .iter()
+            .find(|secret| {
+                target.contains(secret.stand_in.as_str())
+                    && !secret.value.bytes().all(fits_request_target)
+            })
+            .map(|secret| secret.name.as_str())
+    }
+
     pub fn find_bound_elsewhere(
         &self,
         bytes: &[u8],
@@ -282,6 +302,28 @@ mod tests {
             !shown.contains("ghp_real") && shown.contains("REDACTED"),
             "{shown}"
         );
+    }
+
+    /// Fuzz finding F3a: a value must never change a request's shape.
+    #[test]
+    fn a_value_that_would_change_a_requests_shape_is_refused_or_never_placed() {
+        for bad in ["a\rb", "a\nb", "a\0b", "a\r\nX-Injected: 1"] {
+            let refused = Secret::new("tok", bad, &["a.test:80".to_owned()]).unwrap_err();
+            assert!(!refused.to_string().contains(bad), "{refused}");
+        }
+        let spaced = secret("tok", "sec ret", &["a.test:80"]);
+        let plain = secret("ok", "v/../x", &["a.test:80"]);
+        let (spaced_in, plain_in) = (spaced.stand_in().to_owned(), plain.stand_in().to_owned());
+        let secrets = Secrets::new(vec![spaced, plain]).unwrap();
+        assert_eq!(
+            secrets.unplaceable_in_target(&format!("/x?t={spaced_in}")),
+            Some("tok")
+        );
+        assert_eq!(
+            secrets.unplaceable_in_target(&format!("/x?t={plain_in}")),
+            None
+        );
+        assert_eq!(secrets.unplaceable_in_target("/x"), None);
     }
 
     #[test]

@@ -35,7 +35,9 @@ module LittleGhost
     #                  +:request_not_allowed+ (outside the destination's +methods:+/+paths:+),
     #                  +:secret_exfiltration+ (a secret's stand-in bound for a destination the secret does not name,
     #                  or into a tunnel the gateway cannot read; the real value is never in the Denial),
-    #                  +:host_mismatch+. They are recorded in +denials+ as they happen and delivered to +on_denial+
+    #                  +:host_mismatch+, +:malformed_request+ (400: its +Connection+ header names +Content-Length+,
+    #                  +Transfer-Encoding+ or +Host+, so its framing could be read two ways), +:secret_placement+ (a
+    #                  secret's value that cannot stand in the request target where its stand-in is). They are recorded in +denials+ as they happen and delivered to +on_denial+
     #                  blocks in order on the sandbox's event thread (a Ruby Thread it starts when needed and ends
     #                  at +close+, after delivering what is queued). Each is also a NetworkEvent with +decision+
     #                  +:denied+ in Sandbox#network_log.

@@ -338,9 +338,9 @@ module LittleGhost
       # Sandbox#denials: +kind+ +:network+, +operation+ +:connect+ (or +:request+ for one refused HTTP request, with
       # +http_method+ and +path+), +target+ (<tt>"host:port"</tt>, or <tt>"*"</tt> for a connection refused before
       # its request was read), +reason+ (+:not_allowed+, +:private_destination+, +:request_not_allowed+,
-      # +:secret_exfiltration+, +:inspection_required+ or +:host_mismatch+ for a 403, +:descriptor_budget+ for a
-      # 503: the gateway was at its share of RLIMIT_NOFILE; see Sandbox::Denial), +message+ and +time+. Kept after
-      # #close.
+      # +:secret_exfiltration+, +:secret_placement+, +:inspection_required+ or +:host_mismatch+ for a 403,
+      # +:malformed_request+ for a 400, +:descriptor_budget+ for a 503: the gateway was at its share of
+      # RLIMIT_NOFILE; see Sandbox::Denial), +message+ and +time+. Kept after #close.
       #
       #   gateway.denials.last   # => #<LittleGhost::Sandbox::Denial network connect "evil.example:443" not_allowed>
 
