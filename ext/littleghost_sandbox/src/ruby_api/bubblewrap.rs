@@ -238,9 +238,10 @@ fn launch_of(
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     let workspace_paths = la::workspace_directories(ruby, workspace)?;
     let policy = core_policy(ruby, rb_self)?;
+    let pins = pins(ruby, rb_self, state, &plan.policy_grants)?;
     let launch = state
         .options
-        .launch(policy, plan, workspace_paths, &bw::RealHost);
+        .launch(policy, plan, workspace_paths, (&pins, &bw::RealHost));
     errors::core_result(ruby, launch)
 }
 

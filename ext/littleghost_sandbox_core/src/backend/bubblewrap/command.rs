@@ -86,6 +86,28 @@ pub struct HostArgv {
     pub pipes: Option<Pipes>,
 }
 
+/// The host facts of [`Options::launch`], except that a grant source's real
+/// path is its pin's route (or, beneath a pinned source, that route joined
+/// with the rest, lexically); `realpath` only for a source no pin covers.
+struct PinnedRoutes<'a> {
+    pins: &'a Pins,
+    host: &'a dyn HostProbe,
+}
+
+impl HostProbe for PinnedRoutes<'_> {
+    fn entry(&self, path: &Path) -> super::HostEntry {
+        self.host.entry(path)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        self.host.is_dir(path)
+    }
+
+    fn realpath(&self, path: &Path) -> Option<PathBuf> {
+        self.pins.route(path).or_else(|| self.host.realpath(path))
+    }
+}
+
 /// What `bubblewrap_args` was given; None takes the policy's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ArgsRequest {
@@ -193,14 +215,19 @@ impl Options {
     /// The bwrap launch of `plan` under `policy`: the plan's grants with
     /// their execution overlays, the configured masks plus the scope's,
     /// these options, and the workspace paths (a tmpfs holding one is not a
-    /// valid cwd, B.7).
+    /// valid cwd, B.7). Where a grant's directory is, for overlays and
+    /// masks, is the route its pin was reached by at `open`, never a
+    /// `realpath` taken now: beneath a writable grant a concurrent session
+    /// can make a path lead elsewhere for a moment ([`PinnedRoutes`]).
     pub fn launch(
         &self,
         policy: &Policy,
         plan: &LaunchPlan,
         workspace_paths: Vec<PathBuf>,
-        host: &dyn HostProbe,
+        (pins, host): (&Pins, &dyn HostProbe),
     ) -> Result<Launch> {
+        let routed = PinnedRoutes { pins, host };
+        let host: &dyn HostProbe = &routed;
         let root_filesystem = RootFilesystem::parse(policy.root_filesystem.name())
             .ok_or_else(|| Error::Policy("unsupported root_filesystem".into()))?;
         let grants = launch_grants(&plan.selected, &plan.policy_grants, host);

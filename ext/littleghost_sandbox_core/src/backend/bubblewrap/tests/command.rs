@@ -76,7 +76,7 @@ fn the_launch_takes_the_options_the_plan_and_the_scope_masks() {
     // The scope selected /w only: the policy's writable /w/notes is masked, after the configured mask.
     let plan = plan(vec![rw("/w")], vec![rw("/w"), rw("/w/notes")]);
     let launch = configured()
-        .launch(&policy, &plan, vec!["/w".into()], &host)
+        .launch(&policy, &plan, vec!["/w".into()], (&Pins::default(), &host))
         .unwrap();
     assert_eq!(launch.root_filesystem, RootFilesystem::ReadOnly);
     assert_eq!(launch.grants, vec![rw("/w")]);
@@ -102,7 +102,12 @@ fn a_configured_mask_the_scope_also_masks_is_listed_once() {
     };
     let plan = plan(vec![rw("/w")], vec![rw("/w"), rw("/w/notes")]);
     let launch = options
-        .launch(&Policy::default(), &plan, vec![], &FakeHost::debian())
+        .launch(
+            &Policy::default(),
+            &plan,
+            vec![],
+            (&Pins::default(), &FakeHost::debian()),
+        )
         .unwrap();
     assert_eq!(launch.masks, vec![PathBuf::from("/w/notes")]);
 }
