@@ -120,7 +120,7 @@ fn launch_of(options: &Options, network: NetworkMode) -> Launch {
             &Policy::default(),
             &plan,
             vec!["/w".into()],
-            &FakeHost::debian(),
+            (&Pins::default(), &FakeHost::debian()),
         )
         .unwrap()
 }
