@@ -81,6 +81,20 @@ impl Pins {
         Ok(())
     }
 
+    /// Where `source` is by the routes the pins were reached by at `open`:
+    /// its own pin's, or the longest pinned source containing it with the
+    /// rest joined lexically (never resolved now). None beneath no pin.
+    pub fn route(&self, source: &Path) -> Option<PathBuf> {
+        self.0
+            .iter()
+            .filter_map(|(pinned, anchor)| {
+                let rest = crate::paths::remainder(source, pinned)?;
+                Some((pinned.as_os_str().len(), anchor.path().join(rest)))
+            })
+            .max_by_key(|(length, _)| *length)
+            .map(|(_, route)| crate::paths::clean(&route))
+    }
+
     fn anchor(&self, source: &Path) -> Option<&Anchor> {
         self.0
             .iter()

@@ -13,7 +13,7 @@ use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch::{self, LaunchPlan, LaunchRequest, NetworkMode};
 use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::policy::Policy;
-use littleghost_sandbox_core::process::low_ports::PortStart;
+use littleghost_sandbox_core::process::hold::Held;
 use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
@@ -405,8 +405,8 @@ pub(crate) struct HostCommand {
     pub keep_fds: Vec<i32>,
     /// The descriptor to execute instead of `argv[0]` (the sealed helper).
     pub exec_fd: Option<i32>,
-    /// bwrap held until its sandbox's low ports are allowed (the relay listens below 1024).
-    pub port_start: Option<PortStart>,
+    /// bwrap held once set up, until the host prepared and checked its sandbox.
+    pub hold: Option<Held>,
     /// For bwrap: argv[0] as bwrap execs it, and as the caller wrote it (17.4).
     pub exec_argv0: Option<(Vec<u8>, String)>,
     /// The caller's argv[0] where `argv` runs it through a wrapper that is
@@ -424,7 +424,7 @@ impl HostCommand {
             chdir: Some(plan.cwd),
             keep_fds: Vec::new(),
             exec_fd: None,
-            port_start: None,
+            hold: None,
             exec_argv0: None,
             wrapped_program: None,
         }
@@ -516,7 +516,7 @@ pub(crate) fn run(
         spawn_options: SpawnOptions {
             inherited_fds: host.keep_fds.clone(),
             executable_fd: host.exec_fd,
-            port_start: host.port_start,
+            hold: host.hold.clone(),
         },
         owner: Some(ownership::owner(ruby, owner)?),
         kill_on_output_limit: call.kill_on_output_limit,
@@ -552,7 +552,7 @@ pub(crate) fn start(
             spawn_options: SpawnOptions {
                 inherited_fds: host.keep_fds,
                 executable_fd: host.exec_fd,
-                port_start: host.port_start,
+                hold: host.hold.clone(),
             },
             owner: Some(ownership::owner(ruby, owner)?),
             denials,

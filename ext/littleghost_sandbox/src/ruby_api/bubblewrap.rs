@@ -238,9 +238,10 @@ fn launch_of(
     let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     let workspace_paths = la::workspace_directories(ruby, workspace)?;
     let policy = core_policy(ruby, rb_self)?;
+    let pins = pins(ruby, rb_self, state, &plan.policy_grants)?;
     let launch = state
         .options
-        .launch(policy, plan, workspace_paths, &bw::RealHost);
+        .launch(policy, plan, workspace_paths, (&pins, &bw::RealHost));
     errors::core_result(ruby, launch)
 }
 
@@ -321,7 +322,7 @@ fn wrapped_command(
     convert::argv(ruby, wrapped)
 }
 
-/// What must stay open until the spawn: the seccomp filter and the relay copy, and the grants' handles.
+/// What must stay open until the spawn: the seccomp filter, the relay copy and the hold's pipes, and the grants' handles.
 type Held = (Vec<OwnedFd>, Vec<Anchor>);
 
 /// 16.5 and B.10: the core launch plan of a call (opening the sandbox first).
@@ -419,13 +420,17 @@ fn wrap_command(
         // bwrap sees the filter first, then the grants' handles, then the relay's copy.
         keep_fds: wrapped.inherited_fds,
         exec_fd: None,
-        port_start: wrapped.port_start,
+        hold: wrapped.hold,
         exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
         wrapped_program: None,
     };
+    let pipes = wrapped.pipes.into_iter().flat_map(|pipes| pipes.into_fds());
     Ok((
         host,
-        (filter.into_iter().chain(relay_data).collect(), anchors),
+        (
+            filter.into_iter().chain(relay_data).chain(pipes).collect(),
+            anchors,
+        ),
     ))
 }
 

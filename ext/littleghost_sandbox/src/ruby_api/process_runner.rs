@@ -323,6 +323,7 @@ fn start_failure(ruby: &Ruby, failure: StartFailure) -> Result<Value, Error> {
         }
         StartFailure::Refused { message, errno } => Err(with_errno_cause(ruby, message, errno)),
         StartFailure::Unenforceable { reason } => Err(capability_error(ruby, reason)),
+        StartFailure::Checked(error) => Err(crate::ruby_api::errors::from_core(ruby, error)),
     }
 }
 

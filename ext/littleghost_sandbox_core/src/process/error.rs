@@ -18,6 +18,10 @@ pub enum SpawnError {
     /// enforce (no writable cgroup, a missing controller); says why. Nothing
     /// was started.
     Unenforceable(String),
+    /// A check made once the child was started, before anything of it ran,
+    /// refused the launch (a held bwrap whose mounts are not what it asked
+    /// for): the core error the caller raises. The child was killed.
+    Refused(crate::error::Error),
 }
 
 impl SpawnError {
@@ -30,6 +34,7 @@ impl SpawnError {
                 error.raw_os_error().unwrap_or(libc::EIO)
             }
             SpawnError::Unenforceable(_) => libc::ENOTSUP,
+            SpawnError::Refused(_) => libc::EPERM,
         }
     }
 }

@@ -18,8 +18,10 @@
 //! - [`supervision`]: when the wait for a run to completion ends, and why.
 //! - [`runtime`]: the per-process tokio runtime, re-created after `fork`.
 //! - [`spawner`]: the long-lived thread every child is started from (H.5).
-//! - [`low_ports`]: a bwrap launch held until the host lowered
-//!   `ip_unprivileged_port_start` in the sandbox's own network namespace.
+//! - [`hold`]: a bwrap launch held once its sandbox is set up, until the
+//!   host lowered `ip_unprivileged_port_start` in the sandbox's own network
+//!   namespace ([`low_ports`]) and checked its mounts nested beneath a
+//!   writable bind ([`mount_check`]).
 //! - [`procfs`]: memory readers (`/proc` snapshot parser, `ps` rows).
 //!
 //! Waiting is left to the caller (the Ruby binding), which must keep Ruby
@@ -31,7 +33,9 @@ pub mod capture;
 pub mod deadline;
 pub mod error;
 pub mod group;
+pub mod hold;
 pub mod low_ports;
+pub mod mount_check;
 pub mod notify;
 mod plan;
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -92,9 +96,9 @@ pub struct SpawnOptions {
     /// executed program inherits that descriptor (the helper marks it
     /// close-on-exec first thing).
     pub executable_fd: Option<RawFd>,
-    /// Once started, the child (bwrap) is held until the host has set its
-    /// network namespace's `ip_unprivileged_port_start` ([`low_ports`]).
-    pub port_start: Option<low_ports::PortStart>,
+    /// Once started, the child (bwrap) is held until the host has prepared
+    /// and checked its sandbox ([`hold`]).
+    pub hold: Option<hold::Held>,
 }
 
 impl SpawnOptions {

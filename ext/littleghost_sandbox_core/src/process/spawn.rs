@@ -25,10 +25,11 @@
 //! both paths `execve` `/proc/self/fd/N` of the child's copy, which the
 //! kernel opens from the descriptor, not from any file system path.
 //!
-//! A launch with `SpawnOptions::port_start` is a bwrap held on `--block-fd`:
-//! once it is started, [`super::low_ports`] prepares its network namespace
-//! and releases it before the spawn returns; if that fails, the child is
-//! killed and reaped and the launch is `Unenforceable`.
+//! A launch with `SpawnOptions::hold` is a bwrap held on `--block-fd`: once
+//! it is started, [`super::hold`] prepares its network namespace and checks
+//! its mounts, and releases it before the spawn returns; if that fails, the
+//! child is killed and reaped before anything of it ran, and the launch is
+//! `Unenforceable` (the ports) or `Refused` (a mount moved).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -44,6 +45,11 @@ use super::plan::{c_string, ChildPlan, DirectExec};
 use super::{program, Launch, SpawnOptions};
 use crate::limits::{self, LaunchCgroup, ProcessLimits};
 use fork::fork_exec;
+
+/// A mount nested beneath a writable bind is not where, or not what, the
+/// launch asked for once bwrap set the sandbox up (a directory on its path
+/// was exchanged with a symlink meanwhile).
+pub const MOUNT_MOVED: &str = "sandbox mount destination changed while the sandbox was set up";
 
 /// The parent's ends of a freshly spawned child.
 pub struct Spawned {
@@ -172,13 +178,18 @@ pub fn spawn_in(
     // The child holds its own copies now (or failed); ours must not stay open.
     drop((stdin_child, stdout_child, stderr_child, moved));
     let pid = started?;
-    if let Some(ports) = &launch.spawn_options.port_start {
-        if let Err(why) = super::low_ports::prepare(pid, ports) {
+    if let Some(held) = &launch.spawn_options.hold {
+        if let Err(refusal) = super::hold::prepare(pid, held) {
             // Nothing of the launch has run: bwrap holds its child.
             kill_and_reap(pid);
-            return Err(SpawnError::Unenforceable(format!(
-                "the relay cannot listen on an allowlisted port below 1024: {why}"
-            )));
+            return Err(match refusal {
+                super::hold::Refusal::Ports(why) => SpawnError::Unenforceable(format!(
+                    "the relay cannot listen on an allowlisted port below 1024: {why}"
+                )),
+                super::hold::Refusal::Mounts(why) => {
+                    SpawnError::Refused(crate::error::policy(format!("{MOUNT_MOVED}: {why}")))
+                }
+            });
         }
     }
     #[cfg(test)]

@@ -145,6 +145,9 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
         Err(SpawnError::Unenforceable(reason)) => {
             return Err(crate::ruby_api::errors::capability_error(ruby, reason))
         }
+        Err(SpawnError::Refused(error)) => {
+            return Err(crate::ruby_api::errors::from_core(ruby, error))
+        }
         Err(error) => {
             let subject = session_failure_subject(&error, &launch.argv[0]);
             let errno = errno_exception(ruby, error.errno(), Some(subject))?;

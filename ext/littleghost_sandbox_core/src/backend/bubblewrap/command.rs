@@ -16,7 +16,9 @@ use crate::launch::transparent::Transparent;
 use crate::launch::{self, relay_argv, Filter, Forward, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
 use crate::policy::Policy;
-use crate::process::low_ports::{self, Hold, Pipes, PortStart};
+use crate::process::hold::{Held, Hold, Pipes};
+use crate::process::low_ports;
+use crate::process::mount_check::{ExpectedMount, MountKind};
 use crate::process::SpawnOptions;
 
 /// A bind or mask destination beneath a writable bind is not a real
@@ -66,7 +68,7 @@ pub const HOSTS_PATH: &str = "/etc/hosts";
 pub const RELAY_PATH: &str = "/dev/littleghost-sandbox-helper";
 
 /// The host command of one launch.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct HostArgv {
     /// `bwrap`, its options, `--`, the command.
     pub argv: Vec<String>,
@@ -76,8 +78,34 @@ pub struct HostArgv {
     /// What bwrap executes inside (the command's first word, or the relay
     /// helper), so its exec failure can be read back (17.4).
     pub program: String,
-    /// For the spawn: the launch is held until its port start is lowered.
-    pub port_start: Option<PortStart>,
+    /// For the spawn: the launch is held until its port start is lowered
+    /// and its nested mounts are checked ([`crate::process::hold`]).
+    pub hold: Option<Held>,
+    /// The pipes of that hold when this call made them (no relay hold to
+    /// share): the caller keeps them open until the spawn returned.
+    pub pipes: Option<Pipes>,
+}
+
+/// The host facts of [`Options::launch`], except that a grant source's real
+/// path is its pin's route (or, beneath a pinned source, that route joined
+/// with the rest, lexically); `realpath` only for a source no pin covers.
+struct PinnedRoutes<'a> {
+    pins: &'a Pins,
+    host: &'a dyn HostProbe,
+}
+
+impl HostProbe for PinnedRoutes<'_> {
+    fn entry(&self, path: &Path) -> super::HostEntry {
+        self.host.entry(path)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        self.host.is_dir(path)
+    }
+
+    fn realpath(&self, path: &Path) -> Option<PathBuf> {
+        self.pins.route(path).or_else(|| self.host.realpath(path))
+    }
 }
 
 /// What `bubblewrap_args` was given; None takes the policy's.
@@ -151,7 +179,7 @@ impl Options {
         file.rewind().map_err(failed)?;
         let pipes = plan
             .unprivileged_port_start()
-            .map(Pipes::new)
+            .map(|start| Pipes::new(Some(start)))
             .transpose()
             .map_err(|e| Error::Dependency(format!("cannot prepare the relay's low ports: {e}")))?;
         Ok(Served {
@@ -187,14 +215,19 @@ impl Options {
     /// The bwrap launch of `plan` under `policy`: the plan's grants with
     /// their execution overlays, the configured masks plus the scope's,
     /// these options, and the workspace paths (a tmpfs holding one is not a
-    /// valid cwd, B.7).
+    /// valid cwd, B.7). Where a grant's directory is, for overlays and
+    /// masks, is the route its pin was reached by at `open`, never a
+    /// `realpath` taken now: beneath a writable grant a concurrent session
+    /// can make a path lead elsewhere for a moment ([`PinnedRoutes`]).
     pub fn launch(
         &self,
         policy: &Policy,
         plan: &LaunchPlan,
         workspace_paths: Vec<PathBuf>,
-        host: &dyn HostProbe,
+        (pins, host): (&Pins, &dyn HostProbe),
     ) -> Result<Launch> {
+        let routed = PinnedRoutes { pins, host };
+        let host: &dyn HostProbe = &routed;
         let root_filesystem = RootFilesystem::parse(policy.root_filesystem.name())
             .ok_or_else(|| Error::Policy("unsupported root_filesystem".into()))?;
         let grants = launch_grants(&plan.selected, &plan.policy_grants, host);
@@ -225,8 +258,12 @@ impl Options {
     /// `--ro-bind-fd`. A destination (bind or mask) beneath a writable bind
     /// must be a real directory, reached from that bind's handle with no
     /// symlink, or the launch is refused: bwrap resolves destinations inside
-    /// the new root, where a child could have planted a link. Returns the
-    /// anchors in the order bwrap inherits them.
+    /// the new root, where a child could have planted a link. Because a
+    /// concurrent session can still exchange a directory on that path after
+    /// this check, every such destination also becomes one of
+    /// `launch.checked_mounts`, which the held launch checks from the host
+    /// once bwrap has mounted it ([`crate::process::mount_check`]). Returns
+    /// the anchors in the order bwrap inherits them.
     pub fn bind_from(&self, launch: &mut Launch, pins: &Pins, filter: bool) -> Result<Vec<Anchor>> {
         let mut anchors: Vec<Anchor> = Vec::new();
         let mut bound: Vec<(&Grant, Anchor)> = Vec::new();
@@ -261,7 +298,36 @@ impl Options {
                 }
             }
         }
+        let mut checked = Vec::new();
+        let writable_root = launch.root_filesystem == RootFilesystem::ReadWrite;
+        let nested = |path: &Path| {
+            (writable_root && path != Path::new("/"))
+                || bound.iter().any(|(outer, _)| {
+                    outer.access.writable()
+                        && path != outer.target
+                        && path.starts_with(&outer.target)
+                })
+        };
+        for (grant, anchor) in bound.iter().filter(|(g, _)| nested(&g.target)) {
+            let (dev, ino) = anchor.id();
+            checked.push(ExpectedMount {
+                path: grant.target.clone(),
+                kind: MountKind::Bind { dev, ino },
+                read_only: !grant.access.writable(),
+            });
+        }
+        for mask in launch.masks.iter().filter(|m| nested(m)) {
+            let covered = |e: &ExpectedMount| e.path == *mask;
+            if !checked.iter().any(covered) {
+                checked.push(ExpectedMount {
+                    path: mask.clone(),
+                    kind: MountKind::Tmpfs,
+                    read_only: true,
+                });
+            }
+        }
         launch.bind_fds = bind_fds;
+        launch.checked_mounts = checked;
         Ok(anchors)
     }
 
@@ -282,7 +348,7 @@ impl Options {
         host: &dyn HostProbe,
     ) -> Result<HostArgv> {
         let mut inherited_fds = Vec::new();
-        let mut port_start = None;
+        let mut hold = None;
         if let Some(fd) = filter {
             launch.seccomp_fd = Some(SpawnOptions::child_fd(inherited_fds.len()));
             inherited_fds.push(fd);
@@ -310,20 +376,37 @@ impl Options {
                     launch.hosts_data = Some((data, PathBuf::from(HOSTS_PATH)));
                     inherited_fds.push(hosts);
                 }
-                if let Some(hold) = relay.hold {
-                    let info = SpawnOptions::child_fd(inherited_fds.len());
-                    inherited_fds.push(hold.info);
-                    let block = SpawnOptions::child_fd(inherited_fds.len());
-                    inherited_fds.push(hold.block);
-                    launch.hold_fds = Some((info, block));
-                    port_start = Some(hold.spawner);
-                }
+                hold = relay.hold;
             }
             None if launch.network == NetworkMode::Allowlist => {
                 return Err(Error::Dependency("the network gateway is not open".into()))
             }
             None => {}
         }
+        // Held to lower its ports (the relay's pipes), or to check its
+        // nested mounts (pipes of its own); otherwise bwrap runs unheld.
+        let mut pipes = None;
+        if hold.is_none() && !launch.checked_mounts.is_empty() {
+            let made = Pipes::new(None).map_err(|e| {
+                Error::Dependency(format!(
+                    "cannot prepare the check of the sandbox's mounts: {e}"
+                ))
+            })?;
+            hold = Some(made.hold());
+            pipes = Some(made);
+        }
+        let held = hold.map(|hold| {
+            let info = SpawnOptions::child_fd(inherited_fds.len());
+            inherited_fds.push(hold.info);
+            let block = SpawnOptions::child_fd(inherited_fds.len());
+            inherited_fds.push(hold.block);
+            launch.hold_fds = Some((info, block));
+            Held {
+                block,
+                mounts: launch.checked_mounts.clone(),
+                ..hold.spawner
+            }
+        });
         let options = bubblewrap_args(&launch, host)?;
         let not_utf8 = || Error::Argument("bubblewrap executable path must be valid UTF-8".into());
         self.executable.to_str().ok_or_else(not_utf8)?;
@@ -351,7 +434,8 @@ impl Options {
             argv,
             inherited_fds,
             program,
-            port_start,
+            hold: held,
+            pipes,
         })
     }
 }

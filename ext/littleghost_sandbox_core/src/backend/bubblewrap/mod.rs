@@ -169,12 +169,18 @@ pub struct Launch {
     /// `--info-fd` and `--block-fd` (descriptors as bwrap sees them): the
     /// sandbox waits, after every setup step and before anything of the
     /// launch runs, until the host has lowered its network namespace's
-    /// `ip_unprivileged_port_start` ([`crate::process::low_ports`]).
+    /// `ip_unprivileged_port_start` and checked its nested mounts
+    /// ([`crate::process::hold`]).
     pub hold_fds: Option<(RawFd, RawFd)>,
     /// The descriptor (as bwrap sees it) each grant source is bound
     /// from (`--bind-fd`/`--ro-bind-fd`); a grant not listed is bound by its
     /// path (only in the argv `bubblewrap_args` shows, never in a launch).
     pub bind_fds: Vec<(PathBuf, RawFd)>,
+    /// The mounts nested beneath a writable bind (the root under
+    /// `:read_write`, or a writable grant), which a concurrent session could
+    /// move while bwrap resolves them: checked from the host before the
+    /// launch goes on ([`Options::bind_from`] fills it in).
+    pub checked_mounts: Vec<crate::process::mount_check::ExpectedMount>,
 }
 
 impl Launch {
@@ -202,6 +208,7 @@ impl Launch {
             hosts_data: None,
             hold_fds: None,
             bind_fds: Vec::new(),
+            checked_mounts: Vec::new(),
         }
     }
 }

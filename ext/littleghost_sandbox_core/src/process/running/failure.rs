@@ -12,6 +12,8 @@ pub enum StartFailure {
     Refused { message: &'static str, errno: i32 },
     /// Raised: CapabilityError with this reason; nothing was started (L.3).
     Unenforceable { reason: String },
+    /// Raised: the core error (its documented class); nothing of it ran.
+    Checked(crate::error::Error),
 }
 
 impl StartFailure {
@@ -37,6 +39,7 @@ impl StartFailure {
             SpawnError::Unenforceable(reason) => StartFailure::Unenforceable {
                 reason: reason.clone(),
             },
+            SpawnError::Refused(error) => StartFailure::Checked(error.clone()),
         }
     }
 }

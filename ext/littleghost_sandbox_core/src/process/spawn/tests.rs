@@ -179,14 +179,26 @@ fn an_executable_descriptor_runs_that_file_whatever_argv0_names_on_both_paths() 
     }
 }
 
-/// A launch held for [`super::super::low_ports`]: the pipes, with bwrap's
-/// ends inherited as 3 (`--info-fd`) and 4 (`--block-fd`).
-fn held(argv: &[&str], pipes: &super::super::low_ports::Pipes) -> Launch {
+/// A launch held by [`super::super::hold`]: the pipes, with bwrap's ends
+/// inherited as 3 (`--info-fd`) and 4 (`--block-fd`), checking `mounts`.
+fn held_checking(
+    argv: &[&str],
+    pipes: &super::super::hold::Pipes,
+    mounts: Vec<super::super::mount_check::ExpectedMount>,
+) -> Launch {
     let hold = pipes.hold();
     let mut held = launch(argv, false);
     held.spawn_options.inherited_fds = vec![hold.info, hold.block];
-    held.spawn_options.port_start = Some(hold.spawner);
+    held.spawn_options.hold = Some(super::super::hold::Held {
+        block: 4,
+        mounts,
+        ..hold.spawner
+    });
     held
+}
+
+fn held(argv: &[&str], pipes: &super::super::hold::Pipes) -> Launch {
+    held_checking(argv, pipes, Vec::new())
 }
 
 #[test]
@@ -199,7 +211,7 @@ fn a_held_launch_whose_namespace_cannot_be_prepared_is_killed_before_it_goes_on(
         "echo $$ > {0}; echo '{{\"child-pid\": '$$', \"net-namespace\": 1}}' >&3; read x <&4; echo released > {0}",
         marker.display()
     );
-    let pipes = super::super::low_ports::Pipes::new(443).unwrap();
+    let pipes = super::super::hold::Pipes::new(Some(443)).unwrap();
     let refused = spawn(&held(&["sh", "-c", &script], &pipes), false);
     let Err(SpawnError::Unenforceable(why)) = refused else {
         panic!("expected a refusal");
@@ -223,7 +235,7 @@ fn a_held_bwrap_runs_its_command_with_the_port_start_lowered_in_its_own_namespac
     }
     let sysctl = super::super::low_ports::SYSCTL_PATH;
     let host = std::fs::read_to_string(sysctl).unwrap();
-    let pipes = super::super::low_ports::Pipes::new(443).unwrap();
+    let pipes = super::super::hold::Pipes::new(Some(443)).unwrap();
     let argv = [
         bwrap,
         "--unshare-user",
@@ -270,4 +282,94 @@ fn a_held_bwrap_runs_its_command_with_the_port_start_lowered_in_its_own_namespac
     }
     assert_eq!((stdout.as_str(), stderr.as_str()), ("443\n", ""));
     assert_eq!(std::fs::read_to_string(sysctl).unwrap(), host);
+}
+
+#[test]
+fn a_held_bwrap_goes_on_only_when_its_mounts_are_what_the_launch_asked_for() {
+    use super::super::mount_check::{ExpectedMount, MountKind};
+    let Some(bwrap) = ["/usr/bin/bwrap", "/bin/bwrap"]
+        .into_iter()
+        .find(|path| Path::new(path).exists())
+    else {
+        return; // no Bubblewrap here
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (grant, marker) = (dir.path().join("grant"), dir.path().join("ran"));
+    std::fs::create_dir(&grant).unwrap();
+    #[allow(clippy::unnecessary_cast)]
+    let id = {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&grant).unwrap();
+        (meta.dev() as u64, meta.ino() as u64)
+    };
+    let (grant_path, marker_path) = (grant.to_str().unwrap(), marker.to_str().unwrap());
+    let script = format!("touch {marker_path}");
+    let argv = [
+        bwrap,
+        "--unshare-user",
+        "--disable-userns",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--bind",
+        "/",
+        "/",
+        "--ro-bind",
+        grant_path,
+        grant_path,
+        "--tmpfs",
+        "/mnt",
+        "--remount-ro",
+        "/mnt",
+        "--info-fd",
+        "3",
+        "--block-fd",
+        "4",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ];
+    let bind = |dev, ino, read_only| ExpectedMount {
+        path: grant.clone(),
+        kind: MountKind::Bind { dev, ino },
+        read_only,
+    };
+    let mask = ExpectedMount {
+        path: "/mnt".into(),
+        kind: MountKind::Tmpfs,
+        read_only: true,
+    };
+    // What bwrap made: it goes on and runs the command.
+    let pipes = super::super::hold::Pipes::new(None).unwrap();
+    let mounts = vec![bind(id.0, id.1, true), mask.clone()];
+    let spawned = match spawn(&held_checking(&argv, &pipes, mounts), false) {
+        Ok(spawned) => spawned,
+        Err(SpawnError::Refused(error)) if error.message().contains("cannot") => {
+            return; // no unprivileged user namespaces, or no statx here
+        }
+        Err(error) => panic!("{error:?}"),
+    };
+    drop(pipes);
+    let mut status = 0;
+    // SAFETY: waiting for our own child into a local.
+    unsafe { libc::waitpid(spawned.pid, &mut status, 0) };
+    assert!(marker.exists(), "the checked launch did not run");
+    std::fs::remove_file(&marker).unwrap();
+    // Another directory's identity, or a mask where nothing is mounted:
+    // killed while held, the command never ran.
+    for mounts in [
+        vec![bind(id.0, id.1 + 1, true), mask.clone()],
+        vec![ExpectedMount {
+            path: dir.path().into(),
+            ..mask.clone()
+        }],
+    ] {
+        let pipes = super::super::hold::Pipes::new(None).unwrap();
+        let refused = spawn(&held_checking(&argv, &pipes, mounts), false);
+        let Err(SpawnError::Refused(error)) = refused else {
+            panic!("expected a refusal");
+        };
+        assert!(error.message().starts_with(super::MOUNT_MOVED), "{error}");
+        assert!(!marker.exists(), "a refused launch ran");
+    }
 }

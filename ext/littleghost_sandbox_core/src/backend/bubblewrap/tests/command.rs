@@ -76,7 +76,7 @@ fn the_launch_takes_the_options_the_plan_and_the_scope_masks() {
     // The scope selected /w only: the policy's writable /w/notes is masked, after the configured mask.
     let plan = plan(vec![rw("/w")], vec![rw("/w"), rw("/w/notes")]);
     let launch = configured()
-        .launch(&policy, &plan, vec!["/w".into()], &host)
+        .launch(&policy, &plan, vec!["/w".into()], (&Pins::default(), &host))
         .unwrap();
     assert_eq!(launch.root_filesystem, RootFilesystem::ReadOnly);
     assert_eq!(launch.grants, vec![rw("/w")]);
@@ -102,7 +102,12 @@ fn a_configured_mask_the_scope_also_masks_is_listed_once() {
     };
     let plan = plan(vec![rw("/w")], vec![rw("/w"), rw("/w/notes")]);
     let launch = options
-        .launch(&Policy::default(), &plan, vec![], &FakeHost::debian())
+        .launch(
+            &Policy::default(),
+            &plan,
+            vec![],
+            (&Pins::default(), &FakeHost::debian()),
+        )
         .unwrap();
     assert_eq!(launch.masks, vec![PathBuf::from("/w/notes")]);
 }
@@ -115,7 +120,7 @@ fn launch_of(options: &Options, network: NetworkMode) -> Launch {
             &Policy::default(),
             &plan,
             vec!["/w".into()],
-            &FakeHost::debian(),
+            (&Pins::default(), &FakeHost::debian()),
         )
         .unwrap()
 }
@@ -242,7 +247,7 @@ fn transparent_listeners_go_to_the_relay_and_the_hosts_file_is_bound_over_the_ho
     ));
     // Every port at 1024 or more: bwrap is not held.
     assert!(!host.argv.iter().any(|word| word == "--block-fd"));
-    assert_eq!(host.port_start, None);
+    assert_eq!(host.hold, None);
     let tail = [
         "--forward",
         "127.80.0.1:8443=api.test:8443",
@@ -272,12 +277,14 @@ fn transparent_listeners_go_to_the_relay_and_the_hosts_file_is_bound_over_the_ho
 
 #[test]
 fn a_listener_below_1024_holds_bwrap_until_the_spawner_released_it() {
-    use crate::process::low_ports::{Hold, PortStart};
+    use crate::process::hold::{Held, Hold};
     let options = configured();
-    let spawner = PortStart {
+    let spawner = Held {
         info: 20,
         release: 23,
-        start: 443,
+        block: -1,
+        port_start: Some(443),
+        mounts: Vec::new(),
     };
     let relay = Relay {
         data: 11,
@@ -287,7 +294,7 @@ fn a_listener_below_1024_holds_bwrap_until_the_spawner_released_it() {
         hold: Some(Hold {
             info: 21,
             block: 22,
-            spawner,
+            spawner: spawner.clone(),
         }),
         ..Relay::default()
     };
@@ -303,12 +310,21 @@ fn a_listener_below_1024_holds_bwrap_until_the_spawner_released_it() {
     // bwrap inherits its ends of the pipes; the spawner keeps the others.
     assert_eq!(host.inherited_fds, [11, 12, 21, 22]);
     assert!(has(&host.argv, &["--info-fd", "5", "--block-fd", "6"]));
-    assert_eq!(host.port_start, Some(spawner));
+    // The spawner waits for bwrap's read of its fd 6; nothing to check here.
+    let expected = Held {
+        block: 6,
+        ..spawner
+    };
+    assert_eq!(host.hold, Some(expected));
+    assert!(host.pipes.is_none());
     // The served plan asks for the hold only with a port below 1024.
     let served = options
         .transparent(&[("api.test".into(), 443), ("api.test".into(), 8443)])
         .unwrap();
-    assert_eq!(served.pipes.map(|p| p.hold().spawner.start), Some(443));
+    assert_eq!(
+        served.pipes.map(|p| p.hold().spawner.port_start),
+        Some(Some(443))
+    );
     let served = options.transparent(&[("api.test".into(), 8443)]).unwrap();
     assert!(served.pipes.is_none() && served.hosts.is_some());
 }
@@ -325,7 +341,7 @@ fn allowlist_without_an_open_gateway_is_refused() {
         &FakeHost::debian(),
     );
     let expected = Error::Dependency("the network gateway is not open".into());
-    assert_eq!(refused, Err(expected));
+    assert_eq!(refused.unwrap_err(), expected);
 }
 
 #[test]
@@ -344,7 +360,7 @@ fn a_non_utf8_executable_is_refused() {
         &FakeHost::debian(),
     );
     let message = "bubblewrap executable path must be valid UTF-8";
-    assert_eq!(refused, Err(Error::Argument(message.into())));
+    assert_eq!(refused.unwrap_err(), Error::Argument(message.into()));
 }
 
 #[test]
@@ -468,4 +484,88 @@ fn a_destination_beneath_a_writable_bind_must_be_a_real_directory_there() {
         refused.message().contains("not a real directory"),
         "{refused:?}"
     );
+}
+
+#[test]
+fn only_a_launch_with_a_mount_nested_beneath_a_writable_bind_is_held_to_check_it() {
+    use crate::process::mount_check::{ExpectedMount, MountKind};
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::create_dir_all(root.join("a/src")).unwrap();
+    std::fs::create_dir_all(root.join("a/cache")).unwrap();
+    let (outer, inner) = (
+        rw(root.to_str().unwrap()),
+        ro(root.join("a/src").to_str().unwrap()),
+    );
+    let pins = Pins::capture(&[outer.clone(), inner.clone()]).unwrap();
+    let options = configured();
+    let argv_of = |mut launch: Launch| {
+        let anchors = options.bind_from(&mut launch, &pins, false).unwrap();
+        let handles: Vec<i32> = anchors.iter().map(|a| a.fd().as_raw_fd()).collect();
+        let checked = launch.checked_mounts.clone();
+        let host = options
+            .host_argv(
+                launch,
+                vec!["true".into()],
+                None,
+                (None, &handles),
+                &FakeHost::debian(),
+            )
+            .unwrap();
+        (checked, host)
+    };
+    use std::os::fd::AsRawFd;
+    // A read-only grant and a mask inside the writable root: both checked.
+    let mut launch = Launch::new(
+        RootFilesystem::Isolated,
+        vec![outer.clone(), inner],
+        root.clone(),
+    );
+    launch.masks = vec![root.join("a/cache")];
+    let (checked, host) = argv_of(launch);
+    let src = std::fs::metadata(root.join("a/src")).unwrap();
+    assert_eq!(
+        checked,
+        [
+            ExpectedMount {
+                path: root.join("a/src"),
+                kind: MountKind::Bind {
+                    dev: src.dev(),
+                    ino: src.ino()
+                },
+                read_only: true,
+            },
+            ExpectedMount {
+                path: root.join("a/cache"),
+                kind: MountKind::Tmpfs,
+                read_only: true,
+            },
+        ]
+    );
+    // bwrap's ends of the hold's pipes come after the two handles.
+    assert!(has(&host.argv, &["--info-fd", "5", "--block-fd", "6"]));
+    let held = host.hold.expect("held");
+    assert_eq!(
+        (held.block, held.mounts, held.port_start),
+        (6, checked, None)
+    );
+    assert!(host.pipes.is_some());
+    // The writable root alone: nothing nested, bwrap runs unheld.
+    let (checked, host) = argv_of(Launch::new(
+        RootFilesystem::Isolated,
+        vec![outer.clone()],
+        root.clone(),
+    ));
+    assert!(checked.is_empty());
+    assert!(host.hold.is_none() && host.pipes.is_none());
+    assert!(!host.argv.iter().any(|word| word == "--block-fd"));
+    // Under :read_write the root itself is a writable bind: the grant is nested.
+    let (checked, _) = argv_of(Launch::new(
+        RootFilesystem::ReadWrite,
+        vec![outer],
+        root.clone(),
+    ));
+    assert_eq!(checked.len(), 1);
+    assert_eq!(checked[0].path, root);
 }
