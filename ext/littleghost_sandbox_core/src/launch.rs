@@ -15,6 +15,7 @@ use crate::grants::Grant;
 use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
 
 pub mod transparent;
+pub mod trust_store;
 pub use crate::scope::NetworkMode;
 pub use transparent::{Forward, Transparent};
 
@@ -216,7 +217,10 @@ pub fn plan<E>(
                 .policy_network
                 .map(|n| n.destinations())
                 .unwrap_or_default();
-            merge_environment(&[&proxy_environment(&allow), &gateway])
+            // The host's trust roots, beneath the gateway's: an inspecting
+            // gateway's bundle (those roots plus its CA) replaces them.
+            let trust = trust_store::environment();
+            merge_environment(&[&proxy_environment(&allow), &trust, &gateway])
         }
         _ => Vec::new(),
     };
