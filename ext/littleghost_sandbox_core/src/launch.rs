@@ -76,11 +76,18 @@ impl Pins {
 
     /// Every grant is pinned and its route still leads, with no symlink, to
     /// the pinned directory (not renamed, replaced or swapped since `open`).
+    /// A grant no pin names (a `protect:` path created since `open`, which
+    /// the policy now keeps read-only) must be reachable by a walk from the
+    /// pinned grant containing it.
     pub fn verify(&self, grants: &[Grant]) -> Result<()> {
         for grant in grants {
             match self.anchor(&grant.source) {
                 Some(anchor) if anchor.is_current() => {}
-                _ => return Err(policy(SOURCE_CHANGED)),
+                Some(_) => return Err(policy(SOURCE_CHANGED)),
+                None => {
+                    self.anchor_for(&grant.source)
+                        .map_err(|_| policy(SOURCE_CHANGED))?;
+                }
             }
         }
         Ok(())
