@@ -203,13 +203,13 @@ RSpec.describe LittleGhost::Sandboxes::Bubblewrap do
   end
 
   describe "#execute_program" do
-    it "runs the argv without a shell, with the workspace environment only" do
+    it "runs the argv without a shell, with the workspace environment and the default PATH only" do
       result = sandbox.execute_program(["/bin/echo", "a b", "$HOME;"], timeout: 5)
       expect(result.stdout).to eq("a b $HOME;\n")
       expect(result.exit_code).to eq(0)
       expect(result).to be_success
       env = sandbox.execute_program(["/usr/bin/env"], timeout: 5).stdout.lines.map { |l| l.split("=", 2).first }.sort
-      expect(env).to eq(%w[LITTLE_GHOST_WORKSPACE_CACHE LITTLE_GHOST_WORKSPACE_ROOT LITTLE_GHOST_WORKSPACE_SOURCE PWD])
+      expect(env).to eq(%w[LITTLE_GHOST_WORKSPACE_CACHE LITTLE_GHOST_WORKSPACE_ROOT LITTLE_GHOST_WORKSPACE_SOURCE PATH PWD])
     end
 
     it "starts in the workspace root or a logical cwd" do

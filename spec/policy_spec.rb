@@ -7,7 +7,7 @@ RSpec.describe LittleGhost::Sandbox::Policy do
   let(:sandbox) { LittleGhost::Sandbox }
 
   it "publishes its constants, frozen" do
-    expect(described_class::COMMON_KEYS).to eq(%i[files runtime_paths root_filesystem environment network])
+    expect(described_class::COMMON_KEYS).to eq(%i[files runtime_paths root_filesystem environment network protect])
     expect(described_class::ACCESS_MODES).to eq(%i[read_only read_write])
     expect(described_class::ROOT_FILESYSTEM_MODES).to eq(%i[isolated read_only read_write])
     expect([described_class::COMMON_KEYS, described_class::ACCESS_MODES, described_class::ROOT_FILESYSTEM_MODES])

@@ -228,9 +228,10 @@ RSpec.describe LittleGhost::Sandboxes::Unrestricted do
       sandbox.execute_program([ruby, "-e", code], timeout: 10, **options)
     end
 
-    it "runs on the host with only the workspace variables, from the root" do
-      execution = run("print ENV.fetch('LITTLE_GHOST_WORKSPACE_CACHE'), '|', Dir.pwd, '|', ENV.key?('PATH'), ENV.key?('HOME')")
-      expect(execution.stdout).to eq("#{workspace.path(:cache)}|#{workspace.root}|falsefalse")
+    it "runs on the host with only the workspace variables and the default PATH, from the root" do
+      execution = run("print ENV.fetch('LITTLE_GHOST_WORKSPACE_CACHE'), '|', Dir.pwd, '|', ENV['PATH'], '|', ENV.key?('HOME')")
+      expect(execution.stdout)
+        .to eq("#{workspace.path(:cache)}|#{workspace.root}|/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin|false")
       expect(execution.exit_code).to eq(0)
       expect(execution).to be_success
     end

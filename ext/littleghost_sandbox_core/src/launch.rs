@@ -15,6 +15,7 @@ use crate::grants::Grant;
 use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
 
 pub mod transparent;
+pub mod trust_store;
 pub use crate::scope::NetworkMode;
 pub use transparent::{Forward, Transparent};
 
@@ -28,6 +29,10 @@ pub const MOUNT_PATH_NOT_UTF8: &str = "sandbox mount path must be valid UTF-8";
 pub const CWD_NOT_AVAILABLE: &str = "Working directory is not available";
 /// A launch asking for `:allowlist` networking from a backend without a gateway.
 pub const ALLOWLIST_UNSUPPORTED: &str = "sandbox backend cannot enforce network mode :allowlist";
+/// The `PATH` a launch gets when neither the host environment (17.6) nor a
+/// layer of the 16.4 merge sets one (17.5): the system directories of the
+/// isolated root, in the order Debian's login shells use.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// Where the relay listens inside the sandbox's network namespace (G.5).
 pub const RELAY_PROXY_URL: &str = "http://127.0.0.1:3128";
 
@@ -71,11 +76,18 @@ impl Pins {
 
     /// Every grant is pinned and its route still leads, with no symlink, to
     /// the pinned directory (not renamed, replaced or swapped since `open`).
+    /// A grant no pin names (a `protect:` path created since `open`, which
+    /// the policy now keeps read-only) must be reachable by a walk from the
+    /// pinned grant containing it.
     pub fn verify(&self, grants: &[Grant]) -> Result<()> {
         for grant in grants {
             match self.anchor(&grant.source) {
                 Some(anchor) if anchor.is_current() => {}
-                _ => return Err(policy(SOURCE_CHANGED)),
+                Some(_) => return Err(policy(SOURCE_CHANGED)),
+                None => {
+                    self.anchor_for(&grant.source)
+                        .map_err(|_| policy(SOURCE_CHANGED))?;
+                }
             }
         }
         Ok(())
@@ -226,7 +238,10 @@ pub fn plan<E>(
                 .policy_network
                 .map(|n| n.destinations())
                 .unwrap_or_default();
-            merge_environment(&[&proxy_environment(&allow), &gateway])
+            // The host's trust roots, beneath the gateway's: an inspecting
+            // gateway's bundle (those roots plus its CA) replaces them.
+            let trust = trust_store::environment();
+            merge_environment(&[&proxy_environment(&allow), &trust, &gateway])
         }
         _ => Vec::new(),
     };
@@ -236,10 +251,12 @@ pub fn plan<E>(
     }
     let (workspace, call) = layers()?;
     let policy = policy_values(request.policy_environment).map_err(&core_error)?;
-    // B.10 (2): the gateway's variables sit beneath the 16.4 merge.
-    let environment = merge_environment(&[&gateway, &workspace, &policy, &call]);
     let inherit_environment =
         inherits_environment(request.call_inherit, request.policy_environment);
+    // B.10 (2): the gateway's variables sit beneath the 16.4 merge, and the
+    // default PATH (17.5) beneath everything: a caller's PATH always wins.
+    let environment = merge_environment(&[&gateway, &workspace, &policy, &call]);
+    let environment = with_default_path(environment, inherit_environment);
     let filter = launch_filter(request.filter).map_err(&core_error)?;
     if let Some(pins) = request.pins {
         pins.verify(&request.policy_grants).map_err(&core_error)?;
@@ -350,6 +367,20 @@ pub fn merge_environment(layers: &[&[(String, String)]]) -> Vec<(String, String)
         }
     }
     merged
+}
+
+/// 17.5: a child whose environment sets no `PATH` gets [`DEFAULT_PATH`], so
+/// a program that runs others by name (`gem env`, a shell script) finds
+/// them. An inherited host environment keeps its own `PATH` (17.6).
+fn with_default_path(
+    mut environment: Vec<(String, String)>,
+    inherit_environment: bool,
+) -> Vec<(String, String)> {
+    let inherited = inherit_environment && std::env::var_os("PATH").is_some();
+    if !inherited && !environment.iter().any(|(name, _)| name == "PATH") {
+        environment.insert(0, ("PATH".to_string(), DEFAULT_PATH.to_string()));
+    }
+    environment
 }
 
 /// 17.6: the host environment is inherited only when the call **and** the policy opt in.
@@ -483,11 +514,30 @@ mod tests {
         assert_eq!(
             plan.environment,
             pairs(&[
+                ("PATH", DEFAULT_PATH),
                 ("LITTLE_GHOST_WORKSPACE_ROOT", "/w"),
                 ("A", "policy"),
                 ("B", "call")
             ])
         );
+    }
+
+    #[test]
+    fn the_default_path_yields_to_a_layer_and_to_an_inherited_host_path() {
+        let set = |layer: Vec<(String, String)>| {
+            with_default_path(merge_environment(&[&pairs(&[("A", "1")]), &layer]), false)
+        };
+        assert_eq!(
+            set(Vec::new()),
+            pairs(&[("PATH", DEFAULT_PATH), ("A", "1")])
+        );
+        assert_eq!(
+            set(pairs(&[("PATH", "/opt/bin")])),
+            pairs(&[("A", "1"), ("PATH", "/opt/bin")])
+        );
+        // The test process has a PATH: inheriting it adds nothing.
+        assert!(std::env::var_os("PATH").is_some());
+        assert_eq!(with_default_path(Vec::new(), true), Vec::new());
     }
 
     #[test]

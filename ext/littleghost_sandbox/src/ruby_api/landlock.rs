@@ -177,8 +177,13 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     }
     errors::core_result(ruby, host::require(&state.platform))?;
     let grants = policy_grants(ruby, rb_self)?;
-    let root = core_policy(ruby, rb_self)?.root_filesystem;
-    let tmpdir = host::prepare(root, &state.runtime_roots, &grants);
+    let policy = core_policy(ruby, rb_self)?;
+    let tmpdir = host::prepare(
+        policy.root_filesystem,
+        &state.runtime_roots,
+        &grants,
+        &policy.protect,
+    );
     let tmpdir = errors::core_result(ruby, tmpdir)?;
     // Another thread may have opened the sandbox meanwhile: keep its directory.
     if state.tmpdir.borrow().is_some() {

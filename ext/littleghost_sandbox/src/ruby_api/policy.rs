@@ -77,6 +77,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("root_filesystem", method!(root_filesystem, 0))?;
     class.define_method("environment", method!(environment, 0))?;
     class.define_method("network", method!(network, 0))?;
+    class.define_method("protect", method!(protect, 0))?;
     // workspace_writable?: true iff the workspace root is granted `:read_write` to tools.
     let writable = method!(|p: &Policy| p.core.workspace_writable(), 0);
     class.define_method("workspace_writable?", writable)?;
@@ -98,6 +99,7 @@ impl vo::ValueObject for Policy {
             ("root_filesystem", root_filesystem(ruby, self).as_value()),
             ("environment", environment(ruby, self)),
             ("network", network(ruby, self)),
+            ("protect", protect(ruby, self)?.as_value()),
         ])
     }
 
@@ -147,7 +149,7 @@ pub(crate) fn coerce_with(
     Ok(build(ruby, class, merged)?.as_value())
 }
 
-/// Policy.new(files: {root: :read_only}, runtime_paths: {}, root_filesystem: :isolated, environment: {}, network: nil): a frozen policy.
+/// Policy.new(files: {root: :read_only}, runtime_paths: {}, root_filesystem: :isolated, environment: {}, network: nil, protect: [".git"]): a frozen policy.
 fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Policy>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     build(ruby, class, args.keywords)
@@ -172,9 +174,13 @@ fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<GrantTable, Err
 }
 
 fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Error> {
-    let [files, runtime_paths, root_filesystem, environment, network] =
+    let [files, runtime_paths, root_filesystem, environment, network, protect] =
         args::optional(ruby, keywords, core::COMMON_KEYS)?;
     let defaults = core::Policy::default();
+    let protect = match protect {
+        Some(value) => protect_list(ruby, value)?,
+        None => defaults.protect.clone(),
+    };
     let files = match files {
         Some(value) => grant_table(ruby, value, "files")?,
         None => defaults.files,
@@ -205,6 +211,7 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Err
             .map(|e| e.core().clone())
             .unwrap_or_default(),
         network: network_policy::borrow(network).map(|n| n.core().clone()),
+        protect,
     };
     Ok(wrap_as(ruby, class, core, environment, network))
 }
@@ -222,6 +229,31 @@ fn wrap_as(
         network: network.into(),
     };
     vo::frozen_obj(ruby, policy, class)
+}
+
+/// The entries of `protect:` (an Array of Strings or Symbols).
+fn protect_list(ruby: &Ruby, value: Value) -> Result<core::ProtectList, Error> {
+    let Some(items) = RArray::from_value(value) else {
+        return Err(errors::policy_error(
+            ruby,
+            "sandbox protect must be an Array of relative paths (protect: [] protects nothing)",
+        ));
+    };
+    let mut given = Vec::with_capacity(items.len());
+    for item in items.into_iter() {
+        given.push(vo::given(item)?);
+    }
+    errors::core_result(ruby, core::ProtectList::parse(given))
+}
+
+/// protect: the paths kept read-only inside every writable grant, a frozen Array of Strings.
+fn protect(ruby: &Ruby, rb_self: &Policy) -> Result<RArray, Error> {
+    let list = ruby.ary_new();
+    for entry in rb_self.core.protect.entries() {
+        list.push(ruby.str_new(&entry.to_string_lossy()))?;
+    }
+    list.freeze();
+    Ok(list)
 }
 
 fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<RHash, Error> {

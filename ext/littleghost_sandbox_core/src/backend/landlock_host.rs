@@ -55,10 +55,12 @@ pub fn prepare(
     root: crate::policy::RootFilesystem,
     runtime_roots: &[PathBuf],
     grants: &[Grant],
+    protect: &crate::policy::ProtectList,
 ) -> Result<PathBuf> {
     if grants.iter().any(|grant| !grant.source.is_dir()) {
         return Err(policy("sandbox mount source is not a directory"));
     }
+    refuse_protected(grants, protect)?;
     let tmpdir = ll::private_tmpdir()?;
     let sandbox = Sandbox {
         root,
@@ -71,6 +73,31 @@ pub fn prepare(
         return Err(error);
     }
     Ok(tmpdir)
+}
+
+/// A `protect:` path that exists inside a writable grant cannot stay
+/// read-only under Landlock (a rule holds for its whole hierarchy; see
+/// `refuse_narrowed`), and a change to it would run on the host (a git
+/// hook): CapabilityError at `open`, naming the path and the ways out.
+fn refuse_protected(grants: &[Grant], protect: &crate::policy::ProtectList) -> Result<()> {
+    for inner in grants.iter().filter(|g| !g.access.writable()) {
+        let outer = grants.iter().filter(|g| g.access.writable()).find(|outer| {
+            crate::paths::remainder(&inner.target, &outer.target)
+                .is_some_and(|rest| protect.entries().iter().any(|entry| entry == rest))
+        });
+        if let Some(outer) = outer {
+            return Err(crate::error::capability(format!(
+                "the landlock sandbox cannot keep the protected path {} read-only inside the writable \
+                 grant {}: a Landlock rule holds for everything beneath its directory. Pass protect: [] \
+                 to let programs write it, grant the root :read_only with writable named subpaths \
+                 (files: {{root: :read_only, out: :read_write}}), or use Bubblewrap, which mounts it \
+                 read-only",
+                inner.target.display(),
+                outer.target.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The supervisor's command line and the descriptor to execute it from.
@@ -157,7 +184,7 @@ mod tests {
             tools: true,
             protect_aliases: false,
         };
-        let refused = prepare(RootFilesystem::ReadOnly, &[], &[grant]);
+        let refused = prepare(RootFilesystem::ReadOnly, &[], &[grant], &Default::default());
         assert_eq!(
             refused,
             Err(policy("sandbox mount source is not a directory"))

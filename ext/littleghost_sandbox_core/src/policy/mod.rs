@@ -26,5 +26,6 @@ pub use network_rules::{
     AllowEntry, AllowRequest, NetworkRules, RuleRequest, SecretEntry, SecretRequest,
 };
 pub use rules::{
-    GrantTable, Policy, RootFilesystem, ACCESS_MODES, COMMON_KEYS, ROOT_FILESYSTEM_MODES,
+    GrantTable, Policy, ProtectList, RootFilesystem, ACCESS_MODES, COMMON_KEYS, DEFAULT_PROTECTED,
+    ROOT_FILESYSTEM_MODES,
 };

@@ -3,7 +3,7 @@
 //! them into process grants (longest target first).
 
 use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{EnvironmentPolicy, Given, NetworkPolicy};
 use crate::error::{argument, policy, Error, Result};
@@ -11,13 +11,19 @@ use crate::grants::{Access, Grant};
 use crate::paths;
 
 /// The declaration keys every backend understands (8.1, CF.3).
-pub const COMMON_KEYS: [&str; 5] = [
+pub const COMMON_KEYS: [&str; 6] = [
     "files",
     "runtime_paths",
     "root_filesystem",
     "environment",
     "network",
+    "protect",
 ];
+/// The paths kept read-only inside every writable grant unless `protect:`
+/// says otherwise: version-control metadata, whose hooks and configuration
+/// (`core.fsmonitor`, `core.pager`) run on the host the next time the user
+/// runs git.
+pub const DEFAULT_PROTECTED: [&str; 1] = [".git"];
 /// How a grant may be used (8.1).
 pub const ACCESS_MODES: [&str; 2] = ["read_only", "read_write"];
 /// What a process sees outside its grants (8.1).
@@ -136,6 +142,52 @@ impl Hash for GrantTable {
     }
 }
 
+/// `protect:`: relative paths, each matched beneath the root of every
+/// writable grant; one that exists there (a real directory, never followed
+/// through a symlink) is an implicit read-only grant nested in the writable one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProtectList(Vec<PathBuf>);
+
+impl Default for ProtectList {
+    fn default() -> ProtectList {
+        ProtectList(DEFAULT_PROTECTED.iter().map(PathBuf::from).collect())
+    }
+}
+
+impl ProtectList {
+    /// Validates `protect:` entries: each a Symbol or String naming a clean
+    /// relative path (no `..`, `.`, empty or absolute path); PolicyError naming
+    /// the first bad one. Duplicates are kept once.
+    pub fn parse<'a>(entries: impl IntoIterator<Item = Given<'a>>) -> Result<ProtectList> {
+        let mut list: Vec<PathBuf> = Vec::new();
+        for entry in entries {
+            let bad = || {
+                policy(format!(
+                    "sandbox protect entries must be relative paths beneath a grant (such as \".git\" or \".env\"), got {}",
+                    entry.shown()
+                ))
+            };
+            let name = entry.name().ok_or_else(bad)?;
+            let path = Path::new(name);
+            let plain = path
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if name.is_empty() || !plain || name.contains('\0') || name.ends_with('/') {
+                return Err(bad());
+            }
+            if !list.iter().any(|known| known == path) {
+                list.push(path.to_path_buf());
+            }
+        }
+        Ok(ProtectList(list))
+    }
+
+    /// The entries, in order.
+    pub fn entries(&self) -> &[PathBuf] {
+        &self.0
+    }
+}
+
 /// A validated sandbox policy.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Policy {
@@ -145,6 +197,8 @@ pub struct Policy {
     pub environment: EnvironmentPolicy,
     /// None: the backend's secure default.
     pub network: Option<NetworkPolicy>,
+    /// Paths kept read-only inside every writable grant.
+    pub protect: ProtectList,
 }
 
 impl Default for Policy {
@@ -156,6 +210,7 @@ impl Default for Policy {
             root_filesystem: RootFilesystem::Isolated,
             environment: EnvironmentPolicy::default(),
             network: None,
+            protect: ProtectList::default(),
         }
     }
 }
@@ -195,9 +250,78 @@ impl Policy {
                 });
             }
         }
+        let protected = self.protected_grants(&grants).map_err(&core_error)?;
+        grants.extend(protected);
         sort_grants(&mut grants);
         Ok(grants)
     }
+
+    /// The implicit read-only grants of `protect:` among `grants`: each
+    /// entry that exists as a real directory beneath a writable grant's
+    /// source (reached with no symlink on the way), at the same place
+    /// beneath its target, visible as that grant is. A path some grant
+    /// already names keeps that grant's access.
+    ///
+    /// One that exists as anything else (a file such as `.env` or a git
+    /// worktree's `.git`, a symlink) is a CapabilityError naming it: a file
+    /// cannot be kept read-only yet, and leaving it writable would let a
+    /// change to it survive unnoticed.
+    pub fn protected_grants(&self, grants: &[Grant]) -> Result<Vec<Grant>> {
+        let mut protected: Vec<Grant> = Vec::new();
+        for outer in grants.iter().filter(|g| g.access.writable()) {
+            for entry in self.protect.entries() {
+                let source = outer.source.join(entry);
+                let target = outer.target.join(entry);
+                let named = grants.iter().chain(&protected).any(|g| g.target == target);
+                if named {
+                    continue;
+                }
+                match beneath(&outer.source, entry) {
+                    Found::Missing => continue,
+                    Found::Directory => {}
+                    Found::Other => {
+                        return Err(crate::error::capability(format!(
+                            "the protected path {} inside the writable grant {} is not a directory \
+                             (a file or a symlink): only directories can be kept read-only inside a \
+                             writable grant. Leave it out of protect: (protect: [] protects nothing), \
+                             or grant {} :read_only with writable named subpaths",
+                            target.display(),
+                            outer.target.display(),
+                            outer.target.display()
+                        )))
+                    }
+                }
+                protected.push(Grant {
+                    source,
+                    target,
+                    access: Access::ReadOnly,
+                    tools: outer.tools,
+                    protect_aliases: true,
+                });
+            }
+        }
+        Ok(protected)
+    }
+}
+
+/// What `relative` beneath `base` is, never following a symlink on the way.
+enum Found {
+    Missing,
+    Directory,
+    Other,
+}
+
+fn beneath(base: &Path, relative: &Path) -> Found {
+    let mut path = base.to_path_buf();
+    for component in relative.components() {
+        path.push(component);
+        match std::fs::symlink_metadata(&path) {
+            Err(_) => return Found::Missing,
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Found::Other,
+        }
+    }
+    Found::Directory
 }
 
 /// Longest target first; stable, so equal lengths keep their order.
@@ -244,6 +368,64 @@ mod tests {
             err,
             policy("sandbox runtime_paths names must be Symbols or Strings, got 1")
         );
+    }
+
+    #[test]
+    fn protect_entries_are_clean_relative_paths() {
+        assert_eq!(
+            ProtectList::default().entries(),
+            [PathBuf::from(".git")].as_slice()
+        );
+        let list = ProtectList::parse([Given::symbol(".env"), Given::symbol(".env")]).unwrap();
+        assert_eq!(list.entries(), [PathBuf::from(".env")].as_slice());
+        for bad in ["", "/etc", "../x", "a/../b", "./a", "a/"] {
+            let err = ProtectList::parse([Given::symbol(bad)]).unwrap_err();
+            assert!(
+                err.message()
+                    .starts_with("sandbox protect entries must be relative paths"),
+                "{bad}: {}",
+                err.message()
+            );
+        }
+        assert!(ProtectList::parse([Given::other("1")]).is_err());
+    }
+
+    #[test]
+    fn an_existing_protected_directory_is_a_read_only_grant_inside_each_writable_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("docs/.git")).unwrap();
+        let writable = |path: &Path, access| Grant {
+            source: path.to_path_buf(),
+            target: path.to_path_buf(),
+            access,
+            tools: true,
+            protect_aliases: true,
+        };
+        let grants = [
+            writable(&root, Access::ReadWrite),
+            writable(&root.join("docs"), Access::ReadOnly),
+        ];
+        let policy = Policy::default();
+        let protected = policy.protected_grants(&grants).unwrap();
+        assert_eq!(protected.len(), 1, "{protected:?}");
+        assert_eq!(protected[0].target, root.join(".git"));
+        assert_eq!(protected[0].access, Access::ReadOnly);
+        let nothing = Policy {
+            protect: ProtectList::parse([]).unwrap(),
+            ..Policy::default()
+        };
+        assert!(nothing.protected_grants(&grants).unwrap().is_empty());
+        // A file cannot be kept read-only: refused, never left writable.
+        std::fs::write(root.join(".env"), "TOKEN=x").unwrap();
+        let env = Policy {
+            protect: ProtectList::parse([Given::symbol(".env")]).unwrap(),
+            ..Policy::default()
+        };
+        let err = env.protected_grants(&grants).unwrap_err();
+        assert!(matches!(err, Error::Capability(_)), "{err:?}");
+        assert!(err.message().contains(".env"), "{}", err.message());
     }
 
     #[test]

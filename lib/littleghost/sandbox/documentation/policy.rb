@@ -22,15 +22,16 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(files: {root: :read_only}, runtime_paths: {}, root_filesystem: :isolated, environment: {}, network: nil) -> policy
+      #   new(files: {root: :read_only}, runtime_paths: {}, root_filesystem: :isolated, environment: {}, network: nil, protect: [".git"]) -> policy
       #
       # +files+ and +runtime_paths+ map workspace names (<tt>:root</tt> or a Workspace path name) to
       # <tt>:read_only</tt> or <tt>:read_write</tt>; +root_filesystem+ is <tt>:isolated</tt> (only the runtime
       # roots such as <tt>/usr</tt>), <tt>:read_only</tt> or <tt>:read_write</tt> (the whole host); +environment+
       # goes through EnvironmentPolicy.coerce and +network+ through NetworkPolicy.coerce (nil: the backend's secure
-      # default).
+      # default). +protect+ lists relative paths kept read-only inside every writable grant (see #protect).
       #
-      # Raises LittleGhost::PolicyError ("sandbox files must be a Hash", an unknown access or root mode) and
+      # Raises LittleGhost::PolicyError ("sandbox files must be a Hash", an unknown access or root mode, a
+      # +protect+ entry that is not a relative path) and
       # ArgumentError for an unknown keyword.
       #
       #   LittleGhost::Sandbox::Policy.new(files: {root: :read_write}, environment: {"LANG" => "C.UTF-8"})
@@ -63,6 +64,21 @@ module LittleGhost
       # The process-only grants: hidden from the file operations, visible to programs.
       #
       #   policy.runtime_paths   # => {home: :read_write}
+
+      ##
+      # :method: protect
+      # :call-seq:
+      #   protect -> Array
+      #
+      # The paths kept read-only inside every writable grant (default <tt>[".git"]</tt>): each, relative to a
+      # writable grant's root, that is a directory there is an implicit read-only grant nested in it, so a program
+      # cannot plant a git hook or <tt>core.fsmonitor</tt> command that would run on the host. Bubblewrap mounts it
+      # read-only and the file operations refuse it; Landlock, which cannot, raises CapabilityError at +open+; one
+      # that is a file or a symlink raises CapabilityError at +open+ (it cannot be kept read-only).
+      # <tt>protect: []</tt> protects nothing.
+      #
+      #   LittleGhost::Sandbox::Policy.new.protect                          # => [".git"]
+      #   LittleGhost::Sandbox::Policy.new(protect: [".git", "ci"]).protect # => [".git", "ci"]
 
       ##
       # :method: root_filesystem
@@ -119,7 +135,7 @@ module LittleGhost
       #
       # The five settings as a Hash.
       #
-      #   policy.to_h.keys   # => [:files, :runtime_paths, :root_filesystem, :environment, :network]
+      #   policy.to_h.keys   # => [:files, :runtime_paths, :root_filesystem, :environment, :network, :protect]
 
       ##
       # :method: ==

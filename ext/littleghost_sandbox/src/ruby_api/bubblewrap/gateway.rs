@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::grants::Grant;
+use littleghost_sandbox_core::launch::trust_store::TrustStore;
 use littleghost_sandbox_core::policy::{network_declaration, NetworkRules};
 use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
@@ -150,7 +151,8 @@ pub(crate) fn exact_destinations(rules: Option<&NetworkRules>) -> Vec<(String, u
 /// with the relay helper of `options` and the transparent listeners for
 /// `destinations`; the descriptors returned (the helper's bytes, the
 /// sandbox's `/etc/hosts`, the pipes holding a launch whose relay listens
-/// below port 1024) must stay open until the launch has started. A
+/// below port 1024, the host's trust directories) must stay open until the
+/// launch has started. A
 /// scope's `narrowed` rules go through a view of the built-in gateway (its
 /// own socket and directory); another gateway cannot enforce them:
 /// CapabilityError (fail closed).
@@ -190,8 +192,10 @@ pub(crate) fn relay(
     };
     let data = errors::core_result(ruby, options.relay_data())?;
     let served = errors::core_result(ruby, options.transparent(destinations))?;
+    let trust = TrustStore::open();
     let relay = bw::Relay {
         data: data.as_raw_fd(),
+        trust: trust.binds(),
         socket,
         binds,
         forwards: served.forwards,
@@ -205,6 +209,7 @@ pub(crate) fn relay(
             .into_iter()
             .chain(served.hosts)
             .chain(pipes)
+            .chain(trust.into_fds())
             .collect(),
     ))
 }

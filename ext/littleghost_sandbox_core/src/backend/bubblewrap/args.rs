@@ -111,6 +111,15 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     for (source, target) in &launch.extra_ro_binds {
         argv.two("--ro-bind", source.as_os_str(), target.as_os_str());
     }
+    if isolated {
+        for (fd, target) in &launch.trust_binds {
+            argv.two(
+                "--ro-bind-fd",
+                OsStr::new(&fd.to_string()),
+                target.as_os_str(),
+            );
+        }
+    }
     if let Some((fd, target)) = &launch.executable_data {
         argv.value("--perms", "0555");
         argv.two(

@@ -38,6 +38,10 @@ pub struct Relay {
     pub socket: PathBuf,
     /// The gateway's `mounts`, bound read-only (G.6), as (source, target).
     pub binds: Vec<(PathBuf, PathBuf)>,
+    /// Handles on the host's trust directories
+    /// ([`crate::launch::trust_store::TrustStore`]), owned by the caller until
+    /// the spawn, with the in-sandbox path each is bound at.
+    pub trust: Vec<(RawFd, PathBuf)>,
     /// The relay's transparent listeners ([`Options::transparent`]).
     pub forwards: Vec<Forward>,
     /// A descriptor holding the sandbox's `/etc/hosts` (owned by the caller
@@ -371,6 +375,11 @@ impl Options {
                 let data = SpawnOptions::child_fd(inherited_fds.len());
                 launch.executable_data = Some((data, PathBuf::from(RELAY_PATH)));
                 inherited_fds.push(relay.data);
+                for (fd, target) in relay.trust {
+                    let data = SpawnOptions::child_fd(inherited_fds.len());
+                    launch.trust_binds.push((data, target));
+                    inherited_fds.push(fd);
+                }
                 if let Some(hosts) = relay.hosts {
                     let data = SpawnOptions::child_fd(inherited_fds.len());
                     launch.hosts_data = Some((data, PathBuf::from(HOSTS_PATH)));

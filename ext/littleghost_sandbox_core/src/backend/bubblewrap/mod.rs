@@ -158,6 +158,10 @@ pub struct Launch {
     /// tmpfs mounts and masks so neither hides them; bwrap creates their
     /// parents.
     pub extra_ro_binds: Vec<(PathBuf, PathBuf)>,
+    /// The host's trust directories under `:allowlist` (descriptor as bwrap
+    /// sees it, in-sandbox path), bound read-only from their handles with
+    /// the binds above, in an isolated root only (another root has them).
+    pub trust_binds: Vec<(RawFd, PathBuf)>,
     /// An executable copied in from a descriptor bwrap inherits (its number
     /// in bwrap) to an in-sandbox path: `--perms 0555 --ro-bind-data FD
     /// PATH`, emitted with the binds above (the relay helper).
@@ -204,6 +208,7 @@ impl Launch {
             seccomp_fd: None,
             tmpfs_size: DEFAULT_TMPFS_SIZE,
             extra_ro_binds: Vec::new(),
+            trust_binds: Vec::new(),
             executable_data: None,
             hosts_data: None,
             hold_fds: None,

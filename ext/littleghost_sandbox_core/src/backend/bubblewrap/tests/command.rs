@@ -569,3 +569,40 @@ fn only_a_launch_with_a_mount_nested_beneath_a_writable_bind_is_held_to_check_it
     assert_eq!(checked.len(), 1);
     assert_eq!(checked[0].path, root);
 }
+
+#[test]
+fn under_allowlist_an_isolated_root_gets_the_trust_directories_from_their_handles() {
+    let options = configured();
+    let relay = || Relay {
+        data: 11,
+        socket: "/run/gw/socket".into(),
+        trust: vec![(12, "/etc/ssl/certs".into())],
+        ..Relay::default()
+    };
+    let host = options
+        .host_argv(
+            launch_of(&options, NetworkMode::Allowlist),
+            vec!["curl".into()],
+            Some(relay()),
+            (None, &[]),
+            &FakeHost::debian(),
+        )
+        .unwrap();
+    // The helper's bytes are bwrap's fd 3, the trust directory its fd 4.
+    assert_eq!(host.inherited_fds, [11, 12]);
+    assert!(has(&host.argv, &["--ro-bind-fd", "4", "/etc/ssl/certs"]));
+    assert!(!host.argv.iter().any(|a| a == "/etc/ssl"));
+    // A root that shows the host's own /etc needs no bind.
+    let mut host_root = launch_of(&options, NetworkMode::Allowlist);
+    host_root.root_filesystem = RootFilesystem::ReadOnly;
+    let shown = options
+        .host_argv(
+            host_root,
+            vec!["curl".into()],
+            Some(relay()),
+            (None, &[]),
+            &FakeHost::debian(),
+        )
+        .unwrap();
+    assert!(!shown.argv.iter().any(|a| a == "/etc/ssl/certs"));
+}
