@@ -170,20 +170,42 @@ RSpec.describe "littleghost-sandbox command" do
       expect(still_running).to be(true)
     end
 
-    it "rejects a bad option with the usage on stderr and exit 2" do
+    it "rejects a bad option with the usage on stderr and exit 125, a status the command's own 2 cannot be" do
       out, err, status = cli("run", "--no-such-option", "--", "true", chdir: work)
       expect(out).to eq("")
       expect(err).to include("invalid option: --no-such-option").and include("Usage:")
-      expect(status.exitstatus).to eq(2)
+      expect(status.exitstatus).to eq(125)
 
       ["--network", "everything", "--timeout", "0", "--rw", "name="].each_slice(2) do |option, value|
         _, err, status = cli("run", option, value, "--", "true", chdir: work)
-        expect([status.exitstatus, err]).to match([2, /Usage:/])
+        expect([status.exitstatus, err]).to match([125, /Usage:/])
       end
       [%w[run], %w[run --], %w[frobnicate], []].each do |args|
         _, err, status = cli(*args, chdir: work)
-        expect([status.exitstatus, err]).to match([2, /Usage:/])
+        expect([status.exitstatus, err]).to match([125, /Usage:/])
       end
+    end
+
+    it "prints what fit under --output-bytes, then says the limit ended the command and exits 137" do
+      out, err, status = cli("run", "--output-bytes", "100", "--", "seq", "1", "1000", chdir: work)
+      expect(out).to eq((1..1000).map { |n| "#{n}\n" }.join.byteslice(0, 100))
+      expect(err).to eq("littleghost-sandbox: Program output exceeded 100 bytes\n")
+      expect(status.exitstatus).to eq(137)
+    end
+
+    it "answers a subcommand's --help on the out: it is given and returns 0, leaving the process running" do
+      require "littleghost/sandbox/cli"
+      require "stringio"
+      %w[run probe].each do |subcommand|
+        out = StringIO.new
+        err = StringIO.new
+        expect(LittleGhost::Sandbox::CLI.start([subcommand, "--help"], out: out, err: err)).to eq(0)
+        expect(out.string).to include("Usage:").and include("--output-bytes").and include("--json")
+        expect(err.string).to eq("")
+      end
+      out = StringIO.new
+      expect(LittleGhost::Sandbox::CLI.start(%w[run --version], out: out, err: StringIO.new)).to eq(0)
+      expect(out.string).to eq("littleghost-sandbox #{LittleGhost::Sandbox::VERSION}\n")
     end
 
     it "exits 125 naming the problem when the sandbox cannot be set up" do

@@ -23,7 +23,8 @@ module LittleGhost
     #   message; the output written before the limit is printed first;
     # - 127 when COMMAND is not found and 126 when it cannot be executed, on every backend;
     # - 125 when the sandbox could not be set up (unknown or unavailable provider, bad grant, missing path);
-    # - 2 for a usage error (the usage goes to stderr);
+    # - 125 for a usage error (the usage goes to stderr), as for a sandbox that cannot be set up: like `env` and
+    #   `timeout`, a status the command's own 1 or 2 cannot be mistaken for;
     # - 130 (Ctrl-C) or 128 + N when this tool itself is interrupted; the child is terminated first.
     #
     # The workspace root (--root, default the current directory) is granted read-only; `--rw root` makes it
@@ -46,8 +47,9 @@ module LittleGhost
     #
     #   LittleGhost::Sandbox::CLI.start(["run", "--", "echo", "hi"]) # prints "hi", returns 0
     class CLI
-      # Exit status for a usage error.
-      USAGE_ERROR = 2
+      # Exit status for a usage error: 125, like `env` and `timeout`, so a command's own status (often 2 for a usage
+      # error of its own) is never mistaken for ours.
+      USAGE_ERROR = 125
       # Exit status when the sandbox could not be set up (like `env`/`timeout` failing themselves).
       SETUP_ERROR = 125
       # Exit status when --timeout expired (like coreutils `timeout`).
@@ -76,8 +78,15 @@ module LittleGhost
           littleghost-sandbox --help | --version
       TEXT
 
-      # Raised for a bad command line; the caller prints the message and the usage and exits 2.
+      # Raised for a bad command line; the caller prints the message and the usage and exits 125.
       class UsageError < StandardError; end
+
+      # Raised by a subcommand's -h/--help, so the help goes to the CLI's +out+ (not the process's $stdout) and
+      # CLI.start returns 0 instead of OptionParser's built-in handler exiting the process.
+      class HelpRequested < StandardError; end
+
+      # The same for a subcommand's --version.
+      class VersionRequested < StandardError; end
 
       # Runs the command line argv, writing to out and err and reading the child's stdin from input; returns the
       # exit status (an Integer) instead of exiting.
@@ -102,6 +111,10 @@ module LittleGhost
         when nil then usage_error("missing subcommand")
         else usage_error("unknown subcommand: #{command}")
         end
+      rescue HelpRequested
+        print_and_succeed(help_text)
+      rescue VersionRequested
+        print_and_succeed("littleghost-sandbox #{VERSION}\n")
       rescue UsageError, OptionParser::ParseError => e
         usage_error(e.message)
       end
@@ -129,6 +142,7 @@ module LittleGhost
       def run_parser(options)
         OptionParser.new do |parser|
           parser.banner = "run options:"
+          help_option(parser)
           parser.on("--provider NAME", "Sandbox provider (default: native)") { |v| options[:provider] = v }
           parser.on("--root DIR", "Workspace root, granted read-only (default: the current directory)") do |v|
             options[:root] = v
@@ -177,6 +191,13 @@ module LittleGhost
             options[:pty] = true
           end
         end
+      end
+
+      # -h/--help (and --version) answered by us, replacing OptionParser's built-in ones, which print to the
+      # process's $stdout and exit it.
+      def help_option(parser)
+        parser.on_tail("-h", "--help", "Print this help") { raise HelpRequested }
+        parser.on_tail("--version", "Print the version") { raise VersionRequested }
       end
 
       # "500M" -> 524288000; a positive whole number with an optional K/M/G/T suffix (powers of 1024).
@@ -425,8 +446,10 @@ module LittleGhost
         copy_held_back
         status
       rescue LittleGhost::ToolError => e
-        # A resource limit (memory, CPU, output) ended the command; the session has already killed it, and what
-        # it wrote before the limit has been streamed.
+        # A resource limit (memory, CPU, output) ended the command; the session has already killed it. What it
+        # wrote that no read returned (for the output limit: what fit under it) rides on the LimitError.
+        copy_held_back
+        copy_execution(e)
         @err.puts("littleghost-sandbox: #{e.message}")
         LIMIT_KILLED
       rescue Errno::EPIPE
@@ -467,6 +490,15 @@ module LittleGhost
         copy(session.read(timeout: 0)) # what the command wrote before it was stopped
         @err.puts("littleghost-sandbox: command timed out after #{timeout} seconds")
         TIMED_OUT
+      end
+
+      # The output a LimitError kept (its Execution's stdout and stderr), if it carries any.
+      def copy_execution(error)
+        execution = error.respond_to?(:execution) ? error.execution : nil
+        return unless execution
+
+        write(@out, execution.stdout.to_s)
+        write(@err, execution.stderr.to_s)
       end
 
       def copy(chunk)
@@ -512,6 +544,7 @@ module LittleGhost
       def probe_parser(options)
         OptionParser.new do |parser|
           parser.banner = "probe options:"
+          help_option(parser)
           parser.on("--json", "Print JSON: {NAME: {available, reason, features, network_modes, isolation, limits, backend}}") do
             options[:json] = true
           end
