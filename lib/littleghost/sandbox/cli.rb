@@ -31,7 +31,11 @@ module LittleGhost
     # writable. `--rw PATH` / `--ro PATH` add an existing directory under the name of its last component
     # (`--rw NAME=PATH` names it). Sizes take K, M, G or T (powers of 1024: `500M`); durations take ms, s, m or h
     # (`1.5s`, `2m`; a bare number is seconds). `--allow HOST:PORT` (repeatable) switches the network to an
-    # allowlist through the gem's gateway; `--allow-private` lets it reach loopback and private addresses. The
+    # allowlist through the gem's gateway; `--allow-private` lets it reach loopback and private addresses;
+    # `--secret NAME=ENVVAR@HOST:PORT` declares a gateway secret whose value is read from our ENVVAR (the command
+    # gets only the stand-in $LITTLEGHOST_SECRET_NAME); `--inspect HOST:PORT` marks an entry `inspect: true`,
+    # `--upstream-ca FILE` and `--resolve HOST=ADDR` set `upstream_ca:` and `resolve:`; gateway refusals are printed
+    # on stderr with their reason after the command ends. The
     # child's environment is PATH (the host's) plus --env values, unless --inherit-env is given.
     #
     # `--pty` gives the command a terminal: its stdin, stdout and stderr are one pseudo-terminal made inside the
@@ -160,6 +164,23 @@ module LittleGhost
           parser.on("--allow-private", "Let --allow destinations be loopback or private addresses") do
             options[:allow_private] = true
           end
+          parser.on("--secret NAME=ENVVAR@HOST:PORT",
+                    "Give the command a stand-in for $ENVVAR's value, swapped in by the gateway toward HOST:PORT only " \
+                    "(repeatable; allows HOST:PORT)") do |v|
+            add_secret(options, v)
+          end
+          parser.on("--inspect HOST:PORT", "Read HTTPS requests to HOST:PORT (inspect: true; allows it)") do |v|
+            options[:inspect] << v
+          end
+          parser.on("--upstream-ca FILE", "Also trust FILE's PEM certificates for inspected destinations") do |v|
+            options[:upstream_ca] = File.expand_path(v)
+          end
+          parser.on("--resolve HOST=ADDR", "Make the gateway (and the sandbox's hosts file) map HOST to ADDR") do |v|
+            host, address = v.split("=", 2)
+            raise UsageError, "--resolve needs HOST=ADDR, got #{v.inspect}" if address.to_s.empty? || host.empty?
+
+            options[:resolve][host] = address
+          end
           parser.on("--timeout DURATION", "Terminate the command after DURATION (1.5s, 2m); exit 124") do |v|
             options[:timeout] = duration(v, "--timeout")
           end
@@ -222,6 +243,29 @@ module LittleGhost
         value
       end
 
+      # A secret's form: NAME=ENVVAR@HOST:PORT.
+      SECRET_FORM = /\A(?<name>\w+)=(?<variable>[A-Za-z_]\w*)@(?<destination>[^@\s]+:[^@\s]+)\z/.freeze
+      private_constant :SECRET_FORM
+
+      # --secret NAME=ENVVAR@HOST:PORT: the value is read here, from our environment, and goes only into the
+      # declaration's secrets: (the gateway holds it; the command gets a stand-in). The same NAME again adds a
+      # destination.
+      def add_secret(options, text)
+        match = SECRET_FORM.match(text)
+        raise UsageError, "--secret needs NAME=ENVVAR@HOST:PORT, got #{text.inspect}" unless match
+
+        value = ENV.fetch(match[:variable], "")
+        raise UsageError, "--secret #{match[:name]}: the environment variable #{match[:variable]} is not set" if value.empty?
+
+        name = match[:name].downcase.to_sym
+        secret = (options[:secrets][name] ||= { variable: match[:variable], value: value, destinations: [] })
+        if secret[:variable] != match[:variable]
+          raise UsageError, "--secret #{match[:name]} is given from both #{secret[:variable]} and #{match[:variable]}"
+        end
+
+        secret[:destinations] << match[:destination] unless secret[:destinations].include?(match[:destination])
+      end
+
       def add_grant(options, value, access)
         name, path = value.include?("=") ? value.split("=", 2) : [nil, value]
         if (name || path) == "root" && path !~ %r{/}
@@ -250,7 +294,8 @@ module LittleGhost
       end
 
       def run(argv)
-        options = { environment: {}, grants: {}, root_access: :read_only, inherit_environment: false, allow: [] }
+        options = { environment: {}, grants: {}, root_access: :read_only, inherit_environment: false, allow: [],
+                    inspect: [], secrets: {}, resolve: {} }
         command = run_parser(options).order(argv) # stops at "--" (removed) or at the first non-option
         raise UsageError, "run needs a COMMAND after --" if command.empty?
 
@@ -258,7 +303,9 @@ module LittleGhost
         begin
           workspace.open
           sandbox.open
-          supervise(sandbox, command, options)
+          status = supervise(sandbox, command, options)
+          report_denials(sandbox)
+          status
         ensure
           sandbox.close
           workspace.close
@@ -270,6 +317,18 @@ module LittleGhost
       rescue SignalException => e
         # Ctrl-C (Interrupt, 130) or a TERM/HUP sent to us: the ensure clauses above ended the command first.
         128 + e.signo
+      end
+
+      # One stderr line for each refusal of the gateway, with its reason: the command usually sees only a 403, a
+      # 502 or a cut connection.
+      def report_denials(sandbox)
+        sandbox.denials.each do |denial|
+          next unless denial.kind == :network
+
+          request = [denial.http_method, denial.target, denial.path].compact.join(" ")
+          @err.puts("littleghost-sandbox: gateway refused #{denial.operation} #{request}: #{denial.reason}" \
+                    "#{" (#{denial.message})" unless denial.message.to_s.empty?}")
+        end
       end
 
       # The Workspace and the (unopened) Sandbox the options describe.
@@ -292,12 +351,41 @@ module LittleGhost
         [workspace, Sandbox.build(declaration, workspace: workspace)]
       end
 
-      # --network, or the allowlist that --allow implies; nil leaves the backend's default.
-      def network(options)
-        return options[:network] if options[:allow].empty?
-        raise UsageError, "--allow needs the allowlist; it cannot be combined with --network #{options[:network]}" if options[:network]
+      # Options that only make sense with the gateway's allowlist.
+      ALLOWLIST_OPTIONS = { allow: "--allow", inspect: "--inspect", secrets: "--secret", resolve: "--resolve",
+                            upstream_ca: "--upstream-ca" }.freeze
+      private_constant :ALLOWLIST_OPTIONS
 
-        { allow: options[:allow], allow_private_destinations: options[:allow_private] || false }
+      # --network, or the allowlist that --allow, --inspect and --secret imply; nil leaves the backend's default.
+      def network(options)
+        given = ALLOWLIST_OPTIONS.select { |key, _| options[key] && !(options[key].respond_to?(:empty?) && options[key].empty?) }
+        return options[:network] if given.empty?
+        if options[:network]
+          raise UsageError, "#{given.values.first} needs the allowlist; it cannot be combined with --network #{options[:network]}"
+        end
+        if options[:inherit_environment] && !options[:secrets].empty?
+          # The secret's variable would reach the command with the rest of our environment.
+          variables = options[:secrets].values.map { |secret| secret[:variable] }.join(", ")
+          raise UsageError, "--secret cannot be combined with --inherit-env: the command would inherit #{variables}; " \
+                            "pass what it needs with --env"
+        end
+
+        declaration = { allow: allowlist(options), allow_private_destinations: options[:allow_private] || false }
+        unless options[:secrets].empty?
+          declaration[:secrets] = options[:secrets].transform_values { |secret| secret.slice(:value, :destinations) }
+        end
+        declaration[:upstream_ca] = options[:upstream_ca] if options[:upstream_ca]
+        declaration[:resolve] = options[:resolve] unless options[:resolve].empty?
+        declaration
+      end
+
+      # The --allow destinations, then those --inspect and --secret name, each once; an --inspect one as
+      # {destination:, inspect: true}.
+      def allowlist(options)
+        destinations = options[:allow] + options[:inspect] + options[:secrets].values.flat_map { |s| s[:destinations] }
+        destinations.uniq.map do |destination|
+          options[:inspect].include?(destination) ? { destination: destination, inspect: true } : destination
+        end
       end
 
       # Starts the command, streams its output until it ends or times out, and returns the exit status.
