@@ -679,10 +679,39 @@ module LittleGhost
           @out.puts("  isolation:     #{entry[:isolation]}")
           @out.puts("  network modes: #{listed(entry[:network_modes])}")
           @out.puts("  features:      #{listed(entry[:features])}")
-          entry[:limits]&.each do |limit, answer|
-            @out.puts("  limit #{limit}: #{answer == true ? 'enforced' : "not enforced (#{answer})"}")
+          print_limits(entry)
+        end
+      end
+
+      # How each limit holds where no launch cgroup can be made (README "Limits"): memory by sampling the tree,
+      # cpu_seconds per process; tasks not at all.
+      LIMIT_FALLBACKS = { "memory_bytes" => "by sampling the tree's memory every 100 ms",
+                          "cpu_seconds" => "per process (RLIMIT_CPU)" }.freeze
+      private_constant :LIMIT_FALLBACKS
+
+      # One line per way a limit holds, and each reason a cgroup cannot be made printed once, for all the limits
+      # it stops: the kernel's answer repeats for every limit of every backend.
+      def print_limits(entry)
+        return unless entry[:limits]
+
+        lines = Hash.new { |hash, key| hash[key] = [] }
+        reasons = Hash.new { |hash, key| hash[key] = [] }
+        entry[:limits].each do |limit, answer|
+          name = limit.to_s
+          if answer == true
+            lines["enforced by a cgroup"] << name
+          elsif name == "process_tree_ownership" && entry[:features].include?(name)
+            lines["enforced by the sandbox (its own process namespace)"] << name
+          elsif LIMIT_FALLBACKS.key?(name)
+            lines["enforced #{LIMIT_FALLBACKS[name]}"] << name
+            reasons[answer] << name
+          else
+            lines["not enforced (see below)"] << name
+            reasons[answer] << name
           end
         end
+        lines.each { |how, names| @out.puts("  limits #{how}: #{names.join(', ')}") }
+        reasons.each { |reason, names| @out.puts("  no cgroup for #{names.join(', ')}: #{reason}") }
       end
 
       def listed(names)
