@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
+require "openssl"
 require "open3"
 require "rbconfig"
 require "socket"
@@ -170,20 +171,42 @@ RSpec.describe "littleghost-sandbox command" do
       expect(still_running).to be(true)
     end
 
-    it "rejects a bad option with the usage on stderr and exit 2" do
+    it "rejects a bad option with the usage on stderr and exit 125, a status the command's own 2 cannot be" do
       out, err, status = cli("run", "--no-such-option", "--", "true", chdir: work)
       expect(out).to eq("")
       expect(err).to include("invalid option: --no-such-option").and include("Usage:")
-      expect(status.exitstatus).to eq(2)
+      expect(status.exitstatus).to eq(125)
 
       ["--network", "everything", "--timeout", "0", "--rw", "name="].each_slice(2) do |option, value|
         _, err, status = cli("run", option, value, "--", "true", chdir: work)
-        expect([status.exitstatus, err]).to match([2, /Usage:/])
+        expect([status.exitstatus, err]).to match([125, /Usage:/])
       end
       [%w[run], %w[run --], %w[frobnicate], []].each do |args|
         _, err, status = cli(*args, chdir: work)
-        expect([status.exitstatus, err]).to match([2, /Usage:/])
+        expect([status.exitstatus, err]).to match([125, /Usage:/])
       end
+    end
+
+    it "prints what fit under --output-bytes, then says the limit ended the command and exits 137" do
+      out, err, status = cli("run", "--output-bytes", "100", "--", "seq", "1", "1000", chdir: work)
+      expect(out).to eq((1..1000).map { |n| "#{n}\n" }.join.byteslice(0, 100))
+      expect(err).to eq("littleghost-sandbox: Program output exceeded 100 bytes\n")
+      expect(status.exitstatus).to eq(137)
+    end
+
+    it "answers a subcommand's --help on the out: it is given and returns 0, leaving the process running" do
+      require "littleghost/sandbox/cli"
+      require "stringio"
+      %w[run probe].each do |subcommand|
+        out = StringIO.new
+        err = StringIO.new
+        expect(LittleGhost::Sandbox::CLI.start([subcommand, "--help"], out: out, err: err)).to eq(0)
+        expect(out.string).to include("Usage:").and include("--output-bytes").and include("--json")
+        expect(err.string).to eq("")
+      end
+      out = StringIO.new
+      expect(LittleGhost::Sandbox::CLI.start(%w[run --version], out: out, err: StringIO.new)).to eq(0)
+      expect(out.string).to eq("littleghost-sandbox #{LittleGhost::Sandbox::VERSION}\n")
     end
 
     it "exits 125 naming the problem when the sandbox cannot be set up" do
@@ -196,6 +219,125 @@ RSpec.describe "littleghost-sandbox command" do
       expect(err).to include("absent")
       _, err, status = cli("run", "--rw", "missing-path", "--", "true", chdir: work) # an unnamed grant: PATH
       expect([status.exitstatus, err]).to match([125, /not a directory: .*missing-path/])
+    end
+  end
+
+  describe "run with the gateway: secrets, inspection, an upstream CA, names" do
+    # A loopback HTTP(S) server answering each request with the Authorization header it was sent.
+    def authorization_server(tls: nil)
+      tcp = TCPServer.new("127.0.0.1", 0)
+      listener = tls ? OpenSSL::SSL::SSLServer.new(tcp, tls) : tcp
+      (@servers ||= []) << tcp
+      Thread.new do
+        loop do
+          Thread.new(listener.accept) do |client|
+            authorization = "none"
+            while (line = client.gets) && line != "\r\n"
+              authorization = line.split(": ", 2).last.strip if line.downcase.start_with?("authorization:")
+            end
+            body = "saw #{authorization}"
+            client.write("HTTP/1.1 200 OK\r\nContent-Length: #{body.bytesize}\r\nConnection: close\r\n\r\n#{body}")
+            client.close
+          rescue IOError, SystemCallError, OpenSSL::SSL::SSLError
+            nil
+          end
+        end
+      rescue IOError, SystemCallError
+        nil
+      end
+      tcp.addr[1]
+    end
+
+    after { @servers&.each(&:close) }
+
+    before do
+      skip "curl is not in /usr/bin" unless File.executable?("/usr/bin/curl")
+    end
+
+    let(:secret_environment) { { "CLI_SPEC_TOKEN" => "real-token-#{rand(1 << 30)}" } }
+    let(:request) { 'curl -sS -H "Authorization: Bearer $LITTLEGHOST_SECRET_API" ' }
+
+    def cli_with(environment, *args)
+      Open3.capture3(environment, *command_line(*args), stdin_data: "", chdir: work)
+    end
+
+    it "gives the command a stand-in for --secret, which the gateway swaps for the real value toward its destination" do
+      port = authorization_server
+      script = "env; #{request} http://localhost:#{port}/user"
+      out, err, status = cli_with(secret_environment, "run", "--provider", "bubblewrap", "--allow-private",
+                                  "--secret", "api=CLI_SPEC_TOKEN@localhost:#{port}", "--", "sh", "-c", script)
+      expect([err, status.exitstatus]).to eq(["", 0])
+      stand_in = out[/^LITTLEGHOST_SECRET_API=(lgsecret_\h{32})$/, 1]
+      expect(stand_in).not_to be_nil
+      expect(out).to end_with("saw Bearer #{secret_environment['CLI_SPEC_TOKEN']}")
+      expect(out.lines[0...-1].join).not_to include(secret_environment["CLI_SPEC_TOKEN"]) # env shows only the stand-in
+      expect(out).not_to include("CLI_SPEC_TOKEN")
+    end
+
+    it "reads HTTPS requests to an --inspect destination, trusting --upstream-ca, so a secret rides in their headers" do
+      require "openssl"
+      ca_key = OpenSSL::PKey::EC.generate("prime256v1")
+      ca = certificate("/CN=CLI spec CA", ca_key, ca_key, nil, ca: true)
+      key = OpenSSL::PKey::EC.generate("prime256v1")
+      leaf = certificate("/CN=localhost", key, ca_key, ca, ca: false)
+      context = OpenSSL::SSL::SSLContext.new
+      context.cert = leaf
+      context.key = key
+      port = authorization_server(tls: context)
+      ca_file = File.join(temporary_directory, "upstream-ca.pem")
+      File.write(ca_file, ca.to_pem)
+      out, err, status = cli_with(secret_environment, "run", "--provider", "bubblewrap", "--allow-private",
+                                  "--inspect", "localhost:#{port}", "--upstream-ca", ca_file,
+                                  "--secret", "api=CLI_SPEC_TOKEN@localhost:#{port}",
+                                  "--", "sh", "-c", "#{request} https://localhost:#{port}/user")
+      expect([out, err, status.exitstatus]).to eq(["saw Bearer #{secret_environment['CLI_SPEC_TOKEN']}", "", 0])
+    end
+
+    def certificate(subject, key, signer, issuer, ca:)
+      cert = OpenSSL::X509::Certificate.new
+      cert.version = 2
+      cert.serial = OpenSSL::BN.rand(64)
+      cert.subject = OpenSSL::X509::Name.parse(subject)
+      cert.issuer = issuer ? issuer.subject : cert.subject
+      cert.public_key = key
+      cert.not_before = Time.now - 3600
+      cert.not_after = Time.now + 3600
+      extensions = OpenSSL::X509::ExtensionFactory.new
+      extensions.subject_certificate = cert
+      extensions.issuer_certificate = issuer || cert
+      cert.add_extension(extensions.create_extension("basicConstraints", ca ? "CA:TRUE" : "CA:FALSE", true))
+      cert.add_extension(extensions.create_extension("subjectAltName", "DNS:localhost,IP:127.0.0.1")) unless ca
+      cert.sign(signer, OpenSSL::Digest.new("SHA256"))
+      cert
+    end
+
+    it "prints each gateway refusal with its reason on stderr" do
+      port = authorization_server
+      script = "curl -s -o /dev/null -w '%{http_code}' http://localhost:1/elsewhere"
+      out, err, status = cli("run", "--provider", "bubblewrap", "--allow-private", "--allow", "localhost:#{port}",
+                             "--", "sh", "-c", script, chdir: work)
+      expect([out, status.exitstatus]).to eq(["403", 0])
+      expect(err).to match(/\Alittleghost-sandbox: gateway refused .*localhost:1.*: not_allowed/)
+    end
+
+    it "refuses --secret with exit 125 when its variable is unset, with --inherit-env, or with --network" do
+      [[%w[--secret api=CLI_SPEC_UNSET_VARIABLE@localhost:80], /CLI_SPEC_UNSET_VARIABLE is not set/],
+       [%w[--secret api=CLI_SPEC_TOKEN@localhost:80 --inherit-env], /--inherit-env: the command would inherit CLI_SPEC_TOKEN/],
+       [%w[--secret api=CLI_SPEC_TOKEN@localhost:80 --network none], /--secret needs the allowlist/],
+       [%w[--secret api-CLI_SPEC_TOKEN], /NAME=ENVVAR@HOST:PORT/]].each do |args, message|
+        out, err, status = cli_with(secret_environment, "run", *args, "--", "true")
+        expect([out, status.exitstatus]).to eq(["", 125])
+        expect(err).to match(message)
+      end
+    end
+
+    # Needs `network: {resolve:}` in the declaration (added alongside; until then the declaration refuses the key).
+    it "maps a name for the gateway with --resolve, as curl --resolve does" do
+      port = authorization_server
+      out, err, status = cli("run", "--provider", "bubblewrap", "--allow-private", "--allow", "api.example.test:#{port}",
+                             "--resolve", "api.example.test=127.0.0.1",
+                             "--", "curl", "-sS", "http://api.example.test:#{port}/", chdir: work)
+      expect([out, err, status.exitstatus]).to eq(["saw none", "", 0])
     end
   end
 

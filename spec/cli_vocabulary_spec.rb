@@ -24,9 +24,9 @@ RSpec.describe "littleghost-sandbox command vocabulary" do
                            "sh", "-c", "echo fine", chdir: work)
     expect([out, err, status.exitstatus]).to eq(["fine\n", "", 0])
     _, err, status = cli("run", "--memory", "lots", "--", "true", chdir: work)
-    expect([status.exitstatus, err]).to match([2, /--memory needs a size such as 4096, 64K or 500M, got "lots"/])
+    expect([status.exitstatus, err]).to match([125, /--memory needs a size such as 4096, 64K or 500M, got "lots"/])
     _, err, status = cli("run", "--timeout", "0s", "--", "true", chdir: work)
-    expect([status.exitstatus, err]).to match([2, /--timeout must be positive/])
+    expect([status.exitstatus, err]).to match([125, /--timeout must be positive/])
   end
 
   it "times out after a duration given with a suffix, exiting 124" do
@@ -102,7 +102,7 @@ RSpec.describe "littleghost-sandbox command vocabulary" do
                "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://localhost:#{port + 1}/", chdir: work)
     expect(out).to eq("403")
     _, err, status = cli("run", "--allow", "a.example:443", "--network", "none", "--", "true", chdir: work)
-    expect([status.exitstatus, err]).to match([2, /--allow needs the allowlist/])
+    expect([status.exitstatus, err]).to match([125, /--allow needs the allowlist/])
   ensure
     server&.close
     thread&.join

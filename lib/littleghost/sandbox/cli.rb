@@ -23,14 +23,19 @@ module LittleGhost
     #   message; the output written before the limit is printed first;
     # - 127 when COMMAND is not found and 126 when it cannot be executed, on every backend;
     # - 125 when the sandbox could not be set up (unknown or unavailable provider, bad grant, missing path);
-    # - 2 for a usage error (the usage goes to stderr);
+    # - 125 for a usage error (the usage goes to stderr), as for a sandbox that cannot be set up: like `env` and
+    #   `timeout`, a status the command's own 1 or 2 cannot be mistaken for;
     # - 130 (Ctrl-C) or 128 + N when this tool itself is interrupted; the child is terminated first.
     #
     # The workspace root (--root, default the current directory) is granted read-only; `--rw root` makes it
     # writable. `--rw PATH` / `--ro PATH` add an existing directory under the name of its last component
     # (`--rw NAME=PATH` names it). Sizes take K, M, G or T (powers of 1024: `500M`); durations take ms, s, m or h
     # (`1.5s`, `2m`; a bare number is seconds). `--allow HOST:PORT` (repeatable) switches the network to an
-    # allowlist through the gem's gateway; `--allow-private` lets it reach loopback and private addresses. The
+    # allowlist through the gem's gateway; `--allow-private` lets it reach loopback and private addresses;
+    # `--secret NAME=ENVVAR@HOST:PORT` declares a gateway secret whose value is read from our ENVVAR (the command
+    # gets only the stand-in $LITTLEGHOST_SECRET_NAME); `--inspect HOST:PORT` marks an entry `inspect: true`,
+    # `--upstream-ca FILE` and `--resolve HOST=ADDR` set `upstream_ca:` and `resolve:`; gateway refusals are printed
+    # on stderr with their reason after the command ends. The
     # child's environment is PATH (the host's) plus --env values, unless --inherit-env is given.
     #
     # `--pty` gives the command a terminal: its stdin, stdout and stderr are one pseudo-terminal made inside the
@@ -46,8 +51,9 @@ module LittleGhost
     #
     #   LittleGhost::Sandbox::CLI.start(["run", "--", "echo", "hi"]) # prints "hi", returns 0
     class CLI
-      # Exit status for a usage error.
-      USAGE_ERROR = 2
+      # Exit status for a usage error: 125, like `env` and `timeout`, so a command's own status (often 2 for a usage
+      # error of its own) is never mistaken for ours.
+      USAGE_ERROR = 125
       # Exit status when the sandbox could not be set up (like `env`/`timeout` failing themselves).
       SETUP_ERROR = 125
       # Exit status when --timeout expired (like coreutils `timeout`).
@@ -76,8 +82,15 @@ module LittleGhost
           littleghost-sandbox --help | --version
       TEXT
 
-      # Raised for a bad command line; the caller prints the message and the usage and exits 2.
+      # Raised for a bad command line; the caller prints the message and the usage and exits 125.
       class UsageError < StandardError; end
+
+      # Raised by a subcommand's -h/--help, so the help goes to the CLI's +out+ (not the process's $stdout) and
+      # CLI.start returns 0 instead of OptionParser's built-in handler exiting the process.
+      class HelpRequested < StandardError; end
+
+      # The same for a subcommand's --version.
+      class VersionRequested < StandardError; end
 
       # Runs the command line argv, writing to out and err and reading the child's stdin from input; returns the
       # exit status (an Integer) instead of exiting.
@@ -102,6 +115,10 @@ module LittleGhost
         when nil then usage_error("missing subcommand")
         else usage_error("unknown subcommand: #{command}")
         end
+      rescue HelpRequested
+        print_and_succeed(help_text)
+      rescue VersionRequested
+        print_and_succeed("littleghost-sandbox #{VERSION}\n")
       rescue UsageError, OptionParser::ParseError => e
         usage_error(e.message)
       end
@@ -129,6 +146,7 @@ module LittleGhost
       def run_parser(options)
         OptionParser.new do |parser|
           parser.banner = "run options:"
+          help_option(parser)
           parser.on("--provider NAME", "Sandbox provider (default: native)") { |v| options[:provider] = v }
           parser.on("--root DIR", "Workspace root, granted read-only (default: the current directory)") do |v|
             options[:root] = v
@@ -145,6 +163,23 @@ module LittleGhost
           end
           parser.on("--allow-private", "Let --allow destinations be loopback or private addresses") do
             options[:allow_private] = true
+          end
+          parser.on("--secret NAME=ENVVAR@HOST:PORT",
+                    "Give the command a stand-in for $ENVVAR's value, swapped in by the gateway toward HOST:PORT only " \
+                    "(repeatable; allows HOST:PORT)") do |v|
+            add_secret(options, v)
+          end
+          parser.on("--inspect HOST:PORT", "Read HTTPS requests to HOST:PORT (inspect: true; allows it)") do |v|
+            options[:inspect] << v
+          end
+          parser.on("--upstream-ca FILE", "Also trust FILE's PEM certificates for inspected destinations") do |v|
+            options[:upstream_ca] = File.expand_path(v)
+          end
+          parser.on("--resolve HOST=ADDR", "Make the gateway (and the sandbox's hosts file) map HOST to ADDR") do |v|
+            host, address = v.split("=", 2)
+            raise UsageError, "--resolve needs HOST=ADDR, got #{v.inspect}" if address.to_s.empty? || host.empty?
+
+            options[:resolve][host] = address
           end
           parser.on("--timeout DURATION", "Terminate the command after DURATION (1.5s, 2m); exit 124") do |v|
             options[:timeout] = duration(v, "--timeout")
@@ -179,6 +214,13 @@ module LittleGhost
         end
       end
 
+      # -h/--help (and --version) answered by us, replacing OptionParser's built-in ones, which print to the
+      # process's $stdout and exit it.
+      def help_option(parser)
+        parser.on_tail("-h", "--help", "Print this help") { raise HelpRequested }
+        parser.on_tail("--version", "Print the version") { raise VersionRequested }
+      end
+
       # "500M" -> 524288000; a positive whole number with an optional K/M/G/T suffix (powers of 1024).
       def size(text, option)
         match = /\A(\d+)\s*([kmgt]?)(?:i?b)?\z/i.match(text.strip)
@@ -199,6 +241,29 @@ module LittleGhost
         raise UsageError, "#{option} must be positive" unless value.positive?
 
         value
+      end
+
+      # A secret's form: NAME=ENVVAR@HOST:PORT.
+      SECRET_FORM = /\A(?<name>\w+)=(?<variable>[A-Za-z_]\w*)@(?<destination>[^@\s]+:[^@\s]+)\z/.freeze
+      private_constant :SECRET_FORM
+
+      # --secret NAME=ENVVAR@HOST:PORT: the value is read here, from our environment, and goes only into the
+      # declaration's secrets: (the gateway holds it; the command gets a stand-in). The same NAME again adds a
+      # destination.
+      def add_secret(options, text)
+        match = SECRET_FORM.match(text)
+        raise UsageError, "--secret needs NAME=ENVVAR@HOST:PORT, got #{text.inspect}" unless match
+
+        value = ENV.fetch(match[:variable], "")
+        raise UsageError, "--secret #{match[:name]}: the environment variable #{match[:variable]} is not set" if value.empty?
+
+        name = match[:name].downcase.to_sym
+        secret = (options[:secrets][name] ||= { variable: match[:variable], value: value, destinations: [] })
+        if secret[:variable] != match[:variable]
+          raise UsageError, "--secret #{match[:name]} is given from both #{secret[:variable]} and #{match[:variable]}"
+        end
+
+        secret[:destinations] << match[:destination] unless secret[:destinations].include?(match[:destination])
       end
 
       def add_grant(options, value, access)
@@ -229,7 +294,8 @@ module LittleGhost
       end
 
       def run(argv)
-        options = { environment: {}, grants: {}, root_access: :read_only, inherit_environment: false, allow: [] }
+        options = { environment: {}, grants: {}, root_access: :read_only, inherit_environment: false, allow: [],
+                    inspect: [], secrets: {}, resolve: {} }
         command = run_parser(options).order(argv) # stops at "--" (removed) or at the first non-option
         raise UsageError, "run needs a COMMAND after --" if command.empty?
 
@@ -237,7 +303,9 @@ module LittleGhost
         begin
           workspace.open
           sandbox.open
-          supervise(sandbox, command, options)
+          status = supervise(sandbox, command, options)
+          report_denials(sandbox)
+          status
         ensure
           sandbox.close
           workspace.close
@@ -249,6 +317,18 @@ module LittleGhost
       rescue SignalException => e
         # Ctrl-C (Interrupt, 130) or a TERM/HUP sent to us: the ensure clauses above ended the command first.
         128 + e.signo
+      end
+
+      # One stderr line for each refusal of the gateway, with its reason: the command usually sees only a 403, a
+      # 502 or a cut connection.
+      def report_denials(sandbox)
+        sandbox.denials.each do |denial|
+          next unless denial.kind == :network
+
+          request = [denial.http_method, denial.target, denial.path].compact.join(" ")
+          @err.puts("littleghost-sandbox: gateway refused #{denial.operation} #{request}: #{denial.reason}" \
+                    "#{" (#{denial.message})" unless denial.message.to_s.empty?}")
+        end
       end
 
       # The Workspace and the (unopened) Sandbox the options describe.
@@ -271,12 +351,41 @@ module LittleGhost
         [workspace, Sandbox.build(declaration, workspace: workspace)]
       end
 
-      # --network, or the allowlist that --allow implies; nil leaves the backend's default.
-      def network(options)
-        return options[:network] if options[:allow].empty?
-        raise UsageError, "--allow needs the allowlist; it cannot be combined with --network #{options[:network]}" if options[:network]
+      # Options that only make sense with the gateway's allowlist.
+      ALLOWLIST_OPTIONS = { allow: "--allow", inspect: "--inspect", secrets: "--secret", resolve: "--resolve",
+                            upstream_ca: "--upstream-ca" }.freeze
+      private_constant :ALLOWLIST_OPTIONS
 
-        { allow: options[:allow], allow_private_destinations: options[:allow_private] || false }
+      # --network, or the allowlist that --allow, --inspect and --secret imply; nil leaves the backend's default.
+      def network(options)
+        given = ALLOWLIST_OPTIONS.select { |key, _| options[key] && !(options[key].respond_to?(:empty?) && options[key].empty?) }
+        return options[:network] if given.empty?
+        if options[:network]
+          raise UsageError, "#{given.values.first} needs the allowlist; it cannot be combined with --network #{options[:network]}"
+        end
+        if options[:inherit_environment] && !options[:secrets].empty?
+          # The secret's variable would reach the command with the rest of our environment.
+          variables = options[:secrets].values.map { |secret| secret[:variable] }.join(", ")
+          raise UsageError, "--secret cannot be combined with --inherit-env: the command would inherit #{variables}; " \
+                            "pass what it needs with --env"
+        end
+
+        declaration = { allow: allowlist(options), allow_private_destinations: options[:allow_private] || false }
+        unless options[:secrets].empty?
+          declaration[:secrets] = options[:secrets].transform_values { |secret| secret.slice(:value, :destinations) }
+        end
+        declaration[:upstream_ca] = options[:upstream_ca] if options[:upstream_ca]
+        declaration[:resolve] = options[:resolve] unless options[:resolve].empty?
+        declaration
+      end
+
+      # The --allow destinations, then those --inspect and --secret name, each once; an --inspect one as
+      # {destination:, inspect: true}.
+      def allowlist(options)
+        destinations = options[:allow] + options[:inspect] + options[:secrets].values.flat_map { |s| s[:destinations] }
+        destinations.uniq.map do |destination|
+          options[:inspect].include?(destination) ? { destination: destination, inspect: true } : destination
+        end
       end
 
       # Starts the command, streams its output until it ends or times out, and returns the exit status.
@@ -425,8 +534,10 @@ module LittleGhost
         copy_held_back
         status
       rescue LittleGhost::ToolError => e
-        # A resource limit (memory, CPU, output) ended the command; the session has already killed it, and what
-        # it wrote before the limit has been streamed.
+        # A resource limit (memory, CPU, output) ended the command; the session has already killed it. What it
+        # wrote that no read returned (for the output limit: what fit under it) rides on the LimitError.
+        copy_held_back
+        copy_execution(e)
         @err.puts("littleghost-sandbox: #{e.message}")
         LIMIT_KILLED
       rescue Errno::EPIPE
@@ -467,6 +578,15 @@ module LittleGhost
         copy(session.read(timeout: 0)) # what the command wrote before it was stopped
         @err.puts("littleghost-sandbox: command timed out after #{timeout} seconds")
         TIMED_OUT
+      end
+
+      # The output a LimitError kept (its Execution's stdout and stderr), if it carries any.
+      def copy_execution(error)
+        execution = error.respond_to?(:execution) ? error.execution : nil
+        return unless execution
+
+        write(@out, execution.stdout.to_s)
+        write(@err, execution.stderr.to_s)
       end
 
       def copy(chunk)
@@ -512,6 +632,7 @@ module LittleGhost
       def probe_parser(options)
         OptionParser.new do |parser|
           parser.banner = "probe options:"
+          help_option(parser)
           parser.on("--json", "Print JSON: {NAME: {available, reason, features, network_modes, isolation, limits, backend}}") do
             options[:json] = true
           end
@@ -558,10 +679,39 @@ module LittleGhost
           @out.puts("  isolation:     #{entry[:isolation]}")
           @out.puts("  network modes: #{listed(entry[:network_modes])}")
           @out.puts("  features:      #{listed(entry[:features])}")
-          entry[:limits]&.each do |limit, answer|
-            @out.puts("  limit #{limit}: #{answer == true ? 'enforced' : "not enforced (#{answer})"}")
+          print_limits(entry)
+        end
+      end
+
+      # How each limit holds where no launch cgroup can be made (README "Limits"): memory by sampling the tree,
+      # cpu_seconds per process; tasks not at all.
+      LIMIT_FALLBACKS = { "memory_bytes" => "by sampling the tree's memory every 100 ms",
+                          "cpu_seconds" => "per process (RLIMIT_CPU)" }.freeze
+      private_constant :LIMIT_FALLBACKS
+
+      # One line per way a limit holds, and each reason a cgroup cannot be made printed once, for all the limits
+      # it stops: the kernel's answer repeats for every limit of every backend.
+      def print_limits(entry)
+        return unless entry[:limits]
+
+        lines = Hash.new { |hash, key| hash[key] = [] }
+        reasons = Hash.new { |hash, key| hash[key] = [] }
+        entry[:limits].each do |limit, answer|
+          name = limit.to_s
+          if answer == true
+            lines["enforced by a cgroup"] << name
+          elsif name == "process_tree_ownership" && entry[:features].include?(name)
+            lines["enforced by the sandbox (its own process namespace)"] << name
+          elsif LIMIT_FALLBACKS.key?(name)
+            lines["enforced #{LIMIT_FALLBACKS[name]}"] << name
+            reasons[answer] << name
+          else
+            lines["not enforced (see below)"] << name
+            reasons[answer] << name
           end
         end
+        lines.each { |how, names| @out.puts("  limits #{how}: #{names.join(', ')}") }
+        reasons.each { |reason, names| @out.puts("  no cgroup for #{names.join(', ')}: #{reason}") }
       end
 
       def listed(names)

@@ -59,6 +59,19 @@ module LittleGhost
         provider.is_a?(Symbol) || (provider.is_a?(Class) ? provider <= base : provider.respond_to?(:call))
       end
 
+      # A backend's "unknown keyword: ...; valid keywords: ..." read as a declaration's: the valid list also
+      # names :provider and the Policy keys that Sandbox.build takes before the backend sees the rest.
+      def with_declaration_keys(error)
+        match = /\A(unknown keywords?: .*); valid keywords: (.*)\z/m.match(error.message)
+        return error unless match
+
+        valid = (match[2].split(", ").map { |name| name.delete_prefix(":").to_sym } +
+                 [:provider, *Policy::COMMON_KEYS] - [:workspace]).uniq.sort
+        ArgumentError.new("#{match[1]}; valid keys: #{valid.map(&:inspect).join(', ')}").tap do |replaced|
+          replaced.set_backtrace(error.backtrace)
+        end
+      end
+
       # The provider as a Class or callable, resolving a Symbol through registry.
       def resolve(provider, registry)
         provider.is_a?(Symbol) ? registry.resolve_provider(provider) : provider
@@ -136,8 +149,12 @@ module LittleGhost
       options = declaration.reject { |key, _| key == :provider || key == :policy || common.key?(key) }
       policy = Policy.coerce(declaration[:policy], **common)
       provider = Declaration.resolve(declaration[:provider], Sandbox)
-      Declaration.instantiate(provider, { workspace: workspace, policy: policy, **options },
-                              expected: Sandbox, label: "sandbox")
+      begin
+        Declaration.instantiate(provider, { workspace: workspace, policy: policy, **options },
+                                expected: Sandbox, label: "sandbox")
+      rescue ArgumentError => e
+        raise Declaration.with_declaration_keys(e)
+      end
     end
   end
 

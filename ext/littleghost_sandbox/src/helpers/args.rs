@@ -28,20 +28,7 @@ pub fn keywords(
     required: &[&str],
     optional: &[&str],
 ) -> Result<Vec<Option<Value>>, Error> {
-    let unknown = unknown_keys(hash, |name| {
-        required.contains(&name) || optional.contains(&name)
-    })?;
-    if !unknown.is_empty() {
-        let noun = if unknown.len() == 1 {
-            "keyword"
-        } else {
-            "keywords"
-        };
-        return Err(errors::argument_error(
-            ruby,
-            format!("unknown {noun}: {}", unknown.join(", ")),
-        ));
-    }
+    refuse_unknown(ruby, hash, required, optional)?;
     let mut values = Vec::new();
     for name in required {
         match hash.get(ruby.to_symbol(name)) {
@@ -58,6 +45,49 @@ pub fn keywords(
         values.push(hash.get(ruby.to_symbol(name)));
     }
     Ok(values)
+}
+
+/// ArgumentError for a key of `hash` that is neither `required` nor
+/// `optional`, naming it and listing the valid ones (before magnus's
+/// `get_kwargs`, whose message lists none).
+pub fn refuse_unknown(
+    ruby: &Ruby,
+    hash: RHash,
+    required: &[&str],
+    optional: &[&str],
+) -> Result<(), Error> {
+    let unknown = unknown_keys(hash, |name| {
+        required.contains(&name) || optional.contains(&name)
+    })?;
+    if !unknown.is_empty() {
+        let noun = if unknown.len() == 1 {
+            "keyword"
+        } else {
+            "keywords"
+        };
+        return Err(errors::argument_error(
+            ruby,
+            format!(
+                "unknown {noun}: {}; valid keywords: {}",
+                unknown.join(", "),
+                valid_list(required, optional)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The accepted keywords as `:a, :b, :c`, sorted, for an unknown keyword's message (docs/spec.md: an
+/// unknown key lists the valid ones).
+pub fn valid_list(required: &[&str], optional: &[&str]) -> String {
+    let mut names: Vec<&str> = required.iter().chain(optional).copied().collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .iter()
+        .map(|name| format!(":{name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Optional keywords only, as magnus's `get_kwargs` takes them: ArgumentError

@@ -572,6 +572,7 @@ pub(crate) fn open(
     steps: impl FnOnce() -> Result<(), Error>,
 ) -> Result<Value, Error> {
     keywords(ruby, keywords_only(args)?, &[], &["run"])?;
+    crate::ruby_api::launch_limits::check_defaults(ruby, rb_self)?;
     steps()?;
     ownership::yield_and_close(ruby, rb_self.as_value())
 }

@@ -69,10 +69,11 @@ impl Registry {
         }
         let mut registered = Vec::new();
         table.foreach(|name: Symbol, _: Value| {
-            registered.push(name.name()?.into_owned());
+            registered.push(vo::sym_name(name)?);
             Ok(magnus::r_hash::ForEach::Continue)
         })?;
-        let name = key.name()?;
+        // Not Symbol#name: a name that is not UTF-8 raises ArgumentError, not EncodingError.
+        let name = vo::sym_name(key)?;
         let error =
             littleghost_sandbox_core::sandbox::providers::unknown(self.label, &name, registered);
         Err(errors::from_core(ruby, error))

@@ -131,6 +131,7 @@ pub(crate) fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> 
 /// Checks platform, bwrap, grant sources and the functional probe, pinning grant identities; idempotent. With a block, yields self, always closes and returns the block's value.
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     keywords(ruby, keywords_only(args)?, &[], &["run"])?;
+    crate::ruby_api::launch_limits::check_defaults(ruby, rb_self)?;
     let state = state(ruby, rb_self)?;
     if !state.opened.get() {
         open_steps(ruby, rb_self, state)?;

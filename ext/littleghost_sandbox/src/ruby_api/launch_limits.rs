@@ -117,6 +117,19 @@ pub fn for_call(
     plan(ruby, stored.for_call(call, own_tree), stored.cgroup_dir)
 }
 
+/// At `open`: CapabilityError when the sandbox's `process_limits:` ask for
+/// what no launch here could get (`tasks` without a writable cgroup), so
+/// the refusal comes once, before anything runs, instead of at each launch.
+pub fn check_defaults(ruby: &Ruby, sandbox: SandboxObj) -> Result<(), Error> {
+    let stored = launch_defaults(sandbox).borrow().clone();
+    plan(
+        ruby,
+        stored.for_call(Requested::default(), false),
+        stored.cgroup_dir,
+    )
+    .map(|_| ())
+}
+
 /// [`core_limits::plan::plan`] against what this host enforces for launches
 /// whose cgroups go under `dir` (the `cgroup:` option), or the default place.
 fn plan(ruby: &Ruby, requested: Requested, dir: Option<std::path::PathBuf>) -> Result<Plan, Error> {

@@ -59,10 +59,13 @@ pub(crate) fn error_message(error: &Error) -> String {
 
 /// Binds the sandbox to `workspace`, normalising `policy`, `profiles` and `limits`; performs no filesystem I/O.
 fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
+    let keywords = keywords_only(args)?;
+    let optional = ["policy", "profiles", "limits"];
+    crate::helpers::args::refuse_unknown(ruby, keywords, &["workspace"], &optional)?;
     let parsed = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>, Option<Value>), ()>(
-        keywords_only(args)?,
+        keywords,
         &["workspace"],
-        &["policy", "profiles", "limits"],
+        &optional,
     )?;
     let (workspace,) = parsed.required;
     let (policy, profiles, limits) = parsed.optional;

@@ -239,7 +239,9 @@ fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Opti
 fn initialize(ruby: &Ruby, rb_self: &Workspace, args: &[Value]) -> Result<(), Error> {
     type Optional = (Option<Value>, Option<Value>, Option<Value>);
     let names = ["paths", "setup", "teardown"];
-    let kwargs = get_kwargs::<_, (Value,), Optional, ()>(keywords_only(args)?, &["root"], &names)?;
+    let keywords = keywords_only(args)?;
+    crate::helpers::args::refuse_unknown(ruby, keywords, &["root"], &names)?;
+    let kwargs = get_kwargs::<_, (Value,), Optional, ()>(keywords, &["root"], &names)?;
     let (paths_value, setup, teardown) = kwargs.optional;
     let root = RString::new_frozen(convert::expand_path(ruby, kwargs.required.0, None)?);
     let (entries, table) = path_entries(ruby, root, paths_value)?;

@@ -118,6 +118,13 @@ pub fn rlimit_cpu_kill(seconds: Option<u64>, end: ProgramEnd) -> Option<super::L
     (by_signal || reported_sigxcpu).then_some(super::LimitExceeded::Cpu { seconds })
 }
 
+/// What a caller can do when `tasks` cannot be enforced (docs/spec.md L.2:
+/// refused, never ignored).
+pub const TASKS_FIX: &str =
+    "To limit tasks, give the backend `cgroup:` a delegated cgroup v2 directory \
+(writable by this user), or run under `systemd-run --user --scope -p Delegate=yes`; \
+or drop `tasks` from process_limits:";
+
 /// Decides how `requested` is enforced given what the host can
 /// (`enforcement`); `Err(reason)` when `tasks` is asked for and cannot be
 /// bounded at all (CapabilityError before spawning).
@@ -126,7 +133,11 @@ pub fn plan(requested: Requested, enforcement: &Enforcement) -> Result<Plan, Str
     if let Some(tasks) = requested.tasks {
         match &enforcement.tasks {
             Ok(()) => plan.cgroup.tasks = Some(tasks),
-            Err(reason) => return Err(format!("tasks cannot be limited here: {reason}")),
+            Err(reason) => {
+                return Err(format!(
+                    "tasks cannot be limited here: {reason}. {TASKS_FIX}"
+                ))
+            }
         }
     }
     if let Some(bytes) = requested.memory_bytes {

@@ -71,8 +71,9 @@ module LittleGhost
       #
       # Writes <tt>String(data)</tt> to the child's stdin and returns the number of bytes written.
       #
-      # Raises IOError "process session is closed" after #close, IOError "sandboxed process has exited" when the
-      # child no longer reads.
+      # Raises IOError "process session is closed" after #close, and IOError "sandboxed process has exited" once
+      # the program has exited or closed its stdin (a write can race the program's end: rescue IOError when
+      # feeding a program that may finish first).
       #
       #   session.write("ping\n")   # => 5
 
