@@ -224,17 +224,77 @@ impl BuiltinGateway {
     }
 }
 
+/// Largest `upstream_ca:` file read: a bundle of every public root is about
+/// 220 KiB, so 1 MiB leaves room for private CAs and refuses a file that
+/// could only be a mistake (or `/dev/zero`) before it is read into memory.
+pub const MAX_UPSTREAM_CA_BYTES: u64 = 1 << 20;
+
 /// The PEM file of `upstream_ca:`: PolicyError naming the path when it is
-/// missing, unreadable, or holds no certificate rustls can parse.
+/// missing, unreadable, not a regular file (a FIFO would block the open
+/// forever, a device read without end), larger than
+/// [`MAX_UPSTREAM_CA_BYTES`], or holds no certificate rustls can parse.
 pub fn read_upstream_ca(path: &Path) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        policy(format!(
-            "network upstream_ca {} cannot be read: {e}",
-            path.display()
-        ))
+    let refused = |why: String| policy(format!("network upstream_ca {} {why}", path.display()));
+    let file = open_regular(path).map_err(|e| refused(format!("cannot be read: {e}")))?;
+    let bytes = read_bounded(file, MAX_UPSTREAM_CA_BYTES).map_err(|e| match e {
+        Bounded::TooLarge => refused(format!(
+            "is larger than {} bytes; a PEM bundle of CA certificates is far smaller",
+            MAX_UPSTREAM_CA_BYTES
+        )),
+        Bounded::Io(e) => refused(format!("cannot be read: {e}")),
     })?;
-    super::inspect::upstream_roots(&bytes)
-        .map_err(|why| policy(format!("network upstream_ca {} {why}", path.display())))?;
+    super::inspect::upstream_roots(&bytes).map_err(refused)?;
+    Ok(bytes)
+}
+
+/// Opens `path` for reading without blocking (a FIFO with no writer would
+/// otherwise block `open` itself) and only if it is a regular file, which
+/// the descriptor's own `fstat` says (no check-then-open race).
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )?;
+    let kind = rustix::fs::FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode);
+    if kind != rustix::fs::FileType::RegularFile {
+        return Err(std::io::Error::other(format!(
+            "is not a regular file (a {})",
+            file_kind(kind)
+        )));
+    }
+    Ok(std::fs::File::from(fd))
+}
+
+fn file_kind(kind: rustix::fs::FileType) -> &'static str {
+    use rustix::fs::FileType;
+    match kind {
+        FileType::Directory => "directory",
+        FileType::Fifo => "FIFO",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        _ => "special file",
+    }
+}
+
+enum Bounded {
+    TooLarge,
+    Io(std::io::Error),
+}
+
+/// Reads all of `file` if it holds at most `limit` bytes (one byte past the
+/// limit is read to tell; a file that grows meanwhile is still cut there).
+fn read_bounded(file: std::fs::File, limit: u64) -> std::result::Result<Vec<u8>, Bounded> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(Bounded::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(Bounded::TooLarge);
+    }
     Ok(bytes)
 }
 
@@ -242,6 +302,39 @@ pub fn read_upstream_ca(path: &Path) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+
+    #[test]
+    fn an_upstream_ca_that_is_no_regular_file_or_too_large_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ca.fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        let large = dir.path().join("large.pem");
+        std::fs::write(&large, vec![b'a'; MAX_UPSTREAM_CA_BYTES as usize + 1]).unwrap();
+        for (path, expected) in [
+            (fifo.as_path(), "not a regular file (a FIFO)"),
+            (
+                Path::new("/dev/zero"),
+                "not a regular file (a character device)",
+            ),
+            (dir.path(), "not a regular file (a directory)"),
+            (large.as_path(), "is larger than 1048576 bytes"),
+        ] {
+            let err = read_upstream_ca(path).unwrap_err();
+            assert!(matches!(err, Error::Policy(_)), "{err}");
+            assert!(err.to_string().contains(expected), "{path:?}: {err}");
+            assert!(
+                err.to_string().contains(&path.display().to_string()),
+                "{err}"
+            );
+        }
+    }
 
     #[test]
     fn a_malformed_entry_is_refused_before_anything_starts() {
