@@ -330,15 +330,6 @@ RSpec.describe "littleghost-sandbox command" do
         expect(err).to match(message)
       end
     end
-
-    # Needs `network: {resolve:}` in the declaration (added alongside; until then the declaration refuses the key).
-    it "maps a name for the gateway with --resolve, as curl --resolve does" do
-      port = authorization_server
-      out, err, status = cli("run", "--provider", "bubblewrap", "--allow-private", "--allow", "api.example.test:#{port}",
-                             "--resolve", "api.example.test=127.0.0.1",
-                             "--", "curl", "-sS", "http://api.example.test:#{port}/", chdir: work)
-      expect([out, err, status.exitstatus]).to eq(["saw none", "", 0])
-    end
   end
 
   describe "probe" do
