@@ -98,6 +98,10 @@ module LittleGhost
         new(out: out, err: err, input: input).start(Array(argv).map(&:to_s))
       end
 
+      # A command line that writes to out and err and reads the child's stdin from input; CLI.start makes one.
+      #
+      #   out = StringIO.new
+      #   LittleGhost::Sandbox::CLI.new(out: out, err: $stderr).start(%w[--version])   # => 0
       def initialize(out:, err:, input: nil)
         @out = out
         @err = err

@@ -39,12 +39,37 @@ module LittleGhost
     LIMIT_EXIT_CODE = 137
 
     # What #run returns.
+    #
+    #   result = LittleGhost::RubyLLMSandbox.new.run("echo hi; exit 3", timeout: 10)
+    #   [result.stdout, result.exit_code, result.timed_out?, result.blocked]   # => ["hi\n", 3, false, []]
     class Result
-      # The command's standard output and error (bounded by +output_bytes+), its exit code, and the
-      # <tt>host:port</tt> destinations the network policy refused, in the order first refused.
-      attr_reader :stdout, :stderr, :exit_code, :blocked
+      # The command's standard output (a String, bounded by +output_bytes+).
+      #
+      #   sandbox.run("echo hi", timeout: 10).stdout   # => "hi\n"
+      attr_reader :stdout
 
-      # :nodoc:
+      # The command's standard error (a String, bounded by +output_bytes+); a limit's message comes last.
+      #
+      #   sandbox.run("echo oops >&2", timeout: 10).stderr   # => "oops\n"
+      attr_reader :stderr
+
+      # The command's exit code: 124 after the timeout, 137 after a memory or CPU limit.
+      #
+      #   sandbox.run("exit 3", timeout: 10).exit_code   # => 3
+      attr_reader :exit_code
+
+      # The <tt>host:port</tt> destinations the network policy refused, in the order first refused.
+      #
+      #   sandbox.run("curl -s https://example.com", timeout: 10, network: {allow: ["pypi.org"]}).blocked
+      #   # => ["example.com:443"]
+      attr_reader :blocked
+
+      # :call-seq:
+      #   new(stdout:, stderr:, exit_code:, timed_out:, blocked:) -> result
+      #
+      # A frozen result; #run makes them.
+      #
+      #   Result.new(stdout: "", stderr: "", exit_code: 124, timed_out: true, blocked: []).timed_out?   # => true
       def initialize(stdout:, stderr:, exit_code:, timed_out:, blocked:)
         @stdout = stdout
         @stderr = stderr
@@ -55,11 +80,15 @@ module LittleGhost
       end
 
       # True when the timeout ended the command.
+      #
+      #   sandbox.run("sleep", "5", timeout: 0.2).timed_out?   # => true
       def timed_out?
         @timed_out
       end
 
       # True when the command exited with status 0 within its timeout.
+      #
+      #   sandbox.run("true", timeout: 10).success?   # => true
       def success?
         !@timed_out && @exit_code.zero?
       end
@@ -72,6 +101,8 @@ module LittleGhost
     # command (<tt>memory_bytes:</tt>, <tt>tasks:</tt>, <tt>cpu_seconds:</tt>), whether allowlisted names may
     # resolve to private addresses, and the bound on each output stream. Raises ArgumentError for an unknown
     # keyword or a value of the wrong type.
+    #
+    #   sandbox = LittleGhost::RubyLLMSandbox.new(process_limits: {memory_bytes: 512 << 20, tasks: 64})
     def initialize(provider: :native, process_limits: {}, allow_private_destinations: false, output_bytes: nil)
       raise ArgumentError, "process_limits must be a Hash" unless process_limits.is_a?(Hash)
       unless [true, false].include?(allow_private_destinations)
@@ -88,11 +119,15 @@ module LittleGhost
     end
 
     # True when the backend can run here (LittleGhost::Sandbox.probe).
+    #
+    #   LittleGhost::RubyLLMSandbox.new(provider: :bubblewrap).supported?   # => true where bwrap runs
     def supported?
       probe[:available] == true
     end
 
     # Why the backend cannot run here and what to change, or nil when it can.
+    #
+    #   sandbox.reason   # => nil, or e.g. "bwrap: setting up uid map: Permission denied ..."
     def reason
       supported? ? nil : probe[:reason]
     end
@@ -105,6 +140,9 @@ module LittleGhost
     # every path), LittleGhost::CapabilityError or LittleGhost::DependencyError when the backend cannot enforce
     # what the call asks for; a command that fails, times out or is ended by a limit is a Result, never an
     # exception (a limit gives exit code 137 and the limit's message at the end of +stderr+).
+    #
+    #   sandbox.run("bundle exec rake test", timeout: 300, writable: [Dir.pwd], directory: Dir.pwd)
+    #   sandbox.run("ls", "-la", timeout: 10, readable: ["/srv/data"], directory: "/srv/data")
     def run(*command, timeout:, readable: [], writable: [], denied: [], network: false, directory: nil, env: {})
       argv = argv_of(command)
       grants = grants_of(readable, :read_only).merge(grants_of(writable, :read_write))
