@@ -113,23 +113,44 @@ fn ownership_only(limits: &ProcessLimits) -> bool {
     limits.memory_bytes.is_none() && limits.tasks.is_none() && limits.cpu_seconds.is_none()
 }
 
-/// A pooled cgroup made under `layout`'s directories, if any still exists.
+/// A pooled cgroup made under `layout`'s directories that still exists and
+/// holds no process, if any. A pooled cgroup that holds one (something
+/// moved into it after it was pooled) has it killed first; one that cannot
+/// be emptied is never reused (docs/security.md, "Nothing survives close").
 fn take_pooled(layout: &Layout) -> Option<Dirs> {
     let me = rustix::process::getpid().as_raw_nonzero().get();
-    let mut pool = POOL.lock().ok()?;
-    while let Some(index) = pool
-        .iter()
-        .position(|(owner, dirs)| *owner == me && dirs.made_under(layout))
-    {
-        let (_, dirs) = pool.swap_remove(index);
-        if dirs.paths().iter().all(|dir| dir.is_dir()) {
-            return Some(dirs);
+    loop {
+        let dirs = {
+            let mut pool = POOL.lock().ok()?;
+            let index = pool
+                .iter()
+                .position(|(owner, dirs)| *owner == me && dirs.made_under(layout))?;
+            pool.swap_remove(index).1
+        };
+        if !dirs.paths().iter().all(|dir| dir.is_dir()) {
+            for dir in dirs.paths() {
+                let _ = remove_cgroup_dir(dir);
+            }
+            continue;
         }
-        for dir in dirs.paths() {
-            let _ = remove_cgroup_dir(dir);
+        // Held as a launch's cgroup, so that its kill and removal apply.
+        let mut held = LaunchCgroup {
+            dirs,
+            limits: ProcessLimits::default(),
+            creator: rustix::process::getpid(),
+            recorded: AtomicU8::new(0),
+        };
+        if !held.is_empty() {
+            held.kill_all();
         }
+        if held.is_empty() {
+            return Some(held.take_dirs());
+        }
+        // Still not empty: removed where the kernel allows, never pooled
+        // again, never handed to a launch.
+        let _ = held.remove();
+        drop(held.take_dirs());
     }
-    None
 }
 
 #[derive(Debug)]
@@ -145,6 +166,15 @@ impl Dirs {
             Dirs::V2(dir) => vec![dir.as_path()],
             Dirs::V1(dirs) => dirs.iter().map(|(_, dir, _)| dir.as_path()).collect(),
         }
+    }
+
+    /// Whether no process is in any of these directories (a directory
+    /// without `cgroup.procs`, gone or a fake tree's, holds none).
+    fn hold_nothing(&self) -> bool {
+        self.paths().iter().all(|dir| {
+            std::fs::read_to_string(dir.join("cgroup.procs"))
+                .map_or(true, |procs| procs.trim().is_empty())
+        })
     }
 
     /// Whether these directories are the ones an ownership-only launch
@@ -561,8 +591,12 @@ impl Drop for LaunchCgroup {
         if rustix::process::getpid() != self.creator {
             return; // a forked copy: the cgroup is the parent's
         }
+        if self.dirs.paths().is_empty() {
+            return; // pooled, or never made
+        }
         self.kill_all();
-        if ownership_only(&self.limits) && self.pids().is_empty() && self.pool() {
+        // Only an empty cgroup waits for the next launch (docs/security.md).
+        if ownership_only(&self.limits) && self.is_empty() && self.pool() {
             return;
         }
         let _ = self.remove();
@@ -570,6 +604,17 @@ impl Drop for LaunchCgroup {
 }
 
 impl LaunchCgroup {
+    /// Whether no process is left in any of its hierarchies (not only the
+    /// one [`pids`](Self::pids) lists).
+    fn is_empty(&self) -> bool {
+        self.dirs.hold_nothing()
+    }
+
+    /// Its directories, leaving none behind for `Drop` to kill or remove.
+    fn take_dirs(&mut self) -> Dirs {
+        std::mem::replace(&mut self.dirs, Dirs::V1(Vec::new()))
+    }
+
     /// Hands the (empty) directories to [`POOL`] instead of removing them;
     /// false when the pool is full.
     fn pool(&mut self) -> bool {
@@ -591,11 +636,7 @@ impl LaunchCgroup {
                 }
             }
         }
-        let empty = match &self.dirs {
-            Dirs::V2(_) => Dirs::V2(PathBuf::new()),
-            Dirs::V1(_) => Dirs::V1(Vec::new()),
-        };
-        pool.push((me, std::mem::replace(&mut self.dirs, empty)));
+        pool.push((me, self.take_dirs()));
         true
     }
 }
@@ -644,4 +685,66 @@ fn field(text: &str, key: &str) -> Option<u64> {
         let (name, value) = line.split_once(' ')?;
         (name == key).then(|| value.trim().parse().ok()).flatten()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    /// A fake v1 layout with only a `pids` hierarchy, at `root/pids`.
+    fn fake_v1(root: &Path) -> Layout {
+        let pids = root.join("pids");
+        std::fs::create_dir(&pids).unwrap();
+        let none = || Err("not in this fake tree".to_string());
+        Layout::V1 {
+            memory: none(),
+            pids: Ok(pids),
+            cpuacct: none(),
+            freezer: none(),
+        }
+    }
+
+    fn ownership_only() -> ProcessLimits {
+        ProcessLimits {
+            own_tree: true,
+            ..ProcessLimits::default()
+        }
+    }
+
+    #[test]
+    fn a_pooled_cgroup_that_cannot_be_emptied_is_never_reused() {
+        let root = tempfile::tempdir().unwrap();
+        let layout = fake_v1(root.path());
+        let first = LaunchCgroup::create(&layout, &ownership_only()).unwrap();
+        let dirs = first.dirs_for_tests();
+        drop(first);
+        assert!(pooled_paths().contains(&dirs[0]), "{dirs:?} was not pooled");
+        // A process shows up in the pooled cgroup; a fake `cgroup.procs`
+        // keeps listing it after it is killed, as a cgroup that cannot be
+        // emptied would.
+        let mut lodger = std::process::Command::new("sleep")
+            .arg("1000")
+            .spawn()
+            .unwrap();
+        std::fs::write(dirs[0].join("cgroup.procs"), format!("{}\n", lodger.id())).unwrap();
+        let next = LaunchCgroup::create(&layout, &ownership_only()).unwrap();
+        let reused = next.dirs_for_tests() == dirs;
+        // Killed (and so waitable) before `create` returned, or still running.
+        let killed = lodger.try_wait().unwrap();
+        if killed.is_none() {
+            let _ = lodger.kill();
+            let _ = lodger.wait();
+        }
+        assert!(!reused, "a launch was handed a cgroup holding a process");
+        assert!(
+            !pooled_paths().contains(&dirs[0]),
+            "it went back to the pool"
+        );
+        assert_eq!(
+            killed.and_then(|status| status.signal()),
+            Some(libc::SIGKILL),
+            "what was in it was killed"
+        );
+    }
 }

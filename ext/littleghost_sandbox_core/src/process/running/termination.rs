@@ -226,8 +226,11 @@ impl Owner {
 
     /// Terminates every child still alive (17.12, all at once), marks each as
     /// [`terminated_by_owner`](RunningProcess::terminated_by_owner) first, and
-    /// returns once they all ended (or were sent KILL). Blocks for up to
-    /// [`TERMINATION_GRACE`] plus a moment: call it without the GVL.
+    /// returns once they all ended (or were sent KILL). Then every child's
+    /// cgroup is killed, also the cgroup of one whose leader had already
+    /// ended (a supervisor SIGKILLed from outside): nothing it started
+    /// survives (docs/security.md, "Nothing survives `close`"). Blocks for
+    /// up to [`TERMINATION_GRACE`] plus a moment: call it without the GVL.
     /// Returns how many were terminated.
     pub fn terminate_all(&self) -> usize {
         // A child spawned but not adopted yet is already running: wait for it.
@@ -239,8 +242,13 @@ impl Owner {
             .filter(|child| child.parent == me)
             .collect();
         let mut terminations = Vec::new();
+        let mut ended = Vec::new();
         for child in children {
             if child.try_reap().is_some() && !group_alive(child.pid) {
+                // Its leader is gone (a Landlock supervisor SIGKILLed from
+                // outside), but what it started may live on outside its
+                // group: its cgroup is still ended below.
+                ended.push(child);
                 continue;
             }
             child.terminated_by_owner.store(true, Ordering::SeqCst);
@@ -264,9 +272,14 @@ impl Owner {
         while Instant::now() < give_up && terminations.iter().any(Termination::lingers) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        // Descendants that left the tree (a setsid daemon) go with their cgroup.
-        for termination in &terminations {
-            if let Some(cgroup) = termination.shared.cgroup.upgrade() {
+        // Descendants that left the tree (a setsid daemon) go with their
+        // cgroup, whether or not the leader was still running.
+        let every_child = terminations
+            .iter()
+            .map(|termination| &termination.shared)
+            .chain(&ended);
+        for child in every_child {
+            if let Some(cgroup) = child.cgroup.upgrade() {
                 cgroup.kill_all();
             }
         }
