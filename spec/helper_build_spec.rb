@@ -139,6 +139,19 @@ RSpec.describe "building the helper" do # rubocop:disable RSpec/DescribeClass
     end
   end
 
+  # The helper is built on its own by every build path (above): through the core it compiled the core's async
+  # runtime and TLS stack (tokio, rustls, ring's C code) a second time, minutes of a cold `rake native gem`.
+  it "compiles only what the helper uses: neither the core, nor an async runtime, nor TLS" do
+    cargo = ENV.fetch("CARGO", "cargo")
+    out = IO.popen([cargo, "tree", "--locked", "--manifest-path", File.join(root, "Cargo.toml"), "-p", build::PACKAGE,
+                    "-e", "normal,build", "--prefix", "none", "--format", "{p}"], &:read)
+    expect($?).to be_success
+    crates = out.lines.map { |line| line.split.first }.uniq
+    expect(crates & %w[littleghost_sandbox_core tokio mio rustls tokio-rustls ring rcgen time pem
+                       rustls-native-certs cc]).to be_empty
+    expect(crates).to include(build::PACKAGE, "littleghost_sandbox_restrict", "landlock", "libc")
+  end
+
   it "tries musl only where its standard library and a musl C compiler are installed" do
     rustc = LittleGhostSandboxToolchain.rustc_for(ENV.fetch("CARGO", "cargo"))
     expect(build.musl_ready?("aarch64-apple-darwin", rustc)).to be(false)
