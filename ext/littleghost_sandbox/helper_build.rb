@@ -13,9 +13,8 @@
 # cdylib loaded into Ruby, which must stay dynamic) nor build scripts.
 #
 # Where the musl target of that architecture is installed (`rustup target
-# add x86_64-unknown-linux-musl`) and a musl C compiler is at hand (Debian's
-# musl-tools: `musl-gcc`, for ring's C parts), the helper is linked against
-# musl instead: glibc's static start-up probes the CPU (each CPUID traps to
+# add x86_64-unknown-linux-musl`), the helper is linked against musl instead
+# (it compiles no C, so no musl C compiler is needed): glibc's static start-up probes the CPU (each CPUID traps to
 # the hypervisor on a VM) and sets up locale and IRELATIVE relocations, about
 # 0.3-0.4 ms of every launch measured here, which musl does not do. When
 # that build fails, the glibc static build is tried; when that fails too (no
@@ -34,8 +33,6 @@ module LittleGhostSandboxHelperBuild
   # The musl target of each static target: a static executable whose start-up does no CPU probing.
   MUSL_TARGETS = { "x86_64-unknown-linux-gnu" => "x86_64-unknown-linux-musl",
                    "aarch64-unknown-linux-gnu" => "aarch64-unknown-linux-musl" }.freeze
-  # The musl C compiler Debian's musl-tools installs (cc-rs looks for `<arch>-linux-musl-gcc` otherwise).
-  MUSL_GCC = "musl-gcc"
 
   module_function
 
@@ -70,37 +67,24 @@ module LittleGhostSandboxHelperBuild
     [static_env(env), argv, built]
   end
 
-  # The environment variable naming the C compiler of `target` for cc-rs (`CC_x86_64_unknown_linux_musl`).
-  def c_compiler_variable(target)
-    "CC_#{target.tr("-", "_")}"
-  end
-
   # Whether the musl build of the helper for `triple` can be tried: the target's standard library is installed
-  # for `rustc` and a musl C compiler is set (`CC_<target>`) or on the PATH.
-  def musl_ready?(triple, rustc, env = ENV)
+  # for `rustc`. No C compiler: the helper's dependencies (littleghost_sandbox_restrict) have no C code.
+  def musl_ready?(triple, rustc)
     target = MUSL_TARGETS[triple]
     return false unless target
 
     sysroot = IO.popen([rustc, "--print", "sysroot"], err: File::NULL, &:read).to_s.strip
-    return false unless $?.success? && File.directory?(File.join(sysroot, "lib", "rustlib", target, "lib"))
-
-    !env[c_compiler_variable(target)].to_s.empty? || on_path?(MUSL_GCC, env)
+    $?.success? && File.directory?(File.join(sysroot, "lib", "rustlib", target, "lib"))
   rescue SystemCallError
     false
   end
 
-  # Whether `command` is an executable in one of `env`'s PATH directories.
-  def on_path?(command, env = ENV)
-    env["PATH"].to_s.split(File::PATH_SEPARATOR).any? { |dir| File.executable?(File.join(dir, command)) }
-  end
-
   # [env, argv] of the musl build for `triple`, and where it puts the executable. musl targets link statically
-  # by default; the C compiler is musl-gcc unless the caller named one.
-  def musl_build(cargo:, manifest:, target_dir:, triple:, env: ENV)
-    target = MUSL_TARGETS.fetch(triple)
-    argv, built = targeted_build(cargo: cargo, manifest: manifest, target_dir: target_dir, target: target)
-    variable = c_compiler_variable(target)
-    [env[variable].to_s.empty? ? { variable => MUSL_GCC } : {}, argv, built]
+  # by default.
+  def musl_build(cargo:, manifest:, target_dir:, triple:)
+    argv, built = targeted_build(cargo: cargo, manifest: manifest, target_dir: target_dir,
+                                 target: MUSL_TARGETS.fetch(triple))
+    [{}, argv, built]
   end
 
   # [env, argv] of the dynamic build, and where it puts the executable.

@@ -69,6 +69,17 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The Landlock, seccomp and helper-argument code lives in its own crate
+/// (the helper builds it alone); its two kinds are the variants of the same name.
+impl From<littleghost_sandbox_restrict::Error> for Error {
+    fn from(error: littleghost_sandbox_restrict::Error) -> Error {
+        match error {
+            littleghost_sandbox_restrict::Error::Argument(m) => Error::Argument(m),
+            littleghost_sandbox_restrict::Error::Capability(m) => Error::Capability(m),
+        }
+    }
+}
+
 /// Shorthand constructors keep call sites short: `tool("Path does not exist")`.
 pub fn tool(message: impl Into<String>) -> Error {
     Error::Tool(message.into())

@@ -440,7 +440,7 @@ fn launch_filter(filter: Filter) -> Result<Option<OwnedFd>> {
     match seccomp::filter_fd(&rules) {
         Ok(fd) => Ok(Some(fd)),
         Err(_) if !deny_subprocesses => Ok(None),
-        Err(error) => Err(error),
+        Err(error) => Err(error.into()),
     }
 }
 

@@ -41,7 +41,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-use littleghost_sandbox_core::launch::Forward;
+use littleghost_sandbox_restrict::relay::Forward;
 
 const DEFAULT_LISTEN: &str = "127.0.0.1:3128";
 /// The most a gateway's answer to `CONNECT` may take before its blank line.

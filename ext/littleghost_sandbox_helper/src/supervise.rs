@@ -1,7 +1,7 @@
 //! Mode `supervise`: runs one command under the Landlock backend.
 //!
 //! Usage: `littleghost-sandbox-helper supervise PLAN... -- COMMAND [ARGS...]`,
-//! where PLAN is `littleghost_sandbox_core::backend::landlock::Plan::to_args`
+//! where PLAN is `littleghost_sandbox_restrict::landlock::Plan::to_args`
 //! (the gem decides the policy; this mode only applies it).
 //!
 //! The helper becomes a child subreaper and forks. The child restricts
@@ -26,7 +26,7 @@ use std::ffi::CString;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use littleghost_sandbox_core::backend::landlock::{restrict, Plan};
+use littleghost_sandbox_restrict::landlock::{restrict, Plan};
 
 /// How long descendants get between a forwarded termination signal and SIGKILL.
 const GRACE: Duration = Duration::from_millis(200);

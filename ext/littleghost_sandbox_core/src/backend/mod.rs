@@ -12,8 +12,9 @@ pub mod native;
 pub mod private_tmp;
 pub mod seatbelt;
 pub mod seatbelt_host;
-pub mod seccomp;
 pub mod unrestricted;
+
+pub use littleghost_sandbox_restrict::seccomp;
 
 /// The lowest Landlock ABI the Landlock backend runs on (why: `landlock`'s
 /// module docs); here so Native's choice can name it on every platform.

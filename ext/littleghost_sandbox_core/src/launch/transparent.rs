@@ -21,42 +21,13 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
 use crate::network::{Host, Pattern};
 use crate::policy::NetworkRules;
 
+pub use littleghost_sandbox_restrict::relay::Forward;
+
 /// Where the relay's proxy listens ([`super::RELAY_PROXY_URL`]).
 const PROXY_LISTEN: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 3128);
 
 /// `net.ipv4.ip_unprivileged_port_start` of a new network namespace.
 pub const DEFAULT_UNPRIVILEGED_PORT_START: u16 = 1024;
-
-/// One listener of the relay: connections to `listen` become `CONNECT
-/// host:port` through the gateway.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Forward {
-    pub listen: SocketAddrV4,
-    pub host: String,
-    pub port: u16,
-}
-
-impl Forward {
-    /// The relay's `--forward` value: `LISTEN=HOST:PORT`.
-    pub fn argument(&self) -> String {
-        format!("{}={}:{}", self.listen, self.host, self.port)
-    }
-
-    /// Parses [`argument`](Self::argument)'s form back (the relay's side).
-    pub fn parse(text: &str) -> Option<Forward> {
-        let (listen, target) = text.split_once('=')?;
-        let (host, port) = target.rsplit_once(':')?;
-        let host = host.to_owned();
-        if !valid_host(&host) {
-            return None;
-        }
-        Some(Forward {
-            listen: listen.parse().ok()?,
-            host,
-            port: port.parse().ok().filter(|port| *port > 0)?,
-        })
-    }
-}
 
 /// What the sandbox gets for its allowlist: the relay's extra listeners and
 /// the `/etc/hosts` lines that point names at them.
@@ -254,21 +225,6 @@ fn loopback(host: &str) -> Option<Ipv4Addr> {
     host.parse::<Ipv4Addr>().ok().filter(Ipv4Addr::is_loopback)
 }
 
-/// A name that can be written into `/etc/hosts` and given to the relay as
-/// is: letters, digits, `-` and `.`, 1 to 253 characters, no empty label.
-fn valid_host(host: &str) -> bool {
-    !host.is_empty()
-        && host.len() <= 253
-        && host.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -442,14 +398,5 @@ mod tests {
         );
         assert!(text.contains("# a comment"));
         assert!(plan.hosts_file("").contains("127.0.0.1\tlocalhost"));
-    }
-
-    #[test]
-    fn a_forward_argument_must_be_well_formed() {
-        assert!(Forward::parse("127.80.0.1:443=example.com:443").is_some());
-        assert!(Forward::parse("127.80.0.1:443").is_none());
-        assert!(Forward::parse("nonsense=example.com:443").is_none());
-        assert!(Forward::parse("127.80.0.1:443=exa mple.com:443").is_none());
-        assert!(Forward::parse("127.80.0.1:443=example.com:0").is_none());
     }
 }

@@ -64,7 +64,8 @@ pub fn check(sandbox: Sandbox<'_>, grants: &[Mount]) -> Result<()> {
         true,
         false,
     )?;
-    expand(&planned.rules).map(|_| ())
+    expand(&planned.rules)?;
+    Ok(())
 }
 
 /// The rules of one launch of `selected` (the scope's grants, or the

@@ -124,7 +124,7 @@ fn probe() {
 
 #[test]
 fn a_child_in_the_host_pid_namespace_changes_only_itself_and_reaches_no_ipc() {
-    const NAME: &str = "backend::seccomp::tests::host_processes::a_child_in_the_host_pid_namespace_changes_only_itself_and_reaches_no_ipc";
+    const NAME: &str = "seccomp::tests::host_processes::a_child_in_the_host_pid_namespace_changes_only_itself_and_reaches_no_ipc";
     match std::env::var(CHILD_MODE).as_deref() {
         Ok("host-filtered") => {
             install_in_child(&launch_filter());

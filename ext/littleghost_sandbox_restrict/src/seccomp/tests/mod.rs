@@ -66,7 +66,8 @@ fn run_child(test: &str, mode: &str) -> std::process::Output {
 
 #[test]
 fn every_filter_denies_keyrings_and_only_the_strict_one_denies_processes() {
-    const NAME: &str = "backend::seccomp::tests::every_filter_denies_keyrings_and_only_the_strict_one_denies_processes";
+    const NAME: &str =
+        "seccomp::tests::every_filter_denies_keyrings_and_only_the_strict_one_denies_processes";
     if let Ok(mode) = std::env::var(CHILD_MODE) {
         if mode == "keyring-strict" || mode == "keyring-lenient" {
             install_filter(mode == "keyring-strict");
@@ -107,8 +108,7 @@ fn every_filter_denies_keyrings_and_only_the_strict_one_denies_processes() {
 
 #[test]
 fn a_filtered_process_cannot_fork_but_can_start_threads() {
-    const NAME: &str =
-        "backend::seccomp::tests::a_filtered_process_cannot_fork_but_can_start_threads";
+    const NAME: &str = "seccomp::tests::a_filtered_process_cannot_fork_but_can_start_threads";
     if std::env::var(CHILD_MODE).as_deref() == Ok("fork") {
         install_native_filter();
         // glibc's fork() is clone(SIGCHLD) without CLONE_THREAD.
@@ -181,7 +181,7 @@ fn without_the_filter_the_same_probes_succeed() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn an_x32_syscall_kills_the_filtered_process() {
-    const NAME: &str = "backend::seccomp::tests::an_x32_syscall_kills_the_filtered_process";
+    const NAME: &str = "seccomp::tests::an_x32_syscall_kills_the_filtered_process";
     if std::env::var(CHILD_MODE).as_deref() == Ok("x32") {
         install_native_filter();
         // x32 fork: the native arch with the x32 bit set in the number.

@@ -151,7 +151,7 @@ fn a_filtered_process_cannot_create_set_id_files() {
     #[cfg(target_arch = "x86_64")]
     expected.extend([("open-suid", "EPERM"), ("creat-suid", "EPERM")]);
     check_planting(
-        "backend::seccomp::tests::planting::a_filtered_process_cannot_create_set_id_files",
+        "seccomp::tests::planting::a_filtered_process_cannot_create_set_id_files",
         probe,
         &expected,
     );
@@ -205,7 +205,7 @@ fn a_filtered_process_cannot_set_set_id_bits() {
     #[cfg(target_arch = "x86_64")]
     expected.extend([("chmod-suid", "EPERM"), ("chmod-plain", "ok")]);
     check_planting(
-        "backend::seccomp::tests::planting::a_filtered_process_cannot_set_set_id_bits",
+        "seccomp::tests::planting::a_filtered_process_cannot_set_set_id_bits",
         probe,
         &expected,
     );
@@ -280,7 +280,7 @@ fn a_filtered_process_cannot_plant_devices() {
     #[cfg(target_arch = "x86_64")]
     expected.push(("mknod-char", "EPERM"));
     check_planting(
-        "backend::seccomp::tests::planting::a_filtered_process_cannot_plant_devices",
+        "seccomp::tests::planting::a_filtered_process_cannot_plant_devices",
         probe,
         &expected,
     );
@@ -334,7 +334,7 @@ fn a_filtered_process_cannot_hand_files_to_foreign_owners() {
     #[cfg(target_arch = "x86_64")]
     expected.extend([("chown-other", "EPERM"), ("lchown-other", "EPERM")]);
     check_planting(
-        "backend::seccomp::tests::planting::a_filtered_process_cannot_hand_files_to_foreign_owners",
+        "seccomp::tests::planting::a_filtered_process_cannot_hand_files_to_foreign_owners",
         probe,
         &expected,
     );
@@ -359,7 +359,7 @@ fn a_filtered_process_cannot_set_xattrs_or_use_io_uring() {
         ]
     }
     check_planting(
-        "backend::seccomp::tests::planting::a_filtered_process_cannot_set_xattrs_or_use_io_uring",
+        "seccomp::tests::planting::a_filtered_process_cannot_set_xattrs_or_use_io_uring",
         probe,
         &[
             ("setxattr-user", "EOPNOTSUPP"),
