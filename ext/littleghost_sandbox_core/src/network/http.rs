@@ -2167,6 +2167,9 @@ fn decode_chunked(input: &[u8], piece: usize) -> (Result<usize, &'static str>, V
 }
 
 #[cfg(test)]
+mod differential;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use tokio::io::AsyncReadExt;
