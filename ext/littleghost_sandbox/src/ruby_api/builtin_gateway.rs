@@ -117,6 +117,22 @@ pub(crate) fn view(
     }
 }
 
+/// What a launch binds of `gateway`, if it is a running BuiltinGateway: its
+/// directory as a handle and the path it is bound at (never a path to
+/// resolve again). None for another gateway, or one not open.
+pub(crate) fn bind_handles(
+    ruby: &Ruby,
+    gateway: Value,
+) -> Result<Option<Vec<(std::os::fd::OwnedFd, std::path::PathBuf)>>, Error> {
+    let Ok(builtin) = <&BuiltinGateway>::try_convert(gateway) else {
+        return Ok(None);
+    };
+    match builtin.running() {
+        Some(running) => errors::core_result(ruby, running.bind_handles()).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Makes `gateway`, if it is a BuiltinGateway, record its 403s in `hub` from
 /// its next `open` on (the sandbox that resolved it attaches its own log).
 pub(crate) fn attach_denials(gateway: Value, hub: Arc<DenialHub>) {

@@ -8,13 +8,16 @@
 
 use std::cell::RefCell;
 use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::backend::landlock_host as host;
 use littleghost_sandbox_core::fs::anchor::Anchor;
+use littleghost_sandbox_core::fs::own::OwnDirectory;
 use littleghost_sandbox_core::launch::{LaunchRequest, Pins};
 use magnus::{
     function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
@@ -44,8 +47,8 @@ use crate::ruby_api::{errors, ownership, process_runner, sandbox, workspace};
 struct State {
     platform: String,
     runtime_roots: Vec<PathBuf>,
-    /// The private TMPDIR while open.
-    tmpdir: RefCell<Option<PathBuf>>,
+    /// The private TMPDIR while open, held by its handle.
+    tmpdir: RefCell<Option<Arc<OwnDirectory>>>,
 }
 
 impl DataTypeFunctions for State {}
@@ -53,7 +56,7 @@ impl DataTypeFunctions for State {}
 impl Drop for State {
     fn drop(&mut self) {
         if let Some(tmpdir) = self.tmpdir.take() {
-            let _ = std::fs::remove_dir_all(tmpdir);
+            let _ = tmpdir.remove();
         }
     }
 }
@@ -187,9 +190,9 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let tmpdir = errors::core_result(ruby, tmpdir)?;
     // Another thread may have opened the sandbox meanwhile: keep its directory.
     if state.tmpdir.borrow().is_some() {
-        let _ = std::fs::remove_dir_all(tmpdir);
+        let _ = tmpdir.remove();
     } else {
-        state.tmpdir.replace(Some(tmpdir));
+        state.tmpdir.replace(Some(Arc::new(tmpdir)));
     }
     Ok(())
 }
@@ -199,7 +202,7 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     if let Some(tmpdir) = state(ruby, rb_self)?.tmpdir.take() {
-        let _ = std::fs::remove_dir_all(tmpdir);
+        let _ = tmpdir.remove();
     }
     Ok(())
 }
@@ -209,7 +212,7 @@ fn tmpdir(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
     let tmpdir = state(ruby, rb_self)?.tmpdir.borrow().clone();
     Ok(tmpdir
         .as_ref()
-        .map(|t| convert::path_to_ruby(ruby, t).as_value()))
+        .map(|t| convert::path_to_ruby(ruby, t.path()).as_value()))
 }
 
 // ---------------------------------------------------------------------------
@@ -223,7 +226,7 @@ fn wrap_command(
     rb_self: SandboxObj,
     call: &Launch,
     requested_subprocesses: Option<bool>,
-) -> Result<(HostCommand, Vec<Anchor>), Error> {
+) -> Result<(HostCommand, (Vec<Anchor>, OwnedFd)), Error> {
     let argv = convert::argv(ruby, call.command)?;
     open_steps(ruby, rb_self)?;
     let scope = la::scope_view(ruby, call.scope)?;
@@ -252,12 +255,12 @@ fn wrap_command(
     let sandbox = ll::launch::Sandbox {
         root: core.root_filesystem,
         runtime_roots: &state.runtime_roots,
-        tmpdir: &tmpdir,
+        tmpdir: tmpdir.path(),
         workspace_directories: &workspace_directories,
     };
     let scoped = scope.is_some();
     let program = argv.first().cloned();
-    let supervised = host::command(sandbox, &mut launch, scoped, allow, argv, &pins);
+    let supervised = host::command(sandbox, &tmpdir, &mut launch, scoped, allow, argv, &pins);
     let supervised = errors::core_result(ruby, supervised)?;
     let mut host = HostCommand::planned(supervised.argv, launch);
     host.wrapped_program = program;
@@ -266,8 +269,9 @@ fn wrap_command(
         .anchors
         .iter()
         .map(|a| a.fd().as_raw_fd())
+        .chain([supervised.tmpdir.as_raw_fd()])
         .collect();
-    Ok((host, supervised.anchors))
+    Ok((host, (supervised.anchors, supervised.tmpdir)))
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.

@@ -249,30 +249,6 @@ pub fn probe() -> Probe {
     }
 }
 
-/// Creates the sandbox's private temporary directory (mode 0700) under the
-/// host's temporary directory; the child gets it as `TMPDIR`, writable.
-pub fn private_tmpdir() -> Result<PathBuf> {
-    let base = std::env::temp_dir();
-    for _ in 0..8 {
-        let mut random = [0u8; 8];
-        rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty())
-            .map_err(|e| capability(format!("landlock: no randomness for TMPDIR: {e}")))?;
-        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
-        let path = base.join(format!("littleghost-landlock-{name}"));
-        match rustix::fs::mkdir(&path, rustix::fs::Mode::from_raw_mode(0o700)) {
-            Ok(()) => return Ok(path),
-            Err(rustix::io::Errno::EXIST) => continue,
-            Err(e) => {
-                return Err(capability(format!(
-                    "landlock: cannot create the private TMPDIR under {}: {e}",
-                    base.display()
-                )))
-            }
-        }
-    }
-    Err(capability("landlock: cannot create a private TMPDIR"))
-}
-
 /// Whether a launch's working directory lies beneath a rule the child can
 /// read (a grant or the private TMPDIR); else the child would start in a
 /// directory it cannot use.

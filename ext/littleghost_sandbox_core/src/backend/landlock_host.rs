@@ -2,6 +2,7 @@
 //! checks and prepares, and the helper's `supervise` command of a planned
 //! launch. The rules themselves are `landlock::launch`.
 
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
 use crate::backend::landlock::{self as ll, launch::Sandbox};
@@ -9,6 +10,7 @@ use crate::backend::launch_steps::{path_text as text, Platform};
 use crate::backend::private_tmp;
 use crate::error::{policy, Error, Result};
 use crate::fs::anchor::Anchor;
+use crate::fs::own::OwnDirectory;
 use crate::grants::Grant;
 use crate::helper;
 use crate::launch::{LaunchPlan, Pins};
@@ -50,26 +52,27 @@ pub fn require(platform: &str) -> Result<()> {
 
 /// The rest of `open`: every policy grant a directory and expressible
 /// exactly (a dry run of the carving); returns the private TMPDIR it
-/// created, which is removed again when a grant is refused.
+/// created (outside every writable grant, held by its handle), which is
+/// removed again when a grant is refused.
 pub fn prepare(
     root: crate::policy::RootFilesystem,
     runtime_roots: &[PathBuf],
     grants: &[Grant],
     protect: &crate::policy::ProtectList,
-) -> Result<PathBuf> {
+) -> Result<OwnDirectory> {
     if grants.iter().any(|grant| !grant.source.is_dir()) {
         return Err(policy("sandbox mount source is not a directory"));
     }
     refuse_protected(grants, protect)?;
-    let tmpdir = ll::private_tmpdir()?;
+    let tmpdir = private_tmp::own_private_directory("littleghost-landlock-", grants)?;
     let sandbox = Sandbox {
         root,
         runtime_roots,
-        tmpdir: &tmpdir,
+        tmpdir: tmpdir.path(),
         workspace_directories: &[],
     };
     if let Err(error) = ll::launch::check(sandbox, grants) {
-        let _ = std::fs::remove_dir_all(&tmpdir);
+        let _ = tmpdir.remove();
         return Err(error);
     }
     Ok(tmpdir)
@@ -101,7 +104,7 @@ fn refuse_protected(grants: &[Grant], protect: &crate::policy::ProtectList) -> R
 }
 
 /// The supervisor's command line and the descriptor to execute it from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Supervised {
     /// `[helper, "supervise", *rules, "--", *command]`; `argv[0]` only names
     /// the helper's file, it is never looked up.
@@ -111,6 +114,9 @@ pub struct Supervised {
     pub executable_fd: std::os::fd::RawFd,
     /// The grants' handles, inherited by the helper as 3, 4, ... in this order.
     pub anchors: Vec<Anchor>,
+    /// The private TMPDIR's handle, inherited right after the anchors: its
+    /// rule is built from it, never from its path.
+    pub tmpdir: OwnedFd,
 }
 
 /// `[helper, "supervise", *rules, "--", *command]` for a planned launch
@@ -118,9 +124,11 @@ pub struct Supervised {
 /// TMPDIR becomes the plan's `TMPDIR`. Every grant's rule is built
 /// from its handle (from `pins`, checked current, or derived by a walk from
 /// the pinned grant containing it), which the helper inherits as 3, 4, ...
-/// in the order of [`Supervised::anchors`].
+/// in the order of [`Supervised::anchors`]; the private TMPDIR's rule from
+/// `tmpdir` (its handle), inherited after them.
 pub fn command(
     sandbox: Sandbox<'_>,
+    tmpdir: &OwnDirectory,
     plan: &mut LaunchPlan,
     scoped: bool,
     allow_subprocesses: bool,
@@ -144,15 +152,25 @@ pub fn command(
             .push((grant.source.clone(), SpawnOptions::child_fd(anchors.len())));
         anchors.push(anchor);
     }
+    let tmpdir_handle = tmpdir.reopen().map_err(|e| {
+        policy(format!(
+            "landlock: the private TMPDIR cannot be reopened: {e}"
+        ))
+    })?;
+    rules.handles.push((
+        sandbox.tmpdir.to_path_buf(),
+        SpawnOptions::child_fd(anchors.len()),
+    ));
     let sealed = helper::sealed()?;
     let executable_fd = sealed.fd()?;
     let helper = text(sealed.source(), "helper path")?;
-    let tmpdir = text(sandbox.tmpdir, "TMPDIR")?;
-    plan.environment = private_tmp::with_tmpdir(std::mem::take(&mut plan.environment), tmpdir);
+    let shown = text(sandbox.tmpdir, "TMPDIR")?;
+    plan.environment = private_tmp::with_tmpdir(std::mem::take(&mut plan.environment), shown);
     Ok(Supervised {
         argv: ll::launch::supervise_argv(helper, &rules, command),
         executable_fd,
         anchors,
+        tmpdir: tmpdir_handle,
     })
 }
 
@@ -186,8 +204,8 @@ mod tests {
         };
         let refused = prepare(RootFilesystem::ReadOnly, &[], &[grant], &Default::default());
         assert_eq!(
-            refused,
-            Err(policy("sandbox mount source is not a directory"))
+            refused.unwrap_err(),
+            policy("sandbox mount source is not a directory")
         );
         std::fs::remove_file(&file).unwrap();
     }

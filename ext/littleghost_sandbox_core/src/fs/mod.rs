@@ -18,6 +18,7 @@
 pub mod anchor;
 mod errors;
 mod operations;
+pub mod own;
 mod resolve;
 mod walk;
 mod write;

@@ -426,8 +426,8 @@ mod tests {
         let narrowed = declared(&[&format!("127.0.0.1:{a_port}")], &[]);
         let view = builtin.view(&narrowed).unwrap();
         assert_eq!(
-            builtin.view(&narrowed).unwrap(),
-            view,
+            builtin.view(&narrowed).unwrap().socket_path(),
+            view.socket_path(),
             "one view per narrowing"
         );
         assert!(view.socket_path().starts_with(gateway.directory()));

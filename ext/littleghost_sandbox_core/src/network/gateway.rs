@@ -4,6 +4,13 @@
 //! drop) stops accepting, aborts every connection task and waits for them,
 //! then removes the socket and the directory. Nothing is left behind.
 //!
+//! Every gateway directory of a user lies in one folder,
+//! [`base_path`] (`/tmp/littleghost-gateways-<uid>`), which every Bubblewrap
+//! launch masks before binding its own gateway's directory, so no child
+//! reaches another sandbox's socket (docs/security.md, "The gem's own
+//! directories"). The directories are made, bound and removed through their
+//! handles ([`OwnDirectory`]), never by resolving their paths again.
+//!
 //! A gateway also serves *views* ([`Gateway::open_view`]): an extra listener
 //! with its own allowlist and secrets (a scope's narrowed network), sharing
 //! the gateway's denial and egress logs and its descriptor budget. Each view
@@ -12,6 +19,7 @@
 //! read-only bind does not stop `connect` on a socket beside it); `stop`
 //! stops the views first.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
@@ -30,6 +38,7 @@ use super::proxy;
 use super::resolve::{self, Resolver};
 use super::secrets::Secrets;
 use crate::error::{Error, Result};
+use crate::fs::own::{self, OwnDirectory};
 use crate::grants::{Access, Grant};
 
 /// The socket's file name inside the gateway's directory.
@@ -113,17 +122,19 @@ struct Running {
     pid: rustix::process::Pid,
     main: Listening,
     /// The views' loops and their directories, in the order opened.
-    views: Vec<(Listening, PathBuf)>,
+    views: Vec<(Listening, Arc<OwnDirectory>)>,
     /// What views clone (with their own rules) and share.
     shared: Arc<Shared>,
     budget: Arc<Budget>,
 }
 
 /// A listener of a running gateway serving narrowed rules (a scope's).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct GatewayView {
-    directory: PathBuf,
+    directory: Arc<OwnDirectory>,
     socket_path: PathBuf,
+    /// The gateway's directory, holding the CA bundle the views share.
+    gateway: Arc<OwnDirectory>,
     /// The gateway's CA bundle (the views share its CA), when it inspects.
     bundle: Option<PathBuf>,
 }
@@ -137,24 +148,43 @@ impl GatewayView {
     /// What a scope's launch mounts: the view's own directory, read-only
     /// at the same path (never the gateway's directory holding the others).
     pub fn mount(&self) -> Grant {
-        read_only(&self.directory)
+        read_only(self.directory.path())
     }
 
-    /// Every read-only bind a scope's launch needs, `(source, target)`:
-    /// the view's directory, and the gateway's CA bundle file when it
-    /// inspects (the bundle variables name that path).
-    pub fn binds(&self) -> Vec<(PathBuf, PathBuf)> {
-        let mut binds = vec![(self.directory.clone(), self.directory.clone())];
+    /// Every read-only bind a scope's launch needs, as a handle and the
+    /// path it is bound at: the view's directory, and the gateway's CA
+    /// bundle file when it inspects (the bundle variables name that path).
+    pub fn bind_handles(&self) -> Result<Vec<(OwnedFd, PathBuf)>> {
+        let mut binds = vec![handle_of(&self.directory)?];
         if let Some(bundle) = &self.bundle {
-            binds.push((bundle.clone(), bundle.clone()));
+            let fd = self
+                .gateway
+                .open_entry(BUNDLE_NAME)
+                .map_err(|e| unreachable(bundle, e))?;
+            binds.push((fd, bundle.clone()));
         }
-        binds
+        Ok(binds)
     }
+}
+
+/// A new handle on `directory`, with the path it is bound at.
+fn handle_of(directory: &OwnDirectory) -> Result<(OwnedFd, PathBuf)> {
+    let fd = directory
+        .reopen()
+        .map_err(|e| unreachable(directory.path(), e))?;
+    Ok((fd, directory.path().to_path_buf()))
+}
+
+fn unreachable(path: &Path, error: std::io::Error) -> Error {
+    Error::Dependency(format!(
+        "the network gateway's {} cannot be reached: {error}",
+        path.display()
+    ))
 }
 
 /// A running gateway. Dropping it stops it.
 pub struct Gateway {
-    directory: PathBuf,
+    directory: Arc<OwnDirectory>,
     socket_path: PathBuf,
     /// The CA bundle a child trusts, when some destination is inspected.
     bundle: Option<PathBuf>,
@@ -173,14 +203,15 @@ fn read_only(directory: &Path) -> Grant {
     }
 }
 
-/// Binds a non-blocking listener at `path` (the caller removes its directory on failure).
-fn bind(path: &Path) -> Result<std::os::unix::net::UnixListener> {
-    std::os::unix::net::UnixListener::bind(path)
+/// Binds a non-blocking listener named [`SOCKET_NAME`] in `directory`,
+/// reached through its handle (the caller removes the directory on failure).
+fn bind(directory: &OwnDirectory) -> Result<std::os::unix::net::UnixListener> {
+    std::os::unix::net::UnixListener::bind(directory.through_handle(SOCKET_NAME))
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
         .map_err(|e| {
             Error::Io(format!(
                 "cannot listen on the gateway socket {}: {e}",
-                path.display()
+                directory.path().join(SOCKET_NAME).display()
             ))
         })
 }
@@ -227,25 +258,22 @@ impl Gateway {
         } else {
             None
         };
-        let directory = private_directory()?;
-        let socket_path = directory.join(SOCKET_NAME);
+        let directory = Arc::new(private_directory()?);
+        let socket_path = directory.path().join(SOCKET_NAME);
         let bundle = match &inspector {
             Some(inspector) => match write_bundle(&directory, inspector) {
                 Ok(path) => Some(path),
                 Err(e) => {
-                    let _ = std::fs::remove_dir(&directory);
+                    let _ = directory.remove();
                     return Err(e);
                 }
             },
             None => None,
         };
-        let listener = match bind(&socket_path) {
+        let listener = match bind(&directory) {
             Ok(listener) => listener,
             Err(e) => {
-                if let Some(bundle) = &bundle {
-                    let _ = std::fs::remove_file(bundle);
-                }
-                let _ = std::fs::remove_dir(&directory);
+                let _ = directory.remove();
                 return Err(e);
             }
         };
@@ -299,20 +327,19 @@ impl Gateway {
         };
         let runtime = crate::process::runtime::handle()
             .map_err(|e| Error::Io(format!("cannot start the gateway runtime: {e}")))?;
-        let directory = self
-            .directory
-            .join(format!("view-{}", running.views.len() + 1));
-        rustix::fs::mkdir(&directory, rustix::fs::Mode::from_raw_mode(0o700)).map_err(|e| {
+        let name = format!("view-{}", running.views.len() + 1);
+        let directory = self.directory.child(&name).map_err(|e| {
             Error::Io(format!(
                 "cannot create the network gateway view directory {}: {e}",
-                directory.display()
+                self.directory.path().join(&name).display()
             ))
         })?;
-        let socket_path = directory.join(SOCKET_NAME);
-        let listener = match bind(&socket_path) {
+        let directory = Arc::new(directory);
+        let socket_path = directory.path().join(SOCKET_NAME);
+        let listener = match bind(&directory) {
             Ok(listener) => listener,
             Err(e) => {
-                let _ = std::fs::remove_dir(&directory);
+                let _ = directory.remove();
                 return Err(e);
             }
         };
@@ -326,6 +353,7 @@ impl Gateway {
         Ok(GatewayView {
             directory,
             socket_path,
+            gateway: self.directory.clone(),
             bundle: self.bundle.clone(),
         })
     }
@@ -337,7 +365,13 @@ impl Gateway {
 
     /// The private directory holding the socket (bound read-only into a sandbox).
     pub fn directory(&self) -> &Path {
-        &self.directory
+        self.directory.path()
+    }
+
+    /// What a launch binds read-only, as a handle and the path it is bound
+    /// at: the gateway's directory (its socket and CA bundle).
+    pub fn bind_handles(&self) -> Result<Vec<(OwnedFd, PathBuf)>> {
+        Ok(vec![handle_of(&self.directory)?])
     }
 
     /// The CA bundle (system roots plus this gateway's CA, PEM) a child's
@@ -349,7 +383,7 @@ impl Gateway {
     /// What a sandbox mounts to reach it (G.6): the socket's private
     /// directory, read-only at the same path, process-only.
     pub fn mount(&self) -> Grant {
-        read_only(&self.directory)
+        read_only(self.directory.path())
     }
 
     /// The denials kept so far, oldest first.
@@ -387,29 +421,21 @@ impl Gateway {
             return Ok(());
         }
         // Every loop is told to stop even when one fails to (the first error is returned).
+        // Removed through their handles (views first, then the gateway's
+        // own directory with its socket and bundle), never by path.
         let mut removals = Vec::new();
         let mut stopped = Ok(());
         for (view, directory) in running.views {
             stopped = stopped.and(view.stop());
-            removals.push(std::fs::remove_file(directory.join(SOCKET_NAME)));
-            removals.push(std::fs::remove_dir(&directory));
+            removals.push(directory.remove());
         }
         stopped.and(running.main.stop())?;
-        removals.push(std::fs::remove_file(&self.socket_path));
-        if let Some(bundle) = &self.bundle {
-            removals.push(std::fs::remove_file(bundle));
-        }
-        removals.push(std::fs::remove_dir(&self.directory));
-        for result in removals {
-            match result {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::Cleanup(format!(
-                        "cannot remove the network gateway's directory {}: {e}",
-                        self.directory.display()
-                    )));
-                }
-                _ => {}
-            }
+        removals.push(self.directory.remove());
+        if let Some(Err(e)) = removals.into_iter().find(|result| result.is_err()) {
+            return Err(Error::Cleanup(format!(
+                "cannot remove the network gateway's directory {}: {e}",
+                self.directory.path().display()
+            )));
         }
         Ok(())
     }
@@ -466,20 +492,16 @@ fn next_backoff(previous: Duration) -> Duration {
     (previous * 2).clamp(Duration::from_millis(5), Duration::from_secs(1))
 }
 
-/// Writes the bundle a child trusts into the gateway's directory (0644:
-/// the directory itself is 0700 and bound read-only into the sandbox).
-fn write_bundle(directory: &Path, inspector: &Inspector) -> Result<PathBuf> {
+/// Writes the bundle a child trusts into the gateway's directory, through
+/// its handle (0644: the directory itself is 0700 and bound read-only into
+/// the sandbox).
+fn write_bundle(directory: &OwnDirectory, inspector: &Inspector) -> Result<PathBuf> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = directory.join(BUNDLE_NAME);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .open(&path)
+    let path = directory.path().join(BUNDLE_NAME);
+    directory
+        .create_file(BUNDLE_NAME, 0o644)
         .and_then(|mut file| file.write_all(inspector.bundle().as_bytes()))
         .map_err(|e| {
-            let _ = std::fs::remove_file(&path);
             Error::Io(format!(
                 "cannot write the gateway's CA bundle {}: {e}",
                 path.display()
@@ -488,29 +510,46 @@ fn write_bundle(directory: &Path, inspector: &Inspector) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// A fresh directory only this user can enter, under the temp directory
-/// (or `/tmp` when that path is too long for a Unix socket name).
-fn private_directory() -> Result<PathBuf> {
-    let mut base = std::env::temp_dir();
-    if base.as_os_str().len() > 60 {
-        base = PathBuf::from("/tmp");
-    }
-    let mut last_error = None;
-    for _ in 0..8 {
-        let mut random = [0u8; 8];
-        let _ = rustix::rand::getrandom(&mut random, rustix::rand::GetRandomFlags::empty());
-        let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
-        let path = base.join(format!("littleghost-gateway-{name}"));
-        match rustix::fs::mkdir(&path, rustix::fs::Mode::from_raw_mode(0o700)) {
-            Ok(()) => return Ok(path),
-            Err(e) => last_error = Some(e),
-        }
-    }
-    Err(Error::Io(format!(
-        "cannot create the network gateway's directory under {}: {}",
-        base.display(),
-        last_error.map(|e| e.to_string()).unwrap_or_default()
-    )))
+/// Where the folder holding this user's gateway directories is: a fixed
+/// place (not `TMPDIR`), so every launch of every process of the user masks
+/// the same one, and short enough for a socket path inside the sandbox.
+pub fn base_path() -> PathBuf {
+    PathBuf::from(format!(
+        "/tmp/littleghost-gateways-{}",
+        rustix::process::geteuid().as_raw()
+    ))
+}
+
+/// The folder of this user's gateway directories, made when missing (a
+/// launch masks it even before any gateway ran: a gateway started later
+/// must not appear beneath a read-only root), refused when someone else
+/// made it. Never removed: other processes of the user share it.
+pub fn base() -> Result<OwnDirectory> {
+    let base = base_path();
+    let tmp = Path::new("/tmp");
+    let name = base.file_name().unwrap_or_default().to_string_lossy();
+    own::open_parent(tmp)
+        .and_then(|(parent, _)| OwnDirectory::shared(&parent, tmp, &name))
+        .map_err(|e| {
+            Error::Dependency(format!(
+                "the folder of the network gateways' sockets {} cannot be used: {e}",
+                base.display()
+            ))
+        })
+}
+
+/// A fresh directory only this user can enter, in [`base`].
+fn private_directory() -> Result<OwnDirectory> {
+    let folder = base()?;
+    let handle = folder.reopen().map(Arc::new);
+    handle
+        .and_then(|handle| OwnDirectory::create(&handle, folder.path(), "littleghost-gateway-"))
+        .map_err(|e| {
+            Error::Io(format!(
+                "cannot create the network gateway's directory under {}: {e}",
+                folder.path().display()
+            ))
+        })
 }
 
 #[cfg(test)]

@@ -197,7 +197,7 @@ module LittleGhost
     # answers +403+ to everything else, recording a denial.
     #
     #   gateway = LittleGhost::Network::BuiltinGateway.new(allow: ["api.example.com:443"])
-    #   gateway.open.proxy_mount_path   # => "/tmp/littleghost-gateway-.../proxy.sock"
+    #   gateway.open.proxy_mount_path   # => "/tmp/littleghost-gateways-0/littleghost-gateway-.../proxy.sock"
     #   gateway.close
     class BuiltinGateway < Gateway
       ##
@@ -318,7 +318,7 @@ module LittleGhost
       #
       # The socket's directory as a read-only Sandbox::Mount at the same path (G.6); empty when closed.
       #
-      #   gateway.mounts.map(&:target)   # => ["/tmp/littleghost-gateway-..."]
+      #   gateway.mounts.map(&:target)   # => ["/tmp/littleghost-gateways-0/littleghost-gateway-..."]
 
       ##
       # :method: proxy_mount_path
@@ -327,7 +327,7 @@ module LittleGhost
       #
       # The socket the relay connects to (the same path inside the sandbox); nil when closed.
       #
-      #   gateway.proxy_mount_path   # => "/tmp/littleghost-gateway-.../proxy.sock"
+      #   gateway.proxy_mount_path   # => "/tmp/littleghost-gateways-0/littleghost-gateway-.../proxy.sock"
 
       ##
       # :method: denials

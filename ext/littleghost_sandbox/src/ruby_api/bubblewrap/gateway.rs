@@ -164,7 +164,9 @@ pub(crate) fn relay(
     destinations: &[(String, u16)],
 ) -> Result<(bw::Relay, Vec<OwnedFd>), Error> {
     let _: Value = gateway.funcall("validate!", ())?;
-    let (socket, binds) = match narrowed {
+    // The built-in gateway's directories are bound from their handles;
+    // another gateway's mounts (G.4) by path.
+    let (socket, binds, handles) = match narrowed {
         Some(rules) => {
             let Some(view) = builtin_gateway::view(ruby, gateway, rules)? else {
                 return Err(errors::capability_error(
@@ -172,7 +174,8 @@ pub(crate) fn relay(
                     "a scope's narrowed allowlist needs the built-in gateway (only it serves narrowed views)",
                 ));
             };
-            (view.socket_path().to_path_buf(), view.binds())
+            let handles = errors::core_result(ruby, view.bind_handles())?;
+            (view.socket_path().to_path_buf(), Vec::new(), handles)
         }
         None => {
             let socket: Value = gateway.funcall("proxy_mount_path", ())?;
@@ -183,11 +186,14 @@ pub(crate) fn relay(
                 ));
             }
             let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
-            let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
-            (
-                socket,
-                mounts.into_iter().map(|g| (g.source, g.target)).collect(),
-            )
+            match builtin_gateway::bind_handles(ruby, gateway)? {
+                Some(handles) => (socket, Vec::new(), handles),
+                None => {
+                    let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
+                    let binds = mounts.into_iter().map(|g| (g.source, g.target)).collect();
+                    (socket, binds, Vec::new())
+                }
+            }
         }
     };
     let data = errors::core_result(ruby, options.relay_data())?;
@@ -198,6 +204,10 @@ pub(crate) fn relay(
         trust: trust.binds(),
         socket,
         binds,
+        handles: handles
+            .iter()
+            .map(|(fd, target)| (fd.as_raw_fd(), target.clone()))
+            .collect(),
         forwards: served.forwards,
         hosts: served.hosts.as_ref().map(|fd| fd.as_raw_fd()),
         hold: served.pipes.as_ref().map(|pipes| pipes.hold()),
@@ -207,6 +217,7 @@ pub(crate) fn relay(
         relay,
         [data]
             .into_iter()
+            .chain(handles.into_iter().map(|(fd, _)| fd))
             .chain(served.hosts)
             .chain(pipes)
             .chain(trust.into_fds())

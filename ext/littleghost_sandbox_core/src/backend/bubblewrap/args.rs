@@ -107,6 +107,18 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     argv.missing_ancestors(launch, &grants, &masks, &cwd);
     argv.binds_and_masks(&grants, &masks);
 
+    // 10a. The folder of every gateway directory, hidden wherever this
+    // launch would show it, then only its own gateway's, from its handle.
+    for mask in &launch.gateway_masks {
+        argv.tmpfs(mask);
+    }
+    for (fd, target) in &launch.gateway_binds {
+        argv.two(
+            "--ro-bind-fd",
+            OsStr::new(&fd.to_string()),
+            target.as_os_str(),
+        );
+    }
     // 10b. What the gateway and relay need, read-only, above everything else.
     for (source, target) in &launch.extra_ro_binds {
         argv.two("--ro-bind", source.as_os_str(), target.as_os_str());

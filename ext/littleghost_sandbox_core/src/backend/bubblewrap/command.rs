@@ -15,6 +15,7 @@ use crate::grants::Grant;
 use crate::launch::transparent::Transparent;
 use crate::launch::{self, relay_argv, Filter, Forward, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
+use crate::network::gateway;
 use crate::policy::Policy;
 use crate::process::hold::{Held, Hold, Pipes};
 use crate::process::low_ports;
@@ -36,8 +37,13 @@ pub struct Relay {
     pub data: RawFd,
     /// The gateway socket inside the sandbox (G.2 `proxy_mount_path`).
     pub socket: PathBuf,
-    /// The gateway's `mounts`, bound read-only (G.6), as (source, target).
+    /// The gateway's `mounts`, bound read-only (G.6), as (source, target):
+    /// another gateway's (G.4); the built-in one gives `handles`.
     pub binds: Vec<(PathBuf, PathBuf)>,
+    /// Handles on the built-in gateway's own directory (or a view's, and
+    /// the CA bundle), owned by the caller until the spawn, with the path
+    /// each is bound at read-only, inside the masked gateway folder.
+    pub handles: Vec<(RawFd, PathBuf)>,
     /// Handles on the host's trust directories
     /// ([`crate::launch::trust_store::TrustStore`]), owned by the caller until
     /// the spawn, with the in-sandbox path each is bound at.
@@ -70,6 +76,56 @@ pub const HOSTS_PATH: &str = "/etc/hosts";
 /// Where the relay helper's copy is placed inside the sandbox: bwrap's own
 /// fresh `/dev`, which no host file and no child can reach before the launch.
 pub const RELAY_PATH: &str = "/dev/littleghost-sandbox-helper";
+
+/// Where a launch would show the folder of every sandbox's gateway
+/// directory ([`gateway::base`], made now if missing): its own path, and its
+/// place beneath each grant whose source holds it, except where a
+/// `configured` mask already hides it. Each gets an empty tmpfs, so a child
+/// reaches no gateway socket but the one bound for it.
+/// PolicyError for a grant inside the folder, and for a writable grant
+/// holding the folder's parent (`/tmp`) from further up: the child could
+/// rename the directories on the way, and a later launch would mask an
+/// empty stand-in (docs/security.md, "The gem's own directories").
+fn gateway_masks(grants: &[Grant], configured: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let base = gateway::base()?.path().to_path_buf();
+    let parent = base.parent().unwrap_or(Path::new("/"));
+    let mut masks = vec![base.clone()];
+    for grant in grants {
+        if grant.source.starts_with(&base) {
+            return Err(crate::error::policy(format!(
+                "sandbox mount source {} lies in the folder of the network gateways' sockets",
+                grant.source.display()
+            )));
+        }
+        let Ok(rest) = base.strip_prefix(&grant.source) else {
+            continue;
+        };
+        if grant.access.writable() && grant.source != parent {
+            return Err(crate::error::policy(format!(
+                "the writable grant {} holds the folder of the network gateways' sockets {}: \
+                 grant a directory beneath it instead",
+                grant.source.display(),
+                base.display()
+            )));
+        }
+        let mask = grant.target.join(rest);
+        if !masks.contains(&mask) {
+            masks.push(mask);
+        }
+    }
+    // A configured mask with no grant bound inside it already hides
+    // everything beneath it (and, read-only, could not hold another mount).
+    let hidden = |path: &Path| {
+        configured.iter().any(|mask| {
+            path.starts_with(mask)
+                && !grants
+                    .iter()
+                    .any(|g| g.target != *mask && g.target.starts_with(mask))
+        })
+    };
+    masks.retain(|mask| !hidden(mask));
+    Ok(masks)
+}
 
 /// The host command of one launch.
 #[derive(Debug)]
@@ -363,8 +419,14 @@ impl Options {
             ));
         }
         inherited_fds.extend_from_slice(handles);
+        launch.gateway_masks = gateway_masks(&launch.grants, &launch.masks)?;
         match relay {
             Some(relay) => {
+                for (fd, target) in relay.handles {
+                    let data = SpawnOptions::child_fd(inherited_fds.len());
+                    launch.gateway_binds.push((data, target));
+                    inherited_fds.push(fd);
+                }
                 command = relay_argv(
                     Path::new(RELAY_PATH),
                     &relay.socket,

@@ -158,6 +158,14 @@ pub struct Launch {
     /// tmpfs mounts and masks so neither hides them; bwrap creates their
     /// parents.
     pub extra_ro_binds: Vec<(PathBuf, PathBuf)>,
+    /// Where the launch would show the folder of every sandbox's gateway
+    /// directory: an empty tmpfs each, after the grants and masks, so no
+    /// child reaches another gateway's socket (docs/security.md).
+    pub gateway_masks: Vec<PathBuf>,
+    /// The built-in gateway's own directory (or a view's, and its CA
+    /// bundle) as a descriptor bwrap inherits and the in-sandbox path it is
+    /// bound at, read-only from the handle, after those masks.
+    pub gateway_binds: Vec<(RawFd, PathBuf)>,
     /// The host's trust directories under `:allowlist` (descriptor as bwrap
     /// sees it, in-sandbox path), bound read-only from their handles with
     /// the binds above, in an isolated root only (another root has them).
@@ -208,6 +216,8 @@ impl Launch {
             seccomp_fd: None,
             tmpfs_size: DEFAULT_TMPFS_SIZE,
             extra_ro_binds: Vec::new(),
+            gateway_masks: Vec::new(),
+            gateway_binds: Vec::new(),
             trust_binds: Vec::new(),
             executable_data: None,
             hosts_data: None,

@@ -129,7 +129,10 @@ fn launch_of(options: &Options, network: NetworkMode) -> Launch {
 fn the_host_argv_is_bwrap_its_options_then_the_command() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::None);
-    let expected = strings(&bubblewrap_args(&launch, &FakeHost::debian()).unwrap());
+    // What is executed also masks the folder of every gateway's directory.
+    let mut shown = launch.clone();
+    shown.gateway_masks = vec![crate::network::gateway::base_path()];
+    let expected = strings(&bubblewrap_args(&shown, &FakeHost::debian()).unwrap());
     let command = vec!["/bin/echo".to_string(), "hi".into()];
     let host = options
         .host_argv(launch, command, None, (None, &[]), &FakeHost::debian())
@@ -156,6 +159,108 @@ fn a_filter_is_read_from_the_first_inherited_descriptor() {
         .unwrap();
     assert!(has(&host.argv, &["--seccomp", "3"]));
     assert_eq!(host.inherited_fds, [9]);
+}
+
+/// The executed argv of `launch` with `relay`.
+fn executed(
+    options: &Options,
+    launch: Launch,
+    relay: Option<Relay>,
+) -> crate::error::Result<Vec<String>> {
+    let command = vec!["true".to_string()];
+    let handles: Vec<std::os::fd::RawFd> = (0..launch.bind_fds.len() as i32).collect();
+    options
+        .host_argv(
+            launch,
+            command,
+            relay,
+            (None, &handles),
+            &FakeHost::debian(),
+        )
+        .map(|host| host.argv)
+}
+
+#[test]
+fn every_launch_masks_the_gateway_folder_then_binds_only_its_own_gateway_from_its_handle() {
+    let options = configured();
+    let base = crate::network::gateway::base_path();
+    let base = base.to_str().unwrap();
+    let own = format!("{base}/littleghost-gateway-1");
+    for network in [NetworkMode::None, NetworkMode::Inherit] {
+        let argv = executed(&options, launch_of(&options, network), None).unwrap();
+        assert!(has(&argv, &["--tmpfs", base]), "{network:?} {argv:?}");
+    }
+    let relay = Relay {
+        data: 11,
+        socket: format!("{own}/proxy.sock").into(),
+        handles: vec![(12, own.clone().into())],
+        ..Relay::default()
+    };
+    let argv = executed(
+        &options,
+        launch_of(&options, NetworkMode::Allowlist),
+        Some(relay),
+    )
+    .unwrap();
+    let mask = argv
+        .windows(2)
+        .position(|w| w == ["--tmpfs", base])
+        .unwrap();
+    let grant = argv
+        .iter()
+        .position(|a| a == "--bind-fd" || a == "--bind")
+        .unwrap();
+    let bind = argv
+        .windows(3)
+        .position(|w| w[0] == "--ro-bind-fd" && w[2] == own)
+        .expect("its own gateway directory, bound from a descriptor");
+    assert!(grant < mask && mask < bind, "{argv:?}");
+    // Nothing else of the folder is bound (the relay's socket is its own).
+    let options_end = argv.iter().position(|a| a == "--").unwrap();
+    let inside: Vec<&String> = argv[..options_end]
+        .iter()
+        .filter(|a| a.starts_with(base))
+        .collect();
+    assert_eq!(inside, [base, own.as_str()], "{argv:?}");
+}
+
+#[test]
+fn the_gateway_folder_is_masked_wherever_a_grant_shows_it_and_never_granted() {
+    let options = configured();
+    let base = crate::network::gateway::base_path();
+    let with = |grant: Grant| {
+        let mut launch = launch_of(&options, NetworkMode::None);
+        launch.grants.push(grant);
+        launch.bind_fds.clear();
+        executed(&options, launch, None)
+    };
+    let shown_elsewhere = Grant {
+        target: "/scratch/host-tmp".into(),
+        ..ro("/tmp")
+    };
+    let argv = with(shown_elsewhere).unwrap();
+    let moved = Path::new("/scratch/host-tmp").join(base.file_name().unwrap());
+    assert!(
+        has(&argv, &["--tmpfs", moved.to_str().unwrap()]),
+        "{argv:?}"
+    );
+    // A writable /tmp is a mount point in the child's view, as is the mask.
+    assert!(with(rw("/tmp")).is_ok());
+    // A configured mask of /tmp already hides it: no tmpfs inside the read-only one.
+    let mut masked = launch_of(&options, NetworkMode::None);
+    masked.masks.push("/tmp".into());
+    let argv = executed(&options, masked, None).unwrap();
+    assert!(
+        !argv.iter().any(|a| a.starts_with(base.to_str().unwrap())),
+        "{argv:?}"
+    );
+    for refused in [rw("/"), ro(base.to_str().unwrap())] {
+        let error = with(refused.clone()).unwrap_err();
+        assert!(
+            matches!(&error, Error::Policy(m) if m.contains("network gateways' sockets")),
+            "{refused:?}: {error:?}"
+        );
+    }
 }
 
 #[test]
