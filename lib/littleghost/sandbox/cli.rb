@@ -94,6 +94,10 @@ module LittleGhost
 
       # Runs the command line argv, writing to out and err and reading the child's stdin from input; returns the
       # exit status (an Integer) instead of exiting.
+      #
+      #   out = StringIO.new
+      #   LittleGhost::Sandbox::CLI.start(%w[run --network none -- echo hi], out: out)   # => 0
+      #   out.string                                                                      # => "hi\n"
       def self.start(argv, out: $stdout, err: $stderr, input: $stdin)
         new(out: out, err: err, input: input).start(Array(argv).map(&:to_s))
       end
@@ -108,7 +112,9 @@ module LittleGhost
         @input = input
       end
 
-      # See CLI.start.
+      # Runs the command line argv with this CLI's out, err and input; returns the exit status. See CLI.start.
+      #
+      #   LittleGhost::Sandbox::CLI.new(out: $stdout, err: $stderr).start(%w[probe])   # => 0
       def start(argv)
         command, *rest = argv
         case command
