@@ -2324,7 +2324,7 @@ mod tests {
         let memory = Memory::new(FIRST_ROOM + 1024);
         let mut reader =
             scripted_within(vec![Ok(vec![1u8; FIRST_ROOM]), Ok(vec![2u8; 512])], &memory);
-        let mut others = memory.lease(1024).unwrap();
+        let others = memory.lease(1024).unwrap();
         assert!(matches!(fill_now(&mut reader), Poll::Ready(Ok(n)) if n == FIRST_ROOM));
         assert!(fill_now(&mut reader).is_pending(), "no room, none free");
         drop(others);
