@@ -115,6 +115,8 @@ pub enum Reason {
     PrivateDestination,
     /// The network gateway is at its descriptor budget.
     DescriptorBudget,
+    /// The network gateway is at its memory budget (the bytes it buffers).
+    MemoryBudget,
     /// An HTTP request outside its destination's `methods:`/`paths:`.
     RequestNotAllowed,
     /// A secret's stand-in bound for a destination the secret does not name
@@ -151,6 +153,7 @@ impl Reason {
             Reason::NotAllowed => "not_allowed",
             Reason::PrivateDestination => "private_destination",
             Reason::DescriptorBudget => "descriptor_budget",
+            Reason::MemoryBudget => "memory_budget",
             Reason::RequestNotAllowed => "request_not_allowed",
             Reason::SecretExfiltration => "secret_exfiltration",
             Reason::InspectionRequired => "inspection_required",
@@ -169,6 +172,7 @@ impl Reason {
             Reason::NotAllowed
             | Reason::PrivateDestination
             | Reason::DescriptorBudget
+            | Reason::MemoryBudget
             | Reason::RequestNotAllowed
             | Reason::SecretExfiltration
             | Reason::InspectionRequired
@@ -281,6 +285,7 @@ impl From<&gateway::Denial> for Denial {
             gateway::DenialReason::NotAllowed => Reason::NotAllowed,
             gateway::DenialReason::PrivateDestination => Reason::PrivateDestination,
             gateway::DenialReason::DescriptorBudget => Reason::DescriptorBudget,
+            gateway::DenialReason::MemoryBudget => Reason::MemoryBudget,
             gateway::DenialReason::RequestNotAllowed => Reason::RequestNotAllowed,
             gateway::DenialReason::SecretExfiltration => Reason::SecretExfiltration,
             gateway::DenialReason::InspectionRequired => Reason::InspectionRequired,
@@ -467,6 +472,22 @@ mod tests {
         assert_eq!(denial.target, "example.com:443");
         assert_eq!(denial.reason, Reason::PrivateDestination);
         assert_eq!(denial.at, SystemTime::UNIX_EPOCH);
+        assert_eq!(denial.message, record.reason.text());
+    }
+
+    #[test]
+    fn a_memory_budget_refusal_is_a_network_denial_named_memory_budget() {
+        let record = gateway::Denial {
+            at: SystemTime::UNIX_EPOCH,
+            destination: "*".into(),
+            reason: gateway::DenialReason::MemoryBudget,
+            request: None,
+        };
+        let denial = Denial::from(&record);
+        assert_eq!(
+            (denial.kind, denial.operation, denial.reason.name()),
+            (Kind::Network, Operation::Connect, "memory_budget")
+        );
         assert_eq!(denial.message, record.reason.text());
     }
 }

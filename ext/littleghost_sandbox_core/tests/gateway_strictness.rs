@@ -108,6 +108,59 @@ fn a_smuggled_header_never_reaches_the_destination() {
     assert!(gateway.denials().is_empty(), "a 400 is not a denial");
 }
 
+/// Invariant: what a tunnel's readers buffer comes out of the gateway's
+/// memory budget; past it a client gets 503 and a `memory_budget` denial,
+/// and a connection that closes gives its bytes back.
+#[test]
+fn tunnels_beyond_the_memory_budget_get_503_and_a_denial() {
+    let upstream = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = upstream.local_addr().unwrap().port();
+    let held_upstream = std::thread::spawn(move || {
+        upstream
+            .incoming()
+            .take(2)
+            .filter_map(Result::ok)
+            .collect::<Vec<_>>()
+    });
+    // Two readers of 16 KiB each per tunnel: two tunnels.
+    let gateway = start(port, |config| config.memory_budget = 64 * 1024);
+    let socket = gateway.socket_path();
+    let open_tunnel = || {
+        let mut stream = connect(socket);
+        write!(stream, "CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").unwrap();
+        let mut status = String::new();
+        BufReader::new(stream.try_clone().unwrap())
+            .read_line(&mut status)
+            .unwrap();
+        (stream, status)
+    };
+    let first = open_tunnel();
+    let second = open_tunnel();
+    assert!(first.1.starts_with("HTTP/1.1 200 "), "{}", first.1);
+    assert!(second.1.starts_with("HTTP/1.1 200 "), "{}", second.1);
+    let (_third, status) = open_tunnel();
+    assert!(status.starts_with("HTTP/1.1 503 "), "{status}");
+    let denials = gateway.denials();
+    assert_eq!(denials.len(), 1);
+    assert_eq!(denials[0].reason, DenialReason::MemoryBudget);
+    drop(held_upstream.join().unwrap());
+    drop((first, second));
+    // Closed tunnels give their bytes back: a new one is served (answered
+    // 502 here, the upstream listener being gone, but not 503).
+    let mut answer = String::new();
+    for _ in 0..200 {
+        answer = exchange(
+            socket,
+            format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes(),
+        );
+        if !answer.starts_with("HTTP/1.1 503 ") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(answer.starts_with("HTTP/1.1 502 "), "{answer}");
+}
+
 /// Invariant: each tunnel's two descriptors come out of the budget; past it
 /// a client gets 503 and a `descriptor_budget` denial, and a connection
 /// that closes gives its descriptors back.

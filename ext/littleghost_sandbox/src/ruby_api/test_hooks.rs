@@ -64,6 +64,7 @@ fn gateway_denial(
         "not_allowed" => R::NotAllowed,
         "private_destination" => R::PrivateDestination,
         "descriptor_budget" => R::DescriptorBudget,
+        "memory_budget" => R::MemoryBudget,
         "request_not_allowed" => R::RequestNotAllowed,
         "secret_exfiltration" => R::SecretExfiltration,
         "inspection_required" => R::InspectionRequired,

@@ -23,6 +23,7 @@ use super::budget::Held;
 use super::denial::{DenialReason, Denials};
 use super::egress::EgressLog;
 use super::inspect::Inspector;
+use super::memory::{Lease, Memory};
 use super::resolve::Resolver;
 use super::secrets::Secrets;
 
@@ -37,6 +38,8 @@ pub(super) struct Shared {
     pub resolver: Resolver,
     /// The gateway's CA and TLS configurations, when a rule asks for inspection.
     pub inspector: Option<Arc<Inspector>>,
+    /// The gateway's memory budget, shared by its views.
+    pub memory: Arc<Memory>,
     pub max_header_bytes: usize,
     pub handshake_timeout: Duration,
     pub connect_timeout: Duration,
@@ -128,9 +131,23 @@ pub(super) async fn open(
     ))
 }
 
+/// A lease of `floor` bytes of the memory budget for a buffer of a
+/// connection to `destination`, or its refusal (`503`, denial
+/// `MemoryBudget`) when the budget has not that much free.
+pub(super) fn lease(
+    shared: &Shared,
+    destination: &Destination,
+    floor: usize,
+) -> Result<Lease, Refusal> {
+    shared
+        .memory
+        .lease(floor)
+        .ok_or_else(|| deny(shared, destination, DenialReason::MemoryBudget, None))
+}
+
 /// The one place a gateway denial is made: recorded (the destination and
 /// path with stand-ins redacted), and answered with the reason's status
-/// (403, or 503 for the descriptor budget).
+/// (403, or 503 for the descriptor and memory budgets).
 pub(super) fn deny(
     shared: &Shared,
     destination: &Destination,

@@ -15,6 +15,9 @@ pub enum DenialReason {
     PrivateDestination,
     /// The gateway or the process is at its descriptor budget (503).
     DescriptorBudget,
+    /// The gateway's memory budget has not the bytes a new connection (or
+    /// a new part of one) needs to buffer (503).
+    MemoryBudget,
     /// An HTTP request outside its destination's `methods:`/`paths:`.
     RequestNotAllowed,
     /// A secret's stand-in bound where the secret may not go.
@@ -42,6 +45,9 @@ impl DenialReason {
             DenialReason::DescriptorBudget => {
                 "the gateway is at its descriptor budget; try again when a connection closes"
             }
+            DenialReason::MemoryBudget => {
+                "the gateway is at its memory budget; try again when a connection closes"
+            }
             DenialReason::RequestNotAllowed => {
                 "the request's method or path is outside the destination's rules"
             }
@@ -66,7 +72,9 @@ impl DenialReason {
     /// The HTTP status the client is answered with.
     pub fn status(self) -> &'static str {
         match self {
-            DenialReason::DescriptorBudget => "503 Service Unavailable",
+            DenialReason::DescriptorBudget | DenialReason::MemoryBudget => {
+                "503 Service Unavailable"
+            }
             DenialReason::MalformedRequest => "400 Bad Request",
             _ => "403 Forbidden",
         }
@@ -137,6 +145,18 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+
+    #[test]
+    fn both_budgets_answer_503_each_with_its_own_text() {
+        for reason in [DenialReason::DescriptorBudget, DenialReason::MemoryBudget] {
+            assert_eq!(reason.status(), "503 Service Unavailable");
+        }
+        assert!(DenialReason::MemoryBudget.text().contains("memory budget"));
+        assert_ne!(
+            DenialReason::MemoryBudget.text(),
+            DenialReason::DescriptorBudget.text()
+        );
+    }
 
     #[test]
     fn bounded_and_calls_back() {

@@ -13,11 +13,11 @@
 //!
 //! A gateway also serves *views* ([`Gateway::open_view`]): an extra listener
 //! with its own allowlist and secrets (a scope's narrowed network), sharing
-//! the gateway's denial and egress logs and its descriptor budget. Each view
-//! listens in its own 0700 subdirectory of the gateway's directory, so a
-//! child given a view's directory cannot reach the gateway's own socket (a
-//! read-only bind does not stop `connect` on a socket beside it); `stop`
-//! stops the views first.
+//! the gateway's denial and egress logs and its descriptor and memory
+//! budgets. Each view listens in its own 0700 subdirectory of the gateway's
+//! directory, so a child given a view's directory cannot reach the
+//! gateway's own socket (a read-only bind does not stop `connect` on a
+//! socket beside it); `stop` stops the views first.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -31,9 +31,11 @@ use tokio::task::JoinSet;
 use super::allowlist::Allowlist;
 use super::budget::{Budget, Pool};
 use super::connection::Shared;
-use super::denial::{Denial, DenialCallback, Denials};
+use super::denial::{Denial, DenialCallback, DenialReason, Denials};
 use super::egress::{EgressCallback, EgressEvent, EgressLog};
+use super::http::FIRST_ROOM;
 use super::inspect::{Inspector, BUNDLE_NAME};
+use super::memory::{self, Memory};
 use super::proxy;
 use super::resolve::{self, Resolver};
 use super::secrets::Secrets;
@@ -53,6 +55,9 @@ pub struct GatewayConfig {
     pub max_connections: usize,
     /// The process-wide descriptor pool (tests give a fixed one).
     pub pool: Arc<Pool>,
+    /// Bytes the gateway may buffer across its connections
+    /// ([`super::memory`]); a connection the budget has no room for gets `503`.
+    pub memory_budget: usize,
     /// Largest request head (request line plus headers) accepted.
     pub max_header_bytes: usize,
     /// Time a client has to send its request head.
@@ -84,6 +89,7 @@ impl GatewayConfig {
             allowlist,
             max_connections: 512,
             pool: Pool::process(),
+            memory_budget: memory::DEFAULT_LIMIT,
             max_header_bytes: 32 * 1024,
             handshake_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),
@@ -292,6 +298,7 @@ impl Gateway {
             egress: egress.clone(),
             resolver: config.resolver,
             inspector,
+            memory: Memory::new(config.memory_budget),
             max_header_bytes: config.max_header_bytes,
             handshake_timeout: config.handshake_timeout,
             connect_timeout: config.connect_timeout,
@@ -448,8 +455,9 @@ impl Drop for Gateway {
 }
 
 /// Accepts until shut down. Each connection takes a descriptor from the
-/// budget or is answered `503` at once; a failing `accept` (EMFILE, ENFILE,
-/// ENOBUFS...) backs off instead of spinning.
+/// budget and its reader's floor from the memory budget, or is answered
+/// `503` at once; a failing `accept` (EMFILE, ENFILE, ENOBUFS...) backs off
+/// instead of spinning.
 async fn accept_loop(
     listener: UnixListener,
     shared: Arc<Shared>,
@@ -465,13 +473,16 @@ async fn accept_loop(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     backoff = Duration::ZERO;
-                    match budget.admit() {
-                        Some(held) => {
-                            let shared = shared.clone();
-                            connections.spawn(proxy::serve(stream, shared, held));
-                        }
-                        None => proxy::refuse_unread(stream, &shared),
-                    }
+                    let Some(held) = budget.admit() else {
+                        proxy::refuse_unread(stream, &shared, DenialReason::DescriptorBudget);
+                        continue;
+                    };
+                    let Some(lease) = shared.memory.lease(FIRST_ROOM) else {
+                        proxy::refuse_unread(stream, &shared, DenialReason::MemoryBudget);
+                        continue;
+                    };
+                    let shared = shared.clone();
+                    connections.spawn(proxy::serve(stream, shared, held, lease));
                 }
                 Err(_) => {
                     backoff = next_backoff(backoff);

@@ -38,6 +38,7 @@ use super::budget::Held;
 use super::connection::{self, refusal, Refusal, Shared};
 use super::denial::DenialReason;
 use super::egress::{Decision, EgressEvent, EgressLog};
+use super::memory::Lease;
 use super::pipe::{pipe, PipeWriter};
 use super::rules::is_token;
 use super::secrets::{Exfiltration, Secrets};
@@ -51,8 +52,9 @@ type Boxed<'u> = Box<dyn Io + 'u>;
 
 /// How much a read asks for at once (heads, bodies, tunnels).
 const READ_SIZE: usize = 128 * 1024;
-/// What a new connection's first read asks for (see [`Reader::fill`]).
-const FIRST_ROOM: usize = 16 * 1024;
+/// What a new connection's first read asks for (see [`Reader::fill`]), and
+/// the floor of a reader's lease of the memory budget.
+pub(super) const FIRST_ROOM: usize = 16 * 1024;
 /// Longest chunk-size line (with extensions) accepted.
 const MAX_CHUNK_LINE: usize = 4096;
 /// Largest trailer section accepted after a chunked body.
@@ -74,6 +76,9 @@ pub(super) struct Reader<R> {
     /// [`READ_SIZE`]) each time a fill takes all of it, so a connection
     /// that only ever carries small messages keeps a small buffer.
     room: usize,
+    /// Holds `buffer` of the gateway's memory budget: the buffer grows only
+    /// with what the budget has free ([`super::memory`]).
+    lease: Lease,
     /// An error met after bytes were already read in the same fill: held
     /// back so those bytes go first, returned by the next fill.
     failed: Option<std::io::Error>,
@@ -89,13 +94,16 @@ enum HeadError {
 }
 
 impl<R: AsyncRead + Unpin> Reader<R> {
-    pub(super) fn new(inner: R) -> Reader<R> {
+    /// A reader whose buffer is held in `lease` (whose floor should be
+    /// [`FIRST_ROOM`]: with less, a first read can wait for the budget).
+    pub(super) fn new(inner: R, lease: Lease) -> Reader<R> {
         Reader {
             inner,
             buffer: Vec::new(),
             start: 0,
             end: 0,
             room: FIRST_ROOM,
+            lease,
             failed: None,
         }
     }
@@ -117,6 +125,9 @@ impl<R: AsyncRead + Unpin> Reader<R> {
     /// the connection carried that much at once; a TLS stream
     /// yields one record, at most 16 KiB, per read: taking the records
     /// already received together lets them be passed on in one write).
+    /// The buffer grows only with what the memory budget has free: when it
+    /// has little, a fill takes less; when it has none and the buffer is
+    /// full, the fill waits for bytes given back.
     /// `Ok(0)` at end of stream. Cancel safe: what was read is in the
     /// buffer, a cancelled fill loses nothing.
     async fn fill(&mut self) -> std::io::Result<usize> {
@@ -128,10 +139,16 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             self.end -= self.start;
             self.start = 0;
         }
-        let room = self.room;
-        if self.buffer.len() < self.end + room {
-            self.buffer.resize(self.end + room, 0);
+        let wanted = self.end + self.room;
+        if self.buffer.len() < wanted {
+            let (lease, end) = (&mut self.lease, self.end);
+            let held = std::future::poll_fn(|cx| lease.poll_grow(cx, end + 1, wanted)).await;
+            let grown = held.min(wanted);
+            if self.buffer.len() < grown {
+                self.buffer.resize(grown, 0);
+            }
         }
+        let room = wanted.min(self.buffer.len()) - self.end;
         let Reader {
             inner,
             buffer,
@@ -196,14 +213,16 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         }
     }
 
-    /// The stream, with what was buffered but not used in front of it.
-    fn into_rewound(mut self) -> Rewound<R> {
+    /// The stream, with what was buffered but not used in front of it, and
+    /// the lease that held the buffer (still holding what the prefix keeps).
+    fn into_rewound(mut self) -> (Rewound<R>, Lease) {
         self.buffer.truncate(self.end);
-        Rewound {
+        let rewound = Rewound {
             prefix: self.buffer,
             start: self.start,
             inner: self.inner,
-        }
+        };
+        (rewound, self.lease)
     }
 }
 
@@ -964,11 +983,16 @@ where
 
 /// Tunnels `client` (whose first bytes were already scanned with the
 /// `CONNECT` head) to `upstream`: every stand-in the client sends cuts it.
-pub(super) async fn tunnel<C: Io, U: Io>(client: C, upstream: U, shared: &Shared) -> Tunneled {
-    let (client_read, mut to_client) = tokio::io::split(client);
-    let (upstream_read, mut to_upstream) = tokio::io::split(upstream);
-    let mut client = Reader::new(client_read);
-    let mut upstream = Reader::new(upstream_read);
+/// Each side's reader buffers in its own lease.
+pub(super) async fn tunnel<C: Io, U: Io>(
+    client: (C, Lease),
+    upstream: (U, Lease),
+    shared: &Shared,
+) -> Tunneled {
+    let (client_read, mut to_client) = tokio::io::split(client.0);
+    let (upstream_read, mut to_upstream) = tokio::io::split(upstream.0);
+    let mut client = Reader::new(client_read, client.1);
+    let mut upstream = Reader::new(upstream_read, upstream.1);
     relay_both(
         &mut client,
         &mut to_client,
@@ -1074,11 +1098,11 @@ struct Upstream<'u> {
 }
 
 impl<'u> Upstream<'u> {
-    fn new(destination: Destination, stream: Boxed<'u>) -> Upstream<'u> {
+    fn new(destination: Destination, stream: Boxed<'u>, lease: Lease) -> Upstream<'u> {
         let (reader, writer) = tokio::io::split(stream);
         Upstream {
             destination,
-            reader: Reader::new(reader),
+            reader: Reader::new(reader, lease),
             writer,
             used: false,
         }
@@ -1124,6 +1148,8 @@ pub(super) struct Connect<C> {
     pub raw: Vec<u8>,
     /// The client, with what it sent after the head still to be read.
     pub client: Rewound<C>,
+    /// What held the client's reader buffer, for the tunnel's.
+    pub lease: Lease,
     pub start: Instant,
 }
 
@@ -1134,16 +1160,18 @@ enum Next {
 }
 
 /// Serves a proxy client: plain-HTTP requests until the connection ends;
-/// a `CONNECT` is returned (with the client) for the tunnel branch.
+/// a `CONNECT` is returned (with the client) for the tunnel branch. The
+/// client's reader buffers in `lease`.
 pub(super) async fn serve_proxy(
     client: UnixStream,
+    lease: Lease,
     shared: &Shared,
     held: &mut Held,
 ) -> Option<Connect<UnixStream>> {
     let (reader, to_client) = tokio::io::split(client);
     let engine = Engine {
         shared,
-        client: Reader::new(reader),
+        client: Reader::new(reader, lease),
         to_client,
         upstream: None,
         mode: Mode::Proxy(held),
@@ -1166,6 +1194,7 @@ pub(super) async fn serve_proxy(
 pub(super) async fn serve_inspected<C, U>(
     client: C,
     upstream: U,
+    leases: InspectedLeases,
     destination: &Destination,
     shared: &Shared,
 ) where
@@ -1173,15 +1202,38 @@ pub(super) async fn serve_inspected<C, U>(
     U: AsyncRead + AsyncWrite + Unpin + Send,
 {
     let (reader, to_client) = tokio::io::split(client);
-    let (to_client, writer) = pipe(to_client);
+    let (to_client, writer) = pipe(to_client, leases.to_client);
     let writer = tokio::spawn(writer);
     let stop_writer = writer.abort_handle();
     // Not left running if this connection's task is dropped (the gateway's stop).
     let _abort = AbortOnDrop(stop_writer.clone());
-    serve_with(reader, to_client, upstream, destination, shared).await;
+    let engine = Engine {
+        shared,
+        client: Reader::new(reader, leases.client),
+        to_client,
+        upstream: Some(Upstream::new(
+            destination.clone(),
+            Box::new(upstream),
+            leases.upstream,
+        )),
+        mode: Mode::Inspected(destination.clone()),
+        served: 0,
+    };
+    if let Some(connect) = engine.run().await {
+        // Not reached: run() hands CONNECT back only in proxy mode.
+        drop(connect);
+    }
     if timeout(shared.idle_timeout, writer).await.is_err() {
         stop_writer.abort();
     }
+}
+
+/// What an inspected connection's buffers are held in: the decrypted
+/// client's reader, the destination's reader, the queue toward the child.
+pub(super) struct InspectedLeases {
+    pub client: Lease,
+    pub upstream: Lease,
+    pub to_client: Lease,
 }
 
 struct AbortOnDrop(tokio::task::AbortHandle);
@@ -1189,30 +1241,6 @@ struct AbortOnDrop(tokio::task::AbortHandle);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
-    }
-}
-
-async fn serve_with<C, U>(
-    reader: ReadHalf<C>,
-    to_client: PipeWriter,
-    upstream: U,
-    destination: &Destination,
-    shared: &Shared,
-) where
-    C: AsyncRead + AsyncWrite + Unpin + Send,
-    U: AsyncRead + AsyncWrite + Unpin + Send,
-{
-    let engine = Engine {
-        shared,
-        client: Reader::new(reader),
-        to_client,
-        upstream: Some(Upstream::new(destination.clone(), Box::new(upstream))),
-        mode: Mode::Inspected(destination.clone()),
-        served: 0,
-    };
-    if let Some(connect) = engine.run().await {
-        // Not reached: run() hands CONNECT back only in proxy mode.
-        drop(connect);
     }
 }
 
@@ -1242,7 +1270,7 @@ where
             if head.method.eq_ignore_ascii_case("CONNECT") {
                 if matches!(self.mode, Mode::Proxy(_)) {
                     drop(self.upstream.take());
-                    let client = self.client.into_rewound();
+                    let (client, lease) = self.client.into_rewound();
                     let Rewound {
                         prefix,
                         start: from,
@@ -1257,6 +1285,7 @@ where
                             start: from,
                             inner: stream,
                         },
+                        lease,
                         start,
                     });
                 }
@@ -1742,8 +1771,9 @@ where
             )),
             Mode::Proxy(held) => {
                 self.upstream = None;
+                let lease = connection::lease(self.shared, destination, FIRST_ROOM)?;
                 let stream = connection::open(destination, self.shared, held).await?;
-                self.upstream = Some(Upstream::new(destination.clone(), Box::new(stream)));
+                self.upstream = Some(Upstream::new(destination.clone(), Box::new(stream), lease));
                 Ok(())
             }
         }
@@ -2172,6 +2202,7 @@ mod differential;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network::memory::Memory;
     use tokio::io::AsyncReadExt;
 
     /// A stream that yields the given reads in order (each ready at once),
@@ -2189,8 +2220,13 @@ mod tests {
         ) -> Poll<std::io::Result<()>> {
             self.polls += 1;
             match self.reads.pop_front() {
-                Some(Ok(bytes)) => {
-                    buf.put_slice(&bytes);
+                Some(Ok(mut bytes)) => {
+                    // What does not fit is read next time.
+                    let n = bytes.len().min(buf.remaining());
+                    buf.put_slice(&bytes[..n]);
+                    if n < bytes.len() {
+                        self.reads.push_front(Ok(bytes.split_off(n)));
+                    }
                     Poll::Ready(Ok(()))
                 }
                 Some(Err(error)) => Poll::Ready(Err(error)),
@@ -2200,10 +2236,20 @@ mod tests {
     }
 
     fn scripted(reads: Vec<std::io::Result<Vec<u8>>>) -> Reader<Scripted> {
-        Reader::new(Scripted {
-            reads: reads.into(),
-            polls: 0,
-        })
+        scripted_within(reads, &Memory::new(usize::MAX / 2))
+    }
+
+    fn scripted_within(
+        reads: Vec<std::io::Result<Vec<u8>>>,
+        memory: &Arc<Memory>,
+    ) -> Reader<Scripted> {
+        Reader::new(
+            Scripted {
+                reads: reads.into(),
+                polls: 0,
+            },
+            memory.lease(FIRST_ROOM).unwrap(),
+        )
     }
 
     fn fill_now<R: AsyncRead + Unpin>(reader: &mut Reader<R>) -> Poll<std::io::Result<usize>> {
@@ -2250,6 +2296,43 @@ mod tests {
             bulk.consume(n);
         }
         assert_eq!(sizes, [16, 32, 64, 128, 80].map(|k| k * 1024));
+    }
+
+    /// A reader's buffer grows only with what the gateway's memory budget
+    /// has free: a fill then takes less (its floor at worst), never more.
+    #[test]
+    fn the_buffer_grows_only_with_what_the_budget_has_free() {
+        let memory = Memory::new(FIRST_ROOM + 40 * 1024);
+        let mut bulk =
+            scripted_within((0..20).map(|_| Ok(vec![1u8; 16 * 1024])).collect(), &memory);
+        let mut sizes = Vec::new();
+        for _ in 0..5 {
+            let Poll::Ready(Ok(n)) = fill_now(&mut bulk) else {
+                panic!("a fill did not complete");
+            };
+            sizes.push(n);
+            bulk.consume(n);
+        }
+        assert_eq!(sizes, [16, 32, 56, 56, 56].map(|k| k * 1024));
+        assert_eq!(bulk.buffer.len(), 56 * 1024);
+        assert_eq!(memory.in_use(), memory.limit());
+        drop(bulk);
+        assert_eq!(memory.in_use(), 0, "given back with the reader");
+    }
+
+    /// With its buffer full of unused bytes and the budget taken, a fill
+    /// waits, and reads on once bytes are given back.
+    #[test]
+    fn a_full_reader_waits_for_the_budget() {
+        let memory = Memory::new(FIRST_ROOM + 1024);
+        let mut reader =
+            scripted_within(vec![Ok(vec![1u8; FIRST_ROOM]), Ok(vec![2u8; 512])], &memory);
+        let others = memory.lease(1024).unwrap();
+        assert!(matches!(fill_now(&mut reader), Poll::Ready(Ok(n)) if n == FIRST_ROOM));
+        assert!(fill_now(&mut reader).is_pending(), "no room, none free");
+        drop(others);
+        assert!(matches!(fill_now(&mut reader), Poll::Ready(Ok(512))));
+        assert_eq!(reader.buffered().len(), FIRST_ROOM + 512);
     }
 
     /// An error after some bytes: the bytes first, the error on the next
@@ -2572,10 +2655,16 @@ mod tests {
             egress: Arc::new(EgressLog::new(10, None)),
             resolver: super::super::resolve::system(),
             inspector: None,
+            memory: Memory::new(1 << 20),
             max_header_bytes: 32 * 1024,
             handshake_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(10),
+        };
+        let leases = InspectedLeases {
+            client: shared.memory.lease(FIRST_ROOM).unwrap(),
+            upstream: shared.memory.lease(FIRST_ROOM).unwrap(),
+            to_client: shared.memory.lease(super::super::pipe::FLOOR).unwrap(),
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -2584,7 +2673,7 @@ mod tests {
         runtime.block_on(async {
             let (mut child, client) = tokio::io::duplex(64 * 1024);
             let (upstream, mut server) = tokio::io::duplex(64 * 1024);
-            let engine = serve_inspected(client, upstream, &destination, &shared);
+            let engine = serve_inspected(client, upstream, leases, &destination, &shared);
             let server = async {
                 let head = read_until_blank(&mut server).await;
                 server

@@ -63,6 +63,13 @@ const HTTP_1_1: &[u8] = b"http/1.1";
 /// asks for 4 KiB at a time; four full records here).
 const TRANSPORT_BUFFER: usize = 64 * 1024;
 
+/// What an inspected connection's two TLS sessions buffer, held of the
+/// gateway's memory budget for as long as it lives (`docs/design.md`,
+/// "Memory budget"): on each side the transport buffer, the records
+/// waiting to be sent (rustls's default limit, 64 KiB) and one record
+/// being received (16 KiB).
+pub(super) const SESSION_BUFFERS: usize = 2 * (TRANSPORT_BUFFER + 64 * 1024 + 16 * 1024);
+
 /// A TLS alert record (plaintext, before any handshake): fatal
 /// `unrecognized_name`, what a server answers to an SNI it does not serve.
 const UNRECOGNIZED_NAME_ALERT: [u8; 7] = [0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x70];

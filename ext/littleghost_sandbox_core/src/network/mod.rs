@@ -19,6 +19,7 @@ pub mod gateway;
 mod http;
 pub mod inspect;
 pub mod log;
+pub mod memory;
 mod pipe;
 mod proxy;
 pub mod resolve;

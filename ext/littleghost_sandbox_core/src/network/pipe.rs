@@ -5,8 +5,10 @@
 //! two workers can run at once, instead of one thread doing both
 //! cryptographic halves in turn.
 //!
-//! Order is kept (one queue, one writer), at most [`LIMIT`] bytes wait, and
-//! a write fails once the child's side has failed. The writer writes and
+//! Order is kept (one queue, one writer), at most [`LIMIT`] bytes wait (or
+//! are being written), each taken from the gateway's memory budget
+//! ([`super::memory`]): past its floor, a write waits for bytes the budget
+//! has free. A write fails once the child's side has failed. The writer writes and
 //! flushes every piece as soon as it has it, so bytes never wait for a
 //! flush: [`PipeWriter`]'s `flush` only reports a failed writer, and its
 //! `shutdown` waits until everything queued was written and the stream shut.
@@ -18,13 +20,22 @@ use std::task::{Context, Poll, Waker};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-/// Most bytes queued for the writer before a write waits.
-pub(super) const LIMIT: usize = 512 * 1024;
+use super::memory::Lease;
 
-#[derive(Default)]
+/// Most bytes queued or being written before a write waits: eight TLS
+/// records' worth, enough that the writer never waits for the engine on a
+/// fast download (see `docs/design.md`, "Memory budget").
+pub(super) const LIMIT: usize = 128 * 1024;
+
+/// What a pipe can always queue whatever the budget (one TLS record).
+pub(super) const FLOOR: usize = 16 * 1024;
+
 struct State {
     queue: VecDeque<Vec<u8>>,
-    queued: usize,
+    /// Bytes queued or taken by the writer and not yet written.
+    unwritten: usize,
+    /// Holds `unwritten` (at least its floor) of the budget.
+    lease: Lease,
     /// The writer failed or ended: nothing more can be written.
     broken: bool,
     /// The engine asked for a shutdown (after what is queued).
@@ -60,13 +71,25 @@ pub(super) struct PipeWriter {
 
 /// Splits `to` into a [`PipeWriter`] and the future that writes what it
 /// queues (to be spawned; it ends after a shutdown, a failure, or once the
-/// `PipeWriter` is dropped and the queue written).
-pub(super) fn pipe<W>(to: W) -> (PipeWriter, impl std::future::Future<Output = ()>)
+/// `PipeWriter` is dropped and the queue written). What waits is held in
+/// `lease` (best with a floor of [`FLOOR`]: with none, a write can wait
+/// for the budget with nothing of its own queued).
+pub(super) fn pipe<W>(to: W, lease: Lease) -> (PipeWriter, impl std::future::Future<Output = ()>)
 where
     W: AsyncWrite + Unpin,
 {
     let shared = Arc::new(Shared {
-        state: Mutex::new(State::default()),
+        state: Mutex::new(State {
+            queue: VecDeque::new(),
+            unwritten: 0,
+            lease,
+            broken: false,
+            closing: false,
+            released: false,
+            shut: false,
+            writer: None,
+            engine: None,
+        }),
     });
     let writer = write_queued(shared.clone(), to);
     (PipeWriter { shared }, writer)
@@ -83,9 +106,8 @@ async fn write_queued<W: AsyncWrite + Unpin>(shared: Arc<Shared>, mut to: W) {
         let next = std::future::poll_fn(|cx| {
             let mut state = shared.lock();
             if !state.queue.is_empty() {
+                // Still counted (and held) until written.
                 let taken: Vec<Vec<u8>> = state.queue.drain(..).collect();
-                state.queued = 0;
-                wake(&mut state.engine);
                 return Poll::Ready(Next::Data(taken));
             }
             if state.closing {
@@ -107,7 +129,17 @@ async fn write_queued<W: AsyncWrite + Unpin>(shared: Arc<Shared>, mut to: W) {
                         break;
                     }
                 }
-                failed || to.flush().await.is_err()
+                let failed = failed || to.flush().await.is_err();
+                if !failed {
+                    let written: usize = pieces.iter().map(Vec::len).sum();
+                    drop(pieces);
+                    let mut state = shared.lock();
+                    state.unwritten -= written;
+                    let unwritten = state.unwritten;
+                    state.lease.shrink_to(unwritten);
+                    wake(&mut state.engine);
+                }
+                failed
             }
             Next::Shutdown => {
                 let _ = to.shutdown().await;
@@ -123,7 +155,8 @@ async fn write_queued<W: AsyncWrite + Unpin>(shared: Arc<Shared>, mut to: W) {
             let mut state = shared.lock();
             state.broken = true;
             state.queue.clear();
-            state.queued = 0;
+            state.unwritten = 0;
+            state.lease.shrink_to(0);
             wake(&mut state.engine);
             return;
         }
@@ -143,14 +176,26 @@ impl AsyncWrite for PipeWriter {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        if state.queued >= LIMIT {
+        let unwritten = state.unwritten;
+        if unwritten >= LIMIT {
             state.engine = Some(cx.waker().clone());
             return Poll::Pending;
         }
-        state.queue.push_back(buf.to_vec());
-        state.queued += buf.len();
+        // Woken by the writer (bytes written) or by the budget (bytes
+        // given back by any connection), whichever comes first.
+        let wanted = (unwritten + buf.len()).min(LIMIT);
+        let held = match state.lease.poll_grow(cx, unwritten + 1, wanted) {
+            Poll::Ready(held) => held,
+            Poll::Pending => {
+                state.engine = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+        };
+        let n = buf.len().min(held.min(LIMIT) - unwritten);
+        state.queue.push_back(buf[..n].to_vec());
+        state.unwritten += n;
         wake(&mut state.writer);
-        Poll::Ready(Ok(buf.len()))
+        Poll::Ready(Ok(n))
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -184,7 +229,12 @@ impl Drop for PipeWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network::memory::Memory;
     use tokio::io::AsyncReadExt;
+
+    fn lease(limit: usize) -> Lease {
+        Memory::new(limit).lease(FLOOR).unwrap()
+    }
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_multi_thread()
@@ -200,7 +250,7 @@ mod tests {
     fn bytes_arrive_in_order_and_the_shutdown_after_them() {
         runtime().block_on(async {
             let (near, mut far) = tokio::io::duplex(64 * 1024);
-            let (mut pipe, writer) = pipe(near);
+            let (mut pipe, writer) = pipe(near, lease(usize::MAX));
             let writer = tokio::spawn(writer);
             let sent: Vec<u8> = (0..5_000_000u32).map(|i| (i % 251) as u8).collect();
             let reader = tokio::spawn(async move {
@@ -224,13 +274,13 @@ mod tests {
     fn a_dropped_pipe_still_delivers_what_it_queued() {
         runtime().block_on(async {
             let (near, mut far) = tokio::io::duplex(1024);
-            let (mut pipe, writer) = pipe(near);
+            let (mut pipe, writer) = pipe(near, lease(usize::MAX));
             let writer = tokio::spawn(writer);
-            pipe.write_all(&[7u8; 300_000]).await.unwrap();
+            pipe.write_all(&[7u8; 100_000]).await.unwrap();
             drop(pipe);
             let mut got = Vec::new();
             far.read_to_end(&mut got).await.unwrap();
-            assert_eq!(got.len(), 300_000);
+            assert_eq!(got.len(), 100_000);
             writer.await.unwrap();
         });
     }
@@ -241,7 +291,7 @@ mod tests {
     fn writes_fail_once_the_other_side_is_gone() {
         runtime().block_on(async {
             let (near, far) = tokio::io::duplex(1024);
-            let (mut pipe, writer) = pipe(near);
+            let (mut pipe, writer) = pipe(near, lease(usize::MAX));
             let writer = tokio::spawn(writer);
             drop(far);
             // Far more than LIMIT: a writer that never reported the failure
@@ -256,6 +306,64 @@ mod tests {
             };
             let failed = tokio::time::timeout(std::time::Duration::from_secs(60), writes).await;
             assert!(matches!(failed, Ok(true)), "writes went on: {failed:?}");
+            writer.await.unwrap();
+        });
+    }
+
+    /// A child that never reads holds at most [`LIMIT`] bytes of the
+    /// budget in its pipe: the engine's writes wait, nothing grows.
+    #[test]
+    fn an_unread_pipe_holds_at_most_its_limit_of_the_budget() {
+        runtime().block_on(async {
+            let memory = Memory::new(usize::MAX / 2);
+            let (near, _far) = tokio::io::duplex(1024);
+            let (mut pipe, writer) = pipe(near, memory.lease(FLOOR).unwrap());
+            let writer = tokio::spawn(writer);
+            let mut accepted = 0;
+            let writes = async {
+                loop {
+                    pipe.write_all(&[3u8; 64 * 1024]).await.unwrap();
+                    accepted += 64 * 1024;
+                }
+            };
+            // Waits for good once full; the timeout only ends the wait.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writes).await;
+            assert!(accepted <= LIMIT, "{accepted} bytes accepted");
+            assert!(memory.in_use() <= LIMIT + 1024, "{} held", memory.in_use());
+            writer.abort();
+        });
+    }
+
+    /// With the gateway's budget taken by others, a write waits past its
+    /// floor, and goes on once another connection gives bytes back.
+    #[test]
+    fn writes_wait_for_the_budget_and_resume_when_bytes_come_back() {
+        runtime().block_on(async {
+            let memory = Memory::new(FLOOR + 100_000);
+            let floor = memory.lease(FLOOR).unwrap();
+            let mut others = memory.lease(0).unwrap();
+            assert_eq!(others.grow_to(usize::MAX), 100_000);
+            let (near, mut far) = tokio::io::duplex(1024);
+            let (mut pipe, writer) = pipe(near, floor);
+            let writer = tokio::spawn(writer);
+            let (accepted_tx, mut accepted_rx) = tokio::sync::mpsc::unbounded_channel();
+            let engine = tokio::spawn(async move {
+                for _ in 0..4 {
+                    pipe.write_all(&[5u8; 32 * 1024]).await.unwrap();
+                    accepted_tx.send(()).unwrap();
+                }
+                pipe.shutdown().await.unwrap();
+            });
+            // Nobody reads `far`, the floor is full: the first write cannot finish.
+            let first =
+                tokio::time::timeout(std::time::Duration::from_secs(1), accepted_rx.recv()).await;
+            assert!(first.is_err(), "a write went past the floor");
+            assert!(memory.in_use() <= memory.limit());
+            others.shrink_to(0);
+            let mut got = Vec::new();
+            far.read_to_end(&mut got).await.unwrap();
+            assert_eq!(got.len(), 4 * 32 * 1024);
+            engine.await.unwrap();
             writer.await.unwrap();
         });
     }

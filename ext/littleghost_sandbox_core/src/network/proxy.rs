@@ -14,10 +14,13 @@ use tokio::time::timeout;
 
 use super::allowlist::Destination;
 use super::budget::Held;
-use super::connection::{deny, deny_shown, open, refusal, response, Refusal, Shared};
+use super::connection::{self, deny, deny_shown, open, refusal, response, Refusal, Shared};
 use super::denial::DenialReason;
 use super::egress::Decision;
-use super::http::{self, Connect, Event};
+use super::http::{self, Connect, Event, InspectedLeases, FIRST_ROOM};
+use super::inspect::SESSION_BUFFERS;
+use super::memory::Lease;
+use super::pipe;
 
 /// How many bytes toward the child may wait in its connection (the kernel's
 /// default, about 200 KiB, is drained by the relay in a fraction of a
@@ -26,25 +29,22 @@ use super::http::{self, Connect, Event};
 const CLIENT_SEND_BUFFER: usize = 1 << 20;
 
 /// Serves one admitted connection; `held` is its client descriptor and
-/// takes the upstream one before a destination is opened.
-pub(super) async fn serve(client: UnixStream, shared: Arc<Shared>, mut held: Held) {
+/// takes the upstream one before a destination is opened; `lease` holds
+/// its reader's buffer.
+pub(super) async fn serve(client: UnixStream, shared: Arc<Shared>, mut held: Held, lease: Lease) {
     let _ = rustix::net::sockopt::set_socket_send_buffer_size(&client, CLIENT_SEND_BUFFER);
-    if let Some(connect) = http::serve_proxy(client, &shared, &mut held).await {
+    if let Some(connect) = http::serve_proxy(client, lease, &shared, &mut held).await {
         connect_branch(connect, &shared, &mut held).await;
     }
 }
 
-/// Refuses a connection the budget has no descriptor for, before reading
-/// anything (its destination is unknown: the denial names `*`): one
-/// non-blocking write of the `503`, then the socket is closed.
-pub(super) fn refuse_unread(client: UnixStream, shared: &Shared) {
-    shared
-        .denials
-        .record("*".to_owned(), DenialReason::DescriptorBudget);
-    let refused = refusal(
-        DenialReason::DescriptorBudget.status(),
-        format!("*: {}", DenialReason::DescriptorBudget.text()),
-    );
+/// Refuses a connection a budget has no room for (`reason`: descriptors
+/// or memory), before reading anything (its destination is unknown: the
+/// denial names `*`): one non-blocking write of the `503`, then the socket
+/// is closed.
+pub(super) fn refuse_unread(client: UnixStream, shared: &Shared, reason: DenialReason) {
+    shared.denials.record("*".to_owned(), reason);
+    let refused = refusal(reason.status(), format!("*: {}", reason.text()));
     // A plain non-blocking write: tokio's `try_write` would refuse to try
     // before the reactor has seen the new socket writable.
     if let Ok(client) = client.into_std() {
@@ -62,6 +62,7 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         head,
         raw,
         mut client,
+        lease,
         start,
     } = connect;
     let mut event = Event::new("*".to_owned(), "CONNECT", false);
@@ -92,7 +93,7 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         return refuse_tunnel(&mut client, refused, event, shared, start).await;
     };
     if access.inspect() {
-        return inspect_branch(client, &destination, event, shared, held, start).await;
+        return inspect_branch((client, lease), &destination, event, shared, held, start).await;
     }
     // Fail closed: HTTP rules on a destination whose requests this tunnel
     // would not let the gateway read.
@@ -100,7 +101,13 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         let refused = deny(shared, &destination, DenialReason::InspectionRequired, None);
         return refuse_tunnel(&mut client, refused, event, shared, start).await;
     }
-    let upstream = match open(&destination, shared, held).await {
+    let opened = match connection::lease(shared, &destination, FIRST_ROOM) {
+        Ok(upstream_lease) => open(&destination, shared, held)
+            .await
+            .map(|upstream| (upstream, upstream_lease)),
+        Err(refused) => Err(refused),
+    };
+    let upstream = match opened {
         Ok(upstream) => upstream,
         Err(refused) => return refuse_tunnel(&mut client, refused, event, shared, start).await,
     };
@@ -113,7 +120,7 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
     }
     event.status = Some(200);
     event.decision = Decision::Allowed;
-    let tunneled = http::tunnel(client, upstream, shared).await;
+    let tunneled = http::tunnel((client, lease), upstream, shared).await;
     event.sent = tunneled.sent;
     event.received = tunneled.received;
     event.decision = Decision::Allowed;
@@ -130,9 +137,11 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
 /// leaf of the gateway's CA (an SNI naming another host is refused: denial
 /// `HostMismatch`), then the engine serves the decrypted requests, each
 /// checked against the rules and its stand-ins swapped (one egress event per
-/// request, beside this CONNECT's own).
+/// request, beside this CONNECT's own). Before anything is opened, the
+/// memory budget must have the floors of its buffers (else `503`, denial
+/// `MemoryBudget`); `client`'s lease goes on holding the client's reader.
 async fn inspect_branch(
-    mut client: http::Rewound<UnixStream>,
+    (mut client, client_lease): (http::Rewound<UnixStream>, Lease),
     destination: &Destination,
     mut event: Event,
     shared: &Shared,
@@ -144,6 +153,17 @@ async fn inspect_branch(
     let Some(inspector) = shared.inspector.clone() else {
         let refused = refusal("500 Internal Server Error", "inspection is not set up");
         return refuse_tunnel(&mut client, refused, event, shared, start).await;
+    };
+    let floors = SESSION_BUFFERS + FIRST_ROOM + pipe::FLOOR;
+    // Held (the TLS sessions' part) for as long as the connection lives.
+    let mut sessions = match connection::lease(shared, destination, floors) {
+        Ok(lease) => lease,
+        Err(refused) => return refuse_tunnel(&mut client, refused, event, shared, start).await,
+    };
+    let leases = InspectedLeases {
+        client: client_lease,
+        upstream: sessions.split_off(FIRST_ROOM),
+        to_client: sessions.split_off(pipe::FLOOR),
     };
     let upstream = match open(destination, shared, held).await {
         Ok(upstream) => upstream,
@@ -203,7 +223,8 @@ async fn inspect_branch(
     event.status = Some(200);
     event.decision = Decision::Allowed;
     event.push(shared, start);
-    http::serve_inspected(child, upstream, destination, shared).await;
+    http::serve_inspected(child, upstream, leases, destination, shared).await;
+    drop(sessions);
 }
 
 async fn refuse_tunnel(

@@ -23,12 +23,13 @@ module LittleGhost
     #                  (+cpu_seconds+, by the cgroup or the per-process RLIMIT_CPU fallback). The program's
     #                  call raises Sandbox::LimitError. +:task_limit+: the kernel refused a new process at
     #                  +tasks+ (EAGAIN in the program; nothing is killed and the Execution is returned).
-    # [+:network+]     the built-in gateway answered 403, or 503 at its descriptor budget. Operation +:connect+
-    #                  for a refused connection (target <tt>host:port</tt>, or <tt>*</tt> when the connection was
-    #                  refused before its request was read): reasons +:not_allowed+ (no allowlist entry matches),
-    #                  +:private_destination+ (it resolves to a private or reserved address),
-    #                  +:descriptor_budget+ (503), +:inspection_required+ (a CONNECT to a destination whose
-    #                  +methods:+/+paths:+ only inspection could enforce, without +inspect: true+),
+    # [+:network+]     the built-in gateway answered 403, or 503 at its descriptor or memory budget.
+    #                  Operation +:connect+ for a refused connection (target <tt>host:port</tt>, or <tt>*</tt>
+    #                  when the connection was refused before its request was read): reasons +:not_allowed+ (no
+    #                  allowlist entry matches), +:private_destination+ (it resolves to a private or reserved
+    #                  address), +:descriptor_budget+ (503), +:memory_budget+ (503: the gateway's buffers across
+    #                  its connections are at their budget, 32 MiB), +:inspection_required+ (a CONNECT to a
+    #                  destination whose +methods:+/+paths:+ only inspection could enforce, without +inspect: true+),
     #                  +:host_mismatch+ (the TLS server name or the +Host+ header names another host than the
     #                  CONNECT target). Operation +:request+ for one refused HTTP request the gateway read (plain
     #                  HTTP, or an inspected destination), with #http_method and #path: reasons

@@ -340,7 +340,8 @@ module LittleGhost
       # its request was read), +reason+ (+:not_allowed+, +:private_destination+, +:request_not_allowed+,
       # +:secret_exfiltration+, +:secret_placement+, +:inspection_required+ or +:host_mismatch+ for a 403,
       # +:malformed_request+ for a 400, +:descriptor_budget+ for a 503: the gateway was at its share of
-      # RLIMIT_NOFILE; see Sandbox::Denial), +message+ and +time+. Kept after #close.
+      # RLIMIT_NOFILE, +:memory_budget+ for a 503: its buffers were at their 32 MiB; see Sandbox::Denial), +message+
+      # and +time+. Kept after #close.
       #
       #   gateway.denials.last   # => #<LittleGhost::Sandbox::Denial network connect "evil.example:443" not_allowed>
 
