@@ -1021,8 +1021,9 @@ impl Event {
     }
 
     /// Marks it refused by the gateway with `refused`'s status and reason
-    /// (a malformed head has no denial: its parse error is the detail).
-    pub(super) fn refused(&mut self, refused: &Refusal) {
+    /// (a malformed head has no denial: its parse error is the detail,
+    /// stand-ins redacted as in the answer's body).
+    pub(super) fn refused(&mut self, refused: &Refusal, secrets: &Secrets) {
         self.status = Some(refused.code());
         self.decision = Decision::Denied;
         match &refused.denied {
@@ -1030,7 +1031,7 @@ impl Event {
                 self.reason = Some(*reason);
                 self.detail = detail.clone();
             }
-            None => self.detail = Some(refused.reason.clone()),
+            None => self.detail = Some(secrets.redact(&refused.reason).into_owned()),
         }
     }
 
@@ -1394,7 +1395,7 @@ where
         mut event: Event,
         start: Instant,
     ) -> Next {
-        event.refused(&refused);
+        event.refused(&refused, &self.shared.secrets);
         self.answer(&refused, keep_alive).await;
         event.push(self.shared, start);
         if keep_alive {

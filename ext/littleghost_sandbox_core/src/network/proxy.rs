@@ -185,7 +185,7 @@ async fn inspect_branch(
         let taken = pending.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(mut event) = taken {
             let refused = deny(shared, destination, DenialReason::HostMismatch, None);
-            event.refused(&refused);
+            event.refused(&refused, &shared.secrets);
             event.push(shared, start);
         }
     };
@@ -215,7 +215,7 @@ async fn refuse_tunnel(
     shared: &Shared,
     start: Instant,
 ) {
-    event.refused(&refused);
+    event.refused(&refused, &shared.secrets);
     // Recorded before the child can read the answer, as denials are.
     event.push(shared, start);
     let _ = client
