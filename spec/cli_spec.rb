@@ -320,6 +320,36 @@ RSpec.describe "littleghost-sandbox command" do
       expect(err).to match(/\Alittleghost-sandbox: gateway refused .*localhost:1.*: not_allowed/)
     end
 
+    it "maps a name for the gateway with --resolve, as curl --resolve does" do
+      port = authorization_server
+      out, err, status = cli("run", "--provider", "bubblewrap", "--allow-private", "--allow", "api.example.test:#{port}",
+                             "--resolve", "api.example.test=127.0.0.1",
+                             "--", "curl", "-sS", "http://api.example.test:#{port}/", chdir: work)
+      expect([out, err, status.exitstatus]).to eq(["saw none", "", 0])
+    end
+
+    it "maps a name with --resolve as uid 65534 and prints why an unreachable destination was refused" do
+      prefix = drop_to_nobody!
+      port = authorization_server
+      closed = TCPServer.new("127.0.0.1", 0).then { |server| server.addr[1].tap { server.close } }
+      shared = temporary_directory.tap { |dir| File.chmod(0o755, dir) }
+      script = "curl -sS http://api.example.test:#{port}/; echo; curl -s -o /dev/null -w '%{http_code}' http://localhost:#{closed}/"
+      out, err, status = Open3.capture3(*prefix, *command_line("run", "--provider", "bubblewrap", "--allow-private",
+                                                               "--allow", "api.example.test:#{port}",
+                                                               "--allow", "localhost:#{closed}",
+                                                               "--resolve", "api.example.test=127.0.0.1",
+                                                               "--", "sh", "-c", script),
+                                        stdin_data: "", chdir: shared)
+      expect([out, status.exitstatus]).to eq(["saw none\n502", 0]), err
+      expect(err).to match(/\Alittleghost-sandbox: gateway refused connect localhost:#{closed}: upstream_unreachable \(cannot connect to the destination: 127\.0\.0\.1:#{closed}: .*refused/)
+    end
+
+    it "refuses --resolve without HOST=ADDR with exit 125" do
+      out, err, status = cli("run", "--allow", "a.test:80", "--resolve", "a.test", "--", "true", chdir: work)
+      expect([out, status.exitstatus]).to eq(["", 125])
+      expect(err).to match(/--resolve needs HOST=ADDR/)
+    end
+
     it "refuses --secret with exit 125 when its variable is unset, with --inherit-env, or with --network" do
       [[%w[--secret api=CLI_SPEC_UNSET_VARIABLE@localhost:80], /CLI_SPEC_UNSET_VARIABLE is not set/],
        [%w[--secret api=CLI_SPEC_TOKEN@localhost:80 --inherit-env], /--inherit-env: the command would inherit CLI_SPEC_TOKEN/],

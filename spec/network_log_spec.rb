@@ -205,7 +205,7 @@ RSpec.describe "The network log and on_network" do # rubocop:disable RSpec/Descr
     expect(event).not_to equal(sandbox.network_log.first)
     expect({event => 1}[sandbox.network_log.first]).to eq(1)
     expect(event.to_h.keys)
-      .to eq(%i[destination method path status bytes_sent bytes_received duration decision inspected time])
+      .to eq(%i[destination method path status bytes_sent bytes_received duration decision reason detail inspected time])
     expect(event.inspect).to match(
       %r{\A#<LittleGhost::Sandbox::NetworkEvent allowed GET "localhost:#{port}" "/value" 200 sent=0 received=\d+ \d+\.\d{3}s>\z}
     )

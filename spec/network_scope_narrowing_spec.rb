@@ -9,10 +9,11 @@ require "socket"
 # sandbox itself can, and cannot see the sandbox's own gateway socket to go around its view.
 RSpec.describe "network scopes narrowing an allowlist" do
   widen = /sandbox scope cannot widen network access/
+  # Port 8443: a secret bound to port 443 would need an inspect: true entry, and scopes keep inspection.
   parent_network = {
-    allow: ["*.github.com:443", { destination: "api.example.com:443", methods: %w[GET HEAD], paths: ["/v1/"] },
+    allow: ["*.github.com:8443", { destination: "api.example.com:443", methods: %w[GET HEAD], paths: ["/v1/"] },
             "10.0.0.0/8:*"],
-    secrets: { github: { value: "ghp_parent_value", destinations: ["*.github.com:443"] } }
+    secrets: { github: { value: "ghp_parent_value", destinations: ["*.github.com:8443"] } }
   }
 
   def sandbox_with(network)
@@ -21,53 +22,53 @@ RSpec.describe "network scopes narrowing an allowlist" do
 
   it "keeps only covered rules and the parent's reachable secrets" do
     sandbox = sandbox_with(parent_network)
-    scope = sandbox.scope(network: { allow: ["api.github.com:443",
+    scope = sandbox.scope(network: { allow: ["api.github.com:8443",
                                              { destination: "api.example.com:443", methods: ["GET"],
                                                paths: ["/v1/users/"] }] })
-    expect(scope.network.allow).to eq(["api.github.com:443",
+    expect(scope.network.allow).to eq(["api.github.com:8443",
                                        { destination: "api.example.com:443", inspect: false, methods: ["GET"],
                                          paths: ["/v1/users/"] }])
-    expect(scope.network.secrets).to eq({ github: { value: "[REDACTED]", destinations: ["api.github.com:443"] } })
+    expect(scope.network.secrets).to eq({ github: { value: "[REDACTED]", destinations: ["api.github.com:8443"] } })
     expect(scope.network.gateway).to eq(sandbox.effective_policy.network.gateway)
     expect(scope.network.inspect).not_to include("ghp_parent_value")
-    expect(sandbox.scope(network: { allow: ["api.github.com:443"], secrets: [] }).network.secrets).to eq({})
+    expect(sandbox.scope(network: { allow: ["api.github.com:8443"], secrets: [] }).network.secrets).to eq({})
     expect(sandbox.scope(network: { secrets: [] }).network.allow).to eq(sandbox.effective_policy.network.allow)
     expect(sandbox.scope(network: { allow: ["10.1.0.0/16:5432"] }).network.secrets).to eq({})
     # A scope of a scope narrows the scope.
-    inner = sandbox.scope(network: { allow: ["api.github.com:443"] })
+    inner = sandbox.scope(network: { allow: ["api.github.com:8443"] })
     expect(LittleGhost::Sandbox::Scope.new(sandbox: sandbox, parent_scope: inner,
-                                           network: { allow: ["api.github.com:443"], secrets: [] }).network.allow)
-      .to eq(["api.github.com:443"])
-    expect { LittleGhost::Sandbox::Scope.new(sandbox: sandbox, parent_scope: inner, network: { allow: ["x.github.com:443"] }) }
+                                           network: { allow: ["api.github.com:8443"], secrets: [] }).network.allow)
+      .to eq(["api.github.com:8443"])
+    expect { LittleGhost::Sandbox::Scope.new(sandbox: sandbox, parent_scope: inner, network: { allow: ["x.github.com:8443"] }) }
       .to raise_error(LittleGhost::CapabilityError, widen)
   end
 
   it "refuses a scope that adds a destination, a port, a method, a path or a secret" do
     sandbox = sandbox_with(parent_network)
     [
-      { allow: ["github.com:443"] },                                          # the apex is not a subdomain
-      { allow: ["api.github.com:*"] },                                        # any port is wider than 443
+      { allow: ["github.com:8443"] },                                          # the apex is not a subdomain
+      { allow: ["api.github.com:*"] },                                        # any port is wider than 8443
       { allow: ["api.example.com:443"] },                                     # drops the parent's HTTP rules
       { allow: [{ destination: "api.example.com:443", methods: ["POST"], paths: ["/v1/"] }] },
       { allow: [{ destination: "api.example.com:443", methods: ["GET"], paths: ["/v2/"] }] },
       { allow: ["11.0.0.0/8:1"] },
-      { allow: ["api.github.com:443"], secrets: [:aws] },
-      { allow: ["api.github.com:443"], secrets: { github: { destinations: ["evil.example.org:443"] } } },
-      { allow: ["api.github.com:443"], gateway: Object.new },
+      { allow: ["api.github.com:8443"], secrets: [:aws] },
+      { allow: ["api.github.com:8443"], secrets: { github: { destinations: ["evil.example.org:443"] } } },
+      { allow: ["api.github.com:8443"], gateway: Object.new },
       :inherit
     ].each do |requested|
       expect { sandbox.scope(network: requested) }.to raise_error(LittleGhost::CapabilityError, widen),
                                                       requested.inspect
     end
     # Another value under the parent's secret's name is another secret.
-    other_value = { github: { value: "ghp_other_value", destinations: ["api.github.com:443"] } }
-    expect { sandbox.scope(network: { allow: ["api.github.com:443"], secrets: other_value }) }
+    other_value = { github: { value: "ghp_other_value", destinations: ["api.github.com:8443"] } }
+    expect { sandbox.scope(network: { allow: ["api.github.com:8443"], secrets: other_value }) }
       .to raise_error(LittleGhost::CapabilityError, widen)
-    same_value = { github: { value: "ghp_parent_value", destinations: ["api.github.com:443"] } }
-    expect(sandbox.scope(network: { allow: ["api.github.com:443"], secrets: same_value }).network.secrets.keys)
+    same_value = { github: { value: "ghp_parent_value", destinations: ["api.github.com:8443"] } }
+    expect(sandbox.scope(network: { allow: ["api.github.com:8443"], secrets: same_value }).network.secrets.keys)
       .to eq([:github])
-    [{ github: { destinations: ["api.github.com:443"], bogus: 1 } }, "github"].each do |misshapen|
-      expect { sandbox.scope(network: { allow: ["api.github.com:443"], secrets: misshapen }) }
+    [{ github: { destinations: ["api.github.com:8443"], bogus: 1 } }, "github"].each do |misshapen|
+      expect { sandbox.scope(network: { allow: ["api.github.com:8443"], secrets: misshapen }) }
         .to raise_error(ArgumentError, /names the parent's secrets/)
     end
   end

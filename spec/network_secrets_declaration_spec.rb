@@ -9,7 +9,8 @@ require "socket"
 RSpec.describe "network secrets as declared" do
   value = "ghp_#{"s3cr3t" * 6}"
   network_policy = LittleGhost::Sandbox::NetworkPolicy
-  declared = { allow: ["api.github.com:443"], secrets: { github: { value: value, destinations: ["api.github.com:443"] } } }
+  declared = { allow: [{ destination: "api.github.com:443", inspect: true }],
+               secrets: { github: { value: value, destinations: ["api.github.com:443"] } } }
 
   it "shows every secret as [REDACTED] in the readers, inspect and to_h" do
     network = network_policy.new(**declared)
@@ -25,7 +26,7 @@ RSpec.describe "network secrets as declared" do
   it "compares the value in == (two tokens are two policies) without hashing or showing it" do
     same = network_policy.new(**declared)
     other = network_policy.new(allow: declared[:allow],
-                               secrets: { "github" => { "value" => "ghp_other", "destinations" => declared[:allow] } })
+                               secrets: { "github" => { "value" => "ghp_other", "destinations" => ["api.github.com:443"] } })
     expect(network_policy.new(**declared)).to eq(same)
     expect(network_policy.new(**declared).hash).to eq(same.hash)
     expect(other).not_to eq(same)
@@ -69,14 +70,15 @@ RSpec.describe "network secrets as declared" do
 
   it "reads upstream_ca: at open: a missing or malformed file is a PolicyError naming the path" do
     missing = File.join(temporary_directory, "missing-ca.pem")
-    network = network_policy.new(allow: ["a.test:443"], upstream_ca: missing)
+    inspected = [{ destination: "a.test:443", inspect: true }]
+    network = network_policy.new(allow: inspected, upstream_ca: missing)
     expect(network.upstream_ca).to eq(missing)
-    gateway = LittleGhost::Network::BuiltinGateway.new(allow: ["a.test:443"], upstream_ca: missing)
+    gateway = LittleGhost::Network::BuiltinGateway.new(allow: inspected, upstream_ca: missing)
     expect { gateway.open }.to raise_error(LittleGhost::PolicyError, /#{Regexp.escape(missing)}/)
     expect(gateway).not_to be_open
     malformed = File.join(temporary_directory, "bad-ca.pem")
     File.write(malformed, "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n")
-    gateway = LittleGhost::Network::BuiltinGateway.new(allow: ["a.test:443"], upstream_ca: malformed)
+    gateway = LittleGhost::Network::BuiltinGateway.new(allow: inspected, upstream_ca: malformed)
     expect { gateway.open }.to raise_error(LittleGhost::PolicyError, /#{Regexp.escape(malformed)}.*not a PEM certificate/)
   end
 

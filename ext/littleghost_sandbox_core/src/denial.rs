@@ -131,6 +131,18 @@ pub enum Reason {
     MalformedRequest,
     /// A secret's value that cannot stand in the request target where its stand-in is.
     SecretPlacement,
+    /// An allowed destination's name did not resolve.
+    Dns,
+    /// No connection could be made to an allowed destination.
+    UpstreamUnreachable,
+    /// An inspected destination's certificate did not verify.
+    UpstreamCertificate,
+    /// TLS to an inspected destination failed otherwise.
+    UpstreamTls,
+    /// The destination closed the connection or answered unreadably.
+    UpstreamFailed,
+    /// The destination did not answer in time.
+    UpstreamTimeout,
 }
 
 impl Reason {
@@ -160,6 +172,12 @@ impl Reason {
             Reason::HostMismatch => "host_mismatch",
             Reason::MalformedRequest => "malformed_request",
             Reason::SecretPlacement => "secret_placement",
+            Reason::Dns => "dns",
+            Reason::UpstreamUnreachable => "upstream_unreachable",
+            Reason::UpstreamCertificate => "upstream_certificate",
+            Reason::UpstreamTls => "upstream_tls",
+            Reason::UpstreamFailed => "upstream_failed",
+            Reason::UpstreamTimeout => "upstream_timeout",
         }
     }
 
@@ -178,7 +196,13 @@ impl Reason {
             | Reason::InspectionRequired
             | Reason::HostMismatch
             | Reason::MalformedRequest
-            | Reason::SecretPlacement => Kind::Network,
+            | Reason::SecretPlacement
+            | Reason::Dns
+            | Reason::UpstreamUnreachable
+            | Reason::UpstreamCertificate
+            | Reason::UpstreamTls
+            | Reason::UpstreamFailed
+            | Reason::UpstreamTimeout => Kind::Network,
             _ => Kind::Filesystem,
         }
     }
@@ -206,6 +230,9 @@ pub struct Denial {
     pub at: SystemTime,
     /// For a refused HTTP request: its method and origin-form path.
     pub request: Option<(String, String)>,
+    /// For a destination that failed the gateway: what the resolver, the
+    /// system or the TLS library said (also at the end of `message`).
+    pub detail: Option<String>,
 }
 
 impl Denial {
@@ -224,6 +251,7 @@ impl Denial {
             message: message.into(),
             at: SystemTime::now(),
             request: None,
+            detail: None,
         }
     }
 
@@ -279,9 +307,9 @@ impl std::fmt::Display for Denial {
     }
 }
 
-impl From<&gateway::Denial> for Denial {
-    fn from(record: &gateway::Denial) -> Denial {
-        let reason = match record.reason {
+impl From<gateway::DenialReason> for Reason {
+    fn from(reason: gateway::DenialReason) -> Reason {
+        match reason {
             gateway::DenialReason::NotAllowed => Reason::NotAllowed,
             gateway::DenialReason::PrivateDestination => Reason::PrivateDestination,
             gateway::DenialReason::DescriptorBudget => Reason::DescriptorBudget,
@@ -292,6 +320,21 @@ impl From<&gateway::Denial> for Denial {
             gateway::DenialReason::HostMismatch => Reason::HostMismatch,
             gateway::DenialReason::MalformedRequest => Reason::MalformedRequest,
             gateway::DenialReason::SecretPlacement => Reason::SecretPlacement,
+            gateway::DenialReason::Dns => Reason::Dns,
+            gateway::DenialReason::UpstreamUnreachable => Reason::UpstreamUnreachable,
+            gateway::DenialReason::UpstreamCertificate => Reason::UpstreamCertificate,
+            gateway::DenialReason::UpstreamTls => Reason::UpstreamTls,
+            gateway::DenialReason::UpstreamFailed => Reason::UpstreamFailed,
+            gateway::DenialReason::UpstreamTimeout => Reason::UpstreamTimeout,
+        }
+    }
+}
+
+impl From<&gateway::Denial> for Denial {
+    fn from(record: &gateway::Denial) -> Denial {
+        let message = match &record.detail {
+            Some(detail) => format!("{}: {detail}", record.reason.text()),
+            None => record.reason.text().to_owned(),
         };
         Denial {
             kind: Kind::Network,
@@ -300,10 +343,11 @@ impl From<&gateway::Denial> for Denial {
                 None => Operation::Connect,
             },
             target: record.destination.clone(),
-            reason,
-            message: record.reason.text().to_owned(),
+            reason: record.reason.into(),
+            message,
             at: record.at,
             request: record.request.clone(),
+            detail: record.detail.clone(),
         }
     }
 }
@@ -415,6 +459,7 @@ mod tests {
             destination: "api.example.com:443".into(),
             reason: gateway::DenialReason::RequestNotAllowed,
             request: Some(("POST".into(), "/x".into())),
+            detail: None,
         };
         let denial = Denial::from(&record);
         assert_eq!(denial.operation, Operation::Request);
@@ -465,6 +510,7 @@ mod tests {
             destination: "example.com:443".into(),
             reason: gateway::DenialReason::PrivateDestination,
             request: None,
+            detail: None,
         };
         let denial = Denial::from(&record);
         assert_eq!(denial.kind, Kind::Network);
@@ -482,6 +528,7 @@ mod tests {
             destination: "*".into(),
             reason: gateway::DenialReason::MemoryBudget,
             request: None,
+            detail: None,
         };
         let denial = Denial::from(&record);
         assert_eq!(
@@ -489,5 +536,26 @@ mod tests {
             (Kind::Network, Operation::Connect, "memory_budget")
         );
         assert_eq!(denial.message, record.reason.text());
+    }
+
+    #[test]
+    fn a_failed_upstream_keeps_its_words_in_detail_and_message() {
+        let record = gateway::Denial {
+            at: SystemTime::UNIX_EPOCH,
+            destination: "self-signed.test:443".into(),
+            reason: gateway::DenialReason::UpstreamCertificate,
+            request: None,
+            detail: Some("invalid peer certificate: UnknownIssuer".into()),
+        };
+        let denial = Denial::from(&record);
+        assert_eq!(denial.reason.name(), "upstream_certificate");
+        assert_eq!(denial.detail.as_deref(), record.detail.as_deref());
+        assert!(
+            denial
+                .message
+                .ends_with(": invalid peer certificate: UnknownIssuer"),
+            "{}",
+            denial.message
+        );
     }
 }

@@ -40,7 +40,8 @@ module LittleGhost
 
       def to_h # :nodoc:
         fields = {kind: kind, operation: operation, target: target, reason: reason, message: message, time: time}
-        http_method ? fields.merge(method: http_method, path: path) : fields
+        fields = fields.merge(method: http_method, path: path) if http_method
+        detail ? fields.merge(detail: detail) : fields
       end
     end
   end

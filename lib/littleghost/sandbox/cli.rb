@@ -185,6 +185,12 @@ module LittleGhost
           parser.on("--upstream-ca FILE", "Also trust FILE's PEM certificates for inspected destinations") do |v|
             options[:upstream_ca] = File.expand_path(v)
           end
+          parser.on("--resolve HOST=ADDR", "Make the gateway map HOST to the address ADDR (like curl --resolve)") do |v|
+            host, address = v.split("=", 2)
+            raise UsageError, "--resolve needs HOST=ADDR, got #{v.inspect}" if address.to_s.empty? || host.empty?
+
+            options[:resolve][host] = address
+          end
           parser.on("--timeout DURATION", "Terminate the command after DURATION (1.5s, 2m); exit 124") do |v|
             options[:timeout] = duration(v, "--timeout")
           end

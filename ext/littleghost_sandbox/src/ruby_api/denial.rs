@@ -47,6 +47,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("time", method!(time, 0))?;
     class.define_method("http_method", method!(http_method, 0))?;
     class.define_method("path", method!(path, 0))?;
+    class.define_method("detail", method!(detail, 0))?;
     class.define_method("==", method!(equal, 1))?;
     class.define_method("eql?", method!(equal, 1))?;
     class.define_method("hash", method!(hash, 0))?;
@@ -161,6 +162,12 @@ fn http_method(ruby: &Ruby, rb_self: &Denial) -> Option<RString> {
 fn path(ruby: &Ruby, rb_self: &Denial) -> Option<RString> {
     let (_, path) = rb_self.0.request.as_ref()?;
     Some(vo::frozen_str(ruby, path))
+}
+
+/// What the resolver, the system or the TLS library said when a destination
+/// failed the gateway (`:dns`, `:upstream_certificate`...); else nil.
+fn detail(ruby: &Ruby, rb_self: &Denial) -> Option<RString> {
+    rb_self.0.detail.as_deref().map(|d| vo::frozen_str(ruby, d))
 }
 
 fn equal(rb_self: &Denial, other: Value) -> bool {

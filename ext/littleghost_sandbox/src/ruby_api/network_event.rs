@@ -36,6 +36,8 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("bytes_received", method!(bytes_received, 0))?;
     class.define_method("duration", method!(duration, 0))?;
     class.define_method("decision", method!(decision, 0))?;
+    class.define_method("reason", method!(reason, 0))?;
+    class.define_method("detail", method!(detail, 0))?;
     class.define_method("inspected", method!(inspected, 0))?;
     class.define_method("inspected?", method!(inspected, 0))?;
     class.define_method("time", method!(time, 0))?;
@@ -113,6 +115,16 @@ fn decision(ruby: &Ruby, rb_self: &NetworkEvent) -> Symbol {
     ruby.to_symbol(rb_self.0.decision.name())
 }
 
+/// Why the gateway refused it (its denial's reason, `:upstream_certificate`...), or nil.
+fn reason(ruby: &Ruby, rb_self: &NetworkEvent) -> Option<Symbol> {
+    rb_self.0.reason.map(|r| ruby.to_symbol(r.name()))
+}
+
+/// The upstream's words for a failed destination, or a malformed head's parse error; else nil.
+fn detail(ruby: &Ruby, rb_self: &NetworkEvent) -> Option<RString> {
+    rb_self.0.detail.as_deref().map(|d| vo::frozen_str(ruby, d))
+}
+
 fn inspected(rb_self: &NetworkEvent) -> bool {
     rb_self.0.inspected
 }
@@ -138,6 +150,8 @@ fn to_h(ruby: &Ruby, rb_self: &NetworkEvent) -> Result<RHash, Error> {
     )?;
     set("duration", duration(rb_self).into_value_with(ruby))?;
     set("decision", decision(ruby, rb_self).as_value())?;
+    set("reason", reason(ruby, rb_self).into_value_with(ruby))?;
+    set("detail", detail(ruby, rb_self).into_value_with(ruby))?;
     set("inspected", inspected(rb_self).into_value_with(ruby))?;
     set("time", time(ruby, rb_self))?;
     Ok(hash)

@@ -70,6 +70,7 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.define_method("allow", method!(allow, 0))?;
     class.define_method("secrets", method!(secrets, 0))?;
     class.define_method("upstream_ca", method!(upstream_ca, 0))?;
+    class.define_method("resolve", method!(resolve, 0))?;
     class.define_method("inspection", method!(inspection, 0))?;
     class.define_method("gateway", method!(gateway, 0))?;
     class.define_method("authorizer", method!(authorizer, 0))?;
@@ -106,6 +107,7 @@ impl vo::ValueObject for NetworkPolicy {
             ("allow", allow(ruby, self)),
             ("secrets", secrets(ruby, self)),
             ("upstream_ca", upstream_ca(ruby, self)),
+            ("resolve", resolve(ruby, self)),
             ("inspection", inspection(ruby, self)),
             ("gateway", gateway(ruby, self)),
             ("authorizer", authorizer(ruby, self)),
@@ -149,13 +151,14 @@ pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> 
     Ok(build(ruby, class, kwargs)?.as_value())
 }
 
-/// NetworkPolicy.new(mode:, allow: [], secrets: {}, upstream_ca: nil, inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []): a frozen network rule.
+/// NetworkPolicy.new(mode:, allow: [], secrets: {}, upstream_ca: nil, resolve: {}, inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []): a frozen network rule.
 fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<NetworkPolicy>, Error> {
     let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
     build(ruby, class, args.keywords)
 }
 
 type Optional = (
+    Option<Value>,
     Option<Value>,
     Option<Value>,
     Option<Value>,
@@ -175,6 +178,7 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
             "allow",
             "secrets",
             "upstream_ca",
+            "resolve",
             "inspection",
             "gateway",
             "authorizer",
@@ -187,6 +191,7 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
         allow,
         secrets,
         upstream_ca,
+        resolve,
         inspection,
         gateway,
         authorizer,
@@ -210,6 +215,7 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
         allow: allow_requests(ruby, allow)?,
         secrets: secret_requests(ruby, secrets)?,
         upstream_ca: convert::expanded_path(ruby, upstream_ca, "network upstream_ca")?,
+        resolve: resolve_requests(ruby, resolve)?,
         forward_headers: texts(forward_headers)?,
         mutation_headers: texts(mutation_headers)?,
         gateway: !gateway.is_nil(),
@@ -325,6 +331,24 @@ pub(crate) fn secret_requests(
         requests.push(request);
     }
     Ok(requests)
+}
+
+/// `resolve:` as `{"name" => "address"}` (String or Symbol keys), each pair
+/// as text; the core checks them. PolicyError when it is not a Hash.
+fn resolve_requests(ruby: &Ruby, resolve: Option<Value>) -> Result<Vec<(String, String)>, Error> {
+    let Some(resolve) = resolve.filter(|r| !r.is_nil()) else {
+        return Ok(Vec::new());
+    };
+    if !vo::is_hash(ruby, resolve) {
+        return Err(errors::policy_error(
+            ruby,
+            "network resolve: must be a Hash of host name => IP address",
+        ));
+    }
+    vo::hash_pairs(RHash::try_convert(resolve)?)?
+        .into_iter()
+        .map(|(name, address)| Ok((vo::string_of(ruby, name)?, vo::string_of(ruby, address)?)))
+        .collect()
 }
 
 /// An allow entry as Ruby reads it: a plain entry is its String, a rule a
@@ -484,6 +508,19 @@ fn upstream_ca(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
         Some(path) => convert::path_to_ruby(ruby, path).as_value(),
         None => ruby.qnil().as_value(),
     }
+}
+
+/// resolve: the names the gateway resolves itself, a frozen Hash of name => address (Strings).
+fn resolve(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+    let hash = ruby.hash_new();
+    for (name, address) in &rb_self.core.rules.resolve {
+        let _ = hash.aset(
+            vo::frozen_str(ruby, name),
+            vo::frozen_str(ruby, &address.to_string()),
+        );
+    }
+    hash.freeze();
+    hash.as_value()
 }
 
 /// inspection: `:connect` (tunnel by host:port) or `:http` (inspect each request).

@@ -83,6 +83,7 @@ fn gateway_denial(
         destination,
         reason,
         request,
+        detail: None,
     };
     let denial = littleghost_sandbox_core::denial::Denial::from(&record);
     Ok(crate::ruby_api::denial::hub::wrap(ruby, denial))

@@ -25,6 +25,8 @@ pub struct BuiltinGateway {
     allowlist: Allowlist,
     secrets: Secrets,
     upstream_ca: Option<PathBuf>,
+    /// `resolve:`: names answered without asking DNS.
+    resolve: Vec<(String, std::net::IpAddr)>,
     gateway: Mutex<Option<Arc<Gateway>>>,
     /// The views of the running gateway, by the narrowed rules they serve.
     views: Mutex<Vec<(NetworkRules, GatewayView)>>,
@@ -47,11 +49,14 @@ impl BuiltinGateway {
         allow_private_destinations: bool,
     ) -> Result<BuiltinGateway> {
         let allowlist = Allowlist::with_rules(rules.rules()?, allow_private_destinations)?;
-        Ok(Self::assemble(
-            allowlist,
-            rules.gateway_secrets()?,
-            rules.upstream_ca.clone(),
-        ))
+        Ok(BuiltinGateway {
+            resolve: rules.resolve.clone(),
+            ..Self::assemble(
+                allowlist,
+                rules.gateway_secrets()?,
+                rules.upstream_ca.clone(),
+            )
+        })
     }
 
     fn assemble(
@@ -63,6 +68,7 @@ impl BuiltinGateway {
             allowlist,
             secrets,
             upstream_ca,
+            resolve: Vec::new(),
             gateway: Mutex::new(None),
             views: Mutex::new(Vec::new()),
         }
@@ -196,6 +202,12 @@ impl BuiltinGateway {
             .map(read_upstream_ca)
             .transpose()?;
         config.on_egress = on_egress;
+        if !self.resolve.is_empty() {
+            config.resolver = Arc::new(super::resolve::Mapped::new(
+                self.resolve.clone(),
+                config.resolver,
+            ));
+        }
         let gateway = Arc::new(Gateway::start(config)?);
         // The views of a stopped gateway stopped with it.
         self.views.lock().unwrap_or_else(|e| e.into_inner()).clear();

@@ -52,6 +52,9 @@ pub(super) struct Shared {
 pub(super) struct Refusal {
     pub status: &'static str,
     pub reason: String,
+    /// The denial recorded for it (its reason and the upstream's words),
+    /// which the egress event repeats; `None` for a malformed request head.
+    pub denied: Option<(DenialReason, Option<String>)>,
 }
 
 impl Refusal {
@@ -68,6 +71,7 @@ pub(super) fn refusal(status: &'static str, reason: impl Into<String>) -> Refusa
     Refusal {
         status,
         reason: reason.into(),
+        denied: None,
     }
 }
 
@@ -82,23 +86,27 @@ pub(super) async fn open(
     if !shared.allowlist.allows(destination) {
         return Err(deny(shared, destination, DenialReason::NotAllowed, None));
     }
-    let shown = shared.secrets.redact(&destination.to_string()).into_owned();
     let addresses: Vec<SocketAddr> = match &destination.host {
         Host::Ip(ip) => vec![SocketAddr::new(*ip, destination.port)],
         Host::Name(name) => {
             let lookup = shared.resolver.lookup(name, destination.port);
             match timeout(shared.connect_timeout, lookup).await {
+                Ok(Ok(found)) if found.is_empty() => {
+                    return Err(fail(shared, destination, DenialReason::Dns, "no address"));
+                }
                 Ok(Ok(found)) => found,
-                _ => Vec::new(),
+                Ok(Err(why)) => {
+                    return Err(fail(
+                        shared,
+                        destination,
+                        DenialReason::Dns,
+                        why.to_string(),
+                    ))
+                }
+                Err(_) => return Err(fail(shared, destination, DenialReason::Dns, "timed out")),
             }
         }
     };
-    if addresses.is_empty() {
-        return Err(refusal(
-            "502 Bad Gateway",
-            format!("cannot resolve {shown}"),
-        ));
-    }
     if !shared.allowlist.allow_private_destinations()
         && addresses
             .iter()
@@ -119,15 +127,22 @@ pub(super) async fn open(
             None,
         ));
     }
+    let mut failures = Vec::new();
     for address in addresses {
-        if let Ok(Ok(stream)) = timeout(shared.connect_timeout, TcpStream::connect(address)).await {
-            let _ = stream.set_nodelay(true);
-            return Ok(stream);
+        match timeout(shared.connect_timeout, TcpStream::connect(address)).await {
+            Ok(Ok(stream)) => {
+                let _ = stream.set_nodelay(true);
+                return Ok(stream);
+            }
+            Ok(Err(why)) => failures.push(format!("{address}: {why}")),
+            Err(_) => failures.push(format!("{address}: timed out")),
         }
     }
-    Err(refusal(
-        "502 Bad Gateway",
-        format!("cannot connect to {shown}"),
+    Err(fail(
+        shared,
+        destination,
+        DenialReason::UpstreamUnreachable,
+        failures.join("; "),
     ))
 }
 
@@ -167,7 +182,42 @@ pub(super) fn deny_shown(
 ) -> Refusal {
     let text = format!("{shown}: {}", reason.text());
     shared.denials.record_request(shown, reason, request);
-    refusal(reason.status(), text)
+    Refusal {
+        denied: Some((reason, None)),
+        ..refusal(reason.status(), text)
+    }
+}
+
+/// A destination that failed the gateway (it did not resolve, answer or
+/// verify): recorded as a denial with `detail`, the resolver's, the
+/// system's or the TLS library's words, which the answer's body repeats.
+pub(super) fn fail(
+    shared: &Shared,
+    destination: &Destination,
+    reason: DenialReason,
+    detail: impl Into<String>,
+) -> Refusal {
+    fail_request(shared, destination, reason, detail, None)
+}
+
+/// [`fail`] for an HTTP request (its method and path).
+pub(super) fn fail_request(
+    shared: &Shared,
+    destination: &Destination,
+    reason: DenialReason,
+    detail: impl Into<String>,
+    request: Option<(String, String)>,
+) -> Refusal {
+    let shown = shared.secrets.redact(&destination.to_string()).into_owned();
+    let detail = shared.secrets.redact(&detail.into()).into_owned();
+    let text = format!("{shown}: {}: {detail}", reason.text());
+    shared
+        .denials
+        .record_detailed(shown, reason, request, Some(detail.clone()));
+    Refusal {
+        denied: Some((reason, Some(detail))),
+        ..refusal(reason.status(), text)
+    }
 }
 
 /// The gateway's own answer; `keep_alive` leaves the connection open for

@@ -32,9 +32,28 @@ pub enum DenialReason {
     /// A secret's value that cannot stand where its stand-in stands (a
     /// space or another byte not valid in a request target).
     SecretPlacement,
+    /// An allowed destination's name did not resolve (502).
+    Dns,
+    /// No connection could be made to an allowed destination's addresses (502).
+    UpstreamUnreachable,
+    /// An inspected destination's certificate did not verify against the
+    /// system's roots plus `upstream_ca:` (502).
+    UpstreamCertificate,
+    /// TLS to an inspected destination failed for another reason (502).
+    UpstreamTls,
+    /// The destination closed the connection or answered with a response
+    /// the gateway could not frame (502).
+    UpstreamFailed,
+    /// The destination did not answer in time (504).
+    UpstreamTimeout,
 }
 
 impl DenialReason {
+    /// The name callers see (a Ruby Symbol's): `not_allowed`, `dns`...
+    pub fn name(self) -> &'static str {
+        crate::denial::Reason::from(self).name()
+    }
+
     /// Short text, used in the 403 body and in Ruby.
     pub fn text(self) -> &'static str {
         match self {
@@ -66,6 +85,14 @@ impl DenialReason {
             DenialReason::SecretPlacement => {
                 "a secret's value cannot stand in the request target where its stand-in is"
             }
+            DenialReason::Dns => "the destination's name does not resolve",
+            DenialReason::UpstreamUnreachable => "cannot connect to the destination",
+            DenialReason::UpstreamCertificate => {
+                "the destination's TLS certificate did not verify (system roots plus upstream_ca:)"
+            }
+            DenialReason::UpstreamTls => "TLS to the destination failed",
+            DenialReason::UpstreamFailed => "the destination failed to answer",
+            DenialReason::UpstreamTimeout => "the destination did not answer in time",
         }
     }
 
@@ -76,6 +103,12 @@ impl DenialReason {
                 "503 Service Unavailable"
             }
             DenialReason::MalformedRequest => "400 Bad Request",
+            DenialReason::Dns
+            | DenialReason::UpstreamUnreachable
+            | DenialReason::UpstreamCertificate
+            | DenialReason::UpstreamTls
+            | DenialReason::UpstreamFailed => "502 Bad Gateway",
+            DenialReason::UpstreamTimeout => "504 Gateway Timeout",
             _ => "403 Forbidden",
         }
     }
@@ -90,6 +123,9 @@ pub struct Denial {
     pub reason: DenialReason,
     /// For a refused HTTP request: its method and origin-form path.
     pub request: Option<(String, String)>,
+    /// What the destination or the resolver said, for a failed upstream
+    /// (the resolver's or TLS library's error text).
+    pub detail: Option<String>,
 }
 
 /// Called for every denial, on a gateway thread; must not block.
@@ -121,11 +157,24 @@ impl Denials {
         reason: DenialReason,
         request: Option<(String, String)>,
     ) {
+        self.record_detailed(destination, reason, request, None);
+    }
+
+    /// [`record_request`](Self::record_request) with the upstream's own
+    /// words (`detail`).
+    pub fn record_detailed(
+        &self,
+        destination: String,
+        reason: DenialReason,
+        request: Option<(String, String)>,
+        detail: Option<String>,
+    ) {
         self.log.push(Denial {
             at: SystemTime::now(),
             destination,
             reason,
             request,
+            detail,
         });
     }
 

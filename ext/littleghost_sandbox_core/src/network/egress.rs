@@ -5,6 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
+use super::denial::DenialReason;
 use super::log::{Callback, Log};
 
 /// What the gateway did.
@@ -12,8 +13,9 @@ use super::log::{Callback, Log};
 pub enum Decision {
     /// Passed on (a tunnel opened, a request forwarded).
     Allowed,
-    /// Refused with a 4xx/5xx of the gateway's own (a denial was recorded,
-    /// except for malformed requests and failed upstreams).
+    /// Refused with a 4xx/5xx of the gateway's own (a denial was recorded
+    /// with the event's `reason`, except for a malformed request head,
+    /// whose parse error is the event's `detail`).
     Denied,
 }
 
@@ -50,6 +52,11 @@ pub struct EgressEvent {
     pub decision: Decision,
     /// Whether the gateway terminated TLS to read it.
     pub inspected: bool,
+    /// Why the gateway refused it (the denial's reason), when it did.
+    pub reason: Option<DenialReason>,
+    /// The upstream's words for a failed destination (resolver, connect or
+    /// TLS error), or the parse error of a malformed request head.
+    pub detail: Option<String>,
 }
 
 /// How Ruby's `NetworkEvent#inspect` shows it:
@@ -71,6 +78,9 @@ impl std::fmt::Display for EgressEvent {
         }
         if let Some(status) = self.status {
             write!(f, " {status}")?;
+        }
+        if let Some(reason) = self.reason {
+            write!(f, " {}", reason.name())?;
         }
         if self.inspected {
             write!(f, " inspected")?;
@@ -107,6 +117,8 @@ mod tests {
             duration: Duration::from_millis(12),
             decision: Decision::Allowed,
             inspected: false,
+            reason: None,
+            detail: None,
         }
     }
 
@@ -127,6 +139,19 @@ mod tests {
         assert_eq!(
             tunnel.to_string(),
             r#"#<LittleGhost::Sandbox::NetworkEvent denied "example.com:80" inspected sent=0 received=512 0.012s>"#
+        );
+        let failed = EgressEvent {
+            method: Some("CONNECT".into()),
+            path: None,
+            status: Some(502),
+            decision: Decision::Denied,
+            reason: Some(DenialReason::UpstreamCertificate),
+            detail: Some("invalid peer certificate: UnknownIssuer".into()),
+            ..event()
+        };
+        assert_eq!(
+            failed.to_string(),
+            r#"#<LittleGhost::Sandbox::NetworkEvent denied CONNECT "example.com:80" 502 upstream_certificate sent=0 received=512 0.012s>"#
         );
     }
 }

@@ -1018,6 +1018,9 @@ pub(super) struct Event {
     pub received: u64,
     pub decision: Decision,
     pub inspected: bool,
+    /// Why it was refused, and the upstream's words ([`Event::refused`]).
+    pub reason: Option<DenialReason>,
+    pub detail: Option<String>,
     /// Once [`Event::arm`]ed, where a dropped event still goes: an exchange
     /// cut by the gateway's stop (its task aborted) is recorded too, so
     /// `close` loses no event.
@@ -1035,8 +1038,31 @@ impl Event {
             received: 0,
             decision: Decision::Denied,
             inspected,
+            reason: None,
+            detail: None,
             armed: None,
         }
+    }
+
+    /// Marks it refused by the gateway with `refused`'s status and reason
+    /// (a malformed head has no denial: its parse error is the detail,
+    /// stand-ins redacted as in the answer's body).
+    pub(super) fn refused(&mut self, refused: &Refusal, secrets: &Secrets) {
+        self.status = Some(refused.code());
+        self.decision = Decision::Denied;
+        match &refused.denied {
+            Some((reason, detail)) => {
+                self.reason = Some(*reason);
+                self.detail = detail.clone();
+            }
+            None => self.detail = Some(secrets.redact(&refused.reason).into_owned()),
+        }
+    }
+
+    /// Marks it refused for `reason` after it was allowed (a cut tunnel or body).
+    pub(super) fn cut(&mut self, reason: DenialReason) {
+        self.decision = Decision::Denied;
+        self.reason = Some(reason);
     }
 
     /// Makes the event record itself if it is dropped before [`Event::push`].
@@ -1061,6 +1087,8 @@ impl Event {
             duration: start.elapsed(),
             decision: self.decision,
             inspected: self.inspected,
+            reason: self.reason,
+            detail: self.detail.take(),
         }
     }
 }
@@ -1396,8 +1424,7 @@ where
         mut event: Event,
         start: Instant,
     ) -> Next {
-        event.status = Some(refused.code());
-        event.decision = Decision::Denied;
+        event.refused(&refused, &self.shared.secrets);
         self.answer(&refused, keep_alive).await;
         event.push(self.shared, start);
         if keep_alive {
@@ -1571,7 +1598,13 @@ where
                     event.push(shared, start);
                     return Next::Close;
                 }
-                let refused = refusal("502 Bad Gateway", "destination closed the connection");
+                let refused = connection::fail_request(
+                    shared,
+                    &destination,
+                    DenialReason::UpstreamFailed,
+                    "destination closed the connection",
+                    request(),
+                );
                 return self.refuse(refused, false, event, start).await;
             }
         };
@@ -1640,7 +1673,7 @@ where
                     request(),
                 );
                 if answered {
-                    event.decision = Decision::Denied;
+                    event.cut(DenialReason::SecretExfiltration);
                     event.push(shared, start);
                     return Next::Close;
                 }
@@ -1697,7 +1730,7 @@ where
                         DenialReason::SecretExfiltration,
                         request(),
                     );
-                    event.decision = Decision::Denied;
+                    event.cut(DenialReason::SecretExfiltration);
                 }
                 event.push(shared, start);
                 Next::Close
@@ -1713,21 +1746,27 @@ where
                     Failure::Closed => "destination closed the connection",
                     Failure::Bad(why) => why,
                 };
-                self.refuse(refusal("502 Bad Gateway", why), false, event, start)
-                    .await
+                let refused = connection::fail_request(
+                    shared,
+                    &destination,
+                    DenialReason::UpstreamFailed,
+                    why,
+                    request(),
+                );
+                self.refuse(refused, false, event, start).await
             }
             None => {
                 // Idle too long (or the body stopped early and the response never came).
                 self.upstream = None;
                 if !answered && !matches!(body_end, Some(Err(BodyError::ReadEnded))) {
-                    return self
-                        .refuse(
-                            refusal("504 Gateway Timeout", "destination did not answer in time"),
-                            false,
-                            event,
-                            start,
-                        )
-                        .await;
+                    let refused = connection::fail_request(
+                        shared,
+                        &destination,
+                        DenialReason::UpstreamTimeout,
+                        format!("no answer within {:?}", shared.idle_timeout),
+                        request(),
+                    );
+                    return self.refuse(refused, false, event, start).await;
                 }
                 event.decision = Decision::Allowed;
                 event.push(shared, start);
@@ -1765,8 +1804,10 @@ where
             return Ok(());
         }
         match &mut self.mode {
-            Mode::Inspected(_) => Err(refusal(
-                "502 Bad Gateway",
+            Mode::Inspected(_) => Err(connection::fail(
+                self.shared,
+                destination,
+                DenialReason::UpstreamFailed,
                 "destination closed the connection",
             )),
             Mode::Proxy(held) => {

@@ -31,6 +31,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_rustls::{client, server, LazyConfigAcceptor, TlsConnector};
 
 use super::allowlist::{Destination, Host};
+use super::denial::DenialReason;
 
 /// The bundle's file name in the gateway's private directory.
 pub const BUNDLE_NAME: &str = "ca-bundle.pem";
@@ -315,21 +316,33 @@ impl Inspector {
         &self,
         destination: &Destination,
         io: IO,
-    ) -> Result<client::TlsStream<BufReader<IO>>, String>
+    ) -> Result<client::TlsStream<BufReader<IO>>, (DenialReason, String)>
     where
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let server_name = match &destination.host {
-            Host::Name(name) => ServerName::try_from(name.clone())
-                .map_err(|e| format!("{name} is not a TLS server name: {e}"))?,
+            Host::Name(name) => ServerName::try_from(name.clone()).map_err(|e| {
+                (
+                    DenialReason::UpstreamTls,
+                    format!("{name} is not a TLS server name: {e}"),
+                )
+            })?,
             Host::Ip(ip) => ServerName::IpAddress((*ip).into()),
         };
         TlsConnector::from(self.client.clone())
             .connect(server_name, BufReader::with_capacity(TRANSPORT_BUFFER, io))
             .await
             .map_err(|e| match e.get_ref() {
-                Some(inner) => inner.to_string(),
-                None => e.to_string(),
+                Some(inner) => {
+                    let reason = match inner.downcast_ref::<rustls::Error>() {
+                        Some(rustls::Error::InvalidCertificate(_)) => {
+                            DenialReason::UpstreamCertificate
+                        }
+                        _ => DenialReason::UpstreamTls,
+                    };
+                    (reason, inner.to_string())
+                }
+                None => (DenialReason::UpstreamTls, e.to_string()),
             })
     }
 }
@@ -542,9 +555,14 @@ pub(crate) mod tests {
                 (Ok(stream), None) => {
                     assert_eq!(stream.get_ref().1.alpn_protocol(), None);
                 }
-                (Err(why), Some(expected)) => assert!(why.contains(expected), "{why}"),
+                // A certificate that does not verify is named as such (the
+                // denial's reason), with rustls's words as its detail.
+                (Err((reason, why)), Some(expected)) => {
+                    assert_eq!(reason, DenialReason::UpstreamCertificate, "{why}");
+                    assert!(why.contains(expected), "{why}");
+                }
                 (Ok(_), Some(expected)) => panic!("{target}: connected despite {expected}"),
-                (Err(why), None) => panic!("{target}: {why}"),
+                (Err((_, why)), None) => panic!("{target}: {why}"),
             }
         }
     }

@@ -14,7 +14,7 @@ use tokio::time::timeout;
 
 use super::allowlist::Destination;
 use super::budget::Held;
-use super::connection::{self, deny, deny_shown, open, refusal, response, Refusal, Shared};
+use super::connection::{self, deny, deny_shown, fail, open, refusal, response, Refusal, Shared};
 use super::denial::DenialReason;
 use super::egress::Decision;
 use super::http::{self, Connect, Event, InspectedLeases, FIRST_ROOM};
@@ -126,7 +126,7 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
     event.decision = Decision::Allowed;
     if tunneled.cut.is_some() {
         deny(shared, &destination, DenialReason::SecretExfiltration, None);
-        event.decision = Decision::Denied;
+        event.cut(DenialReason::SecretExfiltration);
     }
     event.push(shared, start);
 }
@@ -176,16 +176,17 @@ async fn inspect_branch(
     .await;
     let upstream = match verified {
         Ok(Ok(upstream)) => upstream,
+        // Never a plain tunnel instead: the CONNECT is answered 502 with
+        // the reason, recorded as a denial and in the event.
         failed => {
-            let why = match failed {
-                Ok(Err(why)) => why,
-                _ => "timed out".to_owned(),
+            let (reason, why) = match failed {
+                Ok(Err(failure)) => failure,
+                _ => (
+                    DenialReason::UpstreamTls,
+                    "TLS handshake timed out".to_owned(),
+                ),
             };
-            let shown = shared.secrets.redact(&destination.to_string()).into_owned();
-            let refused = refusal(
-                "502 Bad Gateway",
-                format!("{shown}: TLS to the destination failed, so it is not inspected: {why}"),
-            );
+            let refused = fail(shared, destination, reason, why);
             return refuse_tunnel(&mut client, refused, event, shared, start).await;
         }
     };
@@ -202,8 +203,9 @@ async fn inspect_branch(
     let pending = std::sync::Mutex::new(Some(event));
     let refuse_name = || {
         let taken = pending.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(event) = taken {
-            deny(shared, destination, DenialReason::HostMismatch, None);
+        if let Some(mut event) = taken {
+            let refused = deny(shared, destination, DenialReason::HostMismatch, None);
+            event.refused(&refused, &shared.secrets);
             event.push(shared, start);
         }
     };
@@ -234,8 +236,7 @@ async fn refuse_tunnel(
     shared: &Shared,
     start: Instant,
 ) {
-    event.status = Some(refused.code());
-    event.decision = Decision::Denied;
+    event.refused(&refused, &shared.secrets);
     // Recorded before the child can read the answer, as denials are.
     event.push(shared, start);
     let _ = client

@@ -77,6 +77,8 @@ pub struct NetworkRequest<'a> {
     pub allow: Vec<AllowRequest>,
     pub secrets: Vec<SecretRequest>,
     pub upstream_ca: Option<PathBuf>,
+    /// `resolve:` as (name, address text) pairs.
+    pub resolve: Vec<(String, String)>,
     pub forward_headers: Vec<String>,
     pub mutation_headers: Vec<String>,
     pub gateway: bool,
@@ -92,6 +94,7 @@ impl<'a> NetworkRequest<'a> {
             allow: Vec::new(),
             secrets: Vec::new(),
             upstream_ca: None,
+            resolve: Vec::new(),
             forward_headers: Vec::new(),
             mutation_headers: Vec::new(),
             gateway: false,
@@ -152,13 +155,14 @@ impl NetworkPolicy {
             && (!request.allow.is_empty()
                 || !request.secrets.is_empty()
                 || request.upstream_ca.is_some()
+                || !request.resolve.is_empty()
                 || request.gateway
                 || request.authorizer
                 || !request.forward_headers.is_empty()
                 || !request.mutation_headers.is_empty())
         {
             return Err(policy(format!(
-                "network mode :{} does not take allow, secrets, upstream_ca, gateway, authorizer or headers; use mode: :allowlist",
+                "network mode :{} does not take allow, secrets, upstream_ca, resolve, gateway, authorizer or headers; use mode: :allowlist",
                 mode.name()
             )));
         }
@@ -175,7 +179,8 @@ impl NetworkPolicy {
         }
         Ok(NetworkPolicy {
             mode,
-            rules: NetworkRules::new(&request.allow, &request.secrets, request.upstream_ca)?,
+            rules: NetworkRules::new(&request.allow, &request.secrets, request.upstream_ca)?
+                .resolving(&request.resolve)?,
             inspection,
             forward_headers: header_names("forward_headers", &request.forward_headers)?,
             mutation_headers: header_names("mutation_headers", &request.mutation_headers)?,

@@ -9,12 +9,13 @@ use crate::error::{argument, policy, Result};
 
 /// Every key a `network:` Hash (and `NetworkPolicy.new`) takes, in the order
 /// messages list them.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 11] = [
     "mode",
     "allow",
     "allow_private_destinations",
     "secrets",
     "upstream_ca",
+    "resolve",
     "inspection",
     "gateway",
     "authorizer",
@@ -66,6 +67,19 @@ pub fn complete(keys: &[String], gateway: DeclaredGateway) -> Result<Completion>
         )));
     }
     let has = |name: &str| keys.iter().any(|key| key == name);
+    // Keys that only an allowlist takes, given without `allow:` or `mode:`:
+    // say which key is missing rather than Ruby's "missing keyword: :mode".
+    if !has("mode") && !has("allow") {
+        let given: Vec<String> = keys.iter().map(|key| format!("{key}:")).collect();
+        let given = if given.is_empty() {
+            "policy".to_owned()
+        } else {
+            given.join(", ")
+        };
+        return Err(argument(format!(
+            "network {given} needs allow: (the \"host:port\" destinations the program may reach), or mode:"
+        )));
+    }
     let private = has(PRIVATE_DESTINATIONS);
     if private && gateway == DeclaredGateway::Object {
         return Err(argument(
@@ -123,6 +137,17 @@ mod tests {
         );
         let two = complete(&keys(&["a", "b"]), DeclaredGateway::Absent).unwrap_err();
         assert!(two.to_string().contains("keys: :a, :b"), "{two}");
+    }
+
+    #[test]
+    fn keys_without_allow_or_mode_name_the_missing_allow() {
+        let error = complete(&keys(&["secrets"]), DeclaredGateway::Absent).unwrap_err();
+        assert!(matches!(error, crate::Error::Argument(_)));
+        assert_eq!(
+            error.to_string(),
+            "network secrets: needs allow: (the \"host:port\" destinations the program may reach), or mode:"
+        );
+        assert!(complete(&keys(&["mode", "secrets"]), DeclaredGateway::Absent).is_ok());
     }
 
     #[test]

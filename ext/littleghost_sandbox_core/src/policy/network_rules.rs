@@ -1,6 +1,6 @@
 //! The parts of a `network:` declaration beyond "host:port" text:
 //! allow entries written as Hashes (`{destination:, inspect:, methods:,
-//! paths:}`), `secrets:` and `upstream_ca:`. Each is validated here, once,
+//! paths:}`), `secrets:`, `upstream_ca:` and `resolve:`. Each is validated here, once,
 //! whichever door it came through (`Sandbox.new(policy:)`, `NetworkPolicy.new`,
 //! `LittleGhost.configure`, `BuiltinGateway.new`, a scope).
 //!
@@ -9,11 +9,13 @@
 //! `{destination: "a.test:443"}` and `"a.test:443"` are one rule (`==`,
 //! `hash` and the `allow` reader agree).
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 use crate::error::{argument, policy, Result};
 use crate::network::allowlist::parse_pattern;
-use crate::network::rules::{clean_path, is_token, Pattern, Rule};
+use crate::network::allowlist::{Destination, Host};
+use crate::network::rules::{clean_path, is_token, Pattern, PortPattern, Rule};
 use crate::network::secrets::{Secret, Secrets};
 
 /// The keys of an allow entry written as a Hash, in the order messages list them.
@@ -167,12 +169,17 @@ pub struct NetworkRules {
     pub secrets: Vec<SecretEntry>,
     /// A PEM file of extra roots the gateway trusts upstream (read at `open`).
     pub upstream_ca: Option<PathBuf>,
+    /// Names the gateway resolves to these addresses instead of asking DNS
+    /// (`resolve:`, like curl's `--resolve`), in the order given.
+    pub resolve: Vec<(String, IpAddr)>,
 }
 
 impl NetworkRules {
     /// Validates the entries (de-duplicated in order), then the secrets
-    /// (each destination must be covered by an allow entry: a secret that
-    /// could never be sent is a mistake, not a no-op).
+    /// (each destination must be covered by an allow entry, and an HTTPS one
+    /// by an `inspect: true` entry: a secret that could never be sent is a
+    /// mistake, not a no-op), then `upstream_ca:` (only inspected
+    /// connections verify against it, so it needs one).
     pub fn new(
         allow: &[AllowRequest],
         secrets: &[SecretRequest],
@@ -180,11 +187,33 @@ impl NetworkRules {
     ) -> Result<NetworkRules> {
         let allow = allow_entries(allow)?;
         let secrets = secret_entries(secrets, &allow)?;
+        if upstream_ca.is_some() && !allow.iter().any(|entry| entry.inspect) {
+            return Err(policy(
+                "network upstream_ca: is only used to verify inspected destinations, and no allow entry has inspect: true (add {destination: \"host:443\", inspect: true}, or drop upstream_ca: and put the CA in the host's store)",
+            ));
+        }
         Ok(NetworkRules {
             allow,
             secrets,
             upstream_ca,
+            resolve: Vec::new(),
         })
+    }
+
+    /// These rules with `resolve:` (name => IP address text), each name a
+    /// DNS name (down-cased), each address an IP literal (IPv6 with or
+    /// without brackets), a name given once: PolicyError otherwise.
+    pub fn resolving(mut self, requests: &[(String, String)]) -> Result<NetworkRules> {
+        self.resolve = resolve_entries(requests)?;
+        Ok(self)
+    }
+
+    /// The address `resolve:` gives `name`, if any.
+    pub fn resolved(&self, name: &str) -> Option<IpAddr> {
+        self.resolve
+            .iter()
+            .find(|(mapped, _)| mapped.eq_ignore_ascii_case(name))
+            .map(|(_, address)| *address)
     }
 
     /// The destination text of each entry, in order (what `NO_PROXY` and
@@ -203,6 +232,7 @@ impl NetworkRules {
         self.allow.iter().any(|e| !e.is_plain())
             || !self.secrets.is_empty()
             || self.upstream_ca.is_some()
+            || !self.resolve.is_empty()
     }
 
     /// The gateway's rules, in order.
@@ -351,6 +381,7 @@ pub fn secret_entries(
                 )));
             }
         }
+        https_destinations_inspected(&name, checked.destinations(), allow)?;
         if out.iter().any(|s| s.name == checked.name()) {
             return Err(policy(format!("network secret {name:?} is declared twice")));
         }
@@ -359,6 +390,81 @@ pub fn secret_entries(
             value: value.clone(),
             destinations: super::allow_entries(&request.destinations)?,
         });
+    }
+    Ok(out)
+}
+
+/// Fail closed: a secret is swapped only in requests the gateway reads, and
+/// HTTPS (port 443, which a `*` port includes) is read only where an
+/// `inspect: true` entry covers it; an uninspected tunnel would carry the
+/// stand-in to the destination unseen (a 401 and no denial). So each such
+/// destination must be covered by an inspected entry (docs/security.md,
+/// "Secrets need inspection over HTTPS").
+pub fn https_destinations_inspected(
+    name: &str,
+    destinations: &[Pattern],
+    allow: &[AllowEntry],
+) -> Result<()> {
+    let inspected: Vec<Pattern> = allow
+        .iter()
+        .filter(|entry| entry.inspect)
+        .filter_map(|entry| Pattern::parse(&entry.destination).ok())
+        .collect();
+    for destination in destinations {
+        if destination.port == PortPattern::Exact(HTTPS_PORT)
+            || destination.port == PortPattern::Any
+        {
+            let https = Pattern {
+                host: destination.host.clone(),
+                port: PortPattern::Exact(HTTPS_PORT),
+            };
+            if !inspected.iter().any(|pattern| pattern.covers(&https)) {
+                return Err(policy(format!(
+                    "network secret {name:?} destination \"{destination}\" is reached over HTTPS (port 443), where the gateway swaps a secret only with inspect: true; declare {{destination: \"{https}\", inspect: true}} in allow: (or give the secret a non-HTTPS port)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+const HTTPS_PORT: u16 = 443;
+
+/// `resolve:` checked: a DNS name (not an IP literal, no port, no
+/// wildcard) and an IP address each, one address per name.
+fn resolve_entries(requests: &[(String, String)]) -> Result<Vec<(String, IpAddr)>> {
+    let mut out: Vec<(String, IpAddr)> = Vec::with_capacity(requests.len());
+    for (name, address) in requests {
+        let name = name.trim().to_ascii_lowercase();
+        // Parsed as a destination with a placeholder port: a name, exactly as given.
+        let named = matches!(
+            Destination::parse(&name, Some(1)),
+            Ok(Destination { host: Host::Name(parsed), port: 1 }) if parsed == name
+        );
+        if !named {
+            return Err(policy(format!(
+                "network resolve: {name:?} is not a host name (a DNS name such as \"api.example.com\", without a port)"
+            )));
+        }
+        let text = address.trim();
+        let bare = text
+            .strip_prefix('[')
+            .and_then(|t| t.strip_suffix(']'))
+            .unwrap_or(text);
+        let Ok(ip) = bare.parse::<IpAddr>() else {
+            return Err(policy(format!(
+                "network resolve: {name:?} => {address:?} is not an IP address"
+            )));
+        };
+        match out.iter().find(|(seen, _)| *seen == name) {
+            Some((_, seen)) if *seen == ip => {}
+            Some(_) => {
+                return Err(policy(format!(
+                    "network resolve: {name:?} is given two addresses"
+                )))
+            }
+            None => out.push((name, ip)),
+        }
     }
     Ok(out)
 }
@@ -470,6 +576,89 @@ mod tests {
         assert!(message(bad).contains("single label"));
     }
 
+    fn inspected(destination: &str) -> AllowRequest {
+        AllowRequest::Rule(RuleRequest {
+            keys: vec!["destination".into(), "inspect".into()],
+            destination: Some(destination.into()),
+            inspect: Some(Ok(true)),
+            ..RuleRequest::default()
+        })
+    }
+
+    #[test]
+    fn a_secret_bound_to_https_needs_an_inspected_entry() {
+        let secret = |d: &[&str]| [secret("github", "ghp_value_4", d)];
+        let error = NetworkRules::new(
+            &[text("api.github.com:443")],
+            &secret(&["api.github.com:443"]),
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(error, crate::Error::Policy(_)));
+        let shown = message(error);
+        assert!(shown.contains("inspect: true"), "{shown}");
+        assert!(!shown.contains("ghp_value_4"));
+        // Any port includes 443.
+        let any = NetworkRules::new(&[text("db.test:*")], &secret(&["db.test:*"]), None);
+        assert!(message(any.unwrap_err()).contains("\"db.test:443\", inspect: true"));
+        // An inspected entry covering it, even a wildcard, is enough.
+        for allow in [
+            vec![inspected("api.github.com:443")],
+            vec![text("api.github.com:443"), inspected("*.github.com:443")],
+        ] {
+            NetworkRules::new(&allow, &secret(&["api.github.com:443"]), None).unwrap();
+        }
+        // Another port is plain HTTP through the proxy (or a tunnel that cuts on a stand-in).
+        NetworkRules::new(
+            &[text("localhost:8080")],
+            &secret(&["localhost:8080"]),
+            None,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn upstream_ca_needs_an_inspected_destination() {
+        let ca = Some(PathBuf::from("/etc/ca.pem"));
+        let error = NetworkRules::new(&[text("a.test:443")], &[], ca.clone()).unwrap_err();
+        assert!(matches!(error, crate::Error::Policy(_)));
+        assert!(message(error).contains("inspect: true"));
+        NetworkRules::new(&[inspected("a.test:443")], &[], ca).unwrap();
+    }
+
+    #[test]
+    fn resolve_maps_host_names_to_addresses() {
+        let map = |pairs: &[(&str, &str)]| -> Result<NetworkRules> {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(n, a)| (n.to_string(), a.to_string()))
+                .collect();
+            NetworkRules::new(&[text("a.test:80")], &[], None)?.resolving(&pairs)
+        };
+        let rules = map(&[("API.Example.test", "127.0.0.1"), ("v6.test", "[::1]")]).unwrap();
+        assert_eq!(
+            rules.resolved("api.example.test"),
+            Some([127, 0, 0, 1].into())
+        );
+        assert_eq!(rules.resolved("v6.test"), Some("::1".parse().unwrap()));
+        assert_eq!(rules.resolved("other.test"), None);
+        assert!(rules.needs_builtin_gateway());
+        for (name, address, expected) in [
+            ("", "127.0.0.1", "is not a host name"),
+            ("a.test:80", "127.0.0.1", "is not a host name"),
+            ("*.a.test", "127.0.0.1", "is not a host name"),
+            ("10.0.0.1", "127.0.0.1", "is not a host name"),
+            ("a.test", "localhost", "is not an IP address"),
+            ("a.test", "", "is not an IP address"),
+        ] {
+            let error = map(&[(name, address)]).unwrap_err();
+            assert!(matches!(error, crate::Error::Policy(_)));
+            assert!(message(error).contains(expected), "{name:?} {address:?}");
+        }
+        let twice = map(&[("a.test", "10.0.0.1"), ("A.test", "10.0.0.2")]).unwrap_err();
+        assert!(message(twice).contains("two addresses"));
+    }
+
     #[test]
     fn wildcard_any_port_and_network_entries_become_rules() {
         let rules = NetworkRules::new(
@@ -497,7 +686,7 @@ mod tests {
 
     #[test]
     fn a_secret_must_go_somewhere_the_allow_list_reaches_and_never_shows_its_value() {
-        let allow = [text("*.github.com:443"), text("db.internal:*")];
+        let allow = [inspected("*.github.com:443"), text("db.internal:*")];
         let rules = NetworkRules::new(
             &allow,
             &[secret("GitHub", "ghp_value_1", &["api.github.com:443"])],

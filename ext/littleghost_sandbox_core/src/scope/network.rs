@@ -109,7 +109,8 @@ pub fn narrow_allowlist(
         && (requested.mutation_headers.is_empty()
             || requested.mutation_headers == parent.mutation_headers)
         && (requested.rules.upstream_ca.is_none()
-            || requested.rules.upstream_ca == parent.rules.upstream_ca);
+            || requested.rules.upstream_ca == parent.rules.upstream_ca)
+        && (requested.rules.resolve.is_empty() || requested.rules.resolve == parent.rules.resolve);
     if !same_or_default {
         return Err(widen());
     }
@@ -151,6 +152,7 @@ pub fn narrow_allowlist(
             allow,
             secrets: kept,
             upstream_ca: parent.rules.upstream_ca.clone(),
+            resolve: parent.rules.resolve.clone(),
         },
         ..parent.clone()
     })
@@ -271,15 +273,16 @@ mod narrowing_tests {
         })
     }
 
+    // Port 8443: a secret bound to port 443 needs an inspected entry (network_rules.rs).
     fn parent() -> NetworkPolicy {
         policy_of(
             vec![
-                text("*.github.com:443"),
+                text("*.github.com:8443"),
                 rule("api.example.com:443", &["GET", "HEAD"], &["/v1/"]),
                 text("10.0.0.0/8:*"),
             ],
             &[
-                ("github", &["*.github.com:443"]),
+                ("github", &["*.github.com:8443"]),
                 ("other", &["10.1.2.3:80"]),
             ],
         )
@@ -289,7 +292,7 @@ mod narrowing_tests {
     fn a_scope_may_drop_destinations_methods_paths_and_secrets() {
         let requested = policy_of(
             vec![
-                text("api.github.com:443"),
+                text("api.github.com:8443"),
                 rule("api.example.com:443", &["GET"], &["/v1/users/"]),
                 text("10.1.0.0/16:5432"),
             ],
@@ -302,7 +305,7 @@ mod narrowing_tests {
         assert_eq!(narrowed.rules.secrets[0].name, "github");
         assert_eq!(
             narrowed.rules.secrets[0].destinations,
-            ["api.github.com:443"]
+            ["api.github.com:8443"]
         );
         let none = narrow_allowlist(&parent(), &requested, &SecretsRequest::Named(vec![])).unwrap();
         assert!(none.rules.secrets.is_empty());
@@ -316,7 +319,7 @@ mod narrowing_tests {
             assert_eq!(error.message(), "sandbox scope cannot widen network access");
         };
         widen(
-            policy_of(vec![text("github.com:443")], &[]),
+            policy_of(vec![text("github.com:8443")], &[]),
             SecretsRequest::Reachable,
         );
         widen(
@@ -339,7 +342,7 @@ mod narrowing_tests {
             policy_of(vec![text("11.0.0.0/8:1")], &[]),
             SecretsRequest::Reachable,
         );
-        let some = policy_of(vec![text("api.github.com:443")], &[]);
+        let some = policy_of(vec![text("api.github.com:8443")], &[]);
         widen(
             some.clone(),
             SecretsRequest::Named(vec![("aws".into(), None)]),

@@ -173,7 +173,7 @@ module LittleGhost
       ##
       # :singleton-method: new
       # :call-seq:
-      #   new(mode:, allow: [], secrets: {}, upstream_ca: nil, inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []) -> network_policy
+      #   new(mode:, allow: [], secrets: {}, upstream_ca: nil, resolve: {}, inspection: :connect, gateway: nil, authorizer: nil, forward_headers: [], mutation_headers: []) -> network_policy
       #
       # +allow+ entries are Strings (<tt>"host:port"</tt>, <tt>"*.suffix:port"</tt> for any subdomain but never the
       # apex, <tt>"host:*"</tt> for any port, <tt>"net/len:port"</tt> for IP literals in a network) or Hashes
@@ -181,15 +181,19 @@ module LittleGhost
       # clean prefixes starting with "/", <tt>inspect: true</tt> asks the built-in gateway to read that destination's
       # HTTPS. Entries are stripped, down-cased and de-duplicated; a Hash saying no more than its destination is that
       # String entry. +secrets+ (<tt>{name => {value: String, destinations: [...]}}</tt>) are credentials the child
-      # uses through a stand-in (BuiltinGateway#environment); each destination must be covered by an entry.
+      # uses through a stand-in (BuiltinGateway#environment); each destination must be covered by an entry, and an
+      # HTTPS one (port 443 or <tt>*</tt>) by an <tt>inspect: true</tt> entry.
       # +upstream_ca+ is the path of a PEM file of extra roots the gateway trusts upstream (expanded now, read when
-      # the gateway opens). These and the other keywords apply to <tt>:allowlist</tt> only (<tt>inspection: :http</tt>
+      # the gateway opens; it needs an inspected entry). +resolve+ (<tt>{"api.example.com" => "127.0.0.1"}</tt>)
+      # makes the gateway answer those names with those addresses instead of asking DNS, like curl's --resolve. These and the other keywords apply to <tt>:allowlist</tt> only (<tt>inspection: :http</tt>
       # needs an +authorizer+); HTTP rules, secrets and +upstream_ca+ need the built-in gateway.
       #
       # Raises LittleGhost::PolicyError for an unknown mode or inspection, allowlist options on another mode, an
       # empty allowlist, an entry that is empty or contains whitespace, a bad method, path or +inspect+ value, a bad
-      # header name, a secret without a String value or whose destination no entry covers (no message shows a
-      # value), or rules given to a gateway object; ArgumentError for an unknown key of an entry or a secret.
+      # header name, a secret without a String value or whose destination no entry covers (or no inspected entry,
+      # over HTTPS; no message shows a value), +upstream_ca+ without an inspected entry, a +resolve+ name that is not
+      # a host name or address that is not an IP, or rules given to a gateway object; ArgumentError for an unknown
+      # key of an entry or a secret, and for allowlist keys given without +allow+ or +mode+.
       #
       #   LittleGhost::Sandbox::NetworkPolicy.new(mode: :allowlist, allow: [" API.example.com:443"]).allow
       #   # => ["api.example.com:443"]
@@ -249,6 +253,15 @@ module LittleGhost
       # The expanded path of the PEM file of extra roots the gateway trusts upstream, or nil.
       #
       #   network.upstream_ca   # => nil
+
+      ##
+      # :method: resolve
+      # :call-seq:
+      #   resolve -> Hash
+      #
+      # The names the gateway answers itself, frozen: String name (down-cased) => String address.
+      #
+      #   network.resolve   # => {}
 
       ##
       # :method: inspection

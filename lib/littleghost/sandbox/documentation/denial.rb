@@ -38,7 +38,10 @@ module LittleGhost
     #                  or into a tunnel the gateway cannot read; the real value is never in the Denial),
     #                  +:host_mismatch+, +:malformed_request+ (400: its +Connection+ header names +Content-Length+,
     #                  +Transfer-Encoding+ or +Host+, so its framing could be read two ways), +:secret_placement+ (a
-    #                  secret's value that cannot stand in the request target where its stand-in is). They are recorded in +denials+ as they happen and delivered to +on_denial+
+    #                  secret's value that cannot stand in the request target where its stand-in is). An allowed
+    #                  destination that failed (502, 504), with the upstream's words in #detail: +:dns+,
+    #                  +:upstream_unreachable+, +:upstream_certificate+, +:upstream_tls+, +:upstream_failed+,
+    #                  +:upstream_timeout+. They are recorded in +denials+ as they happen and delivered to +on_denial+
     #                  blocks in order on the sandbox's event thread (a Ruby Thread it starts when needed and ends
     #                  at +close+, after delivering what is queued). Each is also a NetworkEvent with +decision+
     #                  +:denied+ in Sandbox#network_log.
@@ -129,12 +132,23 @@ module LittleGhost
       #   denial.path   # => "/repos/org/x"
 
       ##
+      # :method: detail
+      # :call-seq:
+      #   detail -> String or nil
+      #
+      # For an allowed destination that failed the gateway (+:dns+, +:upstream_unreachable+,
+      # +:upstream_certificate+...), what the resolver, the system or the TLS library said (also the end of
+      # #message); else nil (frozen).
+      #
+      #   denial.detail   # => "invalid peer certificate: UnknownIssuer"
+
+      ##
       # :method: to_h
       # :call-seq:
       #   to_h -> Hash
       #
       # The fields as a Hash with the keys +:kind+, +:operation+, +:target+, +:reason+, +:message+, +:time+, and
-      # for a refused HTTP request also +:method+ and +:path+.
+      # for a refused HTTP request also +:method+ and +:path+, for a failed destination +:detail+.
       #
       #   denial.to_h.except(:time)
       #   # => {kind: :filesystem, operation: :write, target: "docs/readme.md", reason: :read_only,

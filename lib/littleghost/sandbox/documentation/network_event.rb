@@ -103,6 +103,26 @@ module LittleGhost
       #   event.decision   # => :allowed
 
       ##
+      # :method: reason
+      # :call-seq:
+      #   reason -> Symbol or nil
+      #
+      # Why the gateway refused it, the reason of its Denial (+:not_allowed+, +:upstream_certificate+...); nil when
+      # it was allowed.
+      #
+      #   event.reason   # => :upstream_certificate
+
+      ##
+      # :method: detail
+      # :call-seq:
+      #   detail -> String or nil
+      #
+      # For a destination that failed, what the resolver, the system or the TLS library said; for a request the
+      # gateway refused without a denial (a malformed head), its error; else nil (frozen).
+      #
+      #   event.detail   # => "invalid peer certificate: UnknownIssuer"
+
+      ##
       # :method: inspected
       # :call-seq:
       #   inspected -> true or false
