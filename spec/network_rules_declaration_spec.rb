@@ -68,7 +68,7 @@ RSpec.describe "network allow rules as declared" do
       expect { network_policy.new(allow: [{ destination: "a.test:1", methods: [method] }]) }
         .to raise_error(LittleGhost::PolicyError, /is not an HTTP method token/)
     end
-    ["repos", "/a b", "/a/../b", "/a/%2e%2e/b", "/a?q", "/a\u0000"].each do |path|
+    ["repos", "/a b", "/a/../b", "/a/%2e%2e/b", "/a?q", "/a\u0000", "/x%25", "/x%4"].each do |path|
       expect { network_policy.new(allow: [{ destination: "a.test:1", paths: [path] }]) }
         .to raise_error(LittleGhost::PolicyError, %r{must start with "/"})
     end

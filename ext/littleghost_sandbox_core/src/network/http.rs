@@ -33,6 +33,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf, ReadHalf, WriteHa
 use tokio::net::UnixStream;
 use tokio::time::timeout;
 
+use super::allowlist::Allowlist;
 use super::allowlist::Destination;
 use super::budget::Held;
 use super::connection::{self, refusal, Refusal, Shared};
@@ -40,7 +41,7 @@ use super::denial::DenialReason;
 use super::egress::{Decision, EgressEvent, EgressLog};
 use super::memory::Lease;
 use super::pipe::{pipe, PipeWriter};
-use super::rules::is_token;
+use super::rules::{is_token, Access, HostPattern, Pattern, PortPattern, Rule};
 use super::secrets::{Exfiltration, Secrets};
 
 /// A stream the engine can serve.
@@ -475,7 +476,7 @@ fn split_crlf(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// How a message's body ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Framing {
+pub enum Framing {
     None,
     Length(u64),
     Chunked,
@@ -1485,10 +1486,7 @@ where
         let secrets = &shared.secrets;
         let inspected = matches!(self.mode, Mode::Inspected(_));
         let method = head.method.clone();
-        let client_close = head.version == "HTTP/1.0"
-            || connection_tokens(&head.headers)
-                .iter()
-                .any(|t| t == "close");
+        let client_close = client_closes(&head);
         let mut event = Event::new("*".to_owned(), &method, inspected);
         event.arm(shared, start);
         let (destination, path, host) = match self.target(&head) {
@@ -1529,33 +1527,16 @@ where
             return self.refuse(refused, false, event, start).await;
         };
         let upgrade = requested_upgrade(&head);
-        // After a switch the gateway reads nothing more: a destination whose
-        // rules must read each request may switch only to WebSocket (whose
-        // messages are not requests), never to another HTTP (h2c) carrying
-        // requests the rules never saw.
-        let switches_past_rules =
-            access.restricts_requests() && upgrade.as_deref().is_some_and(|u| !only_websocket(u));
-        // What the request asks of an allowed destination: its rules, then
-        // the stand-ins in its head. Refused, the connection may go on.
-        // The rules are checked on the request as the client sent it and
-        // again as it will be forwarded (values swapped in), so a value can
-        // never carry a request outside them; a value that cannot stand in
-        // the request line as is would change its shape and is refused.
-        let checked = if !access.permits(&method, &path) || switches_past_rules {
-            Err(DenialReason::RequestNotAllowed)
-        } else {
-            substitute_head(&head, &path, &destination, secrets)
-                .map_err(|_| DenialReason::SecretExfiltration)
-                .and_then(|forwarded| {
-                    if secrets.unplaceable_in_target(&head.target).is_some() {
-                        Err(DenialReason::SecretPlacement)
-                    } else if !access.permits(&method, &forwarded.0) {
-                        Err(DenialReason::RequestNotAllowed)
-                    } else {
-                        Ok(forwarded)
-                    }
-                })
-        };
+        // Refused for what it asks of an allowed destination, the
+        // connection may go on.
+        let checked = decide(
+            &head,
+            &path,
+            &destination,
+            &access,
+            upgrade.as_deref(),
+            secrets,
+        );
         let (forwarded_path, headers) = match checked {
             Ok(forwarded) => forwarded,
             Err(reason) => {
@@ -1569,16 +1550,9 @@ where
         // Allowed from here on: an exchange cut before its end is recorded so.
         event.decision = Decision::Allowed;
 
-        let connection = if upgrade.is_some() {
-            "Upgrade"
-        } else if client_close {
-            "close"
-        } else {
-            "keep-alive"
-        };
+        let connection = forwarded_connection(upgrade.as_deref(), client_close);
         let bytes = origin_form(
-            &head.method,
-            &head.version,
+            &head,
             &headers,
             &host,
             &forwarded_path,
@@ -1904,6 +1878,60 @@ where
     }
 }
 
+/// Whether the client asked to close after this request (HTTP/1.0, or
+/// `Connection: close`).
+fn client_closes(head: &Head) -> bool {
+    head.version == "HTTP/1.0"
+        || connection_tokens(&head.headers)
+            .iter()
+            .any(|t| t == "close")
+}
+
+/// The `Connection` value of a forwarded head.
+fn forwarded_connection(upgrade: Option<&str>, client_close: bool) -> &'static str {
+    if upgrade.is_some() {
+        "Upgrade"
+    } else if client_close {
+        "close"
+    } else {
+        "keep-alive"
+    }
+}
+
+/// What a request asks of an allowed destination, decided: its rules, then
+/// the stand-ins in its head; `Ok` is the path and headers to forward.
+/// The rules are checked on the request as the client sent it and again as
+/// it will be forwarded (values swapped in), so a value can never carry a
+/// request outside them; a value that cannot stand in the request line as
+/// is would change its shape and is refused (docs/security.md "Secrets").
+/// After a switch the gateway reads nothing more: a destination whose rules
+/// must read each request may switch only to WebSocket (whose messages are
+/// not requests), never to another HTTP (h2c) carrying requests the rules
+/// never saw.
+fn decide(
+    head: &Head,
+    path: &str,
+    destination: &Destination,
+    access: &Access<'_>,
+    upgrade: Option<&str>,
+    secrets: &Secrets,
+) -> Result<(String, Vec<(String, String)>), DenialReason> {
+    let switches_past_rules =
+        access.restricts_requests() && upgrade.is_some_and(|u| !only_websocket(u));
+    if !access.permits(&head.method, path) || switches_past_rules {
+        return Err(DenialReason::RequestNotAllowed);
+    }
+    let forwarded = substitute_head(head, path, destination, secrets)
+        .map_err(|_| DenialReason::SecretExfiltration)?;
+    if secrets.unplaceable_in_target(&head.target).is_some() {
+        return Err(DenialReason::SecretPlacement);
+    }
+    if !access.permits(&head.method, &forwarded.0) {
+        return Err(DenialReason::RequestNotAllowed);
+    }
+    Ok(forwarded)
+}
+
 /// The `Upgrade` value when the request asks for one (HTTP/1.1, listed in
 /// `Connection`).
 fn requested_upgrade(head: &Head) -> Option<String> {
@@ -2026,17 +2054,19 @@ fn split_url(after: &str, default_port: u16) -> Result<(Destination, String), Re
 /// `Host`, hop-by-hop and proxy headers removed, one `Connection` (and the
 /// `Upgrade` asked for, if any). `Content-Length` and `Transfer-Encoding`
 /// are kept whatever `Connection` lists: the forwarded head is framed as
-/// the gateway read it, always.
+/// the gateway read it, always. `headers` are `head`'s with values swapped
+/// in; what is hop-by-hop is what the client's `Connection` listed, so a
+/// swapped value can never drop a header (docs/security.md "Secrets").
 fn origin_form(
-    method: &str,
-    version: &str,
+    head: &Head,
     headers: &[(String, String)],
     host: &str,
     path: &str,
     connection: &str,
     upgrade: Option<&str>,
 ) -> Vec<u8> {
-    let listed = connection_tokens(headers);
+    let (method, version) = (&head.method, &head.version);
+    let listed = connection_tokens(&head.headers);
     let mut out = format!("{method} {path} {version}\r\nHost: {host}\r\n");
     for (name, value) in headers {
         let lower = name.to_ascii_lowercase();
@@ -2097,8 +2127,7 @@ pub(super) fn check_request_head(bytes: &[u8]) {
         "close"
     };
     let rewritten = origin_form(
-        &head.method,
-        &head.version,
+        &head,
         &head.headers,
         &host_value(&destination, 80),
         &path,
@@ -2156,6 +2185,62 @@ pub(super) fn check_request_head(bytes: &[u8]) {
         request_framing(&reparsed).ok(),
         "{text:?}"
     );
+}
+
+/// A request head as the gateway would forward it, and its body's framing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forwarded {
+    pub head: Vec<u8>,
+    pub framing: Framing,
+}
+
+/// The head the plain-HTTP proxy would forward for the request head `raw`
+/// (without its blank line), or why it refuses it: the engine's own steps
+/// in its order (parse, target, framing, destination, [`decide`],
+/// [`origin_form`]) without I/O, so the fuzz targets judge what the engine
+/// decides. `allowlist: None` allows the named destination with no rules.
+pub(super) fn forward_request(
+    raw: &[u8],
+    allowlist: Option<&Allowlist>,
+    secrets: &Secrets,
+) -> Result<Forwarded, String> {
+    let head = parse_head(raw).map_err(|refused| refused.reason)?;
+    if head.method.eq_ignore_ascii_case("CONNECT") {
+        return Err("CONNECT opens a tunnel".to_owned());
+    }
+    let (destination, path) = absolute_form(&head.target).map_err(|refused| refused.reason)?;
+    if let Some(named) = names_framing_header(&head.headers) {
+        return Err(format!("Connection names {named}"));
+    }
+    let framing = request_framing(&head).map_err(|refused| refused.reason)?;
+    let open = Rule::destination(Pattern {
+        host: HostPattern::Exact(destination.host.clone()),
+        port: PortPattern::Exact(destination.port),
+    });
+    let access = match allowlist {
+        Some(allowlist) => allowlist.access(&destination),
+        None => Access::new(vec![&open]),
+    }
+    .ok_or_else(|| format!("{:?}", DenialReason::NotAllowed))?;
+    let upgrade = requested_upgrade(&head);
+    let (path, headers) = decide(
+        &head,
+        &path,
+        &destination,
+        &access,
+        upgrade.as_deref(),
+        secrets,
+    )
+    .map_err(|reason| format!("{reason:?}"))?;
+    let head = origin_form(
+        &head,
+        &headers,
+        &host_value(&destination, 80),
+        &path,
+        forwarded_connection(upgrade.as_deref(), client_closes(&head)),
+        upgrade.as_deref(),
+    );
+    Ok(Forwarded { head, framing })
 }
 
 /// The fuzz check of the response parser (`fuzz_targets/response_head.rs`):
@@ -2413,8 +2498,7 @@ mod tests {
         let (destination, path) = absolute_form(&head.target).unwrap();
         let upgrade = requested_upgrade(head);
         String::from_utf8(origin_form(
-            &head.method,
-            &head.version,
+            head,
             &head.headers,
             &host_value(&destination, 80),
             &path,
@@ -2808,8 +2892,7 @@ mod tests {
         )
         .unwrap();
         let forwarded = String::from_utf8(origin_form(
-            &head.method,
-            &head.version,
+            &head,
             &head.headers,
             "a.test",
             "/ok/a",
@@ -2840,5 +2923,100 @@ mod tests {
         );
         check_response_head(b"HTTP/1.1 200 OK\r\nA: b\r\nC: d");
         check_response_head(b"HTTP/1.1 200 OK\r\n");
+    }
+
+    /// Fuzz findings F3a and F3b through the engine's own decision: a value
+    /// with a space is never placed in a request target, and a value that
+    /// would carry the path outside the prefix it passed is refused; in a
+    /// header the same value keeps the head's shape and is placed.
+    #[test]
+    fn a_swapped_value_never_changes_the_requests_shape_or_leaves_its_rule() {
+        use super::super::secrets::Secret;
+
+        let rule = Rule {
+            destination: Pattern::parse("a.test:80").unwrap(),
+            inspect: false,
+            methods: vec!["GET".into()],
+            paths: vec!["/repos/org/".into()],
+        };
+        let allowlist = Allowlist::with_rules(vec![rule], true).unwrap();
+        let spaced = Secret::new("tok", "sec ret", &["a.test:80".to_owned()]).unwrap();
+        let climbing = Secret::new("up", "v/../../admin", &["a.test:80".to_owned()]).unwrap();
+        let spaced_in = spaced.stand_in().to_owned();
+        let climbing_in = climbing.stand_in().to_owned();
+        let secrets = Secrets::new(vec![spaced, climbing]).unwrap();
+        let forward = |head: String| forward_request(head.as_bytes(), Some(&allowlist), &secrets);
+        assert_eq!(
+            forward(format!(
+                "GET http://a.test/repos/org/x?t={spaced_in} HTTP/1.1"
+            )),
+            Err("SecretPlacement".to_owned())
+        );
+        assert_eq!(
+            forward(format!(
+                "GET http://a.test/repos/org/{climbing_in} HTTP/1.1"
+            )),
+            Err("RequestNotAllowed".to_owned())
+        );
+        let sent = forward(format!(
+            "GET http://a.test/repos/org/x HTTP/1.1\r\nAuthorization: Bearer {spaced_in}"
+        ))
+        .unwrap();
+        let sent = String::from_utf8(sent.head).unwrap();
+        assert!(
+            sent.starts_with("GET /repos/org/x HTTP/1.1\r\n"),
+            "{sent:?}"
+        );
+        assert!(
+            sent.contains("\r\nAuthorization: Bearer sec ret\r\n"),
+            "{sent:?}"
+        );
+    }
+
+    /// Fuzz finding of the `secrets` target: a value swapped into
+    /// `Connection` named headers that were then dropped as hop-by-hop, so a
+    /// swap changed which headers the destination received. What is
+    /// hop-by-hop is what the client listed.
+    #[test]
+    fn a_swapped_value_never_drops_a_header() {
+        use super::super::secrets::Secret;
+
+        let allowlist = Allowlist::new(&["a.test:80".to_owned()], true).unwrap();
+        let listing = Secret::new("tok", "close, x-keep", &["a.test:80".to_owned()]).unwrap();
+        let stand_in = listing.stand_in().to_owned();
+        let secrets = Secrets::new(vec![listing]).unwrap();
+        let head = format!("GET http://a.test/ HTTP/1.1\r\nConnection: {stand_in}\r\nX-Keep: 1");
+        let sent = forward_request(head.as_bytes(), Some(&allowlist), &secrets).unwrap();
+        let sent = String::from_utf8(sent.head).unwrap();
+        assert_eq!(
+            sent,
+            "GET / HTTP/1.1\r\nHost: a.test\r\nX-Keep: 1\r\nConnection: keep-alive\r\n\r\n"
+        );
+    }
+
+    /// The framing invariant of the `request_head` fuzz target: a head whose
+    /// `Connection` names a framing or routing header is refused, one naming
+    /// `TE` is forwarded without it and framed as read.
+    #[test]
+    fn a_forwarded_head_keeps_the_framing_the_gateway_read() {
+        let none = Secrets::default();
+        for named in ["content-length", "Transfer-Encoding", "host"] {
+            let head = format!(
+                "POST http://a.test/ HTTP/1.1\r\nContent-Length: 5\r\nConnection: keep-alive, {named}"
+            );
+            let refused = forward_request(head.as_bytes(), None, &none).unwrap_err();
+            assert!(refused.contains(&named.to_ascii_lowercase()), "{refused}");
+        }
+        let sent = forward_request(
+            b"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTE: trailers\r\nConnection: TE",
+            None,
+            &none,
+        )
+        .unwrap();
+        assert_eq!(sent.framing, Framing::Chunked);
+        assert_eq!(
+            String::from_utf8(sent.head).unwrap(),
+            "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+        );
     }
 }

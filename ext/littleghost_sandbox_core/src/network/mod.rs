@@ -44,6 +44,24 @@ pub fn fuzz_request_head(bytes: &[u8]) {
     http::check_request_head(bytes);
 }
 
+/// For the fuzz targets `request_head`, `http_rules` and `secrets`: the head
+/// the plain-HTTP proxy would forward for the request head `raw` (without
+/// its blank line) under `allowlist` (`None`: the named destination with no
+/// rules) and `secrets`, and its body's framing; `Err` says why the engine
+/// refuses it. Decided by the engine's own steps, without I/O, so a target
+/// can hold the result against a model of its own. Not part of the API.
+#[doc(hidden)]
+pub fn fuzz_forward(
+    raw: &[u8],
+    allowlist: Option<&Allowlist>,
+    secrets: &Secrets,
+) -> Result<FuzzForwarded, String> {
+    http::forward_request(raw, allowlist, secrets)
+}
+
+#[doc(hidden)]
+pub use http::{Forwarded as FuzzForwarded, Framing as FuzzFraming};
+
 /// For the fuzz target `response_head`: parses a response head the way
 /// the gateway does and panics if the accepted head could hide a line.
 #[doc(hidden)]

@@ -328,10 +328,11 @@ fn rule_entry(request: &RuleRequest) -> Result<AllowEntry> {
         let shape = path.starts_with('/')
             && !path.chars().any(|c| c.is_whitespace() || c.is_control())
             && !path.contains(['?', '#'])
+            && escapes_are_stable(path)
             && clean_path(path) == Some(path.as_str());
         if !shape {
             return Err(policy(format!(
-                "network allow entry {destination:?} path {path:?} must start with \"/\" and be a clean path (no whitespace, control characters, ? or #, dot segments or encoded / \\ . NUL)"
+                "network allow entry {destination:?} path {path:?} must start with \"/\" and be a clean path (no whitespace, control characters, ? or #, dot segments, encoded / \\ . NUL or %, nor a % that does not start an escape)"
             )));
         }
         if !paths.contains(path) {
@@ -343,6 +344,20 @@ fn rule_entry(request: &RuleRequest) -> Result<AllowEntry> {
         inspect,
         methods,
         paths,
+    })
+}
+
+/// Whether every `%` in a path prefix starts an escape (two hex digits)
+/// that is not itself a `%` (`%25`). A prefix is compared with the path as
+/// sent; only then does the path read as the prefix however often a server
+/// decodes it. A stray `%` or a `%25` would join the path's next characters
+/// into an escape the prefix never had: under `/x%25`, `/x%2530` reads
+/// `/x0` decoded twice (docs/security.md "Paths however a server decodes them").
+fn escapes_are_stable(prefix: &str) -> bool {
+    prefix.match_indices('%').all(|(at, _)| {
+        prefix.get(at + 1..at + 3).is_some_and(|hex| {
+            hex.bytes().all(|b| b.is_ascii_hexdigit()) && !hex.eq_ignore_ascii_case("25")
+        })
     })
 }
 
@@ -528,6 +543,8 @@ mod tests {
         assert_eq!(entries[0].methods, ["GET", "HEAD"]);
         assert_eq!(entries[0].paths, ["/repos/org/"]);
         assert!(!entries[0].is_plain());
+        let escaped = allow_entries(&[AllowRequest::Rule(rule("a.test:1", &[], &["/a%41/b%7E"]))]);
+        assert_eq!(escaped.unwrap()[0].paths, ["/a%41/b%7E"]);
         for bad in ["GE T", "", "G\u{0}", "GET/"] {
             let error = allow_entries(&[AllowRequest::Rule(rule("a.test:1", &[bad], &[]))]);
             assert!(
@@ -546,6 +563,13 @@ mod tests {
             "/x/..%3f/",
             "/a?x",
             "/a\u{7}",
+            // Fuzz finding (`http_rules`): a `%` that is no escape, or an
+            // encoded `%`, lets the path after the prefix complete an escape.
+            "/rfrfff%%",
+            "/x%25",
+            "/x%25/",
+            "/x%4",
+            "/x%zz/",
         ] {
             let error = allow_entries(&[AllowRequest::Rule(rule("a.test:1", &[], &[bad]))]);
             assert!(
