@@ -122,8 +122,7 @@ fn check_against_httparse(bytes: &[u8]) -> bool {
     }
     let upgrade = requested_upgrade(&head);
     let forwarded = origin_form(
-        &head.method,
-        &head.version,
+        &head,
         &head.headers,
         &host_value(&destination, 80),
         &path,
