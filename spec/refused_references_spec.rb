@@ -35,6 +35,12 @@ RSpec.describe "A file tool's refused workspace reference" do
     denied(:read, "../x", :escapes_scope) { sandbox.read("../x") }
   end
 
+  it "a read of workspace://root//ABSOLUTE is one escapes_scope denial: the part after the name is relative" do
+    File.write(File.join(root, "docs", "a.md"), "inside")
+    reference = "workspace://root/#{root}/docs/a.md" # root is absolute, so this is workspace://root//tmp/...
+    denied(:read, reference, :escapes_scope) { sandbox.read(reference) }
+  end
+
   it "a write through workspace://docs/../../x is one escapes_scope denial, and nothing is written" do
     denied(:write, "workspace://docs/../../x", :escapes_scope) { sandbox.write("workspace://docs/../../x", "x") }
     expect(File.exist?(File.join(File.dirname(root), "x"))).to be(false)

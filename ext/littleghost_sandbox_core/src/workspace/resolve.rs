@@ -45,6 +45,14 @@ impl Layout {
                 };
                 match relative {
                     None => return Ok(paths::clean(base)),
+                    // `workspace://root//etc` would join an absolute part,
+                    // which replaces the base: the part after the name is
+                    // relative like every other reference (3.3).
+                    Some(relative) if relative.starts_with(b"/") => {
+                        return Err(argument(
+                            "workspace paths must be relative after workspace://NAME/",
+                        ))
+                    }
                     Some(relative) => (base, relative),
                 }
             }

@@ -416,3 +416,23 @@ fn a_refused_reference_is_a_refusal_when_it_tries_to_leave() {
     let other = crate::error::tool("Workspace root changed after initialization");
     assert_eq!(resolve::refused_reference(b"../x", other.clone()), other);
 }
+
+#[test]
+fn a_named_reference_is_relative_after_its_name() {
+    // Read as a host path before: `workspace://root//w/a.txt` gave `/w/a.txt`
+    // and `workspace://source//x` said it escapes.
+    for reference in [
+        "workspace://root//w/a.txt",
+        "workspace://source//x",
+        "workspace://home///etc",
+    ] {
+        assert!(
+            message(resolve(reference)).contains("must be relative after workspace://NAME/"),
+            "{reference}"
+        );
+    }
+    assert_eq!(
+        resolve("workspace://source/x").unwrap(),
+        PathBuf::from("/w/src/x")
+    );
+}
