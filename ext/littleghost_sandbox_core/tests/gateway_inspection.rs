@@ -254,13 +254,23 @@ fn an_upstream_the_gateway_cannot_verify_is_refused_before_the_child_is_answered
     assert_eq!(status, "HTTP/1.1 502 Bad Gateway");
     let mut body = String::new();
     stream.read_to_string(&mut body).unwrap();
-    assert!(body.contains("TLS to the destination failed"), "{body}");
+    assert!(body.contains("certificate did not verify"), "{body}");
     assert!(body.contains("UnknownIssuer"), "{body}");
     let event = gateway.egress().pop().expect("an egress event");
     assert_eq!(
         (event.status, event.decision, event.inspected),
         (Some(502), Decision::Denied, true)
     );
+    // The reason a user looks for is in the denial, not only in the body.
+    let denials = gateway.denials();
+    assert_eq!(
+        denials.iter().map(|d| d.reason).collect::<Vec<_>>(),
+        [DenialReason::UpstreamCertificate]
+    );
+    assert!(denials[0]
+        .detail
+        .as_deref()
+        .is_some_and(|detail| detail.contains("UnknownIssuer")));
 }
 
 #[test]
