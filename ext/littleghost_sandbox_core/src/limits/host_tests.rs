@@ -331,6 +331,11 @@ fn v2_children_join_before_exec_and_are_killed_with_the_cgroup() {
         .trim()
         .parse()
         .unwrap();
+    // The `mv` that published the pid file may not have exited yet.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cgroup.pids() != vec![pid] && Instant::now() < deadline {
+        std::thread::sleep(POLL_INTERVAL);
+    }
     assert_eq!(cgroup.pids(), vec![pid]);
     assert!(cgroup.cpu_usage().is_some());
     let path = unified.join(line.trim_start_matches("0::/"));
