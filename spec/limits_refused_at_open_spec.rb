@@ -53,10 +53,12 @@ RSpec.describe "launch limits this host cannot enforce" do
   end
 
   it "probe says how each limit holds and prints each reason once" do
-    out = as_nobody(RbConfig.ruby, "-I", lib, executable, "probe", "--provider", "unrestricted",
-                    "--provider", "bubblewrap")
+    # `probe --provider NAME` exits 1 for an unavailable backend: inside a container Bubblewrap usually is.
+    names = %w[unrestricted]
+    names << "bubblewrap" if LittleGhost::Sandboxes::Bubblewrap.probe[:available]
+    out = as_nobody(RbConfig.ruby, "-I", lib, executable, "probe", *names.flat_map { |name| ["--provider", name] })
     skip "uid 65534 has a writable cgroup here" if out.include?("enforced by a cgroup")
-    %w[unrestricted bubblewrap].each do |name|
+    names.each do |name|
       section = out[/^#{name}: available\n(?:  .*\n)*/]
       expect(section).to include("limits enforced by sampling the tree's memory every 100 ms: memory_bytes")
       expect(section).to include("limits enforced per process (RLIMIT_CPU): cpu_seconds")
@@ -65,6 +67,8 @@ RSpec.describe "launch limits this host cannot enforce" do
       expect(reasons.size).to eq(1)
       expect(reasons.first).to include("tasks")
     end
+    next unless names.include?("bubblewrap")
+
     bubblewrap = out[/^bubblewrap: available\n(?:  .*\n)*/]
     expect(bubblewrap).to include("enforced by the sandbox (its own process namespace): process_tree_ownership")
     expect(bubblewrap).not_to match(/not enforced.*process_tree_ownership/)
