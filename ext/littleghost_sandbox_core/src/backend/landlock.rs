@@ -143,6 +143,7 @@ pub fn plan(
     }
     add(tmpdir, Access::Write)?;
     refuse_narrowed(root, grants)?;
+    refuse_holding_gateways(grants)?;
     Ok(Plan {
         rules,
         network_none,
@@ -151,6 +152,30 @@ pub fn plan(
         own_proc: true,
         handles: Vec::new(),
     })
+}
+
+/// A writable grant holding the folder of the network gateways' sockets
+/// ([`crate::network::gateway::base_path`], `/tmp` or above it) would let the
+/// child rename that folder and leave an empty stand-in, which a later
+/// Bubblewrap launch would mask while the real one, sockets and all, stood
+/// in view under another name. Bubblewrap's own children cannot do this (the
+/// folder is a mount point there, which cannot be renamed); a Landlock child
+/// sees the host's folder itself (docs/security.md, "The gem's own
+/// directories").
+fn refuse_holding_gateways(grants: &[Grant]) -> Result<()> {
+    let base = crate::network::gateway::base_path();
+    match grants
+        .iter()
+        .find(|grant| grant.writable && base.starts_with(&grant.path))
+    {
+        Some(grant) => Err(policy(format!(
+            "the writable grant {} holds the folder of the network gateways' sockets {}: grant a directory \
+             beneath it instead",
+            grant.path.display(),
+            base.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// A read-only grant inside a writable one (or inside a `:read_write` root

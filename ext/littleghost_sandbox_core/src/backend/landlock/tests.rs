@@ -237,3 +237,38 @@ fn a_read_only_grant_inside_a_writable_one_is_refused_naming_both() {
         .is_ok());
     }
 }
+
+#[test]
+fn a_writable_grant_holding_the_gateways_folder_is_refused() {
+    // A child could rename the folder and leave a stand-in for the masks of
+    // later Bubblewrap launches; read-only, or a directory beneath /tmp, is fine.
+    for path in ["/tmp", "/"] {
+        let refused = plan(
+            RootMode::Isolated,
+            &[grant(path, true)],
+            &[],
+            Path::new("/var/tmp/t"),
+            true,
+            false,
+        )
+        .unwrap_err();
+        assert!(matches!(refused, crate::Error::Policy(_)), "{refused:?}");
+        assert!(
+            refused
+                .message()
+                .contains("holds the folder of the network gateways' sockets"),
+            "{refused:?}"
+        );
+    }
+    for grants in [[grant("/tmp", false)], [grant("/tmp/work", true)]] {
+        assert!(plan(
+            RootMode::Isolated,
+            &grants,
+            &[],
+            Path::new("/var/tmp/t"),
+            true,
+            false
+        )
+        .is_ok());
+    }
+}
