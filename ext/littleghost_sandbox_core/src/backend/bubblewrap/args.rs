@@ -119,6 +119,11 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
             target.as_os_str(),
         );
     }
+    // Read-only once the binds are in: a mask must not give a read-only
+    // root or grant a writable tmpfs.
+    for mask in &launch.gateway_masks {
+        argv.path("--remount-ro", mask);
+    }
     // 10b. What the gateway and relay need, read-only, above everything else.
     for (source, target) in &launch.extra_ro_binds {
         argv.two("--ro-bind", source.as_os_str(), target.as_os_str());

@@ -78,18 +78,28 @@ pub const HOSTS_PATH: &str = "/etc/hosts";
 pub const RELAY_PATH: &str = "/dev/littleghost-sandbox-helper";
 
 /// Where a launch would show the folder of every sandbox's gateway
-/// directory ([`gateway::base`], made now if missing): its own path, and its
-/// place beneath each grant whose source holds it, except where a
-/// `configured` mask already hides it. Each gets an empty tmpfs, so a child
-/// reaches no gateway socket but the one bound for it.
+/// directory ([`gateway::base_path`]): its own path where the root shows the
+/// host's `/tmp` (a `:read_only` or `:read_write` root with no tmpfs over
+/// it), and its place beneath each grant whose source holds it, except where
+/// a `configured` mask already hides it. Each gets an empty tmpfs, so a child
+/// reaches no gateway socket but the one bound for it; a launch that shows
+/// the folder nowhere (the default: `/tmp` is the sandbox's own tmpfs) needs
+/// none, and then the folder is not even made (`gateway::base`).
 /// PolicyError for a grant inside the folder, and for a writable grant
 /// holding the folder's parent (`/tmp`) from further up: the child could
 /// rename the directories on the way, and a later launch would mask an
 /// empty stand-in (docs/security.md, "The gem's own directories").
-fn gateway_masks(grants: &[Grant], configured: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let base = gateway::base()?.path().to_path_buf();
+fn gateway_masks(launch: &Launch) -> Result<Vec<PathBuf>> {
+    let base = gateway::base_path();
     let parent = base.parent().unwrap_or(Path::new("/"));
-    let mut masks = vec![base.clone()];
+    let (grants, configured) = (&launch.grants, &launch.masks);
+    let shows_host_tmp = launch.root_filesystem != RootFilesystem::Isolated
+        && !launch.tmpfs.iter().any(|tmpfs| base.starts_with(tmpfs))
+        && !configured.iter().any(|mask| base.starts_with(mask));
+    let mut masks = Vec::new();
+    if shows_host_tmp {
+        masks.push(base.clone());
+    }
     for grant in grants {
         if grant.source.starts_with(&base) {
             return Err(crate::error::policy(format!(
@@ -124,6 +134,12 @@ fn gateway_masks(grants: &[Grant], configured: &[PathBuf]) -> Result<Vec<PathBuf
         })
     };
     masks.retain(|mask| !hidden(mask));
+    if !masks.is_empty() {
+        // Made now if missing: beneath a read-only root a folder made later
+        // by a gateway would appear unmasked, and bwrap cannot make a mount
+        // point there.
+        gateway::base()?;
+    }
     Ok(masks)
 }
 
@@ -419,7 +435,7 @@ impl Options {
             ));
         }
         inherited_fds.extend_from_slice(handles);
-        launch.gateway_masks = gateway_masks(&launch.grants, &launch.masks)?;
+        launch.gateway_masks = gateway_masks(&launch)?;
         match relay {
             Some(relay) => {
                 for (fd, target) in relay.handles {

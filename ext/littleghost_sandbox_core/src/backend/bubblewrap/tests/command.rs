@@ -129,10 +129,8 @@ fn launch_of(options: &Options, network: NetworkMode) -> Launch {
 fn the_host_argv_is_bwrap_its_options_then_the_command() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::None);
-    // What is executed also masks the folder of every gateway's directory.
-    let mut shown = launch.clone();
-    shown.gateway_masks = vec![crate::network::gateway::base_path()];
-    let expected = strings(&bubblewrap_args(&shown, &FakeHost::debian()).unwrap());
+    // An isolated root shows no host /tmp: no gateway mask to add.
+    let expected = strings(&bubblewrap_args(&launch, &FakeHost::debian()).unwrap());
     let command = vec!["/bin/echo".to_string(), "hi".into()];
     let host = options
         .host_argv(launch, command, None, (None, &[]), &FakeHost::debian())
@@ -181,25 +179,53 @@ fn executed(
 }
 
 #[test]
-fn every_launch_masks_the_gateway_folder_then_binds_only_its_own_gateway_from_its_handle() {
+fn a_root_showing_the_host_tmp_masks_the_gateway_folder_then_binds_only_its_own_gateway() {
     let options = configured();
     let base = crate::network::gateway::base_path();
     let base = base.to_str().unwrap();
     let own = format!("{base}/littleghost-gateway-1");
-    for network in [NetworkMode::None, NetworkMode::Inherit] {
-        let argv = executed(&options, launch_of(&options, network), None).unwrap();
-        assert!(has(&argv, &["--tmpfs", base]), "{network:?} {argv:?}");
-    }
-    let relay = Relay {
+    let relay = || Relay {
         data: 11,
         socket: format!("{own}/proxy.sock").into(),
         handles: vec![(12, own.clone().into())],
         ..Relay::default()
     };
+    let read_only_root = |network| {
+        let mut launch = launch_of(&options, network);
+        launch.root_filesystem = RootFilesystem::ReadOnly;
+        launch
+    };
+    // The isolated root (and a root whose /tmp is a tmpfs) shows no host
+    // /tmp: nothing to mask, and the own gateway is bound on the tmpfs.
+    for network in [NetworkMode::None, NetworkMode::Inherit] {
+        let argv = executed(&options, launch_of(&options, network), None).unwrap();
+        assert!(
+            !argv.iter().any(|a| a.starts_with(base)),
+            "{network:?} {argv:?}"
+        );
+    }
     let argv = executed(
         &options,
         launch_of(&options, NetworkMode::Allowlist),
-        Some(relay),
+        Some(relay()),
+    )
+    .unwrap();
+    assert!(!has(&argv, &["--tmpfs", base]), "{argv:?}");
+    assert!(
+        argv.windows(3)
+            .any(|w| w[0] == "--ro-bind-fd" && w[2] == own),
+        "{argv:?}"
+    );
+    // A read-only root shows the host's /tmp: masked, read-only, in every mode.
+    for network in [NetworkMode::None, NetworkMode::Inherit] {
+        let argv = executed(&options, read_only_root(network), None).unwrap();
+        assert!(has(&argv, &["--tmpfs", base]), "{network:?} {argv:?}");
+        assert!(has(&argv, &["--remount-ro", base]), "{network:?} {argv:?}");
+    }
+    let argv = executed(
+        &options,
+        read_only_root(NetworkMode::Allowlist),
+        Some(relay()),
     )
     .unwrap();
     let mask = argv
@@ -214,14 +240,18 @@ fn every_launch_masks_the_gateway_folder_then_binds_only_its_own_gateway_from_it
         .windows(3)
         .position(|w| w[0] == "--ro-bind-fd" && w[2] == own)
         .expect("its own gateway directory, bound from a descriptor");
-    assert!(grant < mask && mask < bind, "{argv:?}");
+    let read_only = argv
+        .windows(2)
+        .position(|w| w == ["--remount-ro", base])
+        .unwrap();
+    assert!(grant < mask && mask < bind && bind < read_only, "{argv:?}");
     // Nothing else of the folder is bound (the relay's socket is its own).
     let options_end = argv.iter().position(|a| a == "--").unwrap();
     let inside: Vec<&String> = argv[..options_end]
         .iter()
         .filter(|a| a.starts_with(base))
         .collect();
-    assert_eq!(inside, [base, own.as_str()], "{argv:?}");
+    assert_eq!(inside, [base, own.as_str(), base], "{argv:?}");
 }
 
 #[test]
