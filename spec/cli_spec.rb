@@ -350,6 +350,13 @@ RSpec.describe "littleghost-sandbox command" do
       expect(err).to match(/--resolve needs HOST=ADDR/)
     end
 
+    it "refuses --resolve giving one host two addresses with exit 125, not the last one silently" do
+      out, err, status = cli("run", "--allow", "a.test:80", "--allow-private", "--resolve", "a.test=127.0.0.1",
+                             "--resolve", "a.test=127.0.0.2", "--", "true", chdir: work)
+      expect([out, status.exitstatus]).to eq(["", 125])
+      expect(err).to match(/--resolve gives a\.test two addresses: 127\.0\.0\.1 and 127\.0\.0\.2/)
+    end
+
     it "refuses --secret with exit 125 when its variable is unset, with --inherit-env, or with --network" do
       [[%w[--secret api=CLI_SPEC_UNSET_VARIABLE@localhost:80], /CLI_SPEC_UNSET_VARIABLE is not set/],
        [%w[--secret api=CLI_SPEC_TOKEN@localhost:80 --inherit-env], /--inherit-env: the command would inherit CLI_SPEC_TOKEN/],

@@ -189,6 +189,10 @@ module LittleGhost
             host, address = v.split("=", 2)
             raise UsageError, "--resolve needs HOST=ADDR, got #{v.inspect}" if address.to_s.empty? || host.empty?
 
+            if options[:resolve].key?(host) && options[:resolve][host] != address
+              raise UsageError, "--resolve gives #{host} two addresses: #{options[:resolve][host]} and #{address}"
+            end
+
             options[:resolve][host] = address
           end
           parser.on("--timeout DURATION", "Terminate the command after DURATION (1.5s, 2m); exit 124") do |v|

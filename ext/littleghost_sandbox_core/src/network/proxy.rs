@@ -182,7 +182,7 @@ async fn inspect_branch(
             let (reason, why) = match failed {
                 Ok(Err(failure)) => failure,
                 _ => (
-                    DenialReason::UpstreamTls,
+                    DenialReason::UpstreamTimeout,
                     "TLS handshake timed out".to_owned(),
                 ),
             };

@@ -237,7 +237,10 @@ module LittleGhost
       # The +bwrap+ options (everything before <tt>--</tt>) a launch would use, for inspection and tests; works
       # before #open. Defaults: the policy's grants, the workspace root, the policy's environment and network.
       #
-      # Raises LittleGhost::PolicyError like #execute_program.
+      # Raises LittleGhost::PolicyError for a grant or mount the policy refuses, like #execute_program. What only
+      # an actual launch adds is not shown: the gateway's relay and its own directory, the tmpfs masks over the
+      # gateways' socket folder where the root shows the host's +/tmp+ (and their PolicyErrors: a grant inside that
+      # folder, a writable grant above +/tmp+).
       #
       #   sandbox.bubblewrap_args.first(3)   # => ["--unshare-user", "--disable-userns", "--unshare-pid"]
 
