@@ -110,6 +110,20 @@ fn a_smuggled_header_never_reaches_the_destination() {
     assert!(gateway.denials().is_empty(), "a 400 is not a denial");
 }
 
+/// A `CONNECT` to `127.0.0.1:port` through the gateway at `socket`, left
+/// open, with the status line it was answered.
+fn open_tunnel(socket: &Path, port: u16) -> (UnixStream, String) {
+    let mut stream = connect(socket);
+    // A connection refused at accept may be answered and closed before this
+    // is written (EPIPE): its 503 is still there to read.
+    let _ = write!(stream, "CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n");
+    let mut status = String::new();
+    BufReader::new(stream.try_clone().unwrap())
+        .read_line(&mut status)
+        .unwrap();
+    (stream, status)
+}
+
 /// Invariant: what a tunnel's readers buffer comes out of the gateway's
 /// memory budget; past it a client gets 503 and a `memory_budget` denial,
 /// and a connection that closes gives its bytes back.
@@ -127,17 +141,7 @@ fn tunnels_beyond_the_memory_budget_get_503_and_a_denial() {
     // Two readers of 16 KiB each per tunnel: two tunnels.
     let gateway = start(port, |config| config.memory_budget = 64 * 1024);
     let socket = gateway.socket_path();
-    let open_tunnel = || {
-        let mut stream = connect(socket);
-        // A connection refused at accept may be answered and closed before
-        // this is written (EPIPE): its 503 is still there to read.
-        let _ = write!(stream, "CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n");
-        let mut status = String::new();
-        BufReader::new(stream.try_clone().unwrap())
-            .read_line(&mut status)
-            .unwrap();
-        (stream, status)
-    };
+    let open_tunnel = || open_tunnel(socket, port);
     let first = open_tunnel();
     let second = open_tunnel();
     assert!(first.1.starts_with("HTTP/1.1 200 "), "{}", first.1);
@@ -182,17 +186,7 @@ fn tunnels_beyond_the_descriptor_budget_get_503_and_a_denial() {
     // Four descriptors for this gateway: two tunnels.
     let gateway = start(port, |config| config.pool = Pool::fixed(8));
     let socket = gateway.socket_path();
-    let open_tunnel = || {
-        let mut stream = connect(socket);
-        // A connection refused at accept may be answered and closed before
-        // this is written (EPIPE): its 503 is still there to read.
-        let _ = write!(stream, "CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n");
-        let mut status = String::new();
-        BufReader::new(stream.try_clone().unwrap())
-            .read_line(&mut status)
-            .unwrap();
-        (stream, status)
-    };
+    let open_tunnel = || open_tunnel(socket, port);
     let first = open_tunnel();
     let second = open_tunnel();
     assert!(first.1.starts_with("HTTP/1.1 200 "), "{}", first.1);
