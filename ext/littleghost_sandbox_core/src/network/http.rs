@@ -2407,20 +2407,26 @@ mod tests {
 
     /// A connection starts with a small buffer, grown while fills use all
     /// of it, up to READ_SIZE.
+    /// How much each of `fills` fills took, each consumed at once.
+    fn fill_sizes<R: AsyncRead + Unpin>(reader: &mut Reader<R>, fills: usize) -> Vec<usize> {
+        (0..fills)
+            .map(|_| {
+                let Poll::Ready(Ok(n)) = fill_now(reader) else {
+                    panic!("a fill did not complete");
+                };
+                reader.consume(n);
+                n
+            })
+            .collect()
+    }
+
     #[test]
     fn the_buffer_grows_only_while_fills_use_it_all() {
         let mut small = scripted(vec![Ok(b"GET / HTTP/1.1\r\n\r\n".to_vec())]);
         assert!(fill_now(&mut small).is_ready());
         assert_eq!((small.room, small.buffer.len()), (FIRST_ROOM, FIRST_ROOM));
         let mut bulk = scripted((0..20).map(|_| Ok(vec![1u8; 16 * 1024])).collect());
-        let mut sizes = Vec::new();
-        for _ in 0..5 {
-            let Poll::Ready(Ok(n)) = fill_now(&mut bulk) else {
-                panic!("a fill did not complete");
-            };
-            sizes.push(n);
-            bulk.consume(n);
-        }
+        let sizes = fill_sizes(&mut bulk, 5);
         assert_eq!(sizes, [16, 32, 64, 128, 80].map(|k| k * 1024));
     }
 
@@ -2431,14 +2437,7 @@ mod tests {
         let memory = Memory::new(FIRST_ROOM + 40 * 1024);
         let mut bulk =
             scripted_within((0..20).map(|_| Ok(vec![1u8; 16 * 1024])).collect(), &memory);
-        let mut sizes = Vec::new();
-        for _ in 0..5 {
-            let Poll::Ready(Ok(n)) = fill_now(&mut bulk) else {
-                panic!("a fill did not complete");
-            };
-            sizes.push(n);
-            bulk.consume(n);
-        }
+        let sizes = fill_sizes(&mut bulk, 5);
         assert_eq!(sizes, [16, 32, 56, 56, 56].map(|k| k * 1024));
         assert_eq!(bulk.buffer.len(), 56 * 1024);
         assert_eq!(memory.in_use(), memory.limit());
