@@ -68,16 +68,23 @@ pub fn base() -> Result<OwnDirectory> {
         ))
     };
     let (parent, real) = own::open_parent(Path::new(TMP)).map_err(unusable)?;
-    if let Ok(folder) = OwnDirectory::shared(&parent, &real, &fixed) {
-        return Ok(folder);
-    }
+    let refused = match OwnDirectory::shared(&parent, &real, &fixed) {
+        Ok(folder) => return Ok(folder),
+        Err(error) => error,
+    };
     let mut kept = FALLBACK.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(name) = kept.as_deref() {
         if let Ok(folder) = OwnDirectory::existing(&parent, &real, name) {
             return Ok(folder);
         }
     }
-    let folder = OwnDirectory::create(&parent, &real, &format!("{fixed}-")).map_err(unusable)?;
+    let folder = OwnDirectory::create(&parent, &real, &format!("{fixed}-")).map_err(|e| {
+        Error::Dependency(format!(
+            "the folder of the network gateways' sockets {} cannot be used ({refused}), \
+             nor a private one made beside it: {e}",
+            base_path().display()
+        ))
+    })?;
     *kept = folder
         .path()
         .file_name()
