@@ -57,6 +57,29 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
     puts JSON.generate(report)
   RUBY
 
+  # Landlock shows the host's folder itself: a writable grant holding the second path would let the child rename the
+  # folder there and leave an empty stand-in for later masks, so the launch is refused.
+  RENAME_SCRIPT = <<~'RUBY'
+    require "littleghost/sandbox"
+    require "json"
+    root = ARGV[1]
+    workspace = LittleGhost::Workspace.new(root: root).open
+    network = {allow: ["127.0.0.1:1"], allow_private_destinations: true}
+    gateway = LittleGhost::Sandboxes::Bubblewrap.new(workspace: workspace, policy: {network: network}).open
+    folder = File.dirname(gateway.gateway.proxy_mount_path, 2)
+    second = folder.sub(%r{\A/tmp/}, "#{root}/view/")
+    landlock = LittleGhost::Sandboxes::Landlock.new(workspace: workspace, policy: {files: {root: :read_write}})
+    report = begin
+      rename = ["/bin/sh", "-c", 'mv "$1" "$1.moved" && echo moved', "sh", second]
+      {ran: landlock.open.execute_program(rename, timeout: 30).stdout}
+    rescue LittleGhost::PolicyError => e
+      {refused: e.message}
+    end
+    report[:folder_in_place] = File.directory?(folder)
+    [gateway, landlock].each(&:close)
+    puts JSON.generate(report)
+  RUBY
+
   before do
     probe = LittleGhost::Sandboxes::Bubblewrap.probe
     skip "bubblewrap is unavailable here: #{probe[:reason]}" unless probe[:available]
@@ -67,14 +90,14 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
 
   # Runs SCRIPT (as `prefix`) in a private mount namespace: a tmpfs on /tmp, the workspace root's `view` a bind
   # mount of it, then `premake` (shell) as root.
-  def report_of(premake: "true", premade: nil, prefix: [])
+  def report_of(premake: "true", premade: nil, prefix: [], script: SCRIPT)
     root = Dir.mktmpdir("lgf", "/var/tmp")
     File.chmod(0o755, root)
     Dir.mkdir(File.join(root, "view"))
     setup = "mount -t tmpfs -o mode=1777 tmpfs /tmp && mount --bind /tmp \"$0/view\" && #{premake} && exec \"$@\""
     lib = File.expand_path("../lib", __dir__)
     output, errors, status = Open3.capture3("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-                                            setup, root, *prefix, RbConfig.ruby, "-I", lib, "-e", SCRIPT,
+                                            setup, root, *prefix, RbConfig.ruby, "-I", lib, "-e", script,
                                             start_server.to_s, root, *premade, chdir: "/")
     raise "the run failed: #{errors}" unless status.success?
 
@@ -98,6 +121,16 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
 
     it "is masked there too: no launch reaches another sandbox's socket through it, as uid 65534" do
       expect_only_its_own_socket_reached(report_of(prefix: drop_to_nobody!))
+    end
+  end
+
+  describe "shown under a second path inside a writable Landlock grant" do
+    it "refuses the sandbox (PolicyError) and the folder stays where it is, as root" do
+      probe = LittleGhost::Sandboxes::Landlock.probe
+      skip "Landlock is unavailable here: #{probe[:reason]}" unless probe[:available]
+      report = report_of(script: RENAME_SCRIPT)
+      expect(report[:refused]).to include("holds the folder of the network gateways' sockets"), report.inspect
+      expect(report[:folder_in_place]).to be(true), report.inspect
     end
   end
 
