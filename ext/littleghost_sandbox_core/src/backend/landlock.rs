@@ -164,7 +164,7 @@ pub fn plan(
 /// sees the host's folder itself (docs/security.md, "The gem's own
 /// directories").
 fn refuse_holding_gateways(grants: &[Grant]) -> Result<()> {
-    let mut places = crate::network::folder::places().unwrap_or_default();
+    let mut places = crate::network::folder::places()?;
     places.push(crate::network::folder::base_path());
     let held = |grant: &&Grant| places.iter().find(|place| place.starts_with(&grant.path));
     match grants

@@ -7,9 +7,9 @@
 //! Every gateway directory of a user lies in one folder, [`base`]
 //! (`/tmp/littleghost-gateways-<uid>`, or a private fallback when someone
 //! else took that name: [`super::folder`]), which every Bubblewrap launch
-//! masks wherever it shows it before binding its own gateway's directory, so no child
-//! reaches another sandbox's socket (docs/security.md, "The gem's own
-//! directories"). The directories are made, bound and removed through their
+//! masks wherever it shows it before binding its own gateway's directory,
+//! so no child reaches another sandbox's socket (docs/security.md, "The
+//! gem's own directories"). The directories are made, bound and removed through their
 //! handles ([`OwnDirectory`]), never by resolving their paths again.
 //!
 //! A gateway also serves *views* ([`Gateway::open_view`]): an extra listener
