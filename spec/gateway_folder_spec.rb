@@ -147,6 +147,11 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
       expect_a_working_gateway_elsewhere(report_of(premake: premake, premade: premade), premade)
     end
 
+    it "is not used when it is root's own but others may enter it (mode 0777)" do
+      premade = "/tmp/littleghost-gateways-0"
+      expect_a_working_gateway_elsewhere(report_of(premake: "mkdir -m 0777 #{premade}", premade: premade), premade)
+    end
+
     it "is not used when it is a symlink to a private directory of root's" do
       premade = "/tmp/littleghost-gateways-0"
       premake = "mkdir -m 0700 /tmp/elsewhere && ln -s /tmp/elsewhere #{premade}"
