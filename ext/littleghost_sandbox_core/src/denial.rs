@@ -30,6 +30,7 @@ use std::time::SystemTime;
 
 use crate::limits::LimitExceeded;
 use crate::network::denial as gateway;
+use crate::network::log::{capped, Record};
 
 /// What was refused, broadly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -307,6 +308,24 @@ impl std::fmt::Display for Denial {
     }
 }
 
+/// A denial's texts are cut to [`crate::network::log::TEXT_LIMIT`] where it
+/// is kept (a [`DenialLog`], a sandbox's event log): a child chooses a
+/// request's path and a logical path's length (docs/security.md, "The
+/// gateway: descriptor and memory budgets").
+impl Record for Denial {
+    fn capped(self) -> Self {
+        Denial {
+            target: capped(self.target),
+            message: capped(self.message),
+            request: self
+                .request
+                .map(|(method, path)| (capped(method), capped(path))),
+            detail: self.detail.map(capped),
+            ..self
+        }
+    }
+}
+
 impl From<gateway::DenialReason> for Reason {
     fn from(reason: gateway::DenialReason) -> Reason {
         match reason {
@@ -378,8 +397,9 @@ impl DenialLog {
         }
     }
 
-    /// Appends `denial`, dropping the oldest one when full.
+    /// Appends `denial`, its texts capped, dropping the oldest one when full.
     pub fn record(&self, denial: Denial) {
+        let denial = denial.capped();
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if state.0.len() == self.capacity {
             state.0.pop_front();
@@ -441,6 +461,33 @@ mod tests {
         assert_eq!(log.dropped(), 1);
         assert_eq!(DenialLog::new(0).capacity(), 1);
         assert_eq!(DenialLog::default().capacity(), DEFAULT_CAPACITY);
+    }
+
+    #[test]
+    fn a_kept_denial_holds_no_text_longer_than_the_limit() {
+        use crate::network::log::{CUT_MARKER, TEXT_LIMIT};
+        let log = DenialLog::new(2);
+        let long = format!("/{}", "a".repeat(30 * 1024));
+        let mut denial = Denial::new(Operation::Request, long.clone(), Reason::NotAllowed, &long);
+        denial.request = Some(("GET".into(), long.clone()));
+        denial.detail = Some(long.clone());
+        log.record(denial);
+        let kept = log.list().remove(0);
+        let (method, path) = kept.request.clone().unwrap();
+        assert_eq!(method, "GET");
+        for text in [
+            &kept.target,
+            &kept.message,
+            &path,
+            kept.detail.as_ref().unwrap(),
+        ] {
+            assert!(
+                text.len() <= TEXT_LIMIT && text.contains(CUT_MARKER),
+                "{}",
+                text.len()
+            );
+            assert!(text.starts_with("/aaaa"));
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use littleghost_sandbox_core::network::log::Log;
+use littleghost_sandbox_core::network::log::{Log, Record};
 use magnus::{
     error::ErrorType, gc::Marker, prelude::*, rb_sys::AsRawValue, value::Opaque, Error, RArray,
     Ruby, Value,
@@ -30,7 +30,7 @@ use crate::ruby_api::errors;
 
 /// What one event stream carries and how Ruby names it.
 pub trait Stream: 'static {
-    type Event: Clone + Send + 'static;
+    type Event: Record + Send + 'static;
     /// The subscribing method, as warnings name it (`"on_denial"`).
     const SUBSCRIBE: &'static str;
     /// The method listing the log, as warnings name it (`"denials"`).
@@ -92,6 +92,7 @@ impl<S: Stream> EventHub<S> {
     /// in order. Never blocks and never calls Ruby; when the queue is full
     /// the subscribers miss it (and are warned), the log does not.
     pub fn record_async(&self, event: S::Event) {
+        let event = event.capped();
         self.log.push(event.clone());
         if !self.subscribers().is_empty() {
             self.events.push(event);
@@ -102,6 +103,7 @@ impl<S: Stream> EventHub<S> {
     /// (a Ruby) thread; a subscriber's StandardError is warned about, the
     /// rest propagates.
     pub fn report(&self, ruby: &Ruby, event: S::Event) -> Result<(), Error> {
+        let event = event.capped();
         self.log.push(event.clone());
         self.notify(ruby, event, false)
     }

@@ -155,24 +155,28 @@ pub fn plan(
 }
 
 /// A writable grant holding the folder of the network gateways' sockets
-/// ([`crate::network::gateway::base_path`], `/tmp` or above it) would let the
-/// child rename that folder and leave an empty stand-in, which a later
+/// (`/tmp/littleghost-gateways-<uid>`, `/tmp` or above it, or wherever else
+/// the host shows the folder: [`crate::network::folder::places`]) would let
+/// the child rename that folder and leave an empty stand-in, which a later
 /// Bubblewrap launch would mask while the real one, sockets and all, stood
 /// in view under another name. Bubblewrap's own children cannot do this (the
 /// folder is a mount point there, which cannot be renamed); a Landlock child
 /// sees the host's folder itself (docs/security.md, "The gem's own
 /// directories").
 fn refuse_holding_gateways(grants: &[Grant]) -> Result<()> {
-    let base = crate::network::gateway::base_path();
+    let mut places = crate::network::folder::places()?;
+    places.push(crate::network::folder::base_path());
+    let held = |grant: &&Grant| places.iter().find(|place| place.starts_with(&grant.path));
     match grants
         .iter()
-        .find(|grant| grant.writable && base.starts_with(&grant.path))
+        .filter(|grant| grant.writable)
+        .find_map(|grant| held(&grant).map(|place| (grant, place)))
     {
-        Some(grant) => Err(policy(format!(
+        Some((grant, place)) => Err(policy(format!(
             "the writable grant {} holds the folder of the network gateways' sockets {}: grant a directory \
              beneath it instead",
             grant.path.display(),
-            base.display()
+            place.display()
         ))),
         None => Ok(()),
     }

@@ -101,6 +101,16 @@ impl OwnDirectory {
         }
     }
 
+    /// This user's existing directory `name` beneath `parent`, refused (as by
+    /// [`OwnDirectory::shared`]) unless a private directory of this user's.
+    pub fn existing(
+        parent: &Arc<OwnedFd>,
+        parent_path: &Path,
+        name: &str,
+    ) -> io::Result<OwnDirectory> {
+        OwnDirectory::pin(parent, parent_path, &c_name(name)?)
+    }
+
     fn make(parent: &Arc<OwnedFd>, parent_path: &Path, name: &str) -> io::Result<OwnDirectory> {
         let c = c_name(name)?;
         rfs::mkdirat(parent.as_fd(), c.as_c_str(), Mode::from_raw_mode(0o700))?;
@@ -137,6 +147,11 @@ impl OwnDirectory {
     /// The handle (`O_PATH`): what a rule or a bind is built from.
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()
+    }
+
+    /// Its identity (device, inode), as pinned when it was made or opened.
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
     }
 
     /// Where it was made: only what a child is told, never opened again.

@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use super::log::{Callback, Log};
+use super::log::{capped, Callback, Log, Record};
 
 /// Why a request was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,6 +128,19 @@ pub struct Denial {
     pub detail: Option<String>,
 }
 
+impl Record for Denial {
+    fn capped(self) -> Self {
+        Denial {
+            destination: capped(self.destination),
+            request: self
+                .request
+                .map(|(method, path)| (capped(method), capped(path))),
+            detail: self.detail.map(capped),
+            ..self
+        }
+    }
+}
+
 /// Called for every denial, on a gateway thread; must not block.
 pub type DenialCallback = Callback<Denial>;
 
@@ -205,6 +218,32 @@ mod tests {
             DenialReason::MemoryBudget.text(),
             DenialReason::DescriptorBudget.text()
         );
+    }
+
+    #[test]
+    fn a_refused_request_is_kept_and_called_back_with_its_path_cut() {
+        use crate::network::log::{CUT_MARKER, TEXT_LIMIT};
+        let seen = Arc::new(std::sync::Mutex::new(0));
+        let called = seen.clone();
+        let callback = move |denial: &Denial| {
+            *called.lock().unwrap() = denial.request.as_ref().unwrap().1.len();
+        };
+        let denials = Denials::new(2, Some(Arc::new(callback)));
+        let path = format!("/{}", "p".repeat(30 * 1024));
+        let host = format!("{}:80", "h".repeat(2048));
+        denials.record_request(
+            host,
+            DenialReason::RequestNotAllowed,
+            Some(("GET".into(), path)),
+        );
+        let kept = denials.list().remove(0);
+        let path = kept.request.unwrap().1;
+        assert!(
+            path.len() <= TEXT_LIMIT && path.contains(CUT_MARKER),
+            "{path}"
+        );
+        assert!(kept.destination.len() <= TEXT_LIMIT);
+        assert_eq!(*seen.lock().unwrap(), path.len());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::denial::DenialReason;
-use super::log::{Callback, Log};
+use super::log::{capped, Callback, Log, Record};
 
 /// What the gateway did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,6 +95,18 @@ impl std::fmt::Display for EgressEvent {
     }
 }
 
+impl Record for EgressEvent {
+    fn capped(self) -> Self {
+        EgressEvent {
+            destination: capped(self.destination),
+            method: self.method.map(capped),
+            path: self.path.map(capped),
+            detail: self.detail.map(capped),
+            ..self
+        }
+    }
+}
+
 /// Called for every event, on a gateway thread; must not block.
 pub type EgressCallback = Callback<EgressEvent>;
 
@@ -119,6 +131,34 @@ mod tests {
             inspected: false,
             reason: None,
             detail: None,
+        }
+    }
+
+    #[test]
+    fn a_logged_event_holds_no_text_longer_than_the_limit() {
+        use super::super::log::{CUT_MARKER, TEXT_LIMIT};
+        let log = EgressLog::new(2, None);
+        let long = format!("/{}", "p".repeat(30 * 1024));
+        log.push(EgressEvent {
+            destination: long.clone(),
+            method: Some(long.clone()),
+            path: Some(long.clone()),
+            detail: Some(long.clone()),
+            ..event()
+        });
+        let kept = log.list().remove(0);
+        let texts = [
+            kept.destination,
+            kept.method.unwrap(),
+            kept.path.unwrap(),
+            kept.detail.unwrap(),
+        ];
+        for text in texts {
+            assert!(
+                text.len() <= TEXT_LIMIT && text.contains(CUT_MARKER),
+                "{}",
+                text.len()
+            );
         }
     }
 

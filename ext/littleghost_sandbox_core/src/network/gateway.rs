@@ -4,11 +4,12 @@
 //! drop) stops accepting, aborts every connection task and waits for them,
 //! then removes the socket and the directory. Nothing is left behind.
 //!
-//! Every gateway directory of a user lies in one folder,
-//! [`base_path`] (`/tmp/littleghost-gateways-<uid>`), which every Bubblewrap
-//! launch masks before binding its own gateway's directory, so no child
-//! reaches another sandbox's socket (docs/security.md, "The gem's own
-//! directories"). The directories are made, bound and removed through their
+//! Every gateway directory of a user lies in one folder, [`base`]
+//! (`/tmp/littleghost-gateways-<uid>`, or a private fallback when someone
+//! else took that name: [`super::folder`]), which every Bubblewrap launch
+//! masks wherever it shows it before binding its own gateway's directory,
+//! so no child reaches another sandbox's socket (docs/security.md, "The
+//! gem's own directories"). The directories are made, bound and removed through their
 //! handles ([`OwnDirectory`]), never by resolving their paths again.
 //!
 //! A gateway also serves *views* ([`Gateway::open_view`]): an extra listener
@@ -33,6 +34,7 @@ use super::budget::{Budget, Pool};
 use super::connection::Shared;
 use super::denial::{Denial, DenialCallback, DenialReason, Denials};
 use super::egress::{EgressCallback, EgressEvent, EgressLog};
+pub use super::folder::{base, base_path};
 use super::http::FIRST_ROOM;
 use super::inspect::{Inspector, BUNDLE_NAME};
 use super::memory::{self, Memory};
@@ -40,7 +42,7 @@ use super::proxy;
 use super::resolve::{self, Resolver};
 use super::secrets::Secrets;
 use crate::error::{Error, Result};
-use crate::fs::own::{self, OwnDirectory};
+use crate::fs::own::OwnDirectory;
 use crate::grants::{Access, Grant};
 
 /// The socket's file name inside the gateway's directory.
@@ -519,34 +521,6 @@ fn write_bundle(directory: &OwnDirectory, inspector: &Inspector) -> Result<PathB
             ))
         })?;
     Ok(path)
-}
-
-/// Where the folder holding this user's gateway directories is: a fixed
-/// place (not `TMPDIR`), so every launch of every process of the user masks
-/// the same one, and short enough for a socket path inside the sandbox.
-pub fn base_path() -> PathBuf {
-    PathBuf::from(format!(
-        "/tmp/littleghost-gateways-{}",
-        rustix::process::geteuid().as_raw()
-    ))
-}
-
-/// The folder of this user's gateway directories, made when missing (a
-/// launch masks it even before any gateway ran: a gateway started later
-/// must not appear beneath a read-only root), refused when someone else
-/// made it. Never removed: other processes of the user share it.
-pub fn base() -> Result<OwnDirectory> {
-    let base = base_path();
-    let tmp = Path::new("/tmp");
-    let name = base.file_name().unwrap_or_default().to_string_lossy();
-    own::open_parent(tmp)
-        .and_then(|(parent, _)| OwnDirectory::shared(&parent, tmp, &name))
-        .map_err(|e| {
-            Error::Dependency(format!(
-                "the folder of the network gateways' sockets {} cannot be used: {e}",
-                base.display()
-            ))
-        })
 }
 
 /// A fresh directory only this user can enter, in [`base`].

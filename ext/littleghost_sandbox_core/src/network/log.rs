@@ -1,9 +1,45 @@
 //! A bounded record of gateway events (denials, the egress log): the last
 //! `capacity` kept, oldest dropped first, each handed to an optional
 //! callback on the gateway thread that made it.
+//!
+//! Every text a record keeps (a request's path, a destination, an upstream's
+//! words) is cut to [`TEXT_LIMIT`] bytes when it is pushed: a child sends
+//! paths up to the head limit (32 KiB), and a full log of such paths would
+//! hold tens of MiB outside the gateway's memory budget (docs/security.md,
+//! "The gateway: descriptor and memory budgets").
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+
+/// The most bytes of one text a record keeps, its cut marker included.
+pub const TEXT_LIMIT: usize = 1024;
+
+/// What ends a text cut to [`TEXT_LIMIT`], before the length it had.
+pub const CUT_MARKER: &str = "...[cut from ";
+
+/// `text` itself when it fits in [`TEXT_LIMIT`] bytes; else its start (on a
+/// character boundary) followed by `...[cut from N bytes]`, N its length,
+/// [`TEXT_LIMIT`] bytes at most in all.
+pub fn capped(text: String) -> String {
+    if text.len() <= TEXT_LIMIT {
+        return text;
+    }
+    let marker = format!("{CUT_MARKER}{} bytes]", text.len());
+    let mut end = TEXT_LIMIT - marker.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut kept = text;
+    kept.truncate(end);
+    kept.push_str(&marker);
+    kept
+}
+
+/// A record a [`Log`] keeps: its texts cut to [`TEXT_LIMIT`] by [`capped`].
+pub trait Record: Clone {
+    /// The same record with every text it holds [`capped`].
+    fn capped(self) -> Self;
+}
 
 /// Called for every record, on a gateway thread; must not block.
 pub type Callback<T> = Arc<dyn Fn(&T) + Send + Sync>;
@@ -24,7 +60,7 @@ impl<T> std::fmt::Debug for Log<T> {
     }
 }
 
-impl<T: Clone> Log<T> {
+impl<T: Record> Log<T> {
     /// Keeps the last `capacity` records (at least one).
     pub fn new(capacity: usize, callback: Option<Callback<T>>) -> Log<T> {
         Log {
@@ -34,8 +70,10 @@ impl<T: Clone> Log<T> {
         }
     }
 
-    /// Keeps `record` (dropping the oldest at capacity), then calls back.
+    /// Keeps `record`, its texts [`capped`] (dropping the oldest at
+    /// capacity), then calls back with what it kept.
     pub fn push(&self, record: T) {
+        let record = record.capped();
         {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.0.len() == self.capacity {
@@ -65,6 +103,28 @@ impl<T: Clone> Log<T> {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    impl Record for u32 {
+        fn capped(self) -> Self {
+            self
+        }
+    }
+
+    #[test]
+    fn a_long_text_is_cut_to_the_limit_and_says_so() {
+        assert_eq!(capped("/short".into()), "/short");
+        let exact = "x".repeat(TEXT_LIMIT);
+        assert_eq!(capped(exact.clone()), exact);
+        let long = format!("/{}", "\u{e9}".repeat(15 * 1024));
+        let cut = capped(long.clone());
+        assert!(cut.len() <= TEXT_LIMIT, "{}", cut.len());
+        assert!(cut.len() > TEXT_LIMIT - 4 - CUT_MARKER.len() - 16);
+        assert!(long.starts_with(cut.split(CUT_MARKER).next().unwrap()));
+        assert!(
+            cut.ends_with(&format!("{CUT_MARKER}{} bytes]", long.len())),
+            "{cut}"
+        );
+    }
 
     #[test]
     fn bounded_and_calls_back() {

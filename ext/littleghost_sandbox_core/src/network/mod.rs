@@ -15,6 +15,7 @@ pub mod destination;
 pub mod egress;
 pub mod external;
 mod external_grants;
+pub mod folder;
 pub mod gateway;
 mod http;
 pub mod inspect;

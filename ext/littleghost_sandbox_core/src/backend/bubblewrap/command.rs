@@ -15,7 +15,7 @@ use crate::grants::Grant;
 use crate::launch::transparent::Transparent;
 use crate::launch::{self, relay_argv, Filter, Forward, LaunchPlan, LaunchRequest, Pins};
 use crate::launch::{select_network, MOUNT_PATH_NOT_UTF8};
-use crate::network::gateway;
+use crate::network::{folder, gateway};
 use crate::policy::Policy;
 use crate::process::hold::{Held, Hold, Pipes};
 use crate::process::low_ports;
@@ -77,50 +77,71 @@ pub const HOSTS_PATH: &str = "/etc/hosts";
 /// fresh `/dev`, which no host file and no child can reach before the launch.
 pub const RELAY_PATH: &str = "/dev/littleghost-sandbox-helper";
 
-/// Where a launch would show the folder of every sandbox's gateway
-/// directory ([`gateway::base_path`]): its own path where the root shows the
-/// host's `/tmp` (a `:read_only` or `:read_write` root with no tmpfs over
-/// it), and its place beneath each grant whose source holds it, except where
-/// a `configured` mask already hides it. Each gets an empty tmpfs, so a child
-/// reaches no gateway socket but the one bound for it; a launch that shows
-/// the folder nowhere (the default: `/tmp` is the sandbox's own tmpfs) needs
-/// none, and then the folder is not even made (`gateway::base`).
-/// PolicyError for a grant inside the folder, and for a writable grant
-/// holding the folder's parent (`/tmp`) from further up: the child could
-/// rename the directories on the way, and a later launch would mask an
-/// empty stand-in (docs/security.md, "The gem's own directories").
+/// Where a launch would show a folder of this user's gateway directories
+/// ([`folder::places`]: the host paths where one appears, found by device
+/// and inode, a second path to `/tmp` included), each masked with an empty
+/// tmpfs so a child reaches no gateway socket but the one bound for it. A
+/// launch that shows no host `/tmp` (the default: `/tmp` is the sandbox's
+/// own tmpfs) does not even make the folder (`gateway::base`).
 fn gateway_masks(launch: &Launch) -> Result<Vec<PathBuf>> {
-    let base = gateway::base_path();
-    let parent = base.parent().unwrap_or(Path::new("/"));
-    let (grants, configured) = (&launch.grants, &launch.masks);
-    let shows_host_tmp = launch.root_filesystem != RootFilesystem::Isolated
-        && !launch.tmpfs.iter().any(|tmpfs| base.starts_with(tmpfs))
-        && !configured.iter().any(|mask| base.starts_with(mask));
-    let mut masks = Vec::new();
-    if shows_host_tmp {
-        masks.push(base.clone());
+    // Made now if missing: beneath a read-only root a folder made later by a
+    // gateway would appear unmasked, and bwrap cannot make a mount point there.
+    if !masks_at(launch, &[gateway::base_path()])?.is_empty() {
+        gateway::base()?;
     }
-    for grant in grants {
-        if grant.source.starts_with(&base) {
-            return Err(crate::error::policy(format!(
-                "sandbox mount source {} lies in the folder of the network gateways' sockets",
-                grant.source.display()
-            )));
-        }
-        let Ok(rest) = base.strip_prefix(&grant.source) else {
-            continue;
-        };
-        if grant.access.writable() && grant.source != parent {
-            return Err(crate::error::policy(format!(
-                "the writable grant {} holds the folder of the network gateways' sockets {}: \
-                 grant a directory beneath it instead",
-                grant.source.display(),
-                base.display()
-            )));
-        }
-        let mask = grant.target.join(rest);
+    masks_at(launch, &folder::places()?)
+}
+
+/// The masks `launch` needs for a folder appearing at `places` (host paths):
+/// each place where the root shows the host (a `:read_only` or `:read_write`
+/// root, no tmpfs or configured mask over it), beneath a runtime root, and
+/// beneath each grant whose source holds it (at its place under the grant's
+/// target), except inside a configured mask with no grant in it.
+/// PolicyError for a grant inside a place, and for a writable grant holding a
+/// place from above its parent: the child could rename the directories on
+/// the way, and a later launch would mask an empty stand-in
+/// (docs/security.md, "The gem's own directories").
+pub(super) fn masks_at(launch: &Launch, places: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let (grants, configured) = (&launch.grants, &launch.masks);
+    let isolated = launch.root_filesystem == RootFilesystem::Isolated;
+    let mut masks = Vec::new();
+    let mut add = |mask: PathBuf| {
         if !masks.contains(&mask) {
             masks.push(mask);
+        }
+    };
+    for place in places {
+        let parent = place.parent().unwrap_or(Path::new("/"));
+        let shown_by_root = !isolated
+            && !launch.tmpfs.iter().any(|tmpfs| place.starts_with(tmpfs))
+            && !configured.iter().any(|mask| place.starts_with(mask));
+        let runtime = launch
+            .runtime_roots
+            .iter()
+            .chain(&launch.compatibility_roots);
+        let shown_by_runtime = isolated && runtime.clone().any(|root| place.starts_with(root));
+        if shown_by_root || shown_by_runtime {
+            add(place.clone());
+        }
+        for grant in grants {
+            if grant.source.starts_with(place) {
+                return Err(crate::error::policy(format!(
+                    "sandbox mount source {} lies in the folder of the network gateways' sockets",
+                    grant.source.display()
+                )));
+            }
+            let Ok(rest) = place.strip_prefix(&grant.source) else {
+                continue;
+            };
+            if grant.access.writable() && grant.source != parent {
+                return Err(crate::error::policy(format!(
+                    "the writable grant {} holds the folder of the network gateways' sockets {}: \
+                     grant a directory beneath it instead",
+                    grant.source.display(),
+                    place.display()
+                )));
+            }
+            add(grant.target.join(rest));
         }
     }
     // A configured mask with no grant bound inside it already hides
@@ -134,12 +155,6 @@ fn gateway_masks(launch: &Launch) -> Result<Vec<PathBuf>> {
         })
     };
     masks.retain(|mask| !hidden(mask));
-    if !masks.is_empty() {
-        // Made now if missing: beneath a read-only root a folder made later
-        // by a gateway would appear unmasked, and bwrap cannot make a mount
-        // point there.
-        gateway::base()?;
-    }
     Ok(masks)
 }
 

@@ -294,6 +294,40 @@ fn the_gateway_folder_is_masked_wherever_a_grant_shows_it_and_never_granted() {
 }
 
 #[test]
+fn the_gateway_folder_is_masked_at_every_place_the_host_shows_it() {
+    // The host shows the folder at /tmp/lg and, through a bind mount of
+    // /tmp at /srv/x, at /srv/x/lg.
+    let options = configured();
+    let places = [PathBuf::from("/tmp/lg"), PathBuf::from("/srv/x/lg")];
+    let with = |root, grants: Vec<Grant>| {
+        let mut launch = launch_of(&options, NetworkMode::None);
+        launch.root_filesystem = root;
+        launch.grants = grants;
+        super::super::command::masks_at(&launch, &places)
+    };
+    let masks = with(RootFilesystem::ReadOnly, vec![]).unwrap();
+    assert_eq!(masks, places);
+    let granted = Grant {
+        target: "/work/srv".into(),
+        ..ro("/srv")
+    };
+    let masks = with(RootFilesystem::Isolated, vec![granted]).unwrap();
+    assert_eq!(masks, [PathBuf::from("/work/srv/x/lg")]);
+    assert!(with(RootFilesystem::Isolated, vec![rw("/srv/x")]).is_ok());
+    for refused in [rw("/srv"), ro("/srv/x/lg/one")] {
+        let error = with(RootFilesystem::Isolated, vec![refused.clone()]).unwrap_err();
+        assert!(
+            matches!(&error, Error::Policy(m) if m.contains("network gateways' sockets")),
+            "{refused:?}: {error:?}"
+        );
+    }
+    let mut elsewhere = launch_of(&options, NetworkMode::None);
+    elsewhere.runtime_roots = vec!["/srv".into()];
+    let masks = super::super::command::masks_at(&elsewhere, &places).unwrap();
+    assert_eq!(masks, [PathBuf::from("/srv/x/lg")]);
+}
+
+#[test]
 fn under_allowlist_the_relay_runs_the_command_from_a_copy_bwrap_makes_from_a_descriptor() {
     let options = configured();
     let launch = launch_of(&options, NetworkMode::Allowlist);
