@@ -1,8 +1,8 @@
 //! What every backend's `execute_program` and `start_program` share: the
-//! keywords parsed once into an [`ExecuteCall`] or a [`StartCall`], the
-//! Ruby-side inputs of the core launch plan (effective policy, grants,
-//! scope, working directory, environment layers), and the shared runner a
-//! wrapped [`HostCommand`] goes through.
+//! keywords parsed once into an [`ExecuteCall`] or a [`StartCall`], then
+//! converted into the core's [`LaunchCall`] with the workspace as a
+//! [`WorkspaceView`] ([`RubyWorkspace`]); the core's launcher prepares the
+//! launch, and the shared runner or session runs the [`Prepared`] result.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,11 +15,9 @@ use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch::prepare::{
     self, Kind, LaunchCall, LaunchError, Prepared, Refused, ScopeCall, WorkspaceView,
 };
-use littleghost_sandbox_core::launch::{self, LaunchPlan, LaunchRequest, NetworkMode};
+use littleghost_sandbox_core::launch::NetworkMode;
 use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::policy::Policy;
-use littleghost_sandbox_core::process::hold::Held;
-use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
 use crate::helpers::args::{command_call, keywords, keywords_only};
@@ -332,18 +330,6 @@ pub(crate) fn scope_view(ruby: &Ruby, value: Option<Value>) -> Result<Option<Sco
     }))
 }
 
-/// Whether the launch may create subprocesses: as `requested`, or as the
-/// scope allows when nothing was requested; asking for them where the scope
-/// forbids them is a CapabilityError.
-pub(crate) fn subprocesses(
-    ruby: &Ruby,
-    scope: Option<&ScopeView>,
-    requested: Option<bool>,
-) -> Result<bool, Error> {
-    let spawns = scope.map(|scope| scope.spawns);
-    errors::core_result(ruby, steps::subprocesses(spawns, requested))
-}
-
 /// The working directory of a launch (B.7), by the core's rule.
 pub(crate) fn launch_cwd(
     ruby: &Ruby,
@@ -357,24 +343,6 @@ pub(crate) fn launch_cwd(
     };
     let view = RubyWorkspace::of(ruby, rb_self);
     prepare::working_directory(&view, cwd, in_sandbox).map_err(|e| raised(ruby, e))
-}
-
-/// The core launch plan of `request`, with the workspace's and the call's
-/// variables as its environment layers.
-pub(crate) fn plan(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    environment: Option<Value>,
-    request: LaunchRequest<'_>,
-) -> Result<LaunchPlan, Error> {
-    let layers = || -> Result<launch::Layers, Error> {
-        let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-        Ok((
-            workspace_environment(ruby, workspace)?,
-            convert::environment(ruby, environment)?,
-        ))
-    };
-    launch::plan(request, layers, |e| errors::from_core(ruby, e))
 }
 
 // ---------------------------------------------------------------------------
@@ -449,7 +417,7 @@ pub(crate) fn launch_call(
 }
 
 /// The scope of a launch, validated (16.5 step 1) and converted, or None.
-fn scope_call(ruby: &Ruby, value: Option<Value>) -> Result<Option<ScopeCall>, Error> {
+pub(crate) fn scope_call(ruby: &Ruby, value: Option<Value>) -> Result<Option<ScopeCall>, Error> {
     Ok(scope_view(ruby, value)?.map(|view| ScopeCall {
         grants: view.grants,
         network: view.network,
@@ -465,67 +433,6 @@ pub(crate) fn raised(ruby: &Ruby, error: LaunchError<Error>) -> Error {
 
 // ---------------------------------------------------------------------------
 // The shared runner.
-
-/// A host command ready for the shared runner or session: the wrapper argv
-/// plus what its own process gets.
-pub(crate) struct HostCommand {
-    pub argv: Vec<String>,
-    /// The wrapper process's explicit environment (bwrap: none, its child gets `--setenv`).
-    pub environment: Vec<(String, String)>,
-    pub inherit_environment: bool,
-    pub chdir: Option<PathBuf>,
-    /// Descriptors kept open across exec (the seccomp program).
-    pub keep_fds: Vec<i32>,
-    /// The descriptor to execute instead of `argv[0]` (the sealed helper).
-    pub exec_fd: Option<i32>,
-    /// bwrap held once set up, until the host prepared and checked its sandbox.
-    pub hold: Option<Held>,
-    /// For bwrap: argv[0] as bwrap execs it, and as the caller wrote it (17.4).
-    pub exec_argv0: Option<(Vec<u8>, String)>,
-    /// The caller's argv[0] where `argv` runs it through a wrapper that is
-    /// not bwrap (the Landlock supervisor), for denial events.
-    pub wrapped_program: Option<String>,
-}
-
-impl HostCommand {
-    /// A plain host launch of a planned command (no wrapper descriptors).
-    pub(crate) fn planned(argv: Vec<String>, plan: LaunchPlan) -> HostCommand {
-        HostCommand {
-            argv,
-            environment: plan.environment,
-            inherit_environment: plan.inherit_environment,
-            chdir: Some(plan.cwd),
-            keep_fds: Vec::new(),
-            exec_fd: None,
-            hold: None,
-            exec_argv0: None,
-            wrapped_program: None,
-        }
-    }
-
-    /// As the core prepares a launch.
-    fn prepared(self) -> Prepared {
-        let program = match (&self.wrapped_program, &self.exec_argv0) {
-            (Some(program), _) => program.clone(),
-            (None, Some((_, written))) => written.clone(),
-            (None, None) => self.argv.first().cloned().unwrap_or_default(),
-        };
-        Prepared {
-            program,
-            argv: self.argv,
-            environment: self.environment,
-            inherit_environment: self.inherit_environment,
-            chdir: self.chdir,
-            spawn: SpawnOptions {
-                inherited_fds: self.keep_fds,
-                executable_fd: self.exec_fd,
-                hold: self.hold,
-            },
-            exec_argv0: self.exec_argv0.map(|(bytes, _)| bytes),
-            kept: Default::default(),
-        }
-    }
-}
 
 /// 17.4: bwrap's own execvp failure becomes exit 127/126 with a shell-style message.
 fn reinterpret_exec_failure(
@@ -570,19 +477,9 @@ fn require_execute(ruby: &Ruby, owner: SandboxObj, scope: Option<Value>) -> Resu
     errors::core_result(ruby, prepare::require_execute(sandbox_allows, scope_allows))
 }
 
-/// Runs a host command through the shared process runner (§17).
-pub(crate) fn run(
-    ruby: &Ruby,
-    owner: SandboxObj,
-    host: HostCommand,
-    call: ExecuteCall,
-) -> Result<Value, Error> {
-    run_prepared(ruby, owner, host.prepared(), call)
-}
-
 /// Runs a prepared launch through the shared process runner (§17); what
 /// it keeps open is closed once the run is over.
-pub(crate) fn run_prepared(
+pub(crate) fn run(
     ruby: &Ruby,
     owner: SandboxObj,
     prepared: Prepared,
@@ -606,18 +503,8 @@ pub(crate) fn run_prepared(
     reinterpret_exec_failure(ruby, &prepared, execution)
 }
 
-/// Starts a host command as a shared ProcessSession (§18).
-pub(crate) fn start(
-    ruby: &Ruby,
-    owner: SandboxObj,
-    host: HostCommand,
-    call: StartCall,
-) -> Result<Value, Error> {
-    start_prepared(ruby, owner, host.prepared(), call)
-}
-
 /// Starts a prepared launch as a shared ProcessSession (§18).
-pub(crate) fn start_prepared(
+pub(crate) fn start(
     ruby: &Ruby,
     owner: SandboxObj,
     prepared: Prepared,

@@ -87,8 +87,15 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     probe_options(ruby, keywords_only(args)?)
 }
 
-/// [`probe`] of a keyword Hash (Native probes with the caller's options).
+/// [`probe`] of a keyword Hash.
 pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
+    let found = probed(ruby, options)?;
+    probe_hash(ruby, found)
+}
+
+/// The core's probe (B.2) under the keywords of `options` (Native probes
+/// with the caller's options and decides from this, not from the Hash).
+pub(crate) fn probed(ruby: &Ruby, options: RHash) -> Result<bw::Probe, Error> {
     let values = keywords(
         ruby,
         options,
@@ -98,9 +105,13 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     let executable = values[0].or(values[1]).filter(|v| !v.is_nil());
     let executable = executable.map(|v| option_path(ruby, v)).transpose()?;
     let platform = convert::platform(ruby, platform_or_host(ruby, values[2])?)?;
-    let found = bw::probe(&platform, executable.as_deref());
-    // The probe Hash: the backend capabilities unless there is a reason it is unavailable,
-    // plus the bwrap it resolved and checked (absolute path and version) when it got that far.
+    Ok(bw::probe(&platform, executable.as_deref()))
+}
+
+/// The probe Hash: the backend capabilities unless there is a reason it is
+/// unavailable, plus the bwrap it resolved and checked (absolute path and
+/// version) when it got that far.
+pub(crate) fn probe_hash(ruby: &Ruby, found: bw::Probe) -> Result<RHash, Error> {
     let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
     let (path, version) = match &found.resolved {
         Some(resolved) => (
@@ -391,7 +402,7 @@ fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
     let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
-    la::run_prepared(ruby, rb_self, prepared, call)
+    la::run(ruby, rb_self, prepared, call)
 }
 
 /// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.
@@ -399,5 +410,5 @@ fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Val
     let call = StartCall::parse(ruby, rb_self, args, true)?;
     crate::ruby_api::process_runner::check_context(call.launch.context)?;
     let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
-    la::start_prepared(ruby, rb_self, prepared, call)
+    la::start(ruby, rb_self, prepared, call)
 }

@@ -166,7 +166,7 @@ fn prepared(
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
     let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
-    la::run_prepared(ruby, rb_self, prepared, call)
+    la::run(ruby, rb_self, prepared, call)
 }
 
 /// Starts an owned, duplex ProcessSession on the host; `allow_subprocesses: false` cannot be enforced and raises CapabilityError.
@@ -175,5 +175,5 @@ fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Val
     let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
     // 2.4: once, before spawning.
     check_context(call.launch.context)?;
-    la::start_prepared(ruby, rb_self, prepared, call)
+    la::start(ruby, rb_self, prepared, call)
 }

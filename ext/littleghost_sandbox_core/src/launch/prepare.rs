@@ -134,16 +134,18 @@ pub fn given<T, E>(value: Result<T, E>) -> Result<T, LaunchError<E>> {
     value.map_err(LaunchError::Caller)
 }
 
-/// H.6: whether the launch may create subprocesses. A session allows them
-/// unless the call says otherwise; a run follows the call, else the scope.
-/// Asking for them where the scope forbids them is a CapabilityError.
+/// H.6: whether the launch may create subprocesses. A session asks for
+/// them as the call says, else as the backend's `session_default` (SB.5:
+/// Seatbelt's is no); a run follows the call, else the scope. Asking for
+/// them where the scope forbids them is a CapabilityError.
 pub fn subprocesses(
     kind: Kind,
+    session_default: bool,
     scope: Option<&ScopeCall>,
     requested: Option<bool>,
 ) -> Result<bool, Error> {
     let requested = match kind {
-        Kind::Session => Some(requested.unwrap_or(true)),
+        Kind::Session => Some(requested.unwrap_or(session_default)),
         Kind::Run => requested,
     };
     launch_steps::subprocesses(scope.map(|scope| scope.spawns), requested)

@@ -73,7 +73,7 @@ impl<E> Launcher<'_, E> {
     ) -> Result<Prepared, LaunchError<E>> {
         let argv = given(call.argv)?;
         let scope = given(call.scope)?;
-        let allow = subprocesses(call.kind, scope.as_ref(), call.allow_subprocesses)?;
+        let allow = subprocesses(call.kind, true, scope.as_ref(), call.allow_subprocesses)?;
         let pins = given(self.sandbox.open())?;
         let grants = policy_grants(policy, view)?;
         let cwd = working_directory(view, given(call.cwd)?, true)?;
