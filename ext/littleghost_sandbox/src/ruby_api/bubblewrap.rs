@@ -24,13 +24,13 @@ use magnus::{
 use crate::helpers::args::{keywords, keywords_only, kwargs};
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::launch_args::{
-    self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, Launch, StartCall,
-};
-use crate::helpers::probe;
-use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
+use crate::ruby_api::sandbox::launch::{
+    self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, Launch, StartCall,
+};
+use crate::ruby_api::sandbox::probe;
+use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, sandbox, workspace};
 

@@ -20,10 +20,10 @@ use magnus::{
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::launch_args::{self as la, core_policy, ExecuteCall, Launch, StartCall};
-use crate::helpers::probe;
-use crate::helpers::scoped_files;
 use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, Launch, StartCall};
+use crate::ruby_api::sandbox::probe;
+use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{ownership, process_runner, sandbox};
 

@@ -23,8 +23,8 @@ use magnus::{
 use crate::helpers::args::keywords_only;
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::probe;
 use crate::ruby_api::bubblewrap::{self, platform_or_host};
+use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{capabilities, errors, landlock, seatbelt};
 use littleghost_sandbox_core::backend::bubblewrap as bw;

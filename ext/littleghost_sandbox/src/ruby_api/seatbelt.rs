@@ -18,11 +18,11 @@ use magnus::{
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::launch_args::{self as la, core_policy, ExecuteCall, Launch, StartCall};
-use crate::helpers::probe;
-use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, enforce, option_path};
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, Launch, StartCall};
+use crate::ruby_api::sandbox::probe;
+use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{errors, ownership};
 

@@ -13,14 +13,14 @@ use magnus::{
 
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
-use crate::helpers::launch_args::{self as la, core_policy, ExecuteCall, StartCall};
-use crate::helpers::probe;
-use crate::helpers::scoped_files;
 use crate::ruby_api::bubblewrap::{claimed, enforce, writable};
 use crate::ruby_api::errors;
 use crate::ruby_api::launch_limits;
 use crate::ruby_api::ownership;
 use crate::ruby_api::process_runner::check_context;
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, StartCall};
+use crate::ruby_api::sandbox::probe;
+use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::{self, assign, SandboxObj};
 
 /// The backend's state, reached from the sandbox through one hidden slot
