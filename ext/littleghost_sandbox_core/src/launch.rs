@@ -14,6 +14,9 @@ use crate::fs::anchor::{Anchor, Anchors};
 use crate::grants::Grant;
 use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
 
+#[cfg(test)]
+pub(crate) mod fake_workspace;
+pub mod prepare;
 pub mod transparent;
 pub mod trust_store;
 pub use crate::scope::NetworkMode;

@@ -232,12 +232,6 @@ pub fn path_to_ruby(ruby: &Ruby, path: &Path) -> RString {
     string
 }
 
-/// `String(value)` for descriptive text (a probe's reason), lossy.
-pub fn display_string(ruby: &Ruby, value: Value) -> Result<String, Error> {
-    let string = RString::try_convert(vo::kernel(ruby, "String", value)?)?;
-    Ok(lossy(string))
-}
-
 /// The `platform:` option (a value `platform_or_host` settled) as text:
 /// `String(value)` under [`text`]'s rule, so a name that is not valid UTF-8
 /// raises ArgumentError "platform must be valid UTF-8", and a

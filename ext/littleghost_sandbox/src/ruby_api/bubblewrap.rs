@@ -8,17 +8,14 @@
 //! (`gateway.rs`), each launch runs its command under the relay helper in
 //! bwrap's network namespace, `close` closes the gateway.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
 use littleghost_sandbox_core::backend::effective::Backend;
-use littleghost_sandbox_core::fs::anchor::Anchor;
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch;
-use littleghost_sandbox_core::network::BuiltinGateway;
-use littleghost_sandbox_core::policy::{NetworkRules, Policy};
+use littleghost_sandbox_core::launch::prepare::{Kind, Prepared};
 use magnus::{
     function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, TypedData,
     Value,
@@ -27,13 +24,13 @@ use magnus::{
 use crate::helpers::args::{keywords, keywords_only, kwargs};
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::launch_args::{
-    self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, HostCommand, Launch, StartCall,
-};
-use crate::helpers::probe;
-use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors;
+use crate::ruby_api::sandbox::launch::{
+    self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, Launch, StartCall,
+};
+use crate::ruby_api::sandbox::probe;
+use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, sandbox, workspace};
 
@@ -90,8 +87,15 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     probe_options(ruby, keywords_only(args)?)
 }
 
-/// [`probe`] of a keyword Hash (Native probes with the caller's options).
+/// [`probe`] of a keyword Hash.
 pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error> {
+    let found = probed(ruby, options)?;
+    probe_hash(ruby, found)
+}
+
+/// The core's probe (B.2) under the keywords of `options` (Native probes
+/// with the caller's options and decides from this, not from the Hash).
+pub(crate) fn probed(ruby: &Ruby, options: RHash) -> Result<bw::Probe, Error> {
     let values = keywords(
         ruby,
         options,
@@ -101,9 +105,13 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     let executable = values[0].or(values[1]).filter(|v| !v.is_nil());
     let executable = executable.map(|v| option_path(ruby, v)).transpose()?;
     let platform = convert::platform(ruby, platform_or_host(ruby, values[2])?)?;
-    let found = bw::probe(&platform, executable.as_deref());
-    // The probe Hash: the backend capabilities unless there is a reason it is unavailable,
-    // plus the bwrap it resolved and checked (absolute path and version) when it got that far.
+    Ok(bw::probe(&platform, executable.as_deref()))
+}
+
+/// The probe Hash: the backend capabilities unless there is a reason it is
+/// unavailable, plus the bwrap it resolved and checked (absolute path and
+/// version) when it got that far.
+pub(crate) fn probe_hash(ruby: &Ruby, found: bw::Probe) -> Result<RHash, Error> {
     let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
     let (path, version) = match &found.resolved {
         Some(resolved) => (
@@ -323,116 +331,66 @@ fn wrapped_command(
     convert::argv(ruby, wrapped)
 }
 
-/// What must stay open until the spawn: the seccomp filter, the relay copy and the hold's pipes, and the grants' handles.
-type Held = (Vec<OwnedFd>, Vec<Anchor>);
-
-/// 16.5 and B.10: the core launch plan of a call (opening the sandbox first).
-fn planned(
-    ruby: &Ruby,
+/// What the owner of one Bubblewrap sandbox holds, as the core's launch
+/// asks it: its opening, its gateway, its command wrapper.
+struct Owner<'r> {
+    ruby: &'r Ruby,
     rb_self: SandboxObj,
-    state: &State,
-    call: &Launch,
-    scope: Option<&la::ScopeView>,
-    allow_subprocesses: bool,
-) -> Result<launch::LaunchPlan, Error> {
-    if !state.opened.get() {
-        open_steps(ruby, rb_self, state)?;
-    }
-    let core = core_policy(ruby, rb_self)?;
-    let policy_grants = policy_grants(ruby, rb_self)?;
-    let pins = pins(ruby, rb_self, state, &policy_grants)?;
-    let cwd = launch_cwd(ruby, rb_self, call.cwd, true)?;
-    let mut request = state
-        .options
-        .request(core, call.inherit, cwd, &pins, allow_subprocesses);
-    request.scope_network = scope.and_then(|scope| scope.network);
-    request.selected = scope.map(|scope| scope.grants.clone());
-    request.policy_grants = policy_grants;
-    let gateway = open_gateway_value(ruby, state);
-    let environment = gateway.map(|g| gateway::environment(ruby, g)).transpose()?;
-    // Through a view: only the scope's secrets' stand-ins.
-    request.gateway_environment = match narrowed_rules(core, scope) {
-        Some(rules) => environment.map(|full| BuiltinGateway::view_environment(rules, full)),
-        None => environment,
-    };
-    la::plan(ruby, rb_self, call.environment, request)
+    state: &'r State,
+    /// The launch's `scope:`, which a callable command wrapper is given.
+    scope: Option<Value>,
 }
 
-/// The rules of a scope whose allowlist is narrower than the policy's (it
-/// launches through a view of the gateway), or None.
-fn narrowed_rules<'a>(
-    policy: &Policy,
-    scope: Option<&'a la::ScopeView>,
-) -> Option<&'a NetworkRules> {
-    let rules = scope?.network_rules.as_ref()?;
-    let own = policy.network.as_ref().map(|n| &n.rules);
-    (own != Some(rules)).then_some(rules)
-}
-
-/// The bwrap command of a call: the plan, the command wrapper, the relay
-/// under `:allowlist`, then the argv (B.8). What is held (the filter, the
-/// relay helper's bytes, the grants' handles) must outlive the spawn.
-fn wrap_command(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    call: &Launch,
-    requested_subprocesses: Option<bool>,
-) -> Result<(HostCommand, Held), Error> {
-    let argv = convert::argv(ruby, call.command)?;
-    let state = state(ruby, rb_self)?;
-    let scope = la::scope_view(ruby, call.scope)?;
-    let allow = la::subprocesses(ruby, scope.as_ref(), requested_subprocesses)?;
-    let mut plan = planned(ruby, rb_self, state, call, scope.as_ref(), allow)?;
-    let filter = plan.filter.take();
-    let display_argv0 = argv[0].clone();
-    let command = wrapped_command(ruby, rb_self, state, argv, scope.as_ref().map(|s| s.value))?;
-    let policy = core_policy(ruby, rb_self)?;
-    let narrowed = narrowed_rules(policy, scope.as_ref());
-    let (relay, relay_data) = match open_gateway_value(ruby, state) {
-        // B.10 (4), G.5, G.6: the relay runs the command under `:allowlist`;
-        // a narrowed scope's through its own view of the gateway.
-        Some(gateway) if plan.network == launch::NetworkMode::Allowlist => {
-            // A scope's narrowed rules, else the (enforced) policy's allowlist.
-            let own = policy.network.as_ref();
-            let own = own.filter(|n| n.mode == launch::NetworkMode::Allowlist);
-            let rules = narrowed.or(own.map(|n| &n.rules));
-            let destinations = gateway::exact_destinations(rules);
-            let (relay, data) =
-                gateway::relay(ruby, gateway, &state.options, narrowed, &destinations)?;
-            (Some(relay), data)
+impl bw::Sandbox<Error> for Owner<'_> {
+    fn open(&self) -> Result<launch::Pins, Error> {
+        let (ruby, rb_self, state) = (self.ruby, self.rb_self, self.state);
+        if !state.opened.get() {
+            open_steps(ruby, rb_self, state)?;
         }
-        _ => (None, Vec::new()),
+        if let Some(pins) = state.pins.borrow().as_ref() {
+            return Ok(pins.clone());
+        }
+        let grants = policy_grants(ruby, rb_self)?;
+        pins(ruby, rb_self, state, &grants)
+    }
+
+    fn gateway(&self) -> Option<Box<dyn bw::Gateway<Error> + '_>> {
+        let value = open_gateway_value(self.ruby, self.state)?;
+        Some(Box::new(gateway::RubyGateway {
+            ruby: self.ruby,
+            value,
+        }))
+    }
+
+    fn wrap_command(&self, argv: Vec<String>) -> Result<Vec<String>, Error> {
+        wrapped_command(self.ruby, self.rb_self, self.state, argv, self.scope)
+    }
+}
+
+/// One launch of `launch`, prepared by the core (16.5, B.7, B.8, B.10).
+fn prepared(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    launch: &Launch,
+    kind: Kind,
+) -> Result<Prepared, Error> {
+    let call = la::launch_call(ruby, launch, kind, true);
+    let state = state(ruby, rb_self)?;
+    let owner = Owner {
+        ruby,
+        rb_self,
+        state,
+        scope: launch.scope.filter(|v| !v.is_nil()),
     };
-    let mut launch = launch_of(ruby, rb_self, state, &plan)?;
-    let options = &state.options;
-    let pins = pins(ruby, rb_self, state, &plan.policy_grants)?;
-    let anchors = options.bind_from(&mut launch, &pins, filter.is_some());
-    let anchors = errors::core_result(ruby, anchors)?;
-    let handles: Vec<RawFd> = anchors.iter().map(|a| a.fd().as_raw_fd()).collect();
-    let filter_fd = filter.as_ref().map(|fd| fd.as_raw_fd());
-    let wrapped = options.host_argv(launch, command, relay, (filter_fd, &handles), &bw::RealHost);
-    let wrapped = errors::core_result(ruby, wrapped)?;
-    let host = HostCommand {
-        argv: wrapped.argv,
-        // bwrap gets the host environment only when inheriting (B.6); the child's comes by --setenv.
-        environment: Vec::new(),
-        inherit_environment: plan.inherit_environment,
-        chdir: None,
-        // bwrap sees the filter first, then the grants' handles, then the relay's copy.
-        keep_fds: wrapped.inherited_fds,
-        exec_fd: None,
-        hold: wrapped.hold,
-        exec_argv0: Some((wrapped.program.into_bytes(), display_argv0)),
-        wrapped_program: None,
+    let launcher = bw::Launcher {
+        options: &state.options,
+        sandbox: &owner,
     };
-    let pipes = wrapped.pipes.into_iter().flat_map(|pipes| pipes.into_fds());
-    Ok((
-        host,
-        (
-            filter.into_iter().chain(relay_data).chain(pipes).collect(),
-            anchors,
-        ),
-    ))
+    let view = la::RubyWorkspace::of(ruby, rb_self);
+    let policy = core_policy(ruby, rb_self)?;
+    launcher
+        .prepare(policy, &view, call)
+        .map_err(|error| la::raised(ruby, error))
 }
 
 /// The gateway of an opened sandbox.
@@ -446,17 +404,14 @@ fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
 /// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    let (host, _filter) =
-        wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
-    la::run(ruby, rb_self, host, call)
+    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
+    la::run(ruby, rb_self, prepared, call)
 }
 
 /// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = StartCall::parse(ruby, rb_self, args, true)?;
-    // nil means the default (H.6), which here is true.
-    let requested = Some(call.launch.allow_subprocesses.unwrap_or(true));
     crate::ruby_api::process_runner::check_context(call.launch.context)?;
-    let (host, _filter) = wrap_command(ruby, rb_self, &call.launch, requested)?;
-    la::start(ruby, rb_self, host, call)
+    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
+    la::start(ruby, rb_self, prepared, call)
 }

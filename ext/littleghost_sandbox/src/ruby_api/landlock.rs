@@ -6,19 +6,13 @@
 //! backend's own state (opened, private TMPDIR) in a Rust object, and
 //! launches through the shared process runner and sessions.
 
-use std::cell::RefCell;
-use std::os::fd::AsRawFd;
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
-use littleghost_sandbox_core::backend::landlock_host as host;
-use littleghost_sandbox_core::fs::anchor::Anchor;
-use littleghost_sandbox_core::fs::own::OwnDirectory;
-use littleghost_sandbox_core::launch::{LaunchRequest, Pins};
+use littleghost_sandbox_core::backend::landlock::host;
+use littleghost_sandbox_core::launch::prepare::{Kind, Prepared};
 use magnus::{
     function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
@@ -26,14 +20,12 @@ use magnus::{
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::launch_args::{
-    self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, HostCommand, Launch, StartCall,
-};
-use crate::helpers::probe;
-use crate::helpers::scoped_files;
 use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, Launch, StartCall};
+use crate::ruby_api::sandbox::probe;
+use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{errors, ownership, process_runner, sandbox, workspace};
+use crate::ruby_api::{ownership, process_runner, sandbox};
 
 /// The backend's own state, reached from the sandbox through one hidden slot
 /// (no `@`: invisible to Ruby; the instance's own data belongs to
@@ -45,21 +37,10 @@ use crate::ruby_api::{errors, ownership, process_runner, sandbox, workspace};
     size
 )]
 struct State {
-    platform: String,
-    runtime_roots: Vec<PathBuf>,
-    /// The private TMPDIR while open, held by its handle.
-    tmpdir: RefCell<Option<Arc<OwnDirectory>>>,
+    launcher: ll::Launcher,
 }
 
 impl DataTypeFunctions for State {}
-
-impl Drop for State {
-    fn drop(&mut self) {
-        if let Some(tmpdir) = self.tmpdir.take() {
-            let _ = tmpdir.remove();
-        }
-    }
-}
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -157,9 +138,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         "LittleGhost::Sandboxes::Landlock",
     )?;
     let state = State {
-        platform: convert::platform(ruby, platform)?,
-        runtime_roots,
-        tmpdir: RefCell::new(None),
+        launcher: ll::Launcher::new(convert::platform(ruby, platform)?, runtime_roots),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
     Ok(())
@@ -172,44 +151,27 @@ fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error
     la::open(ruby, rb_self, args, || open_steps(ruby, rb_self))
 }
 
-/// No borrow of the state is held across the calls into Ruby.
+/// The core's `open` of the backend, with the workspace asked through Ruby.
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
-    let state = state(ruby, rb_self)?;
-    if state.tmpdir.borrow().is_some() {
-        return Ok(());
-    }
-    errors::core_result(ruby, host::require(&state.platform))?;
-    let grants = policy_grants(ruby, rb_self)?;
+    let launcher = &state(ruby, rb_self)?.launcher;
+    let view = la::RubyWorkspace::of(ruby, rb_self);
     let policy = core_policy(ruby, rb_self)?;
-    let tmpdir = host::prepare(
-        policy.root_filesystem,
-        &state.runtime_roots,
-        &grants,
-        &policy.protect,
-    );
-    let tmpdir = errors::core_result(ruby, tmpdir)?;
-    // Another thread may have opened the sandbox meanwhile: keep its directory.
-    if state.tmpdir.borrow().is_some() {
-        let _ = tmpdir.remove();
-    } else {
-        state.tmpdir.replace(Some(Arc::new(tmpdir)));
-    }
-    Ok(())
+    launcher
+        .open(policy, &view)
+        .map_err(|error| la::raised(ruby, error))
 }
 
 /// Terminates every program and session the sandbox or its scopes started
 /// (H.4), removes the private TMPDIR and marks the sandbox unopened; idempotent.
 fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
-    if let Some(tmpdir) = state(ruby, rb_self)?.tmpdir.take() {
-        let _ = tmpdir.remove();
-    }
+    state(ruby, rb_self)?.launcher.close();
     Ok(())
 }
 
 /// The private TMPDIR while open, else nil.
 fn tmpdir(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
-    let tmpdir = state(ruby, rb_self)?.tmpdir.borrow().clone();
+    let tmpdir = state(ruby, rb_self)?.launcher.tmpdir();
     Ok(tmpdir
         .as_ref()
         .map(|t| convert::path_to_ruby(ruby, t.path()).as_value()))
@@ -218,76 +180,33 @@ fn tmpdir(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
 // ---------------------------------------------------------------------------
 // Launching.
 
-/// Plans the launch through the one launch plan (environment merge and
-/// opt-in, network, working directory) and the core's Landlock rules, and
-/// builds `[helper, "supervise", *rules, "--", *command]`.
-fn wrap_command(
+/// One launch of `launch`, prepared by the core (LL.1).
+fn prepared(
     ruby: &Ruby,
     rb_self: SandboxObj,
-    call: &Launch,
-    requested_subprocesses: Option<bool>,
-) -> Result<(HostCommand, (Vec<Anchor>, OwnedFd)), Error> {
-    let argv = convert::argv(ruby, call.command)?;
-    open_steps(ruby, rb_self)?;
-    let scope = la::scope_view(ruby, call.scope)?;
-    let allow = la::subprocesses(ruby, scope.as_ref(), requested_subprocesses)?;
-    let core = core_policy(ruby, rb_self)?;
-    let mut request = LaunchRequest::new(
-        core,
-        call.inherit,
-        launch_cwd(ruby, rb_self, call.cwd, true)?,
-    );
-    request.scope_network = scope.as_ref().and_then(|scope| scope.network);
-    request.selected = scope.as_ref().map(|scope| scope.grants.clone());
-    request.policy_grants = policy_grants(ruby, rb_self)?;
-    // The grants are reached through the workspace's handles.
-    let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
-    let pins = Pins::capture_from(&request.policy_grants, anchors.as_deref());
-    let pins = errors::core_result(ruby, pins)?;
-    request.pins = Some(&pins);
-    let mut launch = la::plan(ruby, rb_self, call.environment, request)?;
-    let state = state(ruby, rb_self)?;
-    let tmpdir = state.tmpdir.borrow().clone().ok_or_else(|| {
-        errors::tool_error(ruby, "the landlock sandbox was closed during the launch")
-    })?;
-    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    let workspace_directories = la::workspace_directories(ruby, workspace)?;
-    let sandbox = ll::launch::Sandbox {
-        root: core.root_filesystem,
-        runtime_roots: &state.runtime_roots,
-        tmpdir: tmpdir.path(),
-        workspace_directories: &workspace_directories,
-    };
-    let scoped = scope.is_some();
-    let program = argv.first().cloned();
-    let supervised = host::command(sandbox, &tmpdir, &mut launch, scoped, allow, argv, &pins);
-    let supervised = errors::core_result(ruby, supervised)?;
-    let mut host = HostCommand::planned(supervised.argv, launch);
-    host.wrapped_program = program;
-    host.exec_fd = Some(supervised.executable_fd);
-    host.keep_fds = supervised
-        .anchors
-        .iter()
-        .map(|a| a.fd().as_raw_fd())
-        .chain([supervised.tmpdir.as_raw_fd()])
-        .collect();
-    Ok((host, (supervised.anchors, supervised.tmpdir)))
+    launch: &Launch,
+    kind: Kind,
+) -> Result<Prepared, Error> {
+    let call = la::launch_call(ruby, launch, kind, true);
+    let launcher = &state(ruby, rb_self)?.launcher;
+    let view = la::RubyWorkspace::of(ruby, rb_self);
+    let policy = core_policy(ruby, rb_self)?;
+    launcher
+        .prepare(policy, &view, call)
+        .map_err(|error| la::raised(ruby, error))
 }
 
 /// Runs `command` (no shell) under Landlock and returns its Execution.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    let (host, _anchors) =
-        wrap_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
-    la::run(ruby, rb_self, host, call)
+    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
+    la::run(ruby, rb_self, prepared, call)
 }
 
 /// Starts `command` under Landlock as an owned ProcessSession.
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = StartCall::parse(ruby, rb_self, args, true)?;
-    // nil means the default (H.6), which here is true.
-    let requested = Some(call.launch.allow_subprocesses.unwrap_or(true));
     process_runner::check_context(call.launch.context)?;
-    let (host, _anchors) = wrap_command(ruby, rb_self, &call.launch, requested)?;
-    la::start(ruby, rb_self, host, call)
+    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
+    la::start(ruby, rb_self, prepared, call)
 }

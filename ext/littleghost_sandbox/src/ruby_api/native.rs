@@ -23,10 +23,11 @@ use magnus::{
 use crate::helpers::args::keywords_only;
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::probe;
 use crate::ruby_api::bubblewrap::{self, platform_or_host};
+use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{capabilities, errors, landlock, seatbelt};
+use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::launch_steps::Platform;
 use littleghost_sandbox_core::backend::native::{
     linux_report, native_choice, unavailable_on, LinuxReport, NativeChoice, BUBBLEWRAP_OPTIONS,
@@ -199,34 +200,27 @@ fn bubblewrap_configured(ruby: &Ruby, options: RHash) -> Result<bool, Error> {
     Ok(false)
 }
 
-/// What Native runs on Linux (SPEC LL.2), with Bubblewrap's probe Hash.
+/// What Native runs on Linux (SPEC LL.2), with what Bubblewrap's probe found.
 struct LinuxChoice {
     choice: Result<NativeChoice, String>,
-    bubblewrap_probe: RHash,
+    bubblewrap: bw::Probe,
 }
 
 /// Probes Bubblewrap (with the caller's options) and, when needed, Landlock.
 fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoice, Error> {
-    let bubblewrap_probe = bubblewrap::probe_options(ruby, options)?;
-    let available = |hash: RHash| -> Result<Result<(), String>, Error> {
-        if hash
-            .aref::<_, Value>(ruby.to_symbol("available"))?
-            .to_bool()
-        {
-            return Ok(Ok(()));
-        }
-        let reason: Value = hash.aref(ruby.to_symbol("reason"))?;
-        Ok(Err(convert::display_string(ruby, reason)?))
+    let bubblewrap = bubblewrap::probed(ruby, options)?;
+    let available = match &bubblewrap.unavailable {
+        None => Ok(()),
+        Some(reason) => Err(reason.clone()),
     };
-    let bubblewrap = available(bubblewrap_probe)?;
     let configured = bubblewrap_configured(ruby, options)?;
     let landlock = match landlock::unavailable_reason(platform) {
         None => Ok(()),
         Some(reason) => Err(reason),
     };
     Ok(LinuxChoice {
-        choice: native_choice(bubblewrap, landlock, configured),
-        bubblewrap_probe,
+        choice: native_choice(available, landlock, configured),
+        bubblewrap,
     })
 }
 
@@ -247,16 +241,14 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
         }
         Platform::Linux => {}
     }
-    let LinuxChoice {
-        choice,
-        bubblewrap_probe,
-    } = linux_choice(ruby, options, &platform)?;
+    let LinuxChoice { choice, bubblewrap } = linux_choice(ruby, options, &platform)?;
     let backend = ruby.to_symbol("backend");
     let configured = bubblewrap_configured(ruby, options)?;
     let result = match linux_report(choice, configured) {
         LinuxReport::Bubblewrap => {
-            bubblewrap_probe.aset(backend, ruby.to_symbol("bubblewrap"))?;
-            bubblewrap_probe
+            let result = bubblewrap::probe_hash(ruby, bubblewrap)?;
+            result.aset(backend, ruby.to_symbol("bubblewrap"))?;
+            result
         }
         LinuxReport::Landlock { bubblewrap_reason } => {
             let landlock_options = ruby.hash_new();

@@ -6,7 +6,10 @@
 //! `allows?`, `writable?`, the abstract operations) is
 //! lib/littleghost/sandbox/base.rb.
 
+pub(crate) mod launch;
+pub(crate) mod probe;
 mod providers;
+pub(crate) mod scoped_files;
 pub(crate) mod state;
 
 pub(crate) use providers::PROVIDERS;

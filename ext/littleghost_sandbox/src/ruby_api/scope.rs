@@ -382,7 +382,7 @@ pub(crate) fn operate(
 // Construction without dispatch and lifecycle (SC.15, SC.16).
 
 /// `Scope.new(sandbox: sandbox)` without Ruby dispatch: the default scope a
-/// backend's file operations go through (16.3; `helpers/scoped_files.rs`).
+/// backend's file operations go through (16.3; `sandbox/scoped_files.rs`).
 pub(crate) fn default_scope(ruby: &Ruby, sandbox: Value) -> Result<Value, Error> {
     narrowed(ruby, sandbox, [None; 4])
 }

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::private_tmp;
 use littleghost_sandbox_core::backend::seatbelt as sb;
-use littleghost_sandbox_core::backend::seatbelt_host as host;
-use littleghost_sandbox_core::launch::LaunchRequest;
+use littleghost_sandbox_core::backend::seatbelt::host;
+use littleghost_sandbox_core::launch::prepare::{Kind, Prepared, ScopeCall};
 use magnus::{
     function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
@@ -18,13 +18,11 @@ use magnus::{
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::helpers::launch_args::{
-    self as la, core_policy, launch_cwd, ExecuteCall, HostCommand, Launch, StartCall,
-};
-use crate::helpers::probe;
-use crate::helpers::scoped_files;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, enforce, option_path};
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, Launch, StartCall};
+use crate::ruby_api::sandbox::probe;
+use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{errors, ownership};
 
@@ -194,66 +192,64 @@ fn runtime_roots(ruby: &Ruby) -> Result<Vec<PathBuf>, Error> {
     Ok(host::runtime_roots(ruby_dirs))
 }
 
-/// The scope of a launch: the call's, or the sandbox's own (`Scope.new(sandbox: self)`), validated.
-fn launch_scope(
-    ruby: &Ruby,
+/// What the owner of one Seatbelt sandbox holds, as the core's launch asks it.
+struct Owner<'r> {
+    ruby: &'r Ruby,
     rb_self: SandboxObj,
-    given: Option<Value>,
-) -> Result<la::ScopeView, Error> {
-    let value = match given {
-        Some(scope) => scope,
-        None => scoped_files::new_scope(ruby, rb_self)?,
-    };
-    Ok(la::scope_view(ruby, Some(value))?.expect("a scope was given"))
 }
 
-/// The sandbox-exec command for a call (SB.5, SB.6); subprocesses as
-/// `requested`, else as the scope allows.
-fn seatbelt_command(
+impl sb::Sandbox<Error> for Owner<'_> {
+    fn open(&self) -> Result<PathBuf, Error> {
+        if temp_dir(self.rb_self)?.is_none() {
+            open_steps(self.ruby, self.rb_self)?;
+        }
+        temp_dir(self.rb_self)?
+            .ok_or_else(|| errors::tool_error(self.ruby, "the seatbelt sandbox is not open"))
+    }
+
+    /// `Scope.new(sandbox: self)`, validated.
+    fn own_scope(&self) -> Result<ScopeCall, Error> {
+        let value = scoped_files::new_scope(self.ruby, self.rb_self)?;
+        Ok(la::scope_call(self.ruby, Some(value))?.expect("a scope was given"))
+    }
+
+    fn runtime_roots(&self) -> Result<Vec<PathBuf>, Error> {
+        runtime_roots(self.ruby)
+    }
+}
+
+/// One launch of `launch`, prepared by the core (SB.5, SB.6).
+fn prepared(
     ruby: &Ruby,
     rb_self: SandboxObj,
-    call: &Launch,
-    requested_subprocesses: Option<bool>,
-) -> Result<HostCommand, Error> {
-    let argv = convert::argv(ruby, call.command)?;
-    if temp_dir(rb_self)?.is_none() {
-        open_steps(ruby, rb_self)?;
-    }
-    let scope = launch_scope(ruby, rb_self, call.scope)?;
-    let allow = la::subprocesses(ruby, Some(&scope), requested_subprocesses)?;
-    let core = core_policy(ruby, rb_self)?;
-    let mut request = LaunchRequest::new(
-        core,
-        call.inherit,
-        launch_cwd(ruby, rb_self, call.cwd, true)?,
-    );
-    request.scope_network = scope.network;
-    request.selected = Some(scope.grants);
-    let mut plan = la::plan(ruby, rb_self, call.environment, request)?;
-    let temp = temp_dir(rb_self)?.unwrap();
-    let sandbox = host::Sandbox {
-        executable: &state(ruby, rb_self)?.executable,
-        root_filesystem: core.root_filesystem,
-        runtime_roots: runtime_roots(ruby)?,
-        temp_dir: &temp,
+    launch: &Launch,
+    kind: Kind,
+) -> Result<Prepared, Error> {
+    let call = la::launch_call(ruby, launch, kind, true);
+    let owner = Owner { ruby, rb_self };
+    let state = state(ruby, rb_self)?;
+    let launcher = sb::Launcher {
+        executable: &state.executable,
+        sandbox: &owner,
     };
-    let argv = errors::core_result(ruby, host::command(sandbox, &mut plan, allow, argv))?;
-    Ok(HostCommand::planned(argv, plan))
+    let view = la::RubyWorkspace::of(ruby, rb_self);
+    let policy = core_policy(ruby, rb_self)?;
+    launcher
+        .prepare(policy, &view, call)
+        .map_err(|error| la::raised(ruby, error))
 }
 
 /// Runs `command` (no shell) under sandbox-exec and returns its Execution (SB.7).
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
-    let host = seatbelt_command(ruby, rb_self, &call.launch, call.launch.allow_subprocesses)?;
-    la::run(ruby, rb_self, host, call)
+    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
+    la::run(ruby, rb_self, prepared, call)
 }
 
 /// Starts `command` under sandbox-exec as an owned ProcessSession; subprocesses are denied unless asked for (SB.5).
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = StartCall::parse(ruby, rb_self, args, false)?;
-    // nil means the default (H.6): denied unless asked for (SB.5).
-    let requested = Some(call.launch.allow_subprocesses.unwrap_or(false));
     crate::ruby_api::process_runner::check_context(call.launch.context)?;
-    let host = seatbelt_command(ruby, rb_self, &call.launch, requested)?;
-    la::start(ruby, rb_self, host, call)
+    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
+    la::start(ruby, rb_self, prepared, call)
 }

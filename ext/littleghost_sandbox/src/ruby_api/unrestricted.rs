@@ -6,22 +6,21 @@ use std::cell::Cell;
 
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::unrestricted as host;
-use littleghost_sandbox_core::launch::LaunchRequest;
+use littleghost_sandbox_core::launch::prepare::{Kind, Prepared};
 use magnus::{
     method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
-use crate::helpers::convert;
-use crate::helpers::launch_args::{self as la, core_policy, ExecuteCall, HostCommand, StartCall};
-use crate::helpers::probe;
-use crate::helpers::scoped_files;
 use crate::ruby_api::bubblewrap::{claimed, enforce, writable};
 use crate::ruby_api::errors;
 use crate::ruby_api::launch_limits;
 use crate::ruby_api::ownership;
 use crate::ruby_api::process_runner::check_context;
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, StartCall};
+use crate::ruby_api::sandbox::probe;
+use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::{self, assign, SandboxObj};
 
 /// The backend's state, reached from the sandbox through one hidden slot
@@ -148,42 +147,33 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 // Processes (15.6, 15.7): on the host, in a new process group, with only the
 // explicit environment. Grants are not enforced for processes here.
 
-/// The host command of a call: the core plan's environment, inherit double
-/// opt-in and working directory (no pins, no filter).
-fn host_command(ruby: &Ruby, rb_self: SandboxObj, call: &la::Launch) -> Result<HostCommand, Error> {
-    let argv = convert::argv(ruby, call.command)?;
-    let cwd = la::launch_cwd(ruby, rb_self, call.cwd, false)?;
-    let request = LaunchRequest::new(core_policy(ruby, rb_self)?, call.inherit, cwd);
-    let plan = la::plan(ruby, rb_self, call.environment, request)?;
-    Ok(HostCommand::planned(argv, plan))
+/// The host launch of a call, prepared by the core (15.6, 15.7).
+fn prepared(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    launch: &la::Launch,
+    kind: Kind,
+) -> Result<Prepared, Error> {
+    let call = la::launch_call(ruby, launch, kind, false);
+    let view = la::RubyWorkspace::of(ruby, rb_self);
+    let policy = core_policy(ruby, rb_self)?;
+    host::Launcher
+        .prepare(policy, &view, call)
+        .map_err(|error| la::raised(ruby, error))
 }
 
 /// Runs an argument vector on the host without a shell and returns its Execution; the scope, if any, has already checked process_execute.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    refuse_subprocess_denial(ruby, &call.launch)?;
-    let host = host_command(ruby, rb_self, &call.launch)?;
-    la::run(ruby, rb_self, host, call)
-}
-
-/// `allow_subprocesses: false` cannot be enforced on the host: CapabilityError.
-fn refuse_subprocess_denial(ruby: &Ruby, launch: &la::Launch) -> Result<(), Error> {
-    if launch.allow_subprocesses == Some(false) {
-        return Err(errors::capability_error(
-            ruby,
-            "the unrestricted sandbox cannot prohibit subprocess creation",
-        ));
-    }
-    Ok(())
+    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
+    la::run(ruby, rb_self, prepared, call)
 }
 
 /// Starts an owned, duplex ProcessSession on the host; `allow_subprocesses: false` cannot be enforced and raises CapabilityError.
 fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let call = StartCall::parse(ruby, rb_self, args, true)?;
-    // nil means the default (H.6), which here is true.
-    refuse_subprocess_denial(ruby, &call.launch)?;
-    let host = host_command(ruby, rb_self, &call.launch)?;
+    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
     // 2.4: once, before spawning.
     check_context(call.launch.context)?;
-    la::start(ruby, rb_self, host, call)
+    la::start(ruby, rb_self, prepared, call)
 }

@@ -5,13 +5,10 @@ pub mod bubblewrap;
 pub mod effective;
 #[cfg(target_os = "linux")]
 pub mod landlock;
-#[cfg(target_os = "linux")]
-pub mod landlock_host;
 pub mod launch_steps;
 pub mod native;
 pub mod private_tmp;
 pub mod seatbelt;
-pub mod seatbelt_host;
 pub mod unrestricted;
 
 pub use littleghost_sandbox_restrict::seccomp;

@@ -3,11 +3,8 @@
 //! and turning an open gateway into what a launch needs (its variables, its
 //! read-only binds, its socket path, the relay helper).
 
-use std::os::fd::{AsRawFd, OwnedFd};
-
-use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::backend::bubblewrap::{self as bw, Gateway, GatewayConnection};
 use littleghost_sandbox_core::grants::Grant;
-use littleghost_sandbox_core::launch::trust_store::TrustStore;
 use littleghost_sandbox_core::policy::{network_declaration, NetworkRules};
 use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 
@@ -137,92 +134,61 @@ pub(crate) fn environment(ruby: &Ruby, gateway: Value) -> Result<Vec<(String, St
     convert::environment(ruby, Some(environment))
 }
 
-/// The exact `host:port` entries of `rules` (the allowlist a launch goes
-/// through) that a tunnel can serve, as (host, port) pairs: what the relay
-/// also serves to clients that ignore proxies.
-pub(crate) fn exact_destinations(rules: Option<&NetworkRules>) -> Vec<(String, u16)> {
-    rules.map_or_else(
-        Vec::new,
-        littleghost_sandbox_core::launch::transparent::tunnelled_destinations,
-    )
+/// An open gateway as the core's launch asks it (G.2).
+pub(crate) struct RubyGateway<'r> {
+    pub ruby: &'r Ruby,
+    pub value: Value,
 }
 
-/// Before a launch: `validate!` (G.2), then the socket path and the mounts,
-/// with the relay helper of `options` and the transparent listeners for
-/// `destinations`; the descriptors returned (the helper's bytes, the
-/// sandbox's `/etc/hosts`, the pipes holding a launch whose relay listens
-/// below port 1024, the host's trust directories) must stay open until the
-/// launch has started. A
-/// scope's `narrowed` rules go through a view of the built-in gateway (its
-/// own socket and directory); another gateway cannot enforce them:
-/// CapabilityError (fail closed).
-pub(crate) fn relay(
-    ruby: &Ruby,
-    gateway: Value,
-    options: &bw::Options,
-    narrowed: Option<&NetworkRules>,
-    destinations: &[(String, u16)],
-) -> Result<(bw::Relay, Vec<OwnedFd>), Error> {
-    let _: Value = gateway.funcall("validate!", ())?;
-    // The built-in gateway's directories are bound from their handles;
-    // another gateway's mounts (G.4) by path.
-    let (socket, binds, handles) = match narrowed {
-        Some(rules) => {
-            let Some(view) = builtin_gateway::view(ruby, gateway, rules)? else {
-                return Err(errors::capability_error(
-                    ruby,
-                    "a scope's narrowed allowlist needs the built-in gateway (only it serves narrowed views)",
-                ));
-            };
-            let handles = errors::core_result(ruby, view.bind_handles())?;
-            (view.socket_path().to_path_buf(), Vec::new(), handles)
+impl Gateway<Error> for RubyGateway<'_> {
+    fn environment(&self) -> Result<Vec<(String, String)>, Error> {
+        environment(self.ruby, self.value)
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        let _: Value = self.value.funcall("validate!", ())?;
+        Ok(())
+    }
+
+    /// The socket path and the mounts: the built-in gateway's directories
+    /// from their handles, another gateway's (G.4) by path.
+    fn connection(&self) -> Result<GatewayConnection, Error> {
+        let ruby = self.ruby;
+        let socket: Value = self.value.funcall("proxy_mount_path", ())?;
+        if socket.is_nil() {
+            return Err(errors::dependency_error(
+                ruby,
+                "the network gateway has no proxy_mount_path (is it open?)",
+            ));
         }
-        None => {
-            let socket: Value = gateway.funcall("proxy_mount_path", ())?;
-            if socket.is_nil() {
-                return Err(errors::dependency_error(
-                    ruby,
-                    "the network gateway has no proxy_mount_path (is it open?)",
-                ));
-            }
-            let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
-            match builtin_gateway::bind_handles(ruby, gateway)? {
-                Some(handles) => (socket, Vec::new(), handles),
-                None => {
-                    let mounts = grants(ruby, gateway.funcall("mounts", ())?)?;
-                    let binds = mounts.into_iter().map(|g| (g.source, g.target)).collect();
-                    (socket, binds, Vec::new())
+        let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
+        Ok(match builtin_gateway::bind_handles(ruby, self.value)? {
+            Some(handles) => GatewayConnection {
+                socket,
+                binds: Vec::new(),
+                handles,
+            },
+            None => {
+                let mounts = grants(ruby, self.value.funcall("mounts", ())?)?;
+                GatewayConnection {
+                    socket,
+                    binds: mounts.into_iter().map(|g| (g.source, g.target)).collect(),
+                    handles: Vec::new(),
                 }
             }
-        }
-    };
-    let data = errors::core_result(ruby, options.relay_data())?;
-    let served = errors::core_result(ruby, options.transparent(destinations))?;
-    let trust = TrustStore::open();
-    let relay = bw::Relay {
-        data: data.as_raw_fd(),
-        trust: trust.binds(),
-        socket,
-        binds,
-        handles: handles
-            .iter()
-            .map(|(fd, target)| (fd.as_raw_fd(), target.clone()))
-            .collect(),
-        forwards: served.forwards,
-        hosts: served.hosts.as_ref().map(|fd| fd.as_raw_fd()),
-        hold: served.pipes.as_ref().map(|pipes| pipes.hold()),
-    };
-    let pipes = served.pipes.into_iter().flat_map(|pipes| pipes.into_fds());
-    Ok((
-        relay,
-        [data]
-            .into_iter()
-            .chain(handles.into_iter().map(|(fd, _)| fd))
-            .chain(served.hosts)
-            .chain(pipes)
-            .chain(trust.into_fds())
-            .collect(),
-    ))
+        })
+    }
+
+    fn view(&self, rules: &NetworkRules) -> Result<Option<GatewayConnection>, Error> {
+        let Some(view) = builtin_gateway::view(self.ruby, self.value, rules)? else {
+            return Ok(None);
+        };
+        Ok(Some(GatewayConnection {
+            socket: view.socket_path().to_path_buf(),
+            binds: Vec::new(),
+            handles: errors::core_result(self.ruby, view.bind_handles())?,
+        }))
+    }
 }
 
 /// `Array(value)` of mount declarations as core grants.

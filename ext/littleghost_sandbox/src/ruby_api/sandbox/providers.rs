@@ -4,8 +4,9 @@ use magnus::{
     function, method, prelude::*, scan_args::scan_args, Error, KwArgs, RClass, RHash, Ruby, Value,
 };
 
+use crate::helpers::constants;
 use crate::helpers::registry::Registry;
-use crate::helpers::{constants, probe};
+use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::{capabilities, errors};
 
 /// The one provider registry shared by `Sandbox` and all its subclasses.

@@ -3,6 +3,7 @@
 
 mod args;
 mod command;
+mod launcher;
 mod options;
 mod overlays;
 mod probe;

@@ -5,7 +5,7 @@
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
-use crate::backend::landlock::{self as ll, launch::Sandbox};
+use super::{self as ll, launch::Sandbox};
 use crate::backend::launch_steps::{path_text as text, Platform};
 use crate::backend::private_tmp;
 use crate::error::{policy, Error, Result};

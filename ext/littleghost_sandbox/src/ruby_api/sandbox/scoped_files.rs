@@ -78,7 +78,7 @@ fn require_opened_workspace(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Erro
         Some(native) if !native.is_open() => {}
         _ => return Ok(()),
     }
-    let root = crate::helpers::launch_args::workspace_root(workspace)?;
+    let root = crate::ruby_api::sandbox::launch::workspace_root(workspace)?;
     if root.is_dir() {
         return Ok(());
     }

@@ -6,6 +6,9 @@ use std::path::Path;
 
 use crate::error::{tool, Result};
 
+mod launcher;
+pub use launcher::Launcher;
+
 /// A directory's (device, inode).
 pub type Identity = (u64, u64);
 

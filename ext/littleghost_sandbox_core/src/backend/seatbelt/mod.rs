@@ -2,6 +2,11 @@
 //! `sandbox-exec -p` (SPEC SB.6), as one pure function of plain data. It runs
 //! only on macOS, but the text is built and tested everywhere.
 
+pub mod host;
+mod launcher;
+
+pub use launcher::{Launcher, Sandbox};
+
 use std::path::{Path, PathBuf};
 
 use crate::backend::bubblewrap::RootFilesystem;

@@ -13,7 +13,11 @@
 //!
 //! Minimum Landlock ABI: 6 (Linux 6.12); why: see there.
 
+pub mod host;
 pub mod launch;
+mod launcher;
+
+pub use launcher::Launcher;
 
 use std::path::{Path, PathBuf};
 

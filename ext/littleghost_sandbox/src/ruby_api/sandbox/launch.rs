@@ -1,20 +1,23 @@
 //! What every backend's `execute_program` and `start_program` share: the
-//! keywords parsed once into an [`ExecuteCall`] or a [`StartCall`], the
-//! Ruby-side inputs of the core launch plan (effective policy, grants,
-//! scope, working directory, environment layers), and the shared runner a
-//! wrapped [`HostCommand`] goes through.
+//! keywords parsed once into an [`ExecuteCall`] or a [`StartCall`], then
+//! converted into the core's [`LaunchCall`] with the workspace as a
+//! [`WorkspaceView`] ([`RubyWorkspace`]); the core's launcher prepares the
+//! launch, and the shared runner or session runs the [`Prepared`] result.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::launch_steps as steps;
 use littleghost_sandbox_core::error::Error as CoreError;
+use littleghost_sandbox_core::fs::anchor::Anchors;
 use littleghost_sandbox_core::grants::Grant;
-use littleghost_sandbox_core::launch::{self, LaunchPlan, LaunchRequest, NetworkMode};
+use littleghost_sandbox_core::launch::prepare::{
+    self, Kind, LaunchCall, LaunchError, Prepared, Refused, ScopeCall, WorkspaceView,
+};
+use littleghost_sandbox_core::launch::NetworkMode;
 use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::policy::Policy;
-use littleghost_sandbox_core::process::hold::Held;
-use littleghost_sandbox_core::process::SpawnOptions;
 use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
 use crate::helpers::args::{command_call, keywords, keywords_only};
@@ -258,33 +261,30 @@ fn workspace_environment(ruby: &Ruby, workspace: Value) -> Result<Vec<(String, S
     }
 }
 
-/// `workspace.resolve(cwd)`: a logical path the workspace refuses is a
-/// ToolError naming it.
-fn resolve_cwd(ruby: &Ruby, workspace: Value, cwd: RString) -> Result<PathBuf, Error> {
+/// `workspace.resolve(cwd)`: a rule of 3.3 refusing it is the core's to
+/// word; a duck-typed workspace's ArgumentError or KeyError is a ToolError
+/// with its own message.
+fn resolve_cwd(ruby: &Ruby, workspace: Value, cwd: &Path) -> Result<PathBuf, Refused<Error>> {
+    let raised = |error| Refused::Raised(errors::from_core(ruby, error));
     if let Some(native) = workspace::native(ruby, workspace) {
-        let path = convert::path_of(cwd);
-        return match native.resolve_core(&path) {
+        return match native.resolve_core(cwd) {
             Err(CoreError::Argument(message) | CoreError::Key(message)) => {
-                let shown = path.display().to_string();
-                let named = if message.contains(&shown) {
-                    message
-                } else {
-                    format!("{message}: {shown}")
-                };
-                Err(errors::tool_error(ruby, named))
+                Err(Refused::Reason(message))
             }
-            resolved => errors::core_result(ruby, resolved),
+            resolved => resolved.map_err(raised),
         };
     }
-    match workspace.funcall::<_, _, Value>("resolve", (cwd,)) {
-        Ok(resolved) => convert::string_path(resolved),
+    let given = convert::path_to_ruby(ruby, cwd);
+    match workspace.funcall::<_, _, Value>("resolve", (given,)) {
+        Ok(resolved) => convert::string_path(resolved).map_err(Refused::Raised),
         Err(error)
             if error.is_kind_of(ruby.exception_arg_error())
                 || error.is_kind_of(ruby.exception_key_error()) =>
         {
-            Err(errors::tool_error(ruby, sandbox::error_message(&error)))
+            let message = sandbox::error_message(&error);
+            Err(Refused::Raised(errors::tool_error(ruby, message)))
         }
-        Err(error) => Err(error),
+        Err(error) => Err(Refused::Raised(error)),
     }
 }
 
@@ -299,7 +299,6 @@ pub(crate) fn policy_grants(ruby: &Ruby, rb_self: SandboxObj) -> Result<Vec<Gran
 
 /// A launch's scope as the plan needs it.
 pub(crate) struct ScopeView {
-    pub value: Value,
     pub grants: Vec<Grant>,
     pub network: Option<NetworkMode>,
     /// The rules of the scope's allowlist (a narrowed scope's differ from the policy's).
@@ -324,7 +323,6 @@ pub(crate) fn scope_view(ruby: &Ruby, value: Option<Value>) -> Result<Option<Sco
         .filter(|n| n.core().mode == littleghost_sandbox_core::policy::NetworkMode::Allowlist)
         .map(|n| n.core().rules.clone());
     Ok(Some(ScopeView {
-        value,
         grants,
         network,
         network_rules,
@@ -332,143 +330,131 @@ pub(crate) fn scope_view(ruby: &Ruby, value: Option<Value>) -> Result<Option<Sco
     }))
 }
 
-/// Whether the launch may create subprocesses: as `requested`, or as the
-/// scope allows when nothing was requested; asking for them where the scope
-/// forbids them is a CapabilityError.
-pub(crate) fn subprocesses(
-    ruby: &Ruby,
-    scope: Option<&ScopeView>,
-    requested: Option<bool>,
-) -> Result<bool, Error> {
-    let spawns = scope.map(|scope| scope.spawns);
-    errors::core_result(ruby, steps::subprocesses(spawns, requested))
-}
-
-/// The working directory of a launch (B.7): nil is the workspace root; a
-/// relative value resolves logically, as does an absolute one unless
-/// `in_sandbox` (then it names a path inside the sandbox).
+/// The working directory of a launch (B.7), by the core's rule.
 pub(crate) fn launch_cwd(
     ruby: &Ruby,
     rb_self: SandboxObj,
     cwd: Option<Value>,
     in_sandbox: bool,
 ) -> Result<PathBuf, Error> {
-    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
     let cwd = match cwd.filter(|v| !v.is_nil()) {
-        None => return workspace_root(workspace),
-        Some(cwd) => convert::path_string(ruby, cwd, "cwd")?,
+        None => None,
+        Some(cwd) => Some(convert::path_of(convert::path_string(ruby, cwd, "cwd")?)),
     };
-    if in_sandbox && convert::path_of(cwd).is_absolute() {
-        return convert::string_path(convert::expand_path(ruby, cwd.as_value(), None)?.as_value());
-    }
-    let resolved = resolve_cwd(ruby, workspace, cwd)?;
-    // A logical directory that does not exist is named as the caller wrote
-    // it: a model's `cwd:` gets an answer it can act on.
-    if !resolved.is_dir() {
-        let shown = convert::path_of(cwd).display().to_string();
-        let missing = littleghost_sandbox_core::launch::CWD_NOT_AVAILABLE;
-        return Err(errors::tool_error(ruby, format!("{missing}: {shown}")));
-    }
-    Ok(resolved)
+    let view = RubyWorkspace::of(ruby, rb_self);
+    prepare::working_directory(&view, cwd, in_sandbox).map_err(|e| raised(ruby, e))
 }
 
-/// The core launch plan of `request`, with the workspace's and the call's
-/// variables as its environment layers.
-pub(crate) fn plan(
+// ---------------------------------------------------------------------------
+// The call as the core's launch takes it.
+
+/// The workspace of a sandbox as the core's launch asks it: a plain
+/// `LittleGhost::Workspace` is read in Rust, any other through Ruby.
+pub(crate) struct RubyWorkspace<'r> {
+    ruby: &'r Ruby,
+    value: Value,
+}
+
+impl<'r> RubyWorkspace<'r> {
+    /// The workspace of the sandbox `owner`.
+    pub(crate) fn of(ruby: &'r Ruby, owner: SandboxObj) -> RubyWorkspace<'r> {
+        RubyWorkspace {
+            ruby,
+            value: sandbox::workspace_of(ruby, owner.as_value()),
+        }
+    }
+}
+
+impl WorkspaceView<Error> for RubyWorkspace<'_> {
+    fn directory(&self, name: &str) -> Result<PathBuf, Error> {
+        if name != littleghost_sandbox_core::workspace::ROOT_NAME {
+            vo::require_duck(self.value, "workspace", &["root", "path"])?;
+        }
+        workspace::directory(self.ruby, self.value, name)
+    }
+
+    fn directories(&self) -> Result<Vec<PathBuf>, Error> {
+        workspace_directories(self.ruby, self.value)
+    }
+
+    fn environment(&self) -> Result<Vec<(String, String)>, Error> {
+        workspace_environment(self.ruby, self.value)
+    }
+
+    fn resolve(&self, logical: &Path) -> Result<PathBuf, Refused<Error>> {
+        resolve_cwd(self.ruby, self.value, logical)
+    }
+
+    fn anchors(&self) -> Option<Arc<Anchors>> {
+        workspace::anchors_of(self.value)
+    }
+}
+
+/// The keywords of a launch as the core's [`LaunchCall`]; each conversion's
+/// error is raised where the core's sequence reads the value. `read_scope`:
+/// the backend confines processes, so the scope is converted too.
+pub(crate) fn launch_call(
     ruby: &Ruby,
-    rb_self: SandboxObj,
-    environment: Option<Value>,
-    request: LaunchRequest<'_>,
-) -> Result<LaunchPlan, Error> {
-    let layers = || -> Result<launch::Layers, Error> {
-        let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-        Ok((
-            workspace_environment(ruby, workspace)?,
-            convert::environment(ruby, environment)?,
-        ))
-    };
-    launch::plan(request, layers, |e| errors::from_core(ruby, e))
+    launch: &Launch,
+    kind: Kind,
+    read_scope: bool,
+) -> LaunchCall<Error> {
+    let cwd = launch.cwd.filter(|v| !v.is_nil());
+    LaunchCall {
+        kind,
+        argv: convert::argv(ruby, launch.command),
+        scope: match read_scope {
+            true => scope_call(ruby, launch.scope),
+            false => Ok(None),
+        },
+        allow_subprocesses: launch.allow_subprocesses,
+        cwd: cwd
+            .map(|cwd| convert::path_string(ruby, cwd, "cwd").map(convert::path_of))
+            .transpose(),
+        inherit_environment: launch.inherit,
+        environment: convert::environment(ruby, launch.environment),
+    }
+}
+
+/// The scope of a launch, validated (16.5 step 1) and converted, or None.
+pub(crate) fn scope_call(ruby: &Ruby, value: Option<Value>) -> Result<Option<ScopeCall>, Error> {
+    Ok(scope_view(ruby, value)?.map(|view| ScopeCall {
+        grants: view.grants,
+        network: view.network,
+        network_rules: view.network_rules,
+        spawns: view.spawns,
+    }))
+}
+
+/// A refused launch as the Ruby error it raises.
+pub(crate) fn raised(ruby: &Ruby, error: LaunchError<Error>) -> Error {
+    error.into_caller(|core| errors::from_core(ruby, core))
 }
 
 // ---------------------------------------------------------------------------
 // The shared runner.
 
-/// A host command ready for the shared runner or session: the wrapper argv
-/// plus what its own process gets.
-pub(crate) struct HostCommand {
-    pub argv: Vec<String>,
-    /// The wrapper process's explicit environment (bwrap: none, its child gets `--setenv`).
-    pub environment: Vec<(String, String)>,
-    pub inherit_environment: bool,
-    pub chdir: Option<PathBuf>,
-    /// Descriptors kept open across exec (the seccomp program).
-    pub keep_fds: Vec<i32>,
-    /// The descriptor to execute instead of `argv[0]` (the sealed helper).
-    pub exec_fd: Option<i32>,
-    /// bwrap held once set up, until the host prepared and checked its sandbox.
-    pub hold: Option<Held>,
-    /// For bwrap: argv[0] as bwrap execs it, and as the caller wrote it (17.4).
-    pub exec_argv0: Option<(Vec<u8>, String)>,
-    /// The caller's argv[0] where `argv` runs it through a wrapper that is
-    /// not bwrap (the Landlock supervisor), for denial events.
-    pub wrapped_program: Option<String>,
-}
-
-impl HostCommand {
-    /// A plain host launch of a planned command (no wrapper descriptors).
-    pub(crate) fn planned(argv: Vec<String>, plan: LaunchPlan) -> HostCommand {
-        HostCommand {
-            argv,
-            environment: plan.environment,
-            inherit_environment: plan.inherit_environment,
-            chdir: Some(plan.cwd),
-            keep_fds: Vec::new(),
-            exec_fd: None,
-            hold: None,
-            exec_argv0: None,
-            wrapped_program: None,
-        }
-    }
-
-    /// The program as the caller named it (for denial events), never the
-    /// wrapper's (bwrap, the Landlock supervisor).
-    fn program(&self) -> &str {
-        if let Some(program) = &self.wrapped_program {
-            return program;
-        }
-        match &self.exec_argv0 {
-            Some((_, written)) => written,
-            None => self.argv.first().map_or("", String::as_str),
-        }
-    }
-}
-
 /// 17.4: bwrap's own execvp failure becomes exit 127/126 with a shell-style message.
 fn reinterpret_exec_failure(
     ruby: &Ruby,
-    host: &HostCommand,
+    prepared: &Prepared,
     execution: Value,
 ) -> Result<Value, Error> {
-    let Some((exec_argv0, display_argv0)) = &host.exec_argv0 else {
+    if prepared.exec_argv0.is_none() {
         return Ok(execution);
-    };
+    }
     let values = execution::data::values(execution)?;
     let (stdout, stderr, exit_code) = (values[0], values[1], values[2]);
-    let failure = bw::classify_exec_failure(
+    let failure = prepared.exec_failure(
         Option::<i32>::try_convert(exit_code)?,
         &convert::bytes(RString::try_convert(stdout)?),
         &convert::bytes(RString::try_convert(stderr)?),
-        exec_argv0,
     );
     Ok(match failure {
         None => execution,
-        Some(failure) => execution::Execution::wrap(
-            ruby,
-            "",
-            &failure.message(display_argv0),
-            Some(failure.exit_code()),
-            None,
-        ),
+        Some(failure) => {
+            execution::Execution::wrap(ruby, "", &failure.stderr, Some(failure.exit_code), None)
+        }
     })
 }
 
@@ -488,72 +474,58 @@ fn require_execute(ruby: &Ruby, owner: SandboxObj, scope: Option<Value>) -> Resu
         Some(scope) => scope::supports_feature(ruby, scope, "process_execute")?,
         None => true,
     };
-    if sandbox_allows && scope_allows {
-        Ok(())
-    } else {
-        Err(errors::tool_error(
-            ruby,
-            "Sandbox scope does not allow process execute",
-        ))
-    }
+    errors::core_result(ruby, prepare::require_execute(sandbox_allows, scope_allows))
 }
 
-/// Runs a host command through the shared process runner (§17).
+/// Runs a prepared launch through the shared process runner (§17); what
+/// it keeps open is closed once the run is over.
 pub(crate) fn run(
     ruby: &Ruby,
     owner: SandboxObj,
-    host: HostCommand,
+    prepared: Prepared,
     call: ExecuteCall,
 ) -> Result<Value, Error> {
     let request = RunRequest {
-        argv: host.argv.clone(),
+        argv: prepared.argv.clone(),
         timeout: call.timeout,
         context: call.launch.context,
         max_output_bytes: call.max_output_bytes,
-        environment: host.environment.clone(),
-        inherit_environment: host.inherit_environment,
-        chdir: host.chdir.clone(),
-        spawn_options: SpawnOptions {
-            inherited_fds: host.keep_fds.clone(),
-            executable_fd: host.exec_fd,
-            hold: host.hold.clone(),
-        },
+        environment: prepared.environment.clone(),
+        inherit_environment: prepared.inherit_environment,
+        chdir: prepared.chdir.clone(),
+        spawn_options: prepared.spawn.clone(),
         owner: Some(ownership::owner(ruby, owner)?),
         kill_on_output_limit: call.kill_on_output_limit,
         limits: call.limits,
-        denials: crate::ruby_api::denial::Reporter::of(owner, host.program()),
+        denials: crate::ruby_api::denial::Reporter::of(owner, &prepared.program),
     };
     let execution = process_runner::run(ruby, request)?;
-    reinterpret_exec_failure(ruby, &host, execution)
+    reinterpret_exec_failure(ruby, &prepared, execution)
 }
 
-/// Starts a host command as a shared ProcessSession (§18).
+/// Starts a prepared launch as a shared ProcessSession (§18).
 pub(crate) fn start(
     ruby: &Ruby,
     owner: SandboxObj,
-    host: HostCommand,
+    prepared: Prepared,
     call: StartCall,
 ) -> Result<Value, Error> {
-    let denials = crate::ruby_api::denial::Reporter::of(owner, host.program());
+    let denials = crate::ruby_api::denial::Reporter::of(owner, &prepared.program);
     let shown_command = Some(convert::argv(ruby, call.launch.command)?);
     process_session::start(
         ruby,
         SessionRequest {
-            argv: host.argv,
+            argv: prepared.argv.clone(),
             shown_command,
-            environment: host.environment,
-            inherit_environment: host.inherit_environment,
-            chdir: host.chdir,
+            environment: prepared.environment.clone(),
+            inherit_environment: prepared.inherit_environment,
+            chdir: prepared.chdir.clone(),
             output_bytes: call.output_bytes,
             timeout: call.timeout,
             limits: call.limits,
             memory_reader: None,
             file_bytes: call.file_bytes,
-            spawn_options: SpawnOptions {
-                inherited_fds: host.keep_fds,
-                executable_fd: host.exec_fd,
-                hold: host.hold.clone(),
-            },
+            spawn_options: prepared.spawn.clone(),
             owner: Some(ownership::owner(ruby, owner)?),
             denials,
         },
