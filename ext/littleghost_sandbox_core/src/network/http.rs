@@ -43,13 +43,13 @@ use super::memory::Lease;
 use super::pipe::{pipe, PipeWriter};
 use super::rules::{is_token, Access, HostPattern, Pattern, PortPattern, Rule};
 use super::secrets::{Exfiltration, Secrets};
+use upstream::{Failure, Piece, Response, Upstream};
+
+mod upstream;
 
 /// A stream the engine can serve.
 pub(super) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-
-/// An upstream connection, whatever its transport (TCP, TLS).
-type Boxed<'u> = Box<dyn Io + 'u>;
 
 /// How much a read asks for at once (heads, bodies, tunnels).
 const READ_SIZE: usize = 128 * 1024;
@@ -784,11 +784,15 @@ async fn more<R: AsyncRead + Unpin>(from: &mut Reader<R>) -> Result<(), BodyErro
     }
 }
 
-/// Copies one body, framed as `framing`, verbatim from `from` to `to`,
-/// scanning its data (not its framing) when a scanner is given.
-async fn copy_body<R, W>(
+/// Hands `to` (hyper's request body) the data of one body the child framed
+/// as `framing`, decoded, scanning it (and a chunked body's size lines and
+/// trailer fields) when a scanner is given; `count` is what it read of the
+/// child's connection, framing included. [`Piece::End`] goes only after the
+/// whole body was read and scanned: on any error `to` is dropped without
+/// it, and hyper never completes the request toward the destination.
+async fn forward_body<R>(
     from: &mut Reader<R>,
-    to: &mut W,
+    to: tokio::sync::mpsc::Sender<Piece>,
     framing: Framing,
     mut scanner: Option<&mut Scanner<'_>>,
     count: &AtomicU64,
@@ -796,10 +800,11 @@ async fn copy_body<R, W>(
 ) -> Result<(), BodyError>
 where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
 {
+    let pass = |data: &[u8]| Piece::Data(hyper::body::Bytes::copy_from_slice(data));
     match framing {
-        Framing::None => Ok(()),
+        Framing::None => {}
+        Framing::UntilClose => return Err(BodyError::Malformed("a request body needs a length")),
         Framing::Length(mut left) => {
             while left > 0 {
                 if from.buffered().is_empty() {
@@ -810,30 +815,17 @@ where
                 if scanner.as_deref_mut().and_then(|s| s.feed(data)).is_some() {
                     return Err(BodyError::Exfiltrated);
                 }
-                send(to, data).await?;
+                let piece = pass(data);
                 from.consume(take);
+                to.send(piece).await.map_err(|_| BodyError::WriteFailed)?;
                 left -= take as u64;
                 count.fetch_add(take as u64, Ordering::Relaxed);
                 progress.moved();
             }
-            Ok(())
         }
-        Framing::UntilClose => loop {
-            if from.buffered().is_empty() && more(from).await.is_err() {
-                return Ok(());
-            }
-            let data = from.buffered();
-            if scanner.as_deref_mut().and_then(|s| s.feed(data)).is_some() {
-                return Err(BodyError::Exfiltrated);
-            }
-            send(to, data).await?;
-            let n = data.len();
-            from.consume(n);
-            count.fetch_add(n as u64, Ordering::Relaxed);
-            progress.moved();
-        },
         Framing::Chunked => {
             let mut decoder = Chunked::new();
+            let mut data = Vec::new();
             loop {
                 let buffered = from.buffered();
                 let mut used = 0;
@@ -846,7 +838,7 @@ where
                         Step::More => break,
                         Step::Framing(n) => {
                             // Size lines (extensions) and trailer fields:
-                            // whole lines, checked on their own.
+                            // whole lines, checked on their own, not forwarded.
                             let line = &buffered[used..used + n];
                             if scanner
                                 .as_deref()
@@ -858,10 +850,11 @@ where
                             used += n;
                         }
                         Step::Data(n) => {
-                            let data = &buffered[used..used + n];
-                            if scanner.as_deref_mut().and_then(|s| s.feed(data)).is_some() {
+                            let piece = &buffered[used..used + n];
+                            if scanner.as_deref_mut().and_then(|s| s.feed(piece)).is_some() {
                                 return Err(BodyError::Exfiltrated);
                             }
+                            data.extend_from_slice(piece);
                             used += n;
                         }
                         Step::Done(n) => {
@@ -871,13 +864,16 @@ where
                     }
                 }
                 if used > 0 {
-                    send(to, &buffered[..used]).await?;
                     from.consume(used);
+                    if !data.is_empty() {
+                        let piece = Piece::Data(std::mem::take(&mut data).into());
+                        to.send(piece).await.map_err(|_| BodyError::WriteFailed)?;
+                    }
                     count.fetch_add(used as u64, Ordering::Relaxed);
                     progress.moved();
                 }
                 if done {
-                    return Ok(());
+                    break;
                 }
                 if used == 0 {
                     more(from).await?;
@@ -885,6 +881,9 @@ where
             }
         }
     }
+    // hyper drops the body once a length is complete: no end to hand it then.
+    let _ = to.send(Piece::End).await;
+    Ok(())
 }
 
 /// How a tunnel ended.
@@ -1117,27 +1116,6 @@ enum Mode<'h> {
     Inspected(Destination),
 }
 
-struct Upstream<'u> {
-    destination: Destination,
-    reader: Reader<ReadHalf<Boxed<'u>>>,
-    writer: WriteHalf<Boxed<'u>>,
-    /// Whether it already carried a response (a close before the next one
-    /// is then the ordinary keep-alive race, not a failure).
-    used: bool,
-}
-
-impl<'u> Upstream<'u> {
-    fn new(destination: Destination, stream: Boxed<'u>, lease: Lease) -> Upstream<'u> {
-        let (reader, writer) = tokio::io::split(stream);
-        Upstream {
-            destination,
-            reader: Reader::new(reader, lease),
-            writer,
-            used: false,
-        }
-    }
-}
-
 /// How the engine writes to its client: the stream's own write half (the
 /// proxy, which can give a `CONNECT`'s stream back whole), or a
 /// [`PipeWriter`] feeding a writer task of its own (inspected TLS).
@@ -1161,11 +1139,11 @@ impl<C> ToClient<C> for PipeWriter {
     }
 }
 
-struct Engine<'a, 'u, C, W> {
+struct Engine<'a, C, W> {
     shared: &'a Shared,
     client: Reader<ReadHalf<C>>,
     to_client: W,
-    upstream: Option<Upstream<'u>>,
+    upstream: Option<Upstream>,
     mode: Mode<'a>,
     served: u64,
 }
@@ -1228,8 +1206,16 @@ pub(super) async fn serve_inspected<C, U>(
     shared: &Shared,
 ) where
     C: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    U: AsyncRead + AsyncWrite + Unpin + Send,
+    U: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let upstream = Upstream::start(
+        destination.clone(),
+        Box::new(upstream),
+        leases.upstream,
+        shared.max_header_bytes,
+    )
+    .await
+    .ok();
     let (reader, to_client) = tokio::io::split(client);
     let (to_client, writer) = pipe(to_client, leases.to_client);
     let writer = tokio::spawn(writer);
@@ -1240,11 +1226,7 @@ pub(super) async fn serve_inspected<C, U>(
         shared,
         client: Reader::new(reader, leases.client),
         to_client,
-        upstream: Some(Upstream::new(
-            destination.clone(),
-            Box::new(upstream),
-            leases.upstream,
-        )),
+        upstream,
         mode: Mode::Inspected(destination.clone()),
         served: 0,
     };
@@ -1273,7 +1255,7 @@ impl Drop for AbortOnDrop {
     }
 }
 
-impl<'a, 'u, C, W> Engine<'a, 'u, C, W>
+impl<'a, C, W> Engine<'a, C, W>
 where
     C: AsyncRead + AsyncWrite + Unpin + Send,
     W: ToClient<C>,
@@ -1343,15 +1325,6 @@ where
     async fn next_head(&mut self) -> Option<Result<Vec<u8>, Refusal>> {
         let shared = self.shared;
         if self.served > 0 {
-            // Bytes the destination sent past its response answer nothing
-            // the client asked: never relay them as the next response.
-            if self
-                .upstream
-                .as_ref()
-                .is_some_and(|up| !up.reader.buffered().is_empty())
-            {
-                self.upstream = None;
-            }
             loop {
                 while self.client.buffered().starts_with(b"\r\n") {
                     self.client.consume(2);
@@ -1364,7 +1337,9 @@ where
                     match upstream {
                         Some(upstream) => tokio::select! {
                             read = client.fill() => matches!(read, Ok(n) if n > 0),
-                            _ = upstream.reader.fill() => false,
+                            // hyper ends the connection when the destination
+                            // closes it or sends what no request asked for.
+                            () = upstream.ended() => false,
                         },
                         None => matches!(client.fill().await, Ok(n) if n > 0),
                     }
@@ -1551,24 +1526,48 @@ where
         event.decision = Decision::Allowed;
 
         let connection = forwarded_connection(upgrade.as_deref(), client_close);
-        let bytes = origin_form(
-            &head,
-            &headers,
-            &host,
-            &forwarded_path,
-            connection,
-            upgrade.as_deref(),
-        );
+        let fields = forwarded_fields(&head, &headers, &host, connection, upgrade.as_deref());
         drop(headers);
+        let framed_by_hyper: Vec<(String, String)> = fields
+            .into_iter()
+            .filter(|(name, _)| {
+                !name.eq_ignore_ascii_case("content-length")
+                    && !name.eq_ignore_ascii_case("transfer-encoding")
+            })
+            .collect();
+        let (mut forwarded, feed) = match upstream::request(
+            &method,
+            &head.version,
+            &forwarded_path,
+            &framed_by_hyper,
+            framing,
+        ) {
+            Ok(forwarded) => forwarded,
+            Err(why) => {
+                return self
+                    .refuse(refusal("400 Bad Request", why), false, event, start)
+                    .await
+            }
+        };
+        drop(framed_by_hyper);
+        let (interim_to, mut interim) = tokio::sync::mpsc::unbounded_channel();
+        hyper::ext::on_informational(&mut forwarded, move |response| {
+            let head =
+                upstream::interim_head(response.version(), response.status(), response.headers());
+            let _ = interim_to.send(head);
+        });
         let to_head = method.eq_ignore_ascii_case("HEAD");
-        let reused = match self.send_head(&bytes).await {
-            Ok(reused) => reused,
-            Err(reused) => {
+        let Some(up) = self.upstream.as_mut() else {
+            return Next::Close;
+        };
+        let reused = up.used;
+        let pending = match up.send(forwarded).await {
+            Ok(pending) => pending,
+            Err(()) => {
                 self.upstream = None;
                 if reused {
                     // The destination closed a kept-alive connection: end
                     // the client's too, as the destination itself would.
-                    event.decision = Decision::Allowed;
                     event.push(shared, start);
                     return Next::Close;
                 }
@@ -1582,7 +1581,6 @@ where
                 return self.refuse(refused, false, event, start).await;
             }
         };
-        drop(bytes);
 
         let progress = Progress::new();
         let (sent, received) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -1590,23 +1588,17 @@ where
         let mut response_end: Option<Response> = None;
         {
             let Engine {
-                client,
-                to_client,
-                upstream,
-                ..
+                client, to_client, ..
             } = &mut *self;
-            let Some(up) = upstream.as_mut() else {
-                return Next::Close;
-            };
             let mut scanner = Scanner::new(secrets, Some(&destination));
             let scanning = (scanner.keep > 0).then_some(&mut scanner);
-            let body = copy_body(client, &mut up.writer, framing, scanning, &sent, &progress);
-            let response = relay_response(
-                &mut up.reader,
+            let body = forward_body(client, feed, framing, scanning, &sent, &progress);
+            let response = upstream::relay_response(
+                pending,
+                &mut interim,
                 to_client,
                 to_head,
                 upgrade.is_some(),
-                shared.max_header_bytes,
                 &received,
                 &progress,
             );
@@ -1680,23 +1672,33 @@ where
                 }
                 Next::Continue
             }
-            Some(Response::Upgraded) => {
+            Some(Response::Upgraded(switching)) => {
                 let Some(mut up) = self.upstream.take() else {
                     return Next::Close;
                 };
+                event.status = Some(101);
+                event.decision = Decision::Allowed;
+                let switched = timeout(shared.idle_timeout, switching).await;
+                let Ok(Ok(switched)) = switched else {
+                    event.push(shared, start);
+                    return Next::Close;
+                };
+                let lease = up.lease.split_off(FIRST_ROOM);
+                drop(up);
+                let (from_upstream, mut to_upstream) =
+                    tokio::io::split(hyper_util::rt::TokioIo::new(switched));
+                let mut from_upstream = Reader::new(from_upstream, lease);
                 let tunneled = relay_both(
                     &mut self.client,
                     &mut self.to_client,
-                    &mut up.reader,
-                    &mut up.writer,
+                    &mut from_upstream,
+                    &mut to_upstream,
                     Scanner::new(secrets, None),
                     shared.idle_timeout,
                 )
                 .await;
-                event.status = Some(101);
                 event.sent += tunneled.sent;
                 event.received += tunneled.received;
-                event.decision = Decision::Allowed;
                 if tunneled.cut.is_some() {
                     connection::deny(
                         shared,
@@ -1749,24 +1751,6 @@ where
         }
     }
 
-    /// Writes a request head to the current upstream: `Ok(reused)`, or
-    /// `Err(reused)` when the destination is gone.
-    async fn send_head(&mut self, bytes: &[u8]) -> Result<bool, bool> {
-        let Some(up) = self.upstream.as_mut() else {
-            return Err(false);
-        };
-        let reused = up.used;
-        up.used = true;
-        let sent = async {
-            up.writer.write_all(bytes).await?;
-            up.writer.flush().await
-        };
-        match sent.await {
-            Ok(()) => Ok(reused),
-            Err(_) => Err(reused),
-        }
-    }
-
     /// Makes the upstream for `destination` current: the open one when it
     /// goes there, else (proxy) a new one, resolved and vetted again.
     async fn upstream_for(&mut self, destination: &Destination) -> Result<(), Refusal> {
@@ -1788,93 +1772,25 @@ where
                 self.upstream = None;
                 let lease = connection::lease(self.shared, destination, FIRST_ROOM)?;
                 let stream = connection::open(destination, self.shared, held).await?;
-                self.upstream = Some(Upstream::new(destination.clone(), Box::new(stream), lease));
+                let started = Upstream::start(
+                    destination.clone(),
+                    Box::new(stream),
+                    lease,
+                    self.shared.max_header_bytes,
+                )
+                .await
+                .map_err(|_| {
+                    connection::fail(
+                        self.shared,
+                        destination,
+                        DenialReason::UpstreamFailed,
+                        "destination closed the connection",
+                    )
+                })?;
+                self.upstream = Some(started);
                 Ok(())
             }
         }
-    }
-}
-
-/// How relaying a response ended.
-enum Response {
-    Done { status: u16, close: bool },
-    Upgraded,
-    Failed(Failure),
-}
-
-#[derive(Debug, PartialEq, Eq)]
-enum Failure {
-    /// The destination closed before a response.
-    Closed,
-    Bad(&'static str),
-}
-
-/// Relays interim responses and the final one, framed exactly.
-async fn relay_response<R, W>(
-    from: &mut Reader<R>,
-    to: &mut W,
-    to_head: bool,
-    upgrade: bool,
-    limit: usize,
-    received: &AtomicU64,
-    progress: &Progress,
-) -> Response
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    loop {
-        let raw = match from.read_head(limit).await {
-            Ok(Some(raw)) => raw,
-            Ok(None) => return Response::Failed(Failure::Closed),
-            Err(HeadError::TooLarge) => {
-                return Response::Failed(Failure::Bad("response head too large"))
-            }
-            Err(_) => {
-                return Response::Failed(Failure::Bad(
-                    "destination closed inside the response head",
-                ))
-            }
-        };
-        let response = match parse_response_head(&raw) {
-            Ok(response) => response,
-            Err(why) => return Response::Failed(Failure::Bad(why)),
-        };
-        if response.status == 101 && !upgrade {
-            return Response::Failed(Failure::Bad("101 to a request that asked no upgrade"));
-        }
-        let framing = match response_framing(to_head, &response) {
-            Ok(framing) => framing,
-            Err(why) => return Response::Failed(Failure::Bad(why)),
-        };
-        let mut bytes = raw;
-        bytes.extend_from_slice(b"\r\n\r\n");
-        if send(to, &bytes).await.is_err() {
-            return Response::Failed(Failure::Bad("client went away"));
-        }
-        received.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        progress.moved();
-        if response.status == 101 {
-            return Response::Upgraded;
-        }
-        if (100..200).contains(&response.status) {
-            continue;
-        }
-        let tokens = connection_tokens(&response.headers);
-        let close = tokens.iter().any(|t| t == "close")
-            || (response.version == "HTTP/1.0" && !tokens.iter().any(|t| t == "keep-alive"))
-            || framing == Framing::UntilClose;
-        return match copy_body(from, to, framing, None, received, progress).await {
-            Ok(()) => Response::Done {
-                status: response.status,
-                close,
-            },
-            // The client already has the status line: the connection just ends.
-            Err(_) => Response::Done {
-                status: response.status,
-                close: true,
-            },
-        };
     }
 }
 
@@ -2066,8 +1982,30 @@ fn origin_form(
     upgrade: Option<&str>,
 ) -> Vec<u8> {
     let (method, version) = (&head.method, &head.version);
+    let mut out = format!("{method} {path} {version}\r\n");
+    for (name, value) in forwarded_fields(head, headers, host, connection, upgrade) {
+        out.push_str(&name);
+        out.push_str(": ");
+        out.push_str(&value);
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
+}
+
+/// The fields of the head [`origin_form`] writes, in order: `Host`, the
+/// client's fields but hop-by-hop and proxy ones, the `Upgrade` asked for,
+/// one `Connection`. The engine hands these to hyper without the framing
+/// fields, which hyper writes from the body it forwards.
+fn forwarded_fields(
+    head: &Head,
+    headers: &[(String, String)],
+    host: &str,
+    connection: &str,
+    upgrade: Option<&str>,
+) -> Vec<(String, String)> {
     let listed = connection_tokens(&head.headers);
-    let mut out = format!("{method} {path} {version}\r\nHost: {host}\r\n");
+    let mut fields = vec![("Host".to_owned(), host.to_owned())];
     for (name, value) in headers {
         let lower = name.to_ascii_lowercase();
         let hop = matches!(
@@ -2083,21 +2021,14 @@ fn origin_form(
                 | "upgrade"
         ) || (listed.contains(&lower) && !NEVER_HOP_BY_HOP.contains(&lower.as_str()));
         if !hop {
-            out.push_str(name);
-            out.push_str(": ");
-            out.push_str(value);
-            out.push_str("\r\n");
+            fields.push((name.clone(), value.clone()));
         }
     }
     if let Some(upgrade) = upgrade {
-        out.push_str("Upgrade: ");
-        out.push_str(upgrade);
-        out.push_str("\r\n");
+        fields.push(("Upgrade".to_owned(), upgrade.to_owned()));
     }
-    out.push_str("Connection: ");
-    out.push_str(connection);
-    out.push_str("\r\n\r\n");
-    out.into_bytes()
+    fields.push(("Connection".to_owned(), connection.to_owned()));
+    fields
 }
 
 // ---------------------------------------------------------------------------
