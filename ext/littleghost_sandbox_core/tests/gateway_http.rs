@@ -496,7 +496,10 @@ fn the_destination_gets_bodies_framed_anew_from_the_data_the_gateway_read() {
     let seen = upstream.requests();
     assert_eq!(seen[1].body, b"abc");
     let raw = text(&upstream.raw());
-    let lengths = raw.to_ascii_lowercase().matches("content-length: 3\r\n").count();
+    let lengths = raw
+        .to_ascii_lowercase()
+        .matches("content-length: 3\r\n")
+        .count();
     assert_eq!(lengths, 1, "{raw}");
     assert!(!raw.contains("name="), "{raw}");
     assert!(!raw.contains("last"), "{raw}");

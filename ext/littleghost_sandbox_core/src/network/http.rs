@@ -343,18 +343,26 @@ fn connection_tokens(headers: &[(String, String)]) -> Vec<String> {
 }
 
 /// Headers a `Connection` header may not name (RFC 9110 §7.6.1): the
-/// framing of the body and the request's routing. A hop-by-hop listing of
-/// one would leave a forwarded head framed differently from what the
-/// gateway read, so a body could become a second request at the
-/// destination (docs/security.md "Request framing"). `TE`, `Trailer` and
-/// `Upgrade` may be named: the gateway strips those anyway.
-const NEVER_HOP_BY_HOP: [&str; 3] = ["content-length", "transfer-encoding", "host"];
+/// framing of the body (`Content-Length`, `Transfer-Encoding`, and `TE` and
+/// `Trailer`, which say how a chunked body may end) and the request's
+/// routing (`Host`). A hop-by-hop listing of one would leave a forwarded
+/// head framed differently from what the gateway read, so a body could
+/// become a second request at the destination (docs/security.md "Request
+/// framing"). `Upgrade` may be named: every WebSocket client must
+/// (RFC 9110 §7.8), and the gateway writes the `Upgrade` it forwards itself.
+const NOT_NAMED_IN_CONNECTION: [&str; 5] = [
+    "content-length",
+    "transfer-encoding",
+    "host",
+    "te",
+    "trailer",
+];
 
 /// The first framing or routing header a `Connection` header names.
 fn names_framing_header(headers: &[(String, String)]) -> Option<String> {
     connection_tokens(headers)
         .into_iter()
-        .find(|token| NEVER_HOP_BY_HOP.contains(&token.as_str()))
+        .find(|token| NOT_NAMED_IN_CONNECTION.contains(&token.as_str()))
 }
 
 /// A body is framed once: not both `Content-Length` and
@@ -2019,7 +2027,8 @@ fn forwarded_fields(
                 | "te"
                 | "trailer"
                 | "upgrade"
-        ) || (listed.contains(&lower) && !NEVER_HOP_BY_HOP.contains(&lower.as_str()));
+        ) || (listed.contains(&lower)
+            && !NOT_NAMED_IN_CONNECTION.contains(&lower.as_str()));
         if !hop {
             fields.push((name.clone(), value.clone()));
         }
@@ -2800,7 +2809,13 @@ mod tests {
     /// destination as a second request the gateway never decided on.
     #[test]
     fn a_connection_header_naming_a_framing_or_routing_header_is_refused() {
-        for named in ["Content-Length", "transfer-encoding", "HOST"] {
+        for named in [
+            "Content-Length",
+            "transfer-encoding",
+            "HOST",
+            "te",
+            "Trailer",
+        ] {
             let head =
                 parse_head(format!("GET http://a.test/ok/a HTTP/1.1\r\nConnection: keep-alive, {named}\r\nContent-Length: 5").as_bytes())
                     .unwrap();
@@ -2809,7 +2824,7 @@ mod tests {
                 Some(named.to_ascii_lowercase().as_str())
             );
         }
-        for allowed in ["te", "trailer", "upgrade", "keep-alive, close"] {
+        for allowed in ["upgrade", "keep-alive, close", "x-te, trailers"] {
             let head = parse_head(
                 format!("GET http://a.test/ HTTP/1.1\r\nConnection: {allowed}").as_bytes(),
             )
@@ -2926,11 +2941,18 @@ mod tests {
 
     /// The framing invariant of the `request_head` fuzz target: a head whose
     /// `Connection` names a framing or routing header is refused, one naming
-    /// `TE` is forwarded without it and framed as read.
+    /// only `Upgrade`-unrelated options is forwarded without them and framed
+    /// as read.
     #[test]
     fn a_forwarded_head_keeps_the_framing_the_gateway_read() {
         let none = Secrets::default();
-        for named in ["content-length", "Transfer-Encoding", "host"] {
+        for named in [
+            "content-length",
+            "Transfer-Encoding",
+            "host",
+            "TE",
+            "trailer",
+        ] {
             let head = format!(
                 "POST http://a.test/ HTTP/1.1\r\nContent-Length: 5\r\nConnection: keep-alive, {named}"
             );
@@ -2938,7 +2960,7 @@ mod tests {
             assert!(refused.contains(&named.to_ascii_lowercase()), "{refused}");
         }
         let sent = forward_request(
-            b"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTE: trailers\r\nConnection: TE",
+            b"POST http://a.test/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTE: trailers\r\nConnection: X-Hop\r\nX-Hop: 1",
             None,
             &none,
         )
