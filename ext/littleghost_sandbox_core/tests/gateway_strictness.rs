@@ -110,6 +110,41 @@ fn a_smuggled_header_never_reaches_the_destination() {
     assert!(gateway.denials().is_empty(), "a 400 is not a denial");
 }
 
+/// Invariant: a request whose `Connection` lists `TE` or `Trailer` (which
+/// say how a chunked body may end) is refused with 400 and a denial before
+/// anything reaches the destination, as one listing `Content-Length`,
+/// `Transfer-Encoding` or `Host` is; `Connection: Upgrade`, which every
+/// WebSocket client sends, still goes through.
+#[test]
+fn a_connection_header_naming_te_or_trailer_is_refused() {
+    let (port, heads) = recording_server();
+    let gateway = start(port, |_| {});
+    let socket = gateway.socket_path();
+    for listed in ["TE\r\nTE: trailers", "trailer\r\nTrailer: X-Sum"] {
+        let request = format!(
+            "POST http://127.0.0.1:{port}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive, {listed}\r\n\r\n3\r\nabc\r\n0\r\nX-Sum: 1\r\n\r\n"
+        );
+        let answer = exchange(socket, request.as_bytes());
+        assert!(
+            answer.starts_with("HTTP/1.1 400 "),
+            "{listed:?} got {answer}"
+        );
+    }
+    assert!(
+        heads.recv_timeout(Duration::from_millis(200)).is_err(),
+        "a refused request reached the destination"
+    );
+    let reasons: Vec<DenialReason> = gateway.denials().iter().map(|d| d.reason).collect();
+    assert_eq!(reasons, [DenialReason::MalformedRequest; 2]);
+    let upgrade = format!(
+        "GET http://127.0.0.1:{port}/ws HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+    );
+    let mut stream = connect(socket);
+    stream.write_all(upgrade.as_bytes()).unwrap();
+    let head = heads.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(head.contains("Upgrade: websocket\r\n"), "{head}");
+}
+
 /// A `CONNECT` to `127.0.0.1:port` through the gateway at `socket`, left
 /// open, with the status line it was answered.
 fn open_tunnel(socket: &Path, port: u16) -> (UnixStream, String) {

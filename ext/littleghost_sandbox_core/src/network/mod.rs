@@ -10,6 +10,7 @@ pub mod allowlist;
 pub mod budget;
 pub mod builtin;
 mod connection;
+mod decide;
 pub mod denial;
 pub mod destination;
 pub mod egress;

@@ -15,6 +15,7 @@ use tokio::time::timeout;
 use super::allowlist::Destination;
 use super::budget::Held;
 use super::connection::{self, deny, deny_shown, fail, open, refusal, response, Refusal, Shared};
+use super::decide::{self, Tunnel};
 use super::denial::DenialReason;
 use super::egress::Decision;
 use super::http::{self, Connect, Event, InspectedLeases, FIRST_ROOM};
@@ -88,18 +89,17 @@ async fn connect_branch(connect: Connect<UnixStream>, shared: &Shared, held: &mu
         }
     };
     event.destination = shared.secrets.redact(&destination.to_string()).into_owned();
-    let Some(access) = shared.allowlist.access(&destination) else {
-        let refused = deny(shared, &destination, DenialReason::NotAllowed, None);
-        return refuse_tunnel(&mut client, refused, event, shared, start).await;
-    };
-    if access.inspect() {
-        return inspect_branch((client, lease), &destination, event, shared, held, start).await;
-    }
-    // Fail closed: HTTP rules on a destination whose requests this tunnel
-    // would not let the gateway read.
-    if access.restricts_requests() {
-        let refused = deny(shared, &destination, DenialReason::InspectionRequired, None);
-        return refuse_tunnel(&mut client, refused, event, shared, start).await;
+    let tunnel = decide::destination(&shared.allowlist, &destination)
+        .and_then(|access| decide::connect(&access));
+    match tunnel {
+        Ok(Tunnel::Inspected) => {
+            return inspect_branch((client, lease), &destination, event, shared, held, start).await
+        }
+        Ok(Tunnel::Opaque) => {}
+        Err(reason) => {
+            let refused = deny(shared, &destination, reason, None);
+            return refuse_tunnel(&mut client, refused, event, shared, start).await;
+        }
     }
     let opened = match connection::lease(shared, &destination, FIRST_ROOM) {
         Ok(upstream_lease) => open(&destination, shared, held)
