@@ -653,7 +653,8 @@ fn bodies_arrive_as_read(channel: Channel) {
             // The stand-in went out as the value, in the head the rules allow.
             assert!(last.fields.contains(&format!("Bearer {VALUE}")), "{last:?}");
         } else {
-            assert!(String::from_utf8_lossy(&outcome.child).starts_with("HTTP/1.1 400 "));
+            let answer = String::from_utf8_lossy(&outcome.child);
+            assert!(answer.starts_with("HTTP/1.1 400 "), "{bytes:?}: {answer:?}");
         }
     }
 }
