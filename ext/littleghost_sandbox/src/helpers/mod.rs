@@ -6,6 +6,7 @@ pub mod convert;
 pub mod event_hub;
 pub mod events;
 pub mod launch_args;
+pub mod limit_keywords;
 pub mod location;
 pub mod nogvl;
 pub mod probe;

@@ -8,13 +8,13 @@
 
 use littleghost_sandbox_core::limits::{
     self as core_limits,
-    keywords::{self, Entry, Given},
     plan::{Plan, Requested},
 };
 use magnus::{
     rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value,
 };
 
+use crate::helpers::limit_keywords::{self as keywords, Entry, Given};
 use crate::helpers::value_object as vo;
 use crate::ruby_api::errors::{argument_error, capability_error};
 use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};

@@ -29,7 +29,6 @@
 //! with [`crate::process::SpawnError::Unenforceable`] before anything runs.
 
 pub mod cgroup;
-pub mod keywords;
 pub mod launch;
 pub mod plan;
 mod report;

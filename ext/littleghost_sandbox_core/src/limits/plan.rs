@@ -2,6 +2,8 @@
 //! L.1-L.3): by its cgroup where the kernel can, else by the documented
 //! fallbacks, else refused before anything is spawned.
 
+use std::path::PathBuf;
+
 use super::{Enforcement, ProcessLimits};
 
 /// Limits a caller asked for (per-call values over the backend's defaults),
@@ -185,6 +187,25 @@ pub fn enforced_features(enforcement: &Enforcement) -> Vec<&'static str> {
     features
 }
 
+/// What a sandbox's backend options say about every launch: the
+/// `process_limits:` defaults and the `cgroup:` directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchDefaults {
+    pub limits: Requested,
+    /// A delegated cgroup v2 directory (the `cgroup:` option).
+    pub cgroup_dir: Option<PathBuf>,
+}
+
+impl LaunchDefaults {
+    /// One call's limits: its keywords over these defaults; with
+    /// `own_tree`, the launch owns its tree wherever the host allows.
+    pub fn for_call(&self, call: Requested, own_tree: bool) -> Requested {
+        let mut requested = self.limits.overridden_by(call);
+        requested.own_tree_if_possible = own_tree;
+        requested
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,5 +328,25 @@ mod tests {
         assert_eq!(merged.memory_bytes, Some(10));
         assert_eq!(merged.tasks, Some(2));
         assert_eq!(merged.cpu_seconds, None);
+    }
+
+    #[test]
+    fn a_call_overrides_the_defaults_per_limit() {
+        let stored = LaunchDefaults {
+            limits: Requested {
+                memory_bytes: Some(1),
+                tasks: Some(2),
+                ..Requested::default()
+            },
+            cgroup_dir: None,
+        };
+        let call = Requested {
+            tasks: Some(9),
+            ..Requested::default()
+        };
+        let merged = stored.for_call(call, true);
+        assert_eq!(merged.memory_bytes, Some(1));
+        assert_eq!(merged.tasks, Some(9));
+        assert!(merged.own_tree_if_possible);
     }
 }
