@@ -1,6 +1,7 @@
 //! The error hierarchy of SPEC §1, and the one place where core errors become
 //! Ruby exceptions.
 
+use littleghost_sandbox_core::error::Kind;
 use littleghost_sandbox_core::Error as CoreError;
 use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
 
@@ -80,19 +81,20 @@ pub fn message(error: &Error) -> String {
     }
 }
 
-/// Maps a core error onto its documented Ruby exception class: the one place that does.
+/// Maps a core error onto its documented Ruby exception class by its kind:
+/// the one place that does. The message is the core's.
 pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
-    let message = error.message().to_owned();
-    match error {
-        CoreError::Tool(_) | CoreError::Refused(_) => tool_error(ruby, message),
-        CoreError::Policy(_) => policy_error(ruby, message),
-        CoreError::Capability(_) => capability_error(ruby, message),
-        CoreError::Dependency(_) => dependency_error(ruby, message),
-        CoreError::UnsupportedPlatform(_) => unsupported_platform_error(ruby, message),
-        CoreError::Cleanup(_) => cleanup_error(ruby, message),
-        CoreError::Argument(_) => argument_error(ruby, message),
-        CoreError::Key(_) => Error::new(ruby.exception_key_error(), message),
-        CoreError::Io(_) => Error::new(ruby.exception_io_error(), message),
+    let message = error.message();
+    match error.kind() {
+        Kind::Tool => tool_error(ruby, message),
+        Kind::Policy => policy_error(ruby, message),
+        Kind::Capability => capability_error(ruby, message),
+        Kind::Dependency => dependency_error(ruby, message),
+        Kind::UnsupportedPlatform => unsupported_platform_error(ruby, message),
+        Kind::Cleanup => cleanup_error(ruby, message),
+        Kind::Argument => argument_error(ruby, message),
+        Kind::Key => Error::new(ruby.exception_key_error(), message),
+        Kind::Io => Error::new(ruby.exception_io_error(), message),
     }
 }
 

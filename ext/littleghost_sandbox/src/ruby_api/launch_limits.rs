@@ -16,7 +16,7 @@ use magnus::{
 
 use crate::helpers::limit_keywords::{self as keywords, Entry, Given};
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors::{argument_error, capability_error};
+use crate::ruby_api::errors::{self, argument_error};
 use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
 
 /// An Integer as the core's [`Given`] (Bignums saturate by sign).
@@ -135,7 +135,7 @@ pub fn check_defaults(ruby: &Ruby, sandbox: SandboxObj) -> Result<(), Error> {
 fn plan(ruby: &Ruby, requested: Requested, dir: Option<std::path::PathBuf>) -> Result<Plan, Error> {
     let enforcement = core_limits::probe_with(dir.as_deref());
     let mut plan = core_limits::plan::plan(requested, &enforcement)
-        .map_err(|reason| capability_error(ruby, reason))?;
+        .map_err(|error| errors::from_core(ruby, error.into()))?;
     plan.cgroup.cgroup_dir = dir;
     Ok(plan)
 }

@@ -104,6 +104,23 @@ impl LimitExceeded {
     }
 }
 
+/// Launch limits that cannot be enforced here (docs/spec.md §25 L.2:
+/// refused, never ignored).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// `tasks` asked for where no cgroup can bound them; `reason` is why
+    /// (the path that could not be written, or the missing controller).
+    #[error("tasks cannot be limited here: {reason}. {}", plan::TASKS_FIX)]
+    TasksUnenforceable { reason: String },
+}
+
+impl Error {
+    /// Every one is a control that cannot be enforced.
+    pub fn kind(&self) -> crate::error::Kind {
+        crate::error::Kind::Capability
+    }
+}
+
 /// What this process can enforce through cgroups; each `Err` says why not
 /// (the path it could not write, or the controller that is missing).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::{Enforcement, ProcessLimits};
+use super::{Enforcement, Error, ProcessLimits};
 
 /// Limits a caller asked for (per-call values over the backend's defaults),
 /// each a positive count; `None` means unlimited.
@@ -128,17 +128,17 @@ pub const TASKS_FIX: &str =
 or drop `tasks` from process_limits:";
 
 /// Decides how `requested` is enforced given what the host can
-/// (`enforcement`); `Err(reason)` when `tasks` is asked for and cannot be
-/// bounded at all (CapabilityError before spawning).
-pub fn plan(requested: Requested, enforcement: &Enforcement) -> Result<Plan, String> {
+/// (`enforcement`); [`Error::TasksUnenforceable`] when `tasks` is asked for
+/// and cannot be bounded at all (refused before spawning).
+pub fn plan(requested: Requested, enforcement: &Enforcement) -> Result<Plan, Error> {
     let mut plan = Plan::default();
     if let Some(tasks) = requested.tasks {
         match &enforcement.tasks {
             Ok(()) => plan.cgroup.tasks = Some(tasks),
             Err(reason) => {
-                return Err(format!(
-                    "tasks cannot be limited here: {reason}. {TASKS_FIX}"
-                ))
+                return Err(Error::TasksUnenforceable {
+                    reason: reason.clone(),
+                })
             }
         }
     }
@@ -310,7 +310,15 @@ mod tests {
             &none,
         )
         .unwrap_err();
-        assert!(refused.contains("/sys/fs/cgroup/pids"), "{refused}");
+        assert_eq!(
+            refused,
+            Error::TasksUnenforceable {
+                reason: "cannot write /sys/fs/cgroup/pids".into()
+            }
+        );
+        assert!(refused.to_string().starts_with(
+            "tasks cannot be limited here: cannot write /sys/fs/cgroup/pids. To limit tasks"
+        ));
     }
 
     #[test]
