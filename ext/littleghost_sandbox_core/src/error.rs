@@ -70,6 +70,9 @@ pub enum Error {
     /// Launch limits that cannot be enforced here.
     #[error(transparent)]
     Limits(#[from] crate::limits::Error),
+    /// A misshapen value in a policy declaration.
+    #[error(transparent)]
+    Declaration(#[from] crate::policy::Error),
 }
 
 /// Result alias used throughout the core.
@@ -90,6 +93,7 @@ impl Error {
             Error::Io(_) => Kind::Io,
             Error::Helper(error) => error.kind(),
             Error::Limits(error) => error.kind(),
+            Error::Declaration(error) => error.kind(),
         }
     }
 

@@ -3,7 +3,6 @@
 //! whether it grants a tool-visible writable path (W13), and how
 //! `scope` selects its options from a named profile or explicit keywords (10.8).
 
-pub mod inspect;
 pub mod profiles;
 pub mod providers;
 
@@ -50,11 +49,6 @@ pub fn check_scope_selection(profile_given: bool, explicit_given: bool) -> Resul
 /// PolicyError for a profile name the sandbox was not given.
 pub fn unknown_profile(name: &str) -> Error {
     policy(format!("unknown sandbox scope profile: {name}"))
-}
-
-/// PolicyError for a profile that is not a Hash (or a callable returning one).
-pub fn profile_not_a_hash() -> Error {
-    policy("sandbox scope profile must be a Hash")
 }
 
 /// A profile's options are among [`PROFILE_KEYS`]; PolicyError naming the others.
@@ -134,6 +128,5 @@ mod tests {
             unknown_profile("x").message(),
             "unknown sandbox scope profile: x"
         );
-        assert!(matches!(profile_not_a_hash(), Error::Policy(_)));
     }
 }

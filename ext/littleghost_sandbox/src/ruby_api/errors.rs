@@ -2,6 +2,7 @@
 //! Ruby exceptions.
 
 use littleghost_sandbox_core::error::Kind;
+use littleghost_sandbox_core::policy::Error as Misshapen;
 use littleghost_sandbox_core::Error as CoreError;
 use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
 
@@ -84,7 +85,10 @@ pub fn message(error: &Error) -> String {
 /// Maps a core error onto its documented Ruby exception class by its kind:
 /// the one place that does. The message is the core's.
 pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
-    let message = error.message();
+    let message = match &error {
+        CoreError::Declaration(misshapen) => ruby_wording(misshapen),
+        other => other.message(),
+    };
     match error.kind() {
         Kind::Tool => tool_error(ruby, message),
         Kind::Policy => policy_error(ruby, message),
@@ -95,6 +99,31 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
         Kind::Argument => argument_error(ruby, message),
         Kind::Key => Error::new(ruby.exception_key_error(), message),
         Kind::Io => Error::new(ruby.exception_io_error(), message),
+    }
+}
+
+/// A misshapen declaration in the words of the Ruby types the caller gave
+/// (the core names the shape, not the type).
+fn ruby_wording(error: &Misshapen) -> String {
+    match error {
+        Misshapen::FeatureNotAName { shown } => {
+            format!("capability feature must be a Symbol or String, got {shown}")
+        }
+        Misshapen::IsolationNotAName => {
+            "capability isolation must be a Symbol such as :none or :namespace".to_owned()
+        }
+        Misshapen::GrantNameNotAName { category, shown } => {
+            format!("sandbox {category} names must be Symbols or Strings, got {shown}")
+        }
+        Misshapen::AllowEntryWithoutDestination => {
+            "network allow entry Hash needs destination: (\"host:port\")".to_owned()
+        }
+        Misshapen::SecretNotATable { name } => {
+            format!("network secret {name:?} must be a Hash {{value:, destinations:}}")
+        }
+        Misshapen::SecretWithoutValue { name } => {
+            format!("network secret {name:?} needs value: a String (the value is not shown)")
+        }
     }
 }
 
