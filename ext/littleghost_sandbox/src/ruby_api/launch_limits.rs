@@ -161,7 +161,7 @@ pub fn probe_report(ruby: &Ruby) -> Result<RHash, Error> {
     for (name, status) in enforcement.report() {
         let value = match status {
             Ok(()) => ruby.qtrue().as_value(),
-            Err(reason) => ruby.str_new(reason).as_value(),
+            Err(reason) => ruby.str_new(&reason.to_string()).as_value(),
         };
         report.aset(ruby.to_symbol(name), value)?;
     }

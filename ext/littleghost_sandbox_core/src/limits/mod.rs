@@ -34,6 +34,7 @@ pub mod plan;
 mod report;
 pub mod watch;
 
+pub use cgroup::Unavailable;
 pub use launch::LaunchCgroup;
 
 use std::sync::OnceLock;
@@ -111,7 +112,7 @@ pub enum Error {
     /// `tasks` asked for where no cgroup can bound them; `reason` is why
     /// (the path that could not be written, or the missing controller).
     #[error("tasks cannot be limited here: {reason}. {}", plan::TASKS_FIX)]
-    TasksUnenforceable { reason: String },
+    TasksUnenforceable { reason: Unavailable },
 }
 
 impl Error {
@@ -125,15 +126,16 @@ impl Error {
 /// (the path it could not write, or the controller that is missing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enforcement {
-    pub memory: Result<(), String>,
-    pub tasks: Result<(), String>,
-    pub cpu: Result<(), String>,
+    pub memory: Result<(), Unavailable>,
+    pub tasks: Result<(), Unavailable>,
+    pub cpu: Result<(), Unavailable>,
     /// Whole-tree ownership (kill everything left when the launch ends).
-    pub tree: Result<(), String>,
+    pub tree: Result<(), Unavailable>,
 }
 
 impl Enforcement {
-    /// The first reason `limits` cannot be enforced, if any.
+    /// The first reason `limits` cannot be enforced, if any, as the process
+    /// runner's `SpawnError::Unenforceable` carries it (text).
     pub fn refusal(&self, limits: &ProcessLimits) -> Option<String> {
         let wanted = [
             (limits.memory_bytes.is_some(), &self.memory),
@@ -144,7 +146,7 @@ impl Enforcement {
         wanted
             .into_iter()
             .find_map(|(asked, status)| match (asked, status) {
-                (true, Err(reason)) => Some(reason.clone()),
+                (true, Err(reason)) => Some(reason.to_string()),
                 _ => None,
             })
     }
@@ -163,7 +165,7 @@ pub fn probe_with(explicit: Option<&std::path::Path>) -> Enforcement {
     if let Some((_, known)) = probed.iter().find(|(known, _)| known == dir) {
         return known.clone();
     }
-    let enforcement = match cgroup::host_layout_with(Some(dir)) {
+    let enforcement = match cgroup::detect_host(Some(dir)) {
         Ok(layout) => layout.enforcement(),
         Err(reason) => Enforcement::none(reason),
     };
@@ -175,21 +177,32 @@ pub fn probe_with(explicit: Option<&std::path::Path>) -> Enforcement {
 /// `LITTLEGHOST_CGROUP` is read on the first call).
 pub fn probe() -> &'static Enforcement {
     static PROBED: OnceLock<Enforcement> = OnceLock::new();
-    PROBED.get_or_init(|| match host_layout() {
+    PROBED.get_or_init(|| match detected_layout() {
         Ok(layout) => layout.enforcement(),
         Err(reason) => Enforcement::none(reason.clone()),
     })
 }
 
 /// This host's layout for this process, detected once (see [`cgroup::detect`]).
+fn detected_layout() -> &'static std::result::Result<cgroup::Layout, Unavailable> {
+    static LAYOUT: OnceLock<std::result::Result<cgroup::Layout, Unavailable>> = OnceLock::new();
+    LAYOUT.get_or_init(|| cgroup::detect_host(None))
+}
+
+/// [`detected_layout`] with the reason as text, for the process runner
+/// (its `SpawnError::Unenforceable` carries text).
 pub fn host_layout() -> &'static std::result::Result<cgroup::Layout, String> {
     static LAYOUT: OnceLock<std::result::Result<cgroup::Layout, String>> = OnceLock::new();
-    LAYOUT.get_or_init(cgroup::host_layout)
+    LAYOUT.get_or_init(|| {
+        detected_layout()
+            .clone()
+            .map_err(|reason| reason.to_string())
+    })
 }
 
 impl Enforcement {
     /// Nothing can be enforced, for `reason`.
-    pub fn none(reason: String) -> Enforcement {
+    pub fn none(reason: Unavailable) -> Enforcement {
         Enforcement {
             memory: Err(reason.clone()),
             tasks: Err(reason.clone()),

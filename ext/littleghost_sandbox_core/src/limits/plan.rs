@@ -209,6 +209,7 @@ impl LaunchDefaults {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::Unavailable;
 
     fn all_enforced() -> Enforcement {
         Enforcement {
@@ -291,7 +292,7 @@ mod tests {
 
     #[test]
     fn without_a_cgroup_memory_is_sampled_and_cpu_per_process() {
-        let none = Enforcement::none("cannot write /sys/fs/cgroup/pids".into());
+        let none = Enforcement::none(Unavailable::NoV1Hierarchy { controller: "pids" });
         let plan = plan(asked(), &none).unwrap();
         assert!(!plan.cgroup.wants_cgroup());
         assert_eq!(plan.sampled_memory_bytes, Some(64));
@@ -301,7 +302,7 @@ mod tests {
 
     #[test]
     fn tasks_without_a_pids_controller_are_refused_with_the_reason() {
-        let none = Enforcement::none("cannot write /sys/fs/cgroup/pids".into());
+        let none = Enforcement::none(Unavailable::NoV1Hierarchy { controller: "pids" });
         let refused = plan(
             Requested {
                 tasks: Some(16),
@@ -313,11 +314,11 @@ mod tests {
         assert_eq!(
             refused,
             Error::TasksUnenforceable {
-                reason: "cannot write /sys/fs/cgroup/pids".into()
+                reason: Unavailable::NoV1Hierarchy { controller: "pids" }
             }
         );
         assert!(refused.to_string().starts_with(
-            "tasks cannot be limited here: cannot write /sys/fs/cgroup/pids. To limit tasks"
+            "tasks cannot be limited here: no cgroup v1 pids hierarchy is mounted. To limit tasks"
         ));
     }
 

@@ -18,7 +18,10 @@ fn messages_name_the_limit() {
 
 #[test]
 fn a_refusal_names_the_first_unenforceable_limit() {
-    let mut enforcement = Enforcement::none("cannot write /x".into());
+    let mut enforcement = Enforcement::none(Unavailable::NotWritable {
+        dir: "/x".into(),
+        reason: "denied".into(),
+    });
     enforcement.memory = Ok(());
     let memory_only = ProcessLimits {
         memory_bytes: Some(1),
@@ -31,7 +34,7 @@ fn a_refusal_names_the_first_unenforceable_limit() {
     };
     assert_eq!(
         enforcement.refusal(&tasks).as_deref(),
-        Some("cannot write /x")
+        Some("cannot create a cgroup in /x: denied")
     );
     assert!(!ProcessLimits::default().wants_cgroup());
 }
