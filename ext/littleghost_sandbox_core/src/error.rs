@@ -73,6 +73,9 @@ pub enum Error {
     /// A misshapen value in a policy declaration.
     #[error(transparent)]
     Declaration(#[from] crate::policy::Error),
+    /// A refusal of the sandbox base class's rules.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::Error),
 }
 
 /// Result alias used throughout the core.
@@ -94,6 +97,7 @@ impl Error {
             Error::Helper(error) => error.kind(),
             Error::Limits(error) => error.kind(),
             Error::Declaration(error) => error.kind(),
+            Error::Sandbox(error) => error.kind(),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use littleghost_sandbox_core::error::Kind;
 use littleghost_sandbox_core::policy::Error as Misshapen;
+use littleghost_sandbox_core::sandbox::Error as SandboxRefusal;
 use littleghost_sandbox_core::Error as CoreError;
 use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
 
@@ -87,6 +88,7 @@ pub fn message(error: &Error) -> String {
 pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
     let message = match &error {
         CoreError::Declaration(misshapen) => ruby_wording(misshapen),
+        CoreError::Sandbox(refused) => sandbox_wording(refused),
         other => other.message(),
     };
     match error.kind() {
@@ -124,6 +126,30 @@ fn ruby_wording(error: &Misshapen) -> String {
         Misshapen::SecretWithoutValue { name } => {
             format!("network secret {name:?} needs value: a String (the value is not shown)")
         }
+    }
+}
+
+/// A refusal of the sandbox rules with the names it gives shown as Ruby
+/// symbols (`:bogus`, `:bwrap`).
+fn sandbox_wording(error: &SandboxRefusal) -> String {
+    match error {
+        SandboxRefusal::UnknownProfileOptions { names } => {
+            let shown: Vec<String> = names.iter().map(|name| format!(":{name}")).collect();
+            format!(
+                "unknown sandbox scope profile options: {}",
+                shown.join(", ")
+            )
+        }
+        SandboxRefusal::UnknownProvider {
+            label,
+            name,
+            registered,
+        } => format!(
+            "{label} provider :{name} is not available; it is not a registered {label} provider \
+             (registered: {})",
+            littleghost_sandbox_core::sandbox::registered_list(registered, ":")
+        ),
+        other => other.to_string(),
     }
 }
 
