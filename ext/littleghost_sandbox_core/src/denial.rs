@@ -41,7 +41,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The Ruby Symbol name.
+    /// Its name (the binding shows it as a Symbol).
     pub fn name(self) -> &'static str {
         match self {
             Kind::Filesystem => "filesystem",
@@ -67,7 +67,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    /// The Ruby Symbol name.
+    /// Its name (the binding shows it as a Symbol).
     pub fn name(self) -> &'static str {
         match self {
             Operation::Read => "read",
@@ -147,7 +147,7 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// The Ruby Symbol name.
+    /// Its name (the binding shows it as a Symbol).
     pub fn name(self) -> &'static str {
         match self {
             Reason::OutsideScope => "outside_scope",
@@ -214,11 +214,11 @@ impl Reason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     pub reason: Reason,
-    /// The message Ruby shows (a `ToolError`'s).
+    /// The message the caller sees (a tool failure's).
     pub message: String,
 }
 
-/// One refusal, as `LittleGhost::Sandbox::Denial` shows it.
+/// One refusal: what was refused, where, why, and the message the caller got.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Denial {
     pub kind: Kind,
@@ -287,15 +287,16 @@ impl Denial {
     }
 }
 
-/// How Ruby's `Denial#inspect` shows it:
-/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`,
-/// and for a refused HTTP request its method and path too:
-/// `#<LittleGhost::Sandbox::Denial network request "api.example.com:443" request_not_allowed POST "/x">`.
+/// A denial in one line: kind, operation, target and reason,
+/// `filesystem write "docs/a.md" read_only`, and for a refused HTTP request
+/// its method and path too:
+/// `network request "api.example.com:443" request_not_allowed POST "/x"`
+/// (the binding's `Denial#inspect` wraps it).
 impl std::fmt::Display for Denial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "#<LittleGhost::Sandbox::Denial {} {} {:?} {}",
+            "{} {} {:?} {}",
             self.kind.name(),
             self.operation.name(),
             self.target,
@@ -304,7 +305,7 @@ impl std::fmt::Display for Denial {
         if let Some((method, path)) = &self.request {
             write!(f, " {method} {path:?}")?;
         }
-        f.write_str(">")
+        Ok(())
     }
 }
 
@@ -495,7 +496,7 @@ mod tests {
         let denial = Denial::capability("filesystem_write", "docs/\"a\".md");
         assert_eq!(
             denial.to_string(),
-            r#"#<LittleGhost::Sandbox::Denial filesystem write "docs/\"a\".md" capability>"#
+            r#"filesystem write "docs/\"a\".md" capability"#
         );
     }
 
@@ -512,7 +513,7 @@ mod tests {
         assert_eq!(denial.operation, Operation::Request);
         assert_eq!(
             denial.to_string(),
-            r#"#<LittleGhost::Sandbox::Denial network request "api.example.com:443" request_not_allowed POST "/x">"#
+            r#"network request "api.example.com:443" request_not_allowed POST "/x""#
         );
     }
 

@@ -1,41 +1,106 @@
-//! One error type for the whole core. Each variant maps one-to-one onto a
-//! documented Ruby exception class (see the binding's `ruby_api/errors.rs`).
-
-use std::fmt;
+//! The core's errors. A mechanism says what went wrong in its own enum
+//! (`helper::Error`, `limits::Error`, ...), in the core's words: logical
+//! paths and values, never a Ruby class. [`Error`] carries one of them across
+//! mechanisms, and [`Error::kind`] says which documented class of failure it
+//! is; the binding maps each [`Kind`] onto one Ruby class (its
+//! `ruby_api/errors.rs`, the one place that does).
 
 use crate::denial::{Reason, Refusal};
 
-/// A failure the caller can act on; the message is what Ruby shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which documented class of failure an error is (docs/spec.md §1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An expected per-operation failure, safe to show the model (`ToolError`).
+    Tool,
+    /// An invalid policy, limits or declaration (`PolicyError`).
+    Policy,
+    /// A control cannot be enforced, or a scope tries to widen (`CapabilityError`).
+    Capability,
+    /// A provider or dependency is missing or unusable (`DependencyError`).
+    Dependency,
+    /// The backend cannot run on this OS (`UnsupportedPlatformError`).
+    UnsupportedPlatform,
+    /// A managed resource failed to close (`CleanupError`).
+    Cleanup,
+    /// Direct API misuse (`ArgumentError`).
+    Argument,
+    /// An unknown workspace path name (`KeyError`).
+    Key,
+    /// A closed or broken process session stream (`IOError`).
+    Io,
+}
+
+/// A failure the caller can act on; its `Display` is what the user sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    /// `LittleGhost::ToolError`: expected per-operation failure, safe to show the model.
+    /// A [`Kind::Tool`] failure worded by a mechanism that has no enum of its own yet.
+    #[error("{0}")]
     Tool(String),
-    /// `LittleGhost::ToolError` too, for a refusal of policy: the message
-    /// plus the rule that refused, so the binding records a denial
-    /// without parsing the message.
+    /// A [`Kind::Tool`] refusal of policy: the message plus the rule that
+    /// refused, so the binding records a denial without parsing the message.
+    #[error("{}", .0.message)]
     Refused(Refusal),
-    /// `LittleGhost::PolicyError`: invalid policy, limits or declaration.
+    /// See [`Error::Tool`], for [`Kind::Policy`].
+    #[error("{0}")]
     Policy(String),
-    /// `LittleGhost::CapabilityError`: a control cannot be enforced, or a scope tries to widen.
+    /// See [`Error::Tool`], for [`Kind::Capability`].
+    #[error("{0}")]
     Capability(String),
-    /// `LittleGhost::DependencyError`: a provider or dependency is missing or unusable.
+    /// See [`Error::Tool`], for [`Kind::Dependency`].
+    #[error("{0}")]
     Dependency(String),
-    /// `LittleGhost::UnsupportedPlatformError`: the backend cannot run on this OS.
+    /// See [`Error::Tool`], for [`Kind::UnsupportedPlatform`].
+    #[error("{0}")]
     UnsupportedPlatform(String),
-    /// `LittleGhost::CleanupError`: a managed resource failed to close.
+    /// See [`Error::Tool`], for [`Kind::Cleanup`].
+    #[error("{0}")]
     Cleanup(String),
-    /// Ruby `ArgumentError`: direct API misuse.
+    /// See [`Error::Tool`], for [`Kind::Argument`].
+    #[error("{0}")]
     Argument(String),
-    /// Ruby `KeyError`: an unknown workspace path name.
+    /// See [`Error::Tool`], for [`Kind::Key`].
+    #[error("{0}")]
     Key(String),
-    /// Ruby `IOError`: a closed or broken process session stream.
+    /// See [`Error::Tool`], for [`Kind::Io`].
+    #[error("{0}")]
     Io(String),
+    /// The gem's helper executable cannot be run.
+    #[error(transparent)]
+    Helper(#[from] crate::helper::Error),
+    /// Launch limits that cannot be enforced here.
+    #[error(transparent)]
+    Limits(#[from] crate::limits::Error),
+    /// A misshapen value in a policy declaration.
+    #[error(transparent)]
+    Declaration(#[from] crate::policy::Error),
+    /// A refusal of the sandbox base class's rules.
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::Error),
 }
 
 /// Result alias used throughout the core.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// Which documented class this failure is.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Error::Tool(_) | Error::Refused(_) => Kind::Tool,
+            Error::Policy(_) => Kind::Policy,
+            Error::Capability(_) => Kind::Capability,
+            Error::Dependency(_) => Kind::Dependency,
+            Error::UnsupportedPlatform(_) => Kind::UnsupportedPlatform,
+            Error::Cleanup(_) => Kind::Cleanup,
+            Error::Argument(_) => Kind::Argument,
+            Error::Key(_) => Kind::Key,
+            Error::Io(_) => Kind::Io,
+            Error::Helper(error) => error.kind(),
+            Error::Limits(error) => error.kind(),
+            Error::Declaration(error) => error.kind(),
+            Error::Sandbox(error) => error.kind(),
+        }
+    }
+
     /// The refusal this error carries, if it is one.
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {
@@ -44,30 +109,11 @@ impl Error {
         }
     }
 
-    /// The message Ruby will show.
-    pub fn message(&self) -> &str {
-        match self {
-            Error::Tool(m)
-            | Error::Policy(m)
-            | Error::Capability(m)
-            | Error::Dependency(m)
-            | Error::UnsupportedPlatform(m)
-            | Error::Cleanup(m)
-            | Error::Argument(m)
-            | Error::Key(m)
-            | Error::Io(m) => m,
-            Error::Refused(refusal) => &refusal.message,
-        }
+    /// The message the user sees (the error's `Display`).
+    pub fn message(&self) -> String {
+        self.to_string()
     }
 }
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.message())
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// The Landlock, seccomp and helper-argument code lives in its own crate
 /// (the helper builds it alone); its two kinds are the variants of the same name.

@@ -70,12 +70,6 @@ mod tests {
         assert!(is_within(Path::new("/w/src"), Path::new("/w/src")));
         assert!(!is_within(Path::new("/w/src2"), Path::new("/w/src")));
     }
-}
-
-#[cfg(test)]
-mod shown_cwd_tests {
-    use super::shown_cwd;
-    use std::path::Path;
 
     #[test]
     fn a_working_directory_is_named_by_its_logical_path_beneath_the_root() {

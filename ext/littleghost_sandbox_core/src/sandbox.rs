@@ -3,11 +3,13 @@
 //! whether it grants a tool-visible writable path (W13), and how
 //! `scope` selects its options from a named profile or explicit keywords (10.8).
 
-pub mod inspect;
+mod error;
 pub mod profiles;
 pub mod providers;
 
-use crate::error::{argument, policy, Error, Result};
+pub use error::{registered_list, Error};
+
+use crate::error::Result;
 use crate::grants::Access;
 use crate::policy::Policy;
 
@@ -40,37 +42,30 @@ pub fn has_writable_file_grant(policy: &Policy) -> bool {
 /// 10.8: a profile name and explicit options exclude each other.
 pub fn check_scope_selection(profile_given: bool, explicit_given: bool) -> Result<()> {
     if profile_given && explicit_given {
-        return Err(argument(
-            "scope profile cannot be combined with explicit options",
-        ));
+        return Err(Error::ProfileWithExplicitOptions.into());
     }
     Ok(())
 }
 
-/// PolicyError for a profile name the sandbox was not given.
-pub fn unknown_profile(name: &str) -> Error {
-    policy(format!("unknown sandbox scope profile: {name}"))
-}
-
-/// PolicyError for a profile that is not a Hash (or a callable returning one).
-pub fn profile_not_a_hash() -> Error {
-    policy("sandbox scope profile must be a Hash")
+/// A profile name the sandbox was not given.
+pub fn unknown_profile(name: &str) -> crate::Error {
+    Error::UnknownProfile {
+        name: name.to_string(),
+    }
+    .into()
 }
 
 /// A profile's options are among [`PROFILE_KEYS`]; PolicyError naming the others.
 pub fn check_profile_keys<'a>(keys: impl IntoIterator<Item = &'a str>) -> Result<()> {
-    let unknown: Vec<String> = keys
+    let names: Vec<String> = keys
         .into_iter()
         .filter(|k| !PROFILE_KEYS.contains(k))
-        .map(|k| format!(":{k}"))
+        .map(str::to_string)
         .collect();
-    if unknown.is_empty() {
+    if names.is_empty() {
         return Ok(());
     }
-    Err(policy(format!(
-        "unknown sandbox scope profile options: {}",
-        unknown.join(", ")
-    )))
+    Err(Error::UnknownProfileOptions { names }.into())
 }
 
 #[cfg(test)]
@@ -94,7 +89,7 @@ mod tests {
         );
         check_grant_names(&policy, &["home"]).unwrap();
         let err = check_grant_names(&policy, &["source"]).unwrap_err();
-        assert!(matches!(err, Error::Policy(_)));
+        assert!(matches!(err, crate::Error::Policy(_)));
         assert!(err
             .message()
             .starts_with("sandbox policy runtime_paths grants :home"));
@@ -118,22 +113,25 @@ mod tests {
         check_scope_selection(true, false).unwrap();
         check_scope_selection(false, true).unwrap();
         let err = check_scope_selection(true, true).unwrap_err();
-        assert!(matches!(err, Error::Argument(_)));
+        assert_eq!(err, Error::ProfileWithExplicitOptions.into());
+        assert_eq!(err.kind(), crate::error::Kind::Argument);
     }
 
     #[test]
     fn profile_keys_are_checked() {
         check_profile_keys(["files", "network"]).unwrap();
         let err = check_profile_keys(["files", "bogus", "other"]).unwrap_err();
-        assert!(matches!(err, Error::Policy(_)));
+        assert_eq!(err.kind(), crate::error::Kind::Policy);
         assert_eq!(
-            err.message(),
-            "unknown sandbox scope profile options: :bogus, :other"
+            err,
+            Error::UnknownProfileOptions {
+                names: vec!["bogus".into(), "other".into()]
+            }
+            .into()
         );
         assert_eq!(
             unknown_profile("x").message(),
             "unknown sandbox scope profile: x"
         );
-        assert!(matches!(profile_not_a_hash(), Error::Policy(_)));
     }
 }

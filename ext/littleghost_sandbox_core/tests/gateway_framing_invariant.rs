@@ -599,7 +599,7 @@ type Expected<'a> = (&'a str, &'a str, &'a [u8]);
 
 /// Invariant: requests the gateway reads whole reach the destination with
 /// the bodies it read, framed for the destination as they were for the
-/// gateway; the issue's own shape (a `Connection` naming `Content-Length`)
+/// gateway; the smuggling shape (a `Connection` naming `Content-Length`)
 /// reaches it not at all.
 #[test]
 fn bodies_arrive_as_the_gateway_read_them_and_a_framing_option_sends_nothing() {

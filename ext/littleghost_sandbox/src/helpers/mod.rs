@@ -5,6 +5,7 @@ pub mod constants;
 pub mod convert;
 pub mod event_hub;
 pub mod events;
+pub mod limit_keywords;
 pub mod location;
 pub mod nogvl;
 pub mod registry;

@@ -179,7 +179,7 @@ fn hash(rb_self: &Denial) -> i64 {
 }
 
 /// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`, with
-/// ` POST "/x"` for a refused request (the core's Display).
+/// ` POST "/x"` for a refused request (the core's one-line Display, wrapped).
 fn inspect(rb_self: &Denial) -> String {
-    rb_self.0.to_string()
+    format!("#<LittleGhost::Sandbox::Denial {}>", rb_self.0)
 }

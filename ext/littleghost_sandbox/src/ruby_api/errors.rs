@@ -1,6 +1,9 @@
 //! The error hierarchy of SPEC §1, and the one place where core errors become
 //! Ruby exceptions.
 
+use littleghost_sandbox_core::error::Kind;
+use littleghost_sandbox_core::policy::Error as Misshapen;
+use littleghost_sandbox_core::sandbox::Error as SandboxRefusal;
 use littleghost_sandbox_core::Error as CoreError;
 use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
 
@@ -80,19 +83,73 @@ pub fn message(error: &Error) -> String {
     }
 }
 
-/// Maps a core error onto its documented Ruby exception class: the one place that does.
+/// Maps a core error onto its documented Ruby exception class by its kind:
+/// the one place that does. The message is the core's.
 pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
-    let message = error.message().to_owned();
+    let message = match &error {
+        CoreError::Declaration(misshapen) => ruby_wording(misshapen),
+        CoreError::Sandbox(refused) => sandbox_wording(refused),
+        other => other.message(),
+    };
+    match error.kind() {
+        Kind::Tool => tool_error(ruby, message),
+        Kind::Policy => policy_error(ruby, message),
+        Kind::Capability => capability_error(ruby, message),
+        Kind::Dependency => dependency_error(ruby, message),
+        Kind::UnsupportedPlatform => unsupported_platform_error(ruby, message),
+        Kind::Cleanup => cleanup_error(ruby, message),
+        Kind::Argument => argument_error(ruby, message),
+        Kind::Key => Error::new(ruby.exception_key_error(), message),
+        Kind::Io => Error::new(ruby.exception_io_error(), message),
+    }
+}
+
+/// A misshapen declaration in the words of the Ruby types the caller gave
+/// (the core names the shape, not the type).
+fn ruby_wording(error: &Misshapen) -> String {
     match error {
-        CoreError::Tool(_) | CoreError::Refused(_) => tool_error(ruby, message),
-        CoreError::Policy(_) => policy_error(ruby, message),
-        CoreError::Capability(_) => capability_error(ruby, message),
-        CoreError::Dependency(_) => dependency_error(ruby, message),
-        CoreError::UnsupportedPlatform(_) => unsupported_platform_error(ruby, message),
-        CoreError::Cleanup(_) => cleanup_error(ruby, message),
-        CoreError::Argument(_) => argument_error(ruby, message),
-        CoreError::Key(_) => Error::new(ruby.exception_key_error(), message),
-        CoreError::Io(_) => Error::new(ruby.exception_io_error(), message),
+        Misshapen::FeatureNotAName { shown } => {
+            format!("capability feature must be a Symbol or String, got {shown}")
+        }
+        Misshapen::IsolationNotAName => {
+            "capability isolation must be a Symbol such as :none or :namespace".to_owned()
+        }
+        Misshapen::GrantNameNotAName { category, shown } => {
+            format!("sandbox {category} names must be Symbols or Strings, got {shown}")
+        }
+        Misshapen::AllowEntryWithoutDestination => {
+            "network allow entry Hash needs destination: (\"host:port\")".to_owned()
+        }
+        Misshapen::SecretNotATable { name } => {
+            format!("network secret {name:?} must be a Hash {{value:, destinations:}}")
+        }
+        Misshapen::SecretWithoutValue { name } => {
+            format!("network secret {name:?} needs value: a String (the value is not shown)")
+        }
+    }
+}
+
+/// A refusal of the sandbox rules with the names it gives shown as Ruby
+/// symbols (`:bogus`, `:bwrap`).
+fn sandbox_wording(error: &SandboxRefusal) -> String {
+    match error {
+        SandboxRefusal::UnknownProfileOptions { names } => {
+            let shown: Vec<String> = names.iter().map(|name| format!(":{name}")).collect();
+            format!(
+                "unknown sandbox scope profile options: {}",
+                shown.join(", ")
+            )
+        }
+        SandboxRefusal::UnknownProvider {
+            label,
+            name,
+            registered,
+        } => format!(
+            "{label} provider :{name} is not available; it is not a registered {label} provider \
+             (registered: {})",
+            littleghost_sandbox_core::sandbox::registered_list(registered, ":")
+        ),
+        other => other.to_string(),
     }
 }
 

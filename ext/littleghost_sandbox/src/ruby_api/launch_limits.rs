@@ -8,15 +8,15 @@
 
 use littleghost_sandbox_core::limits::{
     self as core_limits,
-    keywords::{self, Entry, Given},
     plan::{Plan, Requested},
 };
 use magnus::{
     rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value,
 };
 
+use crate::helpers::limit_keywords::{self as keywords, Entry, Given};
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors::{argument_error, capability_error};
+use crate::ruby_api::errors::{self, argument_error};
 use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
 
 /// An Integer as the core's [`Given`] (Bignums saturate by sign).
@@ -135,7 +135,7 @@ pub fn check_defaults(ruby: &Ruby, sandbox: SandboxObj) -> Result<(), Error> {
 fn plan(ruby: &Ruby, requested: Requested, dir: Option<std::path::PathBuf>) -> Result<Plan, Error> {
     let enforcement = core_limits::probe_with(dir.as_deref());
     let mut plan = core_limits::plan::plan(requested, &enforcement)
-        .map_err(|reason| capability_error(ruby, reason))?;
+        .map_err(|error| errors::from_core(ruby, error.into()))?;
     plan.cgroup.cgroup_dir = dir;
     Ok(plan)
 }
@@ -161,7 +161,7 @@ pub fn probe_report(ruby: &Ruby) -> Result<RHash, Error> {
     for (name, status) in enforcement.report() {
         let value = match status {
             Ok(()) => ruby.qtrue().as_value(),
-            Err(reason) => ruby.str_new(reason).as_value(),
+            Err(reason) => ruby.str_new(&reason.to_string()).as_value(),
         };
         report.aset(ruby.to_symbol(name), value)?;
     }

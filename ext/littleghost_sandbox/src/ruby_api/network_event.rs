@@ -166,7 +166,7 @@ fn hash(rb_self: &NetworkEvent) -> i64 {
 }
 
 /// `#<LittleGhost::Sandbox::NetworkEvent allowed GET "example.com:80" "/a" 200 sent=0 received=512 0.012s>`
-/// (the core's Display).
+/// (the core's one-line Display, wrapped).
 fn inspect(rb_self: &NetworkEvent) -> String {
-    rb_self.0.to_string()
+    format!("#<LittleGhost::Sandbox::NetworkEvent {}>", rb_self.0)
 }

@@ -6,6 +6,7 @@
 //! `allows?`, `writable?`, the abstract operations) is
 //! lib/littleghost/sandbox/base.rb.
 
+mod inspect;
 pub(crate) mod launch;
 pub(crate) mod probe;
 mod providers;
@@ -197,7 +198,10 @@ fn profile_options(
         options = options.funcall("call", (KwArgs(call_options),))?;
     }
     let Some(options) = RHash::from_value(options) else {
-        return Err(errors::from_core(ruby, rules::profile_not_a_hash()));
+        return Err(errors::policy_error(
+            ruby,
+            "sandbox scope profile must be a Hash",
+        ));
     };
     let mut named = Vec::new();
     for (key, value) in vo::hash_pairs(options)? {
@@ -245,7 +249,7 @@ fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
         Err(_) => None,
     };
     let policy = enforced_policy(ruby, rb_self).unwrap_or_else(|_| requested_policy(ruby, rb_self));
-    let summary = rules::inspect::Summary {
+    let summary = inspect::Summary {
         class_name: &class_name,
         provider: provider.as_deref(),
         root: root.as_deref(),

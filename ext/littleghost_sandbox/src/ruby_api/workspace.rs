@@ -14,7 +14,7 @@ use std::sync::Arc;
 use littleghost_sandbox_core::error::{Error as CoreError, Result as CoreResult};
 use littleghost_sandbox_core::fs::anchor::Anchors;
 use littleghost_sandbox_core::grants::Identity;
-use littleghost_sandbox_core::workspace::{self as core, keywords, Layout, OpenError, PathEntry};
+use littleghost_sandbox_core::workspace::{self as core, Layout, OpenError, PathEntry};
 use magnus::{
     function, gc::Marker, method, prelude::*, scan_args::get_kwargs, typed_data::Obj,
     value::Opaque, DataTypeFunctions, Error, KwArgs, RHash, RModule, RString, Ruby, TypedData,
@@ -231,7 +231,10 @@ fn check_callable(ruby: &Ruby, value: Option<Value>, label: &str) -> Result<Opti
     match value.filter(|value| !value.is_nil()) {
         None => Ok(None),
         Some(value) if vo::responds(value, "call") => Ok(Some(value)),
-        Some(_) => Err(errors::from_core(ruby, keywords::hook_not_callable(label))),
+        Some(_) => Err(errors::argument_error(
+            ruby,
+            format!("workspace {label} must be callable"),
+        )),
     }
 }
 
@@ -274,7 +277,10 @@ fn path_entries(
     let mut entries = Vec::new();
     if let Some(paths) = paths {
         if !vo::responds(paths, "each_pair") {
-            return Err(errors::from_core(ruby, keywords::paths_not_a_hash()));
+            return Err(errors::argument_error(
+                ruby,
+                "workspace paths must be a Hash",
+            ));
         }
         for (name, value) in vo::pairs(paths)? {
             let name = vo::name_to_sym(name, "workspace path name")?;

@@ -42,6 +42,33 @@ impl Controller {
     }
 }
 
+/// Why launch cgroups cannot enforce a limit (or any) here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// A file of `/proc` (or the cgroup tree) could not be read; `reason`
+    /// is the OS's error in its words.
+    #[error("cannot read {}: {reason}", .path.display())]
+    Unreadable { path: PathBuf, reason: String },
+    #[error("no cgroup2 hierarchy is mounted")]
+    NoV2Hierarchy,
+    #[error("no cgroup v1 {controller} hierarchy is mounted")]
+    NoV1Hierarchy { controller: &'static str },
+    #[error("/proc/self/cgroup lists no {controller} cgroup")]
+    NotListed { controller: &'static str },
+    /// No child cgroup can be made in `dir`.
+    #[error("cannot create a cgroup in {}: {reason}", .dir.display())]
+    NotWritable { dir: PathBuf, reason: String },
+    /// `subtree_control` (a v2 `cgroup.subtree_control`) leaves `controller` out.
+    #[error("{} does not enable the {controller} controller", .subtree_control.display())]
+    NotEnabled {
+        subtree_control: PathBuf,
+        controller: &'static str,
+    },
+    /// Every place tried failed, each for its own reason.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Everywhere(Vec<Unavailable>),
+}
+
 /// Where launch cgroups are created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Layout {
@@ -56,10 +83,10 @@ pub enum Layout {
     /// where the spawner thread returns after a spawn); a missing one is
     /// `Err(why)`.
     V1 {
-        memory: std::result::Result<PathBuf, String>,
-        pids: std::result::Result<PathBuf, String>,
-        cpuacct: std::result::Result<PathBuf, String>,
-        freezer: std::result::Result<PathBuf, String>,
+        memory: std::result::Result<PathBuf, Unavailable>,
+        pids: std::result::Result<PathBuf, Unavailable>,
+        cpuacct: std::result::Result<PathBuf, Unavailable>,
+        freezer: std::result::Result<PathBuf, Unavailable>,
     },
 }
 
@@ -72,11 +99,11 @@ impl Layout {
                 memory,
                 pids,
             } => {
-                let missing = |name: &str| {
-                    Err(format!(
-                        "{} does not enable the {name} controller",
-                        parent.join("cgroup.subtree_control").display()
-                    ))
+                let missing = |controller: &'static str| {
+                    Err(Unavailable::NotEnabled {
+                        subtree_control: parent.join("cgroup.subtree_control"),
+                        controller,
+                    })
                 };
                 Enforcement {
                     memory: if *memory { Ok(()) } else { missing("memory") },
@@ -91,7 +118,8 @@ impl Layout {
                 cpuacct,
                 freezer,
             } => {
-                let status = |dir: &std::result::Result<PathBuf, String>| dir.clone().map(|_| ());
+                let status =
+                    |dir: &std::result::Result<PathBuf, Unavailable>| dir.clone().map(|_| ());
                 Enforcement {
                     memory: status(memory),
                     tasks: status(pids),
@@ -136,18 +164,23 @@ impl Layout {
 
 /// The layout of this host for this process, or why there is none. `explicit`
 /// is the backend's `cgroup:` option; `LITTLEGHOST_CGROUP` is used without it.
-pub fn host_layout_with(explicit: Option<&Path>) -> std::result::Result<Layout, String> {
-    let own = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|error| format!("cannot read /proc/self/cgroup: {error}"))?;
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|error| format!("cannot read /proc/self/mountinfo: {error}"))?;
+pub fn detect_host(explicit: Option<&Path>) -> std::result::Result<Layout, Unavailable> {
+    let read = |path: &str| {
+        std::fs::read_to_string(path).map_err(|error| Unavailable::Unreadable {
+            path: PathBuf::from(path),
+            reason: error.to_string(),
+        })
+    };
+    let own = read("/proc/self/cgroup")?;
+    let mounts = read("/proc/self/mountinfo")?;
     let from_env = std::env::var_os("LITTLEGHOST_CGROUP").map(PathBuf::from);
     detect(&own, &mounts, explicit.or(from_env.as_deref()))
 }
 
-/// [`host_layout_with`] without an explicit directory.
-pub fn host_layout() -> std::result::Result<Layout, String> {
-    host_layout_with(None)
+/// [`detect_host`] with the reason as text, for the process runner, whose
+/// `SpawnError::Unenforceable` carries text.
+pub fn host_layout_with(explicit: Option<&Path>) -> std::result::Result<Layout, String> {
+    detect_host(explicit).map_err(|reason| reason.to_string())
 }
 
 /// Picks the layout from the text of `/proc/self/cgroup` and
@@ -158,14 +191,14 @@ pub fn detect(
     own: &str,
     mounts: &str,
     delegated: Option<&Path>,
-) -> std::result::Result<Layout, String> {
+) -> std::result::Result<Layout, Unavailable> {
     let mounts = parse_mounts(mounts);
     let v2 = detect_v2(own, &mounts, delegated);
     let v1 = detect_v1(own, &mounts);
     match (v2, v1) {
         (Ok(v2), Ok(v1)) => Ok(if v1.score() > v2.score() { v1 } else { v2 }),
         (Ok(layout), Err(_)) | (Err(_), Ok(layout)) => Ok(layout),
-        (Err(v2), Err(v1)) => Err(format!("{v2}; {v1}")),
+        (Err(v2), Err(v1)) => Err(Unavailable::Everywhere(vec![v2, v1])),
     }
 }
 
@@ -245,11 +278,11 @@ fn detect_v2(
     own: &str,
     mounts: &[Mount],
     delegated: Option<&Path>,
-) -> std::result::Result<Layout, String> {
+) -> std::result::Result<Layout, Unavailable> {
     let mount = mounts
         .iter()
         .find(|m| m.v2)
-        .ok_or_else(|| "no cgroup2 hierarchy is mounted".to_string())?;
+        .ok_or(Unavailable::NoV2Hierarchy)?;
     let mut candidates = Vec::new();
     if let Some(path) = own_path(own, None) {
         candidates.push(dir_in(mount, path));
@@ -267,19 +300,25 @@ fn detect_v2(
             Err(reason) => reasons.push(reason),
         }
     }
-    best.ok_or_else(|| reasons.join("; "))
+    best.ok_or_else(|| match reasons.len() {
+        1 => reasons.remove(0),
+        _ => Unavailable::Everywhere(reasons),
+    })
 }
 
 /// A v2 directory we may create children in, with the controllers they get.
-fn v2_candidate(parent: &Path) -> std::result::Result<Layout, String> {
+fn v2_candidate(parent: &Path) -> std::result::Result<Layout, Unavailable> {
     writable_dir(parent)?;
     let control = parent.join("cgroup.subtree_control");
     let enabled = |text: &str, name: &str| {
         text.split_whitespace()
             .any(|c| c.trim_start_matches('+') == name)
     };
-    let mut current = std::fs::read_to_string(&control)
-        .map_err(|error| format!("cannot read {}: {error}", control.display()))?;
+    let mut current =
+        std::fs::read_to_string(&control).map_err(|error| Unavailable::Unreadable {
+            path: control.clone(),
+            reason: error.to_string(),
+        })?;
     let available = std::fs::read_to_string(parent.join("cgroup.controllers")).unwrap_or_default();
     for name in ["memory", "pids"] {
         if !enabled(&current, name) && enabled(&available, name) {
@@ -295,15 +334,14 @@ fn v2_candidate(parent: &Path) -> std::result::Result<Layout, String> {
     })
 }
 
-fn detect_v1(own: &str, mounts: &[Mount]) -> std::result::Result<Layout, String> {
-    let dir = |controller: Controller| -> std::result::Result<PathBuf, String> {
+fn detect_v1(own: &str, mounts: &[Mount]) -> std::result::Result<Layout, Unavailable> {
+    let dir = |controller: Controller| -> std::result::Result<PathBuf, Unavailable> {
         let name = controller.name();
         let mount = mounts
             .iter()
             .find(|m| !m.v2 && m.options.iter().any(|o| o == name))
-            .ok_or_else(|| format!("no cgroup v1 {name} hierarchy is mounted"))?;
-        let path = own_path(own, Some(name))
-            .ok_or_else(|| format!("/proc/self/cgroup lists no {name} cgroup"))?;
+            .ok_or(Unavailable::NoV1Hierarchy { controller: name })?;
+        let path = own_path(own, Some(name)).ok_or(Unavailable::NotListed { controller: name })?;
         let dir = dir_in(mount, path);
         writable_dir(&dir)?;
         Ok(dir)
@@ -314,7 +352,7 @@ fn detect_v1(own: &str, mounts: &[Mount]) -> std::result::Result<Layout, String>
             .iter()
             .filter_map(|r| r.as_ref().err().cloned())
             .collect::<Vec<_>>();
-        return Err(reasons.join("; "));
+        return Err(Unavailable::Everywhere(reasons));
     }
     Ok(Layout::V1 {
         memory,
@@ -325,7 +363,7 @@ fn detect_v1(own: &str, mounts: &[Mount]) -> std::result::Result<Layout, String>
 }
 
 /// Whether a child cgroup can be made in `dir` (made and removed at once).
-fn writable_dir(dir: &Path) -> std::result::Result<(), String> {
+fn writable_dir(dir: &Path) -> std::result::Result<(), Unavailable> {
     let probe = dir.join(format!(
         "littleghost-probe-{}",
         rustix::process::getpid().as_raw_nonzero()
@@ -336,10 +374,10 @@ fn writable_dir(dir: &Path) -> std::result::Result<(), String> {
             Ok(())
         }
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(error) => Err(format!(
-            "cannot create a cgroup in {}: {error}",
-            dir.display()
-        )),
+        Err(error) => Err(Unavailable::NotWritable {
+            dir: dir.to_path_buf(),
+            reason: error.to_string(),
+        }),
     }
 }
 
@@ -414,7 +452,13 @@ mod tests {
             }
         ));
         let refusal = layout.enforcement().tasks.unwrap_err();
-        assert!(refusal.contains("cgroup.subtree_control") && refusal.contains("pids"));
+        assert_eq!(
+            refusal,
+            Unavailable::NotEnabled {
+                subtree_control: root.path().join("mine/cgroup.subtree_control"),
+                controller: "pids"
+            }
+        );
     }
 
     #[test]
@@ -434,7 +478,7 @@ mod tests {
         let own = "0::/\n4:memory:/x\n";
         let mounts = "30 25 0:26 / /nonexistent/unified rw - cgroup2 cgroup2 rw\n\
                       31 25 0:27 / /nonexistent/memory rw - cgroup cgroup rw,memory\n";
-        let reason = detect(own, mounts, None).unwrap_err();
+        let reason = detect(own, mounts, None).unwrap_err().to_string();
         assert!(reason.contains("/nonexistent/unified"), "{reason}");
         assert!(reason.contains("/nonexistent/memory/x"), "{reason}");
     }

@@ -696,7 +696,7 @@ mod tests {
     fn fake_v1(root: &Path) -> Layout {
         let pids = root.join("pids");
         std::fs::create_dir(&pids).unwrap();
-        let none = || Err("not in this fake tree".to_string());
+        let none = || Err(super::super::Unavailable::NoV1Hierarchy { controller: "x" });
         Layout::V1 {
             memory: none(),
             pids: Ok(pids),

@@ -29,12 +29,12 @@
 //! with [`crate::process::SpawnError::Unenforceable`] before anything runs.
 
 pub mod cgroup;
-pub mod keywords;
 pub mod launch;
 pub mod plan;
 mod report;
 pub mod watch;
 
+pub use cgroup::Unavailable;
 pub use launch::LaunchCgroup;
 
 use std::sync::OnceLock;
@@ -105,19 +105,37 @@ impl LimitExceeded {
     }
 }
 
+/// Launch limits that cannot be enforced here (docs/spec.md §25 L.2:
+/// refused, never ignored).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// `tasks` asked for where no cgroup can bound them; `reason` is why
+    /// (the path that could not be written, or the missing controller).
+    #[error("tasks cannot be limited here: {reason}. {}", plan::TASKS_FIX)]
+    TasksUnenforceable { reason: Unavailable },
+}
+
+impl Error {
+    /// Every one is a control that cannot be enforced.
+    pub fn kind(&self) -> crate::error::Kind {
+        crate::error::Kind::Capability
+    }
+}
+
 /// What this process can enforce through cgroups; each `Err` says why not
 /// (the path it could not write, or the controller that is missing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enforcement {
-    pub memory: Result<(), String>,
-    pub tasks: Result<(), String>,
-    pub cpu: Result<(), String>,
+    pub memory: Result<(), Unavailable>,
+    pub tasks: Result<(), Unavailable>,
+    pub cpu: Result<(), Unavailable>,
     /// Whole-tree ownership (kill everything left when the launch ends).
-    pub tree: Result<(), String>,
+    pub tree: Result<(), Unavailable>,
 }
 
 impl Enforcement {
-    /// The first reason `limits` cannot be enforced, if any.
+    /// The first reason `limits` cannot be enforced, if any, as the process
+    /// runner's `SpawnError::Unenforceable` carries it (text).
     pub fn refusal(&self, limits: &ProcessLimits) -> Option<String> {
         let wanted = [
             (limits.memory_bytes.is_some(), &self.memory),
@@ -128,7 +146,7 @@ impl Enforcement {
         wanted
             .into_iter()
             .find_map(|(asked, status)| match (asked, status) {
-                (true, Err(reason)) => Some(reason.clone()),
+                (true, Err(reason)) => Some(reason.to_string()),
                 _ => None,
             })
     }
@@ -147,7 +165,7 @@ pub fn probe_with(explicit: Option<&std::path::Path>) -> Enforcement {
     if let Some((_, known)) = probed.iter().find(|(known, _)| known == dir) {
         return known.clone();
     }
-    let enforcement = match cgroup::host_layout_with(Some(dir)) {
+    let enforcement = match cgroup::detect_host(Some(dir)) {
         Ok(layout) => layout.enforcement(),
         Err(reason) => Enforcement::none(reason),
     };
@@ -159,21 +177,32 @@ pub fn probe_with(explicit: Option<&std::path::Path>) -> Enforcement {
 /// `LITTLEGHOST_CGROUP` is read on the first call).
 pub fn probe() -> &'static Enforcement {
     static PROBED: OnceLock<Enforcement> = OnceLock::new();
-    PROBED.get_or_init(|| match host_layout() {
+    PROBED.get_or_init(|| match detected_layout() {
         Ok(layout) => layout.enforcement(),
         Err(reason) => Enforcement::none(reason.clone()),
     })
 }
 
 /// This host's layout for this process, detected once (see [`cgroup::detect`]).
+fn detected_layout() -> &'static std::result::Result<cgroup::Layout, Unavailable> {
+    static LAYOUT: OnceLock<std::result::Result<cgroup::Layout, Unavailable>> = OnceLock::new();
+    LAYOUT.get_or_init(|| cgroup::detect_host(None))
+}
+
+/// [`detected_layout`] with the reason as text, for the process runner
+/// (its `SpawnError::Unenforceable` carries text).
 pub fn host_layout() -> &'static std::result::Result<cgroup::Layout, String> {
     static LAYOUT: OnceLock<std::result::Result<cgroup::Layout, String>> = OnceLock::new();
-    LAYOUT.get_or_init(cgroup::host_layout)
+    LAYOUT.get_or_init(|| {
+        detected_layout()
+            .clone()
+            .map_err(|reason| reason.to_string())
+    })
 }
 
 impl Enforcement {
     /// Nothing can be enforced, for `reason`.
-    pub fn none(reason: String) -> Enforcement {
+    pub fn none(reason: Unavailable) -> Enforcement {
         Enforcement {
             memory: Err(reason.clone()),
             tasks: Err(reason.clone()),
@@ -184,41 +213,4 @@ impl Enforcement {
 }
 
 #[cfg(test)]
-mod host_tests;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn messages_name_the_limit() {
-        assert_eq!(
-            LimitExceeded::Memory { bytes: 64 }.message(),
-            "Program memory exceeded 64 bytes"
-        );
-        assert_eq!(
-            LimitExceeded::Cpu { seconds: 1 }.message(),
-            "Program CPU time exceeded 1 second"
-        );
-    }
-
-    #[test]
-    fn a_refusal_names_the_first_unenforceable_limit() {
-        let mut enforcement = Enforcement::none("cannot write /x".into());
-        enforcement.memory = Ok(());
-        let memory_only = ProcessLimits {
-            memory_bytes: Some(1),
-            ..ProcessLimits::default()
-        };
-        assert_eq!(enforcement.refusal(&memory_only), None);
-        let tasks = ProcessLimits {
-            tasks: Some(1),
-            ..memory_only.clone()
-        };
-        assert_eq!(
-            enforcement.refusal(&tasks).as_deref(),
-            Some("cannot write /x")
-        );
-        assert!(!ProcessLimits::default().wants_cgroup());
-    }
-}
+mod tests;

@@ -2,7 +2,9 @@
 //! L.1-L.3): by its cgroup where the kernel can, else by the documented
 //! fallbacks, else refused before anything is spawned.
 
-use super::{Enforcement, ProcessLimits};
+use std::path::PathBuf;
+
+use super::{Enforcement, Error, ProcessLimits};
 
 /// Limits a caller asked for (per-call values over the backend's defaults),
 /// each a positive count; `None` means unlimited.
@@ -126,17 +128,17 @@ pub const TASKS_FIX: &str =
 or drop `tasks` from process_limits:";
 
 /// Decides how `requested` is enforced given what the host can
-/// (`enforcement`); `Err(reason)` when `tasks` is asked for and cannot be
-/// bounded at all (CapabilityError before spawning).
-pub fn plan(requested: Requested, enforcement: &Enforcement) -> Result<Plan, String> {
+/// (`enforcement`); [`Error::TasksUnenforceable`] when `tasks` is asked for
+/// and cannot be bounded at all (refused before spawning).
+pub fn plan(requested: Requested, enforcement: &Enforcement) -> Result<Plan, Error> {
     let mut plan = Plan::default();
     if let Some(tasks) = requested.tasks {
         match &enforcement.tasks {
             Ok(()) => plan.cgroup.tasks = Some(tasks),
             Err(reason) => {
-                return Err(format!(
-                    "tasks cannot be limited here: {reason}. {TASKS_FIX}"
-                ))
+                return Err(Error::TasksUnenforceable {
+                    reason: reason.clone(),
+                })
             }
         }
     }
@@ -185,9 +187,29 @@ pub fn enforced_features(enforcement: &Enforcement) -> Vec<&'static str> {
     features
 }
 
+/// What a sandbox's backend options say about every launch: the
+/// `process_limits:` defaults and the `cgroup:` directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LaunchDefaults {
+    pub limits: Requested,
+    /// A delegated cgroup v2 directory (the `cgroup:` option).
+    pub cgroup_dir: Option<PathBuf>,
+}
+
+impl LaunchDefaults {
+    /// One call's limits: its keywords over these defaults; with
+    /// `own_tree`, the launch owns its tree wherever the host allows.
+    pub fn for_call(&self, call: Requested, own_tree: bool) -> Requested {
+        let mut requested = self.limits.overridden_by(call);
+        requested.own_tree_if_possible = own_tree;
+        requested
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::Unavailable;
 
     fn all_enforced() -> Enforcement {
         Enforcement {
@@ -270,7 +292,7 @@ mod tests {
 
     #[test]
     fn without_a_cgroup_memory_is_sampled_and_cpu_per_process() {
-        let none = Enforcement::none("cannot write /sys/fs/cgroup/pids".into());
+        let none = Enforcement::none(Unavailable::NoV1Hierarchy { controller: "pids" });
         let plan = plan(asked(), &none).unwrap();
         assert!(!plan.cgroup.wants_cgroup());
         assert_eq!(plan.sampled_memory_bytes, Some(64));
@@ -280,7 +302,7 @@ mod tests {
 
     #[test]
     fn tasks_without_a_pids_controller_are_refused_with_the_reason() {
-        let none = Enforcement::none("cannot write /sys/fs/cgroup/pids".into());
+        let none = Enforcement::none(Unavailable::NoV1Hierarchy { controller: "pids" });
         let refused = plan(
             Requested {
                 tasks: Some(16),
@@ -289,7 +311,15 @@ mod tests {
             &none,
         )
         .unwrap_err();
-        assert!(refused.contains("/sys/fs/cgroup/pids"), "{refused}");
+        assert_eq!(
+            refused,
+            Error::TasksUnenforceable {
+                reason: Unavailable::NoV1Hierarchy { controller: "pids" }
+            }
+        );
+        assert!(refused.to_string().starts_with(
+            "tasks cannot be limited here: no cgroup v1 pids hierarchy is mounted. To limit tasks"
+        ));
     }
 
     #[test]
@@ -307,5 +337,25 @@ mod tests {
         assert_eq!(merged.memory_bytes, Some(10));
         assert_eq!(merged.tasks, Some(2));
         assert_eq!(merged.cpu_seconds, None);
+    }
+
+    #[test]
+    fn a_call_overrides_the_defaults_per_limit() {
+        let stored = LaunchDefaults {
+            limits: Requested {
+                memory_bytes: Some(1),
+                tasks: Some(2),
+                ..Requested::default()
+            },
+            cgroup_dir: None,
+        };
+        let call = Requested {
+            tasks: Some(9),
+            ..Requested::default()
+        };
+        let merged = stored.for_call(call, true);
+        assert_eq!(merged.memory_bytes, Some(1));
+        assert_eq!(merged.tasks, Some(9));
+        assert!(merged.own_tree_if_possible);
     }
 }

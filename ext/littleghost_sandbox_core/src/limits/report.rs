@@ -7,7 +7,7 @@ impl Enforcement {
     /// Each limit's name (`memory_bytes`, `tasks`, `cpu_seconds`,
     /// `process_tree_ownership`) with `Ok` where the kernel enforces it, else
     /// the reason it cannot (the path that could not be written).
-    pub fn report(&self) -> [(&'static str, &Result<(), String>); 4] {
+    pub fn report(&self) -> [(&'static str, &Result<(), super::Unavailable>); 4] {
         [
             ("memory_bytes", &self.memory),
             ("tasks", &self.tasks),
@@ -20,14 +20,15 @@ impl Enforcement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::Unavailable;
 
     #[test]
     fn names_every_limit_with_its_status() {
         let enforcement = Enforcement {
             memory: Ok(()),
-            tasks: Err("/sys/fs/cgroup/x/pids.max".into()),
+            tasks: Err(Unavailable::NotListed { controller: "pids" }),
             cpu: Ok(()),
-            tree: Err("no cgroup".into()),
+            tree: Err(Unavailable::NoV2Hierarchy),
         };
         let report = enforcement.report();
         let names: Vec<&str> = report.iter().map(|(name, _)| *name).collect();
@@ -41,7 +42,10 @@ mod tests {
             ]
         );
         assert_eq!(report[0].1, &Ok(()));
-        assert_eq!(report[1].1, &Err("/sys/fs/cgroup/x/pids.max".to_owned()));
-        assert_eq!(report[3].1, &Err("no cgroup".to_owned()));
+        assert_eq!(
+            report[1].1,
+            &Err(Unavailable::NotListed { controller: "pids" })
+        );
+        assert_eq!(report[3].1, &Err(Unavailable::NoV2Hierarchy));
     }
 }

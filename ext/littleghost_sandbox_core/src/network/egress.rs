@@ -59,16 +59,13 @@ pub struct EgressEvent {
     pub detail: Option<String>,
 }
 
-/// How Ruby's `NetworkEvent#inspect` shows it:
-/// `#<LittleGhost::Sandbox::NetworkEvent allowed GET "example.com:80" "/a" 200 sent=0 received=512 0.012s>`
-/// (method, path and status only when known; `inspected` when TLS was terminated).
+/// An event in one line:
+/// `allowed GET "example.com:80" "/a" 200 sent=0 received=512 0.012s`
+/// (method, path and status only when known; `inspected` when TLS was
+/// terminated). The binding's `NetworkEvent#inspect` wraps it.
 impl std::fmt::Display for EgressEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "#<LittleGhost::Sandbox::NetworkEvent {}",
-            self.decision.name()
-        )?;
+        write!(f, "{}", self.decision.name())?;
         if let Some(method) = &self.method {
             write!(f, " {method}")?;
         }
@@ -87,7 +84,7 @@ impl std::fmt::Display for EgressEvent {
         }
         write!(
             f,
-            " sent={} received={} {:.3}s>",
+            " sent={} received={} {:.3}s",
             self.bytes_sent,
             self.bytes_received,
             self.duration.as_secs_f64()
@@ -166,7 +163,7 @@ mod tests {
     fn it_shows_as_ruby_inspects_it() {
         assert_eq!(
             event().to_string(),
-            r#"#<LittleGhost::Sandbox::NetworkEvent allowed GET "example.com:80" "/a \"b\"" 200 sent=0 received=512 0.012s>"#
+            r#"allowed GET "example.com:80" "/a \"b\"" 200 sent=0 received=512 0.012s"#
         );
         let tunnel = EgressEvent {
             method: None,
@@ -178,7 +175,7 @@ mod tests {
         };
         assert_eq!(
             tunnel.to_string(),
-            r#"#<LittleGhost::Sandbox::NetworkEvent denied "example.com:80" inspected sent=0 received=512 0.012s>"#
+            r#"denied "example.com:80" inspected sent=0 received=512 0.012s"#
         );
         let failed = EgressEvent {
             method: Some("CONNECT".into()),
@@ -191,7 +188,7 @@ mod tests {
         };
         assert_eq!(
             failed.to_string(),
-            r#"#<LittleGhost::Sandbox::NetworkEvent denied CONNECT "example.com:80" 502 upstream_certificate sent=0 received=512 0.012s>"#
+            r#"denied CONNECT "example.com:80" 502 upstream_certificate sent=0 received=512 0.012s"#
         );
     }
 }

@@ -1,6 +1,7 @@
 //! Capabilities (SPEC §4): what a backend can enforce, with the feature
 //! aliases of 4.3 and the intersection a scope narrows by.
 
+use super::Error;
 use super::{Given, NetworkMode};
 use crate::error::{argument, Result};
 
@@ -30,10 +31,10 @@ pub fn canonical_feature(name: &str) -> &str {
 pub fn normalize_feature(feature: &Given<'_>) -> Result<String> {
     match feature.name() {
         Some(name) => Ok(canonical_feature(name).to_owned()),
-        None => Err(argument(format!(
-            "capability feature must be a Symbol or String, got {}",
-            feature.shown()
-        ))),
+        None => Err(Error::FeatureNotAName {
+            shown: feature.shown(),
+        }
+        .into()),
     }
 }
 
@@ -78,9 +79,10 @@ impl Capabilities {
             None => defaults.network_modes,
         };
         let isolation = match isolation {
-            Some(given) => given.name().map(str::to_owned).ok_or_else(|| {
-                argument("capability isolation must be a Symbol such as :none or :namespace")
-            })?,
+            Some(given) => given
+                .name()
+                .map(str::to_owned)
+                .ok_or(Error::IsolationNotAName)?,
             None => defaults.isolation,
         };
         Ok(Capabilities {
@@ -226,14 +228,10 @@ mod tests {
             )
         );
         let err = Capabilities::new(Some(&[Given::other("1")]), None, None).unwrap_err();
-        assert_eq!(
-            err,
-            argument("capability feature must be a Symbol or String, got 1")
-        );
+        assert_eq!(err, Error::FeatureNotAName { shown: "1".into() }.into());
         let err = Capabilities::new(None, None, Some(&Given::other("1"))).unwrap_err();
-        assert!(err
-            .message()
-            .starts_with("capability isolation must be a Symbol"));
+        assert_eq!(err, Error::IsolationNotAName.into());
+        assert_eq!(err.kind(), crate::error::Kind::Argument);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 mod capabilities;
 mod compare;
 mod environment;
+mod error;
 mod given;
 mod limits;
 mod mount;
@@ -17,6 +18,7 @@ mod rules;
 pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};
 pub use compare::GrantIdentity;
 pub use environment::EnvironmentPolicy;
+pub use error::Error;
 pub use given::Given;
 pub use limits::{LimitValue, Limits, LIMIT_NAMES};
 pub use mount::{normalize_target, parse_access};

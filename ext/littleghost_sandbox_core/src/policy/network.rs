@@ -23,14 +23,14 @@ impl NetworkMode {
         NetworkMode::Allowlist,
     ];
 
-    /// Parses the Ruby symbol name.
+    /// The mode named `name` (as the binding reads a Ruby symbol).
     pub fn parse(name: &str) -> Option<NetworkMode> {
         NetworkMode::ALL
             .into_iter()
             .find(|mode| mode.name() == name)
     }
 
-    /// The Ruby symbol name.
+    /// The mode's name (the binding shows it as a Ruby symbol).
     pub fn name(self) -> &'static str {
         match self {
             NetworkMode::Inherit => "inherit",
@@ -48,7 +48,7 @@ pub enum Inspection {
 }
 
 impl Inspection {
-    /// The Ruby symbol name.
+    /// The mode's name (the binding shows it as a Ruby symbol).
     pub fn name(self) -> &'static str {
         match self {
             Inspection::Connect => "connect",

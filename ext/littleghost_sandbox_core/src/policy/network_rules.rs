@@ -294,11 +294,7 @@ fn rule_entry(request: &RuleRequest) -> Result<AllowEntry> {
     unknown_keys("network allow entry", &request.keys, &RULE_KEYS)?;
     let destination = match &request.destination {
         Some(text) => destination_text(text)?,
-        None => {
-            return Err(argument(
-                "network allow entry Hash needs destination: (\"host:port\")",
-            ))
-        }
+        None => return Err(super::Error::AllowEntryWithoutDestination.into()),
     };
     // A Hash entry is new: its destination must be a pattern now.
     parse_pattern(&destination)?;
@@ -377,15 +373,11 @@ pub fn secret_entries(
     for request in requests {
         let name = request.name.to_ascii_lowercase();
         let Some(keys) = &request.keys else {
-            return Err(policy(format!(
-                "network secret {name:?} must be a Hash {{value:, destinations:}}"
-            )));
+            return Err(super::Error::SecretNotATable { name }.into());
         };
         unknown_keys(&format!("network secret {name:?}"), keys, &SECRET_KEYS)?;
         let Some(value) = &request.value else {
-            return Err(policy(format!(
-                "network secret {name:?} needs value: a String (the value is not shown)"
-            )));
+            return Err(super::Error::SecretWithoutValue { name }.into());
         };
         // The core's checks (name, value, destinations); the stand-in it draws is dropped.
         let checked = Secret::new(&name, value, &request.destinations)?;
@@ -735,7 +727,10 @@ mod tests {
         let mut no_value = secret("github", "x", &["api.github.com:443"]);
         no_value.value = None;
         let text = message(NetworkRules::new(&allow, &[no_value], None).unwrap_err());
-        assert!(text.contains("needs value: a String"), "{text}");
+        assert_eq!(
+            text,
+            "network secret \"github\" needs value: (the value is not shown)"
+        );
         let mut typo = secret("github", "ghp_value_3", &["api.github.com:443"]);
         typo.keys = Some(vec!["value".into(), "destination".into()]);
         let error = NetworkRules::new(&allow, &[typo], None).unwrap_err();

@@ -78,12 +78,13 @@ impl GrantTable {
     ) -> Result<GrantTable> {
         let mut table = GrantTable::default();
         for (name, access) in pairs {
-            let name = name.name().map(str::to_owned).ok_or_else(|| {
-                policy(format!(
-                    "sandbox {label} names must be Symbols or Strings, got {}",
-                    name.shown()
-                ))
-            })?;
+            let name =
+                name.name()
+                    .map(str::to_owned)
+                    .ok_or_else(|| super::Error::GrantNameNotAName {
+                        category: label.to_string(),
+                        shown: name.shown(),
+                    })?;
             let access = access.name().and_then(Access::parse).ok_or_else(|| {
                 policy(format!(
                     "sandbox {label} access for :{name} must be :read_only or :read_write, got {}",
@@ -366,8 +367,13 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err,
-            policy("sandbox runtime_paths names must be Symbols or Strings, got 1")
+            super::super::Error::GrantNameNotAName {
+                category: "runtime_paths".into(),
+                shown: "1".into()
+            }
+            .into()
         );
+        assert_eq!(err.kind(), crate::error::Kind::Policy);
     }
 
     #[test]

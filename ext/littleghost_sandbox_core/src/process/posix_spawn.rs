@@ -93,6 +93,7 @@ impl FileActions {
         let mut raw = MaybeUninit::uninit();
         // SAFETY: init fills the object; on failure it is not used.
         check(unsafe { libc::posix_spawn_file_actions_init(raw.as_mut_ptr()) })?;
+        // SAFETY: init returned 0 (`check` passed), so it filled the object.
         Ok(FileActions(unsafe { raw.assume_init() }))
     }
 
@@ -116,6 +117,7 @@ impl Attributes {
         let mut raw = MaybeUninit::uninit();
         // SAFETY: init fills the object; on failure it is not used.
         check(unsafe { libc::posix_spawnattr_init(raw.as_mut_ptr()) })?;
+        // SAFETY: init returned 0 (`check` passed), so it filled the object.
         Ok(Attributes(unsafe { raw.assume_init() }))
     }
 

@@ -19,7 +19,6 @@ pub fn selection<T: Copy>(named: &[(String, T)]) -> Result<[Option<T>; 4]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
 
     fn named(pairs: &[(&str, u8)]) -> Vec<(String, u8)> {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
@@ -41,10 +40,10 @@ mod tests {
     #[test]
     fn unknown_options_are_a_policy_error() {
         let err = selection(&named(&[("files", 1), ("bogus", 2)])).unwrap_err();
-        assert!(matches!(err, Error::Policy(_)));
+        assert_eq!(err.kind(), crate::error::Kind::Policy);
         assert_eq!(
             err.message(),
-            "unknown sandbox scope profile options: :bogus"
+            "unknown sandbox scope profile options: bogus"
         );
     }
 }

@@ -1,26 +1,19 @@
 //! The provider registries of `Sandbox` (§12) and `Workspace` (3.9): a name
 //! resolves to exactly the class registered under it, never to another.
 
-use crate::error::Error;
+use super::Error;
 
-/// DependencyError for a provider name nothing is registered under: says the
-/// name is unknown (not merely uninstalled) and lists the registered names,
-/// sorted. `label` ("sandbox", "workspace") starts the message.
-pub fn unknown(label: &str, name: &str, mut registered: Vec<String>) -> Error {
+/// A dependency failure for a provider name nothing is registered under: says
+/// the name is unknown (not merely uninstalled) and lists the registered
+/// names, sorted. `label` ("sandbox", "workspace") starts the message.
+pub fn unknown(label: &str, name: &str, mut registered: Vec<String>) -> crate::Error {
     registered.sort();
-    let list = if registered.is_empty() {
-        "none".to_string()
-    } else {
-        registered
-            .iter()
-            .map(|name| format!(":{name}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    Error::Dependency(format!(
-        "{label} provider :{name} is not available; it is not a registered {label} provider \
-         (registered: {list})"
-    ))
+    Error::UnknownProvider {
+        label: label.to_string(),
+        name: name.to_string(),
+        registered,
+    }
+    .into()
 }
 
 #[cfg(test)]
@@ -31,11 +24,11 @@ mod tests {
     fn an_unknown_name_lists_the_registered_ones_sorted() {
         let names = vec!["seatbelt".to_string(), "bubblewrap".to_string()];
         let err = unknown("sandbox", "bwrap", names);
-        assert!(matches!(err, Error::Dependency(_)));
+        assert_eq!(err.kind(), crate::error::Kind::Dependency);
         assert_eq!(
             err.message(),
-            "sandbox provider :bwrap is not available; it is not a registered sandbox provider \
-             (registered: :bubblewrap, :seatbelt)"
+            "sandbox provider bwrap is not available; it is not a registered sandbox provider \
+             (registered: bubblewrap, seatbelt)"
         );
     }
 

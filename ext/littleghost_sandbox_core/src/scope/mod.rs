@@ -7,11 +7,10 @@
 //!
 //! The rules per job: [`grants`] (SC.3–SC.8), [`network`] (SC.10/SC.10b);
 //! capabilities (SC.9) and identities (SC.16) are small enough to live here;
-//! what a built scope answers is [`queries`] (SC.11–SC.13), and the wording
-//! of a misshapen keyword is [`keywords`]'s.
+//! what a built scope answers is [`queries`] (SC.11–SC.13). A keyword of the
+//! wrong Ruby shape is refused by the binding before it gets here.
 
 mod grants;
-pub mod keywords;
 mod network;
 mod queries;
 #[cfg(test)]

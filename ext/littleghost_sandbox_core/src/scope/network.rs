@@ -236,7 +236,7 @@ fn intersect(secret: &[Pattern], scope: &[Pattern]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod narrowing_tests {
+mod tests {
     use super::*;
     use crate::policy::{
         AllowRequest, Given, NetworkRequest as Declared, RuleRequest, SecretRequest,

@@ -15,7 +15,6 @@ use crate::error::{argument, Error, Result};
 use crate::paths;
 
 mod identity;
-pub mod keywords;
 mod resolve;
 #[cfg(test)]
 mod tests;

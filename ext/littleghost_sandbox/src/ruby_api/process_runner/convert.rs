@@ -2,7 +2,7 @@
 //! that carry a `cause`. `Float()`/`Integer()` run as Ruby's own C
 //! conversions (`rb_Float`, `rb_Integer`), not as a Kernel method call.
 
-use littleghost_sandbox_core::limits::keywords::{self, Given};
+use crate::helpers::limit_keywords::{self as keywords, Given};
 use littleghost_sandbox_core::process::arguments;
 use magnus::{
     prelude::*,

@@ -9,7 +9,9 @@
 //! [`Session::watch_memory`]: littleghost_sandbox_core::process::session::Session::watch_memory
 //! [`RunningProcess::terminate_detached`]: littleghost_sandbox_core::process::RunningProcess::terminate_detached
 
-use littleghost_sandbox_core::limits::{keywords::Given, LimitExceeded};
+use littleghost_sandbox_core::limits::LimitExceeded;
+
+use crate::helpers::limit_keywords::Given;
 use littleghost_sandbox_core::process::session::monitor::{Sample, Watched};
 use littleghost_sandbox_core::process::{
     self as core_process, group::GroupSignal as Signal, procfs::DefaultReader,

@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::launch_steps as steps;
 use littleghost_sandbox_core::error::Error as CoreError;
 use littleghost_sandbox_core::fs::anchor::Anchors;
@@ -318,7 +317,7 @@ pub(crate) fn scope_view(ruby: &Ruby, value: Option<Value>) -> Result<Option<Sco
         .map(|m| mount::grant_from_ruby(ruby, m))
         .collect::<Result<Vec<_>, _>>()?;
     let declared = network_policy::borrow(scope::reader_network(ruby, value)?);
-    let network = declared.and_then(|n| bw::NetworkMode::parse(n.core().mode.name()));
+    let network = declared.map(|n| n.core().mode);
     let network_rules = declared
         .filter(|n| n.core().mode == littleghost_sandbox_core::policy::NetworkMode::Allowlist)
         .map(|n| n.core().rules.clone());

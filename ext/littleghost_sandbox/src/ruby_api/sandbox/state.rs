@@ -50,7 +50,7 @@ pub struct Sandbox {
     enforced: Cell<Option<Enforced>>,
     /// The backend options `process_limits:` and `cgroup:` (read by
     /// `launch_limits`; borrowed only briefly, never across a Ruby call).
-    launch_defaults: std::cell::RefCell<littleghost_sandbox_core::limits::keywords::LaunchDefaults>,
+    launch_defaults: std::cell::RefCell<littleghost_sandbox_core::limits::plan::LaunchDefaults>,
 }
 
 /// The effective policy and capabilities a Rust backend stored at construction.
@@ -229,7 +229,7 @@ pub(crate) fn backend_of(ruby: &Ruby, value: Value) -> Option<Value> {
 /// The launch defaults a backend stored from its options (see `launch_limits`).
 pub(crate) fn launch_defaults(
     rb_self: SandboxObj,
-) -> &'static std::cell::RefCell<littleghost_sandbox_core::limits::keywords::LaunchDefaults> {
+) -> &'static std::cell::RefCell<littleghost_sandbox_core::limits::plan::LaunchDefaults> {
     // An Obj<Sandbox> always converts; `borrow` gives the GC-lived reference.
     let sandbox = borrow(rb_self.as_value()).expect("a SandboxObj holds a Sandbox");
     &sandbox.launch_defaults

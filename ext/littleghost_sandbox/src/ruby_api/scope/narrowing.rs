@@ -5,7 +5,6 @@
 
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::policy::{self as core_policy, Capabilities as CoreCapabilities};
-use littleghost_sandbox_core::scope::keywords as misshapen;
 use littleghost_sandbox_core::scope::{
     self as core_scope, CapabilityRequest, NetworkChoice, NetworkMode, NetworkRequest, Parent,
     Request, ScopeRequest, SecretsRequest,
@@ -195,9 +194,9 @@ fn requests(
             .map(Some);
     }
     let Some(array) = RArray::from_value(value) else {
-        return Err(errors::from_core(
+        return Err(errors::policy_error(
             ruby,
-            misshapen::not_a_grant_list(category),
+            format!("sandbox scope {category} must be a Hash or an Array"),
         ));
     };
     let mut requests = Vec::with_capacity(array.len());
@@ -205,9 +204,11 @@ fn requests(
         requests.push(match RArray::from_value(entry) {
             Some(pair) if pair.len() == 2 => request(pair.entry(0)?, Some(pair.entry(1)?))?,
             Some(_) => {
-                return Err(errors::from_core(
+                return Err(errors::policy_error(
                     ruby,
-                    misshapen::malformed_grant_entry(category),
+                    format!(
+                        "sandbox scope {category} entries must be names or [name, access] pairs"
+                    ),
                 ))
             }
             None => request(entry, None)?,
@@ -225,7 +226,10 @@ fn capability_request(ruby: &Ruby, requested: Option<Value>) -> Result<Capabilit
         return Ok(CapabilityRequest::intersecting(theirs.core()));
     }
     let Some(list) = RArray::from_value(requested) else {
-        return Err(errors::from_core(ruby, misshapen::not_a_capability_list()));
+        return Err(errors::policy_error(
+            ruby,
+            "sandbox scope capabilities must be an Array or Sandbox::Capabilities",
+        ));
     };
     let features = list
         .into_iter()

@@ -21,8 +21,8 @@ fn run(launch: &Launch, expected: Method) -> (i32, String) {
         .read_to_string(&mut stdout)
         .unwrap();
     let mut status = 0;
-    // SAFETY: waiting for our own child into a local.
     assert_eq!(
+        // SAFETY: waiting for our own child into a local.
         unsafe { libc::waitpid(spawned.pid, &mut status, 0) },
         spawned.pid
     );

@@ -17,7 +17,7 @@ fn launch_filter() -> Filter {
 /// process outside the launch) or the caller itself (pid 0); none changes the
 /// parent when allowed: the values written are the ones read first.
 fn probe() {
-    // SAFETY (whole function): raw syscalls with integer arguments or
+    // SAFETY: (the whole function) raw syscalls with integer arguments or
     // pointers to locals that outlive each call.
     unsafe {
         let parent = libc::getppid();

@@ -34,8 +34,8 @@ fn install_filter(deny_subprocesses: bool) {
 /// module's own [`install`]); only in a re-executed child, never in the test
 /// runner.
 fn install_in_child(filter: &Filter) {
-    // SAFETY: prctl with plain integer arguments.
     assert_eq!(
+        // SAFETY: prctl with plain integer arguments.
         unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) },
         0
     );

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::cgroup::Layout;
-use super::{probe, LaunchCgroup, LimitExceeded, ProcessLimits};
+use crate::limits::cgroup::Layout;
+use crate::limits::{probe, LaunchCgroup, LimitExceeded, ProcessLimits};
 use crate::process::{CaptureMode, Launch, RunningProcess, SpawnError, POLL_INTERVAL};
 
 const MIB: u64 = 1 << 20;
@@ -54,12 +54,12 @@ fn wait_finished(process: &RunningProcess, patience: Duration) {
 
 /// The launch cgroups of this process left in any v1 hierarchy or the v2 parent.
 fn leftover_cgroups() -> Vec<String> {
-    let Ok(layout) = super::host_layout() else {
+    let Ok(layout) = crate::limits::host_layout() else {
         return Vec::new();
     };
     let parents: Vec<std::path::PathBuf> = match layout {
         Layout::V2 { parent, .. } => vec![parent.clone()],
-        Layout::V1 { .. } => super::cgroup::Controller::ALL
+        Layout::V1 { .. } => crate::limits::cgroup::Controller::ALL
             .iter()
             .filter_map(|&c| layout.v1_home(c).map(Path::to_path_buf))
             .collect(),
@@ -67,7 +67,7 @@ fn leftover_cgroups() -> Vec<String> {
     let prefix = format!("littleghost-{}-", std::process::id());
     // Empty cgroups kept for the next ownership-only launch are not left
     // over: they go when the process exits.
-    let pooled = super::launch::pooled_paths();
+    let pooled = crate::limits::launch::pooled_paths();
     parents
         .iter()
         .flat_map(|parent| std::fs::read_dir(parent).unwrap())
@@ -93,7 +93,7 @@ fn an_ownership_only_cgroup_is_reused_empty_and_never_more_than_the_pool_holds()
         let process = start("sleep 0.01 & exit 0", &limits);
         wait_finished(&process, Duration::from_secs(10));
     }
-    let pooled = super::launch::pooled_paths();
+    let pooled = crate::limits::launch::pooled_paths();
     assert!(pooled.len() <= 8 * 4, "{pooled:?}");
     assert!(
         !pooled.is_empty(),
@@ -474,7 +474,7 @@ fn a_v1_child_starts_inside_its_cgroup_and_no_host_thread_stays_behind() {
     if !enforced(&limits) {
         return;
     }
-    if !matches!(super::host_layout(), Ok(Layout::V1 { .. })) {
+    if !matches!(crate::limits::host_layout(), Ok(Layout::V1 { .. })) {
         eprintln!("skipped: launch cgroups are not v1 here");
         return;
     }

@@ -2,7 +2,7 @@
 //! effective policy, and never internal state:
 //! `#<CLASS provider=:NAME root="/w" files={root: :read_write} runtime_paths={} network=:none open|closed>`.
 
-use crate::policy::{GrantTable, Policy};
+use littleghost_sandbox_core::policy::{GrantTable, Policy};
 
 /// What an initialized sandbox shows.
 pub struct Summary<'a> {
@@ -66,7 +66,7 @@ fn plain(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grants::Access;
+    use littleghost_sandbox_core::grants::Access;
 
     fn quoted(name: &str) -> String {
         format!(":{name:?}")

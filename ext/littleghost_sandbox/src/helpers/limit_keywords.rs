@@ -1,12 +1,11 @@
-//! The rules of the limit keywords (SPEC §25 L.1-L.3) and of the backend
-//! option `process_limits:`: which names exist, which values are accepted,
-//! and how a call's keywords combine with a sandbox's defaults. The binding
-//! only classifies each Ruby value as a [`Given`] and maps the `Err` message
-//! to ArgumentError.
+//! The limit keywords of `execute_program`/`start_program` and of the backend
+//! option `process_limits:` (docs/spec.md §25 L.1-L.3): which names exist and
+//! which Ruby values are accepted. Each Ruby value is classified as a [`Given`];
+//! an `Err` is the ArgumentError's message. How a call's limits combine with a
+//! sandbox's defaults and how they are enforced is the core's
+//! (`littleghost_sandbox_core::limits::plan`).
 
-use std::path::PathBuf;
-
-use super::plan::Requested;
+use littleghost_sandbox_core::limits::plan::Requested;
 
 /// The limit keywords, in the order [`Requested`] holds them.
 pub const KEYS: [&str; 3] = ["memory_bytes", "tasks", "cpu_seconds"];
@@ -78,25 +77,6 @@ pub fn defaults(entries: &[Entry<'_>]) -> Result<Requested, String> {
         }
     }
     requested(values)
-}
-
-/// What a sandbox's backend options say about every launch: the
-/// `process_limits:` defaults and the `cgroup:` directory.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LaunchDefaults {
-    pub limits: Requested,
-    /// A delegated cgroup v2 directory (the `cgroup:` option).
-    pub cgroup_dir: Option<PathBuf>,
-}
-
-impl LaunchDefaults {
-    /// One call's limits: its keywords over these defaults; with
-    /// `own_tree`, the launch owns its tree wherever the host allows.
-    pub fn for_call(&self, call: Requested, own_tree: bool) -> Requested {
-        let mut requested = self.limits.overridden_by(call);
-        requested.own_tree_if_possible = own_tree;
-        requested
-    }
 }
 
 #[cfg(test)]
@@ -171,25 +151,5 @@ mod tests {
         let parsed = defaults(&entries).unwrap();
         assert_eq!(parsed.tasks, Some(7));
         assert_eq!(parsed.memory_bytes, None);
-    }
-
-    #[test]
-    fn a_call_overrides_the_defaults_per_limit() {
-        let stored = LaunchDefaults {
-            limits: Requested {
-                memory_bytes: Some(1),
-                tasks: Some(2),
-                ..Requested::default()
-            },
-            cgroup_dir: None,
-        };
-        let call = Requested {
-            tasks: Some(9),
-            ..Requested::default()
-        };
-        let merged = stored.for_call(call, true);
-        assert_eq!(merged.memory_bytes, Some(1));
-        assert_eq!(merged.tasks, Some(9));
-        assert!(merged.own_tree_if_possible);
     }
 }
