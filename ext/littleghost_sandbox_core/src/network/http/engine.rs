@@ -165,6 +165,7 @@ where
                 Some(Ok(raw)) => raw,
                 Some(Err(refused)) => {
                     self.answer(&refused, false).await;
+                    self.close().await;
                     return None;
                 }
             };
@@ -173,6 +174,7 @@ where
                 Ok(head) => head,
                 Err(refused) => {
                     self.answer(&refused, false).await;
+                    self.close().await;
                     return None;
                 }
             };
@@ -203,13 +205,14 @@ where
                     "CONNECT inside an inspected connection",
                 );
                 self.answer(&refused, false).await;
+                self.close().await;
                 return None;
             }
             self.served += 1;
             match self.request(head, start).await {
                 Next::Continue => {}
                 Next::Close => {
-                    let _ = self.to_client.shutdown().await;
+                    self.close().await;
                     return None;
                 }
             }
@@ -268,7 +271,21 @@ where
         }
     }
 
-    /// Writes the gateway's own answer; closes unless `keep_alive`.
+    /// Ends the connection in stages (RFC 9112 §9.6, "Tear-down"): the
+    /// gateway's side first, after all it queued (inspected, with a TLS
+    /// close_notify), then what the client still sends is read and dropped
+    /// until the client ends its side too, within the idle timeout. Closed
+    /// at once with the client's bytes unread, the client's next write
+    /// fails (a broken pipe; over TCP, a reset that can destroy the answer),
+    /// and a client still sending a body or its own close_notify may then
+    /// never read the answer waiting for it (a refusal's `400`).
+    async fn close(&mut self) {
+        let _ = self.to_client.shutdown().await;
+        let _ = timeout(self.shared.idle_timeout, self.client.discard_until_end()).await;
+    }
+
+    /// Writes the gateway's own answer; ends the gateway's side unless
+    /// `keep_alive` (the caller then [closes](Self::close)).
     async fn answer(&mut self, refused: &Refusal, keep_alive: bool) {
         let _ = self
             .to_client

@@ -123,6 +123,17 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         .await
     }
 
+    /// Reads and drops what comes until the stream ends (or fails), through
+    /// the reader's buffer (bounded as for any read).
+    pub(super) async fn discard_until_end(&mut self) {
+        loop {
+            self.consume(self.buffered().len());
+            if !matches!(self.fill().await, Ok(n) if n > 0) {
+                return;
+            }
+        }
+    }
+
     /// The next head (without its blank line), consumed from the buffer;
     /// `None` when the stream ended before its first byte.
     pub(super) async fn read_head(&mut self, limit: usize) -> Result<Option<Vec<u8>>, HeadError> {

@@ -457,7 +457,8 @@ fn serve_inspected_checks_each_request_against_its_one_destination() {
             let _ = server.read_to_end(&mut rest).await;
             (head, rest)
         };
-        let child = async {
+        // Moved in: the child's end closes when it is done, as a client's would.
+        let child = async move {
             child
                 .write_all(
                     format!("GET /repos/x HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer {stand_in}\r\n\r\n")
@@ -511,6 +512,90 @@ fn serve_inspected_checks_each_request_against_its_one_destination() {
         .all(|e| e.inspected && e.destination == "api.test:443"));
     let statuses: Vec<Option<u16>> = events.iter().map(|e| e.status).collect();
     assert_eq!(statuses, [Some(200), Some(403), Some(403)]);
+}
+
+/// A refusal that closes the connection reaches a client still sending:
+/// the gateway ends its side after the answer, then reads what the client
+/// sends until the client ends too. Closed at once with the client's bytes
+/// unread, the client's next write fails (a broken pipe), and a TLS client,
+/// whose read first finishes its pending writes (its close_notify), then
+/// never reads the answer.
+#[test]
+fn a_closing_refusal_reads_on_until_the_client_ends() {
+    use super::super::allowlist::Allowlist;
+    use super::super::denial::Denials;
+    use super::super::egress::EgressLog;
+    use super::super::rules::{Pattern, Rule};
+
+    let destination = Destination::parse("api.test:443", None).unwrap();
+    let rule = Rule {
+        destination: Pattern::parse("api.test:443").unwrap(),
+        inspect: true,
+        methods: vec!["GET".into()],
+        paths: vec!["/ok/".into()],
+    };
+    let shared = Shared {
+        allowlist: Allowlist::with_rules(vec![rule], false).unwrap(),
+        secrets: Secrets::new(vec![]).unwrap(),
+        denials: Arc::new(Denials::new(10, None)),
+        egress: Arc::new(EgressLog::new(10, None)),
+        resolver: super::super::resolve::system(),
+        inspector: None,
+        memory: Memory::new(1 << 20),
+        max_header_bytes: 32 * 1024,
+        handshake_timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(60),
+    };
+    let leases = InspectedLeases {
+        client: shared.memory.lease(FIRST_ROOM).unwrap(),
+        upstream: shared.memory.lease(FIRST_ROOM).unwrap(),
+        to_client: shared.memory.lease(super::super::pipe::FLOOR).unwrap(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (mut child, client) = tokio::io::duplex(64 * 1024);
+        let (upstream, _destination_side) = tokio::io::duplex(64 * 1024);
+        let engine = serve_inspected(client, upstream, leases, &destination, &shared);
+        tokio::pin!(engine);
+        let mut answer = Vec::new();
+        let engine_ended_first = {
+            let asked = async {
+                child
+                    .write_all(b"GET /ok/a HTTP/1.1\r\nHost: api.test\r\nConnection: keep-alive, Content-Length\r\nContent-Length: 30\r\n\r\n")
+                    .await
+                    .unwrap();
+                child.read_to_end(&mut answer).await.unwrap();
+            };
+            tokio::pin!(asked);
+            // The engine is polled first whenever both are ready: one that
+            // closes as soon as its answer is out ends here.
+            let ended = tokio::select! {
+                biased;
+                () = &mut engine => true,
+                () = &mut asked => false,
+            };
+            if ended {
+                asked.await;
+            }
+            ended
+        };
+        // The rest of what the client had to send (the body it announced).
+        let late = child.write_all(b"DELETE /x HTTP/1.1\r\nX-Ignore: ").await;
+        drop(child);
+        if !engine_ended_first {
+            engine.await;
+        }
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        assert!(
+            late.is_ok(),
+            "the gateway closed with the client's bytes unread: {late:?}"
+        );
+    });
 }
 
 /// A client that lists `Content-Length` in `Connection` would, if the
