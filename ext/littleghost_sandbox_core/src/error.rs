@@ -7,28 +7,8 @@
 
 use crate::denial::{Reason, Refusal};
 
-/// Which documented class of failure an error is (docs/spec.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// An expected per-operation failure, safe to show the model (`ToolError`).
-    Tool,
-    /// An invalid policy, limits or declaration (`PolicyError`).
-    Policy,
-    /// A control cannot be enforced, or a scope tries to widen (`CapabilityError`).
-    Capability,
-    /// A provider or dependency is missing or unusable (`DependencyError`).
-    Dependency,
-    /// The backend cannot run on this OS (`UnsupportedPlatformError`).
-    UnsupportedPlatform,
-    /// A managed resource failed to close (`CleanupError`).
-    Cleanup,
-    /// Direct API misuse (`ArgumentError`).
-    Argument,
-    /// An unknown workspace path name (`KeyError`).
-    Key,
-    /// A closed or broken process session stream (`IOError`).
-    Io,
-}
+pub mod kind;
+pub use kind::Kind;
 
 /// A failure the caller can act on; its `Display` is what the user sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,10 +52,10 @@ pub enum Error {
     Limits(#[from] crate::limits::Error),
     /// A misshapen value in a policy declaration.
     #[error(transparent)]
-    Declaration(#[from] crate::policy::Error),
+    Declaration(#[from] crate::policy::error::Error),
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
-    Sandbox(#[from] crate::sandbox::Error),
+    Sandbox(#[from] crate::sandbox::error::Error),
 }
 
 /// Result alias used throughout the core.

@@ -22,7 +22,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::error::{Kind, Result};
+use crate::error::kind::Kind;
+
+/// What a helper function returns: its own error, carried across
+/// mechanisms by `crate::error::Error`.
+pub type Result<T> = std::result::Result<T, Error>;
 
 /// The helper's file name.
 pub const EXECUTABLE: &str = "littleghost-sandbox-helper";
@@ -152,14 +156,14 @@ pub fn load(directory: &Path) {
 pub fn sealed() -> Result<&'static Sealed> {
     match LOADED.get() {
         Some(Ok(sealed)) => Ok(sealed),
-        Some(Err(reason)) => Err(reason.clone().into()),
-        None => Err(Error::LocationUnknown.into()),
+        Some(Err(reason)) => Err(reason.clone()),
+        None => Err(Error::LocationUnknown),
     }
 }
 
 /// Why backends that need the helper cannot run here, or None.
 pub fn unavailable_reason() -> Option<String> {
-    sealed().err().map(|error| error.message().to_string())
+    sealed().err().map(|error| error.to_string())
 }
 
 impl Sealed {
@@ -219,7 +223,7 @@ pub fn check_executable(
 impl Sealed {
     /// Never reached: nothing is sealed off Linux.
     pub fn fd(&self) -> Result<std::os::fd::RawFd> {
-        Err(Error::NotLinux.into())
+        Err(Error::NotLinux)
     }
 }
 
@@ -243,8 +247,7 @@ mod linux {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     use std::path::Path;
 
-    use super::{check_executable, Error, FileFacts, Sealed};
-    use crate::error::Result;
+    use super::{check_executable, Error, FileFacts, Result, Sealed};
 
     /// Every seal the copy must carry before it is run.
     const SEALS: libc::c_int =
@@ -420,7 +423,7 @@ mod linux {
         /// A new read-only descriptor of the copy with its own offset (for
         /// `bwrap --ro-bind-data`, which reads it to the end).
         pub fn reopen(&self) -> Result<OwnedFd> {
-            Ok(self.reopen_copy()?)
+            self.reopen_copy()
         }
 
         /// Still our memfd, with every seal.

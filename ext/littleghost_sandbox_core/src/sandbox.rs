@@ -3,7 +3,7 @@
 //! whether it grants a tool-visible writable path (W13), and how
 //! `scope` selects its options from a named profile or explicit keywords (10.8).
 
-mod error;
+pub mod error;
 pub mod profiles;
 pub mod providers;
 

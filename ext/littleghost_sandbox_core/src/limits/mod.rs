@@ -117,8 +117,8 @@ pub enum Error {
 
 impl Error {
     /// Every one is a control that cannot be enforced.
-    pub fn kind(&self) -> crate::error::Kind {
-        crate::error::Kind::Capability
+    pub fn kind(&self) -> crate::error::kind::Kind {
+        crate::error::kind::Kind::Capability
     }
 }
 

@@ -3,7 +3,7 @@
 //! the binding, which knows what shape a Ruby caller gave, may word them in
 //! Ruby's (its `ruby_api/errors.rs`).
 
-use crate::error::Kind;
+use crate::error::kind::Kind;
 
 /// A misshapen value in a policy declaration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

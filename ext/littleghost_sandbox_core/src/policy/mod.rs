@@ -6,7 +6,7 @@
 mod capabilities;
 mod compare;
 mod environment;
-mod error;
+pub mod error;
 mod given;
 mod limits;
 mod mount;

@@ -2,7 +2,7 @@
 //! unknown provider name. Names are the caller's, as text; the binding shows
 //! them as Ruby symbols (its `ruby_api/errors.rs`).
 
-use crate::error::Kind;
+use crate::error::kind::Kind;
 
 /// A refusal of the sandbox base class's rules (docs/spec.md §10, §12).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -220,7 +220,7 @@ impl Options {
     #[cfg(target_os = "linux")]
     pub fn relay_data(&self) -> Result<std::os::fd::OwnedFd> {
         let Some(path) = &self.relay else {
-            return helper::sealed()?.reopen();
+            return Ok(helper::sealed()?.reopen()?);
         };
         helper::open_checked("the relay helper", path)
             .map(|(file, _)| file.into())
