@@ -18,7 +18,8 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
   include ProcessHelpers
   include LoopbackHttpHelpers
 
-  SCRIPT = <<~'RUBY'
+  # Constants here are top-level ones (a describe block opens no scope for them): named for this file alone.
+  GATEWAY_FOLDER_SCRIPT = <<~'RUBY'
     require "littleghost/sandbox"
     require "json"
     port, root, premade = ARGV
@@ -59,7 +60,7 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
 
   # Landlock shows the host's folder itself: a writable grant holding the second path would let the child rename the
   # folder there and leave an empty stand-in for later masks, so the launch is refused.
-  RENAME_SCRIPT = <<~'RUBY'
+  GATEWAY_FOLDER_RENAME_SCRIPT = <<~'RUBY'
     require "littleghost/sandbox"
     require "json"
     root = ARGV[1]
@@ -88,9 +89,9 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
     skip "python3 is not installed at /usr/bin/python3" unless File.executable?("/usr/bin/python3")
   end
 
-  # Runs SCRIPT (as `prefix`) in a private mount namespace: a tmpfs on /tmp, the workspace root's `view` a bind
-  # mount of it, then `premake` (shell) as root.
-  def report_of(premake: "true", premade: nil, prefix: [], script: SCRIPT)
+  # Runs GATEWAY_FOLDER_SCRIPT (as `prefix`) in a private mount namespace: a tmpfs on /tmp, the workspace root's
+  # `view` a bind mount of it, then `premake` (shell) as root.
+  def report_of(premake: "true", premade: nil, prefix: [], script: GATEWAY_FOLDER_SCRIPT)
     root = Dir.mktmpdir("lgf", "/var/tmp")
     File.chmod(0o755, root)
     Dir.mkdir(File.join(root, "view"))
@@ -128,7 +129,7 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
     it "refuses the sandbox (PolicyError) and the folder stays where it is, as root" do
       probe = LittleGhost::Sandboxes::Landlock.probe
       skip "Landlock is unavailable here: #{probe[:reason]}" unless probe[:available]
-      report = report_of(script: RENAME_SCRIPT)
+      report = report_of(script: GATEWAY_FOLDER_RENAME_SCRIPT)
       expect(report[:refused]).to include("holds the folder of the network gateways' sockets"), report.inspect
       expect(report[:folder_in_place]).to be(true), report.inspect
     end
