@@ -6,7 +6,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use super::prepare::{Refused, WorkspaceView};
+use super::prepare::{Kind, LaunchCall, LaunchError, Refused, WorkspaceView};
 use crate::fs::anchor::Anchors;
 
 /// The error a fake workspace raises.
@@ -93,4 +93,25 @@ impl WorkspaceView<Raised> for FakeWorkspace {
     fn anchors(&self) -> Option<Arc<Anchors>> {
         None
     }
+}
+
+/// The call the launcher tests start from: `pwd` of `kind` in `cwd`, with
+/// one variable and nothing else asked.
+pub fn pwd_call(kind: Kind, cwd: Option<&str>) -> LaunchCall<Raised> {
+    LaunchCall {
+        kind,
+        argv: Ok(vec!["pwd".into()]),
+        scope: Ok(None),
+        allow_subprocesses: None,
+        cwd: Ok(cwd.map(PathBuf::from)),
+        inherit_environment: false,
+        environment: Ok(vec![("B".into(), "2".into())]),
+    }
+}
+
+/// What a refused launch says.
+pub fn message(error: LaunchError<Raised>) -> String {
+    error
+        .into_caller(|core| Raised(core.message().to_owned()))
+        .0
 }

@@ -152,7 +152,7 @@ mod tests {
     use super::*;
     use crate::error::Error;
     use crate::grants::Access;
-    use crate::launch::fake_workspace::{FakeWorkspace, Raised};
+    use crate::launch::fake_workspace::{message, pwd_call, FakeWorkspace};
     use crate::launch::prepare::{Kind, ScopeCall};
     use crate::policy::GrantTable;
 
@@ -182,24 +182,6 @@ mod tests {
         }
     }
 
-    fn call(cwd: Option<&str>) -> LaunchCall<Raised> {
-        LaunchCall {
-            kind: Kind::Run,
-            argv: Ok(vec!["pwd".into()]),
-            scope: Ok(None),
-            allow_subprocesses: None,
-            cwd: Ok(cwd.map(PathBuf::from)),
-            inherit_environment: false,
-            environment: Ok(vec![("B".into(), "2".into())]),
-        }
-    }
-
-    fn message(error: LaunchError<Raised>) -> String {
-        error
-            .into_caller(|core| Raised(core.message().to_owned()))
-            .0
-    }
-
     fn after(argv: &[String], option: &str) -> Vec<Vec<String>> {
         argv.iter()
             .enumerate()
@@ -213,7 +195,7 @@ mod tests {
         let Some(launcher) = launcher() else { return };
         let workspace = FakeWorkspace::new(&["src"], &["out"]);
         let prepared = launcher
-            .prepare(&policy(), &workspace, call(Some("src")))
+            .prepare(&policy(), &workspace, pwd_call(Kind::Run, Some("src")))
             .unwrap();
         let tmpdir = launcher.tmpdir().expect("the launch opened the sandbox");
         let helper = crate::helper::sealed().unwrap().source().to_str().unwrap();
@@ -249,7 +231,7 @@ mod tests {
         let refused = |cwd: &str| {
             message(
                 launcher
-                    .prepare(&policy(), &workspace, call(Some(cwd)))
+                    .prepare(&policy(), &workspace, pwd_call(Kind::Run, Some(cwd)))
                     .unwrap_err(),
             )
         };
@@ -271,7 +253,7 @@ mod tests {
     fn a_session_asks_for_subprocesses_a_scope_may_refuse() {
         let Some(launcher) = launcher() else { return };
         let workspace = FakeWorkspace::new(&[], &["out"]);
-        let mut session = call(None);
+        let mut session = pwd_call(Kind::Run, None);
         session.kind = Kind::Session;
         session.scope = Ok(Some(ScopeCall::default()));
         let error = launcher
@@ -281,7 +263,7 @@ mod tests {
             error,
             LaunchError::Rule(Error::Capability(m)) if m.contains("subprocess creation")
         ));
-        let mut denied = call(None);
+        let mut denied = pwd_call(Kind::Run, None);
         denied.allow_subprocesses = Some(false);
         let prepared = launcher.prepare(&policy(), &workspace, denied).unwrap();
         assert!(prepared.argv.contains(&"--deny-subprocesses".to_string()));

@@ -67,7 +67,7 @@ mod tests {
     use super::*;
     use crate::error::Error;
     use crate::grants::{Access, Grant};
-    use crate::launch::fake_workspace::{FakeWorkspace, Raised};
+    use crate::launch::fake_workspace::{pwd_call, FakeWorkspace, Raised};
     use crate::launch::prepare::Kind;
     use std::cell::Cell;
 
@@ -102,18 +102,6 @@ mod tests {
         }
     }
 
-    fn call(kind: Kind, cwd: Option<&str>) -> LaunchCall<Raised> {
-        LaunchCall {
-            kind,
-            argv: Ok(vec!["pwd".into()]),
-            scope: Ok(None),
-            allow_subprocesses: None,
-            cwd: Ok(cwd.map(PathBuf::from)),
-            inherit_environment: false,
-            environment: Ok(vec![("B".into(), "2".into())]),
-        }
-    }
-
     fn prepare(
         sandbox: &FakeSandbox,
         workspace: &FakeWorkspace,
@@ -142,7 +130,7 @@ mod tests {
     fn a_launch_runs_sandbox_exec_with_the_profile_of_the_sandboxs_own_scope() {
         let workspace = FakeWorkspace::new(&["src"], &[]);
         let sandbox = sandbox(&workspace);
-        let prepared = prepare(&sandbox, &workspace, call(Kind::Run, Some("src"))).unwrap();
+        let prepared = prepare(&sandbox, &workspace, pwd_call(Kind::Run, Some("src"))).unwrap();
         let argv = &prepared.argv;
         assert_eq!(&argv[..2], ["/usr/bin/sandbox-exec", "-p"]);
         assert_eq!(&argv[3..], ["--", "pwd"]);
@@ -165,14 +153,14 @@ mod tests {
     fn a_session_creates_no_subprocesses_unless_asked() {
         let workspace = FakeWorkspace::new(&[], &[]);
         let sandbox = sandbox(&workspace);
-        let session = prepare(&sandbox, &workspace, call(Kind::Session, None)).unwrap();
+        let session = prepare(&sandbox, &workspace, pwd_call(Kind::Session, None)).unwrap();
         assert!(!session.argv[2].contains("(allow process-fork)"));
-        let mut asked = call(Kind::Session, None);
+        let mut asked = pwd_call(Kind::Session, None);
         asked.allow_subprocesses = Some(true);
         let asked = prepare(&sandbox, &workspace, asked).unwrap();
         assert!(asked.argv[2].contains("(allow process-fork)"));
         // A scope that forbids them refuses the request.
-        let mut forbidden = call(Kind::Run, None);
+        let mut forbidden = pwd_call(Kind::Run, None);
         forbidden.allow_subprocesses = Some(true);
         forbidden.scope = Ok(Some(ScopeCall::default()));
         let error = prepare(&sandbox, &workspace, forbidden).unwrap_err();

@@ -38,33 +38,18 @@ impl Launcher {
 mod tests {
     use super::*;
     use crate::error::Error;
-    use crate::launch::fake_workspace::{FakeWorkspace, Raised};
+    use crate::launch::fake_workspace::{message, pwd_call, FakeWorkspace, Raised};
     use crate::launch::prepare::{Kind, ScopeCall};
-    use std::path::PathBuf;
-
-    fn call(cwd: Option<&str>) -> LaunchCall<Raised> {
-        LaunchCall {
-            kind: Kind::Run,
-            argv: Ok(vec!["pwd".into()]),
-            scope: Ok(None),
-            allow_subprocesses: None,
-            cwd: Ok(cwd.map(PathBuf::from)),
-            inherit_environment: false,
-            environment: Ok(vec![("B".into(), "2".into())]),
-        }
-    }
-
-    fn message(error: LaunchError<Raised>) -> String {
-        error
-            .into_caller(|core| Raised(core.message().to_owned()))
-            .0
-    }
 
     #[test]
     fn a_launch_runs_on_the_host_in_the_resolved_directory_with_the_merged_environment() {
         let workspace = FakeWorkspace::new(&["src"], &[]);
         let prepared = Launcher
-            .prepare(&Policy::default(), &workspace, call(Some("src")))
+            .prepare(
+                &Policy::default(),
+                &workspace,
+                pwd_call(Kind::Run, Some("src")),
+            )
             .unwrap();
         assert_eq!(prepared.argv, ["pwd"]);
         assert_eq!(prepared.program, "pwd");
@@ -77,7 +62,7 @@ mod tests {
         assert_eq!(names, ["PATH", "LITTLE_GHOST_WORKSPACE_ROOT", "B"]);
         assert!(prepared.spawn.inherited_fds.is_empty() && prepared.exec_argv0.is_none());
         let root = Launcher
-            .prepare(&Policy::default(), &workspace, call(None))
+            .prepare(&Policy::default(), &workspace, pwd_call(Kind::Run, None))
             .unwrap();
         assert_eq!(root.chdir, Some(workspace.root.clone()));
     }
@@ -88,7 +73,11 @@ mod tests {
         let refused = |cwd: &str| {
             message(
                 Launcher
-                    .prepare(&Policy::default(), &workspace, call(Some(cwd)))
+                    .prepare(
+                        &Policy::default(),
+                        &workspace,
+                        pwd_call(Kind::Run, Some(cwd)),
+                    )
                     .unwrap_err(),
             )
         };
@@ -112,7 +101,7 @@ mod tests {
     #[test]
     fn subprocesses_cannot_be_prohibited_and_the_scope_is_not_read() {
         let workspace = FakeWorkspace::new(&[], &[]);
-        let mut denied = call(None);
+        let mut denied = pwd_call(Kind::Run, None);
         denied.allow_subprocesses = Some(false);
         denied.argv = Err(Raised("never read".into()));
         let error = Launcher
@@ -122,7 +111,7 @@ mod tests {
             error,
             LaunchError::Rule(Error::Capability(m)) if m.contains("cannot prohibit subprocess")
         ));
-        let mut scoped = call(None);
+        let mut scoped = pwd_call(Kind::Run, None);
         scoped.scope = Ok(Some(ScopeCall::default()));
         scoped.kind = Kind::Session;
         assert!(Launcher
@@ -133,7 +122,7 @@ mod tests {
     #[test]
     fn conversion_errors_surface_in_the_order_of_the_steps() {
         let workspace = FakeWorkspace::new(&[], &[]);
-        let mut bad = call(Some("missing"));
+        let mut bad = pwd_call(Kind::Run, Some("missing"));
         bad.environment = Err(Raised("bad environment".into()));
         // The working directory is decided before the environment is read.
         assert_eq!(
@@ -144,7 +133,7 @@ mod tests {
             ),
             "Working directory is not available: missing"
         );
-        let mut bad = call(None);
+        let mut bad = pwd_call(Kind::Run, None);
         bad.argv = Err(Raised("bad argv".into()));
         bad.cwd = Err(Raised("bad cwd".into()));
         assert_eq!(

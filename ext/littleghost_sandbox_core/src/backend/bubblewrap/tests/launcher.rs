@@ -8,7 +8,7 @@ use std::cell::Cell;
 use super::*;
 use crate::error::Error;
 use crate::grants::Access;
-use crate::launch::fake_workspace::{FakeWorkspace, Raised};
+use crate::launch::fake_workspace::{message, pwd_call, FakeWorkspace, Raised};
 use crate::launch::prepare::{self, Kind, LaunchCall, LaunchError, Prepared, ScopeCall};
 use crate::launch::Pins;
 use crate::policy::{
@@ -98,18 +98,6 @@ fn sandbox(policy: &Policy, workspace: &FakeWorkspace) -> FakeSandbox {
     }
 }
 
-fn call(cwd: Option<&str>) -> LaunchCall<Raised> {
-    LaunchCall {
-        kind: Kind::Run,
-        argv: Ok(vec!["pwd".into()]),
-        scope: Ok(None),
-        allow_subprocesses: None,
-        cwd: Ok(cwd.map(PathBuf::from)),
-        inherit_environment: false,
-        environment: Ok(vec![("B".into(), "2".into())]),
-    }
-}
-
 fn prepare(
     policy: &Policy,
     workspace: &FakeWorkspace,
@@ -122,12 +110,6 @@ fn prepare(
         sandbox,
     };
     launcher.prepare(policy, workspace, call)
-}
-
-fn message(error: LaunchError<Raised>) -> String {
-    error
-        .into_caller(|core| Raised(core.message().to_owned()))
-        .0
 }
 
 /// The words following `option` each time it appears.
@@ -161,7 +143,13 @@ fn the_filter_comes_first_then_each_grant_from_its_handle() {
         ..Policy::default()
     };
     let sandbox = sandbox(&policy, &workspace);
-    let prepared = prepare(&policy, &workspace, &sandbox, call(Some("src"))).unwrap();
+    let prepared = prepare(
+        &policy,
+        &workspace,
+        &sandbox,
+        pwd_call(Kind::Run, Some("src")),
+    )
+    .unwrap();
     let argv = &prepared.argv;
     assert_eq!(argv[0], "/opt/bwrap");
     assert_eq!(&argv[argv.len() - 2..], ["--", "pwd"]);
@@ -191,7 +179,7 @@ fn a_scope_binds_its_own_grants_and_masks_what_it_dropped_beneath_them() {
     let workspace = FakeWorkspace::new(&["src", "secret"], &[]);
     let policy = Policy::default();
     let sandbox = sandbox(&policy, &workspace);
-    let mut scoped = call(None);
+    let mut scoped = pwd_call(Kind::Run, None);
     let src = workspace.root.join("src");
     scoped.scope = Ok(Some(ScopeCall {
         grants: vec![read_only(&src)],
@@ -202,7 +190,7 @@ fn a_scope_binds_its_own_grants_and_masks_what_it_dropped_beneath_them() {
     let binds = after(&prepared.argv, "--ro-bind-fd", 2);
     assert_eq!(binds, [vec!["4".to_string(), text(&src)]]);
     // The root is not the working directory: the scope dropped it.
-    let mut outside = call(Some("secret"));
+    let mut outside = pwd_call(Kind::Run, Some("secret"));
     outside.scope = Ok(Some(ScopeCall {
         grants: vec![read_only(&src)],
         spawns: true,
@@ -220,8 +208,17 @@ fn working_directories_are_refused_naming_what_the_caller_wrote() {
     let workspace = FakeWorkspace::new(&[], &[]);
     let policy = Policy::default();
     let sandbox = sandbox(&policy, &workspace);
-    let refused =
-        |cwd: &str| message(prepare(&policy, &workspace, &sandbox, call(Some(cwd))).unwrap_err());
+    let refused = |cwd: &str| {
+        message(
+            prepare(
+                &policy,
+                &workspace,
+                &sandbox,
+                pwd_call(Kind::Run, Some(cwd)),
+            )
+            .unwrap_err(),
+        )
+    };
     assert_eq!(
         refused("missing"),
         "Working directory is not available: missing"
@@ -242,7 +239,7 @@ fn the_subprocess_rule_is_decided_before_the_sandbox_opens() {
     let workspace = FakeWorkspace::new(&[], &[]);
     let policy = Policy::default();
     let sandbox = sandbox(&policy, &workspace);
-    let mut forbidden = call(None);
+    let mut forbidden = pwd_call(Kind::Run, None);
     forbidden.allow_subprocesses = Some(true);
     forbidden.scope = Ok(Some(ScopeCall::default()));
     let error = prepare(&policy, &workspace, &sandbox, forbidden).unwrap_err();
@@ -257,10 +254,10 @@ fn the_subprocess_rule_is_decided_before_the_sandbox_opens() {
         grants: prepare::policy_grants(&policy, &workspace).unwrap(),
         ..ScopeCall::default()
     };
-    let mut run = call(None);
+    let mut run = pwd_call(Kind::Run, None);
     run.scope = Ok(Some(scope.clone()));
     assert!(prepare(&policy, &workspace, &sandbox, run).is_ok());
-    let mut session = call(None);
+    let mut session = pwd_call(Kind::Run, None);
     session.kind = Kind::Session;
     session.scope = Ok(Some(scope));
     let error = prepare(&policy, &workspace, &sandbox, session).unwrap_err();
@@ -285,7 +282,7 @@ fn an_allowlist_runs_the_command_under_the_relay_with_the_gateway_bound() {
         serves_views: false,
     });
     sandbox.prefix = vec!["nice".into()];
-    let prepared = prepare(&policy, &workspace, &sandbox, call(None)).unwrap();
+    let prepared = prepare(&policy, &workspace, &sandbox, pwd_call(Kind::Run, None)).unwrap();
     let argv = &prepared.argv;
     let command = &argv[argv.iter().position(|w| w == "--").unwrap() + 1..];
     assert_eq!(
@@ -324,7 +321,7 @@ fn a_narrowed_scope_needs_a_gateway_that_serves_views() {
         let mut request = NetworkRequest::mode(Given::symbol("allowlist"));
         request.allow = vec![AllowRequest::Text("other.example:8443".into())];
         let network = NetworkPolicy::new(request).unwrap();
-        let mut scoped = call(None);
+        let mut scoped = pwd_call(Kind::Run, None);
         scoped.scope = Ok(Some(ScopeCall {
             grants: prepare::policy_grants(&policy, &workspace).unwrap(),
             network: Some(NetworkMode::Allowlist),
@@ -348,7 +345,7 @@ fn an_allowlist_without_a_gateway_is_refused() {
     let workspace = FakeWorkspace::new(&[], &[]);
     let policy = allowlist();
     let sandbox = sandbox(&policy, &workspace);
-    let error = prepare(&policy, &workspace, &sandbox, call(None)).unwrap_err();
+    let error = prepare(&policy, &workspace, &sandbox, pwd_call(Kind::Run, None)).unwrap_err();
     assert_eq!(message(error), crate::launch::ALLOWLIST_UNSUPPORTED);
 }
 
@@ -357,7 +354,7 @@ fn bwraps_own_exec_failure_reads_as_the_shells() {
     let workspace = FakeWorkspace::new(&[], &[]);
     let policy = Policy::default();
     let sandbox = sandbox(&policy, &workspace);
-    let prepared = prepare(&policy, &workspace, &sandbox, call(None)).unwrap();
+    let prepared = prepare(&policy, &workspace, &sandbox, pwd_call(Kind::Run, None)).unwrap();
     let stderr = b"bwrap: execvp pwd: No such file or directory\n";
     let shown = prepared.exec_failure(Some(1), b"", stderr).unwrap();
     assert_eq!(
