@@ -252,3 +252,25 @@ fn tunnels_beyond_the_descriptor_budget_get_503_and_a_denial() {
     }
     assert!(!answer.starts_with("HTTP/1.1 503 "), "{answer}");
 }
+
+/// A refused CONNECT is ended in stages, as a refused request is: a child
+/// that sends more after its CONNECT (its ClientHello, say) can still write
+/// once it has read the 403, and the gateway closes when the child ends.
+/// Closed at once, the write below (larger than a socket buffer, so it
+/// waits for the gateway to read) fails with a broken pipe.
+#[test]
+fn a_refused_connect_reads_on_until_the_client_ends() {
+    let (port, _heads) = recording_server();
+    let gateway = start(port, |_| {});
+    let mut child = connect(gateway.socket_path());
+    child
+        .write_all(b"CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    child.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 403 "), "{answer}");
+    child.write_all(&vec![0x16; 4 << 20]).unwrap();
+    child.shutdown(std::net::Shutdown::Write).unwrap();
+    gateway.stop().unwrap();
+}

@@ -46,6 +46,21 @@ pub(super) struct Shared {
     pub idle_timeout: Duration,
 }
 
+/// The longest a connection the gateway ended waits for the client to end
+/// its side (the engine's `close`, a refused `CONNECT`): long enough for a client to finish sending
+/// and read its answer, short enough that a refused client cannot keep its
+/// descriptor and memory slots by sending forever (nginx's `lingering_time`
+/// is the same 30 s).
+pub(super) const LINGER: Duration = Duration::from_secs(30);
+
+impl Shared {
+    /// How long a connection the gateway ended waits for the client's end:
+    /// [`LINGER`], or the idle timeout where that is shorter.
+    pub fn linger(&self) -> Duration {
+        self.idle_timeout.min(LINGER)
+    }
+}
+
 /// An HTTP error answer: status line text and a short reason (never a
 /// secret's value or stand-in: destinations and paths are redacted).
 #[derive(Debug)]

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::time::timeout;
 
@@ -242,5 +242,11 @@ async fn refuse_tunnel(
     let _ = client
         .write_all(&response(&refused, false, &shared.secrets))
         .await;
+    // Ended in stages, as the engine ends a refused request (RFC 9112 §9.6):
+    // a child that sent more with its CONNECT (a ClientHello, say) would
+    // otherwise have its next write fail and could lose the answer.
     let _ = client.shutdown().await;
+    let mut sink = [0u8; 8 * 1024];
+    let drain = async { while matches!(client.read(&mut sink).await, Ok(read) if read > 0) {} };
+    let _ = timeout(shared.linger(), drain).await;
 }

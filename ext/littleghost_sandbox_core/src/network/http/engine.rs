@@ -3,13 +3,6 @@
 
 use super::*;
 
-/// The longest a connection the gateway ended waits for the client to end
-/// its side (`Engine::close`): long enough for a client to finish sending
-/// and read its answer, short enough that a refused client cannot keep its
-/// descriptor and memory slots by sending forever (nginx's `lingering_time`
-/// is the same 30 s).
-const LINGER: Duration = Duration::from_secs(30);
-
 /// Where requests go.
 pub(super) enum Mode<'h> {
     /// The forward proxy: absolute-form `http://` targets, an upstream per
@@ -288,8 +281,7 @@ where
     /// never read the answer waiting for it (a refusal's `400`).
     async fn close(&mut self) {
         let _ = self.to_client.shutdown().await;
-        let linger = self.shared.idle_timeout.min(LINGER);
-        let _ = timeout(linger, self.client.discard_until_end()).await;
+        let _ = timeout(self.shared.linger(), self.client.discard_until_end()).await;
     }
 
     /// Writes the gateway's own answer; ends the gateway's side unless
