@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
@@ -54,10 +55,14 @@ pub(super) struct Shared {
 pub(super) const LINGER: Duration = Duration::from_secs(30);
 
 impl Shared {
-    /// How long a connection the gateway ended waits for the client's end:
-    /// [`LINGER`], or the idle timeout where that is shorter.
-    pub fn linger(&self) -> Duration {
-        self.idle_timeout.min(LINGER)
+    /// Reads and drops what a client the gateway ended still sends, until
+    /// the client ends its side: at most [`LINGER`], or the idle timeout
+    /// where that is shorter.
+    pub async fn drain(&self, client: &mut (impl AsyncRead + Unpin)) {
+        let mut sink = [0u8; 8 * 1024];
+        let drained =
+            async { while matches!(client.read(&mut sink).await, Ok(read) if read > 0) {} };
+        let _ = timeout(self.idle_timeout.min(LINGER), drained).await;
     }
 }
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::time::timeout;
 
@@ -246,7 +246,5 @@ async fn refuse_tunnel(
     // a child that sent more with its CONNECT (a ClientHello, say) would
     // otherwise have its next write fail and could lose the answer.
     let _ = client.shutdown().await;
-    let mut sink = [0u8; 8 * 1024];
-    let drain = async { while matches!(client.read(&mut sink).await, Ok(read) if read > 0) {} };
-    let _ = timeout(shared.linger(), drain).await;
+    shared.drain(client).await;
 }

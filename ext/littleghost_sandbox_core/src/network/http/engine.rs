@@ -281,7 +281,7 @@ where
     /// never read the answer waiting for it (a refusal's `400`).
     async fn close(&mut self) {
         let _ = self.to_client.shutdown().await;
-        let _ = timeout(self.shared.linger(), self.client.discard_until_end()).await;
+        self.shared.drain(self.client.drop_buffered()).await;
     }
 
     /// Writes the gateway's own answer; ends the gateway's side unless

@@ -123,15 +123,11 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         .await
     }
 
-    /// Reads and drops what comes until the stream ends (or fails), through
-    /// the reader's buffer (bounded as for any read).
-    pub(super) async fn discard_until_end(&mut self) {
-        loop {
-            self.consume(self.buffered().len());
-            if !matches!(self.fill().await, Ok(n) if n > 0) {
-                return;
-            }
-        }
+    /// The stream under the buffer, with what is buffered dropped: for a
+    /// close that only drains what still comes (`Shared::drain`).
+    pub(super) fn drop_buffered(&mut self) -> &mut R {
+        self.consume(self.buffered().len());
+        &mut self.inner
     }
 
     /// The next head (without its blank line), consumed from the buffer;
