@@ -341,7 +341,7 @@ mod linux {
         };
         // Both ways a launch uses the copy go through /proc/self/fd: refuse
         // now, with the reason, where that cannot work.
-        sealed.reopen_copy()?;
+        sealed.reopen()?;
         Ok(sealed)
     }
 
@@ -399,8 +399,9 @@ mod linux {
             Ok(self.fd.as_raw_fd())
         }
 
-        /// [`Sealed::reopen`] with the helper's own error.
-        fn reopen_copy(&self) -> std::result::Result<OwnedFd, Error> {
+        /// A new read-only descriptor of the copy with its own offset (for
+        /// `bwrap --ro-bind-data`, which reads it to the end).
+        pub fn reopen(&self) -> Result<OwnedFd> {
             self.check()?;
             let path = format!("/proc/self/fd/{}", self.fd.as_raw_fd());
             let file = std::fs::OpenOptions::new()
@@ -418,12 +419,6 @@ mod linux {
                 return Err(self.replaced());
             }
             Ok(OwnedFd::from(file))
-        }
-
-        /// A new read-only descriptor of the copy with its own offset (for
-        /// `bwrap --ro-bind-data`, which reads it to the end).
-        pub fn reopen(&self) -> Result<OwnedFd> {
-            self.reopen_copy()
         }
 
         /// Still our memfd, with every seal.
