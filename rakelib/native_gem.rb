@@ -65,13 +65,18 @@ module NativeGem
     found = found.select { |minor| minor.match?(/\A\d+\.\d+\z/) }.sort_by { |minor| Gem::Version.new(minor) }
     abort "no Ruby compiled for #{PLATFORM} yet: run `rake native` under each Ruby first" if found.empty?
     found.each_cons(2) do |older, newer|
-      major, minor = older.split(".").map(&:to_i)
-      next if newer == "#{major}.#{minor + 1}" || newer == "#{major + 1}.0"
+      next if consecutive?(older, newer)
 
       abort "tmp/native/#{PLATFORM} holds Ruby #{older} and #{newer} but nothing between: " \
             "run `rake native` under the Rubies between, or `rake native:clean`"
     end
     found
+  end
+
+  # Whether minor `newer` is the one right after `older` ("3.3" after "3.2", "4.0" after "3.4").
+  def consecutive?(older, newer)
+    major, minor = older.split(".").map(&:to_i)
+    newer == "#{major}.#{minor + 1}" || newer == "#{major + 1}.0"
   end
 
   # The Rubies a gem holding `minors` supports, e.g. [">= 3.1", "< 3.2.dev"].
