@@ -13,6 +13,7 @@
 
 pub mod hub;
 
+use littleghost_sandbox_core::denial::Reason;
 use magnus::{
     method, prelude::*, Error, IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol, Value,
 };
@@ -117,7 +118,10 @@ fn decision(ruby: &Ruby, rb_self: &NetworkEvent) -> Symbol {
 
 /// Why the gateway refused it (its denial's reason, `:upstream_certificate`...), or nil.
 fn reason(ruby: &Ruby, rb_self: &NetworkEvent) -> Option<Symbol> {
-    rb_self.0.reason.map(|r| ruby.to_symbol(r.name()))
+    rb_self
+        .0
+        .reason
+        .map(|r| ruby.to_symbol(Reason::from(r).name()))
 }
 
 /// The upstream's words for a failed destination, or a malformed head's parse error; else nil.

@@ -49,11 +49,6 @@ pub enum DenialReason {
 }
 
 impl DenialReason {
-    /// The name callers see (a Ruby Symbol's): `not_allowed`, `dns`...
-    pub fn name(self) -> &'static str {
-        crate::denial::Reason::from(self).name()
-    }
-
     /// Short text, used in the 403 body and in Ruby.
     pub fn text(self) -> &'static str {
         match self {

@@ -77,7 +77,7 @@ impl std::fmt::Display for EgressEvent {
             write!(f, " {status}")?;
         }
         if let Some(reason) = self.reason {
-            write!(f, " {}", reason.name())?;
+            write!(f, " {}", crate::denial::Reason::from(reason).name())?;
         }
         if self.inspected {
             write!(f, " inspected")?;

@@ -28,7 +28,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use super::hold::Report;
+use super::bwrap_report::Report;
 
 /// The sysctl written, relative to the writer's `/proc`.
 pub const SYSCTL_PATH: &str = "/proc/sys/net/ipv4/ip_unprivileged_port_start";

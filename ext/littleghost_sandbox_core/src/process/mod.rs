@@ -29,6 +29,7 @@
 //! terminate. Nothing here installs a signal handler.
 
 pub mod arguments;
+pub mod bwrap_report;
 pub mod capture;
 pub mod deadline;
 pub mod error;

@@ -31,7 +31,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::hold::Report;
+use super::bwrap_report::Report;
 
 /// What a launch's mount at one destination must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
