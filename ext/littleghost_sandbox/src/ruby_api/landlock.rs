@@ -103,7 +103,8 @@ pub(crate) fn unavailable_reason(platform: &str) -> Option<String> {
     host::probe(platform).unavailable
 }
 
-/// `{available:, reason:, capabilities:, abi:}`: the kernel's Landlock ABI (nil without Landlock).
+/// `{available:, reason:, capabilities:, abi:, helper:, allowlist_unavailable:}`: the kernel's Landlock ABI (nil
+/// without Landlock) and why `:allowlist` cannot be enforced here (nil when it can).
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     probe_options(ruby, keywords_only(args)?)
 }
@@ -113,8 +114,15 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     let values = keywords(ruby, options, &[], &["platform"])?;
     let platform = convert::platform(ruby, platform_or_host(ruby, values[0])?)?;
     let found = host::probe(&platform);
+    // Why :allowlist cannot be enforced here (the kernel piece missing), or nil.
+    let allowlist = found
+        .unavailable
+        .is_none()
+        .then(ll::allowlist_unavailable)
+        .flatten();
     let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
     result.aset(ruby.to_symbol("abi"), found.abi)?;
+    result.aset(ruby.to_symbol("allowlist_unavailable"), allowlist)?;
     // The helper file sealed at load (the supervisor runs from that copy), when it passed its checks.
     let helper = littleghost_sandbox_core::helper::sealed()
         .ok()
