@@ -16,6 +16,10 @@
 #    connection, and a 100 MB HTTPS download inspected vs direct (target >= 0.5x). The direct download verifies the
 #    server too, with a bundle as large as the sandbox's (without it curl skips loading ~145 roots, about 25 ms of
 #    a download that takes 100-250 ms).
+# 4. Landlock (where it enforces :allowlist): the per-connection cost of the supervisor's interception (each
+#    connect is read, decided, joined to the gateway and replaced by a loopback TCP pair) as 500 connect+close
+#    of a Python child to the proxy address under :allowlist vs 500 to a host listener under :inherit; one small
+#    request through the gateway; and the 100 MB download through the gateway vs direct (:inherit).
 
 $LOAD_PATH.unshift(File.expand_path("../lib", __dir__))
 require "littleghost/sandbox"
@@ -107,6 +111,65 @@ Dir.mktmpdir("lg-bench-net") do |dir|
     printf("100 MB download: through the gateway %.0f MB/s, direct %.0f MB/s, ratio %.2fx (target >= 0.5x: %s)\n",
            gateway_speed / 1e6, direct_speed / 1e6, ratio, ratio >= 0.5 ? "met" : "MISSED")
     [gated, none, inherit].each(&:close)
+
+    if LittleGhost::Sandboxes::Landlock.probe[:allowlist_unavailable].nil?
+      landlock = LittleGhost::Sandboxes::Landlock
+      intercepted = landlock.new(workspace: workspace, policy: {network: allowlist}).open
+      open_network = landlock.new(workspace: workspace, policy: {network: :inherit}).open
+      listener = TCPServer.new("127.0.0.1", 0)
+      acceptor = Thread.new { loop { listener.accept.close } }
+      connects = <<~PY
+        import socket, sys, time
+        address = (sys.argv[1], int(sys.argv[2]))
+        start = time.monotonic()
+        for _ in range(500):
+            socket.create_connection(address).close()
+        print(time.monotonic() - start)
+      PY
+      timed = lambda do |sandbox, host, target|
+        result = sandbox.execute_program(["/usr/bin/python3", "-c", connects, host, target.to_s], timeout: 120)
+        raise "connects failed: #{result.stderr}" unless result.success?
+
+        result.stdout.to_f / 500
+      end
+      through_gateway = []
+      direct_connects = []
+      7.times do
+        direct_connects << timed.call(open_network, "127.0.0.1", listener.addr[1])
+        through_gateway << timed.call(intercepted, "127.0.0.1", 3128)
+      end
+      per_connect = (BenchSupport.median_per_op(through_gateway) - BenchSupport.median_per_op(direct_connects)) * 1e6
+      printf("Landlock: one connect+close through the supervisor to the gateway %.0f us, direct %.0f us: " \
+             "%.0f us per connection\n", BenchSupport.median_per_op(through_gateway) * 1e6,
+             BenchSupport.median_per_op(direct_connects) * 1e6, per_connect)
+      small = ["/usr/bin/curl", "-sS", "-o", "/dev/null", "-w", "%{time_total}", "http://localhost:#{port}/"]
+      request = lambda do |sandbox, environment|
+        result = sandbox.execute_program(small, timeout: 30, environment: environment)
+        raise "request failed: #{result.stderr}" unless result.success?
+
+        result.stdout.to_f
+      end
+      landlock_request = []
+      bubblewrap_request = []
+      15.times do
+        landlock_request << request.call(intercepted, {"NO_PROXY" => "", "no_proxy" => ""})
+        bubblewrap_request << request.call(gated.open, {"NO_PROXY" => "", "no_proxy" => ""})
+      end
+      printf("one small request through the gateway (curl's time): Landlock %.2f ms, Bubblewrap %.2f ms\n",
+             BenchSupport.median_per_op(landlock_request) * 1000, BenchSupport.median_per_op(bubblewrap_request) * 1000)
+      through = []
+      direct = []
+      5.times do
+        direct << speed.call(open_network, {})
+        through << speed.call(intercepted, {"NO_PROXY" => "", "no_proxy" => ""})
+      end
+      ratio = BenchSupport.median_per_op(through) / BenchSupport.median_per_op(direct)
+      printf("Landlock 100 MB download: through the gateway %.0f MB/s, direct %.0f MB/s, ratio %.2fx\n",
+             BenchSupport.median_per_op(through) / 1e6, BenchSupport.median_per_op(direct) / 1e6, ratio)
+      acceptor.kill
+      listener.close
+      [intercepted, open_network, gated].each(&:close)
+    end
     workspace.close
   ensure
     Process.kill(:TERM, server)

@@ -41,13 +41,17 @@ RSpec.describe LittleGhost::Sandboxes::Landlock do
     # (the helper alone dies with a supervisor killed from outside).
     owns_tree = LittleGhost::Sandbox.probe(:unrestricted)[:limits][:process_tree_ownership] == true
     expect(sandbox.capabilities.supports?(:process_tree_ownership)).to be(owns_tree)
-    expect(sandbox.capabilities.network_modes).to eq(%i[inherit none])
+    # :allowlist through the supervisor's connect interception (seccomp user notification, here on Linux 6.12+).
+    expect(sandbox.capabilities.network_modes).to eq(%i[inherit none allowlist])
     expect(LittleGhost::Sandbox.resolve_provider(:landlock)).to eq(described_class)
   end
 
-  it "refuses :allowlist networking" do
-    expect { described_class.new(workspace: workspace, policy: {network: {mode: :allowlist, allow: ["example.com:443"]}}) }
-      .to raise_error(LittleGhost::CapabilityError, /allowlist/)
+  it "enforces :allowlist networking through the built-in gateway" do
+    allowlisted = described_class.new(workspace: workspace, policy: {network: {mode: :allowlist, allow: ["example.com:443"]}})
+    expect(allowlisted.effective_policy.network.mode).to eq(:allowlist)
+    expect(allowlisted.capabilities.supports?(:network, :allowlist)).to be(true)
+  ensure
+    allowlisted&.close
   end
 
   it "refuses reads outside grants and runtime roots, and writes to read-only grants" do

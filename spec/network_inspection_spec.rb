@@ -4,7 +4,7 @@ require "spec_helper"
 require "socket"
 require "openssl"
 
-# TLS inspection under Bubblewrap. For a destination marked for inspection the child's TLS ends at
+# TLS inspection under Bubblewrap and Landlock. For a destination marked for inspection the child's TLS ends at
 # the gateway, which shows a certificate of its own per-gateway CA (trusted by the child only through the bundle the
 # gateway exports) and opens its own TLS connection to the destination, verifying the destination's certificate
 # against the system's roots plus `upstream_ca`. A ClientHello naming another host than the CONNECT target is refused.
@@ -13,9 +13,9 @@ require "openssl"
 # There is no internet here: the destinations are HTTPS servers on the host's loopback whose certificates a CA made
 # by this spec signed, reached as `localhost` with `allow_private_destinations: true`.
 RSpec.describe "Network TLS inspection" do # rubocop:disable RSpec/DescribeClass
-  probe = LittleGhost::Sandboxes::Bubblewrap.probe
+  extend AllowlistBackends
+
   before do
-    skip "bubblewrap is unavailable here: #{probe[:reason]}" unless probe[:available]
     skip "curl is not installed at /usr/bin/curl" unless File.executable?("/usr/bin/curl")
     skip "python3 is not installed at /usr/bin/python3" unless File.executable?("/usr/bin/python3")
   end
@@ -121,13 +121,13 @@ RSpec.describe "Network TLS inspection" do # rubocop:disable RSpec/DescribeClass
     @servers.last
   end
 
-  # A Bubblewrap sandbox allowing `inspect` (inspected) and `allow` (tunnelled) localhost ports.
+  # A sandbox allowing `inspect` (inspected) and `allow` (tunnelled) localhost ports.
   def sandbox_for(inspect: [], allow: [], upstream_ca: ca_path)
     entries = inspect.map { |port| {destination: "localhost:#{port}", inspect: true} } +
               allow.map { |port| "localhost:#{port}" }
     network = {allow: entries, allow_private_destinations: true}
     network[:upstream_ca] = upstream_ca if upstream_ca
-    LittleGhost::Sandboxes::Bubblewrap.new(workspace: workspace, policy: {network: network})
+    backend.new(workspace: workspace, policy: {network: network})
   end
 
   def run(sandbox, argv)
@@ -167,38 +167,6 @@ RSpec.describe "Network TLS inspection" do # rubocop:disable RSpec/DescribeClass
     run(sandbox, ["/usr/bin/python3", "-c", script])
   end
 
-  it "lets a child's curl and Python reach an inspected destination, shown a certificate of the sandbox's own CA" do
-    target = server("inspected body")
-    sandbox = sandbox_for(inspect: [target.port])
-    bundle = nil
-    sandbox.open do
-      env = sandbox.execute_program(["/usr/bin/env"], timeout: 30).stdout.lines.to_h { |l| l.chomp.split("=", 2) }
-      bundle = env.fetch("SSL_CERT_FILE")
-      expect(bundle_variables.map { |name| env[name] }).to eq([bundle] * 5)
-      expect(File.basename(bundle)).to eq("ca-bundle.pem")
-      expect(sandbox.gateway.environment).to eq(bundle_variables.to_h { |name| [name, bundle] })
-
-      # curl verifies with CURL_CA_BUNDLE (the bundle) and is shown a leaf of the sandbox CA, not the server's.
-      fetched = curl(sandbox, "-v", "https://localhost:#{target.port}/")
-      expect([fetched.exit_code, fetched.stdout]).to eq([0, "inspected body"]), fetched.stderr
-      expect(fetched.stderr).to match(/issuer: .*CN *= *LittleGhost sandbox CA \h+/)
-      expect(fetched.stderr).not_to include("Test upstream CA")
-      expect(fetched.stderr).to include("ALPN: server accepted http/1.1")
-
-      # urllib with Python's default verification (SSL_CERT_FILE).
-      script = "import urllib.request; print(urllib.request.urlopen('https://localhost:#{target.port}/').read().decode())"
-      urllib = run(sandbox, ["/usr/bin/python3", "-c", script])
-      expect([urllib.exit_code, urllib.stdout]).to eq([0, "inspected body\n"]), urllib.stderr
-      python = python_fetch(sandbox, "localhost:#{target.port}")
-      expect(python.exit_code).to eq(0), python.stderr
-      status, issuer, response = python.stdout.lines.map(&:chomp)
-      expect(status).to eq("HTTP/1.1 200 Connection Established")
-      expect(issuer).to match(/\ALittleGhost sandbox CA \h+\z/)
-      expect(response).to eq("HTTP/1.1 200 OK inspected body")
-    end
-    expect(File.exist?(bundle)).to be(false)
-  end
-
   # Python's http.server over TLS, HTTP/1.1: after a response it keeps the connection open for the next request.
   PYTHON_HTTPS = <<~PY
     import http.server, ssl, sys
@@ -214,102 +182,136 @@ RSpec.describe "Network TLS inspection" do # rubocop:disable RSpec/DescribeClass
     server.serve_forever()
   PY
 
-  it "delivers every byte of a large response while the destination keeps the connection open" do
-    directory = temporary_directory
-    size = 20 << 20
-    File.binwrite(File.join(directory, "big"), "z" * size)
-    certificate, key = ca.issue(%w[localhost 127.0.0.1])
-    File.write(File.join(directory, "cert.pem"), certificate.to_pem)
-    File.write(File.join(directory, "key.pem"), key.private_to_pem)
-    output, writer = IO.pipe
-    python = Process.spawn("/usr/bin/python3", "-c", PYTHON_HTTPS, "cert.pem", "key.pem", chdir: directory,
-                                                                                        out: writer, err: File::NULL)
-    writer.close
-    port = Integer(output.gets)
-    sandbox = sandbox_for(inspect: [port])
-    sandbox.open do
-      3.times do
-        fetched = curl(sandbox, "-o", "/dev/null", "-w", "%{size_download}", "--max-time", "20",
-                       "https://localhost:#{port}/big")
-        expect([fetched.exit_code, fetched.stdout]).to eq([0, size.to_s]), fetched.stderr
+  each_allowlist_backend do |name|
+    it "lets a child's curl and Python reach an inspected destination, shown a certificate of the sandbox's own CA" do
+      target = server("inspected body")
+      sandbox = sandbox_for(inspect: [target.port])
+      bundle = nil
+      sandbox.open do
+        env = sandbox.execute_program(["/usr/bin/env"], timeout: 30).stdout.lines.to_h { |l| l.chomp.split("=", 2) }
+        bundle = env.fetch("SSL_CERT_FILE")
+        expect(bundle_variables.map { |name| env[name] }).to eq([bundle] * 5)
+        expect(File.basename(bundle)).to eq("ca-bundle.pem")
+        expect(sandbox.gateway.environment).to eq(bundle_variables.to_h { |name| [name, bundle] })
+
+        # curl verifies with CURL_CA_BUNDLE (the bundle) and is shown a leaf of the sandbox CA, not the server's.
+        fetched = curl(sandbox, "-v", "https://localhost:#{target.port}/")
+        expect([fetched.exit_code, fetched.stdout]).to eq([0, "inspected body"]), fetched.stderr
+        expect(fetched.stderr).to match(/issuer: .*CN *= *LittleGhost sandbox CA \h+/)
+        expect(fetched.stderr).not_to include("Test upstream CA")
+        expect(fetched.stderr).to include("ALPN: server accepted http/1.1")
+
+        # urllib with Python's default verification (SSL_CERT_FILE).
+        script = "import urllib.request; print(urllib.request.urlopen('https://localhost:#{target.port}/').read().decode())"
+        urllib = run(sandbox, ["/usr/bin/python3", "-c", script])
+        expect([urllib.exit_code, urllib.stdout]).to eq([0, "inspected body\n"]), urllib.stderr
+        python = python_fetch(sandbox, "localhost:#{target.port}")
+        expect(python.exit_code).to eq(0), python.stderr
+        status, issuer, response = python.stdout.lines.map(&:chomp)
+        expect(status).to eq("HTTP/1.1 200 Connection Established")
+        expect(issuer).to match(/\ALittleGhost sandbox CA \h+\z/)
+        expect(response).to eq("HTTP/1.1 200 OK inspected body")
+      end
+      expect(File.exist?(bundle)).to be(false)
+    end
+
+    it "delivers every byte of a large response while the destination keeps the connection open" do
+      directory = temporary_directory
+      size = 20 << 20
+      File.binwrite(File.join(directory, "big"), "z" * size)
+      certificate, key = ca.issue(%w[localhost 127.0.0.1])
+      File.write(File.join(directory, "cert.pem"), certificate.to_pem)
+      File.write(File.join(directory, "key.pem"), key.private_to_pem)
+      output, writer = IO.pipe
+      python = Process.spawn("/usr/bin/python3", "-c", PYTHON_HTTPS, "cert.pem", "key.pem", chdir: directory,
+                                                                                          out: writer, err: File::NULL)
+      writer.close
+      port = Integer(output.gets)
+      sandbox = sandbox_for(inspect: [port])
+      sandbox.open do
+        3.times do
+          fetched = curl(sandbox, "-o", "/dev/null", "-w", "%{size_download}", "--max-time", "20",
+                         "https://localhost:#{port}/big")
+          expect([fetched.exit_code, fetched.stdout]).to eq([0, size.to_s]), fetched.stderr
+        end
+      end
+    ensure
+      if python
+        Process.kill(:TERM, python)
+        Process.wait(python)
+      end
+      output&.close
+    end
+
+    it "gives each sandbox its own CA and removes the bundle with the gateway" do
+      target = server("x")
+      first = sandbox_for(inspect: [target.port])
+      second = sandbox_for(inspect: [target.port])
+      issuers = [first, second].map do |sandbox|
+        sandbox.open
+        path = sandbox.gateway.environment.fetch("SSL_CERT_FILE")
+        [path, File.read(path)[/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----\n\z/]]
+      end
+      expect(issuers.map(&:last).uniq.size).to eq(2)
+      first.close
+      expect(File.exist?(issuers.first.first)).to be(false)
+      expect(File.exist?(File.dirname(issuers.first.first))).to be(false)
+    ensure
+      first&.close
+      second&.close
+    end
+
+    it "leaves a destination without inspection an end-to-end tunnel: the child sees the destination's certificate" do
+      inspected = server("inspected")
+      tunnelled = server("tunnelled")
+      sandbox = sandbox_for(inspect: [inspected.port], allow: [tunnelled.port])
+      sandbox.open do
+        shown = curl(sandbox, "-v", "-k", "https://localhost:#{tunnelled.port}/")
+        expect([shown.exit_code, shown.stdout]).to eq([0, "tunnelled"]), shown.stderr
+        expect(shown.stderr).to match(/issuer: CN *= *Test upstream CA/)
+        expect(shown.stderr).not_to include("LittleGhost sandbox CA")
+        # The bundle does not vouch for the destination's own certificate: nothing re-signed it.
+        refused = curl(sandbox, "https://localhost:#{tunnelled.port}/")
+        expect(refused.exit_code).to eq(60)
+        expect(sandbox.gateway.denials).to be_empty
       end
     end
-  ensure
-    if python
-      Process.kill(:TERM, python)
-      Process.wait(python)
-    end
-    output&.close
-  end
 
-  it "gives each sandbox its own CA and removes the bundle with the gateway" do
-    target = server("x")
-    first = sandbox_for(inspect: [target.port])
-    second = sandbox_for(inspect: [target.port])
-    issuers = [first, second].map do |sandbox|
-      sandbox.open
-      path = sandbox.gateway.environment.fetch("SSL_CERT_FILE")
-      [path, File.read(path)[/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----\n\z/]]
+    it "refuses a TLS ClientHello naming another host than the CONNECT target, recording a host_mismatch denial" do
+      target = server("never shown")
+      sandbox = sandbox_for(inspect: [target.port])
+      sandbox.open do
+        python = python_fetch(sandbox, "localhost:#{target.port}", server_name: "api.github.com")
+        expect(python.exit_code).not_to eq(0)
+        expect(python.stdout).to eq("HTTP/1.1 200 Connection Established\n")
+        expect(python.stderr).to match(/UNRECOGNIZED_NAME/i)
+        denial = sandbox.gateway.denials.last
+        expect([denial.kind, denial.target, denial.reason]).to eq([:network, "localhost:#{target.port}", :host_mismatch])
+        event = sandbox.denials.find { |d| d.kind == :network }
+        expect(event&.reason).to eq(:host_mismatch)
+      end
     end
-    expect(issuers.map(&:last).uniq.size).to eq(2)
-    first.close
-    expect(File.exist?(issuers.first.first)).to be(false)
-    expect(File.exist?(File.dirname(issuers.first.first))).to be(false)
-  ensure
-    first&.close
-    second&.close
-  end
 
-  it "leaves a destination without inspection an end-to-end tunnel: the child sees the destination's certificate" do
-    inspected = server("inspected")
-    tunnelled = server("tunnelled")
-    sandbox = sandbox_for(inspect: [inspected.port], allow: [tunnelled.port])
-    sandbox.open do
-      shown = curl(sandbox, "-v", "-k", "https://localhost:#{tunnelled.port}/")
-      expect([shown.exit_code, shown.stdout]).to eq([0, "tunnelled"]), shown.stderr
-      expect(shown.stderr).to match(/issuer: CN *= *Test upstream CA/)
-      expect(shown.stderr).not_to include("LittleGhost sandbox CA")
-      # The bundle does not vouch for the destination's own certificate: nothing re-signed it.
-      refused = curl(sandbox, "https://localhost:#{tunnelled.port}/")
-      expect(refused.exit_code).to eq(60)
-      expect(sandbox.gateway.denials).to be_empty
+    it "refuses an inspected destination whose certificate the gateway cannot verify, before the tunnel opens" do
+      target = server("unverified")
+      # No upstream_ca: the system's roots do not vouch for the test CA.
+      sandbox = sandbox_for(inspect: [target.port], upstream_ca: nil)
+      sandbox.open do
+        refused = curl(sandbox, "-v", "https://localhost:#{target.port}/")
+        expect(refused.exit_code).to eq(56)
+        expect(refused.stderr).to include("CONNECT tunnel failed, response 502")
+        expect(refused.stdout).to be_empty
+      end
     end
-  end
 
-  it "refuses a TLS ClientHello naming another host than the CONNECT target, recording a host_mismatch denial" do
-    target = server("never shown")
-    sandbox = sandbox_for(inspect: [target.port])
-    sandbox.open do
-      python = python_fetch(sandbox, "localhost:#{target.port}", server_name: "api.github.com")
-      expect(python.exit_code).not_to eq(0)
-      expect(python.stdout).to eq("HTTP/1.1 200 Connection Established\n")
-      expect(python.stderr).to match(/UNRECOGNIZED_NAME/i)
-      denial = sandbox.gateway.denials.last
-      expect([denial.kind, denial.target, denial.reason]).to eq([:network, "localhost:#{target.port}", :host_mismatch])
-      event = sandbox.denials.find { |d| d.kind == :network }
-      expect(event&.reason).to eq(:host_mismatch)
+    it "raises PolicyError at open naming an upstream_ca file that holds no certificate" do
+      path = File.join(temporary_directory, "company-ca.pem")
+      File.write(path, "this is not PEM\n")
+      sandbox = sandbox_for(inspect: [443], upstream_ca: path)
+      expect { sandbox.open }.to raise_error(LittleGhost::PolicyError, /upstream_ca #{Regexp.escape(path)} .*PEM/)
+      expect(sandbox.gateway&.open?).to be_falsey
+    ensure
+      sandbox&.close
     end
-  end
-
-  it "refuses an inspected destination whose certificate the gateway cannot verify, before the tunnel opens" do
-    target = server("unverified")
-    # No upstream_ca: the system's roots do not vouch for the test CA.
-    sandbox = sandbox_for(inspect: [target.port], upstream_ca: nil)
-    sandbox.open do
-      refused = curl(sandbox, "-v", "https://localhost:#{target.port}/")
-      expect(refused.exit_code).to eq(56)
-      expect(refused.stderr).to include("CONNECT tunnel failed, response 502")
-      expect(refused.stdout).to be_empty
-    end
-  end
-
-  it "raises PolicyError at open naming an upstream_ca file that holds no certificate" do
-    path = File.join(temporary_directory, "company-ca.pem")
-    File.write(path, "this is not PEM\n")
-    sandbox = sandbox_for(inspect: [443], upstream_ca: path)
-    expect { sandbox.open }.to raise_error(LittleGhost::PolicyError, /upstream_ca #{Regexp.escape(path)} .*PEM/)
-    expect(sandbox.gateway&.open?).to be_falsey
-  ensure
-    sandbox&.close
   end
 end

@@ -7,6 +7,7 @@ require "spec_helper"
 # clients that ignore the proxy (the sandbox's /etc/hosts sends them to the relay, which hands the same name to the
 # gateway). The mapped address is vetted like any other: loopback still needs allow_private_destinations: true.
 RSpec.describe "network resolve:" do # rubocop:disable RSpec/DescribeClass
+  extend AllowlistBackends
   include LoopbackHttpHelpers
 
   network_policy = LittleGhost::Sandbox::NetworkPolicy
@@ -60,9 +61,31 @@ RSpec.describe "network resolve:" do # rubocop:disable RSpec/DescribeClass
       sandbox&.close
     end
 
+  end
+
+  # The gateway's answer for proxied clients, on each backend (a client ignoring the proxy is Bubblewrap's above).
+  each_allowlist_backend do
+    before { skip "curl is not installed at /usr/bin/curl" unless File.executable?("/usr/bin/curl") }
+
+    def open_mapped(port, private_destinations:)
+      network = {allow: ["api.example.test:#{port}"], resolve: {"api.example.test" => "127.0.0.1"},
+                 allow_private_destinations: private_destinations}
+      backend.new(workspace: open_workspace, policy: {network: network}).open
+    end
+
+    it "reaches the local server by name through the gateway" do
+      port = start_server
+      sandbox = open_mapped(port, private_destinations: true)
+      expect(curl(sandbox, "http://api.example.test:#{port}/").stdout).to eq("served by #{port} 200")
+      expect(sandbox.network_log.map { |event| [event.destination, event.decision] })
+        .to eq([["api.example.test:#{port}", :allowed]])
+    ensure
+      sandbox&.close
+    end
+
     it "refuses a loopback mapping without allow_private_destinations: true (:private_destination)" do
       port = start_server
-      sandbox = open_sandbox(port, private_destinations: false)
+      sandbox = open_mapped(port, private_destinations: false)
       expect(curl(sandbox, "http://api.example.test:#{port}/").stdout).to end_with(" 403")
       expect(sandbox.denials.map { |d| [d.target, d.reason] }).to eq([["api.example.test:#{port}", :private_destination]])
     ensure

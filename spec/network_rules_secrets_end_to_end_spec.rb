@@ -7,7 +7,7 @@ require "securerandom"
 require "socket"
 
 # The gateway's rules and secrets end to end: real clients (curl, Python's urllib and http.client, Ruby's Net::HTTP, git over smart HTTP,
-# raw sockets for the attacks) inside Bubblewrap, through the built-in gateway, against loopback HTTP and HTTPS
+# raw sockets for the attacks) inside Bubblewrap and Landlock, through the built-in gateway, against loopback HTTP and HTTPS
 # servers this spec starts (HTTPS with a CA of its own, given to the gateway as upstream_ca:), all declared through
 # the public API.
 #
@@ -30,9 +30,9 @@ require "socket"
 RSpec.describe "Network rules and secrets, end to end through the built-in gateway" do # rubocop:disable RSpec/DescribeClass
   include ProcessHelpers
 
-  probe = LittleGhost::Sandboxes::Bubblewrap.probe
+  extend AllowlistBackends
+
   before do
-    skip "bubblewrap is unavailable here: #{probe[:reason]}" unless probe[:available]
     skip "curl is not installed at /usr/bin/curl" unless File.executable?("/usr/bin/curl")
     skip "python3 is not installed at /usr/bin/python3" unless File.executable?("/usr/bin/python3")
   end
@@ -239,7 +239,7 @@ RSpec.describe "Network rules and secrets, end to end through the built-in gatew
     network[:secrets] = secrets if secrets
     policy = {network: network}
     policy[:files] = files if files
-    @sandbox = LittleGhost::Sandboxes::Bubblewrap.new(workspace: workspace, policy: policy)
+    @sandbox = backend.new(workspace: workspace, policy: policy)
     @sandbox.open
     @sandbox
   end
@@ -334,337 +334,339 @@ RSpec.describe "Network rules and secrets, end to end through the built-in gatew
     {destination: "localhost:#{port}", inspect: inspect, methods: %w[GET], paths: ["/allowed/"]}
   end
 
-  context "with HTTP rules on a plain-HTTP destination" do
-    it "lets an allowed request through and refuses every request outside the rules before it reaches the server" do
-      target = server
-      open_sandbox(allow: [rules(target.port)])
-      base = "http://localhost:#{target.port}"
+  each_allowlist_backend do |name|
+    context "with HTTP rules on a plain-HTTP destination" do
+      it "lets an allowed request through and refuses every request outside the rules before it reaches the server" do
+        target = server
+        open_sandbox(allow: [rules(target.port)])
+        base = "http://localhost:#{target.port}"
 
-      expect(curl("#{base}/allowed/curl?x=1")).to eq("GET /allowed/curl?x=1 auth=none body=0 200")
-      expect(urllib("#{base}/allowed/urllib")).to eq("GET /allowed/urllib auth=none body=0 200")
-      expect(net_http("GET", "#{base}/allowed/ruby")).to eq("GET /allowed/ruby auth=none body=0 200")
+        expect(curl("#{base}/allowed/curl?x=1")).to eq("GET /allowed/curl?x=1 auth=none body=0 200")
+        expect(urllib("#{base}/allowed/urllib")).to eq("GET /allowed/urllib auth=none body=0 200")
+        expect(net_http("GET", "#{base}/allowed/ruby")).to eq("GET /allowed/ruby auth=none body=0 200")
 
-      expect(curl("-X", "POST", "-d", "x=1", "#{base}/allowed/curl")).to end_with(" 403")
-      expect(net_http("DELETE", "#{base}/allowed/ruby")).to end_with(" 403")
-      expect(curl("#{base}/other")).to end_with(" 403")
-      expect(curl("--path-as-is", "#{base}/allowed/../other")).to end_with(" 403")
-      expect(urllib("#{base}/allowed/%2e%2e/other")).to end_with(" 403")
-      expect(net_http("GET", "#{base}/allowed/..%2Fother")).to end_with(" 403")
-      expect(curl("--path-as-is", "#{base}/allowed/.%2E/other")).to end_with(" 403")
-      expect(curl("#{base}/allowed%2Fx")).to end_with(" 403")
-      # A tunnel would hide its requests from the rules: refused unless the destination is inspected.
-      expect(curl("--proxytunnel", "#{base}/allowed/tunnel")).to include("CONNECT tunnel failed, response 403")
-      expect(denials_of(:inspection_required).map(&:target)).to eq(["localhost:#{target.port}"])
+        expect(curl("-X", "POST", "-d", "x=1", "#{base}/allowed/curl")).to end_with(" 403")
+        expect(net_http("DELETE", "#{base}/allowed/ruby")).to end_with(" 403")
+        expect(curl("#{base}/other")).to end_with(" 403")
+        expect(curl("--path-as-is", "#{base}/allowed/../other")).to end_with(" 403")
+        expect(urllib("#{base}/allowed/%2e%2e/other")).to end_with(" 403")
+        expect(net_http("GET", "#{base}/allowed/..%2Fother")).to end_with(" 403")
+        expect(curl("--path-as-is", "#{base}/allowed/.%2E/other")).to end_with(" 403")
+        expect(curl("#{base}/allowed%2Fx")).to end_with(" 403")
+        # A tunnel would hide its requests from the rules: refused unless the destination is inspected.
+        expect(curl("--proxytunnel", "#{base}/allowed/tunnel")).to include("CONNECT tunnel failed, response 403")
+        expect(denials_of(:inspection_required).map(&:target)).to eq(["localhost:#{target.port}"])
 
-      expect(target.requests).to eq(["GET /allowed/curl?x=1 HTTP/1.1", "GET /allowed/urllib HTTP/1.1",
-                                     "GET /allowed/ruby HTTP/1.1"])
-      refused = denials_of(:request_not_allowed)
-      expect(refused.map { |d| [d.kind, d.target, d.http_method, d.path] }.first(2))
-        .to eq([[:network, "localhost:#{target.port}", "POST", "/allowed/curl"],
-                [:network, "localhost:#{target.port}", "DELETE", "/allowed/ruby"]])
-      expect(refused.size).to eq(8)
+        expect(target.requests).to eq(["GET /allowed/curl?x=1 HTTP/1.1", "GET /allowed/urllib HTTP/1.1",
+                                       "GET /allowed/ruby HTTP/1.1"])
+        refused = denials_of(:request_not_allowed)
+        expect(refused.map { |d| [d.kind, d.target, d.http_method, d.path] }.first(2))
+          .to eq([[:network, "localhost:#{target.port}", "POST", "/allowed/curl"],
+                  [:network, "localhost:#{target.port}", "DELETE", "/allowed/ruby"]])
+        expect(refused.size).to eq(8)
 
-      # One event per request: method, path, status, bytes; a refused one received nothing from the destination.
-      log = events(12)
-      expect(log.map { |e| [e.http_method, e.path, e.status, e.decision, e.inspected] }.first(4))
-        .to eq([["GET", "/allowed/curl?x=1", 200, :allowed, false], ["GET", "/allowed/urllib", 200, :allowed, false],
-                ["GET", "/allowed/ruby", 200, :allowed, false], ["POST", "/allowed/curl", 403, :denied, false]])
-      expect(log.first.bytes_received).to be > "GET /allowed/curl?x=1 auth=none body=0".bytesize
-      expect(log.first.bytes_sent).to eq(0) # no body
-      expect(log[3].bytes_received).to eq(0)
-      expect(log.size).to eq(12)
-    end
-
-    it "checks every request of a keep-alive connection and every spelling of a method or path" do
-      target = server
-      open_sandbox(allow: [rules(target.port)])
-      host = "localhost:#{target.port}"
-      # Python's http.client on one connection: the first request passes, the second (outside) is refused.
-      out, err = python(<<~PY)
-        import http.client
-        c = http.client.HTTPConnection("127.0.0.1", 3128, timeout=20)
-        for path in ["/allowed/first", "/other/second"]:
-            c.request("GET", "http://#{host}" + path)
-            r = c.getresponse()
-            r.read()
-            print(r.status, end=" ")
-      PY
-      expect(out).to eq("200 403 "), err
-
-      attempts = {
-        "lower-case method" => "get http://#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
-        "mixed-case method" => "gEt http://#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
-        "OPTIONS" => "OPTIONS http://#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
-        "TRACE" => "TRACE http://#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
-        "HTTP/1.0" => "GET http://#{host}/other HTTP/1.0\r\n\r\n",
-        "path parameter dot segment" => "GET http://#{host}/allowed/..;/other HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
-        "path parameter dot segment 2" => "GET http://#{host}/allowed/.;x/..;y/other HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
-        "backslash" => "GET http://#{host}/allowed/..\\other HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
-        "userinfo" => "GET http://user@#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
-        "folded header" => "GET http://#{host}/allowed/x HTTP/1.1\r\nX-A: 1\r\n X-B: 2\r\nConnection: close\r\n\r\n",
-        "very long header" => "GET http://#{host}/allowed/x HTTP/1.1\r\nX-A: #{"a" * 40_000}\r\n\r\n"
-      }
-      answers = attempts.transform_values { |request| statuses(raw(request)) }
-      expect(answers).to eq("lower-case method" => [403], "mixed-case method" => [403], "OPTIONS" => [403],
-                            "TRACE" => [403], "HTTP/1.0" => [403], "path parameter dot segment" => [403],
-                            "path parameter dot segment 2" => [403], "backslash" => [403], "userinfo" => [400],
-                            "folded header" => [400], "very long header" => [431])
-
-      # Pipelined in one write: the allowed request passes, the next one (outside) is refused.
-      pipelined = raw("GET http://#{host}/allowed/1 HTTP/1.1\r\n\r\nPOST http://#{host}/allowed/2 HTTP/1.1\r\n" \
-                      "Content-Length: 0\r\n\r\nGET http://#{host}/allowed/3 HTTP/1.1\r\nConnection: close\r\n\r\n")
-      expect(statuses(pipelined)).to eq([200, 403, 200])
-
-      expect(target.requests).to eq(["GET /allowed/first HTTP/1.1", "GET /allowed/1 HTTP/1.1",
-                                     "GET /allowed/3 HTTP/1.1"])
-    end
-
-    it "does not let an allowed request switch to another HTTP (h2c) to send requests outside the rules" do
-      target = server(switch: true)
-      open_sandbox(allow: [rules(target.port)])
-      host = "localhost:#{target.port}"
-      %w[h2c H2C].each do |protocol|
-        answer = raw("GET http://#{host}/allowed/switch HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\n" \
-                     "Upgrade: #{protocol}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
-                     "GET /other/after-switch HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n")
-        expect(answer).not_to include("/other/after-switch")
-        # The upgrade is refused (the connection stays HTTP/1.1 to the gateway), so what follows is read as the next
-        # proxy request: a bad one (origin-form).
-        expect(statuses(answer)).to eq([403, 400])
+        # One event per request: method, path, status, bytes; a refused one received nothing from the destination.
+        log = events(12)
+        expect(log.map { |e| [e.http_method, e.path, e.status, e.decision, e.inspected] }.first(4))
+          .to eq([["GET", "/allowed/curl?x=1", 200, :allowed, false], ["GET", "/allowed/urllib", 200, :allowed, false],
+                  ["GET", "/allowed/ruby", 200, :allowed, false], ["POST", "/allowed/curl", 403, :denied, false]])
+        expect(log.first.bytes_received).to be > "GET /allowed/curl?x=1 auth=none body=0".bytesize
+        expect(log.first.bytes_sent).to eq(0) # no body
+        expect(log[3].bytes_received).to eq(0)
+        expect(log.size).to eq(12)
       end
-      expect(target.requests).to eq([])
-      expect(denials_of(:request_not_allowed).map { |d| [d.http_method, d.path] })
-        .to eq([%w[GET /allowed/switch]] * 2)
-    end
-  end
 
-  context "with HTTP rules on an inspected HTTPS destination" do
-    it "applies the same rules inside TLS and refuses a Host naming another host than the CONNECT target" do
-      target = https_server
-      open_sandbox(allow: [rules(target.port, inspect: true)])
-      base = "https://localhost:#{target.port}"
+      it "checks every request of a keep-alive connection and every spelling of a method or path" do
+        target = server
+        open_sandbox(allow: [rules(target.port)])
+        host = "localhost:#{target.port}"
+        # Python's http.client on one connection: the first request passes, the second (outside) is refused.
+        out, err = python(<<~PY)
+          import http.client
+          c = http.client.HTTPConnection("127.0.0.1", 3128, timeout=20)
+          for path in ["/allowed/first", "/other/second"]:
+              c.request("GET", "http://#{host}" + path)
+              r = c.getresponse()
+              r.read()
+              print(r.status, end=" ")
+        PY
+        expect(out).to eq("200 403 "), err
 
-      expect(curl("#{base}/allowed/curl")).to eq("GET /allowed/curl auth=none body=0 200")
-      expect(urllib("#{base}/allowed/urllib")).to eq("GET /allowed/urllib auth=none body=0 200")
-      expect(net_http("GET", "#{base}/allowed/ruby")).to eq("GET /allowed/ruby auth=none body=0 200")
+        attempts = {
+          "lower-case method" => "get http://#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
+          "mixed-case method" => "gEt http://#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
+          "OPTIONS" => "OPTIONS http://#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
+          "TRACE" => "TRACE http://#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
+          "HTTP/1.0" => "GET http://#{host}/other HTTP/1.0\r\n\r\n",
+          "path parameter dot segment" => "GET http://#{host}/allowed/..;/other HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
+          "path parameter dot segment 2" => "GET http://#{host}/allowed/.;x/..;y/other HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
+          "backslash" => "GET http://#{host}/allowed/..\\other HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
+          "userinfo" => "GET http://user@#{host}/allowed/x HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n",
+          "folded header" => "GET http://#{host}/allowed/x HTTP/1.1\r\nX-A: 1\r\n X-B: 2\r\nConnection: close\r\n\r\n",
+          "very long header" => "GET http://#{host}/allowed/x HTTP/1.1\r\nX-A: #{"a" * 40_000}\r\n\r\n"
+        }
+        answers = attempts.transform_values { |request| statuses(raw(request)) }
+        expect(answers).to eq("lower-case method" => [403], "mixed-case method" => [403], "OPTIONS" => [403],
+                              "TRACE" => [403], "HTTP/1.0" => [403], "path parameter dot segment" => [403],
+                              "path parameter dot segment 2" => [403], "backslash" => [403], "userinfo" => [400],
+                              "folded header" => [400], "very long header" => [431])
 
-      expect(curl("-X", "POST", "-d", "x=1", "#{base}/allowed/curl")).to end_with(" 403")
-      expect(net_http("PUT", "#{base}/allowed/ruby")).to end_with(" 403")
-      expect(curl("--path-as-is", "#{base}/allowed/../other")).to end_with(" 403")
-      expect(urllib("#{base}/allowed/%2E%2E/other")).to end_with(" 403")
-      expect(statuses(raw("GET /allowed/..;/other HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
-                          tls: "localhost:#{target.port}"))).to eq([403])
+        # Pipelined in one write: the allowed request passes, the next one (outside) is refused.
+        pipelined = raw("GET http://#{host}/allowed/1 HTTP/1.1\r\n\r\nPOST http://#{host}/allowed/2 HTTP/1.1\r\n" \
+                        "Content-Length: 0\r\n\r\nGET http://#{host}/allowed/3 HTTP/1.1\r\nConnection: close\r\n\r\n")
+        expect(statuses(pipelined)).to eq([200, 403, 200])
 
-      # Keep-alive inside TLS: each request is checked on its own.
-      kept = raw("GET /allowed/1 HTTP/1.1\r\nHost: localhost\r\n\r\n",
-                 "GET /other/2 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", tls: "localhost:#{target.port}")
-      expect(statuses(kept)).to eq([200, 403])
-
-      expect(curl("-H", "Host: other.test", "#{base}/allowed/host")).to end_with(" 403")
-      expect(denials_of(:host_mismatch).map { |d| [d.target, d.http_method, d.path] })
-        .to eq([["localhost:#{target.port}", "GET", "/allowed/host"]])
-
-      # A CONNECT to the inspected destination carrying plain HTTP instead of TLS reaches nothing.
-      plain = raw("CONNECT localhost:#{target.port} HTTP/1.1\r\n\r\nGET /other/plain HTTP/1.1\r\nHost: localhost\r\n\r\n")
-      expect(plain).not_to include("/other/plain")
-
-      expect(target.requests).to eq(["GET /allowed/curl HTTP/1.1", "GET /allowed/urllib HTTP/1.1",
-                                     "GET /allowed/ruby HTTP/1.1", "GET /allowed/1 HTTP/1.1"])
-      refused = denials_of(:request_not_allowed)
-      expect(refused.map { |d| [d.http_method, d.path] }.first(2)).to eq([%w[POST /allowed/curl], %w[PUT /allowed/ruby]])
-
-      # One event per request inside TLS, marked inspected, beside one per CONNECT.
-      log = events(10)
-      requests = log.reject { |e| e.http_method == "CONNECT" }
-      expect(requests.map { |e| [e.http_method, e.path, e.status, e.inspected] }.first(4))
-        .to eq([["GET", "/allowed/curl", 200, true], ["GET", "/allowed/urllib", 200, true],
-                ["GET", "/allowed/ruby", 200, true], ["POST", "/allowed/curl", 403, true]])
-      expect(requests.first.bytes_received).to be > 0
-      expect(log.select { |e| e.http_method == "CONNECT" }).to all(have_attributes(inspected: true))
-    end
-  end
-
-  context "with git over HTTPS" do
-    def git_server(root)
-      host_git = ENV.fetch("PATH").split(":").map { |dir| File.join(dir, "git") }.find { |path| File.executable?(path) }
-      skip "git is not installed" unless host_git
-      exec_path = `#{host_git} --exec-path`.strip
-      skip "git http-backend is not installed" unless File.executable?(File.join(exec_path, "git-http-backend"))
-      FileUtils.mkdir_p(["#{root}/cgi-bin", "#{root}/repos"])
-      File.write("#{root}/cgi-bin/git", "#!/bin/sh\nexec #{exec_path}/git-http-backend\n")
-      File.chmod(0o755, "#{root}/cgi-bin/git")
-      git = [host_git, "-c", "safe.directory=*", "-c", "user.name=t", "-c", "user.email=t@example.test"]
-      system(*git, "init", "-q", "--bare", "-b", "main", "#{root}/repos/repo.git", exception: true)
-      system(*git, "init", "-q", "-b", "main", "#{root}/work", exception: true)
-      system(*git, "-C", "#{root}/work", "commit", "-q", "--allow-empty", "-m", "served through the gateway",
-             exception: true)
-      system(*git, "-C", "#{root}/work", "push", "-q", "#{root}/repos/repo.git", "main", exception: true)
-      certificate, key = ca.issue
-      File.write("#{root}/cert.pem", certificate.to_pem)
-      File.write("#{root}/key.pem", key.private_to_pem)
-      File.write("#{root}/server.py", END_TO_END_GIT_SERVER)
-      @git_server = Process.spawn("/usr/bin/python3", "#{root}/server.py", "#{root}/port", "#{root}/log", root,
-                                  "#{root}/cert.pem", "#{root}/key.pem")
-      eventually(20) { File.exist?("#{root}/port") }
-      [host_git, Integer(File.read("#{root}/port"))]
-    end
-
-    it "clones through an inspected destination with the secret swapped in, and refuses a repository outside the rules" do
-      root = File.join(temporary_directory, "git")
-      host_git, port = git_server(root)
-      open_sandbox(allow: [{destination: "localhost:#{port}", inspect: true, methods: %w[GET POST],
-                            paths: ["/cgi-bin/git/repo.git/"]}],
-                   secrets: {token: {value: value, destinations: ["localhost:#{port}"]}},
-                   files: {root: :read_write})
-      git = "#{host_git} -c 'http.extraHeader=Authorization: Bearer '\"$LITTLEGHOST_SECRET_TOKEN\""
-      clone = run(["/bin/sh", "-c", "#{git} clone -q https://localhost:#{port}/cgi-bin/git/repo.git clone && " \
-                                    "#{host_git} -C clone log --format=%s"])
-      expect([clone.exit_code, clone.stdout]).to eq([0, "served through the gateway\n"]), clone.stderr
-      other = run(["/bin/sh", "-c", "#{git} ls-remote https://localhost:#{port}/cgi-bin/git/other.git"])
-      expect(other.exit_code).not_to eq(0)
-      expect(other.stderr).to include("403")
-
-      seen = File.readlines("#{root}/log", chomp: true)
-      expect(seen).to eq(["GET /cgi-bin/git/repo.git/info/refs?service=git-upload-pack #{bearer}",
-                          "POST /cgi-bin/git/repo.git/git-upload-pack #{bearer}"])
-      expect(denials_of(:request_not_allowed).map { |d| [d.http_method, d.path] })
-        .to eq([%w[GET /cgi-bin/git/other.git/info/refs?service=git-upload-pack]])
-      expect(@sandbox.network_log.reject { |e| e.http_method == "CONNECT" }.map { |e| [e.http_method, e.status] })
-        .to eq([["GET", 200], ["POST", 200], ["GET", 403]])
-    end
-  end
-
-  context "with a secret" do
-    def open_with_secret
-      @home = server
-      @home_tls = https_server
-      @other = server
-      @tunnel = server(raw: true)
-      @switching = server(switch: true)
-      open_sandbox(
-        allow: ["localhost:#{@home.port}", {destination: "localhost:#{@home_tls.port}", inspect: true},
-                "localhost:#{@other.port}", "localhost:#{@tunnel.port}", "localhost:#{@switching.port}"],
-        secrets: {token: {value: value, destinations: ["localhost:#{@home.port}", "localhost:#{@home_tls.port}"]}}
-      )
-    end
-
-    it "sends the value to the secret's destinations only, while the child holds a stand-in" do
-      open_with_secret
-      expect(stand_in).to match(/\Algsecret_\h{32}\z/)
-      env = run(["/usr/bin/env"]).stdout
-      expect(env).to include("LITTLEGHOST_SECRET_TOKEN=#{stand_in}")
-      expect(env).not_to include(value)
-
-      auth = 'Authorization: Bearer $LITTLEGHOST_SECRET_TOKEN'
-      curl_with_secret = lambda do |url|
-        run(["/bin/sh", "-c", "exec /usr/bin/curl -sS --max-time 30 -w ' %{http_code}' -H \"#{auth}\" #{url}"])
+        expect(target.requests).to eq(["GET /allowed/first HTTP/1.1", "GET /allowed/1 HTTP/1.1",
+                                       "GET /allowed/3 HTTP/1.1"])
       end
-      [
-        "http://localhost:#{@home.port}/curl", "https://localhost:#{@home_tls.port}/curl"
-      ].each do |url|
-        answer = curl_with_secret.call(url)
-        expect(answer.stdout).to eq("GET /curl auth=#{bearer} body=0 200"), answer.stderr
-      end
-      # urllib and Net::HTTP read the stand-in from their own environment.
-      py = <<~PY
-        import os, urllib.request
-        request = urllib.request.Request("https://localhost:#{@home_tls.port}/py",
-                                         headers={"Authorization": "Bearer " + os.environ["LITTLEGHOST_SECRET_TOKEN"]})
-        print(urllib.request.urlopen(request).read().decode(), end="")
-      PY
-      expect(python(py).first).to eq("GET /py auth=#{bearer} body=0")
-      ruby = net_http("GET", "http://localhost:#{@home.port}/rb",
-                      headers: {"Authorization" => "Bearer #{stand_in}"})
-      expect(ruby).to eq("GET /rb auth=#{bearer} body=0 200")
 
-      expect(@home.received).to include("Bearer #{value}")
-      expect(@home_tls.received).to include("Bearer #{value}")
-      expect(@home.received + @home_tls.received).not_to include(stand_in)
-      expect(@sandbox.denials).to eq([])
+      it "does not let an allowed request switch to another HTTP (h2c) to send requests outside the rules" do
+        target = server(switch: true)
+        open_sandbox(allow: [rules(target.port)])
+        host = "localhost:#{target.port}"
+        %w[h2c H2C].each do |protocol|
+          answer = raw("GET http://#{host}/allowed/switch HTTP/1.1\r\nConnection: Upgrade, HTTP2-Settings\r\n" \
+                       "Upgrade: #{protocol}\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
+                       "GET /other/after-switch HTTP/1.1\r\nHost: #{host}\r\nConnection: close\r\n\r\n")
+          expect(answer).not_to include("/other/after-switch")
+          # The upgrade is refused (the connection stays HTTP/1.1 to the gateway), so what follows is read as the next
+          # proxy request: a bad one (origin-form).
+          expect(statuses(answer)).to eq([403, 400])
+        end
+        expect(target.requests).to eq([])
+        expect(denials_of(:request_not_allowed).map { |d| [d.http_method, d.path] })
+          .to eq([%w[GET /allowed/switch]] * 2)
+      end
     end
 
-    # A secret's value never changes a request's shape or carries it outside the rules it passed: a value that
-    # cannot stand in a request line as is (a space) is refused there (:secret_placement), and the rules are checked
-    # again on the request as forwarded (a value "v/../../admin" under /allowed/ would leave the prefix).
-    it "never lets a value change the request line or carry a request outside its destination's rules" do
-      target = server
-      other = "localhost:#{target.port}"
-      open_sandbox(allow: [rules(target.port)],
-                   secrets: {token: {value: "sec ret", destinations: [other]},
-                             path: {value: "v/../../admin", destinations: [other]}})
-      path_stand_in = @sandbox.gateway.environment.fetch("LITTLEGHOST_SECRET_PATH")
-      spaced = raw("GET http://#{other}/allowed/x?t=@STANDIN@ HTTP/1.1\r\nConnection: close\r\n\r\n")
-      climbing = raw("GET http://#{other}/allowed/#{path_stand_in} HTTP/1.1\r\nConnection: close\r\n\r\n")
-      in_header = raw("GET http://#{other}/allowed/h HTTP/1.1\r\nX-Token: @STANDIN@\r\nConnection: close\r\n\r\n")
-      expect([statuses(spaced), statuses(climbing), statuses(in_header)]).to eq([[403], [403], [200]])
-      expect(target.requests).to eq(["GET /allowed/h HTTP/1.1"])
-      expect(target.received).to include("X-Token: sec ret\r\n")
-      expect(@sandbox.denials.map { |d| [d.reason, d.path] })
-        .to eq([[:secret_placement, "/allowed/x?t={secret:token}"], [:request_not_allowed, "/allowed/{secret:path}"]])
+    context "with HTTP rules on an inspected HTTPS destination" do
+      it "applies the same rules inside TLS and refuses a Host naming another host than the CONNECT target" do
+        target = https_server
+        open_sandbox(allow: [rules(target.port, inspect: true)])
+        base = "https://localhost:#{target.port}"
+
+        expect(curl("#{base}/allowed/curl")).to eq("GET /allowed/curl auth=none body=0 200")
+        expect(urllib("#{base}/allowed/urllib")).to eq("GET /allowed/urllib auth=none body=0 200")
+        expect(net_http("GET", "#{base}/allowed/ruby")).to eq("GET /allowed/ruby auth=none body=0 200")
+
+        expect(curl("-X", "POST", "-d", "x=1", "#{base}/allowed/curl")).to end_with(" 403")
+        expect(net_http("PUT", "#{base}/allowed/ruby")).to end_with(" 403")
+        expect(curl("--path-as-is", "#{base}/allowed/../other")).to end_with(" 403")
+        expect(urllib("#{base}/allowed/%2E%2E/other")).to end_with(" 403")
+        expect(statuses(raw("GET /allowed/..;/other HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                            tls: "localhost:#{target.port}"))).to eq([403])
+
+        # Keep-alive inside TLS: each request is checked on its own.
+        kept = raw("GET /allowed/1 HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                   "GET /other/2 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", tls: "localhost:#{target.port}")
+        expect(statuses(kept)).to eq([200, 403])
+
+        expect(curl("-H", "Host: other.test", "#{base}/allowed/host")).to end_with(" 403")
+        expect(denials_of(:host_mismatch).map { |d| [d.target, d.http_method, d.path] })
+          .to eq([["localhost:#{target.port}", "GET", "/allowed/host"]])
+
+        # A CONNECT to the inspected destination carrying plain HTTP instead of TLS reaches nothing.
+        plain = raw("CONNECT localhost:#{target.port} HTTP/1.1\r\n\r\nGET /other/plain HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        expect(plain).not_to include("/other/plain")
+
+        expect(target.requests).to eq(["GET /allowed/curl HTTP/1.1", "GET /allowed/urllib HTTP/1.1",
+                                       "GET /allowed/ruby HTTP/1.1", "GET /allowed/1 HTTP/1.1"])
+        refused = denials_of(:request_not_allowed)
+        expect(refused.map { |d| [d.http_method, d.path] }.first(2)).to eq([%w[POST /allowed/curl], %w[PUT /allowed/ruby]])
+
+        # One event per request inside TLS, marked inspected, beside one per CONNECT.
+        log = events(10)
+        requests = log.reject { |e| e.http_method == "CONNECT" }
+        expect(requests.map { |e| [e.http_method, e.path, e.status, e.inspected] }.first(4))
+          .to eq([["GET", "/allowed/curl", 200, true], ["GET", "/allowed/urllib", 200, true],
+                  ["GET", "/allowed/ruby", 200, true], ["POST", "/allowed/curl", 403, true]])
+        expect(requests.first.bytes_received).to be > 0
+        expect(log.select { |e| e.http_method == "CONNECT" }).to all(have_attributes(inspected: true))
+      end
     end
 
-    it "refuses the stand-in bound anywhere else and never lets it or the value out" do
-      open_with_secret
-      other = "localhost:#{@other.port}"
-      attempts = {
-        "header to another host" => "GET http://#{other}/h HTTP/1.1\r\nAuthorization: Bearer @STANDIN@\r\nConnection: close\r\n\r\n",
-        "URL to another host" => "GET http://#{other}/u?token=@STANDIN@ HTTP/1.1\r\nConnection: close\r\n\r\n",
-        "header name" => "GET http://localhost:#{@home.port}/n HTTP/1.1\r\nX-@STANDIN@: 1\r\nConnection: close\r\n\r\n",
-        "TRACE to its own destination" =>
-          "TRACE http://localhost:#{@home.port}/t HTTP/1.1\r\nAuthorization: Bearer @STANDIN@\r\nConnection: close\r\n\r\n"
-      }
-      answers = attempts.transform_values { |request| statuses(raw(request)) }
-      expect(answers).to eq(attempts.transform_values { [403] })
-
-      body = raw("POST http://#{other}/b HTTP/1.1\r\nContent-Length: 58\r\n\r\n", "token=@STANDIN@&pad=xxxxxx")
-      expect(statuses(body)).to eq([403])
-      chunked = raw("POST http://#{other}/c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
-                    "1;ext=@STANDIN@\r\na\r\n0\r\n\r\n")
-      expect(statuses(chunked)).to eq([403])
-      userinfo = raw("GET http://@STANDIN@@#{other}/ HTTP/1.1\r\n\r\n")
-      expect(statuses(userinfo)).to eq([400])
-      # Inside TLS the gateway reads, a header to another host than the secret's.
-      curl_out = run(["/bin/sh", "-c",
-                      "exec /usr/bin/curl -sS -w ' %{http_code}' -H \"X-Token: $LITTLEGHOST_SECRET_TOKEN\" " \
-                      "http://#{other}/curl"]).stdout
-      expect(curl_out).to end_with(" 403")
-
-      # An uninspected tunnel: harmless bytes pass, the stand-in cuts it before it is passed on.
-      tunnel = raw("CONNECT localhost:#{@tunnel.port} HTTP/1.1\r\n\r\n", "hello ", "token=@STANDIN@")
-      expect(statuses(tunnel)).to eq([200])
-      eventually(10) { @tunnel.received.include?("hello ") }
-      expect(@tunnel.received).not_to include("lgsecret_")
-      # Even toward the secret's own destination: in a tunnel the gateway could not swap it, so it is refused.
-      home = raw("CONNECT localhost:#{@home.port} HTTP/1.1\r\n\r\n",
-                 "GET /tunnelled HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer @STANDIN@\r\n\r\n")
-      expect(statuses(home)).to eq([200])
-      expect(@home.requests).to eq([])
-      # A WebSocket upgrade is a tunnel once switched: the stand-in cuts it too.
-      switched = raw("GET http://localhost:#{@switching.port}/ws HTTP/1.1\r\nConnection: Upgrade\r\n" \
-                     "Upgrade: websocket\r\n\r\n", "frame @STANDIN@\r\n\r\n")
-      expect(statuses(switched)).to eq([101])
-      expect(@switching.requests).to eq(["GET /ws HTTP/1.1"])
-
-      [@other, @tunnel, @switching].each do |destination|
-        expect(destination.received).not_to include(stand_in)
-        expect(destination.received).not_to include(value)
+    context "with git over HTTPS" do
+      def git_server(root)
+        host_git = ENV.fetch("PATH").split(":").map { |dir| File.join(dir, "git") }.find { |path| File.executable?(path) }
+        skip "git is not installed" unless host_git
+        exec_path = `#{host_git} --exec-path`.strip
+        skip "git http-backend is not installed" unless File.executable?(File.join(exec_path, "git-http-backend"))
+        FileUtils.mkdir_p(["#{root}/cgi-bin", "#{root}/repos"])
+        File.write("#{root}/cgi-bin/git", "#!/bin/sh\nexec #{exec_path}/git-http-backend\n")
+        File.chmod(0o755, "#{root}/cgi-bin/git")
+        git = [host_git, "-c", "safe.directory=*", "-c", "user.name=t", "-c", "user.email=t@example.test"]
+        system(*git, "init", "-q", "--bare", "-b", "main", "#{root}/repos/repo.git", exception: true)
+        system(*git, "init", "-q", "-b", "main", "#{root}/work", exception: true)
+        system(*git, "-C", "#{root}/work", "commit", "-q", "--allow-empty", "-m", "served through the gateway",
+               exception: true)
+        system(*git, "-C", "#{root}/work", "push", "-q", "#{root}/repos/repo.git", "main", exception: true)
+        certificate, key = ca.issue
+        File.write("#{root}/cert.pem", certificate.to_pem)
+        File.write("#{root}/key.pem", key.private_to_pem)
+        File.write("#{root}/server.py", END_TO_END_GIT_SERVER)
+        @git_server = Process.spawn("/usr/bin/python3", "#{root}/server.py", "#{root}/port", "#{root}/log", root,
+                                    "#{root}/cert.pem", "#{root}/key.pem")
+        eventually(20) { File.exist?("#{root}/port") }
+        [host_git, Integer(File.read("#{root}/port"))]
       end
-      expect(@other.requests.grep(/u\?token|\/h |\/curl/)).to eq([])
-      expect(@home.received).not_to include(value) # the refused TRACE and header name never left
 
-      exfiltrations = denials_of(:secret_exfiltration)
-      expect(exfiltrations.size).to be >= 7
-      expect(exfiltrations.map(&:target))
-        .to include("localhost:#{@other.port}", "localhost:#{@tunnel.port}", "localhost:#{@home.port}",
-                    "localhost:#{@switching.port}")
-      shown = [@sandbox.denials, @sandbox.network_log].flatten.flat_map { |x| [x.inspect, x.to_h.to_s, x.to_s] } +
-              [@sandbox.inspect, @sandbox.gateway.inspect, @sandbox.policy.inspect, @sandbox.effective_policy.inspect]
-      shown.each do |text|
-        expect(text).not_to include(value)
-        expect(text).not_to include(stand_in)
+      it "clones through an inspected destination with the secret swapped in, and refuses a repository outside the rules" do
+        root = File.join(temporary_directory, "git")
+        host_git, port = git_server(root)
+        open_sandbox(allow: [{destination: "localhost:#{port}", inspect: true, methods: %w[GET POST],
+                              paths: ["/cgi-bin/git/repo.git/"]}],
+                     secrets: {token: {value: value, destinations: ["localhost:#{port}"]}},
+                     files: {root: :read_write})
+        git = "#{host_git} -c 'http.extraHeader=Authorization: Bearer '\"$LITTLEGHOST_SECRET_TOKEN\""
+        clone = run(["/bin/sh", "-c", "#{git} clone -q https://localhost:#{port}/cgi-bin/git/repo.git clone && " \
+                                      "#{host_git} -C clone log --format=%s"])
+        expect([clone.exit_code, clone.stdout]).to eq([0, "served through the gateway\n"]), clone.stderr
+        other = run(["/bin/sh", "-c", "#{git} ls-remote https://localhost:#{port}/cgi-bin/git/other.git"])
+        expect(other.exit_code).not_to eq(0)
+        expect(other.stderr).to include("403")
+
+        seen = File.readlines("#{root}/log", chomp: true)
+        expect(seen).to eq(["GET /cgi-bin/git/repo.git/info/refs?service=git-upload-pack #{bearer}",
+                            "POST /cgi-bin/git/repo.git/git-upload-pack #{bearer}"])
+        expect(denials_of(:request_not_allowed).map { |d| [d.http_method, d.path] })
+          .to eq([%w[GET /cgi-bin/git/other.git/info/refs?service=git-upload-pack]])
+        expect(@sandbox.network_log.reject { |e| e.http_method == "CONNECT" }.map { |e| [e.http_method, e.status] })
+          .to eq([["GET", 200], ["POST", 200], ["GET", 403]])
       end
-      exfiltrations.each { |denial| expect(denial.message).not_to include(value) }
-      expect(@sandbox.network_log.map(&:path).compact).to include("/u?token={secret:token}")
+    end
+
+    context "with a secret" do
+      def open_with_secret
+        @home = server
+        @home_tls = https_server
+        @other = server
+        @tunnel = server(raw: true)
+        @switching = server(switch: true)
+        open_sandbox(
+          allow: ["localhost:#{@home.port}", {destination: "localhost:#{@home_tls.port}", inspect: true},
+                  "localhost:#{@other.port}", "localhost:#{@tunnel.port}", "localhost:#{@switching.port}"],
+          secrets: {token: {value: value, destinations: ["localhost:#{@home.port}", "localhost:#{@home_tls.port}"]}}
+        )
+      end
+
+      it "sends the value to the secret's destinations only, while the child holds a stand-in" do
+        open_with_secret
+        expect(stand_in).to match(/\Algsecret_\h{32}\z/)
+        env = run(["/usr/bin/env"]).stdout
+        expect(env).to include("LITTLEGHOST_SECRET_TOKEN=#{stand_in}")
+        expect(env).not_to include(value)
+
+        auth = 'Authorization: Bearer $LITTLEGHOST_SECRET_TOKEN'
+        curl_with_secret = lambda do |url|
+          run(["/bin/sh", "-c", "exec /usr/bin/curl -sS --max-time 30 -w ' %{http_code}' -H \"#{auth}\" #{url}"])
+        end
+        [
+          "http://localhost:#{@home.port}/curl", "https://localhost:#{@home_tls.port}/curl"
+        ].each do |url|
+          answer = curl_with_secret.call(url)
+          expect(answer.stdout).to eq("GET /curl auth=#{bearer} body=0 200"), answer.stderr
+        end
+        # urllib and Net::HTTP read the stand-in from their own environment.
+        py = <<~PY
+          import os, urllib.request
+          request = urllib.request.Request("https://localhost:#{@home_tls.port}/py",
+                                           headers={"Authorization": "Bearer " + os.environ["LITTLEGHOST_SECRET_TOKEN"]})
+          print(urllib.request.urlopen(request).read().decode(), end="")
+        PY
+        expect(python(py).first).to eq("GET /py auth=#{bearer} body=0")
+        ruby = net_http("GET", "http://localhost:#{@home.port}/rb",
+                        headers: {"Authorization" => "Bearer #{stand_in}"})
+        expect(ruby).to eq("GET /rb auth=#{bearer} body=0 200")
+
+        expect(@home.received).to include("Bearer #{value}")
+        expect(@home_tls.received).to include("Bearer #{value}")
+        expect(@home.received + @home_tls.received).not_to include(stand_in)
+        expect(@sandbox.denials).to eq([])
+      end
+
+      # A secret's value never changes a request's shape or carries it outside the rules it passed: a value that
+      # cannot stand in a request line as is (a space) is refused there (:secret_placement), and the rules are checked
+      # again on the request as forwarded (a value "v/../../admin" under /allowed/ would leave the prefix).
+      it "never lets a value change the request line or carry a request outside its destination's rules" do
+        target = server
+        other = "localhost:#{target.port}"
+        open_sandbox(allow: [rules(target.port)],
+                     secrets: {token: {value: "sec ret", destinations: [other]},
+                               path: {value: "v/../../admin", destinations: [other]}})
+        path_stand_in = @sandbox.gateway.environment.fetch("LITTLEGHOST_SECRET_PATH")
+        spaced = raw("GET http://#{other}/allowed/x?t=@STANDIN@ HTTP/1.1\r\nConnection: close\r\n\r\n")
+        climbing = raw("GET http://#{other}/allowed/#{path_stand_in} HTTP/1.1\r\nConnection: close\r\n\r\n")
+        in_header = raw("GET http://#{other}/allowed/h HTTP/1.1\r\nX-Token: @STANDIN@\r\nConnection: close\r\n\r\n")
+        expect([statuses(spaced), statuses(climbing), statuses(in_header)]).to eq([[403], [403], [200]])
+        expect(target.requests).to eq(["GET /allowed/h HTTP/1.1"])
+        expect(target.received).to include("X-Token: sec ret\r\n")
+        expect(@sandbox.denials.map { |d| [d.reason, d.path] })
+          .to eq([[:secret_placement, "/allowed/x?t={secret:token}"], [:request_not_allowed, "/allowed/{secret:path}"]])
+      end
+
+      it "refuses the stand-in bound anywhere else and never lets it or the value out" do
+        open_with_secret
+        other = "localhost:#{@other.port}"
+        attempts = {
+          "header to another host" => "GET http://#{other}/h HTTP/1.1\r\nAuthorization: Bearer @STANDIN@\r\nConnection: close\r\n\r\n",
+          "URL to another host" => "GET http://#{other}/u?token=@STANDIN@ HTTP/1.1\r\nConnection: close\r\n\r\n",
+          "header name" => "GET http://localhost:#{@home.port}/n HTTP/1.1\r\nX-@STANDIN@: 1\r\nConnection: close\r\n\r\n",
+          "TRACE to its own destination" =>
+            "TRACE http://localhost:#{@home.port}/t HTTP/1.1\r\nAuthorization: Bearer @STANDIN@\r\nConnection: close\r\n\r\n"
+        }
+        answers = attempts.transform_values { |request| statuses(raw(request)) }
+        expect(answers).to eq(attempts.transform_values { [403] })
+
+        body = raw("POST http://#{other}/b HTTP/1.1\r\nContent-Length: 58\r\n\r\n", "token=@STANDIN@&pad=xxxxxx")
+        expect(statuses(body)).to eq([403])
+        chunked = raw("POST http://#{other}/c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                      "1;ext=@STANDIN@\r\na\r\n0\r\n\r\n")
+        expect(statuses(chunked)).to eq([403])
+        userinfo = raw("GET http://@STANDIN@@#{other}/ HTTP/1.1\r\n\r\n")
+        expect(statuses(userinfo)).to eq([400])
+        # Inside TLS the gateway reads, a header to another host than the secret's.
+        curl_out = run(["/bin/sh", "-c",
+                        "exec /usr/bin/curl -sS -w ' %{http_code}' -H \"X-Token: $LITTLEGHOST_SECRET_TOKEN\" " \
+                        "http://#{other}/curl"]).stdout
+        expect(curl_out).to end_with(" 403")
+
+        # An uninspected tunnel: harmless bytes pass, the stand-in cuts it before it is passed on.
+        tunnel = raw("CONNECT localhost:#{@tunnel.port} HTTP/1.1\r\n\r\n", "hello ", "token=@STANDIN@")
+        expect(statuses(tunnel)).to eq([200])
+        eventually(10) { @tunnel.received.include?("hello ") }
+        expect(@tunnel.received).not_to include("lgsecret_")
+        # Even toward the secret's own destination: in a tunnel the gateway could not swap it, so it is refused.
+        home = raw("CONNECT localhost:#{@home.port} HTTP/1.1\r\n\r\n",
+                   "GET /tunnelled HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer @STANDIN@\r\n\r\n")
+        expect(statuses(home)).to eq([200])
+        expect(@home.requests).to eq([])
+        # A WebSocket upgrade is a tunnel once switched: the stand-in cuts it too.
+        switched = raw("GET http://localhost:#{@switching.port}/ws HTTP/1.1\r\nConnection: Upgrade\r\n" \
+                       "Upgrade: websocket\r\n\r\n", "frame @STANDIN@\r\n\r\n")
+        expect(statuses(switched)).to eq([101])
+        expect(@switching.requests).to eq(["GET /ws HTTP/1.1"])
+
+        [@other, @tunnel, @switching].each do |destination|
+          expect(destination.received).not_to include(stand_in)
+          expect(destination.received).not_to include(value)
+        end
+        expect(@other.requests.grep(/u\?token|\/h |\/curl/)).to eq([])
+        expect(@home.received).not_to include(value) # the refused TRACE and header name never left
+
+        exfiltrations = denials_of(:secret_exfiltration)
+        expect(exfiltrations.size).to be >= 7
+        expect(exfiltrations.map(&:target))
+          .to include("localhost:#{@other.port}", "localhost:#{@tunnel.port}", "localhost:#{@home.port}",
+                      "localhost:#{@switching.port}")
+        shown = [@sandbox.denials, @sandbox.network_log].flatten.flat_map { |x| [x.inspect, x.to_h.to_s, x.to_s] } +
+                [@sandbox.inspect, @sandbox.gateway.inspect, @sandbox.policy.inspect, @sandbox.effective_policy.inspect]
+        shown.each do |text|
+          expect(text).not_to include(value)
+          expect(text).not_to include(stand_in)
+        end
+        exfiltrations.each { |denial| expect(denial.message).not_to include(value) }
+        expect(@sandbox.network_log.map(&:path).compact).to include("/u?token={secret:token}")
+      end
     end
   end
 end

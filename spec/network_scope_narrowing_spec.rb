@@ -8,6 +8,8 @@ require "socket"
 # the sandbox's gateway on its own socket), so a child in the scope cannot reach what the scope dropped, even though the
 # sandbox itself can, and cannot see the sandbox's own gateway socket to go around its view.
 RSpec.describe "network scopes narrowing an allowlist" do
+  extend AllowlistBackends
+
   widen = /sandbox scope cannot widen network access/
   # Port 8443: a secret bound to port 443 would need an inspect: true entry, and scopes keep inspection.
   parent_network = {
@@ -16,8 +18,10 @@ RSpec.describe "network scopes narrowing an allowlist" do
     secrets: { github: { value: "ghp_parent_value", destinations: ["*.github.com:8443"] } }
   }
 
-  def sandbox_with(network)
-    LittleGhost::Sandboxes::Bubblewrap.new(workspace: open_workspace, policy: { network: network })
+  def sandbox_with(network) = sandbox_under(LittleGhost::Sandboxes::Bubblewrap, network)
+
+  def sandbox_under(backend, network)
+    backend.new(workspace: open_workspace, policy: { network: network })
   end
 
   it "keeps only covered rules and the parent's reachable secrets" do
@@ -81,7 +85,7 @@ RSpec.describe "network scopes narrowing an allowlist" do
     expect(sandbox.scope(network: parent_network).network).to eq(sandbox.effective_policy.network)
   end
 
-  context "with Bubblewrap", if: LittleGhost::Sandbox.probe(:bubblewrap)[:available] do
+  each_allowlist_backend do
     before { skip "curl is not installed at /usr/bin/curl" unless File.executable?("/usr/bin/curl") }
 
     include LoopbackHttpHelpers
@@ -89,8 +93,9 @@ RSpec.describe "network scopes narrowing an allowlist" do
     it "a child in a scope narrowed to one destination cannot reach the other, which the sandbox still reaches" do
       kept = start_server
       dropped = start_server
-      sandbox = sandbox_with(allow: ["127.0.0.0/8:*"], allow_private_destinations: true,
-                             secrets: { token: { value: "tok_parent_value", destinations: ["127.0.0.1:#{kept}"] } })
+      sandbox = sandbox_under(backend, { allow: ["127.0.0.0/8:*"], allow_private_destinations: true,
+                                         secrets: { token: { value: "tok_parent_value",
+                                                             destinations: ["127.0.0.1:#{kept}"] } } })
       sandbox.open do
         scope = sandbox.scope(network: { allow: ["127.0.0.1:#{kept}"], secrets: [] })
         expect(curl(sandbox, "http://127.0.0.1:#{kept}/", scope: scope).stdout).to eq("served by #{kept} 200")
@@ -110,6 +115,12 @@ RSpec.describe "network scopes narrowing an allowlist" do
         expect(sandbox.execute_program(["/usr/bin/env"], timeout: 30).stdout).to include("LITTLEGHOST_SECRET_TOKEN=lgsecret_")
       end
     end
+  end
+
+  context "with Bubblewrap", if: LittleGhost::Sandbox.probe(:bubblewrap)[:available] do
+    before { skip "curl is not installed at /usr/bin/curl" unless File.executable?("/usr/bin/curl") }
+
+    include LoopbackHttpHelpers
 
     it "a scope's child cannot connect to the sandbox's own gateway socket around its view" do
       kept = start_server

@@ -10,6 +10,8 @@
 use std::process::ExitCode;
 
 #[cfg(target_os = "linux")]
+mod intercept;
+#[cfg(target_os = "linux")]
 mod relay;
 #[cfg(target_os = "linux")]
 mod supervise;

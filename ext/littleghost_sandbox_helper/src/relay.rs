@@ -255,7 +255,7 @@ fn drain(client: &mut TcpStream) {
 }
 
 /// Reads the gateway's answer up to its blank line: (the head, what came after it).
-fn answer_head(gateway: &mut UnixStream) -> Option<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn answer_head(gateway: &mut UnixStream) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut read = Vec::new();
     let mut buffer = [0u8; 4096];
     loop {
@@ -276,7 +276,7 @@ fn answer_head(gateway: &mut UnixStream) -> Option<(Vec<u8>, Vec<u8>)> {
 }
 
 /// `HTTP/1.x 200 ...`: the tunnel is open.
-fn established(head: &[u8]) -> bool {
+pub(crate) fn established(head: &[u8]) -> bool {
     let line = head.split(|b| *b == b'\n').next().unwrap_or_default();
     let mut words = line.split(|b| *b == b' ');
     words.next().is_some_and(|v| v.starts_with(b"HTTP/1.")) && words.next() == Some(b"200")
@@ -308,7 +308,7 @@ fn relay(mut client: TcpStream, socket: &std::path::Path) {
 }
 
 /// Copies both ways until both sides finish.
-fn join(mut client: TcpStream, gateway: UnixStream) {
+pub(crate) fn join(mut client: TcpStream, gateway: UnixStream) {
     let (Ok(mut client_in), Ok(mut gateway_out)) = (client.try_clone(), gateway.try_clone()) else {
         return;
     };

@@ -17,16 +17,23 @@
 //!   grace (TERM, then KILL after 500 ms) is longer, so the tree is gone
 //!   before the gem's SIGKILL can reach the supervisor.
 //! - The command gets SIGKILL if the supervisor dies (`PR_SET_PDEATHSIG`).
+//! - Under network `:allowlist` (`--network gateway FD`) the child
+//!   hands the listener of its seccomp filter to the supervisor over a
+//!   socket pair before it execs, and a thread of the supervisor answers
+//!   every `connect` of the child and its descendants (see `intercept`).
 //!
 //! Exit 125 with a message on stderr when the plan is malformed or the child
 //! cannot be restricted (nothing ran), 127 when the command cannot be
 //! executed.
 
 use std::ffi::CString;
+use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use littleghost_sandbox_restrict::landlock::{restrict, Plan};
+use littleghost_sandbox_restrict::landlock::{restrict, Network, Plan};
+
+use crate::intercept;
 
 /// How long descendants get between a forwarded termination signal and SIGKILL.
 const GRACE: Duration = Duration::from_millis(200);
@@ -55,6 +62,14 @@ pub fn main(args: Vec<String>) -> ExitCode {
     // SAFETY: both sets are valid sigset_t values owned by this frame.
     unsafe { libc::sigprocmask(libc::SIG_BLOCK, &watched, &mut previous) };
     let supervisor = std::process::id() as libc::pid_t;
+    // The carrier of the filter's listener, from the child to the supervisor.
+    let carrier = match &plan.network {
+        Network::Gateway(socket) => match UnixStream::pair() {
+            Ok((ours, theirs)) => Some((ours, theirs, format!("/proc/self/fd/{socket}"))),
+            Err(_) => return fail("cannot make the socket pair for the connect listener"),
+        },
+        Network::None | Network::Inherit => None,
+    };
     // SAFETY: the helper is single-threaded, so the child may allocate and
     // run ordinary Rust code until it execs or exits.
     let child = unsafe { libc::fork() };
@@ -62,15 +77,28 @@ pub fn main(args: Vec<String>) -> ExitCode {
         return fail("fork failed");
     }
     if child == 0 {
-        run_child(&plan, &argv, &previous, supervisor);
+        let carrier = carrier.as_ref().map(|(_, theirs, _)| theirs);
+        run_child(&plan, &argv, &previous, supervisor, carrier);
+    }
+    if let Some((ours, theirs, socket)) = carrier {
+        // Ours alone: the pair ends when the child execs or dies.
+        drop(theirs);
+        std::thread::spawn(move || intercept::serve(ours, socket.into()));
     }
     let status = supervise(child, &watched);
     end_descendants();
     exit_like(status)
 }
 
-/// In the forked child: restrict, then exec. Never returns.
-fn run_child(plan: &Plan, argv: &[CString], mask: &libc::sigset_t, supervisor: libc::pid_t) -> ! {
+/// In the forked child: restrict, hand the `connect` listener to the
+/// supervisor over `carrier` (under `:allowlist`), then exec. Never returns.
+fn run_child(
+    plan: &Plan,
+    argv: &[CString],
+    mask: &libc::sigset_t,
+    supervisor: libc::pid_t,
+    carrier: Option<&UnixStream>,
+) -> ! {
     // SAFETY: prctl/getppid/signal/sigprocmask on this process; `mask` is valid.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
@@ -83,10 +111,22 @@ fn run_child(plan: &Plan, argv: &[CString], mask: &libc::sigset_t, supervisor: l
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         libc::sigprocmask(libc::SIG_SETMASK, mask, std::ptr::null_mut());
     }
-    if let Err(error) = restrict(plan) {
-        eprintln!("littleghost-sandbox-helper supervise: {error}");
-        // SAFETY: ends this child without running the parent's destructors.
-        unsafe { libc::_exit(i32::from(SETUP_FAILED)) };
+    let listener = match restrict(plan) {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!("littleghost-sandbox-helper supervise: {error}");
+            // SAFETY: ends this child without running the parent's destructors.
+            unsafe { libc::_exit(i32::from(SETUP_FAILED)) };
+        }
+    };
+    // The listener reaches the supervisor and no one else: the command
+    // inherits neither it nor the carrier (both close-on-exec, closed here).
+    if let (Some(listener), Some(carrier)) = (listener, carrier) {
+        if let Err(error) = intercept::send_descriptor(carrier, &listener) {
+            eprintln!("littleghost-sandbox-helper supervise: cannot hand over the connect listener: {error}");
+            // SAFETY: as above.
+            unsafe { libc::_exit(i32::from(SETUP_FAILED)) };
+        }
     }
     let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());

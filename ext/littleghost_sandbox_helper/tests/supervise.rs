@@ -12,7 +12,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use littleghost_sandbox_core::backend::landlock::{self, Grant, RootMode};
+use littleghost_sandbox_core::backend::landlock::{self, Grant, Network, RootMode};
 
 const HELPER: &str = env!("CARGO_BIN_EXE_littleghost-sandbox-helper");
 
@@ -57,6 +57,21 @@ fn run(
     deny_subprocesses: bool,
     command: &[&str],
 ) -> Output {
+    let network = if network_none {
+        Network::None
+    } else {
+        Network::Inherit
+    };
+    run_with(sandbox, root, network, deny_subprocesses, command)
+}
+
+fn run_with(
+    sandbox: &Sandbox,
+    root: RootMode,
+    network: Network,
+    deny_subprocesses: bool,
+    command: &[&str],
+) -> Output {
     let grants = [
         Grant {
             path: sandbox.work.clone(),
@@ -76,7 +91,7 @@ fn run(
         &grants,
         &[PathBuf::from("/usr")],
         &sandbox.tmp,
-        network_none,
+        network,
         deny_subprocesses,
     )
     .unwrap();
@@ -175,6 +190,105 @@ fn read_only_root_hides_other_processes_in_proc() {
     for escape in ["READ-CMDLINE", "READ-ENVIRON", "LISTED-FD", "WROTE-ETC"] {
         assert!(!stdout.contains(escape), "{escape}: {stdout}");
     }
+}
+
+/// A stand-in for the gateway on a Unix socket: a proxy request gets
+/// "proxied", `CONNECT 10.255.255.1:80` a 200 and then "tunnelled", every
+/// other `CONNECT` a 403. Returns the socket file as an inheritable `O_PATH`
+/// descriptor (what the core hands the helper) and the folder holding it.
+fn fake_gateway() -> (libc::c_int, tempfile::TempDir) {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("proxy.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first = String::new();
+                reader.read_line(&mut first).unwrap_or_default();
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let answer: &[u8] = if first.starts_with("CONNECT 10.255.255.1:80 ") {
+                    b"HTTP/1.1 200 Connection established\r\n\r\ntunnelled"
+                } else if first.starts_with("CONNECT ") {
+                    b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"
+                } else {
+                    b"proxied"
+                };
+                let _ = (&stream).write_all(answer);
+            });
+        }
+    });
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: open(2) of a NUL-terminated path; O_PATH without CLOEXEC, so
+    // the helper inherits it.
+    let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_PATH) };
+    assert!(fd > 2);
+    (fd, dir)
+}
+
+#[test]
+fn under_an_allowlist_the_supervisor_makes_every_connection_of_the_child() {
+    if !landlock_usable() || !Path::new("/usr/bin/python3").exists() {
+        return;
+    }
+    let s = sandbox();
+    let (gateway, _folder) = fake_gateway();
+    // A host listener the child must not reach directly.
+    let host = TcpListener::bind("127.0.0.1:0").unwrap();
+    host.set_nonblocking(true).unwrap();
+    let port = host.local_addr().unwrap().port();
+    let script = format!(
+        "import socket\n\
+         def attempt(name, address, send=b''):\n\
+         \x20   try:\n\
+         \x20       c = socket.create_connection(address, timeout=10)\n\
+         \x20       c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)\n\
+         \x20       c.sendall(send)\n\
+         \x20       print(name, c.recv(100).decode())\n\
+         \x20   except OSError as e:\n\
+         \x20       print(name, 'refused', e.errno)\n\
+         attempt('proxy', ('127.0.0.1', 3128), b'GET http://x/ HTTP/1.1\\r\\n\\r\\n')\n\
+         attempt('allowed', ('10.255.255.1', 80))\n\
+         attempt('denied', ('10.255.255.2', 80))\n\
+         attempt('host', ('127.0.0.1', {port}))\n\
+         attempt('proxy port elsewhere', ('127.0.0.2', 3128))\n\
+         for kind in (socket.SOCK_DGRAM, socket.SOCK_RAW):\n\
+         \x20   try:\n\
+         \x20       socket.socket(socket.AF_INET, kind)\n\
+         \x20       print('opened', kind)\n\
+         \x20   except OSError as e:\n\
+         \x20       print('socket refused', e.errno)\n"
+    );
+    let output = run_with(
+        &s,
+        RootMode::Isolated,
+        Network::Gateway(gateway),
+        false,
+        &["/usr/bin/python3", "-c", &script],
+    );
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stdout} {stderr}");
+    let refused = format!("refused {}", libc::ECONNREFUSED);
+    for line in [
+        "proxy proxied".to_string(),
+        "allowed tunnelled".to_string(),
+        format!("denied {refused}"),
+        format!("host {refused}"),
+        format!("proxy port elsewhere {refused}"),
+        format!("socket refused {}", libc::EPERM),
+    ] {
+        assert!(
+            stdout.contains(&line),
+            "missing {line:?} in {stdout} {stderr}"
+        );
+    }
+    assert!(!stdout.contains("opened"), "{stdout}");
+    // Nothing reached the host's listener: the child never connected itself.
+    assert!(host.accept().is_err());
 }
 
 /// Python (from /usr) attempts a connection; prints "connected" or the error.
@@ -322,7 +436,7 @@ fn sigterm_to_the_supervisor_ends_the_whole_tree() {
         &[],
         &[PathBuf::from("/usr")],
         &s.tmp,
-        true,
+        Network::None,
         false,
     )
     .unwrap();

@@ -26,6 +26,13 @@
 //!   locked, before the ruleset is applied.
 //! - signals and abstract Unix sockets: scoped to the domain (ABI 6).
 //! - ptrace: Landlock refuses tracing any process outside the domain.
+//! - network `:allowlist` ([`Network::Gateway`]): every TCP bind and
+//!   connect denied (ABI 4), so no connection of the child's own reaches
+//!   anything; the filter sends `connect` to the supervisor, which makes the
+//!   one connection allowed (to the sandbox's gateway) itself and puts its
+//!   socket in place of the child's, and refuses every non-TCP socket (see
+//!   `seccomp`). [`restrict`] returns the filter's listener for the
+//!   supervisor.
 //! - network `:none`: every TCP bind and connect denied (ABI 4), and the
 //!   seccomp filter refuses `socket` for every family (Unix included: below
 //!   ABI 9 Landlock does not mediate `connect` to a pathname socket);
@@ -102,13 +109,33 @@ pub struct Rule {
     pub access: Access,
 }
 
+/// Where the child's connections may go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    /// `:none`: TCP denied, `socket` refused.
+    None,
+    /// `:inherit`: the host's network.
+    Inherit,
+    /// `:allowlist`: only through the supervisor, to the gateway listening
+    /// on this Unix socket file, a descriptor the helper inherited (`O_PATH`,
+    /// opened when the gateway bound it; the supervisor connects through
+    /// `/proc/self/fd/N`, so no path is resolved again). The child cannot
+    /// connect anywhere itself and does not inherit the descriptor.
+    Gateway(RawFd),
+}
+
+/// The address the child's proxy variables name under `:allowlist`: the
+/// supervisor joins a `connect` to it to the gateway (the same address as
+/// the Bubblewrap relay's, so the variables are the same).
+pub const PROXY_ADDRESS: std::net::SocketAddrV4 =
+    std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 3128);
+
 /// Everything the helper needs to restrict one child; no policy decisions
 /// are left to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub rules: Vec<Rule>,
-    /// Network `:none` (TCP denied, `socket` refused); false is `:inherit`.
-    pub network_none: bool,
+    pub network: Network,
     pub deny_subprocesses: bool,
     /// `socket(AF_UNIX)` refused even under `:inherit` (root `:isolated`:
     /// Landlock below ABI 9 cannot keep the host's pathname sockets out).
@@ -135,7 +162,14 @@ impl Plan {
             args.push(rule.path.to_string_lossy().into_owned());
         }
         args.push("--network".into());
-        args.push(if self.network_none { "none" } else { "inherit" }.into());
+        match &self.network {
+            Network::None => args.push("none".into()),
+            Network::Inherit => args.push("inherit".into()),
+            Network::Gateway(socket) => {
+                args.push("gateway".into());
+                args.push(socket.to_string());
+            }
+        }
         if self.deny_subprocesses {
             args.push("--deny-subprocesses".into());
         }
@@ -153,7 +187,7 @@ impl Plan {
     pub fn from_args(args: &[String]) -> Result<(Plan, Vec<String>)> {
         let mut plan = Plan {
             rules: Vec::new(),
-            network_none: true,
+            network: Network::None,
             deny_subprocesses: false,
             deny_unix_sockets: false,
             own_proc: false,
@@ -168,7 +202,7 @@ impl Plan {
                     if command.is_empty() {
                         return Err(argument("supervise: no command after --"));
                     }
-                    plan.network_none =
+                    plan.network =
                         network.ok_or_else(|| argument("supervise: --network is required"))?;
                     return Ok((plan, command));
                 }
@@ -200,13 +234,20 @@ impl Plan {
                     continue;
                 }
                 "--network" => {
-                    network = Some(match rest.next().map(String::as_str) {
-                        Some("none") => true,
-                        Some("inherit") => false,
-                        other => {
-                            return Err(argument(format!("supervise: bad --network {other:?}")))
-                        }
-                    });
+                    network =
+                        Some(match rest.next().map(String::as_str) {
+                            Some("none") => Network::None,
+                            Some("inherit") => Network::Inherit,
+                            Some("gateway") => match rest.next().and_then(|fd| fd.parse().ok()) {
+                                Some(fd) if fd > 2 => Network::Gateway(fd),
+                                _ => return Err(argument(
+                                    "supervise: --network gateway needs the socket's descriptor",
+                                )),
+                            },
+                            other => {
+                                return Err(argument(format!("supervise: bad --network {other:?}")))
+                            }
+                        });
                     continue;
                 }
                 "--hide" => Access::Hidden,
@@ -233,7 +274,10 @@ impl Plan {
 /// Restricts the calling process (single-threaded, about to exec): the
 /// plan's Landlock domain with `no_new_privs`, then the seccomp filter.
 /// Anything short of full enforcement is an error, never a weaker sandbox.
-pub fn restrict(plan: &Plan) -> Result<()> {
+/// Under [`Network::Gateway`] returns the listener of the filter's `connect`
+/// notifications, which the supervisor must hold (until then, and without
+/// it, every `connect` fails).
+pub fn restrict(plan: &Plan) -> Result<Option<std::os::fd::OwnedFd>> {
     let own_ipc = own_ipc_namespace();
     drop_capabilities()?;
     let failed = |e: landlock::RulesetError| capability(format!("landlock: {e}"));
@@ -242,8 +286,9 @@ pub fn restrict(plan: &Plan) -> Result<()> {
         .handle_access(AccessFs::from_all(ABI_USED))
         .and_then(|r| r.scope(Scope::from_all(ABI_USED)))
         .map_err(failed)?;
-    if plan.network_none {
-        // Handled with no port rule: every TCP bind and connect is denied.
+    if plan.network != Network::Inherit {
+        // Handled with no port rule: every TCP bind and connect is denied
+        // (under `:allowlist` the supervisor connects, never the child).
         ruleset = ruleset
             .handle_access(AccessNet::from_all(ABI_USED))
             .map_err(failed)?;
@@ -261,8 +306,12 @@ pub fn restrict(plan: &Plan) -> Result<()> {
             .add_rule(PathBeneath::new(own, Access::Read.rights()))
             .map_err(failed)?;
     }
-    // The command must not inherit the grants' handles.
-    for (_, fd) in &plan.handles {
+    // The command must not inherit the grants' handles, nor the gateway's.
+    let gateway = match plan.network {
+        Network::Gateway(fd) => Some(fd),
+        Network::None | Network::Inherit => None,
+    };
+    for fd in plan.handles.iter().map(|(_, fd)| fd).chain(&gateway) {
         // SAFETY: the helper inherited `fd` for this plan and keeps it open.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(*fd) };
         rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC)
@@ -279,12 +328,15 @@ pub fn restrict(plan: &Plan) -> Result<()> {
     if !own_ipc {
         filter = filter.with_ipc_denied();
     }
-    if plan.network_none {
-        filter = filter.with_sockets_denied();
-    } else if plan.deny_unix_sockets {
-        filter = filter.with_unix_sockets_denied();
+    match plan.network {
+        Network::None => filter = filter.with_sockets_denied(),
+        Network::Gateway(_) => {
+            return seccomp::install_with_listener(&filter.with_connect_intercepted()).map(Some)
+        }
+        Network::Inherit if plan.deny_unix_sockets => filter = filter.with_unix_sockets_denied(),
+        Network::Inherit => {}
     }
-    seccomp::install(&filter)
+    seccomp::install(&filter).map(|()| None)
 }
 
 /// Moves the calling process into a new IPC namespace, while it still holds

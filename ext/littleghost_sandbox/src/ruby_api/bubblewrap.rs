@@ -34,7 +34,7 @@ use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::SandboxObj;
 use crate::ruby_api::{capabilities, network_policy, ownership, sandbox, workspace};
 
-mod gateway;
+pub(crate) mod gateway;
 mod host;
 mod options;
 
@@ -174,24 +174,8 @@ fn open_gateway(
     network: Value,
     effective: Value,
 ) -> Result<(), Error> {
-    let existing = *state.gateway.borrow();
-    let resolved = match existing {
-        Some(gateway) => ruby.get_inner(gateway),
-        None => {
-            let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-            let options = state.gateway_options.map(|o| ruby.get_inner(o));
-            let resolved = gateway::resolve(ruby, network, effective, workspace, options)?;
-            // The gateway's 403s show in this sandbox's `denials`.
-            crate::ruby_api::builtin_gateway::attach_denials(resolved, rb_self.denials().hub());
-            // Its egress events show in `network_log` and reach `on_network`.
-            crate::ruby_api::builtin_gateway::attach_network(resolved, rb_self.network().hub());
-            state.gateway.replace(Some(resolved.into()));
-            resolved
-        }
-    };
-    let kw = kwargs(ruby, &[("run", ruby.qnil().as_value())])?;
-    let _: Value = resolved.funcall("open", (KwArgs(kw),))?;
-    Ok(())
+    let options = state.gateway_options.map(|o| ruby.get_inner(o));
+    gateway::open(ruby, rb_self, &state.gateway, options, network, effective)
 }
 
 /// The gateway enforcing this sandbox's allowlist (resolved at the first `open`), or nil.
@@ -206,15 +190,7 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let state = state(ruby, rb_self)?;
     state.opened.set(false);
     state.pins.replace(None);
-    let gateway = *state.gateway.borrow();
-    if let Some(gateway) = gateway {
-        let _: Value = ruby.get_inner(gateway).funcall("close", ())?;
-    }
-    // The gateway is stopped: deliver its last denials and network events,
-    // end the event threads (both are stopped even if one fails).
-    let denials = rb_self.denials().hub().stop_delivery(ruby);
-    let network = rb_self.network().hub().stop_delivery(ruby);
-    denials.and(network)
+    gateway::close(ruby, rb_self, &state.gateway)
 }
 
 /// The pins of `open`, taken now when `bubblewrap_args` runs before `open`.

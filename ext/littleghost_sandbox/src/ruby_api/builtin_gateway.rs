@@ -133,6 +133,21 @@ pub(crate) fn bind_handles(
     }
 }
 
+/// The socket of `gateway`, if it is a running BuiltinGateway, as a handle
+/// opened when it was bound (the Landlock supervisor connects through it).
+pub(crate) fn socket_handle(
+    ruby: &Ruby,
+    gateway: Value,
+) -> Result<Option<std::os::fd::OwnedFd>, Error> {
+    let Ok(builtin) = <&BuiltinGateway>::try_convert(gateway) else {
+        return Ok(None);
+    };
+    match builtin.running() {
+        Some(running) => errors::core_result(ruby, running.socket_handle()).map(Some),
+        None => Ok(None),
+    }
+}
+
 /// Makes `gateway`, if it is a BuiltinGateway, record its 403s in `hub` from
 /// its next `open` on (the sandbox that resolved it attaches its own log).
 pub(crate) fn attach_denials(gateway: Value, hub: Arc<DenialHub>) {

@@ -5,7 +5,12 @@
 //! `supervise` mode to the child only. This file reads Ruby state, keeps the
 //! backend's own state (opened, private TMPDIR) in a Rust object, and
 //! launches through the shared process runner and sessions.
+//!
+//! Network `:allowlist`: `open` resolves and opens the gateway as
+//! Bubblewrap does (`bubblewrap/gateway.rs`); each launch's supervisor makes
+//! the child's connections to it; `close` closes it.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
@@ -14,12 +19,14 @@ use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::backend::landlock::host;
 use littleghost_sandbox_core::launch::prepare::{Kind, Prepared};
 use magnus::{
-    function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
+    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RHash,
+    RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::ruby_api::bubblewrap::gateway::{self, RubyGateway};
 use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
 use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, Launch, StartCall};
 use crate::ruby_api::sandbox::probe;
@@ -34,13 +41,23 @@ use crate::ruby_api::{ownership, process_runner, sandbox};
 #[magnus(
     class = "LittleGhost::Sandboxes::Landlock::State",
     free_immediately,
-    size
+    size,
+    mark
 )]
 struct State {
     launcher: ll::Launcher,
+    /// The gateway resolved at the first `open` under `:allowlist` (G.3),
+    /// opened and closed with the sandbox.
+    gateway: RefCell<Option<Opaque<Value>>>,
 }
 
-impl DataTypeFunctions for State {}
+impl DataTypeFunctions for State {
+    fn mark(&self, marker: &Marker) {
+        if let Some(gateway) = *self.gateway.borrow() {
+            marker.mark(gateway);
+        }
+    }
+}
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -63,6 +80,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("tmpdir", method!(tmpdir, 0))?;
+    class.define_method("gateway", method!(gateway_of, 0))?;
     scoped_files::define(class)?;
     class.define_method("execute_program", method!(execute_program, -1))?;
     class.define_method("start_program", method!(start_program, -1))?;
@@ -85,7 +103,8 @@ pub(crate) fn unavailable_reason(platform: &str) -> Option<String> {
     host::probe(platform).unavailable
 }
 
-/// `{available:, reason:, capabilities:, abi:}`: the kernel's Landlock ABI (nil without Landlock).
+/// `{available:, reason:, capabilities:, abi:, helper:, allowlist_unavailable:}`: the kernel's Landlock ABI (nil
+/// without Landlock) and why `:allowlist` cannot be enforced here (nil when it can).
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     probe_options(ruby, keywords_only(args)?)
 }
@@ -95,8 +114,15 @@ pub(crate) fn probe_options(ruby: &Ruby, options: RHash) -> Result<RHash, Error>
     let values = keywords(ruby, options, &[], &["platform"])?;
     let platform = convert::platform(ruby, platform_or_host(ruby, values[0])?)?;
     let found = host::probe(&platform);
+    // Why :allowlist cannot be enforced here (the kernel piece missing), or nil.
+    let allowlist = found
+        .unavailable
+        .is_none()
+        .then(ll::allowlist_unavailable)
+        .flatten();
     let result = probe::result(ruby, found.unavailable, || backend_capabilities(ruby))?;
     result.aset(ruby.to_symbol("abi"), found.abi)?;
+    result.aset(ruby.to_symbol("allowlist_unavailable"), allowlist)?;
     // The helper file sealed at load (the supervisor runs from that copy), when it passed its checks.
     let helper = littleghost_sandbox_core::helper::sealed()
         .ok()
@@ -118,7 +144,8 @@ const OPTIONS: [&str; 7] = [
     "cgroup",
 ];
 
-/// Records the options; refuses `:allowlist` (a port-only TCP rule cannot confine destinations).
+/// Records the options; refuses `:allowlist` where the kernel cannot
+/// intercept `connect` (the core's effective policy says what is missing).
 fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
     let options = keywords_only(args)?;
     let values = keywords(ruby, options, &["workspace"], &OPTIONS)?;
@@ -139,6 +166,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     )?;
     let state = State {
         launcher: ll::Launcher::new(convert::platform(ruby, platform)?, runtime_roots),
+        gateway: RefCell::new(None),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
     Ok(())
@@ -151,22 +179,44 @@ fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error
     la::open(ruby, rb_self, args, || open_steps(ruby, rb_self))
 }
 
-/// The core's `open` of the backend, with the workspace asked through Ruby.
+/// The core's `open` of the backend, with the workspace asked through
+/// Ruby; under `:allowlist` then the gateway's (on failure `close` runs and
+/// the error is re-raised, as B.5 step 7 does for Bubblewrap).
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
-    let launcher = &state(ruby, rb_self)?.launcher;
+    let state = state(ruby, rb_self)?;
+    if state.launcher.tmpdir().is_some() {
+        return Ok(());
+    }
     let view = la::RubyWorkspace::of(ruby, rb_self);
     let policy = core_policy(ruby, rb_self)?;
-    launcher
+    state
+        .launcher
         .open(policy, &view)
-        .map_err(|error| la::raised(ruby, error))
+        .map_err(|error| la::raised(ruby, error))?;
+    let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
+    if let Some(network) = gateway::allowlist_network(ruby, effective) {
+        if let Err(error) = gateway::open(ruby, rb_self, &state.gateway, None, network, effective) {
+            let _ = close(ruby, rb_self);
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// The gateway enforcing this sandbox's allowlist (resolved at the first `open`), or nil.
+fn gateway_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
+    let gateway = *state(ruby, rb_self)?.gateway.borrow();
+    Ok(gateway.map(|g| ruby.get_inner(g)))
 }
 
 /// Terminates every program and session the sandbox or its scopes started
-/// (H.4), removes the private TMPDIR and marks the sandbox unopened; idempotent.
+/// (H.4), removes the private TMPDIR, closes the gateway and marks the
+/// sandbox unopened; idempotent.
 fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
-    state(ruby, rb_self)?.launcher.close();
-    Ok(())
+    let state = state(ruby, rb_self)?;
+    state.launcher.close();
+    gateway::close(ruby, rb_self, &state.gateway)
 }
 
 /// The private TMPDIR while open, else nil.
@@ -188,11 +238,24 @@ fn prepared(
     kind: Kind,
 ) -> Result<Prepared, Error> {
     let call = la::launch_call(ruby, launch, kind, true);
-    let launcher = &state(ruby, rb_self)?.launcher;
+    let state = state(ruby, rb_self)?;
+    // Under `:allowlist` a launch opens the sandbox first, its gateway
+    // included (otherwise the core opens it in the promised order).
+    let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
+    if gateway::allowlist_network(ruby, effective).is_some() {
+        open_steps(ruby, rb_self)?;
+    }
     let view = la::RubyWorkspace::of(ruby, rb_self);
     let policy = core_policy(ruby, rb_self)?;
-    launcher
-        .prepare(policy, &view, call)
+    let value = *state.gateway.borrow();
+    let gateway = value.map(|value| RubyGateway {
+        ruby,
+        value: ruby.get_inner(value),
+    });
+    let gateway = gateway.as_ref().map(|g| g as &dyn bw::Gateway<Error>);
+    state
+        .launcher
+        .prepare(policy, &view, call, gateway)
         .map_err(|error| la::raised(ruby, error))
 }
 

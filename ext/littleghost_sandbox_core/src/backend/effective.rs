@@ -26,8 +26,9 @@ fn plain_network(mode: NetworkMode) -> NetworkPolicy {
 ///   the root read-write and the network inherited; a requested network
 ///   other than `:inherit` cannot be enforced (CapabilityError).
 /// - Bubblewrap, Seatbelt (16.1) and Landlock: the requested policy, a
-///   missing network meaning `:none`. Landlock confines TCP by port only, so
-///   it refuses `:allowlist` (CapabilityError).
+///   missing network meaning `:none`. Landlock enforces `:allowlist` through
+///   its supervisor's `connect` interception, where the kernel has it
+///   (else CapabilityError naming what is missing).
 pub fn effective_policy(backend: Backend, requested: &Policy) -> Result<Policy> {
     let mut policy = requested.clone();
     let mode = requested.network.as_ref().map(|network| network.mode);
@@ -43,9 +44,11 @@ pub fn effective_policy(backend: Backend, requested: &Policy) -> Result<Policy> 
             policy.network = Some(plain_network(NetworkMode::Inherit));
         }
         Backend::Landlock if mode == Some(NetworkMode::Allowlist) => {
-            return Err(capability(
-                "the landlock sandbox cannot enforce network mode :allowlist: Landlock confines TCP by port only, not by destination",
-            ));
+            if let Some(missing) = landlock_allowlist_unavailable() {
+                return Err(capability(format!(
+                    "the landlock sandbox cannot enforce network mode :allowlist here: {missing}"
+                )));
+            }
         }
         Backend::Bubblewrap | Backend::Landlock | Backend::Seatbelt => {
             if policy.network.is_none() {
@@ -54,6 +57,14 @@ pub fn effective_policy(backend: Backend, requested: &Policy) -> Result<Policy> 
         }
     }
     Ok(policy)
+}
+
+/// Why Landlock cannot enforce `:allowlist` on this host, if it cannot.
+fn landlock_allowlist_unavailable() -> Option<String> {
+    #[cfg(target_os = "linux")]
+    return super::landlock::allowlist_unavailable();
+    #[cfg(not(target_os = "linux"))]
+    return Some("Landlock is supported only on Linux".into());
 }
 
 /// What the host enforces, which some claims depend on.
@@ -67,6 +78,9 @@ pub struct Host {
     pub owns_tree: bool,
     /// The seccomp filter exists for this architecture (Bubblewrap).
     pub seccomp: bool,
+    /// The kernel lets the Landlock supervisor make a child's connections
+    /// (`:allowlist` under Landlock).
+    pub connect_interception: bool,
 }
 
 /// What a backend claims to enforce: features, network modes, isolation name.
@@ -121,7 +135,11 @@ pub fn claims(backend: Backend, policy: Option<&Policy>, host: &Host) -> Claims 
                 features.push("process_tree_ownership");
             }
             features.push("process_spawn_denial");
-            (&["inherit", "none"], "landlock")
+            if host.connect_interception {
+                (&["inherit", "none", "allowlist"], "landlock")
+            } else {
+                (&["inherit", "none"], "landlock")
+            }
         }
         Backend::Seatbelt => {
             let isolated = policy.is_some_and(|p| p.root_filesystem == RootFilesystem::Isolated);
@@ -174,13 +192,19 @@ mod tests {
     }
 
     #[test]
-    fn landlock_refuses_an_allowlist() {
+    fn landlock_keeps_an_allowlist_where_the_kernel_can_intercept_connect() {
         let mut requested = with_network(None);
         let mut allowlist = NetworkRequest::mode(Given::symbol("allowlist"));
         allowlist.allow = vec![crate::policy::AllowRequest::Text("example.com".into())];
         requested.network = Some(NetworkPolicy::new(allowlist).unwrap());
-        let error = effective_policy(Backend::Landlock, &requested).unwrap_err();
-        assert!(error.message().contains("port only"));
+        let landlock = effective_policy(Backend::Landlock, &requested);
+        match landlock_allowlist_unavailable() {
+            None => assert_eq!(
+                landlock.unwrap().network.unwrap().mode,
+                NetworkMode::Allowlist
+            ),
+            Some(missing) => assert!(landlock.unwrap_err().message().contains(&missing)),
+        }
         assert!(effective_policy(Backend::Bubblewrap, &requested).is_ok());
     }
 
@@ -227,6 +251,7 @@ mod tests {
             limit_features: vec!["memory_limit"],
             owns_tree: true,
             seccomp: true,
+            connect_interception: false,
         };
         let read_only = claims(Backend::Unrestricted, Some(&Policy::default()), &host);
         assert_eq!(
@@ -260,6 +285,10 @@ mod tests {
         assert_eq!(with.network_modes, ["inherit", "none", "allowlist"]);
         let landlock = claims(Backend::Landlock, None, &host);
         assert_eq!(landlock.isolation, "landlock");
+        assert_eq!(landlock.network_modes, ["inherit", "none"]);
+        host.connect_interception = true;
+        let landlock = claims(Backend::Landlock, None, &host);
+        assert_eq!(landlock.network_modes, ["inherit", "none", "allowlist"]);
     }
 
     #[test]

@@ -141,6 +141,7 @@ struct Running {
 pub struct GatewayView {
     directory: Arc<OwnDirectory>,
     socket_path: PathBuf,
+    socket: Arc<OwnedFd>,
     /// The gateway's directory, holding the CA bundle the views share.
     gateway: Arc<OwnDirectory>,
     /// The gateway's CA bundle (the views share its CA), when it inspects.
@@ -151,6 +152,13 @@ impl GatewayView {
     /// The Unix socket a scope's relay connects to.
     pub fn socket_path(&self) -> &Path {
         &self.socket_path
+    }
+
+    /// The socket as a new handle (see [`Gateway::socket_handle`]).
+    pub fn socket_handle(&self) -> Result<OwnedFd> {
+        self.socket
+            .try_clone()
+            .map_err(|e| unreachable(&self.socket_path, e))
     }
 
     /// What a scope's launch mounts: the view's own directory, read-only
@@ -194,6 +202,9 @@ fn unreachable(path: &Path, error: std::io::Error) -> Error {
 pub struct Gateway {
     directory: Arc<OwnDirectory>,
     socket_path: PathBuf,
+    /// The socket file, opened (`O_PATH`) when it was bound: see
+    /// [`Gateway::socket_handle`].
+    socket: Arc<OwnedFd>,
     /// The CA bundle a child trusts, when some destination is inspected.
     bundle: Option<PathBuf>,
     denials: Arc<Denials>,
@@ -212,10 +223,12 @@ fn read_only(directory: &Path) -> Grant {
 }
 
 /// Binds a non-blocking listener named [`SOCKET_NAME`] in `directory`,
-/// reached through its handle (the caller removes the directory on failure).
-fn bind(directory: &OwnDirectory) -> Result<std::os::unix::net::UnixListener> {
+/// reached through its handle (the caller removes the directory on failure),
+/// and opens the socket file it made as a handle at once.
+fn bind(directory: &OwnDirectory) -> Result<(std::os::unix::net::UnixListener, Arc<OwnedFd>)> {
     std::os::unix::net::UnixListener::bind(directory.through_handle(SOCKET_NAME))
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .and_then(|l| Ok((l, Arc::new(directory.open_entry(SOCKET_NAME)?))))
         .map_err(|e| {
             Error::Io(format!(
                 "cannot listen on the gateway socket {}: {e}",
@@ -278,8 +291,8 @@ impl Gateway {
             },
             None => None,
         };
-        let listener = match bind(&directory) {
-            Ok(listener) => listener,
+        let (listener, socket) = match bind(&directory) {
+            Ok(bound) => bound,
             Err(e) => {
                 let _ = directory.remove();
                 return Err(e);
@@ -311,6 +324,7 @@ impl Gateway {
         Ok(Gateway {
             directory,
             socket_path,
+            socket,
             bundle,
             denials,
             egress,
@@ -345,8 +359,8 @@ impl Gateway {
         })?;
         let directory = Arc::new(directory);
         let socket_path = directory.path().join(SOCKET_NAME);
-        let listener = match bind(&directory) {
-            Ok(listener) => listener,
+        let (listener, socket) = match bind(&directory) {
+            Ok(bound) => bound,
             Err(e) => {
                 let _ = directory.remove();
                 return Err(e);
@@ -362,6 +376,7 @@ impl Gateway {
         Ok(GatewayView {
             directory,
             socket_path,
+            socket,
             gateway: self.directory.clone(),
             bundle: self.bundle.clone(),
         })
@@ -370,6 +385,16 @@ impl Gateway {
     /// The Unix socket clients connect to.
     pub fn socket_path(&self) -> &Path {
         &self.socket_path
+    }
+
+    /// The socket file as a new `O_PATH` handle, opened when it was bound:
+    /// a supervisor connects through it (`/proc/self/fd/N`), so renaming
+    /// or replacing the path later (a `:read_write` Landlock child can
+    /// write the host's `/tmp`) cannot point it at another socket.
+    pub fn socket_handle(&self) -> Result<OwnedFd> {
+        self.socket
+            .try_clone()
+            .map_err(|e| unreachable(&self.socket_path, e))
     }
 
     /// The private directory holding the socket (bound read-only into a sandbox).

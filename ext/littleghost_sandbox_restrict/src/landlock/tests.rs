@@ -90,7 +90,7 @@ fn args_round_trip_and_malformed_args_are_refused() {
                 access: Access::Hidden,
             },
         ],
-        network_none: false,
+        network: Network::Inherit,
         deny_subprocesses: true,
         deny_unix_sockets: true,
         own_proc: true,
@@ -105,4 +105,22 @@ fn args_round_trip_and_malformed_args_are_refused() {
     assert!(matches!(refused, Err(Error::Argument(_))), "{refused:?}");
     assert!(Plan::from_args(&["--network".into(), "none".into(), "--".into()]).is_err());
     assert!(Plan::from_args(&["--read".into(), "/x".into()]).is_err());
+    let through = |words: &[&str]| {
+        let mut args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        args.extend(["--".to_string(), "x".to_string()]);
+        Plan::from_args(&args).map(|(plan, _)| plan.network)
+    };
+    assert_eq!(
+        through(&["--network", "gateway", "7"]).unwrap(),
+        Network::Gateway(7)
+    );
+    assert!(through(&["--network", "gateway", "/g/s.sock"]).is_err());
+    assert!(through(&["--network", "gateway", "1"]).is_err());
+    let gateway = Plan {
+        network: Network::Gateway(7),
+        ..plan
+    };
+    let mut args = gateway.to_args();
+    args.extend(["--".to_string(), "x".to_string()]);
+    assert_eq!(Plan::from_args(&args).unwrap().0, gateway);
 }

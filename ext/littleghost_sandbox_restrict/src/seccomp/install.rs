@@ -57,6 +57,26 @@ pub fn filter_fd(filter: &Filter) -> Result<OwnedFd> {
 /// child it is about to exec, never in the Ruby process.
 #[cfg(target_os = "linux")]
 pub fn install(filter: &Filter) -> Result<()> {
+    load(filter, 0).map(|_| ())
+}
+
+/// [`install`], returning the listener of the filter's notifications
+/// (`SECCOMP_FILTER_FLAG_NEW_LISTENER`), for a filter that intercepts
+/// `connect`. A notified call waits only killably once the supervisor has
+/// received it (`SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV`): a signal cannot
+/// restart a `connect` the supervisor is already making.
+#[cfg(target_os = "linux")]
+pub fn install_with_listener(filter: &Filter) -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let flags =
+        libc::SECCOMP_FILTER_FLAG_NEW_LISTENER | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV;
+    let fd = load(filter, flags)?;
+    // SAFETY: with NEW_LISTENER the kernel returns a new descriptor we own.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+#[cfg(target_os = "linux")]
+fn load(filter: &Filter, flags: libc::c_ulong) -> Result<libc::c_long> {
     let arch = Arch::native().ok_or_else(|| {
         capability(format!(
             "no seccomp filter exists for {}",
@@ -82,15 +102,15 @@ pub fn install(filter: &Filter) -> Result<()> {
         libc::syscall(
             libc::SYS_seccomp,
             libc::SECCOMP_SET_MODE_FILTER,
-            0,
+            flags,
             &fprog as *const libc::sock_fprog,
         )
     };
-    if result != 0 {
+    if result < 0 {
         return Err(capability(format!(
             "cannot install the seccomp filter: {}",
             std::io::Error::last_os_error()
         )));
     }
-    Ok(())
+    Ok(result)
 }

@@ -88,9 +88,9 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
-#[cfg(target_os = "linux")]
-pub use install::install;
 pub use install::{filter_fd, native_filter_bytes, to_bytes};
+#[cfg(target_os = "linux")]
+pub use install::{install, install_with_listener};
 pub use program::program;
 
 /// The architectures the filter knows.
@@ -146,6 +146,10 @@ pub struct Filter {
     /// The child shares the host's IPC namespace: System V IPC and POSIX
     /// message queues fail with EPERM.
     pub deny_ipc: bool,
+    /// Network `:allowlist` without a network namespace (the Landlock
+    /// backend): `connect` goes to the supervisor, TCP is the only socket
+    /// (see the module docs). Installed with [`install_with_listener`].
+    pub intercept_connect: bool,
 }
 
 impl Filter {
@@ -161,6 +165,16 @@ impl Filter {
             deny_unix_sockets: false,
             host_pids: false,
             deny_ipc: false,
+            intercept_connect: false,
+        }
+    }
+
+    /// The same filter, its `connect` decided by a supervisor (see
+    /// [`Filter::intercept_connect`]).
+    pub fn with_connect_intercepted(self) -> Filter {
+        Filter {
+            intercept_connect: true,
+            ..self
         }
     }
 

@@ -2,8 +2,9 @@
 //! jumps and the five returns appended.
 
 use super::rules::{
-    rules, Check, AF_UNIX, CLONE_NEWUSER, CLONE_THREAD, ENOSYS, EOPNOTSUPP, EPERM, O_CREAT,
-    O_TMPFILE_BIT, S_IFBLK, S_IFCHR, S_IFMT, S_ISGID, S_ISUID, UNCHANGED_ID,
+    rules, Check, AF_INET, AF_INET6, AF_UNIX, CLONE_NEWUSER, CLONE_THREAD, ENOSYS, EOPNOTSUPP,
+    EPERM, IPPROTO_TCP, MSG_FASTOPEN, O_CREAT, O_TMPFILE_BIT, SOCK_SEQPACKET, SOCK_STREAM,
+    SOCK_TYPE_MASK, S_IFBLK, S_IFCHR, S_IFMT, S_ISGID, S_ISUID, UNCHANGED_ID,
 };
 use super::{Arch, Filter, Instruction};
 
@@ -19,6 +20,7 @@ pub(super) const BPF_RET_K: u16 = 0x06;
 pub(super) const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
 pub(super) const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 pub(super) const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
+pub(super) const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
 // struct seccomp_data: nr at 0, arch at 4, args[i] at 16 + 8 * i.
 pub(super) const OFFSET_NR: u32 = 0;
 pub(super) const OFFSET_ARCH: u32 = 4;
@@ -42,6 +44,7 @@ enum To {
     Deny,
     NoSys,
     NotSupported,
+    Notify,
     Kill,
     /// A [`Step::Label`] further on.
     Label(usize),
@@ -69,6 +72,10 @@ fn rule_steps(steps: &mut Vec<Step>, labels: &mut usize, nr: u32, check: Check, 
     };
     let jump = |code: u16, k: u32, yes: To, no: To| Step::Jump { code, k, yes, no };
     let set_id = S_ISUID | S_ISGID;
+    if let Check::Notify = check {
+        steps.push(jump(BPF_JMP_JEQ_K, nr, To::Notify, To::Next));
+        return;
+    }
     if let Check::Always(errno) = check {
         let verdict = match errno {
             ENOSYS => To::NoSys,
@@ -81,7 +88,7 @@ fn rule_steps(steps: &mut Vec<Step>, labels: &mut usize, nr: u32, check: Check, 
     let other = label();
     steps.push(jump(BPF_JMP_JEQ_K, nr, To::Next, To::Label(other)));
     match check {
-        Check::Always(_) => unreachable!(),
+        Check::Always(_) | Check::Notify => unreachable!(),
         Check::SetIdMode { mode } => {
             steps.push(Step::Load(arg_low(mode)));
             steps.push(jump(BPF_JMP_JSET_K, set_id, To::Deny, To::Allow));
@@ -141,6 +148,33 @@ fn rule_steps(steps: &mut Vec<Step>, labels: &mut usize, nr: u32, check: Check, 
             steps.push(Step::Load(arg_low(who)));
             steps.push(jump(BPF_JMP_JEQ_K, 0, To::Allow, To::Deny));
         }
+        Check::TcpOnly {
+            domain,
+            kind,
+            protocol,
+        } => {
+            let inet = label();
+            steps.push(Step::Load(arg_low(domain)));
+            steps.push(jump(BPF_JMP_JEQ_K, AF_INET, To::Label(inet), To::Next));
+            steps.push(jump(BPF_JMP_JEQ_K, AF_INET6, To::Label(inet), To::Deny));
+            steps.push(Step::Label(inet));
+            steps.push(Step::Load(arg_low(kind)));
+            steps.push(Step::And(SOCK_TYPE_MASK));
+            steps.push(jump(BPF_JMP_JEQ_K, SOCK_STREAM, To::Next, To::Deny));
+            steps.push(Step::Load(arg_low(protocol)));
+            steps.push(jump(BPF_JMP_JEQ_K, 0, To::Allow, To::Next));
+            steps.push(jump(BPF_JMP_JEQ_K, IPPROTO_TCP, To::Allow, To::Deny));
+        }
+        Check::StreamPair { kind } => {
+            steps.push(Step::Load(arg_low(kind)));
+            steps.push(Step::And(SOCK_TYPE_MASK));
+            steps.push(jump(BPF_JMP_JEQ_K, SOCK_STREAM, To::Allow, To::Next));
+            steps.push(jump(BPF_JMP_JEQ_K, SOCK_SEQPACKET, To::Allow, To::Deny));
+        }
+        Check::NoFastOpen { flags } => {
+            steps.push(Step::Load(arg_low(flags)));
+            steps.push(jump(BPF_JMP_JSET_K, MSG_FASTOPEN, To::Deny, To::Allow));
+        }
     }
     steps.push(Step::Label(other));
 }
@@ -173,12 +207,14 @@ pub fn program(arch: Arch, filter: &Filter) -> Vec<Instruction> {
     assemble(&steps, labels)
 }
 
-/// The five returns that follow the steps: allow, EPERM, ENOSYS, EOPNOTSUPP, kill.
-const RETURNS: [u32; 5] = [
+/// The six returns that follow the steps: allow, EPERM, ENOSYS, EOPNOTSUPP,
+/// the supervisor's decision, kill.
+const RETURNS: [u32; 6] = [
     SECCOMP_RET_ALLOW,
     SECCOMP_RET_ERRNO | EPERM,
     SECCOMP_RET_ERRNO | ENOSYS,
     SECCOMP_RET_ERRNO | EOPNOTSUPP,
+    SECCOMP_RET_USER_NOTIF,
     SECCOMP_RET_KILL_PROCESS,
 ];
 
@@ -204,7 +240,8 @@ fn assemble(steps: &[Step], labels: usize) -> Vec<Instruction> {
             To::Deny => first_return + 1,
             To::NoSys => first_return + 2,
             To::NotSupported => first_return + 3,
-            To::Kill => first_return + 4,
+            To::Notify => first_return + 4,
+            To::Kill => first_return + 5,
             To::Label(id) => label_index[id],
         };
         // Jumps are relative to the next instruction and only go forward.

@@ -11,6 +11,16 @@ pub(super) const PRIO_PROCESS: u32 = 0;
 /// `ioprio_set`'s `which` for one process (linux/ioprio.h).
 pub(super) const IOPRIO_WHO_PROCESS: u32 = 1;
 pub(super) const AF_UNIX: u32 = 1;
+pub(super) const AF_INET: u32 = 2;
+pub(super) const AF_INET6: u32 = 10;
+/// A socket type's low bits (`SOCK_TYPE_MASK`): the flags `SOCK_NONBLOCK`
+/// and `SOCK_CLOEXEC` sit above them.
+pub(super) const SOCK_TYPE_MASK: u32 = 0xf;
+pub(super) const SOCK_STREAM: u32 = 1;
+pub(super) const SOCK_SEQPACKET: u32 = 5;
+pub(super) const IPPROTO_TCP: u32 = 6;
+/// `sendto`/`sendmsg` flag that connects an unconnected TCP socket (TCP Fast Open).
+pub(super) const MSG_FASTOPEN: u32 = 0x2000_0000;
 pub(super) const EPERM: u32 = 1;
 pub(super) const ENOSYS: u32 = 38;
 pub(super) const EOPNOTSUPP: u32 = 95;
@@ -51,6 +61,16 @@ pub(super) enum Check {
     /// Allowed only when `which` is `own` (one process) and `who` is 0 (the
     /// caller itself).
     OwnTarget { which: u8, who: u8, own: u32 },
+    /// The supervisor decides (`SECCOMP_RET_USER_NOTIF`).
+    Notify,
+    /// Allowed only for a TCP socket (`AF_INET`/`AF_INET6`, `SOCK_STREAM`,
+    /// protocol 0 or `IPPROTO_TCP`); else EPERM.
+    TcpOnly { domain: u8, kind: u8, protocol: u8 },
+    /// Allowed only for `SOCK_STREAM` or `SOCK_SEQPACKET`, whose sends
+    /// ignore or refuse an address; else EPERM.
+    StreamPair { kind: u8 },
+    /// EPERM when the flags contain `MSG_FASTOPEN`.
+    NoFastOpen { flags: u8 },
 }
 
 /// The syscall numbers of one architecture; None where it has no such call.
@@ -82,6 +102,11 @@ pub(super) struct Table {
     pub(super) setxattrat: u32,
     pub(super) io_uring: [u32; 3],
     pub(super) socket: u32,
+    pub(super) socketpair: u32,
+    pub(super) connect: u32,
+    pub(super) listen: u32,
+    /// `sendto`, `sendmsg`, `sendmmsg`, with the index of their flags argument.
+    pub(super) send: [(u32, u8); 3],
     pub(super) unshare: u32,
     pub(super) prlimit64: u32,
     pub(super) setpriority: u32,
@@ -124,6 +149,10 @@ pub(super) fn table(arch: Arch) -> Table {
             setxattrat: 463,
             io_uring: [425, 426, 427],
             socket: 41,
+            socketpair: 53,
+            connect: 42,
+            listen: 50,
+            send: [(44, 3), (46, 2), (307, 3)],
             unshare: 272,
             prlimit64: 302,
             setpriority: 141,
@@ -166,6 +195,10 @@ pub(super) fn table(arch: Arch) -> Table {
             setxattrat: 463,
             io_uring: [425, 426, 427],
             socket: 198,
+            socketpair: 199,
+            connect: 203,
+            listen: 201,
+            send: [(206, 3), (211, 2), (269, 3)],
             unshare: 97,
             prlimit64: 261,
             setpriority: 140,
@@ -254,7 +287,26 @@ pub(super) fn rules(arch: Arch, filter: &Filter) -> Vec<(u32, Check)> {
             rules.push((Some(nr), Check::Always(EPERM)));
         }
     }
-    if filter.deny_sockets {
+    if filter.intercept_connect {
+        // A connection only through the supervisor: TCP sockets alone, their
+        // `connect` decided by it, no Fast Open (a `sendto` that connects),
+        // no listener (`listen` binds a port of its own), no datagram pair
+        // (a `sendto` naming a host's socket path).
+        rules.push((
+            Some(t.socket),
+            Check::TcpOnly {
+                domain: 0,
+                kind: 1,
+                protocol: 2,
+            },
+        ));
+        rules.push((Some(t.socketpair), Check::StreamPair { kind: 1 }));
+        rules.push((Some(t.connect), Check::Notify));
+        rules.push((Some(t.listen), Check::Always(EPERM)));
+        for (nr, flags) in t.send {
+            rules.push((Some(nr), Check::NoFastOpen { flags }));
+        }
+    } else if filter.deny_sockets {
         rules.push((Some(t.socket), Check::Always(EPERM)));
     } else if filter.deny_unix_sockets {
         rules.push((Some(t.socket), Check::UnixDomain { domain: 0 }));

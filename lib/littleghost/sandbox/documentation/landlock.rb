@@ -17,8 +17,11 @@ module LittleGhost
     # <tt>/proc/PID</tt>). No mount namespace: grants appear at their own paths, there is no private <tt>/tmp</tt>,
     # and each sandbox gets a private writable #tmpdir as +TMPDIR+ instead. A read-only grant inside a writable
     # one is carved out: no new entry can be made directly in the directories on the path to it (see the README).
-    # Network: <tt>:none</tt> (the default: no TCP, no +socket+ at all, +socketpair+ allowed) or <tt>:inherit</tt>;
-    # <tt>:allowlist</tt> is refused. Signals and abstract Unix sockets never leave the sandbox.
+    # Network: <tt>:none</tt> (the default: no TCP, no +socket+ at all, +socketpair+ allowed), <tt>:inherit</tt>, or
+    # <tt>:allowlist</tt> through the same built-in gateway and proxy variables as Bubblewrap: the child can open TCP
+    # sockets only, and the helper's supervisor makes each +connect+ itself (the proxy address to the gateway, any
+    # other address as a +CONNECT+ the gateway decides; a refusal is +ECONNREFUSED+ and a denial). Signals and
+    # abstract Unix sockets never leave the sandbox.
     #
     #   sandbox = LittleGhost::Sandboxes::Landlock.new(workspace: workspace, policy: {files: {root: :read_write}})
     #   sandbox.execute_program(["sh", "-c", "cat /etc/passwd"], timeout: 10).exit_code   # => 1
@@ -34,22 +37,24 @@ module LittleGhost
       #
       # Records the options without touching the host (see Sandbox.new for the common ones).
       #
-      # Raises LittleGhost::CapabilityError for network <tt>:allowlist</tt>: Landlock confines TCP by port only,
-      # not by destination.
+      # Raises LittleGhost::CapabilityError for network <tt>:allowlist</tt> where the kernel cannot intercept
+      # +connect+ (no seccomp user notification), naming what is missing.
       #
       #   LittleGhost::Sandboxes::Landlock.new(workspace: workspace, policy: {network: :inherit})
 
       ##
       # :singleton-method: probe
       # :call-seq:
-      #   probe(platform: RUBY_PLATFORM) -> {available:, reason:, capabilities:, abi:, helper:}
+      #   probe(platform: RUBY_PLATFORM) -> {available:, reason:, capabilities:, abi:, helper:, allowlist_unavailable:}
       #
       # The kernel's Landlock ABI (+abi+, nil without Landlock) and whether this backend can run: unavailable off
       # Linux, without the gem's helper executable, without Landlock, or below MINIMUM_ABI, with the reason.
       # The helper file beside the extension is checked once, when the extension loads (a regular executable
       # owned by root or by this process's user, writable by nobody else, not a symlink) and copied into a sealed
       # in-memory file that every launch runs; +helper+ is the file that copy was made from (nil when it was
-      # refused, with the reason, or when the kernel forbids executable in-memory files).
+      # refused, with the reason, or when the kernel forbids executable in-memory files). +allowlist_unavailable+ is
+      # nil where network <tt>:allowlist</tt> can be enforced, else the missing kernel piece (seccomp user
+      # notification, which a container's seccomp profile can refuse).
       #
       #   LittleGhost::Sandboxes::Landlock.probe[:abi]   # => 7
 
@@ -58,8 +63,8 @@ module LittleGhost
       # :call-seq:
       #   backend_capabilities -> Capabilities
       #
-      # What every Landlock sandbox enforces: isolation <tt>:landlock</tt>, network <tt>:inherit</tt> and
-      # <tt>:none</tt>.
+      # What every Landlock sandbox enforces: isolation <tt>:landlock</tt>, network <tt>:inherit</tt>,
+      # <tt>:none</tt> and, where the kernel can intercept +connect+, <tt>:allowlist</tt>.
       #
       #   LittleGhost::Sandboxes::Landlock.backend_capabilities.isolation   # => :landlock
 
@@ -123,6 +128,19 @@ module LittleGhost
       # nil until #open.
       #
       #   sandbox.open.tmpdir   # => "/tmp/littleghost-landlock-3f2a..."
+
+      ##
+      # :method: gateway
+      # :call-seq:
+      #   gateway -> gateway or nil
+      #
+      # The gateway enforcing a <tt>network: {mode: :allowlist}</tt> policy (SPEC G.3), resolved at the first #open
+      # (or launch) and opened and closed with the sandbox, as under Bubblewrap; nil before that or under another
+      # network mode. Only the built-in gateway: an external one (G.4) is reached by a path, which a Landlock child
+      # can replace, so a launch through it raises LittleGhost::CapabilityError.
+      #
+      #   sandbox.open
+      #   sandbox.gateway.denials.last.target   # => "127.0.0.1:5432"
 
       ##
       # :method: read

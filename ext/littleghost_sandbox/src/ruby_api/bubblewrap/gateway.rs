@@ -1,18 +1,69 @@
 //! The Bubblewrap side of allowlist networking (SPEC G.3-G.6, B.5, B.10):
 //! resolving `network.gateway` into an object speaking the G.2 protocol,
-//! and turning an open gateway into what a launch needs (its variables, its
-//! read-only binds, its socket path, the relay helper).
+//! opening and closing it with the sandbox, and turning an open gateway
+//! into what a launch needs (its variables, its read-only binds, its socket
+//! path, the relay helper). The Landlock backend opens, closes and asks
+//! its gateway the same way.
+
+use std::cell::RefCell;
 
 use littleghost_sandbox_core::backend::bubblewrap::{self as bw, Gateway, GatewayConnection};
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::policy::{network_declaration, NetworkRules};
-use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
+use magnus::{prelude::*, value::Opaque, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{builtin_gateway, errors, mount, network_policy};
+
+/// Resolves the gateway into `slot` once (G.3), attaching the sandbox's
+/// denial and network logs, and opens it.
+pub(crate) fn open(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    slot: &RefCell<Option<Opaque<Value>>>,
+    gateway_options: Option<Value>,
+    network: Value,
+    effective: Value,
+) -> Result<(), Error> {
+    let existing = *slot.borrow();
+    let resolved = match existing {
+        Some(gateway) => ruby.get_inner(gateway),
+        None => {
+            let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
+            let resolved = resolve(ruby, network, effective, workspace, gateway_options)?;
+            // The gateway's 403s show in this sandbox's `denials`.
+            builtin_gateway::attach_denials(resolved, rb_self.denials().hub());
+            // Its egress events show in `network_log` and reach `on_network`.
+            builtin_gateway::attach_network(resolved, rb_self.network().hub());
+            slot.replace(Some(resolved.into()));
+            resolved
+        }
+    };
+    let kw = kwargs(ruby, &[("run", ruby.qnil().as_value())])?;
+    let _: Value = resolved.funcall("open", (KwArgs(kw),))?;
+    Ok(())
+}
+
+/// Closes the gateway in `slot`, if any, then delivers its last denials and
+/// network events and ends the event threads (both are stopped even if one
+/// fails).
+pub(crate) fn close(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    slot: &RefCell<Option<Opaque<Value>>>,
+) -> Result<(), Error> {
+    let gateway = *slot.borrow();
+    if let Some(gateway) = gateway {
+        let _: Value = ruby.get_inner(gateway).funcall("close", ())?;
+    }
+    let denials = rb_self.denials().hub().stop_delivery(ruby);
+    let network = rb_self.network().hub().stop_delivery(ruby);
+    denials.and(network)
+}
 
 /// The effective policy's network when its mode is `:allowlist`.
 pub(crate) fn allowlist_network(ruby: &Ruby, effective_policy: Value) -> Option<Value> {
@@ -167,6 +218,7 @@ impl Gateway<Error> for RubyGateway<'_> {
                 socket,
                 binds: Vec::new(),
                 handles,
+                socket_handle: builtin_gateway::socket_handle(ruby, self.value)?,
             },
             None => {
                 let mounts = grants(ruby, self.value.funcall("mounts", ())?)?;
@@ -174,6 +226,7 @@ impl Gateway<Error> for RubyGateway<'_> {
                     socket,
                     binds: mounts.into_iter().map(|g| (g.source, g.target)).collect(),
                     handles: Vec::new(),
+                    socket_handle: None,
                 }
             }
         })
@@ -187,6 +240,7 @@ impl Gateway<Error> for RubyGateway<'_> {
             socket: view.socket_path().to_path_buf(),
             binds: Vec::new(),
             handles: errors::core_result(self.ruby, view.bind_handles())?,
+            socket_handle: Some(errors::core_result(self.ruby, view.socket_handle())?),
         }))
     }
 }

@@ -47,6 +47,7 @@ pub(crate) fn claimed(
         // init dies with bwrap); Unrestricted and Landlock only through one.
         owns_tree: backend == Backend::Bubblewrap || launch_limits::owns_tree(),
         seccomp: seccomp::Arch::native().is_some(),
+        connect_interception: backend == Backend::Landlock && landlock_allowlist(),
     };
     let claims = effective::claims(backend, policy, &host);
     capabilities::build(
@@ -55,6 +56,14 @@ pub(crate) fn claimed(
         claims.network_modes,
         claims.isolation,
     )
+}
+
+/// Whether the Landlock backend can enforce `:allowlist` on this host.
+fn landlock_allowlist() -> bool {
+    #[cfg(target_os = "linux")]
+    return littleghost_sandbox_core::backend::landlock::allowlist_unavailable().is_none();
+    #[cfg(not(target_os = "linux"))]
+    return false;
 }
 
 /// Settles what `backend` enforces for the requested policy (the core's

@@ -31,6 +31,10 @@ pub struct GatewayConnection {
     /// The built-in gateway's directory (or a view's, and its CA bundle)
     /// as handles, with the path each is bound at read-only.
     pub handles: Vec<(OwnedFd, PathBuf)>,
+    /// The built-in gateway's (or view's) socket file as a handle opened
+    /// when it was bound: the Landlock supervisor connects through it.
+    /// None for another gateway (G.4).
+    pub socket_handle: Option<OwnedFd>,
 }
 
 /// An open gateway as a launch asks it (G.2).
@@ -193,7 +197,10 @@ impl<E> Launcher<'_, E> {
 
 /// The rules of a scope whose allowlist is narrower than the policy's (it
 /// launches through a view of the gateway), or None.
-fn narrowed_rules<'a>(policy: &Policy, scope: Option<&'a ScopeCall>) -> Option<&'a NetworkRules> {
+pub(crate) fn narrowed_rules<'a>(
+    policy: &Policy,
+    scope: Option<&'a ScopeCall>,
+) -> Option<&'a NetworkRules> {
     let rules = scope?.network_rules.as_ref()?;
     let own = policy.network.as_ref().map(|n| &n.rules);
     (own != Some(rules)).then_some(rules)

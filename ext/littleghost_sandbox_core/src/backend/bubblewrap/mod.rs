@@ -25,6 +25,7 @@ pub use args::bubblewrap_args;
 pub use command::{args_plan, ArgsRequest, HostArgv, Relay, Served, RELAY_PATH};
 pub use exec_failure::{classify_exec_failure, ExecFailure};
 pub use executable::{Resolved, Version, MINIMUM_VERSION};
+pub(crate) use launcher::narrowed_rules;
 pub use launcher::{Gateway, GatewayConnection, Launcher, Sandbox};
 pub use options::{default_tmpfs, probe, unavailable_reason, Keywords, Number, Options, Probe};
 pub use overlays::{launch_grants, scope_masks};

@@ -13,7 +13,7 @@ use crate::fs::anchor::Anchor;
 use crate::fs::own::OwnDirectory;
 use crate::grants::Grant;
 use crate::helper;
-use crate::launch::{LaunchPlan, Pins};
+use crate::launch::{LaunchPlan, NetworkMode, Pins};
 use crate::process::SpawnOptions;
 
 /// Why Landlock is only for Linux.
@@ -103,6 +103,16 @@ fn refuse_protected(grants: &[Grant], protect: &crate::policy::ProtectList) -> R
     Ok(())
 }
 
+/// How a launch under `:allowlist` reaches its gateway: the socket the
+/// supervisor connects through (a handle opened when the gateway bound it)
+/// and the directories the child must read to trust the gateway (its CA
+/// bundle's, the host's trust roots).
+#[derive(Debug)]
+pub struct GatewayReach {
+    pub socket: OwnedFd,
+    pub readable: Vec<PathBuf>,
+}
+
 /// The supervisor's command line and the descriptor to execute it from.
 #[derive(Debug)]
 pub struct Supervised {
@@ -117,6 +127,8 @@ pub struct Supervised {
     /// The private TMPDIR's handle, inherited right after the anchors: its
     /// rule is built from it, never from its path.
     pub tmpdir: OwnedFd,
+    /// Under `:allowlist`, the gateway's socket, inherited after the TMPDIR.
+    pub gateway: Option<OwnedFd>,
 }
 
 /// `[helper, "supervise", *rules, "--", *command]` for a planned launch
@@ -125,7 +137,9 @@ pub struct Supervised {
 /// from its handle (from `pins`, checked current, or derived by a walk from
 /// the pinned grant containing it), which the helper inherits as 3, 4, ...
 /// in the order of [`Supervised::anchors`]; the private TMPDIR's rule from
-/// `tmpdir` (its handle), inherited after them.
+/// `tmpdir` (its handle), inherited after them; under `:allowlist` the
+/// gateway's socket after that (`gateway`, required then).
+#[allow(clippy::too_many_arguments)]
 pub fn command(
     sandbox: Sandbox<'_>,
     tmpdir: &OwnDirectory,
@@ -134,16 +148,31 @@ pub fn command(
     allow_subprocesses: bool,
     command: Vec<String>,
     pins: &Pins,
+    gateway: Option<GatewayReach>,
 ) -> Result<Supervised> {
+    let gateway_fd = SpawnOptions::child_fd(plan.selected.len() + 1);
+    let (network, gateway) = match (plan.network, gateway) {
+        (NetworkMode::None, _) => (ll::Network::None, None),
+        (NetworkMode::Inherit, _) => (ll::Network::Inherit, None),
+        (NetworkMode::Allowlist, Some(reach)) => (ll::Network::Gateway(gateway_fd), Some(reach)),
+        (NetworkMode::Allowlist, None) => {
+            return Err(crate::error::capability(
+                crate::launch::ALLOWLIST_UNSUPPORTED,
+            ))
+        }
+    };
     let mut rules = ll::launch::launch_rules(
         sandbox,
         &plan.policy_grants,
         &plan.selected,
         scoped,
-        plan.network,
+        network,
         !allow_subprocesses,
         &plan.cwd,
     )?;
+    if let Some(reach) = &gateway {
+        readable_beside(&mut rules, sandbox.root, &reach.readable);
+    }
     let mut anchors: Vec<Anchor> = Vec::new();
     for grant in &plan.selected {
         let anchor = pins.anchor_for(&grant.source)?;
@@ -171,7 +200,26 @@ pub fn command(
         executable_fd,
         anchors,
         tmpdir: tmpdir_handle,
+        gateway: gateway.map(|reach| reach.socket),
     })
+}
+
+/// Under an `:isolated` root, read rules for `paths` no rule reaches yet
+/// (the gateway's CA bundle, the host's trust roots); every other root
+/// already reads them. Never nested beneath another rule, so no carving
+/// narrows what a grant gives.
+fn readable_beside(rules: &mut ll::Plan, root: crate::policy::RootFilesystem, paths: &[PathBuf]) {
+    if root != crate::policy::RootFilesystem::Isolated {
+        return;
+    }
+    for path in paths {
+        if !rules.rules.iter().any(|rule| path.starts_with(&rule.path)) {
+            rules.rules.push(ll::Rule {
+                path: path.clone(),
+                access: ll::Access::Read,
+            });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,10 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{cwd_allowed, expand, plan, refuse_unhidable, Grant, Plan, RootMode};
+use super::{cwd_allowed, expand, plan, refuse_unhidable, Grant, Network, Plan, RootMode};
 use crate::error::{capability, tool, Result};
 use crate::grants::{Access, Grant as Mount};
-use crate::launch::NetworkMode;
 use crate::policy::RootFilesystem;
 
 /// The Landlock root mode of a policy's root filesystem.
@@ -61,7 +60,7 @@ pub fn check(sandbox: Sandbox<'_>, grants: &[Mount]) -> Result<()> {
         &rules,
         sandbox.runtime_roots,
         sandbox.tmpdir,
-        true,
+        Network::None,
         false,
     )?;
     expand(&planned.rules)?;
@@ -76,7 +75,7 @@ pub fn launch_rules(
     policy_grants: &[Mount],
     selected: &[Mount],
     scoped: bool,
-    network: NetworkMode,
+    network: Network,
     deny_subprocesses: bool,
     cwd: &Path,
 ) -> Result<Plan> {
@@ -89,7 +88,7 @@ pub fn launch_rules(
         &rules_of(selected)?,
         sandbox.runtime_roots,
         sandbox.tmpdir,
-        network == NetworkMode::None,
+        network,
         deny_subprocesses,
     )?;
     // The common case (a cwd beneath a readable rule) first; a workspace
@@ -168,7 +167,7 @@ mod tests {
                 &only_src,
                 &only_src,
                 false,
-                NetworkMode::None,
+                Network::None,
                 false,
                 Path::new(cwd),
             )
@@ -186,7 +185,7 @@ mod tests {
             &grants,
             &grants,
             false,
-            NetworkMode::None,
+            Network::None,
             false,
             Path::new("/w"),
         );
@@ -196,7 +195,7 @@ mod tests {
             &grants,
             &grants,
             false,
-            NetworkMode::None,
+            Network::None,
             false,
             Path::new("/elsewhere"),
         );
@@ -209,7 +208,7 @@ mod tests {
     #[test]
     fn the_helper_supervises_the_command() {
         let tmp = std::env::temp_dir();
-        let planned = plan(RootMode::ReadOnly, &[], &[], &tmp, true, false).unwrap();
+        let planned = plan(RootMode::ReadOnly, &[], &[], &tmp, Network::None, false).unwrap();
         let argv = supervise_argv("/h".into(), &planned, vec!["echo".into(), "hi".into()]);
         assert_eq!(&argv[..2], ["/h", "supervise"]);
         assert_eq!(&argv[argv.len() - 3..], ["--", "echo", "hi"]);

@@ -7,16 +7,19 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::host;
+use super::host::{self, GatewayReach};
 use super::launch::Sandbox;
-use crate::error::tool;
+use crate::backend::bubblewrap::{narrowed_rules, Gateway};
+use crate::error::{capability, tool};
 use crate::fs::own::OwnDirectory;
 use crate::launch::prepare::{
     given, plan, policy_grants, subprocesses, working_directory, Kept, LaunchCall, LaunchError,
     Prepared, WorkspaceView,
 };
-use crate::launch::{LaunchRequest, Pins};
-use crate::policy::Policy;
+use crate::launch::trust_store;
+use crate::launch::{LaunchRequest, NetworkMode, Pins};
+use crate::network::BuiltinGateway;
+use crate::policy::{NetworkRules, Policy};
 use crate::process::SpawnOptions;
 
 /// One Landlock sandbox: the platform it was told, its runtime roots, and
@@ -87,12 +90,15 @@ impl Launcher {
     /// The whole launch of `call` under `policy` (opening the sandbox
     /// first), in the order its errors are promised:
     /// `[helper, "supervise", *rules, "--", *command]`, the grants and the
-    /// TMPDIR reached through handles the helper inherits.
+    /// TMPDIR reached through handles the helper inherits. Under
+    /// `:allowlist`, `gateway` is the open sandbox's: its variables beneath
+    /// the 16.4 merge (B.10 (2)), its socket the supervisor's only way out.
     pub fn prepare<E>(
         &self,
         policy: &Policy,
         view: &dyn WorkspaceView<E>,
         call: LaunchCall<E>,
+        gateway: Option<&dyn Gateway<E>>,
     ) -> Result<Prepared, LaunchError<E>> {
         let argv = given(call.argv)?;
         self.open(policy, view)?;
@@ -107,7 +113,22 @@ impl Launcher {
         let anchors = view.anchors();
         let pins = Pins::capture_from(&request.policy_grants, anchors.as_deref())?;
         request.pins = Some(&pins);
+        let narrowed = narrowed_rules(policy, scope.as_ref());
+        if let Some(gateway) = gateway {
+            let full = given(gateway.environment())?;
+            // Through a view: only the scope's secrets' stand-ins.
+            request.gateway_environment = Some(match narrowed {
+                Some(rules) => BuiltinGateway::view_environment(rules, full),
+                None => full,
+            });
+        }
         let mut plan = plan(request, view, call.environment)?;
+        let reach = match gateway {
+            Some(gateway) if plan.network == NetworkMode::Allowlist => {
+                Some(reach(gateway, narrowed)?)
+            }
+            _ => None,
+        };
         let tmpdir = self
             .tmpdir()
             .ok_or_else(|| tool("the landlock sandbox was closed during the launch"))?;
@@ -120,7 +141,9 @@ impl Launcher {
         };
         let program = argv.first().cloned().unwrap_or_default();
         let scoped = scope.is_some();
-        let supervised = host::command(sandbox, &tmpdir, &mut plan, scoped, allow, argv, &pins)?;
+        let supervised = host::command(
+            sandbox, &tmpdir, &mut plan, scoped, allow, argv, &pins, reach,
+        )?;
         let mut prepared = Prepared::planned(supervised.argv, plan);
         prepared.program = program;
         prepared.spawn = SpawnOptions {
@@ -129,16 +152,62 @@ impl Launcher {
                 .iter()
                 .map(|a| a.fd().as_raw_fd())
                 .chain([supervised.tmpdir.as_raw_fd()])
+                .chain(supervised.gateway.as_ref().map(|fd| fd.as_raw_fd()))
                 .collect(),
             executable_fd: Some(supervised.executable_fd),
             hold: None,
         };
         prepared.kept = Kept {
-            descriptors: vec![supervised.tmpdir],
+            descriptors: [supervised.tmpdir]
+                .into_iter()
+                .chain(supervised.gateway)
+                .collect(),
             anchors: supervised.anchors,
         };
         Ok(prepared)
     }
+}
+
+/// G.5, G.6 under Landlock: the gateway validated, and reached (a narrowed
+/// scope through a view, which only the built-in gateway serves) through
+/// the socket handle the built-in gateway opened when it bound it. Another
+/// gateway (G.4) is reached by a path a Landlock child could have replaced
+/// (it writes the host's file system), so it is refused. The child reads
+/// the gateway's directories (its CA bundle) and the host's trust roots.
+fn reach<E>(
+    gateway: &dyn Gateway<E>,
+    narrowed: Option<&NetworkRules>,
+) -> Result<GatewayReach, LaunchError<E>> {
+    given(gateway.validate())?;
+    let connection = match narrowed {
+        Some(rules) => given(gateway.view(rules))?.ok_or_else(|| {
+            capability(
+                "a scope's narrowed allowlist needs the built-in gateway (only it serves narrowed views)",
+            )
+        })?,
+        None => given(gateway.connection())?,
+    };
+    let socket = connection.socket_handle.ok_or_else(|| {
+        capability(
+            "the landlock sandbox enforces :allowlist only through the built-in network gateway (provider \
+             :builtin): it reaches the gateway's socket by the handle the gateway opened, never by a path",
+        )
+    })?;
+    let gateway_directories = connection.handles.iter().map(|(_, path)| {
+        if path.is_dir() {
+            path.clone()
+        } else {
+            path.parent().map_or_else(|| path.clone(), PathBuf::from)
+        }
+    });
+    let trust = trust_store::DIRECTORIES
+        .iter()
+        .map(PathBuf::from)
+        .filter(|path| path.is_dir());
+    Ok(GatewayReach {
+        socket,
+        readable: gateway_directories.chain(trust).collect(),
+    })
 }
 
 impl Drop for Launcher {
@@ -195,7 +264,12 @@ mod tests {
         let Some(launcher) = launcher() else { return };
         let workspace = FakeWorkspace::new(&["src"], &["out"]);
         let prepared = launcher
-            .prepare(&policy(), &workspace, pwd_call(Kind::Run, Some("src")))
+            .prepare(
+                &policy(),
+                &workspace,
+                pwd_call(Kind::Run, Some("src")),
+                None,
+            )
             .unwrap();
         let tmpdir = launcher.tmpdir().expect("the launch opened the sandbox");
         let helper = crate::helper::sealed().unwrap().source().to_str().unwrap();
@@ -231,7 +305,7 @@ mod tests {
         let refused = |cwd: &str| {
             message(
                 launcher
-                    .prepare(&policy(), &workspace, pwd_call(Kind::Run, Some(cwd)))
+                    .prepare(&policy(), &workspace, pwd_call(Kind::Run, Some(cwd)), None)
                     .unwrap_err(),
             )
         };
@@ -257,7 +331,7 @@ mod tests {
         session.kind = Kind::Session;
         session.scope = Ok(Some(ScopeCall::default()));
         let error = launcher
-            .prepare(&policy(), &workspace, session)
+            .prepare(&policy(), &workspace, session, None)
             .unwrap_err();
         assert!(matches!(
             error,
@@ -265,7 +339,9 @@ mod tests {
         ));
         let mut denied = pwd_call(Kind::Run, None);
         denied.allow_subprocesses = Some(false);
-        let prepared = launcher.prepare(&policy(), &workspace, denied).unwrap();
+        let prepared = launcher
+            .prepare(&policy(), &workspace, denied, None)
+            .unwrap();
         assert!(prepared.argv.contains(&"--deny-subprocesses".to_string()));
     }
 }

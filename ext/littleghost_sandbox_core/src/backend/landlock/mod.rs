@@ -26,7 +26,9 @@ use landlock::AccessFs;
 use super::seccomp;
 use crate::error::{capability, policy, Result};
 
-pub use littleghost_sandbox_restrict::landlock::{expand, restrict, Access, Plan, Rule};
+pub use littleghost_sandbox_restrict::landlock::{
+    expand, restrict, Access, Network, Plan, Rule, PROXY_ADDRESS,
+};
 
 /// The lowest Landlock ABI this backend runs on (see the module docs).
 pub const MINIMUM_ABI: i32 = super::LANDLOCK_MINIMUM_ABI;
@@ -98,7 +100,7 @@ pub fn plan(
     grants: &[Grant],
     runtime_roots: &[PathBuf],
     tmpdir: &Path,
-    network_none: bool,
+    network: Network,
     deny_subprocesses: bool,
 ) -> Result<Plan> {
     let mut rules: Vec<Rule> = Vec::new();
@@ -150,7 +152,7 @@ pub fn plan(
     refuse_holding_gateways(grants)?;
     Ok(Plan {
         rules,
-        network_none,
+        network,
         deny_subprocesses,
         deny_unix_sockets: root == RootMode::Isolated,
         own_proc: true,
@@ -280,6 +282,37 @@ pub fn probe() -> Probe {
         abi: Some(abi),
         unavailable,
     }
+}
+
+/// Why this kernel cannot enforce network `:allowlist` under this backend,
+/// if it cannot. The backend's minimum (Landlock ABI 6, Linux 6.12) implies
+/// ABI 4's TCP rules, `SECCOMP_ADDFD_FLAG_SETFD` (5.14) and
+/// `SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV` (5.19); what a kernel
+/// configuration or a container's seccomp profile can still take away is
+/// the user notification itself, which is asked here.
+pub fn allowlist_unavailable() -> Option<String> {
+    if let Some(abi) = probe().abi.filter(|abi| *abi < 4) {
+        return Some(format!(
+            "Landlock ABI {abi} has no TCP connect rules (ABI 4, Linux 6.7)"
+        ));
+    }
+    let action: u32 = libc::SECCOMP_RET_USER_NOTIF;
+    // SAFETY: GET_ACTION_AVAIL reads one u32 and writes nothing.
+    let available = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_GET_ACTION_AVAIL,
+            0,
+            &action as *const u32,
+        )
+    } == 0;
+    (!available).then(|| {
+        format!(
+            "seccomp user notification is unavailable here ({}): the landlock sandbox needs it to make a \
+             child's connections itself",
+            std::io::Error::last_os_error()
+        )
+    })
 }
 
 /// Whether a launch's working directory lies beneath a rule the child can

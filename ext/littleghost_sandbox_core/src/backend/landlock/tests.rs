@@ -16,7 +16,7 @@ fn isolated_plan_names_runtime_devices_grants_and_tmpdir() {
         &[grant("/w", true), grant("/v/src", false)],
         &[PathBuf::from("/usr")],
         Path::new("/tmp/t"),
-        true,
+        Network::None,
         false,
     )
     .unwrap();
@@ -45,7 +45,7 @@ fn read_only_root_hides_proc_and_duplicate_rules_keep_the_weaker() {
         &[grant("/w", true), grant("/w", false)],
         &[],
         Path::new("/tmp/t"),
-        false,
+        Network::Inherit,
         true,
     )
     .unwrap();
@@ -67,7 +67,7 @@ fn cwd_must_lie_in_a_readable_rule() {
         &[grant("/w", true)],
         &[],
         Path::new("/t"),
-        true,
+        Network::None,
         false,
     )
     .unwrap();
@@ -94,7 +94,7 @@ fn relative_paths_are_refused() {
         &[grant("w", true)],
         &[],
         Path::new("/t"),
-        true,
+        Network::None,
         false,
     );
     assert!(matches!(err, Err(crate::Error::Policy(_))));
@@ -108,7 +108,7 @@ fn args_round_trip() {
             &[grant("/w/src", true)],
             &[],
             Path::new("/tmp/t"),
-            false,
+            Network::Inherit,
             true,
         )
         .unwrap();
@@ -151,7 +151,7 @@ fn grant_handles_travel_to_the_helper_as_descriptors() {
         &[grant("/w", true)],
         &[],
         Path::new("/tmp/t"),
-        true,
+        Network::None,
         false,
     )
     .unwrap();
@@ -189,7 +189,7 @@ fn a_read_only_grant_inside_a_writable_one_is_refused_naming_both() {
             &[grant("/w", true), grant("/w/src", false)],
             &[],
             Path::new("/tmp/t"),
-            true,
+            Network::None,
             false,
         )
         .unwrap_err();
@@ -210,7 +210,7 @@ fn a_read_only_grant_inside_a_writable_one_is_refused_naming_both() {
         &[grant("/w/src", false)],
         &[],
         Path::new("/tmp/t"),
-        true,
+        Network::None,
         false,
     )
     .unwrap_err();
@@ -231,7 +231,7 @@ fn a_read_only_grant_inside_a_writable_one_is_refused_naming_both() {
             &grants,
             &[],
             Path::new("/tmp/t"),
-            true,
+            Network::None,
             false
         )
         .is_ok());
@@ -248,7 +248,7 @@ fn a_writable_grant_holding_the_gateways_folder_is_refused() {
             &[grant(path, true)],
             &[],
             Path::new("/var/tmp/t"),
-            true,
+            Network::None,
             false,
         )
         .unwrap_err();
@@ -266,7 +266,7 @@ fn a_writable_grant_holding_the_gateways_folder_is_refused() {
             &grants,
             &[],
             Path::new("/var/tmp/t"),
-            true,
+            Network::None,
             false
         )
         .is_ok());

@@ -1,6 +1,7 @@
 //! Unit tests of the filter. Those that need the filter installed re-execute
 //! this test binary and install it in that fresh child (see `CHILD_MODE`).
 
+mod connect_interception;
 mod host_processes;
 mod planting;
 
@@ -196,7 +197,7 @@ fn an_x32_syscall_kills_the_filtered_process() {
 }
 
 #[test]
-fn the_program_checks_the_arch_first_and_ends_in_five_returns() {
+fn the_program_checks_the_arch_first_and_ends_in_six_returns() {
     for arch in [Arch::X86_64, Arch::Aarch64] {
         let p = program(arch, &strict());
         assert_eq!(
@@ -212,7 +213,7 @@ fn the_program_checks_the_arch_first_and_ends_in_five_returns() {
         assert_eq!(p[1].k, arch.audit());
         // The mismatch branch lands on the kill return, the last instruction.
         assert_eq!(2 + p[1].jf as usize, p.len() - 1);
-        let tail: Vec<u32> = p[p.len() - 5..].iter().map(|i| i.k).collect();
+        let tail: Vec<u32> = p[p.len() - 6..].iter().map(|i| i.k).collect();
         assert_eq!(
             tail,
             vec![
@@ -220,6 +221,7 @@ fn the_program_checks_the_arch_first_and_ends_in_five_returns() {
                 SECCOMP_RET_ERRNO | 1,
                 SECCOMP_RET_ERRNO | 38,
                 SECCOMP_RET_ERRNO | 95,
+                0x7fc0_0000,
                 SECCOMP_RET_KILL_PROCESS
             ]
         );

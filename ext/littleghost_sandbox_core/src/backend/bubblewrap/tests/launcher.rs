@@ -43,6 +43,7 @@ impl Gateway<Raised> for FakeGateway {
             socket: "/gateway/proxy.sock".into(),
             binds: vec![("/gateway".into(), "/gateway".into())],
             handles: Vec::new(),
+            socket_handle: None,
         })
     }
 
@@ -51,6 +52,7 @@ impl Gateway<Raised> for FakeGateway {
             socket: "/view/proxy.sock".into(),
             binds: vec![("/view".into(), "/view".into())],
             handles: Vec::new(),
+            socket_handle: None,
         }))
     }
 }
