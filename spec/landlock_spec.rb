@@ -119,6 +119,33 @@ RSpec.describe LittleGhost::Sandboxes::Landlock do
     abstract&.close
   end
 
+  # Landlock below ABI 9 does not mediate a pathname Unix socket, and a
+  # datagram socket from `socketpair` may `sendto` any path (docs/security.md,
+  # "Landlock"): under :none a pair is a stream or a sequenced-packet one.
+  it "cannot send to a host's pathname datagram socket under :none, not even from a socket pair" do
+    path = File.join(Dir.tmpdir, "lg-dgram-#{Process.pid}.sock")
+    host = Socket.new(:UNIX, :DGRAM)
+    host.bind(Socket.pack_sockaddr_un(path))
+    python = <<~PY
+      import socket
+      try:
+          near, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+          near.sendto(b"FROM-THE-SANDBOX", #{path.inspect})
+          print("SENT")
+      except OSError as error:
+          print("refused", error.errno)
+      near, far = socket.socketpair()
+      near.sendall(b"ok"); print("stream pair", far.recv(2).decode())
+    PY
+    result = sandbox.execute_program(["/usr/bin/python3", "-c", python], timeout: 10)
+    expect(result.stdout).to include("refused 1", "stream pair ok")
+    expect(result.stdout).not_to include("SENT")
+    expect(host.recvmsg_nonblock(64, exception: false)).to eq(:wait_readable)
+  ensure
+    host&.close
+    File.unlink(path) if path && File.exist?(path)
+  end
+
   it "cannot signal the Ruby process" do
     received = false
     previous = trap("USR1") { received = true }

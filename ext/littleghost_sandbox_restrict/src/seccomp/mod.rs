@@ -133,12 +133,15 @@ pub struct Filter {
     /// Network `:none` without a network namespace (the Landlock backend):
     /// `socket` fails with EPERM for every family, `AF_UNIX` included,
     /// because Landlock below ABI 9 does not mediate `connect` to a pathname
-    /// Unix socket. `socketpair` stays allowed.
+    /// Unix socket. `socketpair` stays allowed for stream and
+    /// sequenced-packet pairs; a datagram pair fails with EPERM, because its
+    /// `sendto` may name any socket path of the host (`/dev/log`).
     pub deny_sockets: bool,
     /// `socket(AF_UNIX, ...)` fails with EPERM (other families are allowed):
     /// the Landlock backend under `:isolated` with network `:inherit`, so the
     /// host's pathname sockets (say `/run/docker.sock`) stay out of reach as
-    /// they do in Bubblewrap's empty root.
+    /// they do in Bubblewrap's empty root; a datagram `socketpair` too, as
+    /// under `deny_sockets`.
     pub deny_unix_sockets: bool,
     /// The child sees the host's pids (no pid namespace): calls that change
     /// another process are allowed only on the caller itself (pid 0).

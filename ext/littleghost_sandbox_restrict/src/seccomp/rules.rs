@@ -308,8 +308,10 @@ pub(super) fn rules(arch: Arch, filter: &Filter) -> Vec<(u32, Check)> {
         }
     } else if filter.deny_sockets {
         rules.push((Some(t.socket), Check::Always(EPERM)));
+        rules.push((Some(t.socketpair), Check::StreamPair { kind: 1 }));
     } else if filter.deny_unix_sockets {
         rules.push((Some(t.socket), Check::UnixDomain { domain: 0 }));
+        rules.push((Some(t.socketpair), Check::StreamPair { kind: 1 }));
     }
     rules
         .into_iter()
