@@ -33,6 +33,10 @@ use programs::Sessions;
 /// How long health answers 503 after the programs ended, before the daemon exits.
 const DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The token's header through agent-sandbox's sandbox-router, which checks
+/// and removes `authorization` (its own token) before it proxies a request.
+pub const ROUTED_AUTHORIZATION: &str = "x-littleghost-authorization";
+
 /// What every request shares.
 pub struct Daemon {
     pub confinement: Confinement,
@@ -56,13 +60,17 @@ impl Daemon {
         }
     }
 
-    /// Whether `header` (the `authorization` value) carries the token.
-    pub fn authorized(&self, header: Option<&[u8]>) -> bool {
+    /// Whether a call carries the token: `header(name)` reads a header of
+    /// the call. `authorization` is the one to send; [`ROUTED_AUTHORIZATION`]
+    /// says the same where a proxy takes `authorization` for itself.
+    pub fn authorized<'h>(&self, header: impl Fn(&str) -> Option<&'h [u8]>) -> bool {
         let Some(token) = &self.token else {
             return true;
         };
         let expected = format!("Bearer {token}");
-        header.is_some_and(|given| constant_time_equal(given, expected.as_bytes()))
+        ["authorization", ROUTED_AUTHORIZATION].iter().any(|name| {
+            header(name).is_some_and(|given| constant_time_equal(given, expected.as_bytes()))
+        })
     }
 }
 
@@ -206,11 +214,8 @@ async fn serve_grpc(
     let check = {
         let daemon = daemon.clone();
         move |request: Request<()>| {
-            let header = request
-                .metadata()
-                .get("authorization")
-                .map(|v| v.as_bytes());
-            if daemon.authorized(header) {
+            let metadata = request.metadata();
+            if daemon.authorized(|name| metadata.get(name).map(|v| v.as_bytes())) {
                 Ok(request)
             } else {
                 Err(Status::unauthenticated("a valid bearer token is required"))
@@ -247,8 +252,8 @@ async fn serve_rest(
             let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                 let daemon = daemon.clone();
                 async move {
-                    let header = request.headers().get("authorization").map(|v| v.as_bytes());
-                    if !daemon.authorized(header) {
+                    let headers = request.headers();
+                    if !daemon.authorized(|name| headers.get(name).map(|v| v.as_bytes())) {
                         let mut response = rest::unauthorized();
                         response.headers_mut().insert(
                             "www-authenticate",

@@ -4,7 +4,7 @@ mod support;
 
 use littleghost_sandbox_proto::process::v1::start_response::Event;
 use littleghost_sandbox_proto::process::v1::{ExecuteRequest, StartRequest};
-use support::{config, eventually, http, process_with, Daemon, Options};
+use support::{config, eventually, http, http_with, process_with, Daemon, Options};
 use tonic::Code;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -22,6 +22,11 @@ async fn with_a_token_every_call_needs_it() {
     }
     assert!(!daemon.path("x").exists());
     assert_eq!(daemon.http("GET", "/v1/health", b"").0, 200);
+    // Through the sandbox-router, which takes `authorization` for its own token.
+    let routed = "X-Littleghost-Authorization: Bearer s3cret-token";
+    assert_eq!(http_with(&daemon.rest, "GET", "/v1/health", routed), 200);
+    let wrong = "X-Littleghost-Authorization: Bearer wrong";
+    assert_eq!(http_with(&daemon.rest, "GET", "/v1/health", wrong), 401);
     let mut client = daemon.processes().await;
     let bare = tonic::Request::new(ExecuteRequest {
         config: Some(config(&["true"])),

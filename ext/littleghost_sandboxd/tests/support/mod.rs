@@ -173,6 +173,18 @@ pub fn config(argv: &[&str]) -> ProcessConfig {
     }
 }
 
+/// The status of a bodiless request carrying one extra header line.
+pub fn http_with(address: &str, method: &str, target: &str, header: &str) -> u16 {
+    let mut stream = TcpStream::connect(address).unwrap();
+    let head = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n{header}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 /// One HTTP/1.1 request on a fresh connection: (status, body).
 pub fn http(
     address: &str,
