@@ -1,11 +1,13 @@
 """agent-sandbox's own Python client (k8s-agent-sandbox from PyPI) against littleghost-sandboxd.
 
-Usage: python agent_sandbox_client.py GRPC_HOST:PORT REST_PORT
+Usage: [LITTLEGHOST_TOKEN=...] python agent_sandbox_client.py GRPC_HOST:PORT REST_PORT
 Its filesystem client goes through its sandboxd connector, pointed at the daemon's addresses directly; its
-generated process_pb2/process_pb2_grpc stubs run Execute and Start. Prints one line per check; exits 1 on the
+generated process_pb2/process_pb2_grpc stubs run Execute and Start. With LITTLEGHOST_TOKEN set, every call carries
+it (the connector's session headers for REST, call metadata for gRPC). Prints one line per check; exits 1 on the
 first that fails.
 """
 
+import os
 import sys
 
 import grpc
@@ -29,6 +31,10 @@ def check(name, condition, detail=""):
 config = SandboxdInClusterConnectionConfig(mode="in-cluster-pod-ip", rest_port=rest_port, grpc_port=int(grpc_port))
 connector = SandboxConnector("littleghost", "default", config, k8s_helper=None, get_pod_ip=lambda: grpc_host)
 check("the connector speaks sandboxd", connector.is_sandboxd())
+token = os.environ.get("LITTLEGHOST_TOKEN")
+metadata = (("authorization", f"Bearer {token}"),) if token else None
+if token:
+    connector.session.headers["Authorization"] = f"Bearer {token}"
 files = Filesystem(connector, None, "littleghost-test")
 
 files.write("py/hello.txt", b"hello from python\n")
@@ -45,18 +51,20 @@ except SandboxRequestError as error:
 
 channel = grpc.insecure_channel(grpc_target)
 stub = process_pb2_grpc.ProcessServiceStub(channel)
-executed = stub.Execute(
-    process_pb2.ExecuteRequest(config=process_pb2.ProcessConfig(command=["cat", "py/hello.txt"])), timeout=30
-)
+
+
+def execute(argv):
+    request = process_pb2.ExecuteRequest(config=process_pb2.ProcessConfig(command=argv))
+    return stub.Execute(request, timeout=30, metadata=metadata)
+
+
+executed = execute(["cat", "py/hello.txt"])
 check("Execute", executed.exit_code == 0 and executed.stdout == b"hello from python\n", repr(executed))
-shadow = stub.Execute(
-    process_pb2.ExecuteRequest(config=process_pb2.ProcessConfig(command=["cat", "/etc/shadow"])), timeout=30
-)
+shadow = execute(["cat", "/etc/shadow"])
 check("Execute confined", shadow.exit_code != 0 and shadow.stdout == b"", repr(shadow))
 
-events = stub.Start(
-    process_pb2.StartRequest(config=process_pb2.ProcessConfig(command=["sh", "-c", "echo up; cat"])), timeout=30
-)
+start = process_pb2.StartRequest(config=process_pb2.ProcessConfig(command=["sh", "-c", "echo up; cat"]))
+events = stub.Start(start, timeout=30, metadata=metadata)
 first = next(events)
 check("Start begins with InitEvent", first.WhichOneof("event") == "init", repr(first))
 pid = first.init.process_id
@@ -72,7 +80,8 @@ for event in events:
         break
     if out.startswith(b"up\n") and not sent:
         sent = True
-        stub.WriteStdin(process_pb2.WriteStdinRequest(process_id=pid, input=b"ping\n"), timeout=10)
-        stub.WriteStdin(process_pb2.WriteStdinRequest(process_id=pid, eof={}), timeout=10)
+        for write in (process_pb2.WriteStdinRequest(process_id=pid, input=b"ping\n"),
+                      process_pb2.WriteStdinRequest(process_id=pid, eof={})):
+            stub.WriteStdin(write, timeout=10, metadata=metadata)
 check("Start streams and takes stdin", out == b"up\nping\n" and exit_code == 0, repr((out, exit_code)))
 print("all checks passed")
