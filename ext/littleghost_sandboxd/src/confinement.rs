@@ -14,7 +14,7 @@ use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::error::Error;
 use littleghost_sandbox_core::fs::{Anchor, Anchors, Broker};
 use littleghost_sandbox_core::launch::prepare::{
-    Kind, LaunchCall, LaunchError, Prepared, Refused, WorkspaceView,
+    Kind, LaunchCall, LaunchError, Prepared, Refused, ScopeCall, WorkspaceView,
 };
 use littleghost_sandbox_core::launch::Pins;
 use littleghost_sandbox_core::limits::plan::{self, Plan, Requested};
@@ -175,18 +175,20 @@ impl Confinement {
         }
     }
 
-    /// One launch of `argv` prepared by the backend (16.4, 16.5, B.7).
+    /// One launch of `argv` prepared by the backend (16.4, 16.5, B.7), under
+    /// the call's narrower `scope` when it has one.
     pub fn prepare(
         &self,
         kind: Kind,
         argv: Vec<String>,
         cwd: Option<PathBuf>,
         environment: Vec<(String, String)>,
+        scope: Option<ScopeCall>,
     ) -> Result<Prepared, Error> {
         let call = LaunchCall {
             kind,
             argv: Ok(argv),
-            scope: Ok(None),
+            scope: Ok(scope),
             allow_subprocesses: None,
             cwd: Ok(cwd),
             inherit_environment: false,

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::error::Error;
-use littleghost_sandbox_core::launch::prepare::Kind;
+use littleghost_sandbox_core::launch::prepare::{Kind, ScopeCall};
 use littleghost_sandbox_core::process::capture::CaptureMode;
 use littleghost_sandbox_core::process::error::SpawnError;
 use littleghost_sandbox_core::process::session::Session as CoreSession;
@@ -25,6 +25,7 @@ use tonic::{Request, Response, Status};
 
 use crate::confinement::unix_ms;
 use crate::programs::{Command, Failure, Program, StdinError};
+use crate::scope;
 use crate::Daemon;
 
 /// How much output one StartResponse carries at most.
@@ -48,6 +49,23 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// The call's `x-littleghost-scope`, narrowed from the policy (None: the policy's own).
+fn call_scope<T>(daemon: &Daemon, request: &Request<T>) -> Result<Option<ScopeCall>, Status> {
+    let Some(text) = request.metadata().get(scope::HEADER) else {
+        return Ok(None);
+    };
+    match scope::narrow(&daemon.confinement, text.as_bytes()) {
+        Ok(scope) => Ok(Some(scope.launch)),
+        Err(scope::Refused::Malformed(message)) => Err(Status::invalid_argument(message)),
+        Err(scope::Refused::Rule(error)) => Err(match error {
+            Error::Capability(_) | Error::Refused(_) => {
+                Status::permission_denied(error.to_string())
+            }
+            _ => Status::invalid_argument(error.to_string()),
+        }),
+    }
+}
+
 fn command(config: Option<pb::ProcessConfig>) -> Result<Command, Status> {
     let config = config.unwrap_or_default();
     if config.command.is_empty() {
@@ -58,6 +76,7 @@ fn command(config: Option<pb::ProcessConfig>) -> Result<Command, Status> {
     Ok(Command {
         argv: config.command,
         environment,
+        scope: None,
         cwd: config
             .cwd
             .filter(|cwd| !cwd.is_empty())
@@ -126,13 +145,17 @@ impl pb::process_service_server::ProcessService for Processes {
         &self,
         request: Request<pb::StartRequest>,
     ) -> Result<Response<Self::StartStream>, Status> {
+        let scope = call_scope(&self.0, &request)?;
         let request = request.into_inner();
         if request.pty.is_some() {
             return Err(Status::unimplemented(
                 "littleghost-sandboxd does not give programs a terminal (pty)",
             ));
         }
-        let command = command(request.config)?;
+        let command = Command {
+            scope,
+            ..command(request.config)?
+        };
         let daemon = self.0.clone();
         daemon.refuse_when_stopping()?;
         let output_bytes = daemon.confinement.declaration.limits.output_bytes;
@@ -196,7 +219,11 @@ impl pb::process_service_server::ProcessService for Processes {
         request: Request<pb::ExecuteRequest>,
     ) -> Result<Response<pb::ExecuteResponse>, Status> {
         let deadline = deadline(&request);
-        let command = command(request.into_inner().config)?;
+        let scope = call_scope(&self.0, &request)?;
+        let command = Command {
+            scope,
+            ..command(request.into_inner().config)?
+        };
         let daemon = self.0.clone();
         daemon.refuse_when_stopping()?;
         let cancelled = Arc::new(AtomicBool::new(false));

@@ -8,6 +8,7 @@ mod confinement;
 mod grpc;
 mod programs;
 mod rest;
+mod scope;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};

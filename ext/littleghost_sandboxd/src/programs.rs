@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::error::Error;
-use littleghost_sandbox_core::launch::prepare::{Kind, Prepared};
+use littleghost_sandbox_core::launch::prepare::{Kind, Prepared, ScopeCall};
 use littleghost_sandbox_core::limits::plan::{Plan, ProgramEnd};
 use littleghost_sandbox_core::process::capture::CaptureMode;
 use littleghost_sandbox_core::process::error::SpawnError;
@@ -34,6 +34,8 @@ pub struct Command {
     pub environment: Vec<(String, String)>,
     /// Relative to the root (B.7); None: the root.
     pub cwd: Option<PathBuf>,
+    /// The call's narrower scope (`x-littleghost-scope`), if any.
+    pub scope: Option<ScopeCall>,
 }
 
 /// Why a program could not run as asked.
@@ -66,7 +68,13 @@ impl Program {
         keep_stdin: bool,
     ) -> Result<Program, Failure> {
         let prepared = confinement
-            .prepare(kind, command.argv, command.cwd, command.environment)
+            .prepare(
+                kind,
+                command.argv,
+                command.cwd,
+                command.environment,
+                command.scope,
+            )
             .map_err(Failure::Refused)?;
         let plan = confinement.limits_plan().map_err(Failure::Refused)?;
         if plan.sampled_memory_bytes.is_some() {

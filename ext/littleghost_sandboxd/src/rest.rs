@@ -13,13 +13,14 @@ use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
-use littleghost_sandbox_core::denial::{Denial, Operation, Reason};
+use littleghost_sandbox_core::denial::{Denial, Operation, Reason, Refusal};
 use littleghost_sandbox_core::error::Error;
-use littleghost_sandbox_core::fs::{EntryInfo, NOT_EMPTY, REMOVES_ROOT};
+use littleghost_sandbox_core::fs::{Broker, EntryInfo, NOT_EMPTY, REMOVES_ROOT};
 use littleghost_sandbox_core::workspace::refused_reference;
 use serde_json::json;
 
 use crate::confinement::denial_json;
+use crate::scope;
 use crate::Daemon;
 
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -79,7 +80,19 @@ pub async fn handle(daemon: Arc<Daemon>, request: Request<Incoming>) -> Response
                         "the path is not valid percent-encoded UTF-8",
                     );
                 };
-                files(daemon, method, logical, &query, request.into_body()).await
+                let scope = match request.headers().get(scope::HEADER) {
+                    None => None,
+                    Some(text) => match scope::narrow(&daemon.confinement, text.as_bytes()) {
+                        Ok(scope) => Some(scope.broker),
+                        Err(refused) => return scope_refused(refused),
+                    },
+                };
+                let call = Call {
+                    daemon,
+                    scope,
+                    logical,
+                };
+                call.files(method, &query, request.into_body()).await
             }
             None => answer(StatusCode::NOT_FOUND, "NOT_FOUND", "no such endpoint"),
         },
@@ -254,56 +267,168 @@ fn entry_json(entry: &EntryInfo) -> serde_json::Value {
     })
 }
 
-async fn files(
+/// One file call: the daemon, the call's scope broker (None: the policy's), the path as the caller wrote it.
+struct Call {
     daemon: Arc<Daemon>,
-    method: Method,
+    scope: Option<Broker>,
     logical: String,
-    query: &str,
-    body: Incoming,
-) -> Response<Body> {
-    let physical = match daemon.confinement.workspace.resolve(&logical) {
-        Ok(physical) => physical,
-        Err(error) => {
-            let operation = match method {
-                Method::PUT | Method::DELETE => Operation::Write,
-                _ => Operation::Read,
-            };
-            return file_error(&daemon, operation, &logical, error);
+}
+
+impl Call {
+    fn broker(&self) -> &Broker {
+        self.scope
+            .as_ref()
+            .unwrap_or(&self.daemon.confinement.broker)
+    }
+
+    fn refused(&self, operation: Operation, error: Error) -> Response<Body> {
+        file_error(&self.daemon, operation, &self.logical, error)
+    }
+
+    async fn files(self, method: Method, query: &str, body: Incoming) -> Response<Body> {
+        let physical = match self.daemon.confinement.workspace.resolve(&self.logical) {
+            Ok(physical) => physical,
+            Err(error) => {
+                let operation = match method {
+                    Method::PUT | Method::DELETE => Operation::Write,
+                    _ => Operation::Read,
+                };
+                return self.refused(operation, error);
+            }
+        };
+        match method {
+            Method::GET | Method::HEAD => {
+                let head = method == Method::HEAD;
+                blocking(move || self.get(physical, head)).await
+            }
+            Method::PUT => {
+                let mode = match query_value(query, "mode") {
+                    None => 0o644,
+                    Some(mode) => match parse_mode(&mode) {
+                        Some(mode) => mode,
+                        None => {
+                            return answer(
+                                StatusCode::BAD_REQUEST,
+                                "INVALID_ARGUMENT",
+                                &format!("mode {mode:?} must match ^0[0-7]{{3}}$"),
+                            )
+                        }
+                    },
+                };
+                self.put(physical, mode, body).await
+            }
+            Method::DELETE => {
+                let recursive = query_value(query, "recursive").as_deref() == Some("true");
+                blocking(
+                    move || match self.broker().remove(&physical, &self.logical, recursive) {
+                        Ok(()) => no_content(),
+                        Err(error) => self.refused(Operation::Write, error),
+                    },
+                )
+                .await
+            }
+            _ => answer(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "INVALID_ARGUMENT",
+                "files take GET, HEAD, PUT and DELETE",
+            ),
         }
-    };
-    match method {
-        Method::GET | Method::HEAD => get(daemon, physical, logical, method == Method::HEAD).await,
-        Method::PUT => {
-            let mode = match query_value(query, "mode") {
-                None => None,
-                Some(mode) => match parse_mode(&mode) {
-                    Some(mode) => Some(mode),
-                    None => {
-                        return answer(
-                            StatusCode::BAD_REQUEST,
-                            "INVALID_ARGUMENT",
-                            &format!("mode {mode:?} must match ^0[0-7]{{3}}$"),
-                        )
-                    }
-                },
-            };
-            put(daemon, physical, logical, mode.or(Some(0o644)), body).await
-        }
-        Method::DELETE => {
-            let recursive = query_value(query, "recursive").as_deref() == Some("true");
-            blocking(move || {
-                let broker = &daemon.confinement.broker;
-                match broker.remove(&physical, &logical, recursive) {
-                    Ok(()) => no_content(),
-                    Err(error) => file_error(&daemon, Operation::Write, &logical, error),
+    }
+
+    fn get(&self, physical: PathBuf, head: bool) -> Response<Body> {
+        let (broker, logical) = (self.broker(), self.logical.as_str());
+        let info = match broker.stat(&physical, logical) {
+            Ok(info) => info,
+            Err(error) => return self.refused(Operation::Read, error),
+        };
+        if info.directory {
+            return match broker.entries(&physical, logical) {
+                Ok(mut entries) => {
+                    entries.sort_by(|a, b| a.name.cmp(&b.name));
+                    let listed: Vec<_> = entries.iter().map(entry_json).collect();
+                    let shown = if logical == "." {
+                        "/".to_string()
+                    } else {
+                        format!("/{logical}")
+                    };
+                    json_response(StatusCode::OK, json!({"path": shown, "entries": listed}))
                 }
-            })
-            .await
+                Err(error) => self.refused(Operation::List, error),
+            };
         }
-        _ => answer(
-            StatusCode::METHOD_NOT_ALLOWED,
+        match broker.read_bytes(&physical, logical) {
+            Ok(bytes) => {
+                let length = bytes.len();
+                let body = if head {
+                    Bytes::new()
+                } else {
+                    Bytes::from(bytes)
+                };
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .header("content-type", "application/octet-stream")
+                    .header("content-length", length)
+                    .body(full(body))
+                    .expect("a valid response")
+            }
+            Err(error) => self.refused(Operation::Read, error),
+        }
+    }
+
+    async fn put(self, physical: PathBuf, mode: u32, body: Incoming) -> Response<Body> {
+        let limit = self.daemon.confinement.declaration.limits.write_bytes;
+        let bound = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
+        let content = match Limited::new(body, bound).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => {
+                let refusal = Error::Refused(Refusal {
+                    reason: Reason::WriteLimit,
+                    message: format!(
+                        "Content exceeds the write limit of {limit} bytes: {}",
+                        self.logical
+                    ),
+                });
+                return self.refused(Operation::Write, refusal);
+            }
+        };
+        blocking(move || {
+            let (broker, logical) = (self.broker(), self.logical.as_str());
+            if let Ok(info) = broker.stat(&physical, logical) {
+                if info.directory {
+                    return answer(
+                        StatusCode::BAD_REQUEST,
+                        "INVALID_ARGUMENT",
+                        "target path is a directory",
+                    );
+                }
+            }
+            match broker.write_creating(&physical, logical, &content, Some(mode)) {
+                Ok(()) => no_content(),
+                Err(error) => self.refused(Operation::Write, error),
+            }
+        })
+        .await
+    }
+}
+
+/// A refused `x-littleghost-scope`: a malformed one is 400, one asking for
+/// more than the policy gives 403.
+fn scope_refused(refused: scope::Refused) -> Response<Body> {
+    match refused {
+        scope::Refused::Malformed(message) => {
+            answer(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &message)
+        }
+        scope::Refused::Rule(error @ (Error::Capability(_) | Error::Refused(_))) => answer(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            &error.to_string(),
+        ),
+        scope::Refused::Rule(error) => answer(
+            StatusCode::BAD_REQUEST,
             "INVALID_ARGUMENT",
-            "files take GET, HEAD, PUT and DELETE",
+            &error.to_string(),
         ),
     }
 }
@@ -325,99 +450,6 @@ async fn blocking(work: impl FnOnce() -> Response<Body> + Send + 'static) -> Res
             "the file call failed",
         )
     })
-}
-
-async fn get(
-    daemon: Arc<Daemon>,
-    physical: PathBuf,
-    logical: String,
-    head: bool,
-) -> Response<Body> {
-    blocking(move || {
-        let broker = &daemon.confinement.broker;
-        let info = match broker.stat(&physical, &logical) {
-            Ok(info) => info,
-            Err(error) => return file_error(&daemon, Operation::Read, &logical, error),
-        };
-        if info.directory {
-            return match broker.entries(&physical, &logical) {
-                Ok(mut entries) => {
-                    entries.sort_by(|a, b| a.name.cmp(&b.name));
-                    let listed: Vec<_> = entries.iter().map(entry_json).collect();
-                    let shown = if logical == "." {
-                        "/".to_string()
-                    } else {
-                        format!("/{logical}")
-                    };
-                    json_response(StatusCode::OK, json!({"path": shown, "entries": listed}))
-                }
-                Err(error) => file_error(&daemon, Operation::List, &logical, error),
-            };
-        }
-        match broker.read_bytes(&physical, &logical) {
-            Ok(bytes) => {
-                let length = bytes.len();
-                let body = if head {
-                    Bytes::new()
-                } else {
-                    Bytes::from(bytes)
-                };
-                Response::builder()
-                    .status(StatusCode::OK)
-                    .header("content-type", "application/octet-stream")
-                    .header("content-length", length)
-                    .body(full(body))
-                    .expect("a valid response")
-            }
-            Err(error) => file_error(&daemon, Operation::Read, &logical, error),
-        }
-    })
-    .await
-}
-
-async fn put(
-    daemon: Arc<Daemon>,
-    physical: PathBuf,
-    logical: String,
-    mode: Option<u32>,
-    body: Incoming,
-) -> Response<Body> {
-    let limit = daemon.confinement.declaration.limits.write_bytes;
-    let collected = Limited::new(
-        body,
-        usize::try_from(limit)
-            .unwrap_or(usize::MAX)
-            .saturating_add(1),
-    )
-    .collect()
-    .await;
-    let content = match collected {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            let refusal = Error::Refused(littleghost_sandbox_core::denial::Refusal {
-                reason: Reason::WriteLimit,
-                message: format!("Content exceeds the write limit of {limit} bytes: {logical}"),
-            });
-            return file_error(&daemon, Operation::Write, &logical, refusal);
-        }
-    };
-    blocking(move || {
-        let broker = &daemon.confinement.broker;
-        if let Ok(info) = broker.stat(&physical, &logical) {
-            if info.directory {
-                return answer(
-                    StatusCode::BAD_REQUEST,
-                    "INVALID_ARGUMENT",
-                    "target path is a directory",
-                );
-            }
-        }
-        match broker.write_creating(&physical, &logical, &content, mode) {
-            Ok(()) => no_content(),
-            Err(error) => file_error(&daemon, Operation::Write, &logical, error),
-        }
-    })
-    .await
 }
 
 #[cfg(test)]

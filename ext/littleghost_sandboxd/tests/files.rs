@@ -135,3 +135,41 @@ fn a_bad_policy_file_stops_the_daemon_with_its_reason() {
     );
     assert!(output.stdout.is_empty());
 }
+
+#[test]
+fn a_calls_scope_narrows_and_never_widens() {
+    let daemon = Daemon::start(Options::default());
+    std::fs::write(daemon.path("notes.md"), "kept").unwrap();
+    let read_only = r#"x-littleghost-scope: {"files": {"root": "read_only"}}"#;
+    let (status, body) =
+        support::request_with(&daemon, "PUT", "/v1/files/notes.md", read_only, b"changed");
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        std::fs::read_to_string(daemon.path("notes.md")).unwrap(),
+        "kept"
+    );
+    let (status, body) =
+        support::request_with(&daemon, "GET", "/v1/files/notes.md", read_only, b"");
+    assert_eq!((status, body.as_slice()), (200, &b"kept"[..]));
+    let nothing = r#"x-littleghost-scope: {"files": {}}"#;
+    assert_eq!(
+        support::request_with(&daemon, "GET", "/v1/files/notes.md", nothing, b"").0,
+        403
+    );
+    let malformed = r#"x-littleghost-scope: {"file": {}}"#;
+    assert_eq!(
+        support::request_with(&daemon, "GET", "/v1/files/notes.md", malformed, b"").0,
+        400
+    );
+    // Without a scope the policy's own grant writes.
+    assert_eq!(daemon.http("PUT", "/v1/files/notes.md", b"changed").0, 204);
+
+    let strict = Daemon::start(Options {
+        policy: Some(r#"{"files": {"root": "read_only"}}"#),
+        ..Options::default()
+    });
+    let widen = r#"x-littleghost-scope: {"files": {"root": "read_write"}}"#;
+    let (status, body) = support::request_with(&strict, "PUT", "/v1/files/x", widen, b"x");
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
+    assert!(!exists(&strict.path("x")));
+}

@@ -174,3 +174,56 @@ async fn a_missing_command_and_a_terminal_are_refused_as_sandboxd_does() {
     let missing = daemon.execute(&["no-such-program-here"]).await.unwrap();
     assert_eq!(missing.exit_code, 127);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_calls_scope_takes_the_network_away() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let daemon = Daemon::start(Options {
+        policy: Some(r#"{"network": "inherit"}"#),
+        ..Options::default()
+    });
+    let script = format!("echo hi > /dev/tcp/127.0.0.1/{port}");
+    let run = |scope: Option<&str>| {
+        let mut request = daemon.request(ExecuteRequest {
+            config: Some(config(&["bash", "-c", &script])),
+        });
+        if let Some(scope) = scope {
+            request
+                .metadata_mut()
+                .insert("x-littleghost-scope", scope.parse().unwrap());
+        }
+        request
+    };
+    let mut client = daemon.processes().await;
+    // The policy's network reaches the listener; the scope's `none` does not.
+    let inherited = client.execute(run(None)).await.unwrap().into_inner();
+    assert_eq!(inherited.exit_code, 0, "{inherited:?}");
+    listener.set_nonblocking(true).unwrap();
+    while listener.accept().is_ok() {}
+    let narrowed = client
+        .execute(run(Some(r#"{"network": "none"}"#)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(narrowed.exit_code, 0);
+    assert!(
+        listener.accept().is_err(),
+        "the scoped program reached the listener"
+    );
+    let widened = Daemon::start(Options::default());
+    let mut request = widened.request(ExecuteRequest {
+        config: Some(config(&["true"])),
+    });
+    request.metadata_mut().insert(
+        "x-littleghost-scope",
+        r#"{"network": "inherit"}"#.parse().unwrap(),
+    );
+    let refused = widened
+        .processes()
+        .await
+        .execute(request)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+}

@@ -173,6 +173,38 @@ pub fn config(argv: &[&str]) -> ProcessConfig {
     }
 }
 
+/// A request with the daemon's token and one extra header line: (status, body).
+pub fn request_with(
+    daemon: &Daemon,
+    method: &str,
+    target: &str,
+    header: &str,
+    body: &[u8],
+) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(&daemon.rest).unwrap();
+    let mut head = format!(
+        "{method} {target} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n{header}\r\n",
+        daemon.rest,
+        body.len()
+    );
+    if let Some(token) = &daemon.token {
+        head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let split = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let status = String::from_utf8_lossy(&response[..split])
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    (status, response[split + 4..].to_vec())
+}
+
 /// The status of a bodiless request carrying one extra header line.
 pub fn http_with(address: &str, method: &str, target: &str, header: &str) -> u16 {
     let mut stream = TcpStream::connect(address).unwrap();
