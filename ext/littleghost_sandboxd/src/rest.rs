@@ -92,7 +92,7 @@ pub async fn handle(daemon: Arc<Daemon>, request: Request<Incoming>) -> Response
                     scope,
                     logical,
                 };
-                call.files(method, &query, request.into_body()).await
+                call.files(request, &query).await
             }
             None => answer(StatusCode::NOT_FOUND, "NOT_FOUND", "no such endpoint"),
         },
@@ -285,7 +285,10 @@ impl Call {
         file_error(&self.daemon, operation, &self.logical, error)
     }
 
-    async fn files(self, method: Method, query: &str, body: Incoming) -> Response<Body> {
+    async fn files(self, request: Request<Incoming>, query: &str) -> Response<Body> {
+        let method = request.method().clone();
+        let (parts, body) = request.into_parts();
+        let headers = &parts.headers;
         let physical = match self.daemon.confinement.workspace.resolve(&self.logical) {
             Ok(physical) => physical,
             Err(error) => {
@@ -301,6 +304,11 @@ impl Call {
                 let head = method == Method::HEAD;
                 blocking(move || self.get(physical, head)).await
             }
+            Method::PUT if multipart(headers) => answer(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "multipart/form-data bodies are not supported: send the file's bytes as application/octet-stream",
+            ),
             Method::PUT => {
                 let mode = match query_value(query, "mode") {
                     None => 0o644,
@@ -411,6 +419,19 @@ impl Call {
         })
         .await
     }
+}
+
+/// Whether the body is `multipart/form-data` (which the reference also takes).
+fn multipart(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("multipart/form-data")
+        })
 }
 
 /// A refused `x-littleghost-scope`: a malformed one is 400, one asking for

@@ -45,6 +45,10 @@ fn files_are_written_read_listed_and_removed_as_sandboxd_answers() {
     assert!(!exists(&daemon.path("src")));
     let (status, body) = daemon.json("GET", "/v1/health", b"");
     assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
+    let multipart = "Content-Type: multipart/form-data; boundary=x";
+    let (status, _) = support::request_with(&daemon, "PUT", "/v1/files/m.txt", multipart, b"--x--");
+    assert_eq!(status, 400);
+    assert!(!exists(&daemon.path("m.txt")));
 }
 
 #[test]
