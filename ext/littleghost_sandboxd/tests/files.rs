@@ -177,3 +177,41 @@ fn a_calls_scope_narrows_and_never_widens() {
     assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
     assert!(!exists(&strict.path("x")));
 }
+
+#[test]
+fn refusals_stream_back_as_json_lines() {
+    use std::io::{Read, Write};
+    let daemon = Daemon::start(Options::default());
+    assert_eq!(daemon.http("GET", "/v1/files/..%2Fsecret", b"").0, 403);
+    let mut stream = std::net::TcpStream::connect(&daemon.rest).unwrap();
+    let request = format!(
+        "GET /v1/x-littleghost/denials?replay=true HTTP/1.1\r\nHost: {}\r\n\r\n",
+        daemon.rest
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    // The stream stays open: read until the replayed denial's line arrived.
+    while !seen.ends_with(b"\n") || !String::from_utf8_lossy(&seen).contains("}\n") {
+        let read = stream.read(&mut buffer).unwrap();
+        assert!(
+            read > 0,
+            "the stream ended: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    let text = String::from_utf8_lossy(&seen).to_string();
+    let line = text
+        .lines()
+        .find(|line| line.starts_with('{'))
+        .expect("a JSON line");
+    let denial: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(denial["kind"], "filesystem");
+    assert_eq!(denial["operation"], "read");
+    assert_eq!(denial["reason"], "escapes_scope");
+    assert_eq!(denial["target"], "../secret");
+}
