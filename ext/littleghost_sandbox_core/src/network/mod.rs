@@ -64,13 +64,6 @@ pub fn fuzz_forward(
 #[doc(hidden)]
 pub use http::{Forwarded as FuzzForwarded, Framing as FuzzFraming};
 
-/// For the fuzz target `response_head`: parses a response head the way
-/// the gateway does and panics if the accepted head could hide a line.
-#[doc(hidden)]
-pub fn fuzz_response_head(bytes: &[u8]) {
-    http::check_response_head(bytes);
-}
-
 /// For the fuzz target `chunked`: decodes chunked framing whole and in
 /// pieces and panics if the two disagree or a step leaves its input.
 #[doc(hidden)]

@@ -141,32 +141,6 @@ pub(in crate::network) fn forward_request(
     Ok(Forwarded { head, framing })
 }
 
-/// The fuzz check of the response parser (`fuzz_targets/response_head.rs`):
-/// an accepted head, relayed verbatim, has exactly the lines it parsed (no
-/// hidden line), no control byte but HTAB, one framing of its body.
-pub(in crate::network) fn check_response_head(bytes: &[u8]) {
-    let Ok(response) = parse_response_head(bytes) else {
-        return;
-    };
-    assert!((100..=999).contains(&response.status));
-    let lines: Vec<&[u8]> = split_crlf(bytes).collect();
-    assert_eq!(lines.len(), response.headers.len() + 1);
-    for line in &lines {
-        assert!(
-            !line.iter().any(|&b| is_control(b) && b != b'\t'),
-            "{line:?}"
-        );
-    }
-    let both = values(&response.headers, "content-length").next().is_some()
-        && values(&response.headers, "transfer-encoding")
-            .next()
-            .is_some();
-    assert!(!both);
-    for to_head in [false, true] {
-        let _ = response_framing(to_head, &response);
-    }
-}
-
 /// The fuzz check of the chunked decoder (`fuzz_targets/chunked.rs`): the
 /// same bytes give the same data and verdict however reads split them (the
 /// first byte picks the split), every step stays inside its input, and
