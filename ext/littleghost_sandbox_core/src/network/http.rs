@@ -87,3 +87,4 @@ pub(in crate::network) use fuzz::*;
 pub(in crate::network) use head::*;
 pub(in crate::network) use read::*;
 pub(in crate::network) use scan::*;
+pub(in crate::network) use upstream::floor as upstream_floor;
