@@ -55,7 +55,8 @@ fn endless_server() -> u16 {
             std::thread::spawn(move || {
                 let mut head = [0u8; 4096];
                 let _ = stream.read(&mut head);
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\n");
+                let _ =
+                    stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\n");
                 while stream.write_all(&CHUNK).is_ok() {}
             });
         }
@@ -120,7 +121,10 @@ fn unread_downloads_hold_no_more_heap_than_the_budget_says() {
         BUDGET >> 10,
         PER_CONNECTION >> 10
     );
-    assert!(served > 0 && refused > 0, "{served} served, {refused} refused");
+    assert!(
+        served > 0 && refused > 0,
+        "{served} served, {refused} refused"
+    );
     assert!(
         gateway
             .denials()

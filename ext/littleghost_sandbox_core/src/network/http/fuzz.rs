@@ -141,6 +141,54 @@ pub(in crate::network) fn forward_request(
     Ok(Forwarded { head, framing })
 }
 
+/// A request as the engine reads it from the child's bytes: the head its
+/// parser accepted and the body decoded from the framing it read
+/// (`fuzz_targets/request_hyper.rs` holds it against hyper's server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadRequest {
+    pub method: String,
+    pub target: String,
+    pub version: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    /// How many bytes the request took: head, blank line and body.
+    pub length: usize,
+}
+
+/// The first request of `bytes` as the engine reads it ([`Reader::read_head`]'s
+/// end of a head, [`parse_head`], the refusal of a `Connection` naming a
+/// framing field, [`request_framing`], and the body as [`Chunked`] or the
+/// length decodes it), or `None` when the engine refuses it or its body is
+/// incomplete.
+pub(in crate::network) fn read_request(bytes: &[u8]) -> Option<ReadRequest> {
+    let end = find(bytes, b"\r\n\r\n")?;
+    let head = parse_head(&bytes[..end]).ok()?;
+    if names_framing_header(&head.headers).is_some() {
+        return None;
+    }
+    let rest = &bytes[end + 4..];
+    let (body, used) = match request_framing(&head).ok()? {
+        Framing::None => (Vec::new(), 0),
+        Framing::Length(length) => {
+            let length = usize::try_from(length).ok().filter(|&n| n <= rest.len())?;
+            (rest[..length].to_vec(), length)
+        }
+        Framing::Chunked => {
+            let (end, data) = decode_chunked(rest, rest.len());
+            (data, end.ok()?)
+        }
+        Framing::UntilClose => return None,
+    };
+    Some(ReadRequest {
+        method: head.method,
+        target: head.target,
+        version: head.version,
+        headers: head.headers,
+        body,
+        length: end + 4 + used,
+    })
+}
+
 /// The fuzz check of the chunked decoder (`fuzz_targets/chunked.rs`): the
 /// same bytes give the same data and verdict however reads split them (the
 /// first byte picks the split), every step stays inside its input, and
