@@ -311,10 +311,15 @@ fn hyper_reads(runtime: &tokio::runtime::Runtime, bytes: &[u8]) -> Vec<HyperRead
     read
 }
 
-/// A target as hyper's `Uri` shows it: `http` and `https` in lower case, an
+/// A target as hyper's `Uri` shows it: no fragment (the engine too leaves
+/// it out of the path it forwards), `http` and `https` in lower case, an
 /// absolute form's empty path as `/`.
 fn as_hyper_shows(target: &str) -> String {
-    let Some((scheme, rest)) = target.split_once("://") else {
+    let target = target.split('#').next().unwrap_or_default();
+    let absolute = target
+        .split_once("://")
+        .filter(|_| !target.starts_with('/'));
+    let Some((scheme, rest)) = absolute else {
         return target.to_owned();
     };
     let scheme = if ["http", "https"]
