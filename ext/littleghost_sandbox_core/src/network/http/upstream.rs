@@ -34,8 +34,9 @@ use crate::network::allowlist::Destination;
 use crate::network::memory::Lease;
 
 /// How much hyper reads of a destination at once: 64 KiB (a plain 100 MB
-/// download ran as fast as with the engine's own 128 KiB reads), or room
-/// for the largest response head the gateway accepts.
+/// download ran within the noise of 128 KiB reads, docs/design.md, at half
+/// the memory each upstream holds), or room for the largest response head
+/// the gateway accepts.
 fn buffer_limit(max_header_bytes: usize) -> usize {
     (64 * 1024).max(max_header_bytes + FIRST_ROOM)
 }
