@@ -154,7 +154,8 @@ async fn inspect_branch(
         let refused = refusal("500 Internal Server Error", "inspection is not set up");
         return refuse_tunnel(&mut client, refused, event, shared, start).await;
     };
-    let floors = SESSION_BUFFERS + FIRST_ROOM + pipe::FLOOR;
+    let upstream_floor = http::upstream_floor(shared.max_header_bytes);
+    let floors = SESSION_BUFFERS + upstream_floor + pipe::FLOOR;
     // Held (the TLS sessions' part) for as long as the connection lives.
     let mut sessions = match connection::lease(shared, destination, floors) {
         Ok(lease) => lease,
@@ -162,7 +163,7 @@ async fn inspect_branch(
     };
     let leases = InspectedLeases {
         client: client_lease,
-        upstream: sessions.split_off(FIRST_ROOM),
+        upstream: sessions.split_off(upstream_floor),
         to_client: sessions.split_off(pipe::FLOOR),
     };
     let upstream = match open(destination, shared, held).await {

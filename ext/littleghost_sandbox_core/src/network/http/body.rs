@@ -41,36 +41,6 @@ pub(super) fn request_framing(head: &Head) -> Result<Framing, Refusal> {
     }
 }
 
-/// A response's body (RFC 9112 §6.3).
-pub(super) fn response_framing(
-    to_head: bool,
-    response: &ResponseHead,
-) -> Result<Framing, &'static str> {
-    let status = response.status;
-    if to_head || (100..200).contains(&status) || status == 204 || status == 304 {
-        return Ok(Framing::None);
-    }
-    let codings: Vec<&str> = values(&response.headers, "transfer-encoding")
-        .flat_map(|value| value.split(','))
-        .map(str::trim)
-        .collect();
-    if !codings.is_empty() {
-        if response.version == "HTTP/1.1"
-            && codings
-                .last()
-                .is_some_and(|c| c.eq_ignore_ascii_case("chunked"))
-        {
-            return Ok(Framing::Chunked);
-        }
-        return Ok(Framing::UntilClose);
-    }
-    Ok(match content_length(&response.headers)? {
-        Some(0) => Framing::None,
-        Some(length) => Framing::Length(length),
-        None => Framing::UntilClose,
-    })
-}
-
 /// One step of reading a chunked body (sans I/O, so it can be fuzzed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::network) enum Step {

@@ -1,11 +1,17 @@
-//! The gateway's own HTTP/1.1 reading against httparse, hyper's parser
-//! (docs/security.md "Request framing"): for every request head the gateway
-//! accepts and forwards, httparse reads the forwarded head completely, with
-//! the method and path the gateway decided on, no field the gateway did not
-//! read (its own `Host` and `Connection` aside), and the same framing of the
-//! body; and every chunk-size line the gateway accepts gives httparse the
-//! same size. Run over seeds and deterministic mutations of them: a fuzz
-//! sized for `cargo test`.
+//! The gateway's own HTTP/1.1 reading of the child's side against hyper's
+//! (docs/security.md "Request framing"). Against httparse, hyper's parser:
+//! for every request head the gateway accepts and forwards, httparse reads
+//! the forwarded head completely, with the method and path the gateway
+//! decided on, no field the gateway did not read (its own `Host` and
+//! `Connection` aside), and the same framing of the body; and every
+//! chunk-size line the gateway accepts gives httparse the same size.
+//! Against hyper's server (`server::conn::http1`): every whole request the
+//! gateway reads (head and body, by `Content-Length` or chunked, extensions
+//! and trailers included) hyper reads with the same method, target,
+//! version, fields and body bytes, ending where the gateway's ends. Run over
+//! seeds and deterministic mutations of them: a fuzz sized for `cargo
+//! test` (the fuzz targets `request_head` and `request_hyper` run the same
+//! checks unbounded).
 
 use super::*;
 
@@ -229,4 +235,175 @@ fn httparse_reads_every_accepted_chunk_size_as_the_gateway_did() {
         }
     }
     assert!(accepted > 10_000, "{accepted}");
+}
+
+/// Whole requests, bodies included, for the check against hyper's server.
+const REQUESTS: &[&str] = &[
+    "POST /a HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\n\r\nhello",
+    "POST /a HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+    "PUT http://a.test/x HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+    "POST http://a.test/c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1a\r\nabcdefghijklmnopqrstuvwxyz\r\n00\r\n\r\n",
+    "GET http://a.test/g?q=1 HTTP/1.0\r\nHost: a.test\r\nAccept: */*\r\n\r\n",
+    "POST /z HTTP/1.1\r\nContent-Length: 05\r\nX-Empty:\r\n\r\nhello",
+];
+
+/// The request sent after the one under test: where hyper starts reading
+/// it is where hyper ended the first.
+const NEXT: &[u8] = b"GET /next HTTP/1.1\r\nHost: next.test\r\n\r\n";
+
+/// One request as hyper's server read it: method, target, version, fields
+/// (names in lower case, sorted) and body (`None` when reading it failed).
+#[derive(Debug, PartialEq, Eq)]
+struct HyperRead {
+    method: String,
+    target: String,
+    version: hyper::Version,
+    fields: Vec<(String, Vec<u8>)>,
+    body: Option<Vec<u8>>,
+}
+
+/// Every request hyper's server (`server::conn::http1`) reads from `bytes`
+/// sent over an in-memory stream, in order.
+fn hyper_reads(runtime: &tokio::runtime::Runtime, bytes: &[u8]) -> Vec<HyperRead> {
+    use http_body_util::{BodyExt, Empty};
+    use hyper::body::Bytes;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    runtime.block_on(async move {
+        let (mut client, server) = tokio::io::duplex(bytes.len() + 64 * 1024);
+        let service =
+            hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                let record = record.clone();
+                async move {
+                    let (parts, body) = request.into_parts();
+                    let body = body
+                        .collect()
+                        .await
+                        .ok()
+                        .map(|body| body.to_bytes().to_vec());
+                    let mut fields: Vec<(String, Vec<u8>)> = parts
+                        .headers
+                        .iter()
+                        .map(|(name, value)| (name.as_str().to_owned(), value.as_bytes().to_vec()))
+                        .collect();
+                    fields.sort();
+                    record.lock().unwrap().push(HyperRead {
+                        method: parts.method.as_str().to_owned(),
+                        target: parts.uri.to_string(),
+                        version: parts.version,
+                        fields,
+                        body,
+                    });
+                    Ok::<_, std::convert::Infallible>(hyper::Response::new(Empty::<Bytes>::new()))
+                }
+            });
+        let serving = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(server), service);
+        let talking = async move {
+            let _ = client.write_all(bytes).await;
+            let _ = client.shutdown().await;
+            let _ = client.read_to_end(&mut Vec::new()).await;
+        };
+        let _ = tokio::join!(serving, talking);
+    });
+    let read = std::mem::take(&mut *seen.lock().unwrap());
+    read
+}
+
+/// A target as hyper's `Uri` shows it: no fragment (the engine too leaves
+/// it out of the path it forwards), `http` and `https` in lower case, an
+/// absolute form's empty path as `/`.
+fn as_hyper_shows(target: &str) -> String {
+    let target = target.split('#').next().unwrap_or_default();
+    let absolute = target
+        .split_once("://")
+        .filter(|_| !target.starts_with('/'));
+    let Some((scheme, rest)) = absolute else {
+        return target.to_owned();
+    };
+    let scheme = if ["http", "https"]
+        .iter()
+        .any(|s| scheme.eq_ignore_ascii_case(s))
+    {
+        scheme.to_ascii_lowercase()
+    } else {
+        scheme.to_owned()
+    };
+    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let slash = if path.starts_with('/') { "" } else { "/" };
+    format!("{scheme}://{authority}{slash}{path}")
+}
+
+/// The check on one input: the first request of `bytes` as the engine
+/// reads it (head and body), sent to hyper's server followed by [`NEXT`],
+/// is read by hyper alike (method, target, version, fields, body bytes),
+/// and hyper's next request is [`NEXT`]. hyper may refuse a target its
+/// `Uri` does not take (a stricter reading). Whether the engine read one.
+fn check_against_hyper(runtime: &tokio::runtime::Runtime, bytes: &[u8]) -> bool {
+    let Some(read) = read_request(bytes) else {
+        return false;
+    };
+    if read.method.eq_ignore_ascii_case("CONNECT") {
+        return false;
+    }
+    let sent = [&bytes[..read.length], NEXT].concat();
+    let shown = String::from_utf8_lossy(&sent).into_owned();
+    let seen = hyper_reads(runtime, &sent);
+    let Some(first) = seen.first() else {
+        assert!(
+            read.target.parse::<hyper::Uri>().is_err(),
+            "hyper refused what the engine reads: {shown:?}"
+        );
+        return true;
+    };
+    let version = if read.version == "HTTP/1.0" {
+        hyper::Version::HTTP_10
+    } else {
+        hyper::Version::HTTP_11
+    };
+    let mut fields: Vec<(String, Vec<u8>)> = read
+        .headers
+        .iter()
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.as_bytes().to_vec()))
+        .collect();
+    fields.sort();
+    // hyper keeps one of repeated equal lengths (the engine refuses unequal ones).
+    fields.dedup_by(|a, b| a.0 == "content-length" && a == b);
+    let engine = HyperRead {
+        method: read.method.clone(),
+        target: as_hyper_shows(&read.target),
+        version,
+        fields,
+        body: Some(read.body.clone()),
+    };
+    assert_eq!(first, &engine, "{shown:?}");
+    if let Some(next) = seen.get(1) {
+        assert_eq!(
+            (next.method.as_str(), next.target.as_str()),
+            ("GET", "/next"),
+            "{shown:?}"
+        );
+    }
+    assert!(seen.len() <= 2, "{shown:?}");
+    true
+}
+
+#[test]
+fn hyper_reads_every_request_the_gateway_reads_alike() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut random = Random(0x853c_49e6_748f_ea9b);
+    let mut read = 0;
+    for seed in REQUESTS {
+        assert!(check_against_hyper(&runtime, seed.as_bytes()), "{seed:?}");
+        for _ in 0..3_000 {
+            read += usize::from(check_against_hyper(
+                &runtime,
+                &mutate(seed.as_bytes(), &mut random),
+            ));
+        }
+    }
+    assert!(read > 3_000, "{read}");
 }

@@ -688,7 +688,8 @@ where
             )),
             Mode::Proxy(held) => {
                 self.upstream = None;
-                let lease = connection::lease(self.shared, destination, FIRST_ROOM)?;
+                let floor = upstream::floor(self.shared.max_header_bytes);
+                let lease = connection::lease(self.shared, destination, floor)?;
                 let stream = connection::open(destination, self.shared, held).await?;
                 let started = Upstream::start(
                     destination.clone(),

@@ -1,5 +1,5 @@
-//! Request and response heads, parsed strictly: lines end in CRLF only, no control byte but HTAB
-//! inside a value, token field names, one framing of a body.
+//! Request heads, parsed strictly: lines end in CRLF only, no control byte but HTAB inside a value,
+//! token field names, one framing of a body. (Responses are read by hyper: `upstream`.)
 
 use super::*;
 
@@ -129,65 +129,5 @@ pub(in crate::network) fn parse_head(bytes: &[u8]) -> Result<Head, Refusal> {
         target: target.to_owned(),
         version: version.to_owned(),
         headers,
-    })
-}
-
-/// A parsed response head (the raw bytes are what the client receives).
-pub(in crate::network) struct ResponseHead {
-    pub version: &'static str,
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-}
-
-/// Parses a response head as strictly as a request head: `HTTP/1.0` or
-/// `HTTP/1.1`, a three-digit status, a reason without control bytes (HTAB
-/// aside; bytes above 0x7f are allowed, as obs-text), lines ending in CRLF
-/// only, token header names, one framing of the body.
-pub(in crate::network) fn parse_response_head(bytes: &[u8]) -> Result<ResponseHead, &'static str> {
-    let text = bytes;
-    let mut parts = split_crlf(text);
-    let status_line = parts.next().unwrap_or_default();
-    if status_line.iter().any(|&b| is_control(b) && b != b'\t') {
-        return Err("control character in the status line");
-    }
-    let version = match status_line.get(..9) {
-        Some(b"HTTP/1.1 ") => "HTTP/1.1",
-        Some(b"HTTP/1.0 ") => "HTTP/1.0",
-        _ => return Err("only HTTP/1.0 and HTTP/1.1 responses are accepted"),
-    };
-    let rest = &status_line[9..];
-    let code = rest.get(..3).ok_or("malformed status line")?;
-    if !code.iter().all(u8::is_ascii_digit) || code[0] == b'0' {
-        return Err("malformed status code");
-    }
-    if rest.len() > 3 && rest[3] != b' ' {
-        return Err("malformed status line");
-    }
-    let status = code
-        .iter()
-        .fold(0u16, |n, &digit| n * 10 + u16::from(digit - b'0'));
-    let headers = parts.map(parse_field).collect::<Result<Vec<_>, _>>()?;
-    check_lengths(&headers)?;
-    Ok(ResponseHead {
-        version,
-        status,
-        headers,
-    })
-}
-
-pub(super) fn split_crlf(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let mut rest = Some(bytes);
-    std::iter::from_fn(move || {
-        let current = rest?;
-        match find(current, b"\r\n") {
-            Some(at) => {
-                rest = Some(&current[at + 2..]);
-                Some(&current[..at])
-            }
-            None => {
-                rest = None;
-                Some(current)
-            }
-        }
     })
 }

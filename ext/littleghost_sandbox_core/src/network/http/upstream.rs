@@ -29,16 +29,27 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, watch};
 
-use super::{Framing, Io, Progress, FIRST_ROOM, READ_SIZE};
+use super::{Framing, Io, Progress, FIRST_ROOM};
 use crate::network::allowlist::Destination;
 use crate::network::memory::Lease;
 
-/// What hyper may buffer of one upstream connection at most: room for the
-/// largest response head the gateway accepts, and body reads as large as
-/// the engine's own ([`READ_SIZE`]: smaller reads cost a plain download
-/// about a tenth of its speed).
+/// How much hyper reads of a destination at once: 64 KiB (a plain 100 MB
+/// download ran within the noise of 128 KiB reads, docs/design.md, at half
+/// the memory each upstream holds), or room for the largest response head
+/// the gateway accepts.
 fn buffer_limit(max_header_bytes: usize) -> usize {
-    READ_SIZE.max(max_header_bytes + FIRST_ROOM)
+    (64 * 1024).max(max_header_bytes + FIRST_ROOM)
+}
+
+/// What one upstream holds of the gateway's memory budget for as long as it
+/// lives: hyper's read buffer, a decoded piece of the body waiting in
+/// hyper's body channel, and the piece the engine is writing to the child,
+/// each at most one of hyper's reads. hyper allocates them itself, so they
+/// cannot grow with what the budget has free as the engine's own readers
+/// do: the lease holds them whole (docs/design.md "The gateway's memory
+/// budget"; `tests/gateway_memory_heap.rs` counts the heap they take).
+pub(in crate::network) fn floor(max_header_bytes: usize) -> usize {
+    3 * buffer_limit(max_header_bytes)
 }
 
 /// One connection to a destination, driven by hyper in a task of its own
