@@ -203,7 +203,10 @@ impl Confinement {
                 };
                 launcher.prepare(&self.policy, &self.workspace, call)
             }
-            Backend::Landlock(launcher) => launcher.prepare(&self.policy, &self.workspace, call),
+            // The daemon refuses an allowlist at open, so no launch has a gateway.
+            Backend::Landlock(launcher) => {
+                launcher.prepare(&self.policy, &self.workspace, call, None)
+            }
         };
         prepared.map_err(|error: LaunchError<Error>| error.into_caller(|core| core))
     }
