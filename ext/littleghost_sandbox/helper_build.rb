@@ -53,12 +53,13 @@ module LittleGhostSandboxHelperBuild
     { "RUSTFLAGS" => [env["RUSTFLAGS"].to_s, STATIC_FLAG].reject(&:empty?).join(" ") }
   end
 
-  # [argv, executable] of a build for `target` in the static builds' own directory.
-  def targeted_build(cargo:, manifest:, target_dir:, target:)
+  # [argv, executable] of a build for `target` in the static builds' own directory. `package` and
+  # `executable` name another binary of the workspace built the same way (littleghost-sandboxd).
+  def targeted_build(cargo:, manifest:, target_dir:, target:, package: PACKAGE, executable: EXECUTABLE)
     dir = File.join(target_dir, STATIC_DIR)
     argv = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target", target,
-            "--target-dir", dir, "-p", PACKAGE]
-    [argv, File.join(dir, target, "release", EXECUTABLE)]
+            "--target-dir", dir, "-p", package]
+    [argv, File.join(dir, target, "release", executable)]
   end
 
   # [env, argv] of the static build for `triple`, and where it puts the executable.
@@ -81,17 +82,17 @@ module LittleGhostSandboxHelperBuild
 
   # [env, argv] of the musl build for `triple`, and where it puts the executable. musl targets link statically
   # by default.
-  def musl_build(cargo:, manifest:, target_dir:, triple:)
+  def musl_build(cargo:, manifest:, target_dir:, triple:, **binary)
     argv, built = targeted_build(cargo: cargo, manifest: manifest, target_dir: target_dir,
-                                 target: MUSL_TARGETS.fetch(triple))
+                                 target: MUSL_TARGETS.fetch(triple), **binary)
     [{}, argv, built]
   end
 
   # [env, argv] of the dynamic build, and where it puts the executable.
-  def dynamic_build(cargo:, manifest:, target_dir:)
+  def dynamic_build(cargo:, manifest:, target_dir:, package: PACKAGE, executable: EXECUTABLE)
     argv = [cargo, "build", "--release", "--locked", "--manifest-path", manifest, "--target-dir", target_dir,
-            "-p", PACKAGE]
-    [{}, argv, File.join(target_dir, "release", EXECUTABLE)]
+            "-p", package]
+    [{}, argv, File.join(target_dir, "release", executable)]
   end
 
   # #build for the host of `rustc` (the toolchain cargo uses): its triple, and musl where #musl_ready?.
@@ -133,6 +134,28 @@ module LittleGhostSandboxHelperBuild
     linkage = linkage(built)
     say.call(outcome(linkage, "dynamic", built))
     [built, linkage]
+  end
+
+  # Builds another binary of the workspace (`rake compile`'s littleghost-sandboxd) the way the helper is built
+  # where it matters most: statically against musl where #musl_ready? (an image needs nothing else), else
+  # dynamically. Returns [path of the executable, linkage]; raises when it could not be built.
+  def build_binary(package:, executable:, cargo:, manifest:, target_dir:, rustc:, run:, say:)
+    triple = host_triple(rustc)
+    paths = { cargo: cargo, manifest: manifest, target_dir: target_dir }
+    binary = { package: package, executable: executable }
+    if musl_ready?(triple, rustc) && MUSL_TARGETS.key?(triple)
+      env, argv, built = musl_build(triple: triple, **paths, **binary)
+      if run.call(env, argv) && File.file?(built)
+        say.call("littleghost-sandbox: built #{executable} #{LINKAGE.fetch(linkage(built))} against musl: #{built}")
+        return [built, linkage(built)]
+      end
+      say.call("littleghost-sandbox: #{executable} did not build against musl; building it dynamically linked")
+    end
+    env, argv, built = dynamic_build(**paths, **binary)
+    raise "cargo could not build #{executable} (#{argv.join(" ")})" unless run.call(env, argv) && File.file?(built)
+
+    say.call("littleghost-sandbox: built #{executable} #{LINKAGE.fetch(linkage(built))}: #{built}")
+    [built, linkage(built)]
   end
 
   LINKAGE = { "static" => "statically linked", "dynamic" => "dynamically linked",

@@ -20,6 +20,7 @@ mod errors;
 mod operations;
 pub mod own;
 mod resolve;
+mod transfer;
 mod walk;
 mod write;
 
@@ -33,6 +34,7 @@ use crate::denial::Reason;
 use crate::error::{refused, tool, Error, Result};
 use crate::grants::{Access, Grant, Identity};
 pub use anchor::{Anchor, AnchorError, Anchors};
+pub use transfer::{EntryInfo, NOT_EMPTY, REMOVES_ROOT};
 
 use errors::*;
 use resolve::*;

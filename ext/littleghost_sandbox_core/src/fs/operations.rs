@@ -18,6 +18,12 @@ use crate::error::{refused, tool, Result};
 
 impl Broker {
     pub(super) fn read_file(&self, physical: &Path) -> Result<String> {
+        let bytes = self.read_file_bytes(physical)?;
+        String::from_utf8(bytes).map_err(|_| tool(NOT_UTF8))
+    }
+
+    /// The bytes of a regular file within the read limit (14.8 without its UTF-8 rule).
+    pub(super) fn read_file_bytes(&self, physical: &Path) -> Result<Vec<u8>> {
         let resolved = self.resolve(physical, true)?;
         let root = self.verify(&resolved)?;
         let file = if resolved.effective.guarded_reads {
@@ -39,8 +45,7 @@ impl Broker {
             )
             .map_err(|error| walk_error(Wording::Read, error))?
         };
-        let bytes = self.read_regular(file)?;
-        String::from_utf8(bytes).map_err(|_| tool(NOT_UTF8))
+        self.read_regular(file)
     }
 
     pub(super) fn list_dir(&self, physical: &Path) -> Result<String> {

@@ -29,6 +29,18 @@ pub(super) const WRITE_SYMLINK: &str = "Write target cannot be a symbolic link";
 
 /// Replaces (or creates) the regular file `name` in `parent` with `content`.
 pub(super) fn replace_file(parent: BorrowedFd<'_>, name: &OsStr, content: &[u8]) -> Result<()> {
+    replace_file_with_mode(parent, name, content, None)
+}
+
+/// [`replace_file`], the new file getting permission bits `mode` when given
+/// (set on the temporary file before the rename, so the name never shows
+/// other bits).
+pub(super) fn replace_file_with_mode(
+    parent: BorrowedFd<'_>,
+    name: &OsStr,
+    content: &[u8],
+    mode: Option<u32>,
+) -> Result<()> {
     let existing = inspect_target(parent, name)?;
     // A new file gets 0644 & ~umask from the kernel; an existing file's mode
     // is applied after its owner (below), so the temp starts private.
@@ -40,6 +52,9 @@ pub(super) fn replace_file(parent: BorrowedFd<'_>, name: &OsStr, content: &[u8])
     let temp = TempFile::create(parent, create_mode)?;
     if let Some(stat) = &existing {
         keep_owner_and_mode(&temp.fd, stat)?;
+    }
+    if let Some(mode) = mode {
+        rustix::fs::fchmod(&temp.fd, Mode::from_raw_mode(mode & 0o777)).map_err(errno_error)?;
     }
     write_all(&temp.fd, content)?;
     // No fdatasync before the rename (see the module comment): it cost about

@@ -5,6 +5,7 @@
 
 mod capabilities;
 mod compare;
+pub mod declaration;
 mod environment;
 pub mod error;
 mod given;
@@ -17,6 +18,7 @@ mod rules;
 
 pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};
 pub use compare::GrantIdentity;
+pub use declaration::Declaration;
 pub use environment::EnvironmentPolicy;
 pub use error::Error;
 pub use given::Given;

@@ -10,6 +10,7 @@ mod lexical;
 mod nesting;
 mod read_list;
 mod symlinks;
+mod transfer;
 mod write_replace;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,330 @@
+//! What confines the daemon's work: the root's handle, the policy, the
+//! backend Native chooses (Bubblewrap where user namespaces work, else
+//! Landlock), the filesystem broker over the root's handle, the launch
+//! limits, the children (all ended at shutdown) and the denials.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::backend::landlock as ll;
+use littleghost_sandbox_core::backend::launch_steps;
+use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice};
+use littleghost_sandbox_core::denial::Denial;
+use littleghost_sandbox_core::error::Error;
+use littleghost_sandbox_core::fs::{Anchor, Anchors, Broker};
+use littleghost_sandbox_core::launch::prepare::{
+    Kind, LaunchCall, LaunchError, Prepared, Refused, ScopeCall, WorkspaceView,
+};
+use littleghost_sandbox_core::launch::Pins;
+use littleghost_sandbox_core::limits::plan::{self, Plan, Requested};
+use littleghost_sandbox_core::policy::{Declaration, NetworkMode, Policy};
+use littleghost_sandbox_core::process::running::Owner;
+use littleghost_sandbox_core::workspace::{self, Layout};
+
+/// The platform the probes are asked about (the gem's spelling).
+const PLATFORM: &str = "x86_64-linux";
+
+/// The workspace of the daemon: its root alone, held by the handle taken at start.
+pub struct RootWorkspace {
+    layout: Layout,
+    anchors: Arc<Anchors>,
+}
+
+impl RootWorkspace {
+    /// Opens `root` (created if missing; a symlink in the configured path
+    /// is followed once, then the real directory is held by its handle).
+    pub fn open(root: &Path) -> Result<RootWorkspace, Error> {
+        let anchor = Anchor::root(workspace::ROOT_NAME, root)?;
+        let layout = Layout {
+            root: anchor.path().to_path_buf(),
+            paths: Vec::new(),
+        };
+        Ok(RootWorkspace {
+            layout,
+            anchors: Arc::new(Anchors::new(vec![anchor])),
+        })
+    }
+
+    /// The root's real path.
+    pub fn root(&self) -> &Path {
+        &self.layout.root
+    }
+
+    /// The host path of a logical path (`a/b`, relative to the root): the
+    /// core's lexical resolution (3.3); the broker then walks it from the
+    /// root's handle.
+    pub fn resolve(&self, logical: &str) -> Result<PathBuf, Error> {
+        self.layout.resolve(std::ffi::OsStr::new(logical))
+    }
+}
+
+impl WorkspaceView<Error> for RootWorkspace {
+    fn directory(&self, name: &str) -> Result<PathBuf, Error> {
+        if name == workspace::ROOT_NAME {
+            return Ok(self.layout.root.clone());
+        }
+        Err(Error::Policy(format!(
+            "sandbox policy grants :{name}, which is not a workspace path (littleghost-sandboxd's \
+             workspace has only :root)"
+        )))
+    }
+
+    fn directories(&self) -> Result<Vec<PathBuf>, Error> {
+        Ok(vec![self.layout.root.clone()])
+    }
+
+    fn environment(&self) -> Result<Vec<(String, String)>, Error> {
+        launch_steps::workspace_layer(self.layout.environment())
+    }
+
+    fn resolve(&self, logical: &Path) -> Result<PathBuf, Refused<Error>> {
+        match self.layout.resolve(logical.as_os_str()) {
+            Ok(path) => Ok(path),
+            Err(Error::Argument(message) | Error::Key(message)) => Err(Refused::Reason(message)),
+            Err(other) => Err(Refused::Raised(other)),
+        }
+    }
+
+    fn anchors(&self) -> Option<Arc<Anchors>> {
+        Some(self.anchors.clone())
+    }
+}
+
+/// The backend every launch goes through.
+enum Backend {
+    Bubblewrap { options: bw::Options, pins: Pins },
+    Landlock(ll::Launcher),
+}
+
+/// The owner side of a Bubblewrap sandbox: opened at start, no gateway,
+/// no command wrapper.
+struct Opened<'a>(&'a Pins);
+
+impl bw::Sandbox<Error> for Opened<'_> {
+    fn open(&self) -> Result<Pins, Error> {
+        Ok(self.0.clone())
+    }
+
+    fn gateway(&self) -> Option<Box<dyn bw::Gateway<Error> + '_>> {
+        None
+    }
+
+    fn wrap_command(&self, argv: Vec<String>) -> Result<Vec<String>, Error> {
+        Ok(argv)
+    }
+}
+
+/// Everything a request is confined by.
+pub struct Confinement {
+    pub workspace: RootWorkspace,
+    pub policy: Policy,
+    pub declaration: Declaration,
+    backend: Backend,
+    /// The broker of every file call, from the root's handle.
+    pub broker: Broker,
+    /// Every program started, so shutdown ends them all.
+    pub owner: Owner,
+    pub denials: Denials,
+}
+
+impl Confinement {
+    /// Opens `root` under `declaration`: Native's choice of backend, its
+    /// `open` (the grants pinned through the root's handle), the broker.
+    pub fn open(root: &Path, declaration: Declaration) -> Result<Confinement, Error> {
+        if declaration.provider != "native" {
+            return Err(Error::Policy(format!(
+                "littleghost-sandboxd runs the native provider only, got provider {:?}",
+                declaration.provider
+            )));
+        }
+        let policy = declaration.policy.clone();
+        if policy.network.as_ref().map(|n| n.mode) == Some(NetworkMode::Allowlist) {
+            return Err(Error::Capability(
+                "littleghost-sandboxd does not run the allowlist gateway yet: give network \
+                 \"none\" or \"inherit\""
+                    .into(),
+            ));
+        }
+        let workspace = RootWorkspace::open(root)?;
+        let backend = choose_backend(&policy, &workspace)?;
+        let grants = policy.process_grants(|name| workspace.directory(name), |e| e)?;
+        let (files, runtime): (Vec<_>, Vec<_>) = grants.into_iter().partition(|g| g.tools);
+        let broker = Broker::anchored(
+            files,
+            runtime,
+            declaration.limits.fs(),
+            workspace.anchors().as_deref(),
+        )?;
+        Ok(Confinement {
+            workspace,
+            policy,
+            declaration,
+            backend,
+            broker,
+            owner: Owner::new(),
+            denials: Denials::default(),
+        })
+    }
+
+    /// The backend's name (`bubblewrap` or `landlock`).
+    pub fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Bubblewrap { .. } => "bubblewrap",
+            Backend::Landlock(_) => "landlock",
+        }
+    }
+
+    /// One launch of `argv` prepared by the backend (16.4, 16.5, B.7), under
+    /// the call's narrower `scope` when it has one.
+    pub fn prepare(
+        &self,
+        kind: Kind,
+        argv: Vec<String>,
+        cwd: Option<PathBuf>,
+        environment: Vec<(String, String)>,
+        scope: Option<ScopeCall>,
+    ) -> Result<Prepared, Error> {
+        let call = LaunchCall {
+            kind,
+            argv: Ok(argv),
+            scope: Ok(scope),
+            allow_subprocesses: None,
+            cwd: Ok(cwd),
+            inherit_environment: false,
+            environment: Ok(environment),
+        };
+        let prepared = match &self.backend {
+            Backend::Bubblewrap { options, pins } => {
+                let opened = Opened(pins);
+                let launcher = bw::Launcher {
+                    options,
+                    sandbox: &opened,
+                };
+                launcher.prepare(&self.policy, &self.workspace, call)
+            }
+            Backend::Landlock(launcher) => launcher.prepare(&self.policy, &self.workspace, call),
+        };
+        prepared.map_err(|error: LaunchError<Error>| error.into_caller(|core| core))
+    }
+
+    /// How the policy's `process_limits` are enforced here, each launch
+    /// owning its process tree (its cgroup) wherever the host allows.
+    pub fn limits_plan(&self) -> Result<Plan, Error> {
+        let requested = Requested {
+            own_tree_if_possible: true,
+            ..self.declaration.process_limits
+        };
+        Ok(plan::plan(
+            requested,
+            littleghost_sandbox_core::limits::probe(),
+        )?)
+    }
+
+    /// Ends every program still running: TERM, then KILL after the grace.
+    pub fn end_programs(&self) -> usize {
+        self.owner.terminate_all()
+    }
+}
+
+/// Native's choice on Linux (LL.2) and that backend's `open`.
+fn choose_backend(policy: &Policy, workspace: &RootWorkspace) -> Result<Backend, Error> {
+    let bubblewrap = match bw::probe(PLATFORM, None).unavailable {
+        None => Ok(()),
+        Some(reason) => Err(reason),
+    };
+    let landlock = match ll::host::probe(PLATFORM).unavailable {
+        None => Ok(()),
+        Some(reason) => Err(reason),
+    };
+    match native_choice(bubblewrap, landlock, false).map_err(Error::Dependency)? {
+        NativeChoice::Bubblewrap => {
+            let options = bw::Options {
+                platform: PLATFORM.into(),
+                ..bw::Options::default()
+            };
+            options.check_host(false)?;
+            let grants = policy.process_grants(|name| workspace.directory(name), |e| e)?;
+            let pins = options.pin(&grants, workspace.anchors().as_deref())?;
+            Ok(Backend::Bubblewrap { options, pins })
+        }
+        NativeChoice::Landlock { .. } => {
+            let runtime_roots = bw::RUNTIME_ROOTS.iter().map(PathBuf::from).collect();
+            let launcher = ll::Launcher::new(PLATFORM.into(), runtime_roots);
+            launcher
+                .open(policy, workspace)
+                .map_err(|error| error.into_caller(|core| core))?;
+            Ok(Backend::Landlock(launcher))
+        }
+    }
+}
+
+/// The denials recorded, in order, and the watchers waiting for new ones.
+#[derive(Default)]
+pub struct Denials {
+    state: Mutex<DenialState>,
+}
+
+#[derive(Default)]
+struct DenialState {
+    recorded: Vec<Denial>,
+    watchers: Vec<tokio::sync::mpsc::UnboundedSender<Denial>>,
+}
+
+/// How many denials are kept for a watcher that asks for the past ones.
+const KEPT_DENIALS: usize = 1000;
+
+impl Denials {
+    /// Records `denial` and hands it to every watcher.
+    pub fn record(&self, denial: Denial) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state
+            .watchers
+            .retain(|watcher| watcher.send(denial.clone()).is_ok());
+        state.recorded.push(denial);
+        if state.recorded.len() > KEPT_DENIALS {
+            state.recorded.remove(0);
+        }
+    }
+
+    /// A stream of the denials from now on, after those already recorded when `replay`.
+    pub fn watch(&self, replay: bool) -> tokio::sync::mpsc::UnboundedReceiver<Denial> {
+        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if replay {
+            for denial in &state.recorded {
+                let _ = sender.send(denial.clone());
+            }
+        }
+        state.watchers.push(sender);
+        receiver
+    }
+
+    /// Ends every watcher's stream (shutdown).
+    pub fn close(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .watchers
+            .clear();
+    }
+}
+
+/// A denial as one JSON object (the REST stream's line; the gRPC message's fields).
+pub fn denial_json(denial: &Denial) -> serde_json::Value {
+    serde_json::json!({
+        "kind": denial.kind.name(),
+        "operation": denial.operation.name(),
+        "target": denial.target,
+        "reason": denial.reason.name(),
+        "message": denial.message,
+        "time_unix_ms": unix_ms(denial.at),
+    })
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms(at: std::time::SystemTime) -> i64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

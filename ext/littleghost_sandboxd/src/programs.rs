@@ -1,0 +1,250 @@
+//! Programs: every one prepared by the core's launcher (confined by the
+//! policy), started by the core's process runner in its own cgroup with the
+//! policy's limits, owned by the daemon so shutdown ends it. These calls
+//! block (the runner is poll-driven): the servers run them on blocking threads.
+
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use littleghost_sandbox_core::denial::Denial;
+use littleghost_sandbox_core::error::Error;
+use littleghost_sandbox_core::launch::prepare::{Kind, Prepared, ScopeCall};
+use littleghost_sandbox_core::limits::plan::{Plan, ProgramEnd};
+use littleghost_sandbox_core::process::capture::CaptureMode;
+use littleghost_sandbox_core::process::error::SpawnError;
+use littleghost_sandbox_core::process::running::{
+    write_stdin, Exit, RunningProcess, TerminationStep,
+};
+use littleghost_sandbox_core::process::Launch;
+use rustix::process::Signal;
+
+use crate::confinement::Confinement;
+
+/// How long one wait for news lasts before the caller's checks run again.
+const SLICE: Duration = Duration::from_millis(50);
+
+/// What a caller asked to run.
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub argv: Vec<String>,
+    pub environment: Vec<(String, String)>,
+    /// Relative to the root (B.7); None: the root.
+    pub cwd: Option<PathBuf>,
+    /// The call's narrower scope (`x-littleghost-scope`), if any.
+    pub scope: Option<ScopeCall>,
+}
+
+/// Why a program could not run as asked.
+#[derive(Debug)]
+pub enum Failure {
+    /// The core refused the launch (the documented class of its error).
+    Refused(Error),
+    /// The runner could not start it.
+    Spawn(SpawnError),
+    /// The caller's deadline passed; the program was ended.
+    TimedOut,
+    /// The caller went away; the program was ended.
+    Cancelled,
+}
+
+/// A program running, with what must live as long as it.
+pub struct Program {
+    pub process: RunningProcess,
+    pub prepared: Prepared,
+    pub plan: Plan,
+}
+
+impl Program {
+    /// Prepares and starts `command` under the confinement.
+    pub fn start(
+        confinement: &Confinement,
+        kind: Kind,
+        command: Command,
+        mode: CaptureMode,
+        keep_stdin: bool,
+    ) -> Result<Program, Failure> {
+        let prepared = confinement
+            .prepare(
+                kind,
+                command.argv,
+                command.cwd,
+                command.environment,
+                command.scope,
+            )
+            .map_err(Failure::Refused)?;
+        let plan = confinement.limits_plan().map_err(Failure::Refused)?;
+        if plan.sampled_memory_bytes.is_some() {
+            return Err(Failure::Refused(Error::Capability(
+                "process_limits memory_bytes needs a launch cgroup with the memory controller, \
+                 which this host cannot make"
+                    .into(),
+            )));
+        }
+        let launch = Launch {
+            argv: prepared.argv.clone(),
+            environment: prepared.environment.clone(),
+            inherit_environment: prepared.inherit_environment,
+            chdir: prepared.chdir.clone(),
+            cpu_rlimit: plan.cpu_rlimit(),
+            file_bytes: None,
+            spawn_options: prepared.spawn.clone(),
+        };
+        let process = RunningProcess::start_limited(
+            &launch,
+            &plan.cgroup,
+            mode,
+            keep_stdin,
+            Some(&confinement.owner),
+        )
+        .map_err(Failure::Spawn)?;
+        Ok(Program {
+            process,
+            prepared,
+            plan,
+        })
+    }
+
+    /// Waits until the program ended and its output is read, its deadline
+    /// passed or `cancelled` is set; the latter two end it first.
+    pub fn wait(&self, deadline: Option<Instant>, cancelled: &AtomicBool) -> Result<(), Failure> {
+        while !self.process.finished() {
+            if cancelled.load(Ordering::Relaxed) {
+                self.end();
+                return Err(Failure::Cancelled);
+            }
+            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                self.end();
+                return Err(Failure::TimedOut);
+            }
+            self.process.notifier().wait(SLICE, None);
+            self.process.notifier().clear();
+        }
+        Ok(())
+    }
+
+    /// 17.12: TERM to the whole tree, KILL after the grace.
+    pub fn end(&self) {
+        let mut termination = self.process.begin_termination();
+        while let TerminationStep::Wait(pause) = termination.step() {
+            std::thread::sleep(pause);
+        }
+    }
+
+    /// The exit code sandboxd reports: the status, or 128 + the signal that
+    /// ended it (the shell's convention).
+    pub fn exit_code(&self) -> i32 {
+        match self.process.exit() {
+            Some(exit @ Exit::Status(_)) => exit
+                .code()
+                .or(exit.signal().map(|signal| 128 + signal))
+                .unwrap_or(-1),
+            _ => -1,
+        }
+    }
+
+    /// The limit that ended the program, as a denial, if one did (L.2).
+    pub fn limit_denial(&self) -> Option<Denial> {
+        let program = &self.prepared.program;
+        if let Some(exceeded) = self.process.limit_exceeded() {
+            return Some(Denial::limit_kill(program, &exceeded));
+        }
+        let end = self
+            .process
+            .exit()
+            .map(Exit::program_end)
+            .unwrap_or(ProgramEnd {
+                signal: None,
+                code: None,
+            });
+        if let Some(exceeded) = self.plan.rlimit_kill(end) {
+            return Some(Denial::limit_kill(program, &exceeded));
+        }
+        self.process
+            .tasks_refused()
+            .map(|tasks| Denial::tasks_refused(program, tasks))
+    }
+}
+
+/// The started programs a caller can reach by id (`Start`'s InitEvent).
+#[derive(Default)]
+pub struct Sessions {
+    running: Mutex<HashMap<i32, Arc<Session>>>,
+}
+
+/// One started program and whether its stdin is still open.
+pub struct Session {
+    pub program: Program,
+    stdin: Mutex<Option<Arc<OwnedFd>>>,
+}
+
+impl Sessions {
+    pub fn insert(&self, program: Program) -> Arc<Session> {
+        let stdin = program.process.stdin();
+        let session = Arc::new(Session {
+            program,
+            stdin: Mutex::new(stdin),
+        });
+        self.lock()
+            .insert(session.program.process.pid(), session.clone());
+        session
+    }
+
+    pub fn get(&self, id: i32) -> Option<Arc<Session>> {
+        self.lock().get(&id).cloned()
+    }
+
+    pub fn remove(&self, id: i32) {
+        self.lock().remove(&id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i32, Arc<Session>>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Why stdin could not take the bytes.
+#[derive(Debug)]
+pub enum StdinError {
+    Closed,
+    Io(std::io::Error),
+}
+
+impl Session {
+    /// Writes all of `bytes` to the program's stdin (waiting while the pipe is full).
+    pub fn write(&self, bytes: &[u8]) -> Result<(), StdinError> {
+        let fd = self.stdin.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let fd = fd.ok_or(StdinError::Closed)?;
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            match write_stdin(&fd, rest) {
+                Ok(written) => rest = &rest[written..],
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
+                    if self.program.process.finished() {
+                        return Err(StdinError::Closed);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
+                    return Err(StdinError::Closed)
+                }
+                Err(error) => return Err(StdinError::Io(error)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Closes stdin: the program reads end of file.
+    pub fn close_stdin(&self) {
+        self.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.program.process.close_stdin();
+    }
+
+    /// Signals the program's process group.
+    pub fn signal(&self, signal: Signal) {
+        self.program.process.signal_group(signal);
+    }
+}

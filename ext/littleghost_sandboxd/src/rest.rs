@@ -1,0 +1,504 @@
+//! sandboxd's filesystem REST API (`GET/HEAD/PUT/DELETE /v1/files/{path}`,
+//! `/v1/health`, `/v1/metadata`) and `GET /v1/x-littleghost/denials`
+//! (JSON lines). Every file call goes through the core's broker from the
+//! root's handle; error bodies are `{"code": ..., "message": ...}` with the
+//! reference server's codes (403 PERMISSION_DENIED, 404 NOT_FOUND, 409
+//! CONFLICT, 400 INVALID_ARGUMENT).
+
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use littleghost_sandbox_core::denial::{Denial, Operation, Reason, Refusal};
+use littleghost_sandbox_core::error::Error;
+use littleghost_sandbox_core::fs::{Broker, EntryInfo, NOT_EMPTY, REMOVES_ROOT};
+use littleghost_sandbox_core::workspace::refused_reference;
+use serde_json::json;
+
+use crate::confinement::denial_json;
+use crate::scope;
+use crate::Daemon;
+
+pub type Body = BoxBody<Bytes, Infallible>;
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).boxed()
+}
+
+fn json_response(status: StatusCode, value: serde_json::Value) -> Response<Body> {
+    let mut text = value.to_string();
+    text.push('\n');
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(full(text))
+        .expect("a valid response")
+}
+
+fn answer(status: StatusCode, code: &str, message: &str) -> Response<Body> {
+    json_response(status, json!({"code": code, "message": message}))
+}
+
+fn no_content() -> Response<Body> {
+    Response::builder()
+        .status(StatusCode::NO_CONTENT)
+        .body(full(Bytes::new()))
+        .expect("a valid response")
+}
+
+/// 401: the request lacks the token.
+pub fn unauthorized() -> Response<Body> {
+    answer(
+        StatusCode::UNAUTHORIZED,
+        "UNAUTHENTICATED",
+        "a valid bearer token is required",
+    )
+}
+
+/// Answers one request (the token was checked by the caller).
+pub async fn handle(daemon: Arc<Daemon>, request: Request<Incoming>) -> Response<Body> {
+    let path = request.uri().path().to_string();
+    let query = request.uri().query().unwrap_or("").to_string();
+    let method = request.method().clone();
+    match (method.clone(), path.as_str()) {
+        (Method::GET, "/v1/health") => health(&daemon),
+        (Method::GET, "/v1/metadata") => metadata(&daemon),
+        (Method::GET, "/v1/x-littleghost/denials") => denials(&daemon, &query),
+        _ => match path.strip_prefix("/v1/files/").or(
+            // `GET /v1/files` lists the root.
+            (path == "/v1/files").then_some(""),
+        ) {
+            Some(encoded) => {
+                let Some(logical) = decode(encoded) else {
+                    return answer(
+                        StatusCode::BAD_REQUEST,
+                        "INVALID_ARGUMENT",
+                        "the path is not valid percent-encoded UTF-8",
+                    );
+                };
+                let scope = match request.headers().get(scope::HEADER) {
+                    None => None,
+                    Some(text) => match scope::narrow(&daemon.confinement, text.as_bytes()) {
+                        Ok(scope) => Some(scope.broker),
+                        Err(refused) => return scope_refused(refused),
+                    },
+                };
+                let call = Call {
+                    daemon,
+                    scope,
+                    logical,
+                };
+                call.files(request, &query).await
+            }
+            None => answer(StatusCode::NOT_FOUND, "NOT_FOUND", "no such endpoint"),
+        },
+    }
+}
+
+fn health(daemon: &Daemon) -> Response<Body> {
+    if daemon.stopping() {
+        return answer(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "UNAVAILABLE",
+            "sandboxd is shutting down",
+        );
+    }
+    json_response(
+        StatusCode::OK,
+        json!({"status": "ok", "uptime_seconds": daemon.started.elapsed().as_secs()}),
+    )
+}
+
+/// Non-sensitive facts only (the spec's rule): what confines the programs.
+fn metadata(daemon: &Daemon) -> Response<Body> {
+    let confinement = &daemon.confinement;
+    let network = confinement
+        .policy
+        .network
+        .as_ref()
+        .map_or("none", |n| n.mode.name());
+    json_response(
+        StatusCode::OK,
+        json!({"env": {
+            "SANDBOXD_IMPLEMENTATION": "littleghost-sandboxd",
+            "LITTLEGHOST_BACKEND": confinement.backend_name(),
+            "LITTLEGHOST_NETWORK": network,
+            "LITTLEGHOST_ROOT_FILESYSTEM": confinement.policy.root_filesystem.name(),
+        }}),
+    )
+}
+
+/// The denials as JSON lines, from now on (after those recorded, with `replay=true`).
+fn denials(daemon: &Daemon, query: &str) -> Response<Body> {
+    let replay = query_value(query, "replay").as_deref() == Some("true");
+    let receiver = daemon.confinement.denials.watch(replay);
+    let lines = futures_stream(receiver);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/x-ndjson")
+        .body(StreamBody::new(lines).boxed())
+        .expect("a valid response")
+}
+
+fn futures_stream(
+    receiver: tokio::sync::mpsc::UnboundedReceiver<Denial>,
+) -> impl tokio_stream::Stream<Item = Result<Frame<Bytes>, Infallible>> + Send + Sync {
+    use tokio_stream::StreamExt;
+    tokio_stream::wrappers::UnboundedReceiverStream::new(receiver).map(|denial| {
+        let mut line = denial_json(&denial).to_string();
+        line.push('\n');
+        Ok(Frame::data(Bytes::from(line)))
+    })
+}
+
+/// `%XX` decoded, the result UTF-8; a leading `/` is dropped (sandbox-relative).
+fn decode(encoded: &str) -> Option<String> {
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(index + 1..index + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    let text = String::from_utf8(out).ok()?;
+    let relative = text.trim_start_matches('/');
+    Some(if relative.is_empty() {
+        ".".to_string()
+    } else {
+        relative.to_string()
+    })
+}
+
+fn query_value(query: &str, name: &str) -> Option<String> {
+    query
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(key, _)| *key == name)
+        .and_then(|(_, value)| decode(value))
+}
+
+/// A file call refused or failed: its status, code and message; a refusal
+/// is recorded as a denial.
+fn file_error(
+    daemon: &Daemon,
+    operation: Operation,
+    logical: &str,
+    error: Error,
+) -> Response<Body> {
+    let error = refused_reference(logical.as_bytes(), error);
+    if let Error::Refused(refusal) = &error {
+        daemon
+            .confinement
+            .denials
+            .record(Denial::refused(operation, logical, refusal));
+        let limit = matches!(
+            refusal.reason,
+            Reason::ReadLimit | Reason::WriteLimit | Reason::ListLimit
+        );
+        return match limit {
+            true => error_response(StatusCode::PAYLOAD_TOO_LARGE, "RESOURCE_EXHAUSTED", &error),
+            false => error_response(StatusCode::FORBIDDEN, "PERMISSION_DENIED", &error),
+        };
+    }
+    let message = error.to_string();
+    match &error {
+        Error::Tool(text) if text.starts_with(NOT_EMPTY) => {
+            error_response(StatusCode::CONFLICT, "CONFLICT", &error)
+        }
+        Error::Tool(text)
+            if text.starts_with("Path does not exist")
+                || text.starts_with("Write target parent does not exist") =>
+        {
+            answer(StatusCode::NOT_FOUND, "NOT_FOUND", &message)
+        }
+        Error::Tool(text) if text.starts_with(REMOVES_ROOT) => {
+            answer(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &message)
+        }
+        Error::Tool(_) | Error::Argument(_) => {
+            answer(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &message)
+        }
+        _ => answer(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", &message),
+    }
+}
+
+fn error_response(status: StatusCode, code: &str, error: &Error) -> Response<Body> {
+    answer(status, code, &error.to_string())
+}
+
+/// RFC 3339 in UTC, whole seconds (the reference's format).
+fn rfc3339((seconds, _): (i64, u32)) -> String {
+    let days = seconds.div_euclid(86_400);
+    let second_of_day = seconds.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        second_of_day / 3600,
+        second_of_day % 3600 / 60,
+        second_of_day % 60
+    )
+}
+
+fn entry_json(entry: &EntryInfo) -> serde_json::Value {
+    json!({
+        "name": entry.name.to_string_lossy(),
+        "size": entry.size,
+        "type": if entry.directory { "directory" } else { "file" },
+        "modified_at": rfc3339(entry.modified),
+        "mode": format!("{:04o}", entry.mode & 0o777),
+    })
+}
+
+/// One file call: the daemon, the call's scope broker (None: the policy's), the path as the caller wrote it.
+struct Call {
+    daemon: Arc<Daemon>,
+    scope: Option<Broker>,
+    logical: String,
+}
+
+impl Call {
+    fn broker(&self) -> &Broker {
+        self.scope
+            .as_ref()
+            .unwrap_or(&self.daemon.confinement.broker)
+    }
+
+    fn refused(&self, operation: Operation, error: Error) -> Response<Body> {
+        file_error(&self.daemon, operation, &self.logical, error)
+    }
+
+    async fn files(self, request: Request<Incoming>, query: &str) -> Response<Body> {
+        let method = request.method().clone();
+        let (parts, body) = request.into_parts();
+        let headers = &parts.headers;
+        let physical = match self.daemon.confinement.workspace.resolve(&self.logical) {
+            Ok(physical) => physical,
+            Err(error) => {
+                let operation = match method {
+                    Method::PUT | Method::DELETE => Operation::Write,
+                    _ => Operation::Read,
+                };
+                return self.refused(operation, error);
+            }
+        };
+        match method {
+            Method::GET | Method::HEAD => {
+                let head = method == Method::HEAD;
+                blocking(move || self.get(physical, head)).await
+            }
+            Method::PUT if multipart(headers) => answer(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "multipart/form-data bodies are not supported: send the file's bytes as application/octet-stream",
+            ),
+            Method::PUT => {
+                let mode = match query_value(query, "mode") {
+                    None => 0o644,
+                    Some(mode) => match parse_mode(&mode) {
+                        Some(mode) => mode,
+                        None => {
+                            return answer(
+                                StatusCode::BAD_REQUEST,
+                                "INVALID_ARGUMENT",
+                                &format!("mode {mode:?} must match ^0[0-7]{{3}}$"),
+                            )
+                        }
+                    },
+                };
+                self.put(physical, mode, body).await
+            }
+            Method::DELETE => {
+                let recursive = query_value(query, "recursive").as_deref() == Some("true");
+                blocking(
+                    move || match self.broker().remove(&physical, &self.logical, recursive) {
+                        Ok(()) => no_content(),
+                        Err(error) => self.refused(Operation::Write, error),
+                    },
+                )
+                .await
+            }
+            _ => answer(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "INVALID_ARGUMENT",
+                "files take GET, HEAD, PUT and DELETE",
+            ),
+        }
+    }
+
+    fn get(&self, physical: PathBuf, head: bool) -> Response<Body> {
+        let (broker, logical) = (self.broker(), self.logical.as_str());
+        let info = match broker.stat(&physical, logical) {
+            Ok(info) => info,
+            Err(error) => return self.refused(Operation::Read, error),
+        };
+        if info.directory {
+            return match broker.entries(&physical, logical) {
+                Ok(mut entries) => {
+                    entries.sort_by(|a, b| a.name.cmp(&b.name));
+                    let listed: Vec<_> = entries.iter().map(entry_json).collect();
+                    let shown = if logical == "." {
+                        "/".to_string()
+                    } else {
+                        format!("/{logical}")
+                    };
+                    json_response(StatusCode::OK, json!({"path": shown, "entries": listed}))
+                }
+                Err(error) => self.refused(Operation::List, error),
+            };
+        }
+        match broker.read_bytes(&physical, logical) {
+            Ok(bytes) => {
+                let length = bytes.len();
+                let body = if head {
+                    Bytes::new()
+                } else {
+                    Bytes::from(bytes)
+                };
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .header("content-type", "application/octet-stream")
+                    .header("content-length", length)
+                    .body(full(body))
+                    .expect("a valid response")
+            }
+            Err(error) => self.refused(Operation::Read, error),
+        }
+    }
+
+    async fn put(self, physical: PathBuf, mode: u32, body: Incoming) -> Response<Body> {
+        let limit = self.daemon.confinement.declaration.limits.write_bytes;
+        let bound = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
+        let content = match Limited::new(body, bound).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(_) => {
+                let refusal = Error::Refused(Refusal {
+                    reason: Reason::WriteLimit,
+                    message: format!(
+                        "Content exceeds the write limit of {limit} bytes: {}",
+                        self.logical
+                    ),
+                });
+                return self.refused(Operation::Write, refusal);
+            }
+        };
+        blocking(move || {
+            let (broker, logical) = (self.broker(), self.logical.as_str());
+            if let Ok(info) = broker.stat(&physical, logical) {
+                if info.directory {
+                    return answer(
+                        StatusCode::BAD_REQUEST,
+                        "INVALID_ARGUMENT",
+                        "target path is a directory",
+                    );
+                }
+            }
+            match broker.write_creating(&physical, logical, &content, Some(mode)) {
+                Ok(()) => no_content(),
+                Err(error) => self.refused(Operation::Write, error),
+            }
+        })
+        .await
+    }
+}
+
+/// Whether the body is `multipart/form-data` (which the reference also takes).
+fn multipart(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get("content-type")
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| {
+            value
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("multipart/form-data")
+        })
+}
+
+/// A refused `x-littleghost-scope`: a malformed one is 400, one asking for
+/// more than the policy gives 403.
+fn scope_refused(refused: scope::Refused) -> Response<Body> {
+    match refused {
+        scope::Refused::Malformed(message) => {
+            answer(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &message)
+        }
+        scope::Refused::Rule(error @ (Error::Capability(_) | Error::Refused(_))) => answer(
+            StatusCode::FORBIDDEN,
+            "PERMISSION_DENIED",
+            &error.to_string(),
+        ),
+        scope::Refused::Rule(error) => answer(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            &error.to_string(),
+        ),
+    }
+}
+
+/// `0` and three octal digits.
+fn parse_mode(text: &str) -> Option<u32> {
+    let digits = text.strip_prefix('0')?;
+    if digits.len() != 3 || !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        return None;
+    }
+    u32::from_str_radix(digits, 8).ok()
+}
+
+async fn blocking(work: impl FnOnce() -> Response<Body> + Send + 'static) -> Response<Body> {
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|_| {
+        answer(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "INTERNAL",
+            "the file call failed",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_percent_decoded_and_sandbox_relative() {
+        assert_eq!(decode("a%2Fb.txt").as_deref(), Some("a/b.txt"));
+        assert_eq!(decode("%2Fa").as_deref(), Some("a"));
+        assert_eq!(decode("").as_deref(), Some("."));
+        assert_eq!(decode("%2E%2E%2Fetc").as_deref(), Some("../etc"));
+        assert_eq!(decode("%zz"), None);
+        assert_eq!(decode("%ff"), None);
+    }
+
+    #[test]
+    fn modes_are_zero_and_three_octal_digits() {
+        assert_eq!(parse_mode("0755"), Some(0o755));
+        assert_eq!(parse_mode("0644"), Some(0o644));
+        assert_eq!(parse_mode("755"), None);
+        assert_eq!(parse_mode("0855"), None);
+        assert_eq!(parse_mode("07777"), None);
+    }
+
+    #[test]
+    fn times_are_rfc3339_in_utc() {
+        assert_eq!(rfc3339((0, 0)), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339((1_780_000_000, 0)), "2026-05-28T20:26:40Z");
+    }
+}
