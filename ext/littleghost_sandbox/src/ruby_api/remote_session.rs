@@ -47,7 +47,10 @@ pub fn init(ruby: &Ruby, remote: RClass) -> Result<(), Error> {
     class.define_method("wait", method!(wait, -1))?;
     class.define_method("terminate", method!(terminate, 0))?;
     class.define_method("close", method!(close, 0))?;
-    class.define_method("closed?", method!(|s: &Session| s.closed.get(), 0))?;
+    class.define_method(
+        "closed?",
+        method!(|s: &Session| s.closed.get() || s.session.closed(), 0),
+    )?;
     class.define_method("inspect", method!(inspect, 0))?;
     Ok(())
 }
@@ -62,7 +65,7 @@ pub fn wrap(ruby: &Ruby, session: Arc<remote::Session>) -> Value {
 }
 
 fn open(ruby: &Ruby, rb_self: &Session) -> Result<(), Error> {
-    if rb_self.closed.get() {
+    if rb_self.closed.get() || rb_self.session.closed() {
         return Err(Error::new(ruby.exception_io_error(), "session is closed"));
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! One daemon, reached at its [`Endpoint`]: every operation of the remote
 //! provider as a [`Pending`] call on the core's runtime. A client narrowed
-//! by scopes sends their narrowings with every call (`x-littleghost-scope`,
-//! a JSON array applied in order; the daemon only ever narrows).
+//! by scopes sends their narrowings, combined, with every call
+//! (`x-littleghost-scope`; the daemon only ever narrows).
 
 use std::sync::Arc;
 
@@ -102,20 +102,48 @@ pub struct Narrowing {
 }
 
 impl Narrowing {
-    fn to_json(&self) -> serde_json::Value {
+    /// The one scope the daemon reads (`{"files": {...}, "network": "..."}`)
+    /// for a chain of narrowings, outermost first: each name keeps the
+    /// narrowest access any of them gives it, a name a later narrowing leaves
+    /// out is gone, and `none` anywhere means no network. The capabilities
+    /// stay on this side (the scope checks them before it sends a call).
+    pub fn combined(chain: &[Narrowing]) -> serde_json::Value {
+        let mut files: Option<Vec<(String, String)>> = None;
+        let mut network: Option<String> = None;
+        for narrowing in chain {
+            if let Some(given) = &narrowing.files {
+                files = Some(match files {
+                    None => given.clone(),
+                    Some(kept) => given
+                        .iter()
+                        .filter_map(|(name, access)| {
+                            let (_, before) = kept.iter().find(|(known, _)| known == name)?;
+                            let narrowest = if before == "read_only" {
+                                before
+                            } else {
+                                access
+                            };
+                            Some((name.clone(), narrowest.clone()))
+                        })
+                        .collect(),
+                });
+            }
+            if let Some(mode) = &narrowing.network {
+                if network.as_deref() != Some("none") {
+                    network = Some(mode.clone());
+                }
+            }
+        }
         let mut object = serde_json::Map::new();
-        if let Some(files) = &self.files {
+        if let Some(files) = files {
             let grants = files
-                .iter()
-                .map(|(name, access)| (name.clone(), serde_json::Value::from(access.clone())))
+                .into_iter()
+                .map(|(name, access)| (name, serde_json::Value::from(access)))
                 .collect();
             object.insert("files".into(), serde_json::Value::Object(grants));
         }
-        if let Some(capabilities) = &self.capabilities {
-            object.insert("capabilities".into(), capabilities.clone().into());
-        }
-        if let Some(network) = &self.network {
-            object.insert("network".into(), network.clone().into());
+        if let Some(network) = network {
+            object.insert("network".into(), network.into());
         }
         serde_json::Value::Object(object)
     }
@@ -159,7 +187,7 @@ impl Client {
     pub fn narrowed(&self, narrowing: Narrowing) -> Client {
         let mut narrowings = (*self.narrowings).clone();
         narrowings.push(narrowing);
-        let header = serde_json::Value::Array(narrowings.iter().map(Narrowing::to_json).collect());
+        let header = Narrowing::combined(&narrowings);
         Client {
             runtime: self.runtime.clone(),
             grpc: Grpc {
@@ -281,5 +309,44 @@ impl Client {
     pub fn watch_denials(&self, sink: impl Fn(Denial) + Send + Sync + 'static) -> Pending<Watch> {
         let endpoint = self.grpc.endpoint.clone();
         Pending::spawn(&self.runtime, stream::watch(endpoint, sink))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn narrowing(files: Option<&[(&str, &str)]>, network: Option<&str>) -> Narrowing {
+        Narrowing {
+            files: files.map(|files| {
+                files
+                    .iter()
+                    .map(|(name, access)| (name.to_string(), access.to_string()))
+                    .collect()
+            }),
+            capabilities: None,
+            network: network.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_chain_of_narrowings_is_one_scope_no_wider_than_any() {
+        let chain = [
+            narrowing(Some(&[("root", "read_only")]), Some("none")),
+            narrowing(
+                Some(&[("root", "read_write"), ("cache", "read_write")]),
+                Some("inherit"),
+            ),
+        ];
+        assert_eq!(
+            Narrowing::combined(&chain),
+            serde_json::json!({"files": {"root": "read_only"}, "network": "none"})
+        );
+        assert_eq!(Narrowing::combined(&[]), serde_json::json!({}));
+        let only_network = [narrowing(None, Some("none"))];
+        assert_eq!(
+            Narrowing::combined(&only_network),
+            serde_json::json!({"network": "none"})
+        );
     }
 }

@@ -84,7 +84,14 @@ impl Grpc {
         let mut client = self.client();
         match tokio::time::timeout(wait + WIRE_GRACE, client.execute(request)).await {
             Err(_) => Err(Error::timed_out(timeout)),
-            Ok(Err(status)) if status.code() == tonic::Code::DeadlineExceeded => {
+            // The daemon's answer at the deadline, or tonic's own when it
+            // gives up first ("Timeout expired", CANCELLED).
+            Ok(Err(status))
+                if matches!(
+                    status.code(),
+                    tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+                ) =>
+            {
                 Err(Error::timed_out(timeout))
             }
             Ok(Err(status)) => Err(self.failure(status)),

@@ -3,6 +3,7 @@
 //! session drops the stream, and the daemon ends a program whose client
 //! went away (TERM, then KILL after the grace).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -48,6 +49,7 @@ pub struct Session {
     runtime: Handle,
     inbox: Shared,
     reader: AbortHandle,
+    closed: AtomicBool,
 }
 
 impl Session {
@@ -108,6 +110,7 @@ impl Session {
             runtime: runtime.clone(),
             inbox,
             reader,
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -149,6 +152,11 @@ impl Session {
         inbox.end.clone()
     }
 
+    /// Whether [`end`](Self::end) was called (by the session or its sandbox).
+    pub fn closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
     /// Whether the program is known to have ended.
     pub fn ended(&self) -> bool {
         self.lock().end.is_some()
@@ -157,6 +165,7 @@ impl Session {
     /// Drops the stream, so the daemon ends the program (TERM, then KILL);
     /// the session then reads as ended.
     pub fn end(&self) {
+        self.closed.store(true, Ordering::SeqCst);
         self.reader.abort();
         let mut inbox = self.lock();
         if inbox.end.is_none() {
