@@ -102,6 +102,13 @@ RSpec.describe "LittleGhost::Sandbox :remote" do
       expect(File.read(File.join(daemon.root, "kept.txt"))).to eq("kept")
     end
 
+    it "cannot widen a read-only scope by nesting a read-write one inside it" do
+      sandbox.write("kept.txt", "kept")
+      nested = sandbox.scope(files: {root: :read_only}).scope(files: {root: :read_write})
+      expect { nested.write("kept.txt", "changed") }.to raise_error(LittleGhost::ToolError, /read-only/)
+      expect(File.read(File.join(daemon.root, "kept.txt"))).to eq("kept")
+    end
+
     it "runs programs confined: /etc/shadow unreadable, no network" do
       shadow = sandbox.execute_program(["cat", "/etc/shadow"], timeout: 20)
       expect(shadow.exit_code).not_to eq(0)

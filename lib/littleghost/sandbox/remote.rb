@@ -107,8 +107,8 @@ module LittleGhost
       #
       #   sandbox.scope(files: {root: :read_only}).write("a.txt", "x")   # LittleGhost::ToolError (the daemon refuses)
       def scope(profile = nil, files: nil, runtime_paths: nil, capabilities: nil, network: nil)
-        Scope.new(self, [], capabilities).scope(profile, files: files, runtime_paths: runtime_paths,
-                                                        capabilities: capabilities, network: network)
+        Scope.new(self, []).scope(profile, files: files, runtime_paths: runtime_paths, capabilities: capabilities,
+                                           network: network)
       end
 
       # A narrowed view of a Remote: the same operations, each call sent with every narrowing of its chain.
@@ -125,10 +125,9 @@ module LittleGhost
         # A view of +sandbox+ narrowed by +narrowings+ (Remote#scope builds it).
         #
         #   LittleGhost::Sandboxes::Remote::Scope.new(sandbox, [{capabilities: [:filesystem_read]}])
-        def initialize(sandbox, narrowings, features = nil)
+        def initialize(sandbox, narrowings)
           @sandbox = sandbox
           @narrowings = narrowings.freeze
-          @features = features
           freeze
         end
 
