@@ -221,9 +221,14 @@ impl Confinement {
         )?)
     }
 
-    /// Ends every program still running: TERM, then KILL after the grace.
-    pub fn end_programs(&self) -> usize {
-        self.owner.terminate_all()
+    /// Ends every program still running (TERM, then KILL after the grace),
+    /// then closes the backend (Landlock removes its private TMPDIR).
+    pub fn close(&self) -> usize {
+        let ended = self.owner.terminate_all();
+        if let Backend::Landlock(launcher) = &self.backend {
+            launcher.close();
+        }
+        ended
     }
 }
 

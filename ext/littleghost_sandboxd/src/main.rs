@@ -196,7 +196,7 @@ async fn serve(args: Args, token: Option<String>, confinement: Confinement) -> R
     // TERM then KILL (17.12), then the servers stop.
     daemon.stopping.store(true, Ordering::Relaxed);
     let ending = daemon.clone();
-    let _ = tokio::task::spawn_blocking(move || ending.confinement.end_programs()).await;
+    let _ = tokio::task::spawn_blocking(move || ending.confinement.close()).await;
     // Load balancers and Kubernetes read health to stop sending calls: it
     // keeps answering 503 a moment before the listeners close.
     tokio::time::sleep(DRAIN).await;
