@@ -27,6 +27,7 @@ require_relative "sandbox/base"
 require_relative "sandbox/scope"
 require_relative "sandbox/gateway"
 require_relative "sandbox/configuration"
+require_relative "sandbox/remote"
 
 module LittleGhost
   class Sandbox
@@ -35,5 +36,6 @@ module LittleGhost
     register_provider(:landlock, Sandboxes::Landlock)
     register_provider(:seatbelt, Sandboxes::Seatbelt)
     register_provider(:native, Sandboxes::Native)
+    register_provider(:remote, Sandboxes::Remote)
   end
 end

@@ -67,6 +67,21 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// The operation named `name` ([`Operation::name`]).
+    pub fn from_name(name: &str) -> Option<Operation> {
+        [
+            Operation::Read,
+            Operation::List,
+            Operation::Write,
+            Operation::Replace,
+            Operation::Execute,
+            Operation::Connect,
+            Operation::Request,
+        ]
+        .into_iter()
+        .find(|operation| operation.name() == name)
+    }
+
     /// Its name (the binding shows it as a Symbol).
     pub fn name(self) -> &'static str {
         match self {
@@ -147,6 +162,44 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, so a name read back (a daemon's denial stream) finds its reason.
+    pub const ALL: [Reason; 29] = [
+        Reason::OutsideScope,
+        Reason::EscapesScope,
+        Reason::ReadOnly,
+        Reason::Symlink,
+        Reason::MultiplyLinked,
+        Reason::Capability,
+        Reason::ReadLimit,
+        Reason::WriteLimit,
+        Reason::ListLimit,
+        Reason::MemoryLimit,
+        Reason::CpuLimit,
+        Reason::OutputLimit,
+        Reason::TaskLimit,
+        Reason::NotAllowed,
+        Reason::PrivateDestination,
+        Reason::DescriptorBudget,
+        Reason::MemoryBudget,
+        Reason::RequestNotAllowed,
+        Reason::SecretExfiltration,
+        Reason::InspectionRequired,
+        Reason::HostMismatch,
+        Reason::MalformedRequest,
+        Reason::SecretPlacement,
+        Reason::Dns,
+        Reason::UpstreamUnreachable,
+        Reason::UpstreamCertificate,
+        Reason::UpstreamTls,
+        Reason::UpstreamFailed,
+        Reason::UpstreamTimeout,
+    ];
+
+    /// The reason named `name` ([`Reason::name`]).
+    pub fn from_name(name: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|reason| reason.name() == name)
+    }
+
     /// Its name (the binding shows it as a Symbol).
     pub fn name(self) -> &'static str {
         match self {

@@ -56,6 +56,9 @@ pub enum Error {
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::error::Error),
+    /// A call to littleghost-sandboxd that failed (the remote provider).
+    #[error(transparent)]
+    Remote(#[from] crate::remote::Error),
 }
 
 /// Result alias used throughout the core.
@@ -78,6 +81,7 @@ impl Error {
             Error::Limits(error) => error.kind(),
             Error::Declaration(error) => error.kind(),
             Error::Sandbox(error) => error.kind(),
+            Error::Remote(error) => error.kind(),
         }
     }
 

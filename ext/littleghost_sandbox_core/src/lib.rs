@@ -17,6 +17,7 @@ pub mod network;
 pub mod paths;
 pub mod policy;
 pub mod process;
+pub mod remote;
 pub mod sandbox;
 pub mod scope;
 pub mod shown;

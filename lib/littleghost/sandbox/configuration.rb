@@ -125,8 +125,10 @@ module LittleGhost
 
     # :call-seq:
     #   build(declaration, workspace:) -> Sandbox
+    #   build({provider: :remote, endpoint: {...}}) -> Sandboxes::Remote
     #
-    # Builds the sandbox a declaration describes for +workspace+ (CF.3), unopened. +declaration+ is nil
+    # Builds the sandbox a declaration describes for +workspace+ (CF.3), unopened. A provider without a local
+    # workspace (<tt>:remote</tt>, whose files are a daemon's) is built without one; any other says it is missing. +declaration+ is nil
     # (Sandboxes::Unrestricted), a provider name (Symbol or String, resolved with ::resolve_provider), a callable, or
     # a Hash with <tt>:provider</tt>: its Policy keys (+files+, +runtime_paths+, +root_filesystem+, +environment+,
     # +network+) become the policy and the rest (+limits+, +profiles+, backend options) go to the backend's +new+.
@@ -140,7 +142,7 @@ module LittleGhost
     #     workspace: workspace
     #   )
     #   sandbox.class   # => LittleGhost::Sandboxes::Native
-    def self.build(declaration, workspace:)
+    def self.build(declaration, workspace: nil)
       declaration = Declaration.validate(declaration, base: Sandbox, label: "sandbox")
       return Sandboxes::Unrestricted.new(workspace: workspace) if declaration.nil?
 
@@ -150,7 +152,9 @@ module LittleGhost
       policy = Policy.coerce(declaration[:policy], **common)
       provider = Declaration.resolve(declaration[:provider], Sandbox)
       begin
-        Declaration.instantiate(provider, { workspace: workspace, policy: policy, **options },
+        # A provider with no local workspace (:remote) is built without one; the others say it is missing.
+        given = workspace.nil? ? {} : { workspace: workspace }
+        Declaration.instantiate(provider, { **given, policy: policy, **options },
                                 expected: Sandbox, label: "sandbox")
       rescue ArgumentError => e
         raise Declaration.with_declaration_keys(e)

@@ -25,6 +25,8 @@ pub mod ownership;
 pub mod policy;
 pub mod process_runner;
 pub mod process_session;
+pub mod remote;
+pub mod remote_session;
 pub mod sandbox;
 pub mod scope;
 pub mod seatbelt;
@@ -59,6 +61,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     landlock::init(ruby, little_ghost)?;
     seatbelt::init(ruby, little_ghost)?;
     native::init(ruby, little_ghost)?;
+    remote::init(ruby, little_ghost)?;
     gateway::init(ruby, little_ghost)?;
     builtin_gateway::init(ruby, little_ghost)?;
     #[cfg(feature = "test-hooks")]

@@ -43,7 +43,7 @@ use littleghost_sandbox_core::limits::plan::Plan;
 mod io;
 mod monitor;
 mod start;
-mod status;
+pub(crate) mod status;
 
 use io::{close_write, read, write};
 use monitor::stop_monitor;

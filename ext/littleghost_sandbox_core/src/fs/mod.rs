@@ -350,3 +350,7 @@ impl Broker {
         self.allowed(operation, physical).unwrap_or(false)
     }
 }
+
+/// The broker's wording of results, for a client whose broker runs
+/// elsewhere (`crate::remote`): the same texts as a local operation's.
+pub use operations::{join_listing, single_occurrence, wrote};

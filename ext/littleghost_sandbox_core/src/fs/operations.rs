@@ -297,7 +297,7 @@ impl Broker {
 }
 
 /// Byte offset of the only non-overlapping occurrence of `old_text` (14.11).
-pub(super) fn single_occurrence(text: &str, old_text: &[u8], logical: &str) -> Result<usize> {
+pub fn single_occurrence(text: &str, old_text: &[u8], logical: &str) -> Result<usize> {
     let not_found = || tool(format!("Text was not found in {logical}"));
     // Text that is not UTF-8 cannot match whole characters of UTF-8 content.
     let needle = std::str::from_utf8(old_text).map_err(|_| not_found())?;
@@ -309,7 +309,7 @@ pub(super) fn single_occurrence(text: &str, old_text: &[u8], logical: &str) -> R
     Ok(first)
 }
 
-pub(super) fn wrote(content: &[u8], logical: &str) -> String {
+pub fn wrote(content: &[u8], logical: &str) -> String {
     format!(
         "Wrote {} to {}",
         crate::shown::count(content.len() as u64, "byte"),
@@ -320,7 +320,7 @@ pub(super) fn wrote(content: &[u8], logical: &str) -> String {
 /// Sorts bytewise after suffixing, de-duplicates and joins with newlines;
 /// each name in its shown form ([`crate::names`]: quoted when it holds a
 /// control character or is not UTF-8...), so one line is always one entry.
-pub(super) fn join_listing(mut names: Vec<Vec<u8>>) -> String {
+pub fn join_listing(mut names: Vec<Vec<u8>>) -> String {
     names.sort();
     names.dedup();
     // One buffer for the whole listing: a String per entry cost a tenth of

@@ -10,7 +10,7 @@ use magnus::{prelude::*, Value};
     free_immediately,
     size
 )]
-pub struct SessionStatus(pub(super) CoreStatus);
+pub struct SessionStatus(pub(crate) CoreStatus);
 
 impl SessionStatus {
     /// The pid of the session's leader.

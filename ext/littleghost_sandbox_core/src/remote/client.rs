@@ -1,0 +1,352 @@
+//! One daemon, reached at its [`Endpoint`]: every operation of the remote
+//! provider as a [`Pending`] call on the core's runtime. A client narrowed
+//! by scopes sends their narrowings, combined, with every call
+//! (`x-littleghost-scope`; the daemon only ever narrows).
+
+use std::sync::Arc;
+
+use tokio::runtime::Handle;
+use tonic::transport::Channel;
+
+use super::endpoint::Endpoint;
+use super::error::Error;
+use super::files::{self, Target};
+use super::http;
+use super::pending::Pending;
+pub use super::programs::Command;
+use super::programs::Grpc;
+use super::session::Session;
+use super::stream::{self, Watch};
+use crate::denial::Denial;
+
+/// The header (gRPC metadata) carrying a scope's narrowings.
+pub const SCOPE_HEADER: &str = "x-littleghost-scope";
+
+/// What a run printed and how it ended (the daemon's exit code: the
+/// status, or 128 + the signal that ended it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub exit_code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// `/v1/metadata`'s `env`: what the daemon says of itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metadata {
+    pub env: Vec<(String, String)>,
+}
+
+impl Metadata {
+    /// The value of `name`, if the daemon gave it.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// What a daemon says it enforces (`Capabilities`, docs/spec.md §4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enforced {
+    pub features: Vec<&'static str>,
+    /// The one network mode its programs get.
+    pub network: String,
+    /// Its backend's name (`bubblewrap`, `landlock`), `none` for a daemon
+    /// that does not say (agent-sandbox's reference sandboxd confines nothing).
+    pub isolation: String,
+}
+
+impl Metadata {
+    /// littleghost-sandboxd's `LITTLEGHOST_*` entries read as capabilities:
+    /// its files go through the broker and its programs run confined; a
+    /// daemon without them is taken to confine nothing, with the network
+    /// inherited.
+    pub fn enforced(&self) -> Enforced {
+        let ours = self.get("LITTLEGHOST_BACKEND").is_some();
+        let mut features = vec![
+            "filesystem_read",
+            "filesystem_list",
+            "filesystem_write",
+            "filesystem_replace",
+            "process_execute",
+        ];
+        if ours {
+            // Each launch owns its process tree (a cgroup, or the helper's supervision).
+            features.extend(["process_spawn", "process_tree_ownership"]);
+        }
+        let default_network = if ours { "none" } else { "inherit" };
+        Enforced {
+            features,
+            network: self
+                .get("LITTLEGHOST_NETWORK")
+                .unwrap_or(default_network)
+                .to_string(),
+            isolation: self
+                .get("LITTLEGHOST_BACKEND")
+                .unwrap_or("none")
+                .to_string(),
+        }
+    }
+}
+
+/// One narrowing of a scope, as the daemon reads it: grants by workspace
+/// name (`"root"` is the daemon's root) and access, the capabilities kept,
+/// the network mode kept. `None` keeps the parent's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Narrowing {
+    pub files: Option<Vec<(String, String)>>,
+    pub capabilities: Option<Vec<String>>,
+    pub network: Option<String>,
+}
+
+impl Narrowing {
+    /// The one scope the daemon reads (`{"files": {...}, "network": "..."}`)
+    /// for a chain of narrowings, outermost first: each name keeps the
+    /// narrowest access any of them gives it, a name a later narrowing leaves
+    /// out is gone, and `none` anywhere means no network. The capabilities
+    /// stay on this side (the scope checks them before it sends a call).
+    pub fn combined(chain: &[Narrowing]) -> serde_json::Value {
+        let mut files: Option<Vec<(String, String)>> = None;
+        let mut network: Option<String> = None;
+        for narrowing in chain {
+            if let Some(given) = &narrowing.files {
+                files = Some(match files {
+                    None => given.clone(),
+                    Some(kept) => given
+                        .iter()
+                        .filter_map(|(name, access)| {
+                            let (_, before) = kept.iter().find(|(known, _)| known == name)?;
+                            let narrowest = if before == "read_only" {
+                                before
+                            } else {
+                                access
+                            };
+                            Some((name.clone(), narrowest.clone()))
+                        })
+                        .collect(),
+                });
+            }
+            if let Some(mode) = &narrowing.network {
+                if network.as_deref() != Some("none") {
+                    network = Some(mode.clone());
+                }
+            }
+        }
+        let mut object = serde_json::Map::new();
+        if let Some(files) = files {
+            let grants = files
+                .into_iter()
+                .map(|(name, access)| (name, serde_json::Value::from(access)))
+                .collect();
+            object.insert("files".into(), serde_json::Value::Object(grants));
+        }
+        if let Some(network) = network {
+            object.insert("network".into(), network.into());
+        }
+        serde_json::Value::Object(object)
+    }
+}
+
+/// A connection to one daemon (cheap to clone: clones share it).
+#[derive(Clone)]
+pub struct Client {
+    runtime: Handle,
+    grpc: Grpc,
+    narrowings: Arc<Vec<Narrowing>>,
+}
+
+impl Client {
+    /// A client of the daemon at `endpoint`; connects on first use.
+    pub fn new(endpoint: Endpoint) -> Result<Client, Error> {
+        let runtime = crate::process::runtime::handle().map_err(|error| Error::Unreachable {
+            address: endpoint.grpc.clone(),
+            detail: format!("the runtime could not start: {error}"),
+        })?;
+        let uri = format!("http://{}", endpoint.grpc);
+        let channel = {
+            let _entered = runtime.enter();
+            tonic::transport::Endpoint::from_shared(uri)
+                .map_err(|error| Error::Endpoint(format!("remote endpoint grpc: {error}")))?
+                .tcp_nodelay(true)
+                .connect_lazy()
+        };
+        Ok(Client {
+            runtime,
+            grpc: Grpc {
+                endpoint,
+                channel: channel as Channel,
+                scope: None,
+            },
+            narrowings: Arc::new(Vec::new()),
+        })
+    }
+
+    /// The same daemon, every call narrowed by `narrowing` too.
+    pub fn narrowed(&self, narrowing: Narrowing) -> Client {
+        let mut narrowings = (*self.narrowings).clone();
+        narrowings.push(narrowing);
+        let header = Narrowing::combined(&narrowings);
+        Client {
+            runtime: self.runtime.clone(),
+            grpc: Grpc {
+                scope: Some(header.to_string()),
+                ..self.grpc.clone()
+            },
+            narrowings: Arc::new(narrowings),
+        }
+    }
+
+    /// The narrowings this client sends, outermost first.
+    pub fn narrowings(&self) -> &[Narrowing] {
+        &self.narrowings
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.grpc.endpoint
+    }
+
+    fn file_call<T: Send + 'static>(
+        &self,
+        logical: String,
+        call: impl for<'a> FnOnce(
+                Target<'a>,
+            ) -> std::pin::Pin<
+                Box<dyn std::future::Future<Output = Result<T, Error>> + Send + 'a>,
+            > + Send
+            + 'static,
+    ) -> Pending<T> {
+        let grpc = self.grpc.clone();
+        Pending::spawn(&self.runtime, async move {
+            let target = Target {
+                endpoint: &grpc.endpoint,
+                scope: grpc.scope.as_deref(),
+                logical: &logical,
+            };
+            call(target).await
+        })
+    }
+
+    /// docs/spec.md 14.8.
+    pub fn read(&self, logical: String) -> Pending<String> {
+        self.file_call(logical, |target| Box::pin(files::read(target)))
+    }
+
+    /// docs/spec.md 14.9.
+    pub fn list(&self, logical: String) -> Pending<String> {
+        self.file_call(logical, |target| Box::pin(files::list(target)))
+    }
+
+    /// docs/spec.md 14.10.
+    pub fn write(&self, logical: String, content: Vec<u8>) -> Pending<String> {
+        self.file_call(logical, move |target| {
+            Box::pin(files::write(target, content))
+        })
+    }
+
+    /// docs/spec.md 14.11.
+    pub fn replace(&self, logical: String, old: Vec<u8>, new: Vec<u8>) -> Pending<String> {
+        self.file_call(logical, move |target| {
+            Box::pin(async move { files::replace(target, &old, &new).await })
+        })
+    }
+
+    /// Runs `command` to its end within `timeout` seconds.
+    pub fn execute(&self, command: Command, timeout: f64) -> Pending<Execution> {
+        let grpc = self.grpc.clone();
+        Pending::spawn(&self.runtime, async move {
+            let response = grpc.execute(command, timeout).await?;
+            Ok(Execution {
+                exit_code: response.exit_code,
+                stdout: response.stdout,
+                stderr: response.stderr,
+            })
+        })
+    }
+
+    /// Starts `command` as a session.
+    pub fn start(&self, command: Command) -> Pending<Session> {
+        let grpc = self.grpc.clone();
+        let runtime = self.runtime.clone();
+        Pending::spawn(&self.runtime, async move {
+            let (pid, stream) = grpc.start(command).await?;
+            Ok(Session::begin(&runtime, grpc, pid, stream))
+        })
+    }
+
+    /// `/v1/metadata`.
+    pub fn metadata(&self) -> Pending<Metadata> {
+        let endpoint = self.grpc.endpoint.clone();
+        Pending::spawn(&self.runtime, async move {
+            let answer = http::call(
+                &endpoint,
+                hyper::Method::GET,
+                "/v1/metadata",
+                None,
+                Default::default(),
+            )
+            .await?;
+            if !answer.status.is_success() {
+                return Err(http::failure(&answer));
+            }
+            let value: serde_json::Value = serde_json::from_slice(&answer.body)
+                .map_err(|error| Error::Protocol(format!("metadata that is not JSON: {error}")))?;
+            let env = value
+                .get("env")
+                .and_then(|env| env.as_object())
+                .map(|env| {
+                    env.iter()
+                        .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(Metadata { env })
+        })
+    }
+
+    /// The daemon's denials from now on, each handed to `sink`.
+    pub fn watch_denials(&self, sink: impl Fn(Denial) + Send + Sync + 'static) -> Pending<Watch> {
+        let endpoint = self.grpc.endpoint.clone();
+        Pending::spawn(&self.runtime, stream::watch(endpoint, sink))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn narrowing(files: Option<&[(&str, &str)]>, network: Option<&str>) -> Narrowing {
+        Narrowing {
+            files: files.map(|files| {
+                files
+                    .iter()
+                    .map(|(name, access)| (name.to_string(), access.to_string()))
+                    .collect()
+            }),
+            capabilities: None,
+            network: network.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_chain_of_narrowings_is_one_scope_no_wider_than_any() {
+        let chain = [
+            narrowing(Some(&[("root", "read_only")]), Some("none")),
+            narrowing(
+                Some(&[("root", "read_write"), ("cache", "read_write")]),
+                Some("inherit"),
+            ),
+        ];
+        assert_eq!(
+            Narrowing::combined(&chain),
+            serde_json::json!({"files": {"root": "read_only"}, "network": "none"})
+        );
+        assert_eq!(Narrowing::combined(&[]), serde_json::json!({}));
+        let only_network = [narrowing(None, Some("none"))];
+        assert_eq!(
+            Narrowing::combined(&only_network),
+            serde_json::json!({"network": "none"})
+        );
+    }
+}
