@@ -3,7 +3,7 @@
 //! paths and values, never a Ruby class. [`Error`] carries one of them across
 //! mechanisms, and [`Error::kind`] says which documented class of failure it
 //! is; the binding maps each [`Kind`] onto one Ruby class (its
-//! `ruby_api/errors.rs`, the one place that does).
+//! `helpers/errors.rs`, the one place that does).
 
 use crate::denial::{Reason, Refusal};
 

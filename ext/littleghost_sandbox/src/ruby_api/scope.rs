@@ -25,10 +25,10 @@ use magnus::{
     value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
+use crate::helpers::errors::message as error_message;
+use crate::helpers::errors::{self, core_result};
 use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
-use crate::ruby_api::errors::message as error_message;
-use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::{capabilities, workspace};
 
 mod narrowing;

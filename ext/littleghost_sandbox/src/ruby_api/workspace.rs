@@ -23,9 +23,9 @@ use magnus::{
 
 use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::registry::Registry;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors;
 
 /// The (name, realpath, dev, ino) records `open` pinned, shared with scopes.
 type Recorded = Arc<Vec<(String, Identity)>>;

@@ -1,7 +1,7 @@
 //! A declaration whose values have the wrong shape: a name that is not a
 //! name, an entry that is not a table. The core words them in its own terms;
 //! the binding, which knows what shape a Ruby caller gave, may word them in
-//! Ruby's (its `ruby_api/errors.rs`).
+//! Ruby's (its `helpers/errors.rs`).
 
 use crate::error::kind::Kind;
 

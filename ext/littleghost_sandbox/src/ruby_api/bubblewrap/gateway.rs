@@ -11,8 +11,9 @@ use magnus::{prelude::*, Error, KwArgs, RArray, RHash, Ruby, Value};
 use crate::helpers::args::kwargs;
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::{builtin_gateway, errors, mount, network_policy};
+use crate::ruby_api::{builtin_gateway, mount, network_policy};
 
 /// The effective policy's network when its mode is `:allowlist`.
 pub(crate) fn allowlist_network(ruby: &Ruby, effective_policy: Value) -> Option<Value> {

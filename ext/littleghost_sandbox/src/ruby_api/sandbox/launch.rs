@@ -21,12 +21,13 @@ use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
 use crate::helpers::args::{command_call, keywords, keywords_only};
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::process_runner::{self, positive_integer, validate_timeout, RunRequest};
 use crate::ruby_api::process_session::{self, SessionRequest};
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{
-    errors, execution, launch_limits, mount, network_policy, ownership, scope, workspace,
+    execution, launch_limits, mount, network_policy, ownership, scope, workspace,
 };
 
 /// The optional keywords of `execute_program`, after the required `timeout`.

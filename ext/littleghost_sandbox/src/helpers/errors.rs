@@ -1,0 +1,135 @@
+//! The one place where core errors become Ruby exceptions: each documented
+//! kind onto its class of the hierarchy (docs/spec.md §1) that
+//! `ruby_api/errors.rs` defines, and the Ruby wording of a typed core error.
+
+use littleghost_sandbox_core::error::Kind;
+use littleghost_sandbox_core::policy::Error as Misshapen;
+use littleghost_sandbox_core::sandbox::Error as SandboxRefusal;
+use littleghost_sandbox_core::Error as CoreError;
+use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
+
+/// For each documented class: a handle looked up once, and `fn(ruby, message)`
+/// building an error of that class.
+macro_rules! ruby_errors {
+    ($($function:ident, $handle:ident, $name:literal;)*) => {$(
+        static $handle: Lazy<ExceptionClass> = Lazy::new(|ruby| {
+            ruby.class_object()
+                .const_get::<_, RModule>("LittleGhost")
+                .and_then(|m| m.const_get($name))
+                .expect(concat!("LittleGhost::", $name, " is defined at load"))
+        });
+
+        #[doc = concat!("`LittleGhost::", $name, "` with `message`.")]
+        pub fn $function(ruby: &Ruby, message: impl Into<String>) -> Error {
+            Error::new(ruby.get_inner(&$handle), message.into())
+        }
+    )*};
+}
+
+ruby_errors! {
+    tool_error, TOOL_ERROR, "ToolError";
+    policy_error, POLICY_ERROR, "PolicyError";
+    capability_error, CAPABILITY_ERROR, "CapabilityError";
+    dependency_error, DEPENDENCY_ERROR, "DependencyError";
+    unsupported_platform_error, UNSUPPORTED_PLATFORM_ERROR, "UnsupportedPlatformError";
+    cleanup_error, CLEANUP_ERROR, "CleanupError";
+}
+
+/// Ruby `ArgumentError` with `message`.
+pub fn argument_error(ruby: &Ruby, message: impl Into<String>) -> Error {
+    Error::new(ruby.exception_arg_error(), message.into())
+}
+
+/// Ruby `TypeError` with `message`.
+pub fn type_error(ruby: &Ruby, message: impl Into<String>) -> Error {
+    Error::new(ruby.exception_type_error(), message.into())
+}
+
+/// The message of a Ruby error, whether it was raised in Ruby or built in Rust.
+pub fn message(error: &Error) -> String {
+    match error.error_type() {
+        magnus::error::ErrorType::Exception(exception) => exception
+            .funcall::<_, _, String>("message", ())
+            .unwrap_or_default(),
+        magnus::error::ErrorType::Error(_, message) => message.to_string(),
+        magnus::error::ErrorType::Jump(_) => String::new(),
+    }
+}
+
+/// Maps a core error onto its documented Ruby exception class by its kind:
+/// the one place that does. The message is the core's.
+pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
+    let message = match &error {
+        CoreError::Declaration(misshapen) => ruby_wording(misshapen),
+        CoreError::Sandbox(refused) => sandbox_wording(refused),
+        other => other.message(),
+    };
+    match error.kind() {
+        Kind::Tool => tool_error(ruby, message),
+        Kind::Policy => policy_error(ruby, message),
+        Kind::Capability => capability_error(ruby, message),
+        Kind::Dependency => dependency_error(ruby, message),
+        Kind::UnsupportedPlatform => unsupported_platform_error(ruby, message),
+        Kind::Cleanup => cleanup_error(ruby, message),
+        Kind::Argument => argument_error(ruby, message),
+        Kind::Key => Error::new(ruby.exception_key_error(), message),
+        Kind::Io => Error::new(ruby.exception_io_error(), message),
+    }
+}
+
+/// A misshapen declaration in the words of the Ruby types the caller gave
+/// (the core names the shape, not the type).
+fn ruby_wording(error: &Misshapen) -> String {
+    match error {
+        Misshapen::FeatureNotAName { shown } => {
+            format!("capability feature must be a Symbol or String, got {shown}")
+        }
+        Misshapen::IsolationNotAName => {
+            "capability isolation must be a Symbol such as :none or :namespace".to_owned()
+        }
+        Misshapen::GrantNameNotAName { category, shown } => {
+            format!("sandbox {category} names must be Symbols or Strings, got {shown}")
+        }
+        Misshapen::AllowEntryWithoutDestination => {
+            "network allow entry Hash needs destination: (\"host:port\")".to_owned()
+        }
+        Misshapen::SecretNotATable { name } => {
+            format!("network secret {name:?} must be a Hash {{value:, destinations:}}")
+        }
+        Misshapen::SecretWithoutValue { name } => {
+            format!("network secret {name:?} needs value: a String (the value is not shown)")
+        }
+    }
+}
+
+/// A refusal of the sandbox rules with the names it gives shown as Ruby
+/// symbols (`:bogus`, `:bwrap`).
+fn sandbox_wording(error: &SandboxRefusal) -> String {
+    match error {
+        SandboxRefusal::UnknownProfileOptions { names } => {
+            let shown: Vec<String> = names.iter().map(|name| format!(":{name}")).collect();
+            format!(
+                "unknown sandbox scope profile options: {}",
+                shown.join(", ")
+            )
+        }
+        SandboxRefusal::UnknownProvider {
+            label,
+            name,
+            registered,
+        } => format!(
+            "{label} provider :{name} is not available; it is not a registered {label} provider \
+             (registered: {})",
+            littleghost_sandbox_core::sandbox::registered_list(registered, ":")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// `result.map_err(into_ruby)` in one call: `core_result(ruby, broker.read(..))?`.
+pub fn core_result<T>(
+    ruby: &Ruby,
+    result: littleghost_sandbox_core::Result<T>,
+) -> Result<T, Error> {
+    result.map_err(|error| from_core(ruby, error))
+}
