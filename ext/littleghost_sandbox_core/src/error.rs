@@ -53,6 +53,9 @@ pub enum Error {
     /// A misshapen value in a policy declaration.
     #[error(transparent)]
     Declaration(#[from] crate::policy::error::Error),
+    /// A file operation's failure or refusal.
+    #[error(transparent)]
+    File(#[from] crate::fs::Error),
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::error::Error),
@@ -78,13 +81,18 @@ impl Error {
             Error::Limits(error) => error.kind(),
             Error::Declaration(error) => error.kind(),
             Error::Sandbox(error) => error.kind(),
+            Error::File(error) => error.kind(),
         }
     }
 
     /// The refusal this error carries, if it is one.
-    pub fn refusal(&self) -> Option<&Refusal> {
+    pub fn refusal(&self) -> Option<Refusal> {
         match self {
-            Error::Refused(refusal) => Some(refusal),
+            Error::Refused(refusal) => Some(refusal.clone()),
+            Error::File(error) => error.reason().map(|reason| Refusal {
+                reason,
+                message: error.to_string(),
+            }),
             _ => None,
         }
     }

@@ -93,7 +93,7 @@ pub fn brokered<T>(
         Err(error) => error,
     };
     if let Some(refusal) = error.refusal() {
-        let denial = CoreDenial::refused(operation, logical, refusal);
+        let denial = CoreDenial::refused(operation, logical, &refusal);
         report_to(ruby, sandbox, denial)?;
     }
     Err(errors::from_core(ruby, error))

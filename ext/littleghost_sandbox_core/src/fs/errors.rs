@@ -10,15 +10,159 @@ use rustix::io::Errno;
 use super::walk::{Failure, WalkError};
 use super::*;
 use crate::denial::Reason;
-use crate::error::{refused, tool, Error, Result};
+use crate::error::Kind;
+
+/// Why a file operation failed, in the words the caller sees (14.5 to
+/// 14.12): never a host path or the OS's own error text (1.2). Every one is
+/// a [`Kind::Tool`] failure; [`Error::reason`] says which rule refused, if
+/// one did, so a denial is recorded without reading the message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("Path is outside the sandbox scope")]
+    Outside,
+    #[error("Path escapes the sandbox scope")]
+    Escapes,
+    #[error("Path must identify a sandbox entry")]
+    NotAnEntry,
+    #[error("Path contains a null byte")]
+    NulByte,
+    #[error("Path is not a file")]
+    NotAFile,
+    #[error("Path is not a directory")]
+    NotADirectory,
+    #[error("Path does not exist")]
+    Missing,
+    #[error("Path cannot traverse a symbolic link")]
+    TraversesSymlink,
+    #[error("Path cannot be a symbolic link")]
+    IsSymlink,
+    #[error("Write target cannot be a symbolic link")]
+    WriteTargetSymlink,
+    #[error("Write target parent does not exist")]
+    WriteParentMissing,
+    #[error("Multiply-linked files are not accessible through sandbox tools")]
+    MultiplyLinked,
+    #[error("Sandbox scope is read-only")]
+    ReadOnly,
+    #[error("File is not valid UTF-8 text")]
+    NotUtf8,
+    #[error("Path name is too long; shorten each component to at most 255 bytes")]
+    NameTooLong,
+    /// The file is larger than the read limit (in bytes).
+    #[error("File exceeds the read limit")]
+    ReadLimit(u64),
+    /// The content is larger than the write limit (in bytes).
+    #[error("Content exceeds the write limit")]
+    WriteLimit(u64),
+    /// The directory holds more entries than the listing limit.
+    #[error("Directory exceeds the listing limit")]
+    ListLimit(u64),
+    #[error("Text to replace cannot be empty")]
+    EmptyOldText,
+    /// The logical path the text was looked for in.
+    #[error("Text was not found in {0}")]
+    TextNotFound(String),
+    /// The logical path the text occurs in more than once.
+    #[error("Text occurs more than once in {0}")]
+    TextRepeated(String),
+    /// Reading an opened file failed (the reader's own words).
+    #[error("Could not read file: {0}")]
+    Unreadable(String),
+    #[error("Sandbox mount source changed after initialization")]
+    SourceChanged,
+    #[error("Sandbox mount source does not exist")]
+    SourceMissing,
+    #[error("Sandbox mount source is not a directory")]
+    SourceNotADirectory,
+    /// The workspace path (by name) that is no longer the directory `open` verified.
+    #[error("workspace path changed after opening: {0}")]
+    PinMoved(String),
+    /// An OS failure no rule names; the text after the prefix says what the
+    /// caller can act on (": no space left on the host filesystem"), or is empty.
+    #[error("Sandbox filesystem operation failed{0}")]
+    Host(&'static str),
+    #[cfg(test)]
+    #[error("injected failure before rename")]
+    Injected,
+    /// A failure of one operation on `logical`, the path as the caller gave it.
+    #[error("{}", on_path(.error, .logical))]
+    OnPath { error: Box<Error>, logical: String },
+}
+
+/// The result of a file operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Always [`Kind::Tool`]: a per-operation failure, safe to show the model.
+    pub fn kind(&self) -> Kind {
+        Kind::Tool
+    }
+
+    /// The rule that refused, if this is a refusal rather than a failure.
+    pub fn reason(&self) -> Option<Reason> {
+        Some(match self {
+            Error::Outside => Reason::OutsideScope,
+            Error::Escapes => Reason::EscapesScope,
+            Error::ReadOnly => Reason::ReadOnly,
+            Error::ReadLimit(_) => Reason::ReadLimit,
+            Error::WriteLimit(_) => Reason::WriteLimit,
+            Error::ListLimit(_) => Reason::ListLimit,
+            Error::MultiplyLinked => Reason::MultiplyLinked,
+            Error::TraversesSymlink | Error::IsSymlink | Error::WriteTargetSymlink => {
+                Reason::Symlink
+            }
+            Error::OnPath { error, .. } => return error.reason(),
+            _ => return None,
+        })
+    }
+
+    /// This failure named by the caller's logical path (W10: never a host path).
+    pub(super) fn on(self, logical: &str) -> Error {
+        match self {
+            named @ Error::OnPath { .. } => named,
+            error => Error::OnPath {
+                error: Box::new(error),
+                logical: logical.to_owned(),
+            },
+        }
+    }
+}
+
+/// A failure as named by [`Error::on`]: today's wording stays the prefix, a
+/// limit is named with its value, and failures that already name the path
+/// ("Text was not found in ...") or are about a grant, not the path, are
+/// unchanged.
+fn on_path(error: &Error, logical: &str) -> String {
+    match error {
+        Error::ReadLimit(limit) => format!("{error} of {limit} bytes: {logical}"),
+        Error::WriteLimit(limit) => format!("{error} of {limit} bytes: {logical}"),
+        Error::ListLimit(limit) => format!("{error} of {limit} entries: {logical}"),
+        Error::Host(reason) => format!("Sandbox filesystem operation failed on {logical}{reason}"),
+        Error::Outside
+        | Error::Escapes
+        | Error::NotAnEntry
+        | Error::NotAFile
+        | Error::NotADirectory
+        | Error::Missing
+        | Error::TraversesSymlink
+        | Error::IsSymlink
+        | Error::WriteTargetSymlink
+        | Error::WriteParentMissing
+        | Error::MultiplyLinked
+        | Error::ReadOnly
+        | Error::NotUtf8
+        | Error::NameTooLong => format!("{error}: {logical}"),
+        other => other.to_string(),
+    }
+}
 
 /// 14.6, on the open handle.
 pub(super) fn check_regular(stat: &rfs::Stat) -> Result<()> {
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(tool(NOT_A_FILE));
+        return Err(Error::NotAFile);
     }
     if stat.st_nlink > 1 {
-        return Err(refused(Reason::MultiplyLinked, MULTIPLY_LINKED));
+        return Err(Error::MultiplyLinked);
     }
     Ok(())
 }
@@ -43,34 +187,24 @@ pub(super) fn explain_last(parent: BorrowedFd<'_>, name: &OsStr, errno: Errno) -
 
 /// The message for a failed walk, worded for the operation (14.5, 14.8–14.10).
 pub(super) fn walk_error(wording: Wording, error: WalkError) -> Error {
-    let message = match (error.failure, wording) {
-        (Failure::Symlink, Wording::Read) if error.last => "Path cannot be a symbolic link",
-        (Failure::Symlink, Wording::Write) if error.last => {
-            "Write target cannot be a symbolic link"
-        }
-        (Failure::Symlink, _) => TRAVERSES_SYMLINK,
-        (Failure::Missing | Failure::NotDirectory, Wording::Write) => {
-            "Write target parent does not exist"
-        }
-        (Failure::NotDirectory, Wording::List) => "Path is not a directory",
-        (Failure::Missing | Failure::NotDirectory, _) => DOES_NOT_EXIST,
-        (Failure::Os(errno), _) => return errno_error(errno),
-    };
-    if error.failure == Failure::Symlink {
-        return refused(Reason::Symlink, message);
+    match (error.failure, wording) {
+        (Failure::Symlink, Wording::Read) if error.last => Error::IsSymlink,
+        (Failure::Symlink, Wording::Write) if error.last => Error::WriteTargetSymlink,
+        (Failure::Symlink, _) => Error::TraversesSymlink,
+        (Failure::Missing | Failure::NotDirectory, Wording::Write) => Error::WriteParentMissing,
+        (Failure::NotDirectory, Wording::List) => Error::NotADirectory,
+        (Failure::Missing | Failure::NotDirectory, _) => Error::Missing,
+        (Failure::Os(errno), _) => errno_error(errno),
     }
-    tool(message)
 }
 
 /// Maps an OS error on a sandbox entry to a message without host paths.
 pub(super) fn errno_error(errno: Errno) -> Error {
     match errno {
         // A socket, a FIFO without a reader, a directory opened for writing...
-        Errno::ISDIR | Errno::NXIO | Errno::NODEV | Errno::OPNOTSUPP => tool(NOT_A_FILE),
+        Errno::ISDIR | Errno::NXIO | Errno::NODEV | Errno::OPNOTSUPP => Error::NotAFile,
         // Bad input the caller can fix: say what to change rather than echo the errno.
-        Errno::NAMETOOLONG => {
-            tool("Path name is too long; shorten each component to at most 255 bytes")
-        }
+        Errno::NAMETOOLONG => Error::NameTooLong,
         other => io_error(other),
     }
 }
@@ -85,7 +219,7 @@ pub(super) fn exhausted(errno: Errno) -> bool {
 /// An OS failure no rule of §14 names, in our own words: the OS's error text
 /// is never embedded (1.2), but the model still learns what it can act on.
 pub(super) fn io_error(errno: Errno) -> Error {
-    let reason = match errno {
+    Error::Host(match errno {
         Errno::NOSPC | Errno::DQUOT => ": no space left on the host filesystem",
         Errno::ROFS => ": the host filesystem is read-only",
         Errno::ACCESS | Errno::PERM => ": the host refused access",
@@ -93,8 +227,7 @@ pub(super) fn io_error(errno: Errno) -> Error {
         Errno::NFILE => ": the host system has too many open files (Errno::ENFILE)",
         Errno::NOMEM => ": the host is out of memory (Errno::ENOMEM)",
         _ => "",
-    };
-    tool(format!("Sandbox filesystem operation failed{reason}"))
+    })
 }
 
 #[cfg(test)]
@@ -112,10 +245,7 @@ mod tests {
         ] {
             assert!(exhausted(errno));
             for error in [io_error(errno), errno_error(errno)] {
-                assert!(
-                    matches!(&error, Error::Tool(m) if m.ends_with(&format!("({name})"))),
-                    "{error}"
-                );
+                assert!(error.to_string().ends_with(&format!("({name})")), "{error}");
             }
         }
         assert!(!exhausted(Errno::NOENT));
