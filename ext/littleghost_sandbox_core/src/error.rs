@@ -56,6 +56,12 @@ pub enum Error {
     /// A file operation's failure or refusal.
     #[error(transparent)]
     File(#[from] crate::fs::Error),
+    /// A scope or mount that would widen its parent's grants.
+    #[error(transparent)]
+    Narrowing(#[from] crate::grants::Narrowing),
+    /// A scope's network that would widen its parent's.
+    #[error(transparent)]
+    NetworkNarrowing(#[from] crate::scope::NetworkNarrowing),
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::error::Error),
@@ -82,6 +88,8 @@ impl Error {
             Error::Declaration(error) => error.kind(),
             Error::Sandbox(error) => error.kind(),
             Error::File(error) => error.kind(),
+            Error::Narrowing(error) => error.kind(),
+            Error::NetworkNarrowing(error) => error.kind(),
         }
     }
 

@@ -5,6 +5,7 @@
 use littleghost_sandbox_core::error::Kind;
 use littleghost_sandbox_core::policy::Error as Misshapen;
 use littleghost_sandbox_core::sandbox::Error as SandboxRefusal;
+use littleghost_sandbox_core::scope::NetworkNarrowing;
 use littleghost_sandbox_core::Error as CoreError;
 use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
 
@@ -62,6 +63,12 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
     let message = match &error {
         CoreError::Declaration(misshapen) => ruby_wording(misshapen),
         CoreError::Sandbox(refused) => sandbox_wording(refused),
+        CoreError::NetworkNarrowing(NetworkNarrowing::Unsupported(mode)) => {
+            format!(
+                "sandbox backend cannot enforce scoped network mode :{}",
+                mode.name()
+            )
+        }
         other => other.message(),
     };
     match error.kind() {
@@ -126,10 +133,8 @@ fn sandbox_wording(error: &SandboxRefusal) -> String {
     }
 }
 
-/// `result.map_err(into_ruby)` in one call: `core_result(ruby, broker.read(..))?`.
-pub fn core_result<T>(
-    ruby: &Ruby,
-    result: littleghost_sandbox_core::Result<T>,
-) -> Result<T, Error> {
-    result.map_err(|error| from_core(ruby, error))
+/// `result.map_err(into_ruby)` in one call: `core_result(ruby, broker.read(..))?`,
+/// for the cross-mechanism error or any mechanism's own.
+pub fn core_result<T, E: Into<CoreError>>(ruby: &Ruby, result: Result<T, E>) -> Result<T, Error> {
+    result.map_err(|error| from_core(ruby, error.into()))
 }

@@ -20,14 +20,15 @@ mod tests;
 pub use crate::policy::NetworkMode;
 pub use grants::{narrow_grants, Narrowed, Request};
 pub use network::{
-    narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
+    narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkNarrowing, NetworkRequest,
+    SecretsRequest,
 };
 pub use queries::file_feature;
 
-use crate::error::{capability, Result};
+use crate::error::Result;
 use crate::fs::anchor::Anchors;
 use crate::fs::{Broker, FsLimits};
-use crate::grants::{Grant, Identity};
+use crate::grants::{Grant, Identity, Narrowing};
 use crate::policy::Capabilities;
 
 /// What the parent has: a sandbox's process grants (no markers), or an
@@ -181,10 +182,7 @@ pub fn narrow_capabilities(parent: &Capabilities, request: &CapabilityRequest) -
 pub fn capture_identities(grants: &[Grant]) -> Result<Vec<Identity>> {
     grants
         .iter()
-        .map(|g| {
-            Identity::capture(&g.source)
-                .ok_or_else(|| capability("sandbox scope mount source is unavailable"))
-        })
+        .map(|g| Identity::capture(&g.source).ok_or(Narrowing::SourceUnavailable.into()))
         .collect()
 }
 
@@ -198,8 +196,6 @@ pub fn validate_identities(grants: &[Grant], identities: &[Identity]) -> Result<
     if unchanged {
         Ok(())
     } else {
-        Err(capability(
-            "sandbox scope mount source changed after initialization",
-        ))
+        Err(Narrowing::SourceChanged.into())
     }
 }
