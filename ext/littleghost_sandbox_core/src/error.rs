@@ -62,6 +62,12 @@ pub enum Error {
     /// A scope's network that would widen its parent's.
     #[error(transparent)]
     NetworkNarrowing(#[from] crate::scope::NetworkNarrowing),
+    /// A workspace configuration or path refused.
+    #[error(transparent)]
+    Workspace(#[from] crate::workspace::Error),
+    /// A workspace directory that cannot be pinned.
+    #[error(transparent)]
+    Anchor(#[from] crate::fs::anchor::Refusal),
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::error::Error),
@@ -90,6 +96,8 @@ impl Error {
             Error::File(error) => error.kind(),
             Error::Narrowing(error) => error.kind(),
             Error::NetworkNarrowing(error) => error.kind(),
+            Error::Workspace(error) => error.kind(),
+            Error::Anchor(error) => error.kind(),
         }
     }
 

@@ -3,9 +3,11 @@
 //! `ruby_api/errors.rs` defines, and the Ruby wording of a typed core error.
 
 use littleghost_sandbox_core::error::Kind;
+use littleghost_sandbox_core::fs::anchor::{shown_real, Refusal as AnchorRefusal};
 use littleghost_sandbox_core::policy::Error as Misshapen;
 use littleghost_sandbox_core::sandbox::Error as SandboxRefusal;
 use littleghost_sandbox_core::scope::NetworkNarrowing;
+use littleghost_sandbox_core::workspace::Error as WorkspaceRefusal;
 use littleghost_sandbox_core::Error as CoreError;
 use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
 
@@ -58,19 +60,9 @@ pub fn message(error: &Error) -> String {
 }
 
 /// Maps a core error onto its documented Ruby exception class by its kind:
-/// the one place that does. The message is the core's.
+/// the one place that does. The message is [`ruby_message`].
 pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
-    let message = match &error {
-        CoreError::Declaration(misshapen) => ruby_wording(misshapen),
-        CoreError::Sandbox(refused) => sandbox_wording(refused),
-        CoreError::NetworkNarrowing(NetworkNarrowing::Unsupported(mode)) => {
-            format!(
-                "sandbox backend cannot enforce scoped network mode :{}",
-                mode.name()
-            )
-        }
-        other => other.message(),
-    };
+    let message = ruby_message(&error);
     match error.kind() {
         Kind::Tool => tool_error(ruby, message),
         Kind::Policy => policy_error(ruby, message),
@@ -81,6 +73,122 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
         Kind::Argument => argument_error(ruby, message),
         Kind::Key => Error::new(ruby.exception_key_error(), message),
         Kind::Io => Error::new(ruby.exception_io_error(), message),
+    }
+}
+
+/// The message a core error is raised with: the core's, with the names and
+/// shapes it carries as values worded as Ruby shows them (`:name`).
+pub fn ruby_message(error: &CoreError) -> String {
+    match error {
+        CoreError::Declaration(misshapen) => ruby_wording(misshapen),
+        CoreError::Sandbox(refused) => sandbox_wording(refused),
+        CoreError::Workspace(refused) => workspace_wording(refused),
+        CoreError::Anchor(refused) => anchor_wording(refused),
+        CoreError::NetworkNarrowing(NetworkNarrowing::Unsupported(mode)) => {
+            format!(
+                "sandbox backend cannot enforce scoped network mode :{}",
+                mode.name()
+            )
+        }
+        other => other.message(),
+    }
+}
+
+/// A workspace refusal with the path names it carries shown as symbols.
+fn workspace_wording(error: &WorkspaceRefusal) -> String {
+    use WorkspaceRefusal as W;
+    match error {
+        W::ReservedRoot => "workspace path :root is reserved for the workspace root; give the \
+             path another name"
+            .to_owned(),
+        W::RootVariable { name, variable } => format!(
+            "workspace path :{name} maps to {variable}, which is reserved for the workspace \
+             root; give it another name"
+        ),
+        W::SameVariable {
+            first,
+            second,
+            variable,
+        } => format!(
+            "workspace paths :{first} and :{second} both map to {variable}; rename one of them"
+        ),
+        W::RelativeOutside(name) => {
+            format!("relative workspace path :{name} must remain beneath the workspace root")
+        }
+        W::EmptyPath(name) => format!("workspace path :{name} must not be empty"),
+        W::UnknownName(name) => format!("key not found: :{name} (no workspace path of that name)"),
+        W::UnknownGrant {
+            category,
+            name,
+            known,
+        } => {
+            let known: Vec<String> = known.iter().map(|name| format!(":{name}")).collect();
+            format!(
+                "sandbox policy {category} grants :{name}, which is not a workspace path \
+                 (workspace paths: {})",
+                known.join(", ")
+            )
+        }
+        W::Inaccessible(name) => {
+            format!("workspace path :{name} is not an accessible directory")
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A workspace directory that cannot be pinned, its name shown as a symbol.
+fn anchor_wording(error: &AnchorRefusal) -> String {
+    use AnchorRefusal as A;
+    match error {
+        A::AbsoluteThroughSymlink {
+            name,
+            path,
+            link,
+            target,
+            real,
+        } => format!(
+            "workspace path :{name} ({}) passes through the symlink {}{target}{}",
+            path.display(),
+            link.display(),
+            shown_real(real)
+        ),
+        A::AbsoluteMissing(name) => format!(
+            "absolute workspace path :{name} must already exist (as a directory; it is never \
+             created)"
+        ),
+        A::AbsoluteUnopenable { name, errno } => {
+            format!("workspace path :{name} cannot be opened: {errno}")
+        }
+        A::ThroughSymlink {
+            name,
+            relative,
+            at,
+            target,
+        } => format!(
+            "workspace path :{name} ({}) passes through the symlink {}{target}: a workspace path \
+             is never followed through a symlink; replace the link with a directory",
+            relative.display(),
+            at.display()
+        ),
+        A::Missing { name, relative, at } => format!(
+            "workspace path :{name} ({}) does not exist: {} is missing",
+            relative.display(),
+            at.display()
+        ),
+        A::NotADirectory { name, relative, at } => format!(
+            "workspace path :{name} ({}) is not a directory: {} is not one",
+            relative.display(),
+            at.display()
+        ),
+        A::Unopenable {
+            name,
+            relative,
+            errno,
+        } => format!(
+            "workspace path :{name} ({}) cannot be opened: {errno}",
+            relative.display()
+        ),
+        other => other.to_string(),
     }
 }
 

@@ -92,9 +92,9 @@ impl Workspace {
         };
         let recorded = self.recorded_identities();
         let recorded = recorded.as_deref().map(Vec::as_slice);
-        config
+        Ok(config
             .layout
-            .resolve_checked(recorded, reference.as_os_str())
+            .resolve_checked(recorded, reference.as_os_str())?)
     }
 
     /// The identities `open` recorded, while the workspace is open.
@@ -125,7 +125,7 @@ impl Workspace {
         let config = self.config.borrow().clone();
         let config = config.ok_or_else(|| CoreError::Tool("uninitialized workspace".to_owned()))?;
         match self.recorded_identities() {
-            Some(recorded) => config.layout.validate(&recorded),
+            Some(recorded) => Ok(config.layout.validate(&recorded)?),
             None => Ok(()),
         }
     }
