@@ -214,6 +214,47 @@ fn ruby_wording(error: &Misshapen) -> String {
         Misshapen::SecretWithoutValue { name } => {
             format!("network secret {name:?} needs value: a String (the value is not shown)")
         }
+        Misshapen::NetworkMode { shown } => {
+            format!("network mode must be :inherit, :none or :allowlist, got {shown}")
+        }
+        Misshapen::Inspection { shown } => {
+            format!("network inspection must be :connect or :http, got {shown}")
+        }
+        Misshapen::OptionsWithoutAllowlist(mode) => format!(
+            "network mode :{} does not take allow, secrets, upstream_ca, resolve, gateway, \
+             authorizer or headers; use mode: :allowlist",
+            mode.name()
+        ),
+        Misshapen::HttpWithoutAllowlist => {
+            "network inspection :http requires mode: :allowlist".to_owned()
+        }
+        Misshapen::HttpWithoutAuthorizer => {
+            "network inspection :http requires an authorizer".to_owned()
+        }
+        Misshapen::EmptyAllowlist => {
+            "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)"
+                .to_owned()
+        }
+        Misshapen::MountAccess { shown } => {
+            format!("mount access must be :read_only or :read_write, got {shown}")
+        }
+        Misshapen::RootFilesystem { shown } => format!(
+            "sandbox root_filesystem must be :isolated, :read_only or :read_write, got {shown}"
+        ),
+        Misshapen::GrantAccess {
+            category,
+            name,
+            shown,
+        } => format!(
+            "sandbox {category} access for :{name} must be :read_only or :read_write, got {shown}"
+        ),
+        Misshapen::UnsupportedNetworkModes(names) => {
+            let shown: Vec<String> = names.iter().map(|name| format!(":{name}")).collect();
+            format!(
+                "unsupported network modes: {} (use :inherit, :none or :allowlist)",
+                shown.join(", ")
+            )
+        }
     }
 }
 
