@@ -68,6 +68,9 @@ pub enum Error {
     /// A workspace directory that cannot be pinned.
     #[error(transparent)]
     Anchor(#[from] crate::fs::anchor::Refusal),
+    /// A network mode a backend cannot enforce.
+    #[error(transparent)]
+    Unenforceable(#[from] crate::policy::Unenforceable),
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::error::Error),
@@ -98,6 +101,7 @@ impl Error {
             Error::NetworkNarrowing(error) => error.kind(),
             Error::Workspace(error) => error.kind(),
             Error::Anchor(error) => error.kind(),
+            Error::Unenforceable(error) => error.kind(),
         }
     }
 

@@ -4,7 +4,7 @@
 
 use littleghost_sandbox_core::error::Kind;
 use littleghost_sandbox_core::fs::anchor::{shown_real, Refusal as AnchorRefusal};
-use littleghost_sandbox_core::policy::Error as Misshapen;
+use littleghost_sandbox_core::policy::{Error as Misshapen, Unenforceable};
 use littleghost_sandbox_core::sandbox::Error as SandboxRefusal;
 use littleghost_sandbox_core::scope::NetworkNarrowing;
 use littleghost_sandbox_core::workspace::Error as WorkspaceRefusal;
@@ -84,6 +84,7 @@ pub fn ruby_message(error: &CoreError) -> String {
         CoreError::Sandbox(refused) => sandbox_wording(refused),
         CoreError::Workspace(refused) => workspace_wording(refused),
         CoreError::Anchor(refused) => anchor_wording(refused),
+        CoreError::Unenforceable(unenforceable) => unenforceable_wording(unenforceable),
         CoreError::NetworkNarrowing(NetworkNarrowing::Unsupported(mode)) => {
             format!(
                 "sandbox backend cannot enforce scoped network mode :{}",
@@ -133,6 +134,22 @@ fn workspace_wording(error: &WorkspaceRefusal) -> String {
             format!("workspace path :{name} is not an accessible directory")
         }
         other => other.to_string(),
+    }
+}
+
+/// A network mode a backend cannot enforce, shown as a symbol.
+fn unenforceable_wording(error: &Unenforceable) -> String {
+    match error {
+        Unenforceable::Unrestricted(mode) => format!(
+            "the unrestricted sandbox cannot enforce network mode :{}",
+            mode.name()
+        ),
+        Unenforceable::LandlockAllowlist => "the landlock sandbox cannot enforce network mode \
+             :allowlist: Landlock confines TCP by port only, not by destination"
+            .to_owned(),
+        Unenforceable::AllowlistWithoutGateway => {
+            "sandbox backend cannot enforce network mode :allowlist".to_owned()
+        }
     }
 }
 
@@ -248,6 +265,7 @@ fn ruby_wording(error: &Misshapen) -> String {
         } => format!(
             "sandbox {category} access for :{name} must be :read_only or :read_write, got {shown}"
         ),
+        Misshapen::RelativeDirectory(name) => format!("workspace path :{name} must be absolute"),
         Misshapen::UnsupportedNetworkModes(names) => {
             let shown: Vec<String> = names.iter().map(|name| format!(":{name}")).collect();
             format!(

@@ -58,6 +58,9 @@ pub enum Error {
         name: String,
         shown: String,
     },
+    /// A workspace directory (by name) a grant stands for that is not absolute.
+    #[error("workspace path {0} must be absolute")]
+    RelativeDirectory(String),
     /// Capability network modes that are no network mode, by name.
     #[error("unsupported network modes: {} (use inherit, none or allowlist)", .0.join(", "))]
     UnsupportedNetworkModes(Vec<String>),
@@ -70,7 +73,8 @@ impl Error {
             Error::FeatureNotAName { .. }
             | Error::IsolationNotAName
             | Error::AllowEntryWithoutDestination
-            | Error::UnsupportedNetworkModes(_) => Kind::Argument,
+            | Error::UnsupportedNetworkModes(_)
+            | Error::RelativeDirectory(_) => Kind::Argument,
             _ => Kind::Policy,
         }
     }

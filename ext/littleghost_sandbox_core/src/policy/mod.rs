@@ -23,7 +23,7 @@ pub use given::Given;
 pub use limits::{LimitValue, Limits, LIMIT_NAMES};
 pub use mount::{normalize_target, parse_access};
 pub(crate) use network::allow_entries;
-pub use network::{Inspection, NetworkMode, NetworkPolicy, NetworkRequest};
+pub use network::{Inspection, NetworkMode, NetworkPolicy, NetworkRequest, Unenforceable};
 pub use network_rules::{
     AllowEntry, AllowRequest, NetworkRules, RuleRequest, SecretEntry, SecretRequest,
 };

@@ -8,6 +8,28 @@ use super::Error as Misshapen;
 use super::Given;
 use crate::error::{policy, Result};
 
+/// A network mode a backend cannot enforce (docs/spec.md §15.1, §16.1):
+/// carried as the mode, which the binding shows as the caller wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unenforceable {
+    /// Unrestricted inherits the host's network; any other mode is refused.
+    #[error("the unrestricted sandbox cannot enforce network mode {}", .0.name())]
+    Unrestricted(NetworkMode),
+    /// Landlock confines TCP by port, never by destination.
+    #[error("the landlock sandbox cannot enforce network mode allowlist: Landlock confines TCP by port only, not by destination")]
+    LandlockAllowlist,
+    /// An allowlist launch on a backend without a gateway.
+    #[error("sandbox backend cannot enforce network mode allowlist")]
+    AllowlistWithoutGateway,
+}
+
+impl Unenforceable {
+    /// Always [`Kind::Capability`](crate::error::Kind::Capability).
+    pub fn kind(&self) -> crate::error::Kind {
+        crate::error::Kind::Capability
+    }
+}
+
 /// `:inherit`, `:none` or `:allowlist`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NetworkMode {

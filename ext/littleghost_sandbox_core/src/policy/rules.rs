@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use super::{EnvironmentPolicy, Given, NetworkPolicy};
-use crate::error::{argument, policy, Error, Result};
+use crate::error::{policy, Error, Result};
 use crate::grants::{Access, Grant};
 use crate::paths;
 
@@ -240,9 +240,9 @@ impl Policy {
             for (name, access) in table.entries() {
                 let path = directory(name)?;
                 if !path.is_absolute() {
-                    return Err(core_error(argument(format!(
-                        "workspace path :{name} must be absolute"
-                    ))));
+                    return Err(core_error(
+                        super::Error::RelativeDirectory(name.to_owned()).into(),
+                    ));
                 }
                 let path = paths::clean(&path);
                 grants.push(Grant {
@@ -493,7 +493,7 @@ mod tests {
         let relative = policy.process_grants(|_| Ok::<_, Error>(PathBuf::from("rel")), |e| e);
         assert_eq!(
             relative.unwrap_err(),
-            argument("workspace path :root must be absolute")
+            crate::policy::Error::RelativeDirectory("root".into()).into()
         );
         assert!(Path::new("/w").is_absolute());
     }
