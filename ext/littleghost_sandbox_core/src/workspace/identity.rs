@@ -13,8 +13,12 @@ use crate::grants::Identity;
 /// Why `open` could not prepare the workspace's directories.
 #[derive(Debug)]
 pub enum OpenError {
-    /// Creating a directory failed: Ruby raises the matching `Errno`.
-    Create { what: String, error: std::io::Error },
+    /// Creating the directory of the path named `name` (`None`: the root)
+    /// failed: Ruby raises the matching `Errno`.
+    Create {
+        name: Option<String>,
+        error: std::io::Error,
+    },
     /// A rule refused (an absolute path missing, two entries aliased).
     Rule(crate::Error),
 }
@@ -31,25 +35,24 @@ impl Layout {
         &self,
         relative: &[String],
     ) -> std::result::Result<(Vec<(String, Identity)>, Anchors), OpenError> {
-        let failed = |what: String| {
+        let failed = |name: Option<&str>| {
+            let name = name.map(str::to_owned);
             move |error: AnchorError| match error {
-                AnchorError::Create(error) => OpenError::Create { what, error },
+                AnchorError::Create(error) => OpenError::Create { name, error },
                 AnchorError::Rule(refusal) => OpenError::Rule(refusal.into()),
             }
         };
-        let root = Anchor::root(ROOT_NAME, &self.root)
-            .map_err(failed("could not create the workspace root".to_owned()))?;
+        let root = Anchor::root(ROOT_NAME, &self.root).map_err(failed(None))?;
         let mut anchors = vec![root.clone()];
         for (name, dir) in &self.paths {
-            let what = format!("could not create workspace path :{name}");
             let anchor = if relative.contains(name) {
                 let below = paths::remainder(&paths::clean(dir), &paths::clean(&self.root))
                     .unwrap_or(Path::new(""))
                     .to_path_buf();
                 root.beneath(name, &below, dir, true)
-                    .map_err(failed(what))?
+                    .map_err(failed(Some(name)))?
             } else {
-                Anchor::absolute(name, dir).map_err(failed(what))?
+                Anchor::absolute(name, dir).map_err(failed(Some(name)))?
             };
             anchors.push(anchor);
         }
