@@ -55,22 +55,22 @@ pub enum Error {
     Declaration(#[from] crate::policy::error::Error),
     /// A file operation's failure or refusal.
     #[error(transparent)]
-    File(#[from] crate::fs::Error),
+    File(#[from] crate::fs::error::Error),
     /// A scope or mount that would widen its parent's grants.
     #[error(transparent)]
     Narrowing(#[from] crate::grants::Narrowing),
     /// A scope's network that would widen its parent's.
     #[error(transparent)]
-    NetworkNarrowing(#[from] crate::scope::NetworkNarrowing),
+    NetworkNarrowing(#[from] crate::scope::refusal::NetworkNarrowing),
     /// A workspace configuration or path refused.
     #[error(transparent)]
-    Workspace(#[from] crate::workspace::Error),
+    Workspace(#[from] crate::workspace::error::Error),
     /// A workspace directory that cannot be pinned.
     #[error(transparent)]
     Anchor(#[from] crate::fs::anchor::Refusal),
     /// A network mode a backend cannot enforce.
     #[error(transparent)]
-    Unenforceable(#[from] crate::policy::Unenforceable),
+    Unenforceable(#[from] crate::policy::network_mode::Unenforceable),
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::error::Error),
@@ -120,6 +120,17 @@ impl Error {
     /// The message the user sees (the error's `Display`).
     pub fn message(&self) -> String {
         self.to_string()
+    }
+}
+
+/// A directory that could not be created is an I/O failure; a rule's
+/// refusal is carried as itself.
+impl From<crate::fs::anchor::AnchorError> for Error {
+    fn from(error: crate::fs::anchor::AnchorError) -> Error {
+        match error {
+            crate::fs::anchor::AnchorError::Create(error) => Error::Io(error.to_string()),
+            crate::fs::anchor::AnchorError::Rule(refusal) => refusal.into(),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::error::Kind;
+use crate::error::kind::Kind;
 use crate::paths;
 
 /// Why a grant cannot be narrowed as asked (9.4, SC.3 to SC.7, SC.16): a

@@ -59,7 +59,7 @@ impl Pins {
         for grant in grants {
             let anchor = match anchors.and_then(|a| a.for_source(&grant.source)) {
                 Some(Ok(anchor)) => anchor,
-                Some(Err(error)) => return Err(error),
+                Some(Err(error)) => return Err(error.into()),
                 None => Anchor::pin(&grant.source).ok_or_else(|| policy(SOURCE_UNAVAILABLE))?,
             };
             if !anchor.is_current() {

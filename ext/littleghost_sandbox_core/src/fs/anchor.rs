@@ -21,7 +21,7 @@ use rustix::fs::{self as rfs, Mode};
 use rustix::io::Errno;
 
 use super::walk::{self, Failure, DIR_HANDLE};
-use crate::error::{Error, Kind};
+use crate::error::kind::Kind;
 use crate::grants::Identity;
 
 /// A grant's pinned directory: handle, identity, route and name.
@@ -136,15 +136,6 @@ pub fn shown_real(real: &Option<PathBuf>) -> String {
     real.as_ref()
         .map(|real| format!("; name its real path {} instead", real.display()))
         .unwrap_or_default()
-}
-
-impl From<AnchorError> for Error {
-    fn from(error: AnchorError) -> Error {
-        match error {
-            AnchorError::Create(error) => Error::Io(error.to_string()),
-            AnchorError::Rule(refusal) => refusal.into(),
-        }
-    }
 }
 
 impl Anchor {
@@ -335,16 +326,13 @@ impl Anchor {
     /// `path` (at or beneath [`Anchor::path`]) as an anchor derived by walking
     /// from this handle, never by the path string; None when `path` is not
     /// beneath this anchor. Nothing is created.
-    pub fn derive(&self, path: &Path) -> Option<Result<Anchor, Error>> {
+    pub fn derive(&self, path: &Path) -> Option<Result<Anchor, AnchorError>> {
         let path = crate::paths::clean(path);
         let relative = crate::paths::remainder(&path, &self.path)?.to_path_buf();
         if relative.as_os_str().is_empty() {
             return Some(Ok(self.clone()));
         }
-        Some(
-            self.beneath(&self.name, &relative, &path, false)
-                .map_err(Error::from),
-        )
+        Some(self.beneath(&self.name, &relative, &path, false))
     }
 }
 
@@ -431,7 +419,7 @@ impl Anchors {
     /// the one configured or opened at exactly `source`, else one derived by
     /// a walk from the deepest anchor whose route contains `source` (a
     /// narrowed scope, an execution overlay). None when no anchor covers it.
-    pub fn for_source(&self, source: &Path) -> Option<Result<Anchor, Error>> {
+    pub fn for_source(&self, source: &Path) -> Option<Result<Anchor, AnchorError>> {
         let source = crate::paths::clean(source);
         if let Some(exact) = self
             .0
@@ -458,6 +446,14 @@ impl Anchors {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// The rule that refused, or a panic for a failure to create.
+    fn refusal(error: AnchorError) -> Refusal {
+        match error {
+            AnchorError::Rule(refusal) => refusal,
+            AnchorError::Create(error) => panic!("not a refusal: {error}"),
+        }
+    }
 
     fn root() -> (tempfile::TempDir, Anchor) {
         let dir = tempfile::tempdir().unwrap();
@@ -487,20 +483,16 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("build")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("build/out")).unwrap();
-        let err = Error::from(
+        let err = refusal(
             root.beneath("out", Path::new("build/out/x"), Path::new("/x"), true)
                 .unwrap_err(),
         );
         assert_eq!(err.kind(), Kind::Policy, "{err:?}");
         assert!(
-            matches!(&err, Error::Anchor(Refusal::ThroughSymlink { name, .. }) if name == "out"),
+            matches!(&err, Refusal::ThroughSymlink { name, .. } if name == "out"),
             "{err:?}"
         );
-        assert!(
-            err.message().contains("symlink build/out"),
-            "{}",
-            err.message()
-        );
+        assert!(err.to_string().contains("symlink build/out"), "{err}");
         assert!(
             !outside.path().join("x").exists(),
             "nothing created outside"
@@ -527,13 +519,12 @@ mod tests {
         let real = tempfile::tempdir().unwrap();
         let links = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(real.path(), links.path().join("run")).unwrap();
-        let err = Error::from(Anchor::absolute("run", &links.path().join("run")).unwrap_err());
+        let err = refusal(Anchor::absolute("run", &links.path().join("run")).unwrap_err());
         assert_eq!(err.kind(), Kind::Policy, "{err:?}");
         let real = std::fs::canonicalize(real.path()).unwrap();
         assert!(
-            err.message().contains(&real.display().to_string()),
-            "{}",
-            err.message()
+            err.to_string().contains(&real.display().to_string()),
+            "{err}"
         );
         assert!(Anchor::absolute("real", &real).unwrap().is_current());
     }

@@ -16,6 +16,7 @@
 //! `openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)` from the pinned root does.
 
 pub mod anchor;
+pub mod error;
 mod errors;
 mod operations;
 pub mod own;
@@ -31,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use crate::grants::{Access, Grant, Identity};
 pub use anchor::{Anchor, AnchorError, Anchors};
-pub use errors::{Error, Result};
+pub use error::{Error, Result};
 
 use errors::*;
 use resolve::*;

@@ -6,7 +6,7 @@
 //! Ruby's (its `helpers/errors.rs`).
 
 use crate::error::kind::Kind;
-use crate::policy::NetworkMode;
+use crate::policy::network_mode::NetworkMode;
 
 /// A misshapen value in a policy declaration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

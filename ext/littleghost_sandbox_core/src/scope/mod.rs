@@ -13,6 +13,7 @@
 mod grants;
 mod network;
 mod queries;
+pub mod refusal;
 #[cfg(test)]
 mod tests;
 
@@ -20,10 +21,10 @@ mod tests;
 pub use crate::policy::NetworkMode;
 pub use grants::{narrow_grants, Narrowed, Request};
 pub use network::{
-    narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkNarrowing, NetworkRequest,
-    SecretsRequest,
+    narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
 };
 pub use queries::file_feature;
+pub use refusal::NetworkNarrowing;
 
 use crate::error::Result;
 use crate::fs::anchor::Anchors;

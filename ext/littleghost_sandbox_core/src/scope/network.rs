@@ -3,36 +3,11 @@
 //! allowlist ([`narrow_allowlist`]): fewer destinations, methods,
 //! paths and secrets, never more.
 
+use super::refusal::NetworkNarrowing;
 use super::NetworkMode;
-use crate::error::{Kind, Result};
+use crate::error::Result;
 use crate::network::rules::{Pattern, Rule};
 use crate::policy::{AllowEntry, Inspection, NetworkPolicy, NetworkRules, SecretEntry};
-
-/// Why a scope cannot have the network it asked for (SC.10, SC.10b).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NetworkNarrowing {
-    /// More network than the parent has.
-    #[error("sandbox scope cannot widen network access")]
-    Widens,
-    /// A mode the backend cannot enforce for a scope (the binding names it
-    /// as the caller wrote it).
-    #[error("sandbox backend cannot enforce scoped network mode {}", .0.name())]
-    Unsupported(NetworkMode),
-    /// A named secret none of whose destinations the scope may reach.
-    #[error("network secret {0:?} has no destination in the scope's allow list (it could never be sent)")]
-    SecretUnreachable(String),
-}
-
-impl NetworkNarrowing {
-    /// A secret that could never be sent is a declaration error; the rest are
-    /// refusals to widen.
-    pub fn kind(&self) -> Kind {
-        match self {
-            NetworkNarrowing::SecretUnreachable(_) => Kind::Policy,
-            _ => Kind::Capability,
-        }
-    }
-}
 
 /// SC.10's refusal: the scope asked for more network than its parent has.
 pub fn widen() -> crate::Error {
@@ -337,7 +312,7 @@ mod tests {
         let refused = |requested: NetworkPolicy, secrets: SecretsRequest| {
             let error = narrow_allowlist(&parent(), &requested, &secrets).unwrap_err();
             assert_eq!(error, widen(), "{error}");
-            assert_eq!(error.kind(), Kind::Capability);
+            assert_eq!(error.kind(), crate::error::Kind::Capability);
             assert_eq!(error.message(), "sandbox scope cannot widen network access");
         };
         refused(

@@ -2,7 +2,7 @@
 //! the core's words: a path's name is carried as a value, and the binding
 //! shows it the way the caller wrote it.
 
-use crate::error::Kind;
+use crate::error::kind::Kind;
 
 /// A workspace refusal. [`Error::kind`] says which documented class it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

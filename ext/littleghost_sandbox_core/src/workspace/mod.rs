@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::paths;
 
-mod error;
+pub mod error;
 mod identity;
 mod resolve;
 #[cfg(test)]
