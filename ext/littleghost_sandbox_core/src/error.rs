@@ -3,7 +3,7 @@
 //! paths and values, never a Ruby class. [`Error`] carries one of them across
 //! mechanisms, and [`Error::kind`] says which documented class of failure it
 //! is; the binding maps each [`Kind`] onto one Ruby class (its
-//! `ruby_api/errors.rs`, the one place that does).
+//! `helpers/errors.rs`, the one place that does).
 
 use crate::denial::{Reason, Refusal};
 
@@ -53,6 +53,24 @@ pub enum Error {
     /// A misshapen value in a policy declaration.
     #[error(transparent)]
     Declaration(#[from] crate::policy::error::Error),
+    /// A file operation's failure or refusal.
+    #[error(transparent)]
+    File(#[from] crate::fs::error::Error),
+    /// A scope or mount that would widen its parent's grants.
+    #[error(transparent)]
+    Narrowing(#[from] crate::grants::Narrowing),
+    /// A scope's network that would widen its parent's.
+    #[error(transparent)]
+    NetworkNarrowing(#[from] crate::scope::refusal::NetworkNarrowing),
+    /// A workspace configuration or path refused.
+    #[error(transparent)]
+    Workspace(#[from] crate::workspace::error::Error),
+    /// A workspace directory that cannot be pinned.
+    #[error(transparent)]
+    Anchor(#[from] crate::fs::anchor::Refusal),
+    /// A network mode a backend cannot enforce.
+    #[error(transparent)]
+    Unenforceable(#[from] crate::policy::network_mode::Unenforceable),
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::error::Error),
@@ -82,13 +100,23 @@ impl Error {
             Error::Declaration(error) => error.kind(),
             Error::Sandbox(error) => error.kind(),
             Error::Remote(error) => error.kind(),
+            Error::File(error) => error.kind(),
+            Error::Narrowing(error) => error.kind(),
+            Error::NetworkNarrowing(error) => error.kind(),
+            Error::Workspace(error) => error.kind(),
+            Error::Anchor(error) => error.kind(),
+            Error::Unenforceable(error) => error.kind(),
         }
     }
 
     /// The refusal this error carries, if it is one.
-    pub fn refusal(&self) -> Option<&Refusal> {
+    pub fn refusal(&self) -> Option<Refusal> {
         match self {
-            Error::Refused(refusal) => Some(refusal),
+            Error::Refused(refusal) => Some(refusal.clone()),
+            Error::File(error) => error.reason().map(|reason| Refusal {
+                reason,
+                message: error.to_string(),
+            }),
             _ => None,
         }
     }
@@ -96,6 +124,17 @@ impl Error {
     /// The message the user sees (the error's `Display`).
     pub fn message(&self) -> String {
         self.to_string()
+    }
+}
+
+/// A directory that could not be created is an I/O failure; a rule's
+/// refusal is carried as itself.
+impl From<crate::fs::anchor::AnchorError> for Error {
+    fn from(error: crate::fs::anchor::AnchorError) -> Error {
+        match error {
+            crate::fs::anchor::AnchorError::Create(error) => Error::Io(error.to_string()),
+            crate::fs::anchor::AnchorError::Rule(refusal) => refusal.into(),
+        }
     }
 }
 

@@ -4,8 +4,43 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::error::{capability, Result};
+use crate::error::kind::Kind;
 use crate::paths;
+
+/// Why a grant cannot be narrowed as asked (9.4, SC.3 to SC.7, SC.16): a
+/// scope or a mount may only narrow what its parent grants. Every one is a
+/// [`Kind::Capability`] refusal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Narrowing {
+    /// The requested target is not beneath the parent grant's.
+    #[error("sandbox scope mount {} is outside its parent mount {}", .target.display(), .parent.display())]
+    OutsideMount { target: PathBuf, parent: PathBuf },
+    /// A scope asked for a directory no parent grant of its kind names.
+    #[error("sandbox scope cannot expose a path outside its parent")]
+    OutsideParent,
+    #[error("sandbox scope cannot make a read-only mount writable")]
+    Writable,
+    /// The target resolves (through a symlink) outside the parent grant.
+    #[error("sandbox scope mount {} escapes its parent", .0.display())]
+    Escapes(PathBuf),
+    /// The target's real directory is not the one its parent grant gives.
+    #[error("sandbox scope mount {} must come from its parent", .0.display())]
+    ForeignSource(PathBuf),
+    #[error("sandbox scope mount source is unavailable")]
+    SourceUnavailable,
+    #[error("sandbox scope mount source changed after initialization")]
+    SourceChanged,
+}
+
+impl Narrowing {
+    /// Always [`Kind::Capability`]: the scope tries to widen.
+    pub fn kind(&self) -> Kind {
+        Kind::Capability
+    }
+}
+
+/// The result of narrowing a grant.
+pub type Result<T, E = Narrowing> = std::result::Result<T, E>;
 
 /// `:read_only` or `:read_write`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,25 +99,19 @@ impl Grant {
     pub fn narrow(&self, target: &Path, access: Access) -> Result<Grant> {
         let target = paths::clean(target);
         if !self.covers(&target) {
-            return Err(capability(format!(
-                "sandbox scope mount {} is outside its parent mount {}",
-                target.display(),
-                self.target.display()
-            )));
+            return Err(Narrowing::OutsideMount {
+                target,
+                parent: self.target.clone(),
+            });
         }
         if access.writable() && !self.access.writable() {
-            return Err(capability(
-                "sandbox scope cannot make a read-only mount writable",
-            ));
+            return Err(Narrowing::Writable);
         }
         let base = realpath(&self.source)?;
         let relative = paths::remainder(&target, &self.target).unwrap_or(Path::new(""));
         let source = realpath(&base.join(relative))?;
         if !paths::is_within(&source, &base) {
-            return Err(capability(format!(
-                "sandbox scope mount {} escapes its parent",
-                target.display()
-            )));
+            return Err(Narrowing::Escapes(target));
         }
         Ok(Grant {
             source,
@@ -117,7 +146,7 @@ impl Identity {
 
 /// `realpath(3)` with the scope error messages of 9.4.
 pub fn realpath(path: &Path) -> Result<PathBuf> {
-    std::fs::canonicalize(path).map_err(|_| capability("sandbox scope mount source is unavailable"))
+    std::fs::canonicalize(path).map_err(|_| Narrowing::SourceUnavailable)
 }
 
 #[cfg(test)]
@@ -141,11 +170,11 @@ mod tests {
         std::fs::create_dir(root.join("sub")).unwrap();
         let ro = grant(&root, Access::ReadOnly);
         let err = ro.narrow(&root.join("sub"), Access::ReadWrite).unwrap_err();
-        assert!(err.message().contains("read-only mount writable"));
+        assert!(err.to_string().contains("read-only mount writable"));
         let err = ro
             .narrow(Path::new("/elsewhere"), Access::ReadOnly)
             .unwrap_err();
-        assert!(err.message().contains("outside its parent mount"));
+        assert!(err.to_string().contains("outside its parent mount"));
         let narrowed = ro.narrow(&root.join("sub"), Access::ReadOnly).unwrap();
         assert_eq!(narrowed.source, root.join("sub"));
     }
@@ -158,10 +187,10 @@ mod tests {
         std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
         let rw = grant(&root, Access::ReadWrite);
         let err = rw.narrow(&root.join("link"), Access::ReadOnly).unwrap_err();
-        assert!(err.message().contains("escapes its parent"));
+        assert!(err.to_string().contains("escapes its parent"));
         let err = rw
             .narrow(&root.join("missing"), Access::ReadOnly)
             .unwrap_err();
-        assert!(err.message().contains("unavailable"));
+        assert!(err.to_string().contains("unavailable"));
     }
 }

@@ -9,10 +9,10 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use crate::backend::seccomp;
-use crate::error::{argument, capability, policy, tool, Result};
+use crate::error::{argument, policy, tool, Result};
 use crate::fs::anchor::{Anchor, Anchors};
 use crate::grants::Grant;
-use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy};
+use crate::policy::{EnvironmentPolicy, NetworkPolicy, Policy, Unenforceable};
 
 #[cfg(test)]
 pub(crate) mod fake_workspace;
@@ -30,8 +30,6 @@ pub const SOURCE_UNAVAILABLE: &str = "sandbox mount source is unavailable";
 pub const MOUNT_PATH_NOT_UTF8: &str = "sandbox mount path must be valid UTF-8";
 /// The working directory does not exist (every backend's wording).
 pub const CWD_NOT_AVAILABLE: &str = "Working directory is not available";
-/// A launch asking for `:allowlist` networking from a backend without a gateway.
-pub const ALLOWLIST_UNSUPPORTED: &str = "sandbox backend cannot enforce network mode :allowlist";
 /// The `PATH` a launch gets when neither the host environment (17.6) nor a
 /// layer of the 16.4 merge sets one (17.5): the system directories of the
 /// isolated root, in the order Debian's login shells use.
@@ -61,7 +59,7 @@ impl Pins {
         for grant in grants {
             let anchor = match anchors.and_then(|a| a.for_source(&grant.source)) {
                 Some(Ok(anchor)) => anchor,
-                Some(Err(error)) => return Err(error),
+                Some(Err(error)) => return Err(error.into()),
                 None => Anchor::pin(&grant.source).ok_or_else(|| policy(SOURCE_UNAVAILABLE))?,
             };
             if !anchor.is_current() {
@@ -234,7 +232,7 @@ pub fn plan<E>(
     let network = select_network(request.scope_network, request.policy_network);
     let gateway = match (network, request.gateway_environment) {
         (NetworkMode::Allowlist, None) => {
-            return Err(core_error(capability(ALLOWLIST_UNSUPPORTED)))
+            return Err(core_error(Unenforceable::AllowlistWithoutGateway.into()))
         }
         (NetworkMode::Allowlist, Some(gateway)) => {
             let allow = request
@@ -578,7 +576,7 @@ mod tests {
         request.scope_network = Some(NetworkMode::Allowlist);
         assert_eq!(
             plan(request.clone()).unwrap_err(),
-            Error::Capability(ALLOWLIST_UNSUPPORTED.into())
+            Unenforceable::AllowlistWithoutGateway.into()
         );
         request.gateway_environment = Some(pairs(&[("NO_PROXY", "gw"), ("A", "gw")]));
         let planned = plan(request.clone()).unwrap();

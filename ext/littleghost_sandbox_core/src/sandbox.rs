@@ -26,7 +26,10 @@ pub fn check_grant_names(policy: &Policy, path_names: &[&str]) -> Result<()> {
         .map(|(n, _)| ("files", n.as_str()));
     let runtime = policy.runtime_paths.entries().iter();
     let runtime = runtime.map(|(n, _)| ("runtime_paths", n.as_str()));
-    crate::workspace::check_grant_names(files.chain(runtime), path_names)
+    Ok(crate::workspace::check_grant_names(
+        files.chain(runtime),
+        path_names,
+    )?)
 }
 
 /// W13 (15.2, 16.2): some tool-visible grant is writable; runtime-only grants
@@ -89,10 +92,12 @@ mod tests {
         );
         check_grant_names(&policy, &["home"]).unwrap();
         let err = check_grant_names(&policy, &["source"]).unwrap_err();
-        assert!(matches!(err, crate::Error::Policy(_)));
-        assert!(err
-            .message()
-            .starts_with("sandbox policy runtime_paths grants :home"));
+        assert_eq!(err.kind(), crate::error::Kind::Policy);
+        assert!(matches!(
+            err,
+            crate::Error::Workspace(crate::workspace::Error::UnknownGrant { category, name, .. })
+                if category == "runtime_paths" && name == "home"
+        ));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::backend::launch_steps;
 use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice};
 use littleghost_sandbox_core::denial::Denial;
+use littleghost_sandbox_core::error::kind::Kind as ErrorKind;
 use littleghost_sandbox_core::error::Error;
 use littleghost_sandbox_core::fs::{Anchor, Anchors, Broker};
 use littleghost_sandbox_core::launch::prepare::{
@@ -55,7 +56,7 @@ impl RootWorkspace {
     /// core's lexical resolution (3.3); the broker then walks it from the
     /// root's handle.
     pub fn resolve(&self, logical: &str) -> Result<PathBuf, Error> {
-        self.layout.resolve(std::ffi::OsStr::new(logical))
+        Ok(self.layout.resolve(std::ffi::OsStr::new(logical))?)
     }
 }
 
@@ -81,8 +82,10 @@ impl WorkspaceView<Error> for RootWorkspace {
     fn resolve(&self, logical: &Path) -> Result<PathBuf, Refused<Error>> {
         match self.layout.resolve(logical.as_os_str()) {
             Ok(path) => Ok(path),
-            Err(Error::Argument(message) | Error::Key(message)) => Err(Refused::Reason(message)),
-            Err(other) => Err(Refused::Raised(other)),
+            Err(refused) if matches!(refused.kind(), ErrorKind::Argument | ErrorKind::Key) => {
+                Err(Refused::Reason(refused.to_string()))
+            }
+            Err(other) => Err(Refused::Raised(other.into())),
         }
     }
 

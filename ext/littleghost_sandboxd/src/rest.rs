@@ -14,8 +14,9 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use littleghost_sandbox_core::denial::{Denial, Operation, Reason, Refusal};
+use littleghost_sandbox_core::error::kind::Kind;
 use littleghost_sandbox_core::error::Error;
-use littleghost_sandbox_core::fs::{Broker, EntryInfo, NOT_EMPTY, REMOVES_ROOT};
+use littleghost_sandbox_core::fs::{Broker, EntryInfo, Error as FileError};
 use littleghost_sandbox_core::workspace::refused_reference;
 use serde_json::json;
 
@@ -196,11 +197,11 @@ fn file_error(
     error: Error,
 ) -> Response<Body> {
     let error = refused_reference(logical.as_bytes(), error);
-    if let Error::Refused(refusal) = &error {
+    if let Some(refusal) = error.refusal() {
         daemon
             .confinement
             .denials
-            .record(Denial::refused(operation, logical, refusal));
+            .record(Denial::refused(operation, logical, &refusal));
         let limit = matches!(
             refusal.reason,
             Reason::ReadLimit | Reason::WriteLimit | Reason::ListLimit
@@ -211,23 +212,25 @@ fn file_error(
         };
     }
     let message = error.to_string();
-    match &error {
-        Error::Tool(text) if text.starts_with(NOT_EMPTY) => {
-            error_response(StatusCode::CONFLICT, "CONFLICT", &error)
-        }
-        Error::Tool(text)
-            if text.starts_with("Path does not exist")
-                || text.starts_with("Write target parent does not exist") =>
-        {
+    match file_failure(&error) {
+        Some(FileError::NotEmpty) => error_response(StatusCode::CONFLICT, "CONFLICT", &error),
+        Some(FileError::Missing | FileError::WriteParentMissing) => {
             answer(StatusCode::NOT_FOUND, "NOT_FOUND", &message)
         }
-        Error::Tool(text) if text.starts_with(REMOVES_ROOT) => {
+        Some(_) => answer(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &message),
+        None if matches!(error.kind(), Kind::Tool | Kind::Argument) => {
             answer(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &message)
         }
-        Error::Tool(_) | Error::Argument(_) => {
-            answer(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &message)
-        }
-        _ => answer(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", &message),
+        None => answer(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", &message),
+    }
+}
+
+/// The broker's own failure inside `error`, named path or not.
+fn file_failure(error: &Error) -> Option<&FileError> {
+    match error {
+        Error::File(FileError::OnPath { error, .. }) => Some(error),
+        Error::File(error) => Some(error),
+        _ => None,
     }
 }
 

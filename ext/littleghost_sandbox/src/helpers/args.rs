@@ -3,7 +3,7 @@
 
 use magnus::{prelude::*, scan_args::scan_args, Error, RHash, Ruby, Symbol, Value};
 
-use crate::ruby_api::errors;
+use crate::helpers::errors;
 
 /// A Symbol-keyed Hash built from `(name, value)` pairs, for keyword calls.
 pub fn kwargs(ruby: &Ruby, pairs: &[(&str, Value)]) -> Result<RHash, Error> {

@@ -34,8 +34,8 @@ use littleghost_sandbox_core::process as core_process;
 use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
 use magnus::{encoding::EncodingCapable, prelude::*, Error, RArray, RHash, RString, Ruby, Value};
 
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors;
 
 /// A copy of a String's bytes, whatever its encoding.
 pub fn bytes(string: RString) -> Vec<u8> {

@@ -25,8 +25,8 @@ use magnus::{
     Ruby, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::events::{Delivery, EventQueue, CAPACITY};
-use crate::ruby_api::errors;
 
 /// What one event stream carries and how Ruby names it.
 pub trait Stream: 'static {

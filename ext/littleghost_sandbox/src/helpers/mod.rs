@@ -3,6 +3,7 @@
 pub mod args;
 pub mod constants;
 pub mod convert;
+pub mod errors;
 pub mod event_hub;
 pub mod events;
 pub mod limit_keywords;

@@ -5,8 +5,8 @@
 
 use magnus::{prelude::*, value::Lazy, Error, RClass, RHash, Ruby, Symbol, Value};
 
+use crate::helpers::errors;
 use crate::helpers::{constants, value_object as vo};
-use crate::ruby_api::errors;
 
 /// A registry for the base class named `base`; `label` starts its messages.
 pub struct Registry {

@@ -24,8 +24,8 @@ use magnus::{
 use crate::helpers::args::{keywords, keywords_only, kwargs};
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors;
 use crate::ruby_api::sandbox::launch::{
     self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, Launch, StartCall,
 };

@@ -12,10 +12,11 @@ use magnus::{
     Ruby, TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
 use crate::ruby_api::network_event::{self, NetworkHub};
-use crate::ruby_api::{errors, mount, network_policy};
+use crate::ruby_api::{mount, network_policy};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
 use littleghost_sandbox_core::policy::{AllowEntry, NetworkRules};
 

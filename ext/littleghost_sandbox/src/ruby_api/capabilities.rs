@@ -7,8 +7,8 @@ use magnus::{
     RHash, Ruby, Symbol, TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::{args, value_object as vo};
-use crate::ruby_api::errors;
 
 /// A frozen capability report holding the core's value.
 #[magnus::wrap(class = "LittleGhost::Sandbox::Capabilities", free_immediately, size)]

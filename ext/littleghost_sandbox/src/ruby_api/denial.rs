@@ -16,8 +16,8 @@ use magnus::{method, prelude::*, Error, IntoValue, RArray, RClass, RString, Ruby
 use hub::Denial;
 pub use hub::{report, DenialHub, Reporter};
 
+use crate::helpers::errors;
 use crate::helpers::{convert, value_object as vo};
-use crate::ruby_api::errors;
 use crate::ruby_api::sandbox::state::{self, SandboxObj};
 
 impl Reporter {
@@ -93,7 +93,7 @@ pub fn brokered<T>(
         Err(error) => error,
     };
     if let Some(refusal) = error.refusal() {
-        let denial = CoreDenial::refused(operation, logical, refusal);
+        let denial = CoreDenial::refused(operation, logical, &refusal);
         report_to(ruby, sandbox, denial)?;
     }
     Err(errors::from_core(ruby, error))

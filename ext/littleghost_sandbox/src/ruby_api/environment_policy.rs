@@ -9,9 +9,9 @@ use magnus::{
     DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::helpers::{args, convert};
-use crate::ruby_api::errors;
 
 /// A frozen environment policy: the core value and its frozen Ruby Hash.
 #[derive(TypedData)]

@@ -268,7 +268,7 @@ pub mod data {
         let expected = S::MEMBERS.len() + S::EXTRAS.len();
         if values.len() != expected {
             let message = format!("{expected} values expected, {} given", values.len());
-            return Err(crate::ruby_api::errors::argument_error(ruby, message));
+            return Err(crate::helpers::errors::argument_error(ruby, message));
         }
         let values = (0..expected)
             .map(|index| Ok(Opaque::from(frozen_string(values.entry(index as isize)?))))

@@ -13,8 +13,9 @@ use magnus::{
     Error, RArray, RClass, RHash, RModule, RString, Ruby, TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::{args, constants, convert, value_object as vo};
-use crate::ruby_api::{environment_policy, errors};
+use crate::ruby_api::environment_policy;
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let network = little_ghost.define_module("Network")?;

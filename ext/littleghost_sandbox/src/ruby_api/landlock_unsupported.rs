@@ -6,8 +6,9 @@ use magnus::{function, method, prelude::*, Error, RHash, RModule, RObject, Ruby,
 
 use crate::helpers::args::keywords_only;
 use crate::helpers::constants;
+use crate::helpers::errors;
+use crate::ruby_api::capabilities;
 use crate::ruby_api::sandbox::probe;
-use crate::ruby_api::{capabilities, errors};
 
 const REASON: &str = "Landlock is supported only on Linux";
 

@@ -14,9 +14,9 @@ use magnus::{
     rb_sys::AsRawValue, value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value,
 };
 
+use crate::helpers::errors::{self, argument_error};
 use crate::helpers::limit_keywords::{self as keywords, Entry, Given};
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors::{self, argument_error};
 use crate::ruby_api::sandbox::state::{launch_defaults, SandboxObj};
 
 /// An Integer as the core's [`Given`] (Bignums saturate by sign).

@@ -8,8 +8,8 @@ use magnus::{
     Ruby, Symbol, TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors;
 
 /// A frozen set of limits holding the core's value.
 #[magnus::wrap(class = "LittleGhost::Sandbox::Limits", free_immediately, size)]

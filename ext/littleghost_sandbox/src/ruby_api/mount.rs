@@ -11,9 +11,9 @@ use magnus::{
     RClass, RHash, RString, Ruby, Symbol, TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::helpers::{args, convert};
-use crate::ruby_api::errors;
 
 /// A frozen grant object holding the core [`Grant`].
 #[magnus::wrap(class = "LittleGhost::Sandbox::Mount", free_immediately, size)]

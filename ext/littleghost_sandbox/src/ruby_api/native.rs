@@ -23,10 +23,11 @@ use magnus::{
 use crate::helpers::args::keywords_only;
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::ruby_api::bubblewrap::{self, platform_or_host};
 use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{capabilities, errors, landlock, seatbelt};
+use crate::ruby_api::{capabilities, landlock, seatbelt};
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::launch_steps::Platform;
 use littleghost_sandbox_core::backend::native::{
@@ -275,7 +276,7 @@ fn backend_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, 
     let name = if Platform::of(platform) == Platform::MacOs {
         "LittleGhost::Sandboxes::Seatbelt"
     } else if Platform::of(platform) == Platform::Other {
-        return Err(crate::ruby_api::errors::unsupported_platform_error(
+        return Err(crate::helpers::errors::unsupported_platform_error(
             ruby,
             unavailable_on(platform),
         ));
@@ -287,7 +288,7 @@ fn backend_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, 
         match linux_choice(ruby, probe_options, platform)?.choice {
             Ok(NativeChoice::Bubblewrap) => "LittleGhost::Sandboxes::Bubblewrap",
             Ok(NativeChoice::Landlock { .. }) => "LittleGhost::Sandboxes::Landlock",
-            Err(reason) => return Err(crate::ruby_api::errors::dependency_error(ruby, reason)),
+            Err(reason) => return Err(crate::helpers::errors::dependency_error(ruby, reason)),
         }
     };
     Ok(constants::class(ruby, name)?.as_value())
@@ -334,6 +335,6 @@ fn adopt(ruby: &Ruby, rb_self: SandboxObj, backend: Value) -> Result<(), Error> 
 fn backend(rb_self: SandboxObj) -> Result<Value, Error> {
     let ruby = Ruby::get_with(rb_self);
     sandbox::backend_value(&ruby, rb_self).ok_or_else(|| {
-        crate::ruby_api::errors::tool_error(&ruby, "native sandbox is not initialized")
+        crate::helpers::errors::tool_error(&ruby, "native sandbox is not initialized")
     })
 }

@@ -21,8 +21,8 @@ use magnus::{
 pub(crate) use hub::list;
 pub use hub::{NetworkEvent, NetworkHub};
 
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors;
 use crate::ruby_api::sandbox::state::{self, SandboxObj};
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {

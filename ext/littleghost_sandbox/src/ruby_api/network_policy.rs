@@ -15,8 +15,8 @@ use magnus::{
     TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::{convert, value_object as vo};
-use crate::ruby_api::errors;
 
 /// A frozen network rule: the core's validated policy plus the gateway and authorizer objects.
 #[derive(TypedData)]

@@ -18,7 +18,7 @@ pub use littleghost_sandbox_core::process::session::CLOSED_BY_OWNER as CLOSED_ME
 pub fn owner(ruby: &Ruby, sandbox: SandboxObj) -> Result<Owner, Error> {
     state::borrow(sandbox.as_value())
         .map(|sandbox| sandbox.owner().clone())
-        .ok_or_else(|| crate::ruby_api::errors::type_error(ruby, "not a LittleGhost::Sandbox"))
+        .ok_or_else(|| crate::helpers::errors::type_error(ruby, "not a LittleGhost::Sandbox"))
 }
 
 /// `close`'s part: terminates (TERM, grace, KILL) every child `sandbox`

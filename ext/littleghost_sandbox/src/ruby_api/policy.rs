@@ -9,8 +9,9 @@ use magnus::{
     DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::helpers::{args, value_object as vo};
-use crate::ruby_api::{environment_policy, errors, mount, network_policy};
+use crate::ruby_api::{environment_policy, mount, network_policy};
 
 /// A frozen policy: the core value plus the EnvironmentPolicy and NetworkPolicy (or nil) objects.
 #[derive(TypedData)]

@@ -27,7 +27,7 @@ use magnus::{
 
 use crate::helpers::constants;
 use crate::helpers::convert as value_convert;
-use crate::ruby_api::errors::{capability_error, core_result};
+use crate::helpers::errors::{capability_error, core_result};
 use crate::ruby_api::execution::Execution;
 use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::limits::{plan::Plan, LimitExceeded};
@@ -239,7 +239,7 @@ fn outcome(
     let exceeded = match ended {
         RunEnd::ClosedByOwner => {
             let closed = crate::ruby_api::ownership::CLOSED_MESSAGE;
-            return Err(crate::ruby_api::errors::tool_error(ruby, closed));
+            return Err(crate::helpers::errors::tool_error(ruby, closed));
         }
         RunEnd::TimedOut => return Err(timeout_error(ruby, request.timeout, finish())),
         RunEnd::MemorySampled(bytes) => LimitExceeded::Memory { bytes },
@@ -323,7 +323,7 @@ fn start_failure(ruby: &Ruby, failure: StartFailure) -> Result<Value, Error> {
         }
         StartFailure::Refused { message, errno } => Err(with_errno_cause(ruby, message, errno)),
         StartFailure::Unenforceable { reason } => Err(capability_error(ruby, reason)),
-        StartFailure::Checked(error) => Err(crate::ruby_api::errors::from_core(ruby, error)),
+        StartFailure::Checked(error) => Err(crate::helpers::errors::from_core(ruby, error)),
     }
 }
 

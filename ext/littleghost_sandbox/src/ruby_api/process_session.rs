@@ -32,8 +32,8 @@ use magnus::{
 };
 
 use crate::helpers::constants;
+use crate::helpers::errors::tool_error;
 use crate::helpers::nogvl;
-use crate::ruby_api::errors::tool_error;
 use crate::ruby_api::execution::{define_data_class, DataShape};
 use crate::ruby_api::process_runner::{
     check_context, reap_leader, terminate_group, validate_timeout, Waiter,

@@ -19,8 +19,8 @@ use magnus::{
 };
 
 use crate::helpers::args::{keywords, keywords_only};
+use crate::helpers::errors;
 use crate::helpers::{constants, convert, nogvl};
-use crate::ruby_api::errors;
 use crate::ruby_api::process_runner::{check_context, validate_output_bytes, validate_timeout};
 use crate::ruby_api::remote_session;
 use crate::ruby_api::sandbox::{self, SandboxObj};

@@ -120,7 +120,7 @@ fn read(ruby: &Ruby, rb_self: &Session, args: &[Value]) -> Result<Value, Error> 
         Some(value) => {
             let seconds = kernel_float(value)?;
             littleghost_sandbox_core::process::arguments::read_timeout_seconds(seconds)
-                .map_err(|message| crate::ruby_api::errors::argument_error(ruby, message))?
+                .map_err(|message| crate::helpers::errors::argument_error(ruby, message))?
         }
         None => 0.0,
     };

@@ -31,8 +31,8 @@ use magnus::{
 };
 
 use crate::helpers::args::{keywords_only, kwargs};
+use crate::helpers::errors;
 use crate::helpers::{constants, value_object as vo};
-use crate::ruby_api::errors;
 
 pub fn init(_ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     sandbox.define_alloc_func::<Sandbox>();

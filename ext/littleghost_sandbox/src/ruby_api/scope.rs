@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::Operation;
-use littleghost_sandbox_core::error::Error as CoreError;
+use littleghost_sandbox_core::error::{Error as CoreError, Kind};
 use littleghost_sandbox_core::policy as core_policy;
 use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
 use littleghost_sandbox_core::workspace as workspace_core;
@@ -25,10 +25,10 @@ use magnus::{
     value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
+use crate::helpers::errors::message as error_message;
+use crate::helpers::errors::{self, core_result};
 use crate::helpers::{constants, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::{self, brokered};
-use crate::ruby_api::errors::message as error_message;
-use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::{capabilities, workspace};
 
 mod narrowing;
@@ -249,9 +249,12 @@ fn resolve_reference(
     if let Some(native) = workspace::native(ruby, workspace) {
         return match native.resolve_core(&convert::path_of(logical)) {
             Ok(physical) => Ok(Ok(physical)),
-            Err(CoreError::Argument(message)) => Ok(Err(CoreError::Argument(message))),
-            Err(CoreError::Key(message)) => Ok(Err(CoreError::Key(message))),
-            Err(error) => Err(errors::from_core(ruby, error)),
+            // Worded as Ruby shows it first, like a duck-typed workspace's own errors.
+            Err(error) => match error.kind() {
+                Kind::Argument => Ok(Err(CoreError::Argument(errors::ruby_message(&error)))),
+                Kind::Key => Ok(Err(CoreError::Key(errors::ruby_message(&error)))),
+                _ => Err(errors::from_core(ruby, error)),
+            },
         };
     }
     // A Workspace subclass or a duck-typed workspace: its own `resolve`.

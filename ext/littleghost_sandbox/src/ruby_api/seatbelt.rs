@@ -18,13 +18,14 @@ use magnus::{
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, enforce, option_path};
+use crate::ruby_api::ownership;
 use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, Launch, StartCall};
 use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{errors, ownership};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;

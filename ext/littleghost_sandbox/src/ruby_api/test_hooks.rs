@@ -72,7 +72,7 @@ fn gateway_denial(
         "malformed_request" => R::MalformedRequest,
         "secret_placement" => R::SecretPlacement,
         other => {
-            return Err(crate::ruby_api::errors::argument_error(
+            return Err(crate::helpers::errors::argument_error(
                 ruby,
                 format!("unknown gateway reason {other}"),
             ))

@@ -13,8 +13,8 @@ use magnus::{
 
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
+use crate::helpers::errors;
 use crate::ruby_api::bubblewrap::{claimed, enforce, writable};
-use crate::ruby_api::errors;
 use crate::ruby_api::launch_limits;
 use crate::ruby_api::ownership;
 use crate::ruby_api::process_runner::check_context;

@@ -23,9 +23,9 @@ use magnus::{
 
 use crate::helpers::args::{keywords_only, kwargs};
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::registry::Registry;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::errors;
 
 /// The (name, realpath, dev, ino) records `open` pinned, shared with scopes.
 type Recorded = Arc<Vec<(String, Identity)>>;
@@ -92,9 +92,9 @@ impl Workspace {
         };
         let recorded = self.recorded_identities();
         let recorded = recorded.as_deref().map(Vec::as_slice);
-        config
+        Ok(config
             .layout
-            .resolve_checked(recorded, reference.as_os_str())
+            .resolve_checked(recorded, reference.as_os_str())?)
     }
 
     /// The identities `open` recorded, while the workspace is open.
@@ -125,7 +125,7 @@ impl Workspace {
         let config = self.config.borrow().clone();
         let config = config.ok_or_else(|| CoreError::Tool("uninitialized workspace".to_owned()))?;
         match self.recorded_identities() {
-            Some(recorded) => config.layout.validate(&recorded),
+            Some(recorded) => Ok(config.layout.validate(&recorded)?),
             None => Ok(()),
         }
     }
@@ -377,7 +377,13 @@ fn open_steps(ruby: &Ruby, rb_self: Obj<Workspace>, run: Value) -> Result<(), Er
     }
     let (identities, anchors) = match config.layout.prepare(&config.relative) {
         Ok(prepared) => prepared,
-        Err(OpenError::Create { what, error }) => return Err(system_call_error(ruby, error, what)),
+        Err(OpenError::Create { name, error }) => {
+            let what = match name {
+                None => "could not create the workspace root".to_owned(),
+                Some(name) => format!("could not create workspace path :{name}"),
+            };
+            return Err(system_call_error(ruby, error, what));
+        }
         Err(OpenError::Rule(error)) => return Err(errors::from_core(ruby, error)),
     };
     *rb_self.identities.borrow_mut() = Some(Arc::new(identities));

@@ -3,8 +3,10 @@
 //! construction, and the features it claims for that policy. Plain data, so
 //! the binding only converts.
 
-use crate::error::{capability, Result};
-use crate::policy::{Given, NetworkMode, NetworkPolicy, NetworkRequest, Policy, RootFilesystem};
+use crate::error::Result;
+use crate::policy::{
+    Given, NetworkMode, NetworkPolicy, NetworkRequest, Policy, RootFilesystem, Unenforceable,
+};
 
 /// Which backend a policy is settled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,19 +37,14 @@ pub fn effective_policy(backend: Backend, requested: &Policy) -> Result<Policy> 
     match backend {
         Backend::Unrestricted => {
             if let Some(mode) = mode.filter(|mode| *mode != NetworkMode::Inherit) {
-                return Err(capability(format!(
-                    "the unrestricted sandbox cannot enforce network mode :{}",
-                    mode.name()
-                )));
+                return Err(Unenforceable::Unrestricted(mode).into());
             }
             policy.root_filesystem = RootFilesystem::ReadWrite;
             policy.network = Some(plain_network(NetworkMode::Inherit));
         }
         Backend::Landlock if mode == Some(NetworkMode::Allowlist) => {
             if let Some(missing) = landlock_allowlist_unavailable() {
-                return Err(capability(format!(
-                    "the landlock sandbox cannot enforce network mode :allowlist here: {missing}"
-                )));
+                return Err(Unenforceable::LandlockAllowlist { missing }.into());
             }
         }
         Backend::Bubblewrap | Backend::Landlock | Backend::Seatbelt => {
@@ -223,8 +220,8 @@ mod tests {
             &with_network(Some(NetworkMode::None)),
         );
         assert_eq!(
-            refused.unwrap_err().message(),
-            "the unrestricted sandbox cannot enforce network mode :none"
+            refused.unwrap_err(),
+            Unenforceable::Unrestricted(NetworkMode::None).into()
         );
     }
 

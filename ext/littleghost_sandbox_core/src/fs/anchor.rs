@@ -21,7 +21,7 @@ use rustix::fs::{self as rfs, Mode};
 use rustix::io::Errno;
 
 use super::walk::{self, Failure, DIR_HANDLE};
-use crate::error::{policy, Error};
+use crate::error::kind::Kind;
 use crate::grants::Identity;
 
 /// A grant's pinned directory: handle, identity, route and name.
@@ -53,16 +53,89 @@ pub enum AnchorError {
     /// Creating a missing directory failed (Ruby: the matching `Errno`).
     Create(std::io::Error),
     /// A rule refused: a symlink on the route, not a directory, missing.
-    Rule(Error),
+    Rule(Refusal),
 }
 
-impl From<AnchorError> for Error {
-    fn from(error: AnchorError) -> Error {
-        match error {
-            AnchorError::Create(error) => Error::Io(error.to_string()),
-            AnchorError::Rule(error) => error,
+/// A workspace directory that cannot be pinned (docs/spec.md §3.6): the
+/// path's name and places are carried as values, shown by the binding.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// The configured root (as configured) cannot be opened.
+    #[error("workspace root {} cannot be opened: {errno}", .root.display())]
+    Root { root: PathBuf, errno: Errno },
+    #[error("cannot open /: {0}")]
+    Slash(Errno),
+    /// An absolute path (by name) through a symlink: the `link` on its
+    /// route, where it points (`" -> target"` or empty) and, when known,
+    /// the real path to name instead.
+    #[error("workspace path {name} ({}) passes through the symlink {}{target}{}", .path.display(), .link.display(), shown_real(.real))]
+    AbsoluteThroughSymlink {
+        name: String,
+        path: PathBuf,
+        link: PathBuf,
+        target: String,
+        real: Option<PathBuf>,
+    },
+    /// An absolute path (by name) that is missing or not a directory.
+    #[error(
+        "absolute workspace path {0} must already exist (as a directory; it is never created)"
+    )]
+    AbsoluteMissing(String),
+    /// An absolute path (by name) the OS would not open.
+    #[error("workspace path {name} cannot be opened: {errno}")]
+    AbsoluteUnopenable { name: String, errno: Errno },
+    /// A relative path (by name) through a symlink at `at`.
+    #[error("workspace path {name} ({}) passes through the symlink {}{target}: a workspace path is never followed through a symlink; replace the link with a directory", .relative.display(), .at.display())]
+    ThroughSymlink {
+        name: String,
+        relative: PathBuf,
+        at: PathBuf,
+        target: String,
+    },
+    /// A relative path (by name) whose component `at` is missing.
+    #[error("workspace path {name} ({}) does not exist: {} is missing", .relative.display(), .at.display())]
+    Missing {
+        name: String,
+        relative: PathBuf,
+        at: PathBuf,
+    },
+    /// A relative path (by name) whose component `at` is not a directory.
+    #[error("workspace path {name} ({}) is not a directory: {} is not one", .relative.display(), .at.display())]
+    NotADirectory {
+        name: String,
+        relative: PathBuf,
+        at: PathBuf,
+    },
+    /// A relative path (by name) the OS would not open.
+    #[error("workspace path {name} ({}) cannot be opened: {errno}", .relative.display())]
+    Unopenable {
+        name: String,
+        relative: PathBuf,
+        errno: Errno,
+    },
+    #[error("cannot reopen: {0}")]
+    Reopen(Errno),
+    /// The handle of a path (by name) cannot be read.
+    #[error("cannot stat {name}: {errno}")]
+    Stat { name: String, errno: Errno },
+}
+
+impl Refusal {
+    /// A missing absolute path is a bad argument; the rest a policy that
+    /// names directories the workspace cannot stand for.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Refusal::AbsoluteMissing(_) => Kind::Argument,
+            _ => Kind::Policy,
         }
     }
+}
+
+/// `"; name its real path REAL instead"`, when the real path is known.
+pub fn shown_real(real: &Option<PathBuf>) -> String {
+    real.as_ref()
+        .map(|real| format!("; name its real path {} instead", real.display()))
+        .unwrap_or_default()
 }
 
 impl Anchor {
@@ -73,10 +146,10 @@ impl Anchor {
         std::fs::create_dir_all(configured).map_err(AnchorError::Create)?;
         let real = std::fs::canonicalize(configured).map_err(AnchorError::Create)?;
         let fd = walk::open_absolute_dir(walk::kernel_strategy(), &real).map_err(|errno| {
-            AnchorError::Rule(policy(format!(
-                "workspace root {} cannot be opened: {errno}",
-                configured.display()
-            )))
+            AnchorError::Rule(Refusal::Root {
+                root: configured.to_path_buf(),
+                errno,
+            })
         })?;
         Anchor::from_fd(fd, real, configured, name)
     }
@@ -87,29 +160,26 @@ impl Anchor {
     pub fn absolute(name: &str, path: &Path) -> Result<Anchor, AnchorError> {
         let path = crate::paths::clean(path);
         let root = rfs::openat(rfs::CWD, "/", walk::with_always(DIR_HANDLE), Mode::empty())
-            .map_err(|errno| AnchorError::Rule(policy(format!("cannot open /: {errno}"))))?;
+            .map_err(|errno| AnchorError::Rule(Refusal::Slash(errno)))?;
         let relative = path.strip_prefix("/").unwrap_or(&path).to_path_buf();
         let walked = walk_route(root.as_fd(), &relative, false).map_err(|stop| match stop {
             Stop::Link(at) => {
                 let link = Path::new("/").join(&at);
-                let real = std::fs::canonicalize(&path)
-                    .map(|real| format!("; name its real path {} instead", real.display()))
-                    .unwrap_or_default();
-                AnchorError::Rule(policy(format!(
-                    "workspace path :{name} ({}) passes through the symlink {}{}{real}",
-                    path.display(),
-                    link.display(),
-                    link_target(&link)
-                )))
+                AnchorError::Rule(Refusal::AbsoluteThroughSymlink {
+                    name: name.to_owned(),
+                    path: path.clone(),
+                    target: link_target(&link),
+                    real: std::fs::canonicalize(&path).ok(),
+                    link,
+                })
             }
-            Stop::Missing(_) | Stop::NotDirectory(_) => AnchorError::Rule(crate::error::argument(
-                format!(
-                    "absolute workspace path :{name} must already exist (as a directory; it is never created)"
-                ),
-            )),
-            Stop::Os(errno) => AnchorError::Rule(policy(format!(
-                "workspace path :{name} cannot be opened: {errno}"
-            ))),
+            Stop::Missing(_) | Stop::NotDirectory(_) => {
+                AnchorError::Rule(Refusal::AbsoluteMissing(name.to_owned()))
+            }
+            Stop::Os(errno) => AnchorError::Rule(Refusal::AbsoluteUnopenable {
+                name: name.to_owned(),
+                errno,
+            }),
             Stop::Create(error) => AnchorError::Create(error),
         })?;
         let fd = match walked {
@@ -132,27 +202,27 @@ impl Anchor {
         create: bool,
     ) -> Result<Anchor, AnchorError> {
         let walked = walk_route(self.fd.as_fd(), relative, create).map_err(|stop| match stop {
-            Stop::Link(at) => AnchorError::Rule(policy(format!(
-                "workspace path :{name} ({}) passes through the symlink {}{}: a workspace path is \
-                 never followed through a symlink; replace the link with a directory",
-                relative.display(),
-                at.display(),
-                link_target(&self.path.join(&at))
-            ))),
-            Stop::Missing(at) => AnchorError::Rule(policy(format!(
-                "workspace path :{name} ({}) does not exist: {} is missing",
-                relative.display(),
-                at.display()
-            ))),
-            Stop::NotDirectory(at) => AnchorError::Rule(policy(format!(
-                "workspace path :{name} ({}) is not a directory: {} is not one",
-                relative.display(),
-                at.display()
-            ))),
-            Stop::Os(errno) => AnchorError::Rule(policy(format!(
-                "workspace path :{name} ({}) cannot be opened: {errno}",
-                relative.display()
-            ))),
+            Stop::Link(at) => AnchorError::Rule(Refusal::ThroughSymlink {
+                name: name.to_owned(),
+                relative: relative.to_path_buf(),
+                target: link_target(&self.path.join(&at)),
+                at,
+            }),
+            Stop::Missing(at) => AnchorError::Rule(Refusal::Missing {
+                name: name.to_owned(),
+                relative: relative.to_path_buf(),
+                at,
+            }),
+            Stop::NotDirectory(at) => AnchorError::Rule(Refusal::NotADirectory {
+                name: name.to_owned(),
+                relative: relative.to_path_buf(),
+                at,
+            }),
+            Stop::Os(errno) => AnchorError::Rule(Refusal::Unopenable {
+                name: name.to_owned(),
+                relative: relative.to_path_buf(),
+                errno,
+            }),
             Stop::Create(error) => AnchorError::Create(error),
         })?;
         let fd = match walked {
@@ -163,7 +233,7 @@ impl Anchor {
                 walk::with_always(DIR_HANDLE),
                 Mode::empty(),
             )
-            .map_err(|errno| AnchorError::Rule(policy(format!("cannot reopen: {errno}"))))?,
+            .map_err(|errno| AnchorError::Rule(Refusal::Reopen(errno)))?,
         };
         Anchor::from_fd(fd, self.path.join(relative), configured, name)
     }
@@ -182,8 +252,12 @@ impl Anchor {
         configured: &Path,
         name: &str,
     ) -> Result<Anchor, AnchorError> {
-        let stat = rfs::fstat(&fd)
-            .map_err(|errno| AnchorError::Rule(policy(format!("cannot stat {name}: {errno}"))))?;
+        let stat = rfs::fstat(&fd).map_err(|errno| {
+            AnchorError::Rule(Refusal::Stat {
+                name: name.to_owned(),
+                errno,
+            })
+        })?;
         #[allow(clippy::unnecessary_cast)]
         Ok(Anchor {
             fd: Arc::new(fd),
@@ -252,16 +326,13 @@ impl Anchor {
     /// `path` (at or beneath [`Anchor::path`]) as an anchor derived by walking
     /// from this handle, never by the path string; None when `path` is not
     /// beneath this anchor. Nothing is created.
-    pub fn derive(&self, path: &Path) -> Option<Result<Anchor, Error>> {
+    pub fn derive(&self, path: &Path) -> Option<Result<Anchor, AnchorError>> {
         let path = crate::paths::clean(path);
         let relative = crate::paths::remainder(&path, &self.path)?.to_path_buf();
         if relative.as_os_str().is_empty() {
             return Some(Ok(self.clone()));
         }
-        Some(
-            self.beneath(&self.name, &relative, &path, false)
-                .map_err(Error::from),
-        )
+        Some(self.beneath(&self.name, &relative, &path, false))
     }
 }
 
@@ -348,7 +419,7 @@ impl Anchors {
     /// the one configured or opened at exactly `source`, else one derived by
     /// a walk from the deepest anchor whose route contains `source` (a
     /// narrowed scope, an execution overlay). None when no anchor covers it.
-    pub fn for_source(&self, source: &Path) -> Option<Result<Anchor, Error>> {
+    pub fn for_source(&self, source: &Path) -> Option<Result<Anchor, AnchorError>> {
         let source = crate::paths::clean(source);
         if let Some(exact) = self
             .0
@@ -375,6 +446,14 @@ impl Anchors {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// The rule that refused, or a panic for a failure to create.
+    fn refusal(error: AnchorError) -> Refusal {
+        match error {
+            AnchorError::Rule(refusal) => refusal,
+            AnchorError::Create(error) => panic!("not a refusal: {error}"),
+        }
+    }
 
     fn root() -> (tempfile::TempDir, Anchor) {
         let dir = tempfile::tempdir().unwrap();
@@ -404,17 +483,16 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("build")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("build/out")).unwrap();
-        let err = Error::from(
+        let err = refusal(
             root.beneath("out", Path::new("build/out/x"), Path::new("/x"), true)
                 .unwrap_err(),
         );
-        assert!(matches!(err, Error::Policy(_)), "{err:?}");
-        assert!(err.message().contains(":out"), "{}", err.message());
+        assert_eq!(err.kind(), Kind::Policy, "{err:?}");
         assert!(
-            err.message().contains("symlink build/out"),
-            "{}",
-            err.message()
+            matches!(&err, Refusal::ThroughSymlink { name, .. } if name == "out"),
+            "{err:?}"
         );
+        assert!(err.to_string().contains("symlink build/out"), "{err}");
         assert!(
             !outside.path().join("x").exists(),
             "nothing created outside"
@@ -441,13 +519,12 @@ mod tests {
         let real = tempfile::tempdir().unwrap();
         let links = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(real.path(), links.path().join("run")).unwrap();
-        let err = Error::from(Anchor::absolute("run", &links.path().join("run")).unwrap_err());
-        assert!(matches!(err, Error::Policy(_)), "{err:?}");
+        let err = refusal(Anchor::absolute("run", &links.path().join("run")).unwrap_err());
+        assert_eq!(err.kind(), Kind::Policy, "{err:?}");
         let real = std::fs::canonicalize(real.path()).unwrap();
         assert!(
-            err.message().contains(&real.display().to_string()),
-            "{}",
-            err.message()
+            err.to_string().contains(&real.display().to_string()),
+            "{err}"
         );
         assert!(Anchor::absolute("real", &real).unwrap().is_current());
     }

@@ -7,18 +7,17 @@ use std::os::fd::BorrowedFd;
 use rustix::fs::{self as rfs, AtFlags, FileType};
 use rustix::io::Errno;
 
+pub use super::error::{Error, Result};
 use super::walk::{Failure, WalkError};
 use super::*;
-use crate::denial::Reason;
-use crate::error::{refused, tool, Error, Result};
 
 /// 14.6, on the open handle.
 pub(super) fn check_regular(stat: &rfs::Stat) -> Result<()> {
     if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Err(tool(NOT_A_FILE));
+        return Err(Error::NotAFile);
     }
     if stat.st_nlink > 1 {
-        return Err(refused(Reason::MultiplyLinked, MULTIPLY_LINKED));
+        return Err(Error::MultiplyLinked);
     }
     Ok(())
 }
@@ -43,34 +42,24 @@ pub(super) fn explain_last(parent: BorrowedFd<'_>, name: &OsStr, errno: Errno) -
 
 /// The message for a failed walk, worded for the operation (14.5, 14.8–14.10).
 pub(super) fn walk_error(wording: Wording, error: WalkError) -> Error {
-    let message = match (error.failure, wording) {
-        (Failure::Symlink, Wording::Read) if error.last => "Path cannot be a symbolic link",
-        (Failure::Symlink, Wording::Write) if error.last => {
-            "Write target cannot be a symbolic link"
-        }
-        (Failure::Symlink, _) => TRAVERSES_SYMLINK,
-        (Failure::Missing | Failure::NotDirectory, Wording::Write) => {
-            "Write target parent does not exist"
-        }
-        (Failure::NotDirectory, Wording::List) => "Path is not a directory",
-        (Failure::Missing | Failure::NotDirectory, _) => DOES_NOT_EXIST,
-        (Failure::Os(errno), _) => return errno_error(errno),
-    };
-    if error.failure == Failure::Symlink {
-        return refused(Reason::Symlink, message);
+    match (error.failure, wording) {
+        (Failure::Symlink, Wording::Read) if error.last => Error::IsSymlink,
+        (Failure::Symlink, Wording::Write) if error.last => Error::WriteTargetSymlink,
+        (Failure::Symlink, _) => Error::TraversesSymlink,
+        (Failure::Missing | Failure::NotDirectory, Wording::Write) => Error::WriteParentMissing,
+        (Failure::NotDirectory, Wording::List) => Error::NotADirectory,
+        (Failure::Missing | Failure::NotDirectory, _) => Error::Missing,
+        (Failure::Os(errno), _) => errno_error(errno),
     }
-    tool(message)
 }
 
 /// Maps an OS error on a sandbox entry to a message without host paths.
 pub(super) fn errno_error(errno: Errno) -> Error {
     match errno {
         // A socket, a FIFO without a reader, a directory opened for writing...
-        Errno::ISDIR | Errno::NXIO | Errno::NODEV | Errno::OPNOTSUPP => tool(NOT_A_FILE),
+        Errno::ISDIR | Errno::NXIO | Errno::NODEV | Errno::OPNOTSUPP => Error::NotAFile,
         // Bad input the caller can fix: say what to change rather than echo the errno.
-        Errno::NAMETOOLONG => {
-            tool("Path name is too long; shorten each component to at most 255 bytes")
-        }
+        Errno::NAMETOOLONG => Error::NameTooLong,
         other => io_error(other),
     }
 }
@@ -85,7 +74,7 @@ pub(super) fn exhausted(errno: Errno) -> bool {
 /// An OS failure no rule of §14 names, in our own words: the OS's error text
 /// is never embedded (1.2), but the model still learns what it can act on.
 pub(super) fn io_error(errno: Errno) -> Error {
-    let reason = match errno {
+    Error::Host(match errno {
         Errno::NOSPC | Errno::DQUOT => ": no space left on the host filesystem",
         Errno::ROFS => ": the host filesystem is read-only",
         Errno::ACCESS | Errno::PERM => ": the host refused access",
@@ -93,8 +82,7 @@ pub(super) fn io_error(errno: Errno) -> Error {
         Errno::NFILE => ": the host system has too many open files (Errno::ENFILE)",
         Errno::NOMEM => ": the host is out of memory (Errno::ENOMEM)",
         _ => "",
-    };
-    tool(format!("Sandbox filesystem operation failed{reason}"))
+    })
 }
 
 #[cfg(test)]
@@ -112,10 +100,7 @@ mod tests {
         ] {
             assert!(exhausted(errno));
             for error in [io_error(errno), errno_error(errno)] {
-                assert!(
-                    matches!(&error, Error::Tool(m) if m.ends_with(&format!("({name})"))),
-                    "{error}"
-                );
+                assert!(error.to_string().ends_with(&format!("({name})")), "{error}");
             }
         }
         assert!(!exhausted(Errno::NOENT));

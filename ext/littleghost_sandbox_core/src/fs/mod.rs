@@ -16,6 +16,7 @@
 //! `openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)` from the pinned root does.
 
 pub mod anchor;
+pub mod error;
 mod errors;
 mod operations;
 pub mod own;
@@ -30,49 +31,14 @@ mod tests;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use crate::denial::Reason;
-use crate::error::{refused, tool, Error, Result};
 use crate::grants::{Access, Grant, Identity};
 pub use anchor::{Anchor, AnchorError, Anchors};
-pub use transfer::{EntryInfo, NOT_EMPTY, REMOVES_ROOT};
+pub use error::{Error, Result};
+pub use transfer::EntryInfo;
 
 use errors::*;
 use resolve::*;
 use walk::Strategy;
-
-const OUTSIDE: &str = "Path is outside the sandbox scope";
-const NOT_A_FILE: &str = "Path is not a file";
-const DOES_NOT_EXIST: &str = "Path does not exist";
-const TRAVERSES_SYMLINK: &str = "Path cannot traverse a symbolic link";
-const MULTIPLY_LINKED: &str = "Multiply-linked files are not accessible through sandbox tools";
-const SOURCE_CHANGED: &str = "Sandbox mount source changed after initialization";
-const READ_LIMIT: &str = "File exceeds the read limit";
-const READ_ONLY: &str = "Sandbox scope is read-only";
-const WRITE_LIMIT: &str = "Content exceeds the write limit";
-const LIST_LIMIT: &str = "Directory exceeds the listing limit";
-const NOT_UTF8: &str = "File is not valid UTF-8 text";
-/// Refusals that get ": LOGICAL" appended; the others already name
-/// the path ("Text was not found in ...") or are about the grant, not the path.
-const NAMES_PATH: [&str; 14] = [
-    OUTSIDE,
-    NOT_A_FILE,
-    DOES_NOT_EXIST,
-    TRAVERSES_SYMLINK,
-    MULTIPLY_LINKED,
-    READ_ONLY,
-    NOT_UTF8,
-    write::WRITE_SYMLINK,
-    "Path must identify a sandbox entry",
-    "Path escapes the sandbox scope",
-    "Write target parent does not exist",
-    "Write target cannot be a symbolic link",
-    "Path cannot be a symbolic link",
-    "Path is not a directory",
-];
-
-/// The prefix of an OS failure no rule names (`errors::io_error`); the
-/// logical path goes right after it, before the reason.
-const OPERATION_FAILED: &str = "Sandbox filesystem operation failed";
 
 /// What tools may do inside a directory, decided by its identity (H.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,8 +61,8 @@ impl Rule {
 
     fn check(self, writes: bool) -> Result<()> {
         match self {
-            Rule::Hidden => Err(refused(Reason::OutsideScope, OUTSIDE)),
-            Rule::ReadOnly if writes => Err(refused(Reason::ReadOnly, READ_ONLY)),
+            Rule::Hidden => Err(Error::Outside),
+            Rule::ReadOnly if writes => Err(Error::ReadOnly),
             _ => Ok(()),
         }
     }
@@ -191,7 +157,11 @@ impl Broker {
     /// grants: the scope's grants (tool-visible and runtime-only, source = realpath).
     /// deny_markers: runtime-only grants to hide from tools (SC.8). Pins each
     /// root's identity (14.3): a missing root raises "Sandbox mount source does not exist".
-    pub fn new(grants: Vec<Grant>, deny_markers: Vec<Grant>, limits: FsLimits) -> Result<Broker> {
+    pub fn new(
+        grants: Vec<Grant>,
+        deny_markers: Vec<Grant>,
+        limits: FsLimits,
+    ) -> crate::Result<Broker> {
         Broker::anchored(grants, deny_markers, limits, None)
     }
 
@@ -204,7 +174,7 @@ impl Broker {
         deny_markers: Vec<Grant>,
         limits: FsLimits,
         anchors: Option<&Anchors>,
-    ) -> Result<Broker> {
+    ) -> crate::Result<Broker> {
         let strategy = walk::kernel_strategy();
         let marked = grants
             .into_iter()
@@ -215,9 +185,9 @@ impl Broker {
                 let anchor = anchors
                     .and_then(|a| a.for_source(&grant.source))
                     .transpose()?;
-                Root::pin(&grant, marker, strategy, anchor.as_ref())
+                Ok(Root::pin(&grant, marker, strategy, anchor.as_ref())?)
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<crate::Result<Vec<_>>>()?;
         let identities = identity_rules(&roots);
         let rule_of = |id: (u64, u64)| {
             identities
@@ -270,9 +240,7 @@ impl Broker {
                 .find(|(_, identity)| identity.realpath == root.realpath);
             if let Some((name, identity)) = expected {
                 if (identity.dev, identity.ino) != (root.dev, root.ino) {
-                    return Err(tool(format!(
-                        "workspace path changed after opening: {name}"
-                    )));
+                    return Err(Error::PinMoved(name.clone()));
                 }
             }
         }
@@ -287,21 +255,21 @@ impl Broker {
     }
 
     /// Reads a UTF-8 text file (14.8).
-    pub fn read(&self, physical: &Path, logical: &str) -> Result<String> {
+    pub fn read(&self, physical: &Path, logical: &str) -> crate::Result<String> {
         self.read_file(physical)
-            .map_err(|error| self.name_path(error, logical))
+            .map_err(|error| error.on(logical).into())
     }
 
     /// Lists a directory, one name a line, directories suffixed with `/` (14.9).
-    pub fn list(&self, physical: &Path, logical: &str) -> Result<String> {
+    pub fn list(&self, physical: &Path, logical: &str) -> crate::Result<String> {
         self.list_dir(physical)
-            .map_err(|error| self.name_path(error, logical))
+            .map_err(|error| error.on(logical).into())
     }
 
     /// Writes `content` atomically, replacing any existing regular file (14.10).
-    pub fn write(&self, physical: &Path, logical: &str, content: &[u8]) -> Result<String> {
+    pub fn write(&self, physical: &Path, logical: &str, content: &[u8]) -> crate::Result<String> {
         self.write_file(physical, logical, content)
-            .map_err(|error| self.name_path(error, logical))
+            .map_err(|error| error.on(logical).into())
     }
 
     /// Replaces the single occurrence of `old_text` with `new_text` literally (14.11).
@@ -311,38 +279,9 @@ impl Broker {
         logical: &str,
         old_text: &[u8],
         new_text: &[u8],
-    ) -> Result<String> {
+    ) -> crate::Result<String> {
         self.replace_text(physical, logical, old_text, new_text)
-            .map_err(|error| self.name_path(error, logical))
-    }
-
-    /// A refusal names the caller's logical path (never a host
-    /// path) and, for a limit, the limit; today's wording stays the prefix.
-    fn name_path(&self, error: Error, logical: &str) -> Error {
-        let (message, reason) = match error {
-            Error::Tool(message) => (message, None),
-            Error::Refused(refusal) => (refusal.message, Some(refusal.reason)),
-            other => return other,
-        };
-        let limits = &self.limits;
-        let named = match message.as_str() {
-            READ_LIMIT => format!("{READ_LIMIT} of {} bytes: {logical}", limits.read_bytes),
-            WRITE_LIMIT => format!("{WRITE_LIMIT} of {} bytes: {logical}", limits.write_bytes),
-            LIST_LIMIT => format!("{LIST_LIMIT} of {} entries: {logical}", limits.list_entries),
-            m if NAMES_PATH.contains(&m) => format!("{m}: {logical}"),
-            m if m.starts_with(OPERATION_FAILED) => {
-                format!(
-                    "{OPERATION_FAILED} on {logical}{}",
-                    &m[OPERATION_FAILED.len()..]
-                )
-            }
-            m if m.starts_with("Path name is too long") => format!("{m}: {logical}"),
-            _ => message,
-        };
-        match reason {
-            Some(reason) => refused(reason, named),
-            None => Error::Tool(named),
-        }
+            .map_err(|error| error.on(logical).into())
     }
 
     /// Whether `operation` on `physical` would get past the broker (14.12).

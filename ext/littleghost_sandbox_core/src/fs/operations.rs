@@ -13,13 +13,11 @@ use rustix::io::Errno;
 
 use super::walk::{self, Failure, WalkError};
 use super::*;
-use crate::denial::Reason;
-use crate::error::{refused, tool, Result};
 
 impl Broker {
     pub(super) fn read_file(&self, physical: &Path) -> Result<String> {
         let bytes = self.read_file_bytes(physical)?;
-        String::from_utf8(bytes).map_err(|_| tool(NOT_UTF8))
+        String::from_utf8(bytes).map_err(|_| Error::NotUtf8)
     }
 
     /// The bytes of a regular file within the read limit (14.8 without its UTF-8 rule).
@@ -65,7 +63,7 @@ impl Broker {
                 Wording::List,
                 false,
             )?;
-            dir.ok_or_else(|| tool(DOES_NOT_EXIST))?
+            dir.ok_or(Error::Missing)?
         } else {
             walk::open_beneath(self.strategy, root.as_fd(), &resolved.below, walk::DIR_READ)
                 .map_err(|error| walk_error(Wording::List, error))?
@@ -84,7 +82,7 @@ impl Broker {
     ) -> Result<String> {
         let resolved = self.resolve(physical, true)?;
         if !resolved.writable {
-            return Err(refused(Reason::ReadOnly, READ_ONLY));
+            return Err(Error::ReadOnly);
         }
         self.check_write_size(content)?;
         let root = self.verify(&resolved)?;
@@ -101,7 +99,7 @@ impl Broker {
         new_text: &[u8],
     ) -> Result<String> {
         if old_text.is_empty() {
-            return Err(tool("Text to replace cannot be empty"));
+            return Err(Error::EmptyOldText);
         }
         let resolved = self.resolve(physical, true)?;
         let root = self.verify(&resolved)?;
@@ -115,10 +113,10 @@ impl Broker {
         )
         .map_err(|errno| walk_error(Wording::Read, explain_last(parent, name, errno)))?;
         let content = self.read_regular(file)?;
-        let text = String::from_utf8(content).map_err(|_| tool(NOT_UTF8))?;
+        let text = String::from_utf8(content).map_err(|_| Error::NotUtf8)?;
         let at = single_occurrence(&text, old_text, logical)?;
         if !resolved.writable {
-            return Err(refused(Reason::ReadOnly, READ_ONLY));
+            return Err(Error::ReadOnly);
         }
         rule.check(true)?;
         let mut updated = Vec::with_capacity(text.len() - old_text.len() + new_text.len());
@@ -199,23 +197,23 @@ impl Broker {
         let limit = self.limits.read_bytes;
         let size = u64::try_from(stat.st_size).unwrap_or(0);
         if size > limit {
-            return Err(refused(Reason::ReadLimit, READ_LIMIT));
+            return Err(Error::ReadLimit(limit));
         }
         const MAX_PREALLOCATION: u64 = 64 << 20;
         let mut bytes = Vec::with_capacity(size.min(MAX_PREALLOCATION) as usize + 1);
         std::fs::File::from(fd)
             .take(limit.saturating_add(1))
             .read_to_end(&mut bytes)
-            .map_err(|error| tool(format!("Could not read file: {error}")))?;
+            .map_err(|error| Error::Unreadable(error.to_string()))?;
         if bytes.len() as u64 > limit {
-            return Err(refused(Reason::ReadLimit, READ_LIMIT));
+            return Err(Error::ReadLimit(limit));
         }
         Ok(bytes)
     }
 
     pub(super) fn check_write_size(&self, content: &[u8]) -> Result<()> {
         if content.len() as u64 > self.limits.write_bytes {
-            return Err(refused(Reason::WriteLimit, WRITE_LIMIT));
+            return Err(Error::WriteLimit(self.limits.write_bytes));
         }
         Ok(())
     }
@@ -245,7 +243,7 @@ impl Broker {
             }
             count += 1;
             if count > self.limits.list_entries {
-                return Err(refused(Reason::ListLimit, LIST_LIMIT));
+                return Err(Error::ListLimit(self.limits.list_entries));
             }
             let name_os = OsStr::from_bytes(name);
             let is_dir = match entry.file_type() {
@@ -298,13 +296,13 @@ impl Broker {
 
 /// Byte offset of the only non-overlapping occurrence of `old_text` (14.11).
 pub fn single_occurrence(text: &str, old_text: &[u8], logical: &str) -> Result<usize> {
-    let not_found = || tool(format!("Text was not found in {logical}"));
+    let not_found = || Error::TextNotFound(logical.to_owned());
     // Text that is not UTF-8 cannot match whole characters of UTF-8 content.
     let needle = std::str::from_utf8(old_text).map_err(|_| not_found())?;
     let mut occurrences = text.match_indices(needle).map(|(at, _)| at);
     let first = occurrences.next().ok_or_else(not_found)?;
     if occurrences.next().is_some() {
-        return Err(tool(format!("Text occurs more than once in {logical}")));
+        return Err(Error::TextRepeated(logical.to_owned()));
     }
     Ok(first)
 }

@@ -12,8 +12,6 @@ use rustix::io::Errno;
 
 use super::walk::{self, Failure, Strategy, WalkError};
 use super::*;
-use crate::denial::Reason;
-use crate::error::{refused, tool, Error, Result};
 use crate::fs::anchor::Anchor;
 use crate::grants::Grant;
 use crate::paths;
@@ -31,10 +29,10 @@ impl Broker {
             .iter()
             .filter(|root| clean_remainder(path, &root.target).is_some())
             .max_by_key(|root| root.target_depth)
-            .ok_or_else(|| refused(Reason::OutsideScope, OUTSIDE))?;
+            .ok_or(Error::Outside)?;
         let remainder = clean_remainder(path, &lexical.target).unwrap_or(Path::new(""));
         if entry_required && remainder.as_os_str().is_empty() {
-            return Err(tool("Path must identify a sandbox entry"));
+            return Err(Error::NotAnEntry);
         }
         // `join("")` would add a trailing slash, which the byte comparisons below must not see.
         let candidate = if remainder.as_os_str().is_empty() {
@@ -53,9 +51,7 @@ impl Broker {
         let deepest = containing().map(depth).max().unwrap_or(0);
         let tied = || containing().filter(|root| depth(root) == deepest);
         // [DEV] tie: a tool-visible grant wins, read-only if any tied grant is.
-        let effective = tied()
-            .find(|root| root.visible)
-            .ok_or_else(|| refused(Reason::OutsideScope, OUTSIDE))?;
+        let effective = tied().find(|root| root.visible).ok_or(Error::Outside)?;
         let writable = tied().all(|root| root.access.writable());
         let below = clean_remainder(&candidate, &effective.realpath)
             .unwrap_or(Path::new(""))
@@ -175,12 +171,12 @@ impl Broker {
     pub(super) fn open_pinned(&self, root: &Root) -> Result<OwnedFd> {
         let changed = |errno| match exhausted(errno) {
             true => io_error(errno),
-            false => tool(SOURCE_CHANGED),
+            false => Error::SourceChanged,
         };
         let fd = walk::open_absolute_dir(self.strategy, &root.realpath).map_err(changed)?;
         let stat = rfs::fstat(&fd).map_err(changed)?;
         if identity(&stat) != (root.dev, root.ino) {
-            return Err(tool(SOURCE_CHANGED));
+            return Err(Error::SourceChanged);
         }
         Ok(fd)
     }
@@ -199,7 +195,7 @@ impl Broker {
     ) -> Result<(Parent, &'p OsStr, Rule)> {
         let below = &resolved.below;
         let start = resolved.effective.rule;
-        let name = below.file_name().ok_or_else(|| tool(NOT_A_FILE))?;
+        let name = below.file_name().ok_or(Error::NotAFile)?;
         let parent_path = below.parent().unwrap_or(Path::new(""));
         if parent_path.as_os_str().is_empty() {
             start.check(writes)?;
@@ -240,7 +236,7 @@ impl Root {
         strategy: Strategy,
         anchor: Option<&Anchor>,
     ) -> Result<Root> {
-        let missing = || tool("Sandbox mount source does not exist");
+        let missing = || Error::SourceMissing;
         let (realpath, handle) = match anchor {
             Some(anchor) => {
                 let handle = anchor.fd().try_clone_to_owned().map_err(|errno| {
@@ -256,7 +252,7 @@ impl Root {
                 let realpath = std::fs::canonicalize(&grant.source).map_err(|_| missing())?;
                 let handle =
                     walk::open_absolute_dir(strategy, &realpath).map_err(|errno| match errno {
-                        Errno::NOTDIR => tool("Sandbox mount source is not a directory"),
+                        Errno::NOTDIR => Error::SourceNotADirectory,
                         errno if exhausted(errno) => io_error(errno),
                         _ => missing(),
                     })?;
@@ -343,16 +339,13 @@ impl Parent {
 pub(super) fn lexical_path(physical: &Path) -> Result<PathBuf> {
     let bytes = physical.as_os_str().as_bytes();
     if bytes.contains(&0) {
-        return Err(tool("Path contains a null byte"));
+        return Err(Error::NulByte);
     }
     if bytes.split(|b| *b == b'/').any(|part| part == b"..") {
-        return Err(refused(
-            Reason::EscapesScope,
-            "Path escapes the sandbox scope",
-        ));
+        return Err(Error::Escapes);
     }
     if !physical.is_absolute() {
-        return Err(refused(Reason::OutsideScope, OUTSIDE));
+        return Err(Error::Outside);
     }
     // `Workspace#resolve` hands over clean paths; clean only what is not.
     if is_clean_absolute(bytes) {

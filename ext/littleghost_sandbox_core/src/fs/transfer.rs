@@ -16,13 +16,6 @@ use rustix::io::Errno;
 
 use super::walk;
 use super::*;
-use crate::denial::Reason;
-use crate::error::{refused, tool, Result};
-
-/// A removal of a non-empty directory without `recursive`.
-pub const NOT_EMPTY: &str = "Directory is not empty";
-/// A removal of a grant's root itself.
-pub const REMOVES_ROOT: &str = "Path must identify a sandbox entry";
 
 /// One entry's metadata, as `lstat` tells it (a symlink is never followed).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,22 +47,22 @@ impl EntryInfo {
 
 impl Broker {
     /// The bytes of a regular file within `read_bytes` (14.8 for any content).
-    pub fn read_bytes(&self, physical: &Path, logical: &str) -> Result<Vec<u8>> {
+    pub fn read_bytes(&self, physical: &Path, logical: &str) -> crate::Result<Vec<u8>> {
         self.read_file_bytes(physical)
-            .map_err(|error| self.name_path(error, logical))
+            .map_err(|error| error.on(logical).into())
     }
 
     /// The metadata of the entry at `physical` (a grant root included).
-    pub fn stat(&self, physical: &Path, logical: &str) -> Result<EntryInfo> {
+    pub fn stat(&self, physical: &Path, logical: &str) -> crate::Result<EntryInfo> {
         self.stat_entry(physical)
-            .map_err(|error| self.name_path(error, logical))
+            .map_err(|error| error.on(logical).into())
     }
 
     /// The entries of a directory with their metadata, hidden ones left out
     /// as `list` leaves them out (14.9, W11), within `list_entries`.
-    pub fn entries(&self, physical: &Path, logical: &str) -> Result<Vec<EntryInfo>> {
+    pub fn entries(&self, physical: &Path, logical: &str) -> crate::Result<Vec<EntryInfo>> {
         self.directory_infos(physical)
-            .map_err(|error| self.name_path(error, logical))
+            .map_err(|error| error.on(logical).into())
     }
 
     /// Writes `content` atomically as [`Broker::write`] does, creating the
@@ -81,17 +74,17 @@ impl Broker {
         logical: &str,
         content: &[u8],
         mode: Option<u32>,
-    ) -> Result<()> {
+    ) -> crate::Result<()> {
         self.write_with_parents(physical, content, mode)
-            .map_err(|error| self.name_path(error, logical))
+            .map_err(|error| error.on(logical).into())
     }
 
     /// Removes the entry at `physical`: a file or an empty directory, or
     /// with `recursive` a directory and everything beneath it. A grant root
     /// cannot be removed, nor anything a read-only grant governs.
-    pub fn remove(&self, physical: &Path, logical: &str, recursive: bool) -> Result<()> {
+    pub fn remove(&self, physical: &Path, logical: &str, recursive: bool) -> crate::Result<()> {
         self.remove_entry(physical, recursive)
-            .map_err(|error| self.name_path(error, logical))
+            .map_err(|error| error.on(logical).into())
     }
 
     fn stat_entry(&self, physical: &Path) -> Result<EntryInfo> {
@@ -107,7 +100,7 @@ impl Broker {
         let stat = rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW)
             .map_err(|errno| walk_error(Wording::Read, explain_last(parent, name, errno)))?;
         if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink {
-            return Err(refused(Reason::Symlink, TRAVERSES_SYMLINK));
+            return Err(Error::TraversesSymlink);
         }
         Ok(EntryInfo::of(OsString::new(), &stat))
     }
@@ -125,7 +118,7 @@ impl Broker {
                 Wording::List,
                 false,
             )?;
-            dir.ok_or_else(|| tool(DOES_NOT_EXIST))?
+            dir.ok_or_else(|| Error::Missing)?
         } else {
             walk::open_beneath(self.strategy, root.as_fd(), &resolved.below, walk::DIR_READ)
                 .map_err(|error| walk_error(Wording::List, error))?
@@ -161,7 +154,7 @@ impl Broker {
         }
         let resolved = self.resolve(&path, true)?;
         if !resolved.writable {
-            return Err(refused(Reason::ReadOnly, READ_ONLY));
+            return Err(Error::ReadOnly);
         }
         self.check_write_size(content)?;
         let root = self.verify(&resolved)?;
@@ -179,14 +172,14 @@ impl Broker {
         match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(stat) => match FileType::from_raw_mode(stat.st_mode) {
                 FileType::Directory => return Ok(()),
-                FileType::Symlink => return Err(refused(Reason::Symlink, TRAVERSES_SYMLINK)),
-                _ => return Err(tool("Path is not a directory")),
+                FileType::Symlink => return Err(Error::TraversesSymlink),
+                _ => return Err(Error::NotADirectory),
             },
             Err(Errno::NOENT) => {}
             Err(errno) => return Err(io_error(errno)),
         }
         if !resolved.writable {
-            return Err(refused(Reason::ReadOnly, READ_ONLY));
+            return Err(Error::ReadOnly);
         }
         rule.check(true)?;
         match rfs::mkdirat(parent, name, Mode::from_raw_mode(0o755)) {
@@ -199,10 +192,10 @@ impl Broker {
         let path = lexical_path(physical)?;
         let resolved = self.resolve_clean(&path, true)?;
         if resolved.below.as_os_str().is_empty() {
-            return Err(tool(REMOVES_ROOT));
+            return Err(Error::NotAnEntry);
         }
         if !resolved.writable {
-            return Err(refused(Reason::ReadOnly, READ_ONLY));
+            return Err(Error::ReadOnly);
         }
         let root = self.verify(&resolved)?;
         let (parent, name, _) = self.open_parent(&root, &resolved, Wording::Write, true)?;
@@ -219,7 +212,7 @@ impl Broker {
             self.empty_directory(dir)?;
         }
         rfs::unlinkat(parent, name, AtFlags::REMOVEDIR).map_err(|errno| match errno {
-            Errno::NOTEMPTY | Errno::EXIST => tool(NOT_EMPTY),
+            Errno::NOTEMPTY | Errno::EXIST => Error::NotEmpty,
             other => io_error(other),
         })
     }
@@ -231,7 +224,7 @@ impl Broker {
             Some(Rule::Writable) | None => Ok(()),
             Some(rule) => {
                 rule.check(true)?;
-                Err(refused(Reason::ReadOnly, READ_ONLY))
+                Err(Error::ReadOnly)
             }
         }
     }
@@ -266,7 +259,7 @@ impl Broker {
             let dir = rfs::openat(parent, name, walk::DIR_READ | walk::ALWAYS, Mode::empty())
                 .map_err(|errno| walk_error(Wording::Write, explain_last(parent, name, errno)))?;
             if identity(&rfs::fstat(&dir).map_err(io_error)?) != identity(&stat) {
-                return Err(tool(SOURCE_CHANGED));
+                return Err(Error::SourceChanged);
             }
             self.empty_directory(dir)?;
             return rfs::unlinkat(parent, name, AtFlags::REMOVEDIR).map_err(io_error);

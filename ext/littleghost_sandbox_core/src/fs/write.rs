@@ -16,16 +16,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rustix::fs::{self as rfs, AtFlags, FileType, Gid, Mode, OFlags, Uid};
 use rustix::io::Errno;
 
-use super::{check_regular, errno_error, io_error, walk, NOT_A_FILE};
-use crate::error::{tool, Result};
+use super::{check_regular, errno_error, io_error, walk, Error, Result};
 
 // Test hook: fail after the temporary file is written, before the rename.
 #[cfg(test)]
 thread_local! {
     pub(super) static FAIL_BEFORE_RENAME: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
-
-pub(super) const WRITE_SYMLINK: &str = "Write target cannot be a symbolic link";
 
 /// Replaces (or creates) the regular file `name` in `parent` with `content`.
 pub(super) fn replace_file(parent: BorrowedFd<'_>, name: &OsStr, content: &[u8]) -> Result<()> {
@@ -61,12 +58,12 @@ pub(super) fn replace_file_with_mode(
     // 140 us of a 4 KiB write here, two thirds of the whole operation.
     #[cfg(test)]
     if FAIL_BEFORE_RENAME.with(|fail| fail.get()) {
-        return Err(tool("injected failure before rename"));
+        return Err(Error::Injected);
     }
     rfs::renameat(parent, &temp.name, parent, name).map_err(|errno| match errno {
         // The target became a directory (or a mount point) in the meantime.
         Errno::ISDIR | Errno::NOTEMPTY | Errno::EXIST | Errno::BUSY | Errno::NOTDIR => {
-            tool(NOT_A_FILE)
+            Error::NotAFile
         }
         other => errno_error(other),
     })?;
@@ -86,12 +83,7 @@ fn inspect_target(parent: BorrowedFd<'_>, name: &OsStr) -> Result<Option<rfs::St
     let handle = match rfs::openat(parent, name, OFlags::WRONLY | walk::ALWAYS, Mode::empty()) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Ok(None), // removed meanwhile: we create it
-        Err(Errno::LOOP) => {
-            return Err(crate::error::refused(
-                crate::denial::Reason::Symlink,
-                WRITE_SYMLINK,
-            ))
-        }
+        Err(Errno::LOOP) => return Err(Error::WriteTargetSymlink),
         Err(errno) => return Err(errno_error(errno)),
     };
     let stat = rfs::fstat(&handle).map_err(io_error)?;
@@ -101,10 +93,7 @@ fn inspect_target(parent: BorrowedFd<'_>, name: &OsStr) -> Result<Option<rfs::St
 
 fn check_target(stat: &rfs::Stat) -> Result<()> {
     if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink {
-        return Err(crate::error::refused(
-            crate::denial::Reason::Symlink,
-            WRITE_SYMLINK,
-        ));
+        return Err(Error::WriteTargetSymlink);
     }
     check_regular(stat)
 }
@@ -169,9 +158,7 @@ impl<'p> TempFile<'p> {
                 Err(errno) => return Err(errno_error(errno)),
             }
         }
-        Err(tool(
-            "Sandbox filesystem operation failed: no free temporary name",
-        ))
+        Err(Error::Host(": no free temporary name"))
     }
 
     fn keep(mut self) {

@@ -40,9 +40,7 @@ impl Allowlist {
     /// unless `allow_private_destinations`.
     pub fn with_rules(rules: Vec<Rule>, allow_private_destinations: bool) -> Result<Allowlist> {
         if rules.is_empty() {
-            return Err(policy(
-                "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)",
-            ));
+            return Err(crate::policy::Error::EmptyAllowlist.into());
         }
         let mut kept: Vec<Rule> = Vec::with_capacity(rules.len());
         for rule in rules {

@@ -3,7 +3,7 @@
 
 use super::Error;
 use super::{Given, NetworkMode};
-use crate::error::{argument, Result};
+use crate::error::Result;
 
 /// The features a backend reports when it is not told otherwise (4.1).
 pub const DEFAULT_FEATURES: [&str; 3] = ["filesystem_read", "filesystem_list", "process_execute"];
@@ -169,13 +169,10 @@ fn network_modes_of(names: Vec<String>) -> Result<Vec<NetworkMode>> {
     let unsupported: Vec<String> = names
         .iter()
         .filter(|name| NetworkMode::parse(name).is_none())
-        .map(|name| format!(":{name}"))
+        .cloned()
         .collect();
     if !unsupported.is_empty() {
-        return Err(argument(format!(
-            "unsupported network modes: {} (use :inherit, :none or :allowlist)",
-            unsupported.join(", ")
-        )));
+        return Err(super::Error::UnsupportedNetworkModes(unsupported).into());
     }
     Ok(names.iter().filter_map(|n| NetworkMode::parse(n)).collect())
 }
@@ -223,10 +220,9 @@ mod tests {
             Capabilities::new(None, Some(&given(&["none", "bridge", "tor"])), None).unwrap_err();
         assert_eq!(
             err,
-            argument(
-                "unsupported network modes: :bridge, :tor (use :inherit, :none or :allowlist)"
-            )
+            Error::UnsupportedNetworkModes(vec!["bridge".into(), "tor".into()]).into()
         );
+        assert_eq!(err.kind(), crate::error::Kind::Argument);
         let err = Capabilities::new(Some(&[Given::other("1")]), None, None).unwrap_err();
         assert_eq!(err, Error::FeatureNotAName { shown: "1".into() }.into());
         let err = Capabilities::new(None, None, Some(&Given::other("1"))).unwrap_err();

@@ -115,9 +115,10 @@ mod tests {
         assert_eq!(caps.network_mode_names(), ["none"]);
         assert_eq!(caps.isolation, "namespace");
         let err = Capabilities::named(&[], &["bridge"], "none").unwrap_err();
-        assert!(err
-            .message()
-            .starts_with("unsupported network modes: :bridge"));
+        assert_eq!(
+            err,
+            crate::policy::Error::UnsupportedNetworkModes(vec!["bridge".into()]).into()
+        );
     }
 
     #[test]

@@ -1,9 +1,12 @@
-//! A declaration whose values have the wrong shape: a name that is not a
-//! name, an entry that is not a table. The core words them in its own terms;
+//! A declaration whose values have the wrong shape (a name that is not a
+//! name, an entry that is not a table), name no member of their set (a
+//! network mode, an access), or do not go together (options a network mode
+//! does not take). The core words them in its own terms;
 //! the binding, which knows what shape a Ruby caller gave, may word them in
-//! Ruby's (its `ruby_api/errors.rs`).
+//! Ruby's (its `helpers/errors.rs`).
 
 use crate::error::kind::Kind;
+use crate::policy::network_mode::NetworkMode;
 
 /// A misshapen value in a policy declaration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,6 +30,40 @@ pub enum Error {
     /// A network secret declared by `name` without its value.
     #[error("network secret {name:?} needs value: (the value is not shown)")]
     SecretWithoutValue { name: String },
+    /// A network mode that is none of inherit, none and allowlist.
+    #[error("network mode must be inherit, none or allowlist, got {shown}")]
+    NetworkMode { shown: String },
+    /// A network inspection that is neither connect nor http.
+    #[error("network inspection must be connect or http, got {shown}")]
+    Inspection { shown: String },
+    /// Allowlist options given with another network mode.
+    #[error("network mode {} does not take allow, secrets, upstream_ca, resolve, gateway, authorizer or headers; use mode allowlist", .0.name())]
+    OptionsWithoutAllowlist(NetworkMode),
+    #[error("network inspection http requires mode allowlist")]
+    HttpWithoutAllowlist,
+    #[error("network inspection http requires an authorizer")]
+    HttpWithoutAuthorizer,
+    #[error("network mode allowlist requires a non-empty allow list (\"host:port\" entries)")]
+    EmptyAllowlist,
+    /// A mount access that is neither read_only nor read_write.
+    #[error("mount access must be read_only or read_write, got {shown}")]
+    MountAccess { shown: String },
+    /// A root filesystem mode that is none of isolated, read_only and read_write.
+    #[error("sandbox root_filesystem must be isolated, read_only or read_write, got {shown}")]
+    RootFilesystem { shown: String },
+    /// The access of grant `name` in `category` (`files`, `runtime_paths`).
+    #[error("sandbox {category} access for {name} must be read_only or read_write, got {shown}")]
+    GrantAccess {
+        category: String,
+        name: String,
+        shown: String,
+    },
+    /// A workspace directory (by name) a grant stands for that is not absolute.
+    #[error("workspace path {0} must be absolute")]
+    RelativeDirectory(String),
+    /// Capability network modes that are no network mode, by name.
+    #[error("unsupported network modes: {} (use inherit, none or allowlist)", .0.join(", "))]
+    UnsupportedNetworkModes(Vec<String>),
 }
 
 impl Error {
@@ -35,10 +72,10 @@ impl Error {
         match self {
             Error::FeatureNotAName { .. }
             | Error::IsolationNotAName
-            | Error::AllowEntryWithoutDestination => Kind::Argument,
-            Error::GrantNameNotAName { .. }
-            | Error::SecretNotATable { .. }
-            | Error::SecretWithoutValue { .. } => Kind::Policy,
+            | Error::AllowEntryWithoutDestination
+            | Error::UnsupportedNetworkModes(_)
+            | Error::RelativeDirectory(_) => Kind::Argument,
+            _ => Kind::Policy,
         }
     }
 }

@@ -13,6 +13,7 @@ mod limits;
 mod mount;
 mod network;
 pub mod network_declaration;
+pub mod network_mode;
 pub mod network_rules;
 mod rules;
 
@@ -25,7 +26,8 @@ pub use given::Given;
 pub use limits::{LimitValue, Limits, LIMIT_NAMES};
 pub use mount::{normalize_target, parse_access};
 pub(crate) use network::allow_entries;
-pub use network::{Inspection, NetworkMode, NetworkPolicy, NetworkRequest};
+pub use network::{Inspection, NetworkPolicy, NetworkRequest};
+pub use network_mode::{NetworkMode, Unenforceable};
 pub use network_rules::{
     AllowEntry, AllowRequest, NetworkRules, RuleRequest, SecretEntry, SecretRequest,
 };

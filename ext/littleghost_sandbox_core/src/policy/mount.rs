@@ -11,12 +11,12 @@ use crate::paths;
 
 /// `:read_only` or `:read_write`; PolicyError otherwise.
 pub fn parse_access(given: &Given<'_>) -> Result<Access> {
-    given.name().and_then(Access::parse).ok_or_else(|| {
-        policy(format!(
-            "mount access must be :read_only or :read_write, got {}",
-            given.shown()
-        ))
-    })
+    Ok(given
+        .name()
+        .and_then(Access::parse)
+        .ok_or_else(|| super::Error::MountAccess {
+            shown: given.shown(),
+        })?)
 }
 
 /// An absolute, cleaned target path; PolicyError for a NUL byte, a relative path or a `..` component.
@@ -71,7 +71,10 @@ mod tests {
         );
         assert_eq!(
             parse_access(&Given::symbol("execute")).unwrap_err(),
-            policy("mount access must be :read_only or :read_write, got :execute")
+            crate::policy::Error::MountAccess {
+                shown: ":execute".into()
+            }
+            .into()
         );
     }
 }

@@ -3,42 +3,11 @@
 
 use std::path::PathBuf;
 
+pub use super::network_mode::NetworkMode;
 use super::network_rules::{AllowRequest, NetworkRules, SecretRequest};
+use super::Error as Misshapen;
 use super::Given;
 use crate::error::{policy, Result};
-
-/// `:inherit`, `:none` or `:allowlist`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NetworkMode {
-    Inherit,
-    None,
-    Allowlist,
-}
-
-impl NetworkMode {
-    /// Every mode, in the order messages list them.
-    pub const ALL: [NetworkMode; 3] = [
-        NetworkMode::Inherit,
-        NetworkMode::None,
-        NetworkMode::Allowlist,
-    ];
-
-    /// The mode named `name` (as the binding reads a Ruby symbol).
-    pub fn parse(name: &str) -> Option<NetworkMode> {
-        NetworkMode::ALL
-            .into_iter()
-            .find(|mode| mode.name() == name)
-    }
-
-    /// The mode's name (the binding shows it as a Ruby symbol).
-    pub fn name(self) -> &'static str {
-        match self {
-            NetworkMode::Inherit => "inherit",
-            NetworkMode::None => "none",
-            NetworkMode::Allowlist => "allowlist",
-        }
-    }
-}
 
 /// `:connect` (tunnel by host:port) or `:http` (inspect each request).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,21 +103,18 @@ impl NetworkPolicy {
             .mode
             .name()
             .and_then(NetworkMode::parse)
-            .ok_or_else(|| {
-                policy(format!(
-                    "network mode must be :inherit, :none or :allowlist, got {}",
-                    request.mode.shown()
-                ))
+            .ok_or_else(|| Misshapen::NetworkMode {
+                shown: request.mode.shown(),
             })?;
-        let inspection = match &request.inspection {
-            None => Inspection::Connect,
-            Some(given) => given.name().and_then(Inspection::parse).ok_or_else(|| {
-                policy(format!(
-                    "network inspection must be :connect or :http, got {}",
-                    given.shown()
-                ))
-            })?,
-        };
+        let inspection =
+            match &request.inspection {
+                None => Inspection::Connect,
+                Some(given) => given.name().and_then(Inspection::parse).ok_or_else(|| {
+                    Misshapen::Inspection {
+                        shown: given.shown(),
+                    }
+                })?,
+            };
         let allowlist = mode == NetworkMode::Allowlist;
         let http = inspection == Inspection::Http;
         if !allowlist
@@ -161,21 +127,16 @@ impl NetworkPolicy {
                 || !request.forward_headers.is_empty()
                 || !request.mutation_headers.is_empty())
         {
-            return Err(policy(format!(
-                "network mode :{} does not take allow, secrets, upstream_ca, resolve, gateway, authorizer or headers; use mode: :allowlist",
-                mode.name()
-            )));
+            return Err(Misshapen::OptionsWithoutAllowlist(mode).into());
         }
         if http && !allowlist {
-            return Err(policy("network inspection :http requires mode: :allowlist"));
+            return Err(Misshapen::HttpWithoutAllowlist.into());
         }
         if http && !request.authorizer {
-            return Err(policy("network inspection :http requires an authorizer"));
+            return Err(Misshapen::HttpWithoutAuthorizer.into());
         }
         if allowlist && request.allow.is_empty() {
-            return Err(policy(
-                "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)",
-            ));
+            return Err(Misshapen::EmptyAllowlist.into());
         }
         Ok(NetworkPolicy {
             mode,
@@ -322,13 +283,18 @@ mod tests {
             inspection: Some(Given::symbol("bogus")),
             ..NetworkRequest::mode(Given::symbol("host"))
         };
+        let refused = |request: NetworkRequest<'_>| NetworkPolicy::new(request).unwrap_err();
+        let shown = |text: &str| text.to_owned();
         assert_eq!(
-            message(bad_mode),
-            "network mode must be :inherit, :none or :allowlist, got :host"
+            refused(bad_mode),
+            Misshapen::NetworkMode {
+                shown: shown(":host")
+            }
+            .into()
         );
         assert_eq!(
-            message(NetworkRequest::mode(Given::other("3"))),
-            "network mode must be :inherit, :none or :allowlist, got 3"
+            refused(NetworkRequest::mode(Given::other("3"))),
+            Misshapen::NetworkMode { shown: shown("3") }.into()
         );
         let bad_inspection = NetworkRequest {
             inspection: Some(Given::symbol("tls")),
@@ -336,30 +302,37 @@ mod tests {
             ..NetworkRequest::mode(Given::symbol("none"))
         };
         assert_eq!(
-            message(bad_inspection),
-            "network inspection must be :connect or :http, got :tls"
+            refused(bad_inspection),
+            Misshapen::Inspection {
+                shown: shown(":tls")
+            }
+            .into()
         );
         let extra = NetworkRequest {
             gateway: true,
             ..NetworkRequest::mode(Given::symbol("none"))
         };
-        assert!(message(extra).starts_with("network mode :none does not take allow"));
+        assert_eq!(
+            refused(extra),
+            Misshapen::OptionsWithoutAllowlist(NetworkMode::None).into()
+        );
         let http_inherit = NetworkRequest {
             inspection: Some(Given::symbol("http")),
             ..NetworkRequest::mode(Given::symbol("inherit"))
         };
         assert_eq!(
-            message(http_inherit),
-            "network inspection :http requires mode: :allowlist"
+            refused(http_inherit),
+            Misshapen::HttpWithoutAllowlist.into()
         );
         let no_authorizer = NetworkRequest {
             inspection: Some(Given::symbol("http")),
             ..allowlist(&[])
         };
         assert_eq!(
-            message(no_authorizer),
-            "network inspection :http requires an authorizer"
+            refused(no_authorizer),
+            Misshapen::HttpWithoutAuthorizer.into()
         );
-        assert!(message(allowlist(&[])).contains("requires a non-empty allow list"));
+        assert_eq!(refused(allowlist(&[])), Misshapen::EmptyAllowlist.into());
+        assert_eq!(Misshapen::EmptyAllowlist.kind(), crate::error::Kind::Policy);
     }
 }

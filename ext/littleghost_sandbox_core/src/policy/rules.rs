@@ -6,7 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
 use super::{EnvironmentPolicy, Given, NetworkPolicy};
-use crate::error::{argument, policy, Error, Result};
+use crate::error::{policy, Error, Result};
 use crate::grants::{Access, Grant};
 use crate::paths;
 
@@ -54,10 +54,10 @@ impl RootFilesystem {
             Some("isolated") => Ok(RootFilesystem::Isolated),
             Some("read_only") => Ok(RootFilesystem::ReadOnly),
             Some("read_write") => Ok(RootFilesystem::ReadWrite),
-            _ => Err(policy(format!(
-                "sandbox root_filesystem must be :isolated, :read_only or :read_write, got {}",
-                given.shown()
-            ))),
+            _ => Err(super::Error::RootFilesystem {
+                shown: given.shown(),
+            }
+            .into()),
         }
     }
 }
@@ -85,12 +85,15 @@ impl GrantTable {
                         category: label.to_string(),
                         shown: name.shown(),
                     })?;
-            let access = access.name().and_then(Access::parse).ok_or_else(|| {
-                policy(format!(
-                    "sandbox {label} access for :{name} must be :read_only or :read_write, got {}",
-                    access.shown()
-                ))
-            })?;
+            let access =
+                access
+                    .name()
+                    .and_then(Access::parse)
+                    .ok_or_else(|| super::Error::GrantAccess {
+                        category: label.to_string(),
+                        name: name.clone(),
+                        shown: access.shown(),
+                    })?;
             table.insert(name, access);
         }
         Ok(table)
@@ -237,9 +240,9 @@ impl Policy {
             for (name, access) in table.entries() {
                 let path = directory(name)?;
                 if !path.is_absolute() {
-                    return Err(core_error(argument(format!(
-                        "workspace path :{name} must be absolute"
-                    ))));
+                    return Err(core_error(
+                        super::Error::RelativeDirectory(name.to_owned()).into(),
+                    ));
                 }
                 let path = paths::clean(&path);
                 grants.push(Grant {
@@ -356,9 +359,12 @@ mod tests {
         let err = GrantTable::parse("files", pairs(&[("root", "execute")])).unwrap_err();
         assert_eq!(
             err,
-            policy(
-                "sandbox files access for :root must be :read_only or :read_write, got :execute"
-            )
+            crate::policy::Error::GrantAccess {
+                category: "files".into(),
+                name: "root".into(),
+                shown: ":execute".into()
+            }
+            .into()
         );
         let err = GrantTable::parse(
             "runtime_paths",
@@ -440,10 +446,13 @@ mod tests {
             RootFilesystem::parse(&Given::symbol("read_only")).unwrap(),
             RootFilesystem::ReadOnly
         );
-        assert!(RootFilesystem::parse(&Given::symbol("host"))
-            .unwrap_err()
-            .message()
-            .ends_with("got :host"));
+        assert_eq!(
+            RootFilesystem::parse(&Given::symbol("host")).unwrap_err(),
+            crate::policy::Error::RootFilesystem {
+                shown: ":host".into()
+            }
+            .into()
+        );
     }
 
     #[test]
@@ -484,7 +493,7 @@ mod tests {
         let relative = policy.process_grants(|_| Ok::<_, Error>(PathBuf::from("rel")), |e| e);
         assert_eq!(
             relative.unwrap_err(),
-            argument("workspace path :root must be absolute")
+            crate::policy::Error::RelativeDirectory("root".into()).into()
         );
         assert!(Path::new("/w").is_absolute());
     }

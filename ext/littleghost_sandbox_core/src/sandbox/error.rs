@@ -1,6 +1,6 @@
 //! What the base class's rules refuse: a scope's profile selection and an
 //! unknown provider name. Names are the caller's, as text; the binding shows
-//! them as Ruby symbols (its `ruby_api/errors.rs`).
+//! them as Ruby symbols (its `helpers/errors.rs`).
 
 use crate::error::kind::Kind;
 

@@ -5,8 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{capability, Result};
-use crate::grants::{Access, Grant};
+use crate::grants::{Access, Grant, Narrowing, Result};
 use crate::paths;
 
 /// One requested grant: the workspace directory a name stands for, and the
@@ -33,8 +32,6 @@ pub struct Narrowed {
     pub grants: Vec<Grant>,
     pub deny_markers: Vec<Grant>,
 }
-
-pub(super) const OUTSIDE_PARENT: &str = "sandbox scope cannot expose a path outside its parent";
 
 /// Narrows `parent` grants to a scope (SC.3–SC.8).
 ///
@@ -94,12 +91,10 @@ fn select_one(parent: &[Grant], tools: bool, request: &Request) -> Result<Grant>
     let matching = parent
         .iter()
         .find(|g| g.tools == tools && g.target == target)
-        .ok_or_else(|| capability(OUTSIDE_PARENT))?;
+        .ok_or(Narrowing::OutsideParent)?;
     let access = request.access.unwrap_or(matching.access);
     if access.writable() && !matching.access.writable() {
-        return Err(capability(
-            "sandbox scope cannot make a read-only mount writable",
-        ));
+        return Err(Narrowing::Writable);
     }
     Ok(Grant {
         access,
@@ -156,14 +151,11 @@ fn rederive(parent: &[Grant], grant: &Grant) -> Result<Grant> {
         .iter()
         .filter(|p| p.tools == grant.tools && p.covers(&grant.target))
         .max_by_key(|p| p.target.as_os_str().len())
-        .ok_or_else(|| capability(OUTSIDE_PARENT))?;
+        .ok_or(Narrowing::OutsideParent)?;
     let narrowed = origin.narrow(&grant.target, grant.access)?;
     let source = crate::grants::realpath(&grant.source)?;
     if source != narrowed.source {
-        return Err(capability(format!(
-            "sandbox scope mount {} must come from its parent",
-            grant.target.display()
-        )));
+        return Err(Narrowing::ForeignSource(grant.target.clone()));
     }
     Ok(narrowed)
 }

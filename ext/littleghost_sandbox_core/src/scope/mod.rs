@@ -13,6 +13,7 @@
 mod grants;
 mod network;
 mod queries;
+pub mod refusal;
 #[cfg(test)]
 mod tests;
 
@@ -23,11 +24,12 @@ pub use network::{
     narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
 };
 pub use queries::file_feature;
+pub use refusal::NetworkNarrowing;
 
-use crate::error::{capability, Result};
+use crate::error::Result;
 use crate::fs::anchor::Anchors;
 use crate::fs::{Broker, FsLimits};
-use crate::grants::{Grant, Identity};
+use crate::grants::{Grant, Identity, Narrowing};
 use crate::policy::Capabilities;
 
 /// What the parent has: a sandbox's process grants (no markers), or an
@@ -181,10 +183,7 @@ pub fn narrow_capabilities(parent: &Capabilities, request: &CapabilityRequest) -
 pub fn capture_identities(grants: &[Grant]) -> Result<Vec<Identity>> {
     grants
         .iter()
-        .map(|g| {
-            Identity::capture(&g.source)
-                .ok_or_else(|| capability("sandbox scope mount source is unavailable"))
-        })
+        .map(|g| Identity::capture(&g.source).ok_or(Narrowing::SourceUnavailable.into()))
         .collect()
 }
 
@@ -198,8 +197,6 @@ pub fn validate_identities(grants: &[Grant], identities: &[Identity]) -> Result<
     if unchanged {
         Ok(())
     } else {
-        Err(capability(
-            "sandbox scope mount source changed after initialization",
-        ))
+        Err(Narrowing::SourceChanged.into())
     }
 }

@@ -3,14 +3,15 @@
 //! allowlist ([`narrow_allowlist`]): fewer destinations, methods,
 //! paths and secrets, never more.
 
+use super::refusal::NetworkNarrowing;
 use super::NetworkMode;
-use crate::error::{capability, policy, Result};
+use crate::error::Result;
 use crate::network::rules::{Pattern, Rule};
 use crate::policy::{AllowEntry, Inspection, NetworkPolicy, NetworkRules, SecretEntry};
 
 /// SC.10's refusal: the scope asked for more network than its parent has.
 pub fn widen() -> crate::Error {
-    capability("sandbox scope cannot widen network access")
+    NetworkNarrowing::Widens.into()
 }
 
 /// What a scope asks for: `nil`/`true` mean "the parent's network"; `false`
@@ -66,10 +67,7 @@ pub fn narrow_network(
     };
     if let Some(mode) = mode {
         if !supported.contains(&mode) {
-            return Err(capability(format!(
-                "sandbox backend cannot enforce scoped network mode :{}",
-                mode.name()
-            )));
+            return Err(NetworkNarrowing::Unsupported(mode).into());
         }
     }
     Ok((choice, mode))
@@ -200,9 +198,7 @@ fn narrow_secrets(
                 };
                 let reachable = intersect(&wanted, scope);
                 if reachable.is_empty() {
-                    return Err(policy(format!(
-                        "network secret {name:?} has no destination in the scope's allow list (it could never be sent)"
-                    )));
+                    return Err(NetworkNarrowing::SecretUnreachable(name.clone()).into());
                 }
                 if !kept.iter().any(|s: &SecretEntry| s.name == name) {
                     kept.push(secret.with_destinations(reachable));
@@ -313,41 +309,42 @@ mod tests {
 
     #[test]
     fn a_scope_cannot_add_a_destination_method_path_or_secret() {
-        let widen = |requested: NetworkPolicy, secrets: SecretsRequest| {
+        let refused = |requested: NetworkPolicy, secrets: SecretsRequest| {
             let error = narrow_allowlist(&parent(), &requested, &secrets).unwrap_err();
-            assert!(matches!(error, crate::Error::Capability(_)), "{error}");
+            assert_eq!(error, widen(), "{error}");
+            assert_eq!(error.kind(), crate::error::Kind::Capability);
             assert_eq!(error.message(), "sandbox scope cannot widen network access");
         };
-        widen(
+        refused(
             policy_of(vec![text("github.com:8443")], &[]),
             SecretsRequest::Reachable,
         );
-        widen(
+        refused(
             policy_of(vec![text("api.github.com:*")], &[]),
             SecretsRequest::Reachable,
         );
-        widen(
+        refused(
             policy_of(vec![text("api.example.com:443")], &[]),
             SecretsRequest::Reachable,
         );
-        widen(
+        refused(
             policy_of(vec![rule("api.example.com:443", &["POST"], &["/v1/"])], &[]),
             SecretsRequest::Reachable,
         );
-        widen(
+        refused(
             policy_of(vec![rule("api.example.com:443", &["GET"], &["/v2/"])], &[]),
             SecretsRequest::Reachable,
         );
-        widen(
+        refused(
             policy_of(vec![text("11.0.0.0/8:1")], &[]),
             SecretsRequest::Reachable,
         );
         let some = policy_of(vec![text("api.github.com:8443")], &[]);
-        widen(
+        refused(
             some.clone(),
             SecretsRequest::Named(vec![("aws".into(), None)]),
         );
-        widen(
+        refused(
             some.clone(),
             SecretsRequest::Named(vec![(
                 "github".into(),

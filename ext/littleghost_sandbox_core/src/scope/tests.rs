@@ -1,6 +1,5 @@
 //! Unit tests of scope narrowing: grants, network, capabilities and [`narrow`].
 
-use super::grants::OUTSIDE_PARENT;
 use super::*;
 use crate::grants::Access;
 use std::fs;
@@ -129,19 +128,22 @@ fn a_scope_can_never_widen_its_parent() {
         None,
     )
     .unwrap_err();
-    assert!(err.message().contains("read-only mount writable"), "{err}");
+    assert!(
+        err.to_string().contains("read-only mount writable"),
+        "{err}"
+    );
     // runtime grant promoted to a file grant
     let err = narrow_grants(&parent, &[], Some(&[Request::new(&l.cache, None)]), None).unwrap_err();
-    assert_eq!(err.message(), OUTSIDE_PARENT);
+    assert_eq!(err, crate::grants::Narrowing::OutsideParent);
     // file grant demoted to runtime-only
     let err =
         narrow_grants(&parent, &[], None, Some(&[Request::new(&l.source, None)])).unwrap_err();
-    assert_eq!(err.message(), OUTSIDE_PARENT);
+    assert_eq!(err, crate::grants::Narrowing::OutsideParent);
     // a directory the parent never granted, even beneath a granted one
     let sub = l.root.join("sub");
     fs::create_dir(&sub).unwrap();
     let err = narrow_grants(&parent, &[], Some(&[Request::new(&sub, None)]), None).unwrap_err();
-    assert_eq!(err.message(), OUTSIDE_PARENT);
+    assert_eq!(err, crate::grants::Narrowing::OutsideParent);
     // a nested scope cannot get back what its parent dropped
     let child = narrow_grants(
         &parent,
@@ -157,7 +159,7 @@ fn a_scope_can_never_widen_its_parent() {
         None,
     )
     .unwrap_err();
-    assert_eq!(err.message(), OUTSIDE_PARENT);
+    assert_eq!(err, crate::grants::Narrowing::OutsideParent);
     let err = narrow_grants(
         &child.grants,
         &child.deny_markers,
@@ -165,7 +167,7 @@ fn a_scope_can_never_widen_its_parent() {
         Some(&[Request::new(&l.cache, None)]),
     )
     .unwrap_err();
-    assert_eq!(err.message(), OUTSIDE_PARENT);
+    assert_eq!(err, crate::grants::Narrowing::OutsideParent);
 }
 
 #[test]
@@ -326,7 +328,7 @@ fn missing_sources_are_unavailable() {
     fs::remove_dir(&l.cache).unwrap();
     let err = narrow_grants(&parent, &[], None, None).unwrap_err();
     assert!(err
-        .message()
+        .to_string()
         .contains("sandbox scope mount source is unavailable"));
 }
 
@@ -409,9 +411,10 @@ fn the_result_mode_must_be_enforceable_by_the_parent() {
     )
     .unwrap_err();
     assert_eq!(
-        err.message(),
-        "sandbox backend cannot enforce scoped network mode :none"
+        err,
+        crate::Error::NetworkNarrowing(NetworkNarrowing::Unsupported(None))
     );
+    assert_eq!(err.kind(), crate::error::Kind::Capability);
     assert!(narrow_network(Some(Inherit), NetworkRequest::Parent, &[Inherit]).is_ok());
     assert!(narrow_network(Option::None, NetworkRequest::Parent, &[]).is_ok());
 }

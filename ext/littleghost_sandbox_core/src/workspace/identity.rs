@@ -6,17 +6,21 @@ use std::path::Path;
 use crate::fs::anchor::{Anchor, AnchorError, Anchors};
 use crate::paths;
 
+use super::{Error, Result};
 use super::{Layout, ROOT_NAME};
-use crate::error::{argument, tool, Error, Result};
 use crate::grants::Identity;
 
 /// Why `open` could not prepare the workspace's directories.
 #[derive(Debug)]
 pub enum OpenError {
-    /// Creating a directory failed: Ruby raises the matching `Errno`.
-    Create { what: String, error: std::io::Error },
+    /// Creating the directory of the path named `name` (`None`: the root)
+    /// failed: Ruby raises the matching `Errno`.
+    Create {
+        name: Option<String>,
+        error: std::io::Error,
+    },
     /// A rule refused (an absolute path missing, two entries aliased).
-    Rule(Error),
+    Rule(crate::Error),
 }
 
 impl Layout {
@@ -31,25 +35,24 @@ impl Layout {
         &self,
         relative: &[String],
     ) -> std::result::Result<(Vec<(String, Identity)>, Anchors), OpenError> {
-        let failed = |what: String| {
+        let failed = |name: Option<&str>| {
+            let name = name.map(str::to_owned);
             move |error: AnchorError| match error {
-                AnchorError::Create(error) => OpenError::Create { what, error },
-                AnchorError::Rule(error) => OpenError::Rule(error),
+                AnchorError::Create(error) => OpenError::Create { name, error },
+                AnchorError::Rule(refusal) => OpenError::Rule(refusal.into()),
             }
         };
-        let root = Anchor::root(ROOT_NAME, &self.root)
-            .map_err(failed("could not create the workspace root".to_owned()))?;
+        let root = Anchor::root(ROOT_NAME, &self.root).map_err(failed(None))?;
         let mut anchors = vec![root.clone()];
         for (name, dir) in &self.paths {
-            let what = format!("could not create workspace path :{name}");
             let anchor = if relative.contains(name) {
                 let below = paths::remainder(&paths::clean(dir), &paths::clean(&self.root))
                     .unwrap_or(Path::new(""))
                     .to_path_buf();
                 root.beneath(name, &below, dir, true)
-                    .map_err(failed(what))?
+                    .map_err(failed(Some(name)))?
             } else {
-                Anchor::absolute(name, dir).map_err(failed(what))?
+                Anchor::absolute(name, dir).map_err(failed(Some(name)))?
             };
             anchors.push(anchor);
         }
@@ -60,9 +63,9 @@ impl Layout {
                 .iter()
                 .find(|(_, seen)| (seen.dev, seen.ino) == anchor.id())
             {
-                return Err(OpenError::Rule(argument(format!(
-                    "workspace paths must not alias the same directory: {other}, {name}"
-                ))));
+                return Err(OpenError::Rule(
+                    Error::Aliased(other.clone(), name.to_owned()).into(),
+                ));
             }
             out.push((name.to_owned(), anchor.identity()));
         }
@@ -74,18 +77,13 @@ impl Layout {
     pub fn capture_identities(&self) -> Result<Vec<(String, Identity)>> {
         let mut out: Vec<(String, Identity)> = Vec::new();
         for (name, dir) in self.entries() {
-            let identity = Identity::capture(dir).ok_or_else(|| {
-                argument(format!(
-                    "workspace path :{name} is not an accessible directory"
-                ))
-            })?;
+            let identity =
+                Identity::capture(dir).ok_or_else(|| Error::Inaccessible(name.to_owned()))?;
             if let Some((other, _)) = out
                 .iter()
                 .find(|(_, seen)| seen.dev == identity.dev && seen.ino == identity.ino)
             {
-                return Err(argument(format!(
-                    "workspace paths must not alias the same directory: {other}, {name}"
-                )));
+                return Err(Error::Aliased(other.clone(), name.to_owned()));
             }
             out.push((name.to_owned(), identity));
         }
@@ -104,9 +102,7 @@ impl Layout {
                 still_pinned(dir, identity) || Identity::capture(dir).as_ref() == Some(identity)
             });
             if !unchanged {
-                return Err(tool(format!(
-                    "workspace path changed after opening: {name}"
-                )));
+                return Err(Error::Moved(name.clone()));
             }
         }
         Ok(())

@@ -11,14 +11,15 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::error::{argument, Error, Result};
 use crate::paths;
 
+pub mod error;
 mod identity;
 mod resolve;
 #[cfg(test)]
 mod tests;
 
+pub use error::{Error, Result};
 pub use identity::OpenError;
 pub use resolve::refused_reference;
 
@@ -52,20 +53,21 @@ pub fn check_path_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<
     let mut seen: Vec<(String, &str)> = Vec::new();
     for name in names {
         if name == ROOT_NAME {
-            return Err(argument(
-                "workspace path :root is reserved for the workspace root; give the path another name",
-            ));
+            return Err(Error::ReservedRoot);
         }
         let variable = variable_name(name);
         if variable == ROOT_VARIABLE {
-            return Err(argument(format!(
-                "workspace path :{name} maps to {ROOT_VARIABLE}, which is reserved for the workspace root; give it another name"
-            )));
+            return Err(Error::RootVariable {
+                name: name.to_owned(),
+                variable,
+            });
         }
         if let Some((_, other)) = seen.iter().find(|(v, _)| *v == variable) {
-            return Err(argument(format!(
-                "workspace paths :{other} and :{name} both map to {variable}; rename one of them"
-            )));
+            return Err(Error::SameVariable {
+                first: (*other).to_owned(),
+                second: name.to_owned(),
+                variable,
+            });
         }
         seen.push((variable, name));
     }
@@ -77,19 +79,13 @@ pub fn check_path_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<
 pub fn check_environment_entry(name: &OsStr, value: &OsStr) -> Result<()> {
     let name_bytes = name.as_bytes();
     if name_bytes.is_empty() {
-        return Err(argument("environment variable names must not be empty"));
+        return Err(Error::EmptyVariableName);
     }
     if name_bytes.contains(&b'=') || name_bytes.contains(&0) {
-        return Err(argument(format!(
-            "environment variable name {:?} must not contain '=' or a NUL byte",
-            name.to_string_lossy()
-        )));
+        return Err(Error::VariableName(name.to_string_lossy().into_owned()));
     }
     if value.as_bytes().contains(&0) {
-        return Err(argument(format!(
-            "environment variable {} must not contain a NUL byte",
-            name.to_string_lossy()
-        )));
+        return Err(Error::VariableValue(name.to_string_lossy().into_owned()));
     }
     Ok(())
 }
@@ -100,9 +96,7 @@ pub fn check_relative_path(name: &str, root: &Path, expanded: &Path) -> Result<(
     if paths::is_within(&paths::clean(expanded), &paths::clean(root)) {
         Ok(())
     } else {
-        Err(argument(format!(
-            "relative workspace path :{name} must remain beneath the workspace root"
-        )))
+        Err(Error::RelativeOutside(name.to_owned()))
     }
 }
 
@@ -125,10 +119,7 @@ pub fn configure(root: PathBuf, entries: Vec<PathEntry>) -> Result<(Layout, Vec<
     let mut relative = Vec::new();
     for entry in entries {
         if entry.given.is_empty() {
-            return Err(argument(format!(
-                "workspace path :{} must not be empty",
-                entry.name
-            )));
+            return Err(Error::EmptyPath(entry.name));
         }
         if !Path::new(&entry.given).is_absolute() {
             check_relative_path(&entry.name, &layout.root, &entry.expanded)?;
@@ -155,11 +146,7 @@ impl Layout {
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, p)| p.as_path())
-            .ok_or_else(|| {
-                Error::Key(format!(
-                    "key not found: :{name} (no workspace path of that name)"
-                ))
-            })
+            .ok_or_else(|| Error::UnknownName(name.to_owned()))
     }
 
     /// `LITTLE_GHOST_WORKSPACE_ROOT` then one variable per named path; a later
@@ -192,15 +179,15 @@ pub fn check_grant_names<'a>(
 ) -> Result<()> {
     for (category, name) in grants {
         if name != ROOT_NAME && !path_names.contains(&name) {
-            let known: Vec<String> = std::iter::once(ROOT_NAME)
+            let known = std::iter::once(ROOT_NAME)
                 .chain(path_names.iter().copied())
-                .map(|n| format!(":{n}"))
+                .map(str::to_owned)
                 .collect();
-            return Err(crate::error::policy(format!(
-                "sandbox policy {category} grants :{name}, which is not a workspace path \
-                 (workspace paths: {})",
-                known.join(", ")
-            )));
+            return Err(Error::UnknownGrant {
+                category: category.to_owned(),
+                name: name.to_owned(),
+                known,
+            });
         }
     }
     Ok(())

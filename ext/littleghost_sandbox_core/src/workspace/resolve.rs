@@ -5,9 +5,9 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use super::{Layout, SCHEME};
+use super::{Error, Layout, Result, SCHEME};
 use crate::denial::Reason;
-use crate::error::{argument, refused, Error, Result};
+use crate::error::{refused, tool, Kind};
 use crate::grants::Identity;
 use crate::{names, paths};
 
@@ -17,12 +17,10 @@ impl Layout {
     pub fn resolve(&self, reference: &OsStr) -> Result<PathBuf> {
         let bytes = reference.as_bytes();
         if bytes.contains(&0) {
-            return Err(argument("Path contains a null byte"));
+            return Err(Error::NulByte);
         }
         if bytes.starts_with(b"/") {
-            return Err(argument(
-                "workspace paths must be relative or use workspace://NAME/...",
-            ));
+            return Err(Error::Absolute);
         }
         let (base, relative) = match bytes.strip_prefix(SCHEME.as_bytes()) {
             Some(rest) => {
@@ -31,9 +29,7 @@ impl Layout {
                     None => (rest, None),
                 };
                 if name.is_empty() {
-                    return Err(argument(
-                        "workspace path must name a configured path: workspace://NAME/...",
-                    ));
+                    return Err(Error::Unnamed);
                 }
                 // `workspace://root/...` names the root: `root` is
                 // reserved, so no configured path can take the name.
@@ -49,9 +45,7 @@ impl Layout {
                     // which replaces the base: the part after the name is
                     // relative like every other reference (3.3).
                     Some(relative) if relative.starts_with(b"/") => {
-                        return Err(argument(
-                            "workspace paths must be relative after workspace://NAME/",
-                        ))
+                        return Err(Error::AbsoluteAfterName)
                     }
                     Some(relative) => (base, relative),
                 }
@@ -98,7 +92,7 @@ impl Layout {
             Some(rest) => Ok(OsString::from_vec(
                 names::show_relative(rest.as_os_str().as_bytes()).into_owned(),
             )),
-            None => Err(argument("path is outside the workspace")),
+            None => Err(Error::Outside),
         }
     }
 }
@@ -107,7 +101,7 @@ impl Layout {
 /// quoted name is literal: one starting with `~` gets a `./` so the `~` rule
 /// of [`beneath`] (which models `File.expand_path`) does not apply to it.
 fn unquote(relative: &[u8]) -> Result<Cow<'_, [u8]>> {
-    let decoded = names::parse_relative(relative).map_err(argument)?;
+    let decoded = names::parse_relative(relative).map_err(Error::Quoted)?;
     if decoded.starts_with(b"~") && !relative.starts_with(b"~") {
         return Ok(Cow::Owned([&b"./"[..], &decoded].concat()));
     }
@@ -117,14 +111,14 @@ fn unquote(relative: &[u8]) -> Result<Cow<'_, [u8]>> {
 /// `relative` beneath `base`, lexically: not empty, no `..`, no `~`, cleaned.
 fn beneath(base: &Path, relative: &[u8]) -> Result<PathBuf> {
     if relative.is_empty() {
-        return Err(argument("workspace path must not be empty"));
+        return Err(Error::Empty);
     }
     if relative.split(|b| *b == b'/').any(|part| part == b"..") {
-        return Err(argument("workspace path traversal is not allowed"));
+        return Err(Error::Traversal);
     }
     // File.expand_path would send `~` to a home directory: never beneath base.
     if relative.starts_with(b"~") {
-        return Err(argument("workspace path escapes its root"));
+        return Err(Error::Escapes);
     }
     // The usual reference (`notes/a.md` beneath an expanded root) is already
     // clean: joining bytes gives what cleaning would, without splitting both
@@ -140,7 +134,7 @@ fn beneath(base: &Path, relative: &[u8]) -> Result<PathBuf> {
     let base = paths::clean(base);
     let joined = paths::clean(&base.join(OsStr::from_bytes(relative)));
     if !paths::is_within(&joined, &base) {
-        return Err(argument("workspace path escapes its root"));
+        return Err(Error::Escapes);
     }
     Ok(joined)
 }
@@ -177,16 +171,20 @@ fn is_clean_relative(bytes: &[u8]) -> bool {
 /// A reference that names nothing (empty, or with a NUL byte) is malformed,
 /// not refused: a plain ToolError. The reference is classified, never the
 /// message, so a duck-typed workspace's own `resolve` errors classify the
-/// same way. Errors other than `Argument` and `Key` are returned unchanged.
-pub fn refused_reference(reference: &[u8], error: Error) -> Error {
-    let message = match error {
-        Error::Argument(message) | Error::Key(message) if reference.contains(&0) => {
-            return Error::Tool(message)
-        }
-        Error::Key(message) => return refused(Reason::OutsideScope, message),
-        Error::Argument(message) => message,
-        other => return other,
-    };
+/// same way. Errors of another kind than `Argument` and `Key` are returned
+/// unchanged.
+pub fn refused_reference(reference: &[u8], error: crate::Error) -> crate::Error {
+    let kind = error.kind();
+    if !matches!(kind, Kind::Argument | Kind::Key) {
+        return error;
+    }
+    let message = error.message();
+    if reference.contains(&0) {
+        return tool(message);
+    }
+    if kind == Kind::Key {
+        return refused(Reason::OutsideScope, message);
+    }
     let relative = match reference.strip_prefix(SCHEME.as_bytes()) {
         Some(rest) => match rest.iter().position(|b| *b == b'/') {
             Some(0) => return refused(Reason::OutsideScope, message),
@@ -198,7 +196,7 @@ pub fn refused_reference(reference: &[u8], error: Error) -> Error {
         None => reference,
     };
     if relative.is_empty() {
-        return Error::Tool(message);
+        return tool(message);
     }
     // Whatever else the workspace refused of a non-empty reference (`..`,
     // `~`, a path that cleans to outside its base) is an escape.

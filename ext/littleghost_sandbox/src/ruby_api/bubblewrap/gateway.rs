@@ -15,9 +15,10 @@ use magnus::{prelude::*, value::Opaque, Error, KwArgs, RArray, RHash, Ruby, Valu
 use crate::helpers::args::kwargs;
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{builtin_gateway, errors, mount, network_policy};
+use crate::ruby_api::{builtin_gateway, mount, network_policy};
 
 /// Resolves the gateway into `slot` once (G.3), attaching the sandbox's
 /// denial and network logs, and opens it.

@@ -10,9 +10,10 @@ use magnus::{prelude::*, Error, RArray, Ruby, Value};
 
 use crate::helpers::constants;
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{capabilities, errors, launch_limits, policy};
+use crate::ruby_api::{capabilities, launch_limits, policy};
 
 /// A frozen Array of frozen Strings.
 pub(crate) fn frozen_strings(ruby: &Ruby, items: &[&str]) -> RArray {

@@ -14,9 +14,10 @@ use magnus::{
 use super::host::{enforce, option_path, platform_or_host};
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{errors, mount, sandbox};
+use crate::ruby_api::{mount, sandbox};
 use littleghost_sandbox_core::backend::effective::Backend;
 
 const OPTIONS: [&str; 17] = [

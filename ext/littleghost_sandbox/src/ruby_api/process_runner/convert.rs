@@ -12,7 +12,7 @@ use magnus::{
 };
 
 use crate::helpers::constants;
-use crate::ruby_api::errors::argument_error;
+use crate::helpers::errors::argument_error;
 use crate::ruby_api::launch_limits::integer_given;
 
 /// `Float(value)`: Integers and Floats directly, anything else through

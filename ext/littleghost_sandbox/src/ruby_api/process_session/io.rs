@@ -18,7 +18,7 @@ use super::{
     alive_checked, limit_end_error, raise_resource_error, record, session_error, Session,
     CHUNK_CLASS,
 };
-use crate::ruby_api::errors::argument_error;
+use crate::helpers::errors::argument_error;
 use crate::ruby_api::execution::{frozen_text, DataObject};
 use crate::ruby_api::process_runner::{kernel_float, Waiter};
 

@@ -23,9 +23,9 @@ use magnus::{
 
 use super::{exception_of, record, Session};
 use crate::helpers::constants;
+use crate::helpers::errors::from_core;
 use crate::helpers::nogvl;
 use crate::ruby_api::denial::Reporter;
-use crate::ruby_api::errors::from_core;
 use crate::ruby_api::process_runner::{errno_exception, error_with_cause, kernel_integer};
 use littleghost_sandbox_core::denial::Denial;
 

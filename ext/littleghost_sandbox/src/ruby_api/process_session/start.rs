@@ -17,7 +17,7 @@ use super::monitor::start_monitor;
 use super::{ProcessSession, Session, SessionRequest};
 use crate::helpers::constants;
 use crate::helpers::convert;
-use crate::ruby_api::errors::{argument_error, core_result};
+use crate::helpers::errors::{argument_error, core_result};
 use crate::ruby_api::process_runner::{errno_exception, positive_integer, start_interruptibly};
 
 /// Starts a session from Rust (backends' `start_program`). The caller has
@@ -143,10 +143,10 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
             }
         }
         Err(SpawnError::Unenforceable(reason)) => {
-            return Err(crate::ruby_api::errors::capability_error(ruby, reason))
+            return Err(crate::helpers::errors::capability_error(ruby, reason))
         }
         Err(SpawnError::Refused(error)) => {
-            return Err(crate::ruby_api::errors::from_core(ruby, error))
+            return Err(crate::helpers::errors::from_core(ruby, error))
         }
         Err(error) => {
             let subject = session_failure_subject(&error, &launch.argv[0]);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use littleghost_sandbox_core::backend::launch_steps as steps;
-use littleghost_sandbox_core::error::Error as CoreError;
+use littleghost_sandbox_core::error::Kind as ErrorKind;
 use littleghost_sandbox_core::fs::anchor::Anchors;
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch::prepare::{
@@ -21,12 +21,13 @@ use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
 use crate::helpers::args::{command_call, keywords, keywords_only};
 use crate::helpers::convert;
+use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::process_runner::{self, positive_integer, validate_timeout, RunRequest};
 use crate::ruby_api::process_session::{self, SessionRequest};
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{
-    errors, execution, launch_limits, mount, network_policy, ownership, scope, workspace,
+    execution, launch_limits, mount, network_policy, ownership, scope, workspace,
 };
 
 /// The optional keywords of `execute_program`, after the required `timeout`.
@@ -267,8 +268,8 @@ fn resolve_cwd(ruby: &Ruby, workspace: Value, cwd: &Path) -> Result<PathBuf, Ref
     let raised = |error| Refused::Raised(errors::from_core(ruby, error));
     if let Some(native) = workspace::native(ruby, workspace) {
         return match native.resolve_core(cwd) {
-            Err(CoreError::Argument(message) | CoreError::Key(message)) => {
-                Err(Refused::Reason(message))
+            Err(error) if matches!(error.kind(), ErrorKind::Argument | ErrorKind::Key) => {
+                Err(Refused::Reason(errors::ruby_message(&error)))
             }
             resolved => resolved.map_err(raised),
         };

@@ -5,9 +5,10 @@ use magnus::{
 };
 
 use crate::helpers::constants;
+use crate::helpers::errors;
 use crate::helpers::registry::Registry;
+use crate::ruby_api::capabilities;
 use crate::ruby_api::sandbox::probe;
-use crate::ruby_api::{capabilities, errors};
 
 /// The one provider registry shared by `Sandbox` and all its subclasses.
 pub(crate) static PROVIDERS: Registry = Registry {

@@ -82,7 +82,7 @@ fn require_opened_workspace(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Erro
     if root.is_dir() {
         return Ok(());
     }
-    Err(crate::ruby_api::errors::tool_error(
+    Err(crate::helpers::errors::tool_error(
         ruby,
         format!(
             "Workspace is not open: call workspace.open first (it creates the root {})",

@@ -11,8 +11,8 @@ use magnus::{
     gc::Marker, prelude::*, value::Opaque, DataTypeFunctions, Error, RClass, Ruby, TypedData, Value,
 };
 
+use crate::helpers::errors;
 use crate::ruby_api::denial::hub::Denials;
-use crate::ruby_api::errors;
 use crate::ruby_api::network_event::hub::NetworkEvents;
 
 /// A Sandbox (or subclass) instance as a method receiver.

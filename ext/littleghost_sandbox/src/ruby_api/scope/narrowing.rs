@@ -14,8 +14,8 @@ use magnus::{value::Opaque, Error, Symbol};
 
 use super::{ScopeState, CAPABILITIES, NETWORK};
 use crate::helpers::args::keywords_only;
+use crate::helpers::errors::{self, core_result};
 use crate::helpers::value_object::{self as vo, ValueObject};
-use crate::ruby_api::errors::{self, core_result};
 use crate::ruby_api::mount::{grant_to_ruby, parse_access};
 use crate::ruby_api::network_policy::{self, NetworkPolicy};
 use crate::ruby_api::sandbox::state as sandbox;

@@ -156,9 +156,7 @@ pub fn command(
         (NetworkMode::Inherit, _) => (ll::Network::Inherit, None),
         (NetworkMode::Allowlist, Some(reach)) => (ll::Network::Gateway(gateway_fd), Some(reach)),
         (NetworkMode::Allowlist, None) => {
-            return Err(crate::error::capability(
-                crate::launch::ALLOWLIST_UNSUPPORTED,
-            ))
+            return Err(crate::policy::Unenforceable::AllowlistWithoutGateway.into())
         }
     };
     let mut rules = ll::launch::launch_rules(

@@ -348,7 +348,10 @@ fn an_allowlist_without_a_gateway_is_refused() {
     let policy = allowlist();
     let sandbox = sandbox(&policy, &workspace);
     let error = prepare(&policy, &workspace, &sandbox, pwd_call(Kind::Run, None)).unwrap_err();
-    assert_eq!(message(error), crate::launch::ALLOWLIST_UNSUPPORTED);
+    assert_eq!(
+        message(error),
+        crate::policy::Unenforceable::AllowlistWithoutGateway.to_string()
+    );
 }
 
 #[test]

@@ -1,0 +1,60 @@
+//! The network modes (docs/spec.md §7) and which a backend cannot enforce:
+//! a leaf the errors that carry a mode can name.
+
+use crate::error::kind::Kind;
+
+/// A network mode a backend cannot enforce (docs/spec.md §15.1, §16.1):
+/// carried as the mode, which the binding shows as the caller wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unenforceable {
+    /// Unrestricted inherits the host's network; any other mode is refused.
+    #[error("the unrestricted sandbox cannot enforce network mode {}", .0.name())]
+    Unrestricted(NetworkMode),
+    /// The kernel lacks what the Landlock supervisor needs to make the
+    /// child's connections (`missing` names it).
+    #[error("the landlock sandbox cannot enforce network mode allowlist here: {missing}")]
+    LandlockAllowlist { missing: String },
+    /// An allowlist launch on a backend without a gateway.
+    #[error("sandbox backend cannot enforce network mode allowlist")]
+    AllowlistWithoutGateway,
+}
+
+impl Unenforceable {
+    /// Always [`Kind::Capability`](Kind::Capability).
+    pub fn kind(&self) -> Kind {
+        Kind::Capability
+    }
+}
+
+/// `:inherit`, `:none` or `:allowlist`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NetworkMode {
+    Inherit,
+    None,
+    Allowlist,
+}
+
+impl NetworkMode {
+    /// Every mode, in the order messages list them.
+    pub const ALL: [NetworkMode; 3] = [
+        NetworkMode::Inherit,
+        NetworkMode::None,
+        NetworkMode::Allowlist,
+    ];
+
+    /// The mode named `name` (as the binding reads a Ruby symbol).
+    pub fn parse(name: &str) -> Option<NetworkMode> {
+        NetworkMode::ALL
+            .into_iter()
+            .find(|mode| mode.name() == name)
+    }
+
+    /// The mode's name (the binding shows it as a Ruby symbol).
+    pub fn name(self) -> &'static str {
+        match self {
+            NetworkMode::Inherit => "inherit",
+            NetworkMode::None => "none",
+            NetworkMode::Allowlist => "allowlist",
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! Why a scope cannot have the network it asked for: a leaf the core's
+//! cross-mechanism error can carry.
+
+use crate::error::kind::Kind;
+use crate::policy::network_mode::NetworkMode;
+
+/// Why a scope cannot have the network it asked for (SC.10, SC.10b).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetworkNarrowing {
+    /// More network than the parent has.
+    #[error("sandbox scope cannot widen network access")]
+    Widens,
+    /// A mode the backend cannot enforce for a scope (the binding names it
+    /// as the caller wrote it).
+    #[error("sandbox backend cannot enforce scoped network mode {}", .0.name())]
+    Unsupported(NetworkMode),
+    /// A named secret none of whose destinations the scope may reach.
+    #[error("network secret {0:?} has no destination in the scope's allow list (it could never be sent)")]
+    SecretUnreachable(String),
+}
+
+impl NetworkNarrowing {
+    /// A secret that could never be sent is a declaration error; the rest are
+    /// refusals to widen.
+    pub fn kind(&self) -> Kind {
+        match self {
+            NetworkNarrowing::SecretUnreachable(_) => Kind::Policy,
+            _ => Kind::Capability,
+        }
+    }
+}
