@@ -107,8 +107,24 @@ async fn allowlisted_requests(provider: &str) {
         "{denial:?}"
     );
 
+    // Shutdown stops the gateway: its directory (and the socket in it) is gone.
+    let directory = gateway_directory(daemon.child.id());
+    assert!(directory.is_dir(), "{directory:?}");
     daemon.terminate();
     assert!(daemon.wait().success());
+    assert!(!directory.exists(), "{directory:?} outlived the daemon");
+}
+
+/// The gateway's private directory, which the daemon holds open while it serves.
+fn gateway_directory(pid: u32) -> std::path::PathBuf {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .find(|target| {
+            let name = target.file_name().map(|n| n.to_string_lossy().to_string());
+            name.is_some_and(|n| n.starts_with("littleghost-gateway-"))
+        })
+        .expect("the daemon holds no gateway directory")
 }
 
 #[tokio::test(flavor = "multi_thread")]
