@@ -1,7 +1,9 @@
 //! What confines the daemon's work: the root's handle, the policy, the
 //! backend Native chooses (Bubblewrap where user namespaces work, else
-//! Landlock), the filesystem broker over the root's handle, the launch
-//! limits, the children (all ended at shutdown) and the denials.
+//! Landlock), the built-in gateway under an allowlist (its refusals
+//! recorded with the other denials), the filesystem broker over the root's
+//! handle, the launch limits, the children (all ended at shutdown) and the
+//! denials.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -19,7 +21,8 @@ use littleghost_sandbox_core::launch::prepare::{
 };
 use littleghost_sandbox_core::launch::Pins;
 use littleghost_sandbox_core::limits::plan::{self, Plan, Requested};
-use littleghost_sandbox_core::policy::{Declaration, NetworkMode, Policy};
+use littleghost_sandbox_core::network::{self, BuiltinGateway};
+use littleghost_sandbox_core::policy::{Declaration, Policy};
 use littleghost_sandbox_core::process::running::Owner;
 use littleghost_sandbox_core::workspace::{self, Layout};
 
@@ -100,17 +103,21 @@ enum Backend {
     Landlock(ll::Launcher),
 }
 
-/// The owner side of a Bubblewrap sandbox: opened at start, no gateway,
-/// no command wrapper.
-struct Opened<'a>(&'a Pins);
+/// The owner side of a Bubblewrap sandbox: opened at start, its gateway
+/// under an allowlist, no command wrapper.
+struct Opened<'a> {
+    pins: &'a Pins,
+    gateway: Option<&'a BuiltinGateway>,
+}
 
 impl bw::Sandbox<Error> for Opened<'_> {
     fn open(&self) -> Result<Pins, Error> {
-        Ok(self.0.clone())
+        Ok(self.pins.clone())
     }
 
     fn gateway(&self) -> Option<Box<dyn bw::Gateway<Error> + '_>> {
-        None
+        self.gateway
+            .map(|gateway| Box::new(gateway) as Box<dyn bw::Gateway<Error>>)
     }
 
     fn wrap_command(&self, argv: Vec<String>) -> Result<Vec<String>, Error> {
@@ -124,33 +131,31 @@ pub struct Confinement {
     pub policy: Policy,
     pub declaration: Declaration,
     backend: Backend,
+    /// The built-in gateway every launch reaches under `network` allowlist
+    /// (G.3), open from start to shutdown.
+    gateway: Option<BuiltinGateway>,
     /// The broker of every file call, from the root's handle.
     pub broker: Broker,
     /// Every program started, so shutdown ends them all.
     pub owner: Owner,
-    pub denials: Denials,
+    pub denials: Arc<Denials>,
 }
 
 impl Confinement {
     /// Opens `root` under `declaration`: Native's choice of backend, its
     /// `open` (the grants pinned through the root's handle), the broker.
     pub fn open(root: &Path, declaration: Declaration) -> Result<Confinement, Error> {
-        if declaration.provider != "native" {
+        if !PROVIDERS.contains(&declaration.provider.as_str()) {
             return Err(Error::Policy(format!(
-                "littleghost-sandboxd runs the native provider only, got provider {:?}",
+                "littleghost-sandboxd runs the native provider (or one of its backends, \
+                 bubblewrap or landlock), got provider {:?}",
                 declaration.provider
             )));
         }
         let policy = declaration.policy.clone();
-        if policy.network.as_ref().map(|n| n.mode) == Some(NetworkMode::Allowlist) {
-            return Err(Error::Capability(
-                "littleghost-sandboxd does not run the allowlist gateway yet: give network \
-                 \"none\" or \"inherit\""
-                    .into(),
-            ));
-        }
+        let gateway = BuiltinGateway::for_policy(&policy, declaration.allow_private_destinations)?;
         let workspace = RootWorkspace::open(root)?;
-        let backend = choose_backend(&policy, &workspace)?;
+        let backend = choose_backend(&declaration.provider, &policy, &workspace)?;
         let grants = policy.process_grants(|name| workspace.directory(name), |e| e)?;
         let (files, runtime): (Vec<_>, Vec<_>) = grants.into_iter().partition(|g| g.tools);
         let broker = Broker::anchored(
@@ -159,14 +164,23 @@ impl Confinement {
             declaration.limits.fs(),
             workspace.anchors().as_deref(),
         )?;
+        let denials = Arc::new(Denials::default());
+        if let Some(gateway) = &gateway {
+            // Each 403 joins the daemon's denials (its streams).
+            let recorded = denials.clone();
+            let on_denial: network::DenialCallback =
+                Arc::new(move |denial: &network::Denial| recorded.record(Denial::from(denial)));
+            gateway.open(Some(on_denial))?;
+        }
         Ok(Confinement {
             workspace,
             policy,
             declaration,
             backend,
+            gateway,
             broker,
             owner: Owner::new(),
-            denials: Denials::default(),
+            denials,
         })
     }
 
@@ -199,16 +213,19 @@ impl Confinement {
         };
         let prepared = match &self.backend {
             Backend::Bubblewrap { options, pins } => {
-                let opened = Opened(pins);
+                let opened = Opened {
+                    pins,
+                    gateway: self.gateway.as_ref(),
+                };
                 let launcher = bw::Launcher {
                     options,
                     sandbox: &opened,
                 };
                 launcher.prepare(&self.policy, &self.workspace, call)
             }
-            // The daemon refuses an allowlist at open, so no launch has a gateway.
             Backend::Landlock(launcher) => {
-                launcher.prepare(&self.policy, &self.workspace, call, None)
+                let gateway = self.gateway.as_ref().map(|g| g as &dyn bw::Gateway<Error>);
+                launcher.prepare(&self.policy, &self.workspace, call, gateway)
             }
         };
         prepared.map_err(|error: LaunchError<Error>| error.into_caller(|core| core))
@@ -228,9 +245,15 @@ impl Confinement {
     }
 
     /// Ends every program still running (TERM, then KILL after the grace),
-    /// then closes the backend (Landlock removes its private TMPDIR).
+    /// then stops the gateway (its socket and directory removed) and closes
+    /// the backend (Landlock removes its private TMPDIR).
     pub fn close(&self) -> usize {
         let ended = self.owner.terminate_all();
+        if let Some(running) = self.gateway.as_ref().and_then(|g| g.running()) {
+            if let Err(error) = running.stop() {
+                eprintln!("littleghost-sandboxd: {error}");
+            }
+        }
         if let Backend::Landlock(launcher) = &self.backend {
             launcher.close();
         }
@@ -238,17 +261,41 @@ impl Confinement {
     }
 }
 
-/// Native's choice on Linux (LL.2) and that backend's `open`.
-fn choose_backend(policy: &Policy, workspace: &RootWorkspace) -> Result<Backend, Error> {
-    let bubblewrap = match bw::probe(PLATFORM, None).unavailable {
-        None => Ok(()),
-        Some(reason) => Err(reason),
+/// The providers the daemon runs: Native, or one of its two backends by name.
+const PROVIDERS: [&str; 3] = ["native", "bubblewrap", "landlock"];
+
+/// Native's choice on Linux (LL.2), or the backend `provider` names (a
+/// DependencyError when the host cannot run it), and that backend's `open`.
+fn choose_backend(
+    provider: &str,
+    policy: &Policy,
+    workspace: &RootWorkspace,
+) -> Result<Backend, Error> {
+    let unavailable = |name: &str, reason: String| Error::Dependency(format!("{name}: {reason}"));
+    let choice = match provider {
+        "bubblewrap" => match bw::probe(PLATFORM, None).unavailable {
+            None => NativeChoice::Bubblewrap,
+            Some(reason) => return Err(unavailable("bubblewrap", reason)),
+        },
+        "landlock" => match ll::host::probe(PLATFORM).unavailable {
+            None => NativeChoice::Landlock {
+                bubblewrap_reason: String::new(),
+            },
+            Some(reason) => return Err(unavailable("landlock", reason)),
+        },
+        _ => {
+            let bubblewrap = match bw::probe(PLATFORM, None).unavailable {
+                None => Ok(()),
+                Some(reason) => Err(reason),
+            };
+            let landlock = match ll::host::probe(PLATFORM).unavailable {
+                None => Ok(()),
+                Some(reason) => Err(reason),
+            };
+            native_choice(bubblewrap, landlock, false).map_err(Error::Dependency)?
+        }
     };
-    let landlock = match ll::host::probe(PLATFORM).unavailable {
-        None => Ok(()),
-        Some(reason) => Err(reason),
-    };
-    match native_choice(bubblewrap, landlock, false).map_err(Error::Dependency)? {
+    match choice {
         NativeChoice::Bubblewrap => {
             let options = bw::Options {
                 platform: PLATFORM.into(),

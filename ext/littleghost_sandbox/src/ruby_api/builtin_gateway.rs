@@ -17,6 +17,7 @@ use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
 use crate::ruby_api::network_event::{self, NetworkHub};
 use crate::ruby_api::{mount, network_policy};
+use littleghost_sandbox_core::backend::bubblewrap::{Gateway as LaunchGateway, GatewayConnection};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
 use littleghost_sandbox_core::policy::{AllowEntry, NetworkRules};
 
@@ -105,48 +106,31 @@ fn wrap(
     ))
 }
 
-/// The view of `gateway` (a running BuiltinGateway) serving a scope's
-/// narrowed `rules`: None when `gateway` is another kind of gateway.
+/// Where a launch under a scope's narrowed `rules` reaches `gateway`, if it
+/// is a BuiltinGateway: the core's answer (a view of it). None when
+/// `gateway` is another kind of gateway.
 pub(crate) fn view(
     ruby: &Ruby,
     gateway: Value,
     rules: &NetworkRules,
-) -> Result<Option<core::GatewayView>, Error> {
+) -> Result<Option<GatewayConnection>, Error> {
     match <&BuiltinGateway>::try_convert(gateway) {
-        Ok(builtin) => errors::core_result(ruby, builtin.core.view(rules)).map(Some),
+        Ok(builtin) => errors::core_result(ruby, LaunchGateway::view(&builtin.core, rules)),
         Err(_) => Ok(None),
     }
 }
 
-/// What a launch binds of `gateway`, if it is a running BuiltinGateway: its
-/// directory as a handle and the path it is bound at (never a path to
-/// resolve again). None for another gateway, or one not open.
-pub(crate) fn bind_handles(
-    ruby: &Ruby,
-    gateway: Value,
-) -> Result<Option<Vec<(std::os::fd::OwnedFd, std::path::PathBuf)>>, Error> {
+/// Where a launch reaches `gateway`, if it is a running BuiltinGateway: the
+/// core's answer (its directory and socket by the handles opened at bind,
+/// never a path to resolve again). None for another gateway, or one not open.
+pub(crate) fn connection(ruby: &Ruby, gateway: Value) -> Result<Option<GatewayConnection>, Error> {
     let Ok(builtin) = <&BuiltinGateway>::try_convert(gateway) else {
         return Ok(None);
     };
-    match builtin.running() {
-        Some(running) => errors::core_result(ruby, running.bind_handles()).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// The socket of `gateway`, if it is a running BuiltinGateway, as a handle
-/// opened when it was bound (the Landlock supervisor connects through it).
-pub(crate) fn socket_handle(
-    ruby: &Ruby,
-    gateway: Value,
-) -> Result<Option<std::os::fd::OwnedFd>, Error> {
-    let Ok(builtin) = <&BuiltinGateway>::try_convert(gateway) else {
+    if builtin.running().is_none() {
         return Ok(None);
-    };
-    match builtin.running() {
-        Some(running) => errors::core_result(ruby, running.socket_handle()).map(Some),
-        None => Ok(None),
     }
+    errors::core_result(ruby, LaunchGateway::connection(&builtin.core)).map(Some)
 }
 
 /// Makes `gateway`, if it is a BuiltinGateway, record its 403s in `hub` from

@@ -17,7 +17,7 @@ use super::{
     GatewayView, Secrets,
 };
 use crate::error::{policy, Error, Result};
-use crate::policy::NetworkRules;
+use crate::policy::{NetworkMode, NetworkRules, Policy};
 
 /// The rules, secrets and upstream roots, and once opened, the gateway.
 #[derive(Debug)]
@@ -57,6 +57,21 @@ impl BuiltinGateway {
                 rules.upstream_ca.clone(),
             )
         })
+    }
+
+    /// The gateway `policy` enforces its network through (G.3): the
+    /// built-in one over its rules when the mode is `:allowlist`, else None.
+    /// Nothing is started.
+    pub fn for_policy(
+        policy: &Policy,
+        allow_private_destinations: bool,
+    ) -> Result<Option<BuiltinGateway>> {
+        match &policy.network {
+            Some(network) if network.mode == NetworkMode::Allowlist => {
+                Self::declared(&network.rules, allow_private_destinations).map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     fn assemble(

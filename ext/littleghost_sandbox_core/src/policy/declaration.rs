@@ -41,6 +41,9 @@ pub struct Declaration {
     pub limits: Limits,
     /// The defaults of every launch (`process_limits`).
     pub process_limits: Requested,
+    /// `network`'s `allow_private_destinations`: the built-in gateway's
+    /// option (G.7), written beside `allow` as in a Ruby declaration.
+    pub allow_private_destinations: bool,
 }
 
 impl Declaration {
@@ -72,6 +75,7 @@ impl Declaration {
             )));
         }
         let mut policy_value = base;
+        let mut allow_private_destinations = false;
         if let Some(files) = object.get("files") {
             policy_value.files = grant_table(files, "files")?;
         }
@@ -85,6 +89,7 @@ impl Declaration {
             policy_value.environment = environment_policy(environment)?;
         }
         if let Some(network) = object.get("network") {
+            allow_private_destinations = private_destinations(network)?;
             policy_value.network = network_policy(network)?;
         }
         if let Some(protect) = object.get("protect") {
@@ -116,6 +121,7 @@ impl Declaration {
                 Some(value) => process_limits(value)?,
                 None => Requested::default(),
             },
+            allow_private_destinations,
         })
     }
 }
@@ -237,9 +243,10 @@ fn network_policy(value: &Value) -> Result<Option<NetworkPolicy>> {
             )))
         }
     };
-    const KEYS: [&str; 7] = [
+    const KEYS: [&str; 8] = [
         "mode",
         "allow",
+        "allow_private_destinations",
         "secrets",
         "inspection",
         "resolve",
@@ -252,7 +259,14 @@ fn network_policy(value: &Value) -> Result<Option<NetworkPolicy>> {
             KEYS.join(", ")
         )));
     }
-    let mode = map.get("mode").map_or_else(|| given(&Value::Null), given);
+    // `allow` without `mode` is an allowlist, as in a Ruby declaration.
+    let implied = Value::String("allowlist".into());
+    let absent = if map.contains_key("allow") {
+        &implied
+    } else {
+        &Value::Null
+    };
+    let mode = given(map.get("mode").unwrap_or(absent));
     let mut request = NetworkRequest::mode(mode);
     request.inspection = map.get("inspection").map(given);
     request.forward_headers = strings(map.get("forward_headers"), "network forward_headers")?;
@@ -283,6 +297,18 @@ fn network_policy(value: &Value) -> Result<Option<NetworkPolicy>> {
         }
     }
     NetworkPolicy::new(request).map(Some)
+}
+
+/// `allow_private_destinations` of a `network` object: true or false (absent: false).
+fn private_destinations(network: &Value) -> Result<bool> {
+    match network.get("allow_private_destinations") {
+        None | Some(Value::Bool(false)) => Ok(false),
+        Some(Value::Bool(true)) => Ok(true),
+        Some(other) => Err(policy(format!(
+            "sandbox network allow_private_destinations must be true or false, got {}",
+            kind(other)
+        ))),
+    }
 }
 
 fn allow_request(entry: &Value) -> Result<AllowRequest> {
@@ -399,6 +425,20 @@ mod tests {
             Error::Policy(message) => message,
             other => other.to_string(),
         }
+    }
+
+    #[test]
+    fn allow_private_destinations_stands_beside_allow() {
+        let text =
+            r#"{"network": {"allow": ["127.0.0.1:80"], "allow_private_destinations": true}}"#;
+        assert!(parse(text).unwrap().allow_private_destinations);
+        assert!(
+            !parse(r#"{"network": {"allow": ["a.test:80"]}}"#)
+                .unwrap()
+                .allow_private_destinations
+        );
+        let text = r#"{"network": {"allow": ["a.test:80"], "allow_private_destinations": "yes"}}"#;
+        assert!(message(text).contains("allow_private_destinations must be true or false"));
     }
 
     #[test]

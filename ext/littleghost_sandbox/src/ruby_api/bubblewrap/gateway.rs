@@ -213,36 +213,21 @@ impl Gateway<Error> for RubyGateway<'_> {
                 "the network gateway has no proxy_mount_path (is it open?)",
             ));
         }
+        if let Some(connection) = builtin_gateway::connection(ruby, self.value)? {
+            return Ok(connection);
+        }
         let socket = convert::string_path(vo::kernel(ruby, "String", socket)?)?;
-        Ok(match builtin_gateway::bind_handles(ruby, self.value)? {
-            Some(handles) => GatewayConnection {
-                socket,
-                binds: Vec::new(),
-                handles,
-                socket_handle: builtin_gateway::socket_handle(ruby, self.value)?,
-            },
-            None => {
-                let mounts = grants(ruby, self.value.funcall("mounts", ())?)?;
-                GatewayConnection {
-                    socket,
-                    binds: mounts.into_iter().map(|g| (g.source, g.target)).collect(),
-                    handles: Vec::new(),
-                    socket_handle: None,
-                }
-            }
+        let mounts = grants(ruby, self.value.funcall("mounts", ())?)?;
+        Ok(GatewayConnection {
+            socket,
+            binds: mounts.into_iter().map(|g| (g.source, g.target)).collect(),
+            handles: Vec::new(),
+            socket_handle: None,
         })
     }
 
     fn view(&self, rules: &NetworkRules) -> Result<Option<GatewayConnection>, Error> {
-        let Some(view) = builtin_gateway::view(self.ruby, self.value, rules)? else {
-            return Ok(None);
-        };
-        Ok(Some(GatewayConnection {
-            socket: view.socket_path().to_path_buf(),
-            binds: Vec::new(),
-            handles: errors::core_result(self.ruby, view.bind_handles())?,
-            socket_handle: Some(errors::core_result(self.ruby, view.socket_handle())?),
-        }))
+        builtin_gateway::view(self.ruby, self.value, rules)
     }
 }
 

@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 use super::{NetworkMode, Options, RealHost, Relay};
-use crate::error::capability;
+use crate::error::{capability, Error};
 use crate::launch::prepare::{
     given, plan, policy_grants, subprocesses, working_directory, Kept, LaunchCall, LaunchError,
     Prepared, ScopeCall, WorkspaceView,
@@ -48,6 +48,60 @@ pub trait Gateway<E> {
     /// Where a launch under `rules`, narrower than the policy's, reaches a
     /// view of it serving only those; None when it serves no views.
     fn view(&self, rules: &NetworkRules) -> Result<Option<GatewayConnection>, E>;
+}
+
+/// A gateway borrowed is asked as the gateway itself.
+impl<E, G: Gateway<E> + ?Sized> Gateway<E> for &G {
+    fn environment(&self) -> Result<Vec<(String, String)>, E> {
+        (**self).environment()
+    }
+
+    fn validate(&self) -> Result<(), E> {
+        (**self).validate()
+    }
+
+    fn connection(&self) -> Result<GatewayConnection, E> {
+        (**self).connection()
+    }
+
+    fn view(&self, rules: &NetworkRules) -> Result<Option<GatewayConnection>, E> {
+        (**self).view(rules)
+    }
+}
+
+/// The built-in gateway as every launch reaches it (G.2, G.5, G.6): its
+/// directory and socket by the handles it opened when it bound them (never
+/// a path resolved again), a narrowed scope through its view.
+impl Gateway<Error> for BuiltinGateway {
+    fn environment(&self) -> Result<Vec<(String, String)>, Error> {
+        Ok(BuiltinGateway::environment(self))
+    }
+
+    fn validate(&self) -> Result<(), Error> {
+        BuiltinGateway::validate(self)
+    }
+
+    fn connection(&self) -> Result<GatewayConnection, Error> {
+        let running = self
+            .running()
+            .ok_or_else(|| Error::Dependency("the built-in network gateway is not open".into()))?;
+        Ok(GatewayConnection {
+            socket: running.socket_path().to_path_buf(),
+            binds: Vec::new(),
+            handles: running.bind_handles()?,
+            socket_handle: Some(running.socket_handle()?),
+        })
+    }
+
+    fn view(&self, rules: &NetworkRules) -> Result<Option<GatewayConnection>, Error> {
+        let view = BuiltinGateway::view(self, rules)?;
+        Ok(Some(GatewayConnection {
+            socket: view.socket_path().to_path_buf(),
+            binds: Vec::new(),
+            handles: view.bind_handles()?,
+            socket_handle: Some(view.socket_handle()?),
+        }))
+    }
 }
 
 /// What the owner of a Bubblewrap sandbox holds.
