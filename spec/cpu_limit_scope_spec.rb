@@ -45,7 +45,8 @@ RSpec.describe "How capabilities report cpu_seconds" do # rubocop:disable RSpec/
 
   def report(*prefix)
     lib = File.expand_path("../lib", __dir__)
-    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", CPU_SCOPE_SCRIPT, RbConfig.ruby,
+    # The script runs under the suite's Ruby; the pair it launches in each sandbox, under the one the sandbox shows.
+    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", CPU_SCOPE_SCRIPT, SANDBOXED_RUBY,
                                             chdir: "/tmp")
     raise "#{prefix.inspect} failed: #{errors}" unless status.success?
 

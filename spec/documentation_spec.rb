@@ -9,6 +9,10 @@ require "rdoc"
 # documentation fails here.
 RSpec.describe "API documentation (rdoc and ri)" do
   root = File.expand_path("..", __dir__)
+  # The running Ruby's own rdoc and ri (not whichever is first on PATH), so the files they write are the ones this
+  # process's RDoc reads.
+  rdoc_command = [RbConfig.ruby, Gem.bin_path("rdoc", "rdoc")].freeze
+  ri_command = [RbConfig.ruby, Gem.bin_path("rdoc", "ri")].freeze
 
   # Rust-side helpers with no public methods, and the test-only hooks of `rake compile`.
   internal = %w[
@@ -24,21 +28,30 @@ RSpec.describe "API documentation (rdoc and ri)" do
     @ri_dir = File.join(@tmp, "ri") # rdoc refuses to write into an existing directory it did not create
     spec = Gem::Specification.load(File.join(root, "littleghost-sandbox.gemspec"))
     args = spec.rdoc_options + spec.source_paths + spec.extra_rdoc_files
-    out, status = Open3.capture2e("rdoc", "--ri", "--quiet", "--output", @ri_dir, *args, chdir: root)
+    out, status = Open3.capture2e(*rdoc_command, "--ri", "--quiet", "--output", @ri_dir, *args, chdir: root)
     raise "rdoc failed: #{out}" unless status.success?
 
-    @store = RDoc::Store.new(@ri_dir)
+    # RDoc 6.13 (Ruby 3.4's) takes its options first and the path as a keyword; older RDoc takes the path alone.
+    @store = if RDoc::Store.instance_method(:initialize).parameters.first == %i[req options]
+               RDoc::Store.new(RDoc::Options.new, path: @ri_dir)
+             else
+               RDoc::Store.new(@ri_dir)
+             end
     @store.load_cache
   end
 
   after(:all) { FileUtils.rm_rf(@tmp) }
 
-  def ri(name)
-    Open3.capture2e("ri", "--no-standard-docs", "--no-pager", "--format=rdoc", "-d", @ri_dir, name)
+  define_method(:ri) do |name|
+    Open3.capture2e(*ri_command, "--no-standard-docs", "--no-pager", "--format=rdoc", "-d", @ri_dir, name)
   end
 
   def text(comment)
-    comment.nil? ? "" : comment.accept(RDoc::Markup::ToRdoc.new).strip
+    return "" if comment.nil?
+
+    # RDoc 6.13 (Ruby 3.4's) loads an RDoc::Comment, to be parsed; older RDoc the parsed document itself.
+    comment = comment.parse if comment.is_a?(RDoc::Comment)
+    comment.accept(RDoc::Markup::ToRdoc.new).strip
   end
 
   def method_doc(owner, key)
@@ -142,7 +155,7 @@ RSpec.describe "API documentation (rdoc and ri)" do
       spec = Gem::Specification.load(File.join(root, "littleghost-sandbox.gemspec"))
       args = spec.rdoc_options + spec.source_paths + spec.extra_rdoc_files
       site = File.join(html, "site")
-      out, status = Open3.capture2e("rdoc", "--quiet", "--output", site, *args, chdir: root)
+      out, status = Open3.capture2e(*rdoc_command, "--quiet", "--output", site, *args, chdir: root)
       expect(status).to be_success, out
       expect(File.read(File.join(site, "index.html"))).to include("littleghost-sandbox")
       page = File.read(File.join(site, "LittleGhost", "Sandbox.html"))

@@ -14,6 +14,10 @@ RSpec.describe "gem packaging" do
   root = File.expand_path("..", __dir__)
   extconf = File.join(root, "ext", "littleghost_sandbox", "extconf.rb")
   smoke = File.join(root, "spec", "smoke", "installed_gem_spec.rb")
+  # The running Ruby's gem and rake, whichever Ruby runs the suite (not the first on PATH): the gem they build and
+  # install is for this Ruby.
+  gem_command = [RbConfig.ruby, File.join(RbConfig::CONFIG["bindir"], "gem")].freeze
+  rake_command = [RbConfig.ruby, Gem.bin_path("rake", "rake")].freeze
 
   def tree_bytes(dir)
     Find.find(dir).sum { |path| File.file?(path) && !File.symlink?(path) ? File.size(path) : 0 }
@@ -48,7 +52,7 @@ RSpec.describe "gem packaging" do
      "and a user's first steps work from any directory" do
     Dir.mktmpdir("lg-gem") do |tmp|
       gem_home = File.join(tmp, "home")
-      out, status = Open3.capture2e("gem", "build", "littleghost-sandbox.gemspec", "--output", File.join(tmp, "lg.gem"), chdir: root)
+      out, status = Open3.capture2e(*gem_command, "build", "littleghost-sandbox.gemspec", "--output", File.join(tmp, "lg.gem"), chdir: root)
       expect(status).to be_success, out
 
       # A caller's shared target directory, with something of the caller's in it.
@@ -58,7 +62,7 @@ RSpec.describe "gem packaging" do
       File.write(keepsake, "mine")
       # Reuse compiled dependencies; the gem's own crates still compile from the gem's copy.
       env = gem_env(gem_home, "CARGO_TARGET_DIR" => shared_target)
-      out, status = Open3.capture2e(env, "gem", "install", "--local", "--no-document", File.join(tmp, "lg.gem"), chdir: tmp)
+      out, status = Open3.capture2e(env, *gem_command, "install", "--local", "--no-document", File.join(tmp, "lg.gem"), chdir: tmp)
       expect(status).to be_success, out
       expect(File.read(keepsake)).to eq("mine")
 
@@ -96,7 +100,7 @@ RSpec.describe "gem packaging" do
     minor = RUBY_VERSION[/\A\d+\.\d+/]
     next_minor = minor.split(".").then { |major, number| "#{major}.#{number.to_i + 1}" }
     version = Gem::Specification.load(File.join(root, "littleghost-sandbox.gemspec")).version
-    out, status = Open3.capture2e("rake", "native", "gem", chdir: root)
+    out, status = Open3.capture2e(*rake_command, "native", "gem", chdir: root)
     expect(status).to be_success, out
     gem_file = File.join(root, "pkg", "littleghost-sandbox-#{version}-#{platform}.gem")
     expect(File).to exist(gem_file)
@@ -119,7 +123,7 @@ RSpec.describe "gem packaging" do
       gem_home = File.join(tmp, "home")
       # No cargo or rustc on PATH: anything that tried to compile would fail.
       env = gem_env(gem_home, "PATH" => "/usr/bin:/bin", "CARGO" => "/nonexistent/cargo", "RUSTC" => "/nonexistent/rustc")
-      out, status = Open3.capture2e(env, "gem", "install", "--local", gem_file, chdir: tmp)
+      out, status = Open3.capture2e(env, *gem_command, "install", "--local", gem_file, chdir: tmp)
       expect(status).to be_success, out
       expect(Dir[File.join(gem_home, "extensions", "**", "*")]).to be_empty
       gem_dir = File.join(gem_home, "gems", "littleghost-sandbox-#{version}-#{platform}")

@@ -41,7 +41,8 @@ RSpec.describe LittleGhost::Sandbox::LimitError do
     seen = []
     sandbox.on_denial { |denial| seen << denial.to_h.except(:time).transform_values(&:to_s) }
     spin = ["sh", "-c", "echo started; while :; do :; done"]
-    grow = ["sh", "-c", "echo started; exec #{RbConfig.ruby} -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
+    # The system's Ruby, which the sandbox shows (spec/support/sandboxed_ruby.rb), not the one running this script.
+    grow = ["sh", "-c", "echo started; exec /usr/bin/ruby -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
     report = {}
     {cpu: [spin, {cpu_seconds: 1}], memory: [grow, {memory_bytes: 64 << 20}]}.each do |name, (argv, limits)|
       seen.clear
@@ -157,7 +158,8 @@ RSpec.describe "A session ended at its CPU or memory limit" do
     seen = []
     sandbox.on_denial { |denial| seen << denial.reason.to_s }
     spin = ["sh", "-c", "echo started; while :; do :; done"]
-    grow = ["sh", "-c", "echo started; exec #{RbConfig.ruby} -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
+    # The system's Ruby, which the sandbox shows (spec/support/sandboxed_ruby.rb), not the one running this script.
+    grow = ["sh", "-c", "echo started; exec /usr/bin/ruby -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
     report = {}
     {cpu: [spin, {cpu_seconds: 1}], memory: [grow, {memory_bytes: 64 << 20}]}.each do |name, (argv, limits)|
       seen.clear

@@ -61,7 +61,7 @@ RSpec.describe "network declarations as users write them" do
       clients = {
         curl: ["/usr/bin/curl", "-sS", "--max-time", "20", url],
         python: ["/usr/bin/python3", "-c", "import urllib.request; print(urllib.request.urlopen('#{url}').read().decode(), end='')"],
-        ruby: [RbConfig.ruby, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"]
+        ruby: [SANDBOXED_RUBY, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"]
       }
       sandbox.open do
         clients.each do |name, argv|

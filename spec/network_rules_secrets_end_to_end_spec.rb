@@ -281,7 +281,7 @@ RSpec.describe "Network rules and secrets, end to end through the built-in gatew
       answer = http.start { |h| h.request(request) }
       print answer.body.to_s.strip, " ", answer.code
     RUBY
-    result = run([RbConfig.ruby, "-e", script])
+    result = run([SANDBOXED_RUBY, "-e", script])
     expect(result.stderr).to eq(""), result.stderr
     result.stdout
   end

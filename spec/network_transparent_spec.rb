@@ -104,7 +104,7 @@ RSpec.describe "Allowlisted destinations for clients that ignore the proxy" do
     clients = {
       curl: ["curl", "-s", "--max-time", "20", url],
       python: ["python3", "-c", "import urllib.request; print(urllib.request.urlopen('#{url}', timeout=20).read().decode(), end='')"],
-      ruby: [RbConfig.ruby, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"],
+      ruby: [SANDBOXED_RUBY, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"],
       node: ["node", "-e", "require('http').get('#{url}', r => r.on('data', d => process.stdout.write(d)))"]
     }
     sandbox.open do

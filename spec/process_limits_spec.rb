@@ -13,7 +13,7 @@ RSpec.describe "Kernel-enforced process limits (L.1-L.3)" do
   MIB = 1 << 20
   RUBY = RbConfig.ruby
   # Allocates 16 MiB (touched) per step and prints its resident size after each.
-  ALLOCATOR = [RUBY, "--disable-gems", "-e", <<~RUBY].freeze
+  ALLOCATOR = [SANDBOXED_RUBY, "--disable-gems", "-e", <<~RUBY].freeze
     kept = []
     40.times do
       kept << ("x" * (16 << 20))

@@ -67,7 +67,7 @@ end
       backend.call.new(workspace: open_workspace, policy: {files: {root: :read_write}}).open
     end
     let(:grow) do
-      ["sh", "-c", "echo before; exec #{RbConfig.ruby} -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
+      ["sh", "-c", "echo before; exec #{SANDBOXED_RUBY} -e 'a = []; loop { a << (\"x\" * 1_048_576) }'"]
     end
 
     after do

@@ -92,7 +92,7 @@ RSpec.describe "Allowlisted destinations below port 1024 for clients that ignore
     clients = {
       curl: ["curl", "-s", "--max-time", "20", url],
       python: ["python3", "-c", "import urllib.request; print(urllib.request.urlopen('#{url}', timeout=20).read().decode(), end='')"],
-      ruby: [RbConfig.ruby, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"]
+      ruby: [SANDBOXED_RUBY, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"]
     }
     clients[:node] = [node, "-e", "require('http').get('#{url}', r => r.on('data', d => process.stdout.write(d)))"] if node
     sandbox.open do
@@ -143,10 +143,10 @@ RSpec.describe "Allowlisted destinations below port 1024 for clients that ignore
     sandbox.open do
       hosts = sandbox.execute_program(["cat", "/etc/hosts"], timeout: 30).stdout
       expect(hosts).not_to include("127.80.0.1")
-      get = sandbox.execute_program([RbConfig.ruby, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"],
+      get = sandbox.execute_program([SANDBOXED_RUBY, "-rnet/http", "-e", "print Net::HTTP.get(URI('#{url}'))"],
                                     timeout: 30)
       expect(get.stdout).to eq("hi from 80")
-      post = sandbox.execute_program([RbConfig.ruby, "-rnet/http", "-e",
+      post = sandbox.execute_program([SANDBOXED_RUBY, "-rnet/http", "-e",
                                       "print Net::HTTP.post(URI('#{url}'), 'x').code"], timeout: 30)
       expect(post.stdout).to eq("403")
       expect(eventually(5) { sandbox.denials.any? { |d| d.reason == :request_not_allowed } }).to be(true)
