@@ -18,9 +18,9 @@ RSpec.describe "Landlock allowlist bypass attempts" do # rubocop:disable RSpec/D
     skip "python3 is not installed at /usr/bin/python3" unless File.executable?("/usr/bin/python3")
   end
 
-  RACES = 10_000
+  BYPASS_RACES = 10_000
 
-  ATTACK = <<~PYTHON
+  BYPASS_ATTACK = <<~PYTHON
     import ctypes, errno, os, socket, struct, sys, threading
     target_port = int(sys.argv[1])
     other_gateway = sys.argv[2]
@@ -49,7 +49,7 @@ RSpec.describe "Landlock allowlist bypass attempts" do # rubocop:disable RSpec/D
     rewriter = threading.Thread(target=rewrite)
     rewriter.start()
     counts = {"connected": 0, "refused": 0, "other": 0}
-    for _ in range(#{RACES}):
+    for _ in range(#{BYPASS_RACES}):
         s = socket.socket()
         if libc.connect(s.fileno(), address, 16) == 0:
             counts["connected"] += 1
@@ -96,7 +96,7 @@ RSpec.describe "Landlock allowlist bypass attempts" do # rubocop:disable RSpec/D
   PYTHON
 
   # Opens both sandboxes (in a fresh directory the running user owns), runs the attack, and reports as JSON.
-  RUNNER = <<~'RUBY'
+  BYPASS_RUNNER = <<~'RUBY'
     require "littleghost/sandbox"
     require "json"
     require "socket"
@@ -133,7 +133,7 @@ RSpec.describe "Landlock allowlist bypass attempts" do # rubocop:disable RSpec/D
 
   def attack(*prefix)
     lib = File.expand_path("../lib", __dir__)
-    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", RUNNER, ATTACK, chdir: "/tmp")
+    output, errors, status = Open3.capture3(*prefix, RbConfig.ruby, "-I", lib, "-e", BYPASS_RUNNER, BYPASS_ATTACK, chdir: "/tmp")
     raise "#{prefix.inspect} failed: #{errors}" unless status.success?
 
     JSON.parse(output.lines.last, symbolize_names: true)
@@ -146,7 +146,7 @@ RSpec.describe "Landlock allowlist bypass attempts" do # rubocop:disable RSpec/D
     # Both addresses were read by the supervisor (the race was live), and neither won the target.
     expect(race["connected"]).to be > 0
     expect(race["refused"]).to be > 0
-    expect(race.values.sum).to eq(RACES)
+    expect(race.values.sum).to eq(BYPASS_RACES)
     expect(lines.fetch("fast open")).to eq("EPERM")
     expect(lines.fetch("sendto with an address")).to match(/EPIPE|ENOTCONN/)
     %w[udp\ socket datagram\ pair raw\ socket packet\ socket netlink\ socket io_uring unix\ socket].each do |name|
