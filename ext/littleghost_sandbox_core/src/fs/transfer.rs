@@ -118,7 +118,7 @@ impl Broker {
                 Wording::List,
                 false,
             )?;
-            dir.ok_or_else(|| Error::Missing)?
+            dir.ok_or(Error::Missing)?
         } else {
             walk::open_beneath(self.strategy, root.as_fd(), &resolved.below, walk::DIR_READ)
                 .map_err(|error| walk_error(Wording::List, error))?
