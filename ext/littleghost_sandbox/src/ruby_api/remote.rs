@@ -8,11 +8,9 @@
 //! started for it.
 
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
-use littleghost_sandbox_core::error::Error as CoreError;
 use littleghost_sandbox_core::process::TRUNCATION_MARKER;
-use littleghost_sandbox_core::remote::{self, client::Command, Client, Endpoint, Pending};
+use littleghost_sandbox_core::remote::{self, client::Command, Client, Endpoint};
 use magnus::{
     method, prelude::*, scan_args::scan_args, DataTypeFunctions, Error, RArray, RHash, RModule,
     RString, Ruby, TypedData, Value,
@@ -20,13 +18,13 @@ use magnus::{
 
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::errors;
-use crate::helpers::{constants, convert, nogvl};
+use crate::helpers::{constants, convert};
 use crate::ruby_api::process_runner::{check_context, validate_output_bytes, validate_timeout};
 use crate::ruby_api::remote_session;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 
-/// How long one wait without the GVL lasts before interrupts and the context are checked.
-const SLICE: Duration = Duration::from_millis(20);
+pub(crate) mod call;
+pub(crate) use call::{raised, wait};
 
 /// The sandbox's connection: the client, the denial watch and the sessions it started.
 #[derive(TypedData)]
@@ -66,30 +64,6 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("start_program", method!(start_program, -1))?;
     remote_session::init(ruby, class)?;
     Ok(())
-}
-
-/// The Ruby exception of a failed remote call (docs/design.md "The remote provider").
-pub(crate) fn raised(ruby: &Ruby, error: remote::Error) -> Error {
-    errors::from_core(ruby, CoreError::Remote(error))
-}
-
-/// Waits for `pending` without the GVL, in slices; between them runs Ruby's
-/// interrupts and `context.check!`. An exception from either drops the call.
-pub(crate) fn wait<T: Send + 'static>(
-    ruby: &Ruby,
-    pending: Pending<T>,
-    context: Option<Value>,
-) -> Result<T, Error> {
-    let wake = nogvl::Wake::new(-1);
-    loop {
-        let answer = nogvl::without_gvl(ruby, || pending.wait(SLICE), &wake)?;
-        nogvl::check_interrupts(ruby)?;
-        wake.reset();
-        if let Some(Some(answer)) = answer {
-            return answer.map_err(|error| raised(ruby, error));
-        }
-        check_context(context)?;
-    }
 }
 
 /// `connect(grpc, rest, token)`, from `initialize` (lib/littleghost/sandbox/remote.rb):

@@ -19,7 +19,7 @@ use crate::helpers::args::{keywords, kwargs};
 use crate::helpers::{constants, nogvl};
 use crate::ruby_api::process_runner::{check_context, kernel_float};
 use crate::ruby_api::process_session::status::SessionStatus;
-use crate::ruby_api::remote::{raised, wait as wait_call};
+use crate::ruby_api::remote::call::{raised, wait as wait_call};
 
 /// One slice of a wait without the GVL.
 const SLICE: Duration = Duration::from_millis(20);

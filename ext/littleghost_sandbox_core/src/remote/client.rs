@@ -19,9 +19,6 @@ use super::session::Session;
 use super::stream::{self, Watch};
 use crate::denial::Denial;
 
-/// The header (gRPC metadata) carrying a scope's narrowings.
-pub const SCOPE_HEADER: &str = "x-littleghost-scope";
-
 /// What a run printed and how it ended (the daemon's exit code: the
 /// status, or 128 + the signal that ended it).
 #[derive(Debug, Clone, PartialEq, Eq)]

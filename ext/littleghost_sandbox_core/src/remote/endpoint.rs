@@ -4,6 +4,9 @@
 
 use super::error::Error;
 
+/// The header (gRPC metadata) carrying a scope's narrowings.
+pub const SCOPE_HEADER: &str = "x-littleghost-scope";
+
 /// The daemon's two addresses and the bearer token, if it needs one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {

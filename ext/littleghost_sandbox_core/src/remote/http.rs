@@ -47,7 +47,7 @@ pub async fn send(
         request = request.header("authorization", authorization);
     }
     if let Some(scope) = scope {
-        request = request.header(super::client::SCOPE_HEADER, scope);
+        request = request.header(super::endpoint::SCOPE_HEADER, scope);
     }
     let request = request
         .body(Full::new(body))

@@ -56,7 +56,7 @@ impl Grpc {
         if let Some(scope) = &self.scope {
             let value = MetadataValue::try_from(scope.as_str())
                 .map_err(|error| Error::Endpoint(error.to_string()))?;
-            metadata.insert(super::client::SCOPE_HEADER, value);
+            metadata.insert(super::endpoint::SCOPE_HEADER, value);
         }
         Ok(request)
     }
