@@ -57,11 +57,9 @@ fn call_scope<T>(daemon: &Daemon, request: &Request<T>) -> Result<Option<ScopeCa
     match scope::narrow(&daemon.confinement, text.as_bytes()) {
         Ok(scope) => Ok(Some(scope.launch)),
         Err(scope::Refused::Malformed(message)) => Err(Status::invalid_argument(message)),
-        Err(scope::Refused::Rule(error)) => Err(match error {
-            Error::Capability(_) | Error::Refused(_) => {
-                Status::permission_denied(error.to_string())
-            }
-            _ => Status::invalid_argument(error.to_string()),
+        Err(scope::Refused::Rule(error)) => Err(match scope::widens(&error) {
+            true => Status::permission_denied(error.to_string()),
+            false => Status::invalid_argument(error.to_string()),
         }),
     }
 }

@@ -444,7 +444,7 @@ fn scope_refused(refused: scope::Refused) -> Response<Body> {
         scope::Refused::Malformed(message) => {
             answer(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", &message)
         }
-        scope::Refused::Rule(error @ (Error::Capability(_) | Error::Refused(_))) => answer(
+        scope::Refused::Rule(error) if scope::widens(&error) => answer(
             StatusCode::FORBIDDEN,
             "PERMISSION_DENIED",
             &error.to_string(),

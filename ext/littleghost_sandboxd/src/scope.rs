@@ -4,6 +4,7 @@
 //! (docs/spec.md §13: a scope never widens its parent). Files go through
 //! the scope's own broker; programs get the scope's grants and network.
 
+use littleghost_sandbox_core::error::kind::Kind;
 use littleghost_sandbox_core::error::Error;
 use littleghost_sandbox_core::fs::Broker;
 use littleghost_sandbox_core::grants::Access;
@@ -31,6 +32,14 @@ const FEATURES: [&str; 6] = [
 pub struct Scope {
     pub broker: Broker,
     pub launch: ScopeCall,
+}
+
+/// A scope that asks for more than the policy gives (a capability, access
+/// or network mode it does not have): the caller is refused (403), where a
+/// malformed or unknown scope is a bad argument (400). Decided by the
+/// error's kind, never by its words.
+pub fn widens(error: &Error) -> bool {
+    matches!(error.kind(), Kind::Capability) || error.refusal().is_some()
 }
 
 /// Why a scope header was refused.

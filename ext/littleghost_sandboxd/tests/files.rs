@@ -134,7 +134,7 @@ fn a_bad_policy_file_stops_the_daemon_with_its_reason() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("sandbox files access for :root must be :read_only or :read_write"),
+        stderr.contains("sandbox files access for root must be read_only or read_write"),
         "{stderr}"
     );
     assert!(output.stdout.is_empty());

@@ -492,9 +492,7 @@ mod tests {
         assert!(message("[1]").contains("must be a JSON object, got an array"));
         assert!(message("{").contains("not valid JSON"));
         assert!(message(r#"{"file": {}}"#).contains("unknown sandbox declaration keys: file"));
-        assert!(
-            message(r#"{"files": {"root": "rw"}}"#).contains("must be :read_only or :read_write")
-        );
+        assert!(message(r#"{"files": {"root": "rw"}}"#).contains("must be read_only or read_write"));
         assert!(message(r#"{"files": []}"#).contains("files must be a Hash"));
         assert!(message(r#"{"root_filesystem": 1}"#).contains("root_filesystem must be"));
         assert!(message(r#"{"network": "open"}"#).contains("network"));
