@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "shellwords"
 require "fileutils"
 require "json"
 require "open3"
@@ -95,8 +96,12 @@ RSpec.describe "The gateways' folder" do # rubocop:disable RSpec/DescribeClass
     root = Dir.mktmpdir("lgf", "/var/tmp")
     File.chmod(0o755, root)
     Dir.mkdir(File.join(root, "view"))
-    setup = "mount -t tmpfs -o mode=1777 tmpfs /tmp && mount --bind /tmp \"$0/view\" && #{premake} && exec \"$@\""
-    lib = File.expand_path("../lib", __dir__)
+    # The checkout may itself live under /tmp (a CI clone): its lib/ is bound beside the root before the tmpfs
+    # hides it.
+    Dir.mkdir(File.join(root, "lib"))
+    lib = File.join(root, "lib")
+    setup = "mount --bind #{Shellwords.escape(File.expand_path("../lib", __dir__))} \"$0/lib\" && " \
+            "mount -t tmpfs -o mode=1777 tmpfs /tmp && mount --bind /tmp \"$0/view\" && #{premake} && exec \"$@\""
     output, errors, status = Open3.capture3("unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
                                             setup, root, *prefix, RbConfig.ruby, "-I", lib, "-e", script,
                                             start_server.to_s, root, *premade, chdir: "/")
