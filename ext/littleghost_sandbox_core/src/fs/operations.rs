@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{self as rfs, AtFlags, FileType};
 use rustix::io::Errno;
@@ -52,7 +52,16 @@ impl Broker {
         if !self.visible_covers(&path) && !virtual_children.is_empty() {
             return Ok(join_listing(virtual_children));
         }
-        let resolved = self.resolve_clean(&path, false)?;
+        let (dir, listed_at) = self.open_listed_directory(&path)?;
+        let mut names = self.directory_entries(dir, &listed_at)?;
+        names.extend(virtual_children);
+        Ok(join_listing(names))
+    }
+
+    /// The directory at `path` opened for listing (14.9), by the same walk
+    /// as every read, and where it is on the host (for the hidden entries).
+    pub(super) fn open_listed_directory(&self, path: &Path) -> Result<(OwnedFd, PathBuf)> {
+        let resolved = self.resolve_clean(path, false)?;
         let root = self.verify(&resolved)?;
         let dir = if resolved.effective.guarded_reads && !resolved.below.as_os_str().is_empty() {
             let (dir, _) = self.open_dirs(
@@ -68,10 +77,7 @@ impl Broker {
             walk::open_beneath(self.strategy, root.as_fd(), &resolved.below, walk::DIR_READ)
                 .map_err(|error| walk_error(Wording::List, error))?
         };
-        let listed_at = resolved.effective.realpath.join(&resolved.below);
-        let mut names = self.directory_entries(dir, &listed_at)?;
-        names.extend(virtual_children);
-        Ok(join_listing(names))
+        Ok((dir, resolved.effective.realpath.join(&resolved.below)))
     }
 
     pub(super) fn write_file(

@@ -107,25 +107,9 @@ impl Broker {
 
     fn directory_infos(&self, physical: &Path) -> Result<Vec<EntryInfo>> {
         let path = lexical_path(physical)?;
-        let resolved = self.resolve_clean(&path, false)?;
-        let root = self.verify(&resolved)?;
-        let dir = if resolved.effective.guarded_reads && !resolved.below.as_os_str().is_empty() {
-            let (dir, _) = self.open_dirs(
-                root.as_fd(),
-                resolved.effective.rule,
-                &resolved.below,
-                walk::DIR_READ,
-                Wording::List,
-                false,
-            )?;
-            dir.ok_or(Error::Missing)?
-        } else {
-            walk::open_beneath(self.strategy, root.as_fd(), &resolved.below, walk::DIR_READ)
-                .map_err(|error| walk_error(Wording::List, error))?
-        };
+        let (dir, listed_at) = self.open_listed_directory(&path)?;
         let lookup = rfs::openat(&dir, ".", walk::DIR_HANDLE | OFlags::CLOEXEC, Mode::empty())
             .map_err(io_error)?;
-        let listed_at = resolved.effective.realpath.join(&resolved.below);
         let names = self.directory_entries(dir, &listed_at)?;
         let mut infos = Vec::with_capacity(names.len());
         for mut name in names {
