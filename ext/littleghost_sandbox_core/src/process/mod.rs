@@ -22,6 +22,7 @@
 //!   host lowered `ip_unprivileged_port_start` in the sandbox's own network
 //!   namespace ([`low_ports`]) and checked its mounts nested beneath a
 //!   writable bind ([`mount_check`]).
+//! - [`terminal`]: a pseudo-terminal a launch runs on instead of pipes.
 //! - [`procfs`]: memory readers (`/proc` snapshot parser, `ps` rows).
 //!
 //! Waiting is left to the caller (the Ruby binding), which must keep Ruby
@@ -50,6 +51,7 @@ pub mod spawn;
 pub mod spawner;
 mod string_command;
 pub mod supervision;
+pub mod terminal;
 
 use std::os::fd::RawFd;
 use std::path::PathBuf;

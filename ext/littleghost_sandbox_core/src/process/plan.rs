@@ -17,6 +17,9 @@ pub(crate) struct ChildPlan {
     pub(crate) chdir: Option<CString>,
     /// Child ends of the pipes, dup2'd onto 0, 1, 2 (all >= `first_free`).
     pub(crate) stdio: [RawFd; 3],
+    /// `stdio` is a terminal's slave: the child leads a new session with it
+    /// as its controlling terminal instead of only a new process group.
+    pub(crate) terminal: bool,
     /// Sources dup2'd onto 3, 4, ... (all >= `first_free`).
     pub(crate) inherited: Vec<RawFd>,
     /// The first child descriptor that is neither stdio nor inherited.

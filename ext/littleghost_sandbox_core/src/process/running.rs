@@ -30,7 +30,8 @@ mod termination;
 use super::capture::{CaptureMode, Stream};
 use super::group::{group_alive, signal_group};
 use super::notify::Notifier;
-use super::spawn::{self, SpawnError};
+use super::spawn::{self, ChildStdio, SpawnError};
+use super::terminal::Terminal;
 use super::{runtime, spawner, Launch};
 use crate::limits::{watch::watch_cpu, LaunchCgroup, LimitExceeded, ProcessLimits};
 use background::{drain_both, lock, open_pidfd, set_nonblocking, watch_exit, Pulled, Shared};
@@ -125,6 +126,23 @@ impl Starting {
         keep_stdin: bool,
         owner: Option<&Owner>,
     ) -> Result<Starting, SpawnError> {
+        Self::submit_with(
+            launch,
+            limits,
+            mode,
+            ChildStdio::Pipes { keep_stdin },
+            owner,
+        )
+    }
+
+    /// [`submit`](Self::submit) with the child's stdio as `stdio` says.
+    fn submit_with(
+        launch: &Launch,
+        limits: &ProcessLimits,
+        mode: CaptureMode,
+        stdio: ChildStdio,
+        owner: Option<&Owner>,
+    ) -> Result<Starting, SpawnError> {
         // Made before anything is spawned, so that a failure to make them
         // never leaves a child nobody watches.
         let handle = runtime::handle().map_err(SpawnError::Os)?;
@@ -133,7 +151,7 @@ impl Starting {
         // Counted from before the spawn until adopted, so a `close` meanwhile waits for it.
         let launching = owner.as_ref().map(Owner::launching);
         let handoff = spawner::submit(move || {
-            let spawned = spawn::spawn_limited(&launch, &limits, keep_stdin);
+            let spawned = spawn::spawn_limited_with(&launch, &limits, stdio);
             let adopted = spawned.and_then(|spawned| {
                 RunningProcess::adopt_spawned(spawned, (handle, notifier), mode, owner.as_ref())
             });
@@ -209,6 +227,20 @@ impl RunningProcess {
         owner: Option<&Owner>,
     ) -> Result<Self, SpawnError> {
         Starting::submit(launch, limits, mode, keep_stdin, owner)?.finish()
+    }
+
+    /// [`start_limited`](Self::start_limited) on `terminal` ([`super::terminal`]):
+    /// its output is all stdout, read from the master, and
+    /// [`stdin`](Self::stdin) writes to the master.
+    pub fn start_on_terminal(
+        launch: &Launch,
+        limits: &ProcessLimits,
+        mode: CaptureMode,
+        terminal: Terminal,
+        owner: Option<&Owner>,
+    ) -> Result<Self, SpawnError> {
+        let stdio = ChildStdio::Terminal(terminal);
+        Starting::submit_with(launch, limits, mode, stdio, owner)?.finish()
     }
 
     /// Starts watching a freshly spawned child (the half of

@@ -1,8 +1,10 @@
 //! Starting the child: no shell, a new process group, only the explicit
 //! environment, stdin closed (or kept for sessions), stdout/stderr piped,
-//! default signal dispositions and an empty signal mask.
+//! default signal dispositions and an empty signal mask. A launch on a
+//! [`Terminal`] has its slave on all three instead and leads a new session
+//! whose controlling terminal it is (always the fork path).
 //!
-//! Only the three pipes and `SpawnOptions::inherited_fds` (renumbered 3, 4,
+//! Only the three pipes (or the slave) and `SpawnOptions::inherited_fds` (renumbered 3, 4,
 //! ...) reach the child: a descriptor the Ruby process holds without
 //! `FD_CLOEXEC` (one inherited from its own parent, or
 //! `IO#close_on_exec = false`) would otherwise leak, and through bwrap a host
@@ -42,6 +44,7 @@ pub(crate) use fork::{LAST_JOIN, REFUSE_CLONE3};
 
 pub use super::error::SpawnError;
 use super::plan::{c_string, ChildPlan, DirectExec};
+use super::terminal::Terminal;
 use super::{program, Launch, SpawnOptions};
 use crate::limits::{self, LaunchCgroup, ProcessLimits};
 use fork::fork_exec;
@@ -60,6 +63,17 @@ pub struct Spawned {
     pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
+}
+
+/// What the child's stdin, stdout and stderr are.
+pub enum ChildStdio {
+    /// Three pipes; with `keep_stdin` false, stdin is closed at once so the
+    /// child reads EOF (17.7).
+    Pipes { keep_stdin: bool },
+    /// The terminal's slave on all three, and the controlling terminal of a
+    /// new session the child leads ([`super::terminal`]). The parent's
+    /// stdout and stdin are the master; its stderr ends at once.
+    Terminal(Terminal),
 }
 
 /// How a child was started (tests check which one was taken).
@@ -100,9 +114,18 @@ pub fn spawn_limited(
     limits: &ProcessLimits,
     keep_stdin: bool,
 ) -> Result<Spawned, SpawnError> {
+    spawn_limited_with(launch, limits, ChildStdio::Pipes { keep_stdin })
+}
+
+/// [`spawn_limited`] with the child's stdio as `stdio` says.
+pub fn spawn_limited_with(
+    launch: &Launch,
+    limits: &ProcessLimits,
+    stdio: ChildStdio,
+) -> Result<Spawned, SpawnError> {
     // Refused before anything is started.
     let cgroup = launch_cgroup(limits)?;
-    spawn_in(launch, cgroup, keep_stdin)
+    spawn_in_with(launch, cgroup, stdio)
 }
 
 /// [`spawn`] inside `cgroup` (made by the caller), which the child joins
@@ -111,6 +134,14 @@ pub fn spawn_in(
     launch: &Launch,
     cgroup: Option<LaunchCgroup>,
     keep_stdin: bool,
+) -> Result<Spawned, SpawnError> {
+    spawn_in_with(launch, cgroup, ChildStdio::Pipes { keep_stdin })
+}
+
+fn spawn_in_with(
+    launch: &Launch,
+    cgroup: Option<LaunchCgroup>,
+    stdio: ChildStdio,
 ) -> Result<Spawned, SpawnError> {
     if let Some(dir) = &launch.chdir {
         if let Err(error) = check_directory(dir) {
@@ -145,9 +176,7 @@ pub fn spawn_in(
     // The child's descriptors 0 ..= last inherited are targets of dup2; every
     // source is moved above them so no dup2 overwrites a later source.
     let first_free = SpawnOptions::child_fd(inherited.len());
-    let (stdin_child, stdin_parent) = pipe_above(first_free, false)?;
-    let (stdout_parent, stdout_child) = pipe_above(first_free, true)?;
-    let (stderr_parent, stderr_child) = pipe_above(first_free, true)?;
+    let ends = StdioEnds::make(stdio, first_free)?;
     let mut moved = Vec::new();
     let mut sources = Vec::with_capacity(inherited.len());
     for &fd in inherited {
@@ -162,11 +191,8 @@ pub fn spawn_in(
     let mut plan = ChildPlan {
         exec,
         chdir,
-        stdio: [
-            stdin_child.as_raw_fd(),
-            stdout_child.as_raw_fd(),
-            stderr_child.as_raw_fd(),
-        ],
+        stdio: ends.child_fds(),
+        terminal: ends.terminal,
         inherited: sources,
         first_free,
         cgroup_dir: None,
@@ -176,7 +202,7 @@ pub fn spawn_in(
     };
     let (started, _method) = start_in(&mut plan, cgroup.as_ref(), launch);
     // The child holds its own copies now (or failed); ours must not stay open.
-    drop((stdin_child, stdout_child, stderr_child, moved));
+    drop((ends.child, moved));
     let pid = started?;
     if let Some(held) = &launch.spawn_options.hold {
         if let Err(refusal) = super::hold::prepare(pid, held) {
@@ -197,10 +223,59 @@ pub fn spawn_in(
     Ok(Spawned {
         pid,
         cgroup,
-        stdin: if keep_stdin { Some(stdin_parent) } else { None },
-        stdout: stdout_parent,
-        stderr: stderr_parent,
+        stdin: ends.stdin,
+        stdout: ends.stdout,
+        stderr: ends.stderr,
     })
+}
+
+/// Both sides of the child's stdio before the spawn.
+struct StdioEnds {
+    /// The child's stdin, stdout and stderr (all >= `first_free`); the
+    /// parent closes its copies once the child holds its own.
+    child: [OwnedFd; 3],
+    stdin: Option<OwnedFd>,
+    stdout: OwnedFd,
+    stderr: OwnedFd,
+    terminal: bool,
+}
+
+impl StdioEnds {
+    fn make(stdio: ChildStdio, first_free: RawFd) -> Result<StdioEnds, SpawnError> {
+        let os = |error: io::Error| SpawnError::Os(error);
+        match stdio {
+            ChildStdio::Pipes { keep_stdin } => {
+                let (stdin_child, stdin_parent) = pipe_above(first_free, false)?;
+                let (stdout_parent, stdout_child) = pipe_above(first_free, true)?;
+                let (stderr_parent, stderr_child) = pipe_above(first_free, true)?;
+                Ok(StdioEnds {
+                    child: [stdin_child, stdout_child, stderr_child],
+                    stdin: keep_stdin.then_some(stdin_parent),
+                    stdout: stdout_parent,
+                    stderr: stderr_parent,
+                    terminal: false,
+                })
+            }
+            ChildStdio::Terminal(terminal) => {
+                let slave = || dup_above(terminal.slave.as_raw_fd(), first_free).map_err(os);
+                let child = [slave()?, slave()?, slave()?];
+                let input = dup_above(terminal.master.as_raw_fd(), 0).map_err(os)?;
+                // Everything the program writes comes through the master.
+                let (no_stderr, _closed) = pipe_above(0, true)?;
+                Ok(StdioEnds {
+                    child,
+                    stdin: Some(input),
+                    stdout: terminal.master,
+                    stderr: no_stderr,
+                    terminal: true,
+                })
+            }
+        }
+    }
+
+    fn child_fds(&self) -> [RawFd; 3] {
+        self.child.each_ref().map(AsRawFd::as_raw_fd)
+    }
 }
 
 /// Ends a child that must not go on (its process group, then itself) and reaps it.
@@ -247,7 +322,11 @@ fn start_in(
     cgroup: Option<&LaunchCgroup>,
     launch: &Launch,
 ) -> (Result<i32, SpawnError>, Method) {
-    let mut method = method_for(launch);
+    // posix_spawn cannot make a controlling terminal.
+    let mut method = match plan.terminal {
+        true => Method::Fork,
+        false => method_for(launch),
+    };
     let mut procs = None;
     let mut dir = None;
     let mut joined = None;

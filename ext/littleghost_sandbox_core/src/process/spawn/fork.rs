@@ -49,8 +49,12 @@ pub(super) fn fork_exec(plan: &ChildPlan) -> Result<i32, SpawnError> {
     }
     // Also set in the parent, so a group signal sent right after we return
     // cannot miss a child that has not run yet; fails harmlessly after exec.
-    // SAFETY: setpgid on our own child.
-    unsafe { libc::setpgid(pid, pid) };
+    // Not for a terminal's child: made a group leader first, its `setsid`
+    // would fail (it leads its group once that ran, before the report below).
+    if !plan.terminal {
+        // SAFETY: setpgid on our own child.
+        unsafe { libc::setpgid(pid, pid) };
+    }
     drop(report_write);
     let mut report = [0u8; 8];
     let mut filled = 0;
@@ -195,7 +199,11 @@ impl ChildPlan {
         for signal in 1..=MAX_SIGNAL {
             libc::signal(signal, libc::SIG_DFL);
         }
-        if libc::setpgid(0, 0) != 0 {
+        if self.terminal {
+            if libc::setsid() < 0 {
+                fail(ExecStage::Setup);
+            }
+        } else if libc::setpgid(0, 0) != 0 {
             fail(ExecStage::Setup);
         }
         if let Some(cpu) = self.cpu_rlimit {
@@ -219,6 +227,10 @@ impl ChildPlan {
             if libc::dup2(*source, target) < 0 {
                 fail(ExecStage::Setup);
             }
+        }
+        // The session's controlling terminal: its stdin, the terminal's slave.
+        if self.terminal && libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+            fail(ExecStage::Setup);
         }
         if let Some(dir) = &self.chdir {
             if libc::chdir(dir.as_ptr()) != 0 {
