@@ -3,6 +3,8 @@
 //! INVALID_ARGUMENT for a missing command, PERMISSION_DENIED for a working
 //! directory outside the root, NOT_FOUND for an unknown process or program,
 //! FAILED_PRECONDITION for a closed stdin or a process without a terminal.
+//! A `Start` with a `pty` runs the program, confined alike, on a terminal of
+//! its own: its output comes as stdout events.
 
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -15,6 +17,7 @@ use littleghost_sandbox_core::launch::prepare::{Kind, ScopeCall};
 use littleghost_sandbox_core::process::capture::CaptureMode;
 use littleghost_sandbox_core::process::error::SpawnError;
 use littleghost_sandbox_core::process::session::Session as CoreSession;
+use littleghost_sandbox_core::process::terminal::WindowSize;
 use littleghost_sandbox_proto::littleghost::v1 as lg;
 use littleghost_sandbox_proto::process::v1 as pb;
 use rustix::process::Signal;
@@ -24,7 +27,7 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::confinement::unix_ms;
-use crate::programs::{Command, Failure, Program, StdinError};
+use crate::programs::{Command, Failure, Program, ResizeError, StdinError};
 use crate::scope;
 use crate::Daemon;
 
@@ -112,6 +115,21 @@ fn failure_status(failure: Failure) -> Status {
     }
 }
 
+/// A terminal's size as the proto gives it: None (the kernel's 0 by 0) when
+/// either is 0, as the reference server leaves it; a size no terminal has
+/// is refused.
+fn window_size(cols: u32, rows: u32) -> Result<Option<WindowSize>, Failure> {
+    if cols == 0 || rows == 0 {
+        return Ok(None);
+    }
+    match (u16::try_from(cols), u16::try_from(rows)) {
+        (Ok(cols), Ok(rows)) => Ok(Some(WindowSize { cols, rows })),
+        _ => Err(Failure::Refused(Error::Argument(format!(
+            "a terminal of {cols} columns and {rows} rows is larger than 65535 by 65535"
+        )))),
+    }
+}
+
 /// The client's `grpc-timeout` (gRPC over HTTP/2: digits and a unit).
 fn deadline<T>(request: &Request<T>) -> Option<Instant> {
     let value = request.metadata().get("grpc-timeout")?.to_str().ok()?;
@@ -145,11 +163,11 @@ impl pb::process_service_server::ProcessService for Processes {
     ) -> Result<Response<Self::StartStream>, Status> {
         let scope = call_scope(&self.0, &request)?;
         let request = request.into_inner();
-        if request.pty.is_some() {
-            return Err(Status::unimplemented(
-                "littleghost-sandboxd does not give programs a terminal (pty)",
-            ));
-        }
+        let terminal = request
+            .pty
+            .map(|pty| window_size(pty.cols, pty.rows))
+            .transpose()
+            .map_err(failure_status)?;
         let command = Command {
             scope,
             ..command(request.config)?
@@ -160,13 +178,13 @@ impl pb::process_service_server::ProcessService for Processes {
         let program = tokio::task::spawn_blocking({
             let daemon = daemon.clone();
             move || {
-                Program::start(
-                    &daemon.confinement,
-                    Kind::Session,
-                    command,
-                    CoreSession::capture_mode(output_bytes),
-                    true,
-                )
+                let mode = CoreSession::capture_mode(output_bytes);
+                match terminal {
+                    Some(size) => {
+                        Program::start_on_terminal(&daemon.confinement, command, mode, size)
+                    }
+                    None => Program::start(&daemon.confinement, Kind::Session, command, mode, true),
+                }
             }
         })
         .await
@@ -278,10 +296,7 @@ impl pb::process_service_server::ProcessService for Processes {
             .ok_or_else(|| Status::not_found(format!("process {id} not found")))?;
         let written = tokio::task::spawn_blocking(move || match request.payload {
             Some(pb::write_stdin_request::Payload::Input(bytes)) => session.write(&bytes),
-            Some(pb::write_stdin_request::Payload::Eof(())) => {
-                session.close_stdin();
-                Ok(())
-            }
+            Some(pb::write_stdin_request::Payload::Eof(())) => session.close_stdin(),
             None => Ok(()),
         })
         .await
@@ -327,13 +342,25 @@ impl pb::process_service_server::ProcessService for Processes {
         &self,
         request: Request<pb::ResizeTtyRequest>,
     ) -> Result<Response<pb::ResizeTtyResponse>, Status> {
-        let id = request.into_inner().process_id;
-        if self.0.sessions.get(id).is_none() {
-            return Err(Status::not_found(format!("process {id} not found")));
+        let request = request.into_inner();
+        let id = request.process_id;
+        let session = self
+            .0
+            .sessions
+            .get(id)
+            .ok_or_else(|| Status::not_found(format!("process {id} not found")))?;
+        let size = window_size(request.cols, request.rows)
+            .map_err(failure_status)?
+            .ok_or_else(|| Status::invalid_argument("cols and rows must be positive"))?;
+        match session.resize(size) {
+            Ok(()) => Ok(Response::new(pb::ResizeTtyResponse {})),
+            Err(ResizeError::NoTerminal) => Err(Status::failed_precondition(format!(
+                "failed to resize TTY: process {id} has no terminal"
+            ))),
+            Err(ResizeError::Io(error)) => {
+                Err(Status::internal(format!("failed to resize TTY: {error}")))
+            }
         }
-        Err(Status::failed_precondition(format!(
-            "failed to resize TTY: process {id} has no terminal"
-        )))
     }
 }
 

@@ -2,6 +2,10 @@
 //! policy), started by the core's process runner in its own cgroup with the
 //! policy's limits, owned by the daemon so shutdown ends it. These calls
 //! block (the runner is poll-driven): the servers run them on blocking threads.
+//!
+//! A program started on a terminal (`Start` with a `pty`) is confined the
+//! same way; only its stdio differs: a pseudo-terminal of its own, whose
+//! master the session writes input to and resizes.
 
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -19,6 +23,7 @@ use littleghost_sandbox_core::process::error::SpawnError;
 use littleghost_sandbox_core::process::running::{
     write_stdin, Exit, RunningProcess, TerminationStep,
 };
+use littleghost_sandbox_core::process::terminal::{self, Terminal, WindowSize};
 use littleghost_sandbox_core::process::Launch;
 use rustix::process::Signal;
 
@@ -56,6 +61,8 @@ pub struct Program {
     pub process: RunningProcess,
     pub prepared: Prepared,
     pub plan: Plan,
+    /// It runs on a terminal: its stdin is the terminal's master.
+    pub terminal: bool,
 }
 
 impl Program {
@@ -67,6 +74,62 @@ impl Program {
         mode: CaptureMode,
         keep_stdin: bool,
     ) -> Result<Program, Failure> {
+        let (prepared, plan, launch) = Self::prepare(confinement, kind, command)?;
+        let process = RunningProcess::start_limited(
+            &launch,
+            &plan.cgroup,
+            mode,
+            keep_stdin,
+            Some(&confinement.owner),
+        )
+        .map_err(Failure::Spawn)?;
+        Ok(Program {
+            process,
+            prepared,
+            plan,
+            terminal: false,
+        })
+    }
+
+    /// [`start`](Self::start) on a new terminal sized `size` (else 0 by 0):
+    /// a session whose output is all stdout.
+    pub fn start_on_terminal(
+        confinement: &Confinement,
+        command: Command,
+        mode: CaptureMode,
+        size: Option<WindowSize>,
+    ) -> Result<Program, Failure> {
+        let (prepared, plan, mut launch) = Self::prepare(confinement, Kind::Session, command)?;
+        // The program's controlling terminal is this one, which only its own
+        // launch shares (docs/security.md).
+        terminal::keep_bubblewrap_session(&mut launch.argv);
+        let terminal = Terminal::open(size).map_err(|error| {
+            Failure::Refused(Error::Capability(format!(
+                "cannot open a pseudo-terminal: {error}"
+            )))
+        })?;
+        let process = RunningProcess::start_on_terminal(
+            &launch,
+            &plan.cgroup,
+            mode,
+            terminal,
+            Some(&confinement.owner),
+        )
+        .map_err(Failure::Spawn)?;
+        Ok(Program {
+            process,
+            prepared,
+            plan,
+            terminal: true,
+        })
+    }
+
+    /// The confined launch of `command` and its limits.
+    fn prepare(
+        confinement: &Confinement,
+        kind: Kind,
+        command: Command,
+    ) -> Result<(Prepared, Plan, Launch), Failure> {
         let prepared = confinement
             .prepare(
                 kind,
@@ -93,19 +156,7 @@ impl Program {
             file_bytes: None,
             spawn_options: prepared.spawn.clone(),
         };
-        let process = RunningProcess::start_limited(
-            &launch,
-            &plan.cgroup,
-            mode,
-            keep_stdin,
-            Some(&confinement.owner),
-        )
-        .map_err(Failure::Spawn)?;
-        Ok(Program {
-            process,
-            prepared,
-            plan,
-        })
+        Ok((prepared, plan, launch))
     }
 
     /// Waits until the program ended and its output is read, its deadline
@@ -179,14 +230,18 @@ pub struct Sessions {
 pub struct Session {
     pub program: Program,
     stdin: Mutex<Option<Arc<OwnedFd>>>,
+    /// The terminal's master, for a program started on one.
+    terminal: Option<Arc<OwnedFd>>,
 }
 
 impl Sessions {
     pub fn insert(&self, program: Program) -> Arc<Session> {
         let stdin = program.process.stdin();
+        let terminal = stdin.clone().filter(|_| program.terminal);
         let session = Arc::new(Session {
             program,
             stdin: Mutex::new(stdin),
+            terminal,
         });
         self.lock()
             .insert(session.program.process.pid(), session.clone());
@@ -213,6 +268,13 @@ pub enum StdinError {
     Io(std::io::Error),
 }
 
+/// Why a terminal could not be resized.
+#[derive(Debug)]
+pub enum ResizeError {
+    NoTerminal,
+    Io(std::io::Error),
+}
+
 impl Session {
     /// Writes all of `bytes` to the program's stdin (waiting while the pipe is full).
     pub fn write(&self, bytes: &[u8]) -> Result<(), StdinError> {
@@ -231,16 +293,36 @@ impl Session {
                 Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => {
                     return Err(StdinError::Closed)
                 }
+                // A terminal whose program and its descendants all ended.
+                Err(error)
+                    if error.raw_os_error() == Some(rustix::io::Errno::IO.raw_os_error())
+                        && self.terminal.is_some() =>
+                {
+                    return Err(StdinError::Closed)
+                }
                 Err(error) => return Err(StdinError::Io(error)),
             }
         }
         Ok(())
     }
 
-    /// Closes stdin: the program reads end of file.
-    pub fn close_stdin(&self) {
+    /// Closes stdin: the program reads end of file. On a terminal that is
+    /// its end-of-file character (Ctrl-D): closing the master would hang
+    /// the program up instead.
+    pub fn close_stdin(&self) -> Result<(), StdinError> {
+        if let Some(master) = &self.terminal {
+            let end = terminal::end_of_file(master.as_ref()).map_err(StdinError::Io)?;
+            return self.write(&[end]);
+        }
         self.stdin.lock().unwrap_or_else(|p| p.into_inner()).take();
         self.program.process.close_stdin();
+        Ok(())
+    }
+
+    /// Sets the window size of the program's terminal.
+    pub fn resize(&self, size: WindowSize) -> Result<(), ResizeError> {
+        let master = self.terminal.as_ref().ok_or(ResizeError::NoTerminal)?;
+        terminal::resize(master.as_ref(), size).map_err(ResizeError::Io)
     }
 
     /// Signals the program's process group.

@@ -155,7 +155,7 @@ async fn an_execute_past_its_deadline_ends_the_program() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_missing_command_and_a_terminal_are_refused_as_sandboxd_does() {
+async fn a_missing_command_is_refused_as_sandboxd_does() {
     let daemon = Daemon::start(Options::default());
     let empty = daemon.execute(&[]).await.unwrap_err();
     assert_eq!(empty.code(), Code::InvalidArgument);
