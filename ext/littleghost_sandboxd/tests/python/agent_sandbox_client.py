@@ -2,9 +2,9 @@
 
 Usage: [LITTLEGHOST_TOKEN=...] python agent_sandbox_client.py GRPC_HOST:PORT REST_PORT
 Its filesystem client goes through its sandboxd connector, pointed at the daemon's addresses directly; its
-generated process_pb2/process_pb2_grpc stubs run Execute and Start. With LITTLEGHOST_TOKEN set, every call carries
-it (the connector's session headers for REST, call metadata for gRPC). Prints one line per check; exits 1 on the
-first that fails.
+generated process_pb2/process_pb2_grpc stubs run Execute and Start, piped and on a terminal (with ResizeTTY). With
+LITTLEGHOST_TOKEN set, every call carries it (the connector's session headers for REST, call metadata for gRPC).
+Prints one line per check; exits 1 on the first that fails.
 """
 
 import os
@@ -84,4 +84,27 @@ for event in events:
                       process_pb2.WriteStdinRequest(process_id=pid, eof={})):
             stub.WriteStdin(write, timeout=10, metadata=metadata)
 check("Start streams and takes stdin", out == b"up\nping\n" and exit_code == 0, repr((out, exit_code)))
+
+# The same stubs with a terminal: the program sees its size, ResizeTTY changes it, WriteStdin types into it.
+script = "stty size; read line; stty size; echo got:$line"
+start = process_pb2.StartRequest(config=process_pb2.ProcessConfig(command=["sh", "-c", script]),
+                                 pty=process_pb2.PTY(cols=100, rows=30))
+events = stub.Start(start, timeout=30, metadata=metadata)
+pid = next(events).init.process_id
+out = b""
+exit_code = None
+for event in events:
+    kind = event.WhichOneof("event")
+    if kind == "stdout":
+        out += event.stdout
+        if out == b"30 100\r\n":
+            stub.ResizeTTY(process_pb2.ResizeTTYRequest(process_id=pid, cols=101, rows=31), timeout=10,
+                           metadata=metadata)
+            stub.WriteStdin(process_pb2.WriteStdinRequest(process_id=pid, input=b"hi\n"), timeout=10,
+                            metadata=metadata)
+    elif kind == "exit":
+        exit_code = event.exit.exit_code
+        break
+check("Start on a terminal, resized", out == b"30 100\r\nhi\r\n31 101\r\ngot:hi\r\n" and exit_code == 0,
+      repr((out, exit_code)))
 print("all checks passed")
