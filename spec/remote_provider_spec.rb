@@ -205,6 +205,89 @@ RSpec.describe "LittleGhost::Sandbox :remote" do
     end
   end
 
+  # The same calls through a local sandbox and through the daemon give the same results and the same errors
+  # (docs/spec.md §14, RM.3), and a run with a block sees its output as it is printed (RM.4).
+  context "with littleghost-sandboxd, files and programs as a local sandbox's", skip: RemoteDaemonHelpers.missing do
+    let(:daemon) { start_daemon(policy: {files: {root: "read_write"}, network: "none"}) }
+    let(:sandbox) { remote_sandbox(daemon) }
+    let(:local_root) { Dir.mktmpdir("littleghost-local") }
+    let(:local) do
+      workspace = LittleGhost::Workspace.new(root: local_root).open
+      LittleGhost::Sandbox.build({provider: :unrestricted, files: {root: :read_write}}, workspace: workspace)
+    end
+
+    after do
+      sandbox.close
+      FileUtils.rm_rf(local_root)
+    end
+
+    # What a call gives: its result, or its error's class and message.
+    def outcome
+      [:ok, yield]
+    rescue LittleGhost::Error, ArgumentError, TypeError => e
+      [e.class, e.message]
+    end
+
+    def plant(root)
+      File.write(File.join(root, "notes.md"), "alpha beta beta")
+      Dir.mkdir(File.join(root, "dir"))
+    end
+
+    it "replaces, and refuses a replace or write, exactly as a local sandbox does" do
+      [daemon.root, local_root].each { |root| plant(root) }
+      calls = [
+        ->(s) { s.replace("notes.md", "alpha", "omega") },
+        ->(s) { s.replace("notes.md", "beta", "x") },
+        ->(s) { s.replace("notes.md", "zeta", "x") },
+        ->(s) { s.replace("notes.md", "", "x") },
+        ->(s) { s.replace("missing.md", "a", "b") },
+        ->(s) { s.replace("dir", "a", "b") },
+        ->(s) { s.replace("../notes.md", "a", "b") },
+        ->(s) { s.scope(files: {root: :read_only}).replace("notes.md", "omega", "x") },
+        ->(s) { s.write("new/deeper/file.md", "x") },
+        ->(s) { s.write("dir", "x") },
+        ->(s) { s.write("fresh.md", "fresh") },
+        ->(s) { s.read("notes.md") }
+      ]
+      remote = calls.map { |call| outcome { call.call(sandbox) } }
+      here = calls.map { |call| outcome { call.call(local) } }
+      expect(remote).to eq(here)
+      expect(here[7]).to match([LittleGhost::ToolError, /read-only/])
+      expect(File.exist?(File.join(daemon.root, "new"))).to be(false)
+      expect(File.read(File.join(daemon.root, "notes.md"))).to eq("omega beta beta")
+    end
+
+    it "hands a block the output as it is printed, and returns what a run without one returns" do
+      # The program prints, then waits for a file only the block creates once it saw that first line: had the
+      # output come at the end, the run would reach its timeout instead.
+      script = 'echo first; while [ ! -e go ]; do sleep 0.05; done; echo second; echo done >&2'
+      seen = []
+      execution = sandbox.execute_program(["/bin/sh", "-c", script], timeout: 20) do |stream, chunk|
+        seen << [stream, chunk]
+        File.write(File.join(daemon.root, "go"), "") if chunk.include?("first")
+      end
+      expect(seen.first).to eq([:stdout, "first\n"])
+      expect(seen.map(&:last)).to all(be_frozen)
+      expect([execution.stdout, execution.stderr, execution.exit_code]).to eq(["first\nsecond\n", "done\n", 0])
+      plain = sandbox.execute_program(["/bin/sh", "-c", script], timeout: 20)
+      expect([plain.stdout, plain.stderr, plain.exit_code]).to eq(["first\nsecond\n", "done\n", 0])
+    end
+
+    it "keeps a streamed run's bound and timeout as a run without a block" do
+      loud = ["/bin/sh", "-c", "printf aaaaaaaaaaaaaaaaaaaa; printf problem >&2; exit 3"]
+      printed = Hash.new { |hash, key| hash[key] = +"" }
+      streamed = sandbox.execute_program(loud, timeout: 20, max_output_bytes: 5) { |stream, chunk| printed[stream] << chunk }
+      plain = sandbox.execute_program(loud, timeout: 20, max_output_bytes: 5)
+      expect([streamed.stdout, streamed.stderr, streamed.exit_code]).to eq([plain.stdout, plain.stderr, plain.exit_code])
+      expect(printed).to eq({stdout: "aaaaa", stderr: "probl"})
+      missing = sandbox.execute_program(["no-such-program-here"], timeout: 20) { |_stream, _chunk| nil }
+      plain_missing = sandbox.execute_program(["no-such-program-here"], timeout: 20)
+      expect([missing.exit_code, missing.stderr]).to eq([plain_missing.exit_code, plain_missing.stderr])
+      expect { sandbox.execute_program(["sleep", "30"], timeout: 0.5) { |_stream, _chunk| nil } }
+        .to raise_error(LittleGhost::ToolError, "Command timed out after 0.5 seconds")
+    end
+  end
+
   context "with littleghost-sandboxd and a token", skip: RemoteDaemonHelpers.missing do
     let(:daemon) { start_daemon(token: "s3cret-token") }
 

@@ -14,6 +14,7 @@ mod files;
 mod http;
 pub mod pending;
 mod programs;
+pub mod run;
 pub mod session;
 mod stream;
 
@@ -21,5 +22,6 @@ pub use client::{Client, Enforced, Execution, Metadata};
 pub use endpoint::Endpoint;
 pub use error::Error;
 pub use pending::Pending;
+pub use run::{Progress, StreamedRun};
 pub use session::Session;
 pub use stream::Watch;

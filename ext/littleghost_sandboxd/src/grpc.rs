@@ -13,9 +13,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::error::Error;
-use littleghost_sandbox_core::launch::prepare::{Kind, ScopeCall};
+use littleghost_sandbox_core::launch::prepare::{Kind, ScopeCall, ShownFailure};
 use littleghost_sandbox_core::process::capture::CaptureMode;
 use littleghost_sandbox_core::process::error::SpawnError;
+use littleghost_sandbox_core::process::running::RunningProcess;
 use littleghost_sandbox_core::process::session::Session as CoreSession;
 use littleghost_sandbox_core::process::terminal::WindowSize;
 use littleghost_sandbox_proto::littleghost::v1 as lg;
@@ -153,6 +154,123 @@ fn event(event: pb::start_response::Event) -> Result<pb::StartResponse, Status> 
     Ok(pb::StartResponse { event: Some(event) })
 }
 
+/// The gRPC metadata by which a `Start` asks to be a run as `Execute` runs
+/// one (a littleghost extension; the gem's `execute_program` with a block):
+/// stdin closed, each stream bounded by the policy's `output_bytes`, bwrap's
+/// own exec failure shown as the shell would (17.4), the output streamed as
+/// it is printed. Without it, `Start` is the reference's session.
+pub const RUN_METADATA: &str = "x-littleghost-run";
+
+/// A run's capture: the first `output_bytes` of each stream (17.9).
+fn run_capture(output_bytes: u64) -> CaptureMode {
+    CaptureMode::PerStream {
+        limit: usize::try_from(output_bytes).unwrap_or(usize::MAX),
+        stop_at_limit: false,
+    }
+}
+
+/// 17.4: the run's end shown as the shell would show bwrap's own exec failure, if it was one.
+fn shown_failure(program: &Program) -> Option<ShownFailure> {
+    let [stdout, stderr] = program.process.output_since(&mut [0, 0]);
+    let code = program.process.exit().and_then(|e| e.code());
+    program.prepared.exec_failure(code, &stdout, &stderr)
+}
+
+/// A session's output to the stream as it comes, until the program ended
+/// and its output is read; whether the client left first.
+fn stream_session(
+    process: &RunningProcess,
+    sender: &mpsc::Sender<Result<pb::StartResponse, Status>>,
+) -> bool {
+    let gone = |sent: Result<(), _>| sent.is_err();
+    let mut client_left = false;
+    while !client_left {
+        let chunk = process.read_chunk(CHUNK);
+        if !chunk.stdout.is_empty() {
+            let out = pb::start_response::Event::Stdout(chunk.stdout);
+            client_left |= gone(sender.blocking_send(event(out)));
+        }
+        if !chunk.stderr.is_empty() {
+            let err = pb::start_response::Event::Stderr(chunk.stderr);
+            client_left |= gone(sender.blocking_send(event(err)));
+        }
+        if chunk.stdout_closed && chunk.stderr_closed && process.try_reap().is_some() {
+            break;
+        }
+        client_left |= sender.is_closed();
+        process.notifier().wait(SLICE, None);
+        process.notifier().clear();
+    }
+    client_left
+}
+
+/// A run's kept output to the stream as it is printed, until the program
+/// ended and its output is read; whether the client left first. While the
+/// output could still be bwrap's own exec failure (nothing on stdout,
+/// stderr a beginning of its line), stderr is held back, so the stream
+/// carries what `Execute` answers: the shell's words for it (17.4).
+fn stream_run(program: &Program, sender: &mpsc::Sender<Result<pb::StartResponse, Status>>) -> bool {
+    let process = &program.process;
+    process.stream_output();
+    let mut cursor = [0, 0];
+    let mut held: Option<Vec<u8>> = program.prepared.exec_argv0.as_ref().map(|_| Vec::new());
+    let send = |stream: usize, bytes: Vec<u8>| {
+        let event = match stream {
+            0 => pb::start_response::Event::Stdout(bytes),
+            _ => pb::start_response::Event::Stderr(bytes),
+        };
+        sender
+            .blocking_send(Ok(pb::StartResponse { event: Some(event) }))
+            .is_err()
+    };
+    loop {
+        let finished = process.finished();
+        let [stdout, stderr] = process.output_since(&mut cursor);
+        let mut client_left = false;
+        if let Some(kept) = held.as_mut() {
+            kept.extend_from_slice(&stderr);
+            if !stdout.is_empty() || !could_be_exec_failure(program, kept) {
+                let flushed = std::mem::take(kept);
+                held = None;
+                if !flushed.is_empty() {
+                    client_left |= send(1, flushed);
+                }
+            }
+        } else if !stderr.is_empty() {
+            client_left |= send(1, stderr);
+        }
+        if !stdout.is_empty() {
+            client_left |= send(0, stdout);
+        }
+        if finished {
+            match (held, shown_failure(program)) {
+                (Some(_), Some(failure)) => {
+                    client_left |= send(1, failure.stderr.into_bytes());
+                }
+                (Some(kept), None) if !kept.is_empty() => client_left |= send(1, kept),
+                _ => {}
+            }
+            return client_left;
+        }
+        if client_left || sender.is_closed() {
+            return true;
+        }
+        process.notifier().wait(SLICE, None);
+        process.notifier().clear();
+    }
+}
+
+/// Whether `stderr` is still a beginning of bwrap's own `execvp` failure line.
+fn could_be_exec_failure(program: &Program, stderr: &[u8]) -> bool {
+    let Some(argv0) = &program.prepared.exec_argv0 else {
+        return false;
+    };
+    let prefix = [b"bwrap: execvp ".as_slice(), argv0, b": "].concat();
+    let common = prefix.len().min(stderr.len());
+    // The line ends with a short strerror; anything longer is the program's own.
+    stderr[..common] == prefix[..common] && stderr.len() <= prefix.len() + 64
+}
+
 #[tonic::async_trait]
 impl pb::process_service_server::ProcessService for Processes {
     type StartStream = StartStream;
@@ -162,6 +280,10 @@ impl pb::process_service_server::ProcessService for Processes {
         request: Request<pb::StartRequest>,
     ) -> Result<Response<Self::StartStream>, Status> {
         let scope = call_scope(&self.0, &request)?;
+        let run = request
+            .metadata()
+            .get(RUN_METADATA)
+            .is_some_and(|value| value == "true");
         let request = request.into_inner();
         let terminal = request
             .pty
@@ -175,16 +297,17 @@ impl pb::process_service_server::ProcessService for Processes {
         let daemon = self.0.clone();
         daemon.refuse_when_stopping()?;
         let output_bytes = daemon.confinement.declaration.limits.output_bytes;
+        // A run is launched and bounded as `Execute` launches it; a session
+        // keeps its stdin open and one bound over both streams (§18).
+        let (kind, mode, keep_stdin) = match run {
+            true => (Kind::Run, run_capture(output_bytes), false),
+            false => (Kind::Session, CoreSession::capture_mode(output_bytes), true),
+        };
         let program = tokio::task::spawn_blocking({
             let daemon = daemon.clone();
-            move || {
-                let mode = CoreSession::capture_mode(output_bytes);
-                match terminal {
-                    Some(size) => {
-                        Program::start_on_terminal(&daemon.confinement, command, mode, size)
-                    }
-                    None => Program::start(&daemon.confinement, Kind::Session, command, mode, true),
-                }
+            move || match terminal {
+                Some(size) => Program::start_on_terminal(&daemon.confinement, command, mode, size),
+                None => Program::start(&daemon.confinement, kind, command, mode, keep_stdin),
             }
         })
         .await
@@ -195,33 +318,23 @@ impl pb::process_service_server::ProcessService for Processes {
         tokio::task::spawn_blocking(move || {
             let process = &session.program.process;
             let pid = process.pid();
-            let gone = |sent: Result<(), _>| sent.is_err();
             let init = pb::start_response::Event::Init(pb::InitEvent { process_id: pid });
-            let mut client_left = gone(sender.blocking_send(event(init)));
-            while !client_left {
-                let chunk = process.read_chunk(CHUNK);
-                if !chunk.stdout.is_empty() {
-                    let out = pb::start_response::Event::Stdout(chunk.stdout);
-                    client_left |= gone(sender.blocking_send(event(out)));
-                }
-                if !chunk.stderr.is_empty() {
-                    let err = pb::start_response::Event::Stderr(chunk.stderr);
-                    client_left |= gone(sender.blocking_send(event(err)));
-                }
-                if chunk.stdout_closed && chunk.stderr_closed && process.try_reap().is_some() {
-                    break;
-                }
-                client_left |= sender.is_closed();
-                process.notifier().wait(SLICE, None);
-                process.notifier().clear();
-            }
+            let client_left = match sender.blocking_send(event(init)) {
+                Err(_) => true,
+                Ok(()) if run => stream_run(&session.program, &sender),
+                Ok(()) => stream_session(process, &sender),
+            };
             if client_left {
                 session.program.end();
             }
             if let Some(denial) = session.program.limit_denial() {
                 daemon.confinement.denials.record(denial);
             }
-            let code = session.program.exit_code();
+            let code = match run {
+                true => shown_failure(&session.program)
+                    .map_or(session.program.exit_code(), |f| f.exit_code),
+                false => session.program.exit_code(),
+            };
             let exit = pb::start_response::Event::Exit(pb::ExitEvent { exit_code: code });
             let _ = sender.blocking_send(event(exit));
             daemon.sessions.remove(pid);
@@ -244,13 +357,8 @@ impl pb::process_service_server::ProcessService for Processes {
         daemon.refuse_when_stopping()?;
         let cancelled = Arc::new(AtomicBool::new(false));
         let _cancel = CancelOnDrop(cancelled.clone());
-        let output_bytes = usize::try_from(daemon.confinement.declaration.limits.output_bytes)
-            .unwrap_or(usize::MAX);
         tokio::task::spawn_blocking(move || {
-            let mode = CaptureMode::PerStream {
-                limit: output_bytes,
-                stop_at_limit: false,
-            };
+            let mode = run_capture(daemon.confinement.declaration.limits.output_bytes);
             let program = Program::start(&daemon.confinement, Kind::Run, command, mode, false)?;
             let waited = program.wait(deadline, &cancelled);
             if let Some(denial) = program.limit_denial() {
@@ -259,12 +367,7 @@ impl pb::process_service_server::ProcessService for Processes {
             waited?;
             let [stdout, stderr] = program.process.output_since(&mut [0, 0]);
             let exit_code = program.exit_code();
-            let shown = program.prepared.exec_failure(
-                program.process.exit().and_then(|e| e.code()),
-                &stdout,
-                &stderr,
-            );
-            Ok(match shown {
+            Ok(match shown_failure(&program) {
                 Some(failure) => pb::ExecuteResponse {
                     exit_code: failure.exit_code,
                     stdout: Vec::new(),

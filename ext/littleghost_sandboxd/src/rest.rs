@@ -1,6 +1,8 @@
 //! sandboxd's filesystem REST API (`GET/HEAD/PUT/DELETE /v1/files/{path}`,
-//! `/v1/health`, `/v1/metadata`) and `GET /v1/x-littleghost/denials`
-//! (JSON lines). Every file call goes through the core's broker from the
+//! `/v1/health`, `/v1/metadata`), `GET /v1/x-littleghost/denials`
+//! (JSON lines) and the extensions a local file call's exact behaviour
+//! needs: `POST /v1/x-littleghost/replace/{path}` (an atomic replace) and
+//! `x-littleghost-create-parents: false` on `PUT` (docs/spec.md 14.10). Every file call goes through the core's broker from the
 //! root's handle; error bodies are `{"code": ..., "message": ...}` with the
 //! reference server's codes (403 PERMISSION_DENIED, 404 NOT_FOUND, 409
 //! CONFLICT, 400 INVALID_ARGUMENT).
@@ -69,36 +71,38 @@ pub async fn handle(daemon: Arc<Daemon>, request: Request<Incoming>) -> Response
         (Method::GET, "/v1/health") => health(&daemon),
         (Method::GET, "/v1/metadata") => metadata(&daemon),
         (Method::GET, "/v1/x-littleghost/denials") => denials(&daemon, &query),
+        (Method::POST, _) if path.starts_with(REPLACE_ROUTE) => {
+            let encoded = &path[REPLACE_ROUTE.len()..];
+            match Call::of(daemon, &request, encoded) {
+                Ok(call) => call.replace(request, &query).await,
+                Err(refused) => refused,
+            }
+        }
         _ => match path.strip_prefix("/v1/files/").or(
             // `GET /v1/files` lists the root.
             (path == "/v1/files").then_some(""),
         ) {
-            Some(encoded) => {
-                let Some(logical) = decode(encoded) else {
-                    return answer(
-                        StatusCode::BAD_REQUEST,
-                        "INVALID_ARGUMENT",
-                        "the path is not valid percent-encoded UTF-8",
-                    );
-                };
-                let scope = match request.headers().get(scope::HEADER) {
-                    None => None,
-                    Some(text) => match scope::narrow(&daemon.confinement, text.as_bytes()) {
-                        Ok(scope) => Some(scope.broker),
-                        Err(refused) => return scope_refused(refused),
-                    },
-                };
-                let call = Call {
-                    daemon,
-                    scope,
-                    logical,
-                };
-                call.files(request, &query).await
-            }
+            Some(encoded) => match Call::of(daemon, &request, encoded) {
+                Ok(call) => call.files(request, &query).await,
+                Err(refused) => refused,
+            },
             None => answer(StatusCode::NOT_FOUND, "NOT_FOUND", "no such endpoint"),
         },
     }
 }
+
+/// The extension route of an atomic `replace` (docs/spec.md 14.11):
+/// `POST /v1/x-littleghost/replace/{path}?old_bytes=N`, the body the old
+/// text's N bytes followed by the new text's, so both travel exactly as
+/// given (they need not be UTF-8). The answer is `{"message": ...}`, the
+/// broker's result; a refusal is answered as the file routes answer it.
+pub const REPLACE_ROUTE: &str = "/v1/x-littleghost/replace/";
+
+/// The request header by which a `PUT` asks for §14.10's write: no parent
+/// directory is made (`Write target parent does not exist`), a new file
+/// gets `0644 & ~umask` and a directory target is "Path is not a file".
+/// Without it, `PUT` keeps the reference's semantics (parents made).
+pub const CREATE_PARENTS_HEADER: &str = "x-littleghost-create-parents";
 
 fn health(daemon: &Daemon) -> Response<Body> {
     if daemon.stopping() {
@@ -278,6 +282,34 @@ struct Call {
 }
 
 impl Call {
+    /// The call on `encoded` (the percent-encoded path) under the request's
+    /// `x-littleghost-scope`, or the answer refusing it.
+    fn of(
+        daemon: Arc<Daemon>,
+        request: &Request<Incoming>,
+        encoded: &str,
+    ) -> Result<Call, Response<Body>> {
+        let Some(logical) = decode(encoded) else {
+            return Err(answer(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "the path is not valid percent-encoded UTF-8",
+            ));
+        };
+        let scope = match request.headers().get(scope::HEADER) {
+            None => None,
+            Some(text) => match scope::narrow(&daemon.confinement, text.as_bytes()) {
+                Ok(scope) => Some(scope.broker),
+                Err(refused) => return Err(scope_refused(refused)),
+            },
+        };
+        Ok(Call {
+            daemon,
+            scope,
+            logical,
+        })
+    }
+
     fn broker(&self) -> &Broker {
         self.scope
             .as_ref()
@@ -326,7 +358,23 @@ impl Call {
                         }
                     },
                 };
-                self.put(physical, mode, body).await
+                let create_parents = match headers.get(CREATE_PARENTS_HEADER) {
+                    None => true,
+                    Some(value) if value == "false" && query_value(query, "mode").is_none() => {
+                        false
+                    }
+                    Some(_) => {
+                        return answer(
+                            StatusCode::BAD_REQUEST,
+                            "INVALID_ARGUMENT",
+                            &format!(
+                                "{CREATE_PARENTS_HEADER} takes only the value false, and no ?mode= \
+                                 (a new file gets 0644 less the umask, an existing one keeps its mode)"
+                            ),
+                        )
+                    }
+                };
+                self.put(physical, mode, create_parents, body).await
             }
             Method::DELETE => {
                 let recursive = query_value(query, "recursive").as_deref() == Some("true");
@@ -343,6 +391,75 @@ impl Call {
                 "INVALID_ARGUMENT",
                 "files take GET, HEAD, PUT and DELETE",
             ),
+        }
+    }
+
+    /// 14.11 in one call: the broker reads, replaces and writes atomically
+    /// from the root's handle, so no writer can come between a read and a
+    /// write as it could between a GET and a PUT.
+    async fn replace(self, request: Request<Incoming>, query: &str) -> Response<Body> {
+        let physical = match self.daemon.confinement.workspace.resolve(&self.logical) {
+            Ok(physical) => physical,
+            Err(error) => return self.refused(Operation::Replace, error),
+        };
+        let old_bytes = match query_value(query, "old_bytes").map(|n| n.parse::<usize>()) {
+            Some(Ok(count)) => count,
+            _ => {
+                return answer(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_ARGUMENT",
+                    "old_bytes= must give the old text's length in bytes",
+                )
+            }
+        };
+        let content = match self.body(request.into_body(), Operation::Replace).await {
+            Ok(content) => content,
+            Err(refused) => return refused,
+        };
+        if old_bytes > content.len() {
+            return answer(
+                StatusCode::BAD_REQUEST,
+                "INVALID_ARGUMENT",
+                "old_bytes= is longer than the body",
+            );
+        }
+        blocking(move || {
+            let (old_text, new_text) = content.split_at(old_bytes);
+            match self
+                .broker()
+                .replace(&physical, &self.logical, old_text, new_text)
+            {
+                Ok(message) => json_response(StatusCode::OK, json!({ "message": message })),
+                Err(error) => self.refused(Operation::Replace, error),
+            }
+        })
+        .await
+    }
+
+    /// The request's body, refused past what a write may hold (the old and
+    /// new text of a replace together are bounded by the same limit's
+    /// double: the old text is within a file the broker may read).
+    async fn body(&self, body: Incoming, operation: Operation) -> Result<Bytes, Response<Body>> {
+        let limits = &self.daemon.confinement.declaration.limits;
+        let limit = match operation {
+            Operation::Replace => limits.write_bytes.saturating_add(limits.read_bytes),
+            _ => limits.write_bytes,
+        };
+        let bound = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1);
+        match Limited::new(body, bound).collect().await {
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(_) => {
+                let refusal = Error::Refused(Refusal {
+                    reason: Reason::WriteLimit,
+                    message: format!(
+                        "Content exceeds the write limit of {limit} bytes: {}",
+                        self.logical
+                    ),
+                });
+                Err(self.refused(operation, refusal))
+            }
         }
     }
 
@@ -386,26 +503,27 @@ impl Call {
         }
     }
 
-    async fn put(self, physical: PathBuf, mode: u32, body: Incoming) -> Response<Body> {
-        let limit = self.daemon.confinement.declaration.limits.write_bytes;
-        let bound = usize::try_from(limit)
-            .unwrap_or(usize::MAX)
-            .saturating_add(1);
-        let content = match Limited::new(body, bound).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(_) => {
-                let refusal = Error::Refused(Refusal {
-                    reason: Reason::WriteLimit,
-                    message: format!(
-                        "Content exceeds the write limit of {limit} bytes: {}",
-                        self.logical
-                    ),
-                });
-                return self.refused(Operation::Write, refusal);
-            }
+    /// The reference's `PUT` (parents made, `mode` for the file), or with
+    /// `create_parents` false §14.10's write, as a local `write` does.
+    async fn put(
+        self,
+        physical: PathBuf,
+        mode: u32,
+        create_parents: bool,
+        body: Incoming,
+    ) -> Response<Body> {
+        let content = match self.body(body, Operation::Write).await {
+            Ok(content) => content,
+            Err(refused) => return refused,
         };
         blocking(move || {
             let (broker, logical) = (self.broker(), self.logical.as_str());
+            if !create_parents {
+                return match broker.write(&physical, logical, &content) {
+                    Ok(_) => no_content(),
+                    Err(error) => self.refused(Operation::Write, error),
+                };
+            }
             if let Ok(info) = broker.stat(&physical, logical) {
                 if info.directory {
                     return answer(

@@ -215,3 +215,79 @@ fn refusals_stream_back_as_json_lines() {
     assert_eq!(denial["reason"], "escapes_scope");
     assert_eq!(denial["target"], "../secret");
 }
+
+#[test]
+fn the_replace_extension_is_the_brokers_replace_in_one_call() {
+    let daemon = Daemon::start(Options::default());
+    std::fs::write(daemon.path("notes.md"), "alpha beta").unwrap();
+    // The old text's 4 bytes, then the new text's.
+    let (status, body) = daemon.json(
+        "POST",
+        "/v1/x-littleghost/replace/notes.md?old_bytes=4",
+        b"betagamma",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["message"], "Wrote 11 bytes to notes.md");
+    assert_eq!(
+        std::fs::read_to_string(daemon.path("notes.md")).unwrap(),
+        "alpha gamma"
+    );
+    let (status, body) = daemon.json(
+        "POST",
+        "/v1/x-littleghost/replace/notes.md?old_bytes=4",
+        b"zetax",
+    );
+    assert_eq!(status, 400);
+    assert_eq!(body["message"], "Text was not found in notes.md");
+    let (status, body) = daemon.json(
+        "POST",
+        "/v1/x-littleghost/replace/..%2Fouter?old_bytes=1",
+        b"ab",
+    );
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("PERMISSION_DENIED"))
+    );
+    let (status, _) = daemon.json("POST", "/v1/x-littleghost/replace/notes.md", b"ab");
+    assert_eq!(status, 400);
+    // A read-only scope on the call: refused, the file unchanged.
+    let scope = r#"x-littleghost-scope: {"files": {"root": "read_only"}}"#;
+    let (status, body) = support::request_with(
+        &daemon,
+        "POST",
+        "/v1/x-littleghost/replace/notes.md?old_bytes=5",
+        scope,
+        b"alphaomega",
+    );
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        std::fs::read_to_string(daemon.path("notes.md")).unwrap(),
+        "alpha gamma"
+    );
+}
+
+#[test]
+fn a_put_asked_not_to_create_parents_writes_as_a_local_write() {
+    let daemon = Daemon::start(Options::default());
+    let local = "x-littleghost-create-parents: false";
+    let (status, body) =
+        support::request_with(&daemon, "PUT", "/v1/files/new%2Fnote.md", local, b"x");
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    assert!(String::from_utf8_lossy(&body).contains("Write target parent does not exist"));
+    assert!(!exists(&daemon.path("new")));
+    let (status, _) = support::request_with(&daemon, "PUT", "/v1/files/note.md", local, b"x");
+    assert_eq!(status, 204);
+    assert_eq!(
+        std::fs::read_to_string(daemon.path("note.md")).unwrap(),
+        "x"
+    );
+    let (status, _) =
+        support::request_with(&daemon, "PUT", "/v1/files/note.md?mode=0600", local, b"x");
+    assert_eq!(status, 400);
+    // Without the header, the reference's PUT: parents made.
+    assert_eq!(daemon.http("PUT", "/v1/files/new%2Fnote.md", b"y").0, 204);
+    assert_eq!(
+        std::fs::read_to_string(daemon.path("new/note.md")).unwrap(),
+        "y"
+    );
+}

@@ -227,3 +227,54 @@ async fn a_calls_scope_takes_the_network_away() {
         .unwrap_err();
     assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
 }
+
+/// A `Start` with `x-littleghost-run: true`: everything it streamed, and its exit code.
+async fn started_run(daemon: &Daemon, argv: &[&str]) -> (Vec<u8>, Vec<u8>, i32) {
+    let mut client = daemon.processes().await;
+    let mut request = daemon.request(StartRequest {
+        config: Some(config(argv)),
+        pty: None,
+    });
+    request
+        .metadata_mut()
+        .insert("x-littleghost-run", "true".parse().unwrap());
+    let mut stream = client.start(request).await.unwrap().into_inner();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    loop {
+        let event = stream.message().await.unwrap().expect("an ExitEvent");
+        match event.event.unwrap() {
+            Event::Stdout(bytes) => stdout.extend(bytes),
+            Event::Stderr(bytes) => stderr.extend(bytes),
+            Event::Exit(exit) => return (stdout, stderr, exit.exit_code),
+            Event::Init(_) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_start_asking_for_a_run_is_launched_bounded_and_shown_as_execute() {
+    let daemon = Daemon::start(Options {
+        policy: Some(r#"{"limits": {"output_bytes": 4}}"#),
+        ..Options::default()
+    });
+    // stdin is closed from the start: `cat` ends at once, nobody writes to it.
+    let argv = ["sh", "-c", "cat; printf 0123456789; printf abcdefgh >&2"];
+    let streamed = tokio::time::timeout(Duration::from_secs(60), started_run(&daemon, &argv))
+        .await
+        .expect("a run's stdin is closed, so cat ends");
+    assert_eq!(streamed, (b"0123".to_vec(), b"abcd".to_vec(), 0));
+    let executed = daemon.execute(&argv).await.unwrap();
+    assert_eq!(
+        streamed,
+        (executed.stdout, executed.stderr, executed.exit_code)
+    );
+    // bwrap's own exec failure, in the shell's words (with room for them).
+    let daemon = Daemon::start(Options::default());
+    let missing = started_run(&daemon, &["no-such-program-here"]).await;
+    let executed = daemon.execute(&["no-such-program-here"]).await.unwrap();
+    assert_eq!(
+        missing,
+        (executed.stdout, executed.stderr, executed.exit_code)
+    );
+    assert_eq!(missing.2, 127);
+}

@@ -24,7 +24,7 @@ use crate::ruby_api::remote_session;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 
 pub(crate) mod call;
-pub(crate) use call::{raised, wait};
+pub(crate) use call::{follow, raised, wait};
 
 /// The sandbox's connection: the client, the denial watch and the sessions it started.
 #[derive(TypedData)]
@@ -290,7 +290,13 @@ fn file<const OP: usize>(
         0 => client.read(path),
         1 => client.list(path),
         2 => client.write(path, text(1)?),
-        _ => client.replace(path, text(1)?, text(2)?),
+        _ => {
+            let metadata = metadata(ruby, state)?;
+            metadata
+                .require_atomic_replace()
+                .map_err(|error| raised(ruby, error))?;
+            client.replace(path, text(1)?, text(2)?)
+        }
     };
     wait(ruby, pending, context)
 }
@@ -365,7 +371,9 @@ fn all_options<'a>(own: &'a [&'a str]) -> Vec<&'a str> {
 /// environment: {}, cwd: nil, scope: nil)` → Execution: the daemon runs it
 /// confined and ends it at the timeout (ToolError "Command timed out after
 /// T seconds"); each stream is cut at `max_output_bytes` (17.9). With a
-/// block, each stream's output is yielded once it is known.
+/// block, the run is a `Start` streamed as it is printed (`:stdout` or
+/// `:stderr` and a frozen binary String a chunk, within the bound), its
+/// Execution the same as without one.
 fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
     let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
     let names = all_options(&EXECUTE_OPTIONS[..6]);
@@ -386,17 +394,24 @@ fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<V
     check_context(context)?;
     let state = connected(ruby, rb_self)?;
     let client = client_for(ruby, state, scope)?;
-    let execution = wait(ruby, client.execute(command, timeout), context)?;
     let bound = usize::try_from(max_output).unwrap_or(usize::MAX);
+    // block_given? first: `block_proc` without a block raises (see process_runner::run).
+    let execution = match ruby.block_given() {
+        true => {
+            let block = ruby.block_proc()?;
+            let names = [ruby.to_symbol("stdout"), ruby.to_symbol("stderr")];
+            let run = wait(ruby, client.run_streamed(command, timeout, bound), context)?;
+            follow(ruby, run, context, |stream, bytes| {
+                // As a local run yields: a frozen binary String a chunk.
+                let chunk = ruby.str_from_slice(&bytes);
+                chunk.freeze();
+                block.call::<_, Value>((names[stream], chunk)).map(|_| ())
+            })?
+        }
+        false => wait(ruby, client.execute(command, timeout), context)?,
+    };
     let stdout = bounded(&execution.stdout, bound);
     let stderr = bounded(&execution.stderr, bound);
-    if ruby.block_given() {
-        for (stream, text) in [("stdout", &stdout), ("stderr", &stderr)] {
-            if !text.is_empty() {
-                ruby.yield_values::<_, Value>((ruby.to_symbol(stream), ruby.str_new(text)))?;
-            }
-        }
-    }
     Ok(crate::ruby_api::execution::Execution::wrap(
         ruby,
         &stdout,

@@ -15,6 +15,7 @@ use super::http;
 use super::pending::Pending;
 pub use super::programs::Command;
 use super::programs::Grpc;
+use super::run::StreamedRun;
 use super::session::Session;
 use super::stream::{self, Watch};
 use crate::denial::Denial;
@@ -35,6 +36,20 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// 14.11's replace needs littleghost-sandboxd's atomic one: a read and a
+    /// write from here would lose a writer between them in silence, so a
+    /// daemon without it (agent-sandbox's reference sandboxd) refuses.
+    pub fn require_atomic_replace(&self) -> Result<(), Error> {
+        match self.get("SANDBOXD_IMPLEMENTATION") {
+            Some("littleghost-sandboxd") => Ok(()),
+            _ => Err(Error::Unsupported(
+                "replace needs littleghost-sandboxd's atomic replace; this daemon has none (read \
+                 and write instead, knowing a write between them is lost)"
+                    .into(),
+            )),
+        }
+    }
+
     /// The value of `name`, if the daemon gave it.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.env
@@ -267,8 +282,31 @@ impl Client {
         let grpc = self.grpc.clone();
         let runtime = self.runtime.clone();
         Pending::spawn(&self.runtime, async move {
-            let (pid, stream) = grpc.start(command).await?;
+            let (pid, stream) = grpc.start(command, false).await?;
             Ok(Session::begin(&runtime, grpc, pid, stream))
+        })
+    }
+
+    /// Starts `command` as a run within `timeout` seconds whose output is
+    /// handed on as it is printed, each stream within `bound` bytes.
+    pub fn run_streamed(
+        &self,
+        command: Command,
+        timeout: f64,
+        bound: usize,
+    ) -> Pending<StreamedRun> {
+        let grpc = self.grpc.clone();
+        let runtime = self.runtime.clone();
+        let started = std::time::Instant::now();
+        Pending::spawn(&self.runtime, async move {
+            let (pid, stream) = grpc.start(command, true).await?;
+            let session = Session::begin(&runtime, grpc.clone(), pid, stream);
+            // A run's stdin is closed (17.7); littleghost-sandboxd closed it
+            // already, a daemon without the extension needs to be told. A
+            // refusal means the program ended already; a broken connection
+            // is the stream's to report.
+            let _ = grpc.write_stdin(pid, None).await;
+            Ok(StreamedRun::new(session, timeout, started, bound))
         })
     }
 
@@ -281,6 +319,7 @@ impl Client {
                 hyper::Method::GET,
                 "/v1/metadata",
                 None,
+                &[],
                 Default::default(),
             )
             .await?;
@@ -324,6 +363,17 @@ mod tests {
             capabilities: None,
             network: network.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn only_littleghost_sandboxd_replaces_atomically() {
+        let of = |implementation: &str| Metadata {
+            env: vec![("SANDBOXD_IMPLEMENTATION".into(), implementation.into())],
+        };
+        assert_eq!(of("littleghost-sandboxd").require_atomic_replace(), Ok(()));
+        let refused = of("sandboxd").require_atomic_replace().unwrap_err();
+        assert_eq!(refused.kind(), crate::error::kind::Kind::Capability);
+        assert!(Metadata::default().require_atomic_replace().is_err());
     }
 
     #[test]

@@ -17,15 +17,36 @@ pub struct Target<'a> {
     pub logical: &'a str,
 }
 
+/// The request header by which littleghost-sandboxd's `PUT` writes as
+/// 14.10 says (no parent directory made); a daemon that does not know it
+/// (agent-sandbox's reference sandboxd) makes the parents.
+const CREATE_PARENTS_HEADER: (&str, &str) = ("x-littleghost-create-parents", "false");
+
+/// littleghost-sandboxd's atomic replace (14.11 in one call):
+/// `POST {REPLACE_ROUTE}{path}?old_bytes=N`, the body the old text then
+/// the new, the answer `{"message": ...}`.
+const REPLACE_ROUTE: &str = "/v1/x-littleghost/replace/";
+
 impl Target<'_> {
-    fn uri(&self, query: &str) -> String {
-        format!("/v1/files/{}{query}", http::encode(self.logical.as_bytes()))
+    fn uri(&self, route: &str, query: &str) -> String {
+        format!("{route}{}{query}", http::encode(self.logical.as_bytes()))
     }
 
-    async fn call(&self, method: Method, query: &str, body: Bytes) -> Result<Answer, Error> {
-        http::call(self.endpoint, method, &self.uri(query), self.scope, body).await
+    async fn call(
+        &self,
+        method: Method,
+        route: &str,
+        query: &str,
+        extra: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Answer, Error> {
+        let uri = self.uri(route, query);
+        http::call(self.endpoint, method, &uri, self.scope, extra, body).await
     }
 }
+
+/// sandboxd's files API.
+const FILES_ROUTE: &str = "/v1/files/";
 
 /// 3.3: an absolute reference is refused before anything is sent (the
 /// daemon would read it as relative to its root).
@@ -57,7 +78,9 @@ enum Got {
 
 async fn get(target: &Target<'_>) -> Result<Got, Error> {
     relative(target.logical)?;
-    let answer = target.call(Method::GET, "", Bytes::new()).await?;
+    let answer = target
+        .call(Method::GET, FILES_ROUTE, "", &[], Bytes::new())
+        .await?;
     if answer.status != StatusCode::OK {
         return Err(http::failure(&answer));
     }
@@ -111,34 +134,43 @@ pub async fn list(target: Target<'_>) -> Result<String, Error> {
     }
 }
 
-/// 14.10: an atomic PUT; an existing file keeps its mode (none is sent).
+/// 14.10: an atomic PUT that makes no parent directory; an existing file
+/// keeps its mode (none is sent).
 pub async fn write(target: Target<'_>, content: Vec<u8>) -> Result<String, Error> {
     relative(target.logical)?;
     let wrote = crate::fs::wrote(&content, target.logical);
-    let answer = target.call(Method::PUT, "", Bytes::from(content)).await?;
+    let answer = target
+        .call(
+            Method::PUT,
+            FILES_ROUTE,
+            "",
+            &[CREATE_PARENTS_HEADER],
+            Bytes::from(content),
+        )
+        .await?;
     match answer.status {
         StatusCode::NO_CONTENT | StatusCode::OK | StatusCode::CREATED => Ok(wrote),
         _ => Err(http::failure(&answer)),
     }
 }
 
-/// 14.11: the single occurrence replaced, read and written through the
-/// daemon (two calls: a writer between them loses to this one).
+/// 14.11: the single occurrence replaced by the daemon's broker in one
+/// call (read, replace and atomic write there, so no writer comes between).
 pub async fn replace(target: Target<'_>, old: &[u8], new: &[u8]) -> Result<String, Error> {
     if old.is_empty() {
         return Err(Error::Refused("Text to replace cannot be empty".into()));
     }
-    let text = match get(&target).await? {
-        Got::File(bytes) => bytes,
-        Got::Directory(_) => return Err(named("Path is not a file", target.logical)),
-    };
-    let text = std::str::from_utf8(&text)
-        .map_err(|_| named("File is not valid UTF-8 text", target.logical))?;
-    let at = crate::fs::single_occurrence(text, old, target.logical)
-        .map_err(|error| Error::Refused(error.to_string()))?;
-    let mut replaced = Vec::with_capacity(text.len() + new.len());
-    replaced.extend_from_slice(&text.as_bytes()[..at]);
-    replaced.extend_from_slice(new);
-    replaced.extend_from_slice(&text.as_bytes()[at + old.len()..]);
-    write(target, replaced).await
+    relative(target.logical)?;
+    let query = format!("?old_bytes={}", old.len());
+    let body = Bytes::from([old, new].concat());
+    let answer = target
+        .call(Method::POST, REPLACE_ROUTE, &query, &[], body)
+        .await?;
+    if answer.status != StatusCode::OK {
+        return Err(http::failure(&answer));
+    }
+    serde_json::from_slice::<serde_json::Value>(&answer.body)
+        .ok()
+        .and_then(|value| value.get("message")?.as_str().map(str::to_string))
+        .ok_or_else(|| Error::Protocol("a replace answered without its message".into()))
 }

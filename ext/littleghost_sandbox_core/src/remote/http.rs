@@ -25,6 +25,7 @@ pub async fn send(
     method: Method,
     target: &str,
     scope: Option<&str>,
+    extra: &[(&str, &str)],
     body: Bytes,
 ) -> Result<Response<Incoming>, Error> {
     let unreachable = |detail: String| Error::Unreachable {
@@ -49,6 +50,9 @@ pub async fn send(
     if let Some(scope) = scope {
         request = request.header(super::endpoint::SCOPE_HEADER, scope);
     }
+    for (name, value) in extra {
+        request = request.header(*name, *value);
+    }
     let request = request
         .body(Full::new(body))
         .map_err(|error| Error::Endpoint(error.to_string()))?;
@@ -69,9 +73,10 @@ pub async fn call(
     method: Method,
     target: &str,
     scope: Option<&str>,
+    extra: &[(&str, &str)],
     body: Bytes,
 ) -> Result<Answer, Error> {
-    let response = send(endpoint, method, target, scope, body).await?;
+    let response = send(endpoint, method, target, scope, extra, body).await?;
     collect(endpoint, response).await
 }
 

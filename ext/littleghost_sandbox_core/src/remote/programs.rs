@@ -40,6 +40,11 @@ pub struct Grpc {
     pub scope: Option<String>,
 }
 
+/// The metadata by which a `Start` asks littleghost-sandboxd for a run:
+/// stdin closed, each stream bounded and bwrap's exec failure shown as
+/// `Execute` does (a daemon without it starts a session).
+const RUN_METADATA: &str = "x-littleghost-run";
+
 /// How long a run may exceed its timeout on the wire before this side
 /// stops waiting for the daemon to say so.
 const WIRE_GRACE: Duration = Duration::from_secs(5);
@@ -99,15 +104,23 @@ impl Grpc {
         }
     }
 
-    /// Starts `command`; the stream's first event names its process.
+    /// Starts `command` (as a run, when `run`: littleghost-sandboxd then
+    /// launches and bounds it as `Execute` does); the stream's first event
+    /// names its process.
     pub async fn start(
         &self,
         command: Command,
+        run: bool,
     ) -> Result<(i32, tonic::Streaming<pb::StartResponse>), Error> {
-        let request = self.request(pb::StartRequest {
+        let mut request = self.request(pb::StartRequest {
             config: Some(command.config()),
             pty: None,
         })?;
+        if run {
+            request
+                .metadata_mut()
+                .insert(RUN_METADATA, MetadataValue::from_static("true"));
+        }
         let mut stream = self
             .client()
             .start(request)

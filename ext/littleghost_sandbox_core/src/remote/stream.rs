@@ -36,6 +36,7 @@ pub async fn watch(
         Method::GET,
         "/v1/x-littleghost/denials",
         None,
+        &[],
         Bytes::new(),
     )
     .await?;

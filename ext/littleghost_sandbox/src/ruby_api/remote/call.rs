@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use littleghost_sandbox_core::error::Error as CoreError;
-use littleghost_sandbox_core::remote::{self, Pending};
+use littleghost_sandbox_core::remote::{self, Execution, Pending, Progress, StreamedRun};
 use magnus::{Error, Ruby, Value};
 
 use crate::helpers::errors;
@@ -34,6 +34,36 @@ pub(crate) fn wait<T: Send + 'static>(
         wake.reset();
         if let Some(Some(answer)) = answer {
             return answer.map_err(|error| raised(ruby, error));
+        }
+        check_context(context)?;
+    }
+}
+
+/// Follows `run` to its end as [`wait`] waits (without the GVL, in slices,
+/// interruptible), handing each stream's output to `printed` with the GVL
+/// held as it arrives (`0` stdout, `1` stderr). An exception from Ruby or
+/// `printed` drops the run, and the daemon ends its program.
+pub(crate) fn follow(
+    ruby: &Ruby,
+    mut run: StreamedRun,
+    context: Option<Value>,
+    mut printed: impl FnMut(usize, Vec<u8>) -> Result<(), Error>,
+) -> Result<Execution, Error> {
+    let wake = nogvl::Wake::new(-1);
+    loop {
+        let progress = nogvl::without_gvl(ruby, || run.next(SLICE), &wake)?;
+        nogvl::check_interrupts(ruby)?;
+        wake.reset();
+        match progress {
+            Some(Progress::Ended(ended)) => return ended.map_err(|error| raised(ruby, error)),
+            Some(Progress::Printed { stdout, stderr }) => {
+                for (stream, bytes) in [(0, stdout), (1, stderr)] {
+                    if !bytes.is_empty() {
+                        printed(stream, bytes)?;
+                    }
+                }
+            }
+            Some(Progress::Waiting) | None => {}
         }
         check_context(context)?;
     }
