@@ -193,7 +193,8 @@ impl Confinement {
     }
 
     /// One launch of `argv` prepared by the backend (16.4, 16.5, B.7), under
-    /// the call's narrower `scope` when it has one.
+    /// the call's narrower `scope` when it has one; a refusal keeps the
+    /// core's distinction of a refused or missing working directory.
     pub fn prepare(
         &self,
         kind: Kind,
@@ -201,7 +202,7 @@ impl Confinement {
         cwd: Option<PathBuf>,
         environment: Vec<(String, String)>,
         scope: Option<ScopeCall>,
-    ) -> Result<Prepared, Error> {
+    ) -> Result<Prepared, LaunchError<Error>> {
         let call = LaunchCall {
             kind,
             argv: Ok(argv),
@@ -211,7 +212,7 @@ impl Confinement {
             inherit_environment: false,
             environment: Ok(environment),
         };
-        let prepared = match &self.backend {
+        match &self.backend {
             Backend::Bubblewrap { options, pins } => {
                 let opened = Opened {
                     pins,
@@ -227,8 +228,7 @@ impl Confinement {
                 let gateway = self.gateway.as_ref().map(|g| g as &dyn bw::Gateway<Error>);
                 launcher.prepare(&self.policy, &self.workspace, call, gateway)
             }
-        };
-        prepared.map_err(|error: LaunchError<Error>| error.into_caller(|core| core))
+        }
     }
 
     /// How the policy's `process_limits` are enforced here, each launch
