@@ -271,7 +271,7 @@ impl Confinement {
         cwd: Option<PathBuf>,
         environment: Vec<(String, String)>,
         scope: Option<ScopeCall>,
-    ) -> Result<Prepared, LaunchError<Error>> {
+    ) -> Result<Prepared, Box<LaunchError<Error>>> {
         let call = LaunchCall {
             kind,
             argv: Ok(argv),
@@ -298,6 +298,7 @@ impl Confinement {
                 launcher.prepare(&self.policy, &self.workspace, call, gateway)
             }
         }
+        .map_err(Box::new)
     }
 
     /// How the policy's `process_limits` are enforced here, each launch

@@ -55,9 +55,9 @@ pub enum Failure {
     Cancelled,
 }
 
-impl From<LaunchError<Error>> for Failure {
-    fn from(error: LaunchError<Error>) -> Failure {
-        let working_directory = match error {
+impl From<Box<LaunchError<Error>>> for Failure {
+    fn from(error: Box<LaunchError<Error>>) -> Failure {
+        let working_directory = match *error {
             LaunchError::CwdRefused { .. } => Some(false),
             LaunchError::CwdMissing { .. } => Some(true),
             LaunchError::Rule(_) | LaunchError::Caller(_) => None,
