@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "net/http"
 require "socket"
 
 # The :remote provider: the gem's Sandbox API over littleghost-sandboxd's wire protocol (docs/design.md "The remote
@@ -285,6 +286,53 @@ RSpec.describe "LittleGhost::Sandbox :remote" do
       expect([missing.exit_code, missing.stderr]).to eq([plain_missing.exit_code, plain_missing.stderr])
       expect { sandbox.execute_program(["sleep", "30"], timeout: 0.5) { |_stream, _chunk| nil } }
         .to raise_error(LittleGhost::ToolError, "Command timed out after 0.5 seconds")
+    end
+  end
+
+  context "with littleghost-sandboxd's published policy", skip: RemoteDaemonHelpers.missing do
+    it "reports the capabilities the daemon publishes for a read-only policy" do
+      daemon = start_daemon(policy: {files: {root: "read_only"}, process_limits: {cpu_seconds: 5}})
+      sandbox = remote_sandbox(daemon)
+      capabilities = sandbox.capabilities
+      expect(capabilities.features).to include(:filesystem_read, :process_execute, :process_spawn)
+      # The CPU limit the policy sets is enforced, whole-tree or per process; the published features say which.
+      expect(capabilities.features & %i[cpu_limit process_cpu_limit]).not_to be_empty
+      expect(capabilities.features).not_to include(:process_spawn_denial)
+      expect(sandbox.writable?).to be(false)
+      expect(sandbox.scope(network: :none).writable?).to be(false)
+      expect(sandbox.allows?(:write, "notes.md")).to be(false)
+      sandbox.close
+    end
+
+    it "answers allows? with the daemon's broker, through a scope too" do
+      daemon = start_daemon(policy: {files: {root: "read_write"}})
+      sandbox = remote_sandbox(daemon)
+      File.write(File.join(daemon.root, "notes.md"), "x")
+      File.symlink("/etc", File.join(daemon.root, "planted"))
+      expect(sandbox.writable?).to be(true)
+      expect(sandbox.allows?(:write, "notes.md")).to be(true)
+      expect(sandbox.allows?(:write, "new/file.md")).to be(false) # a missing parent (14.12)
+      expect(sandbox.allows?(:write, "fresh.md")).to be(true)
+      expect(sandbox.allows?(:read, "fresh.md")).to be(false)
+      expect(sandbox.allows?(:read, "../etc/passwd")).to be(false)
+      expect(sandbox.allows?(:read, "/etc/passwd")).to be(false)
+      expect(sandbox.allows?(:read, "planted/passwd")).to be(false)
+      expect { sandbox.allows?(:read, 42) }.to raise_error(TypeError)
+      read_only = sandbox.scope(files: {root: :read_only})
+      expect(read_only.allows?(:read, "notes.md")).to be(true)
+      expect(read_only.allows?(:write, "notes.md")).to be(false)
+      expect(read_only.writable?).to be(false)
+      expect(read_only.scope(files: {root: :read_write}).allows?(:write, "notes.md")).to be(false)
+      expect(sandbox.scope(capabilities: [:read]).allows?(:list, "notes.md")).to be(false)
+      sandbox.close
+    end
+
+    it "answers health without the token, and nothing else" do
+      daemon = start_daemon(token: "s3cret-token")
+      health = Net::HTTP.get_response(URI("http://#{daemon.rest}/v1/health"))
+      expect([health.code, JSON.parse(health.body)]).to eq(["200", {"status" => "ok"}])
+      expect(Net::HTTP.get_response(URI("http://#{daemon.rest}/v1/metadata")).code).to eq("401")
+      expect { remote_sandbox(daemon).capabilities }.to raise_error(LittleGhost::DependencyError, /token/)
     end
   end
 

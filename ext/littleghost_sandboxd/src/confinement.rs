@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::backend::effective::{self, Claims, Host};
 use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::backend::launch_steps;
 use littleghost_sandbox_core::backend::native::{native_choice, NativeChoice};
+use littleghost_sandbox_core::backend::seccomp;
 use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::error::kind::Kind as ErrorKind;
 use littleghost_sandbox_core::error::Error;
@@ -22,7 +24,7 @@ use littleghost_sandbox_core::launch::prepare::{
 use littleghost_sandbox_core::launch::Pins;
 use littleghost_sandbox_core::limits::plan::{self, Plan, Requested};
 use littleghost_sandbox_core::network::{self, BuiltinGateway};
-use littleghost_sandbox_core::policy::{Declaration, Policy};
+use littleghost_sandbox_core::policy::{Declaration, NetworkMode, Policy};
 use littleghost_sandbox_core::process::running::Owner;
 use littleghost_sandbox_core::workspace::{self, Layout};
 
@@ -192,8 +194,76 @@ impl Confinement {
         }
     }
 
+    /// The one network mode its programs get (a call may narrow it to `none`).
+    pub fn network_mode(&self) -> NetworkMode {
+        self.policy
+            .network
+            .as_ref()
+            .map_or(NetworkMode::None, |network| network.mode)
+    }
+
+    /// What the core claims the backend enforces under the policy on this
+    /// host (the gem's `capabilities` of the same backend and policy).
+    fn claims(&self) -> Claims {
+        let enforcement = littleghost_sandbox_core::limits::probe();
+        let (backend, owns_tree) = match self.backend {
+            // A pid namespace whose init dies with bwrap owns the tree.
+            Backend::Bubblewrap { .. } => (effective::Backend::Bubblewrap, true),
+            Backend::Landlock(_) => (effective::Backend::Landlock, enforcement.tree.is_ok()),
+        };
+        let host = Host {
+            limit_features: plan::enforced_features(enforcement),
+            owns_tree,
+            seccomp: seccomp::Arch::native().is_some(),
+            connect_interception: backend == effective::Backend::Landlock
+                && ll::allowlist_unavailable().is_none(),
+        };
+        effective::claims(backend, Some(&self.policy), &host)
+    }
+
+    /// What the daemon enforces, as `/v1/metadata` publishes it in
+    /// `x-littleghost` (docs/spec.md RM.6): the backend; the features the
+    /// core claims for it under this policy on this host, less
+    /// `process_spawn_denial` (the protocol cannot ask for it), whose
+    /// `memory_limit`, `task_limit` and `cpu_limit` (else
+    /// `process_cpu_limit`) say which limits the kernel enforces for the
+    /// whole tree; the one network mode; the policy's file grants by name
+    /// and access; its `process_limits` as set.
+    pub fn enforced(&self) -> serde_json::Value {
+        let claims = self.claims();
+        let features: Vec<&str> = claims
+            .features
+            .iter()
+            .copied()
+            .filter(|feature| *feature != "process_spawn_denial")
+            .collect();
+        let files: serde_json::Map<String, serde_json::Value> = self
+            .policy
+            .files
+            .entries()
+            .iter()
+            .map(|(name, access)| (name.clone(), access.name().into()))
+            .collect();
+        let limits = &self.declaration.process_limits;
+        serde_json::json!({
+            "implementation": "littleghost-sandboxd",
+            "version": env!("CARGO_PKG_VERSION"),
+            "backend": self.backend_name(),
+            "features": features,
+            "network": self.network_mode().name(),
+            "root_filesystem": self.policy.root_filesystem.name(),
+            "files": files,
+            "process_limits": {
+                "memory_bytes": limits.memory_bytes,
+                "tasks": limits.tasks,
+                "cpu_seconds": limits.cpu_seconds,
+            },
+        })
+    }
+
     /// One launch of `argv` prepared by the backend (16.4, 16.5, B.7), under
-    /// the call's narrower `scope` when it has one.
+    /// the call's narrower `scope` when it has one; a refusal keeps the
+    /// core's distinction of a refused or missing working directory.
     pub fn prepare(
         &self,
         kind: Kind,
@@ -201,7 +271,7 @@ impl Confinement {
         cwd: Option<PathBuf>,
         environment: Vec<(String, String)>,
         scope: Option<ScopeCall>,
-    ) -> Result<Prepared, Error> {
+    ) -> Result<Prepared, Box<LaunchError<Error>>> {
         let call = LaunchCall {
             kind,
             argv: Ok(argv),
@@ -211,7 +281,7 @@ impl Confinement {
             inherit_environment: false,
             environment: Ok(environment),
         };
-        let prepared = match &self.backend {
+        match &self.backend {
             Backend::Bubblewrap { options, pins } => {
                 let opened = Opened {
                     pins,
@@ -227,8 +297,8 @@ impl Confinement {
                 let gateway = self.gateway.as_ref().map(|g| g as &dyn bw::Gateway<Error>);
                 launcher.prepare(&self.policy, &self.workspace, call, gateway)
             }
-        };
-        prepared.map_err(|error: LaunchError<Error>| error.into_caller(|core| core))
+        }
+        .map_err(Box::new)
     }
 
     /// How the policy's `process_limits` are enforced here, each launch

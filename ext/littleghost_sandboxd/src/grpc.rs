@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use littleghost_sandbox_core::error::kind::Kind as ErrorKind;
 use littleghost_sandbox_core::error::Error;
 use littleghost_sandbox_core::launch::prepare::{Kind, ScopeCall, ShownFailure};
 use littleghost_sandbox_core::process::capture::CaptureMode;
@@ -86,26 +87,27 @@ fn command(config: Option<pb::ProcessConfig>) -> Result<Command, Status> {
     })
 }
 
-/// A refused or failed launch as the status the reference server answers.
+/// A refused or failed launch as the status the reference server answers,
+/// decided by the failure's type and the core error's kind, never its words.
 fn failure_status(failure: Failure) -> Status {
     match failure {
-        Failure::Refused(error) => match &error {
-            Error::Refused(_) => Status::permission_denied(error.to_string()),
-            Error::Tool(message) if message.starts_with("workspace") => {
-                Status::permission_denied(message.clone())
-            }
-            Error::Tool(message) if message.contains("not available") => {
-                Status::not_found(message.clone())
-            }
-            Error::Argument(message) => Status::invalid_argument(message.clone()),
-            Error::Capability(message) => Status::failed_precondition(message.clone()),
-            _ => Status::internal(error.to_string()),
-        },
+        Failure::Refused(error) => refused_status(&error),
+        Failure::WorkingDirectory {
+            missing: false,
+            error,
+        } => Status::permission_denied(error.to_string()),
+        Failure::WorkingDirectory {
+            missing: true,
+            error,
+        } => Status::not_found(error.to_string()),
         Failure::Spawn(SpawnError::NotFound) => {
             Status::not_found("failed to start command: command or path not found")
         }
         Failure::Spawn(SpawnError::NotExecutable) => {
             Status::permission_denied("failed to start command: permission denied")
+        }
+        Failure::Spawn(SpawnError::WorkingDirectory(_)) => {
+            Status::not_found("failed to start command: the working directory is not available")
         }
         Failure::Spawn(SpawnError::Refused(error)) => Status::permission_denied(error.to_string()),
         Failure::Spawn(other) => Status::internal(format!("failed to start command: {other:?}")),
@@ -128,6 +130,21 @@ fn window_size(cols: u32, rows: u32) -> Result<Option<WindowSize>, Failure> {
         _ => Err(Failure::Refused(Error::Argument(format!(
             "a terminal of {cols} columns and {rows} rows is larger than 65535 by 65535"
         )))),
+    }
+}
+
+/// A launch the core refused: a rule's refusal is PERMISSION_DENIED, a bad
+/// argument INVALID_ARGUMENT, a control this host cannot enforce
+/// FAILED_PRECONDITION; anything else is the daemon's fault.
+fn refused_status(error: &Error) -> Status {
+    let message = error.to_string();
+    if error.refusal().is_some() {
+        return Status::permission_denied(message);
+    }
+    match error.kind() {
+        ErrorKind::Argument | ErrorKind::Key => Status::invalid_argument(message),
+        ErrorKind::Capability => Status::failed_precondition(message),
+        _ => Status::internal(message),
     }
 }
 
@@ -489,8 +506,9 @@ impl lg::denial_service_server::DenialService for DenialStream {
                     kind: denial.kind.name().into(),
                     operation: denial.operation.name().into(),
                     target: denial.target.clone(),
-                    reason: denial.message.clone(),
+                    message: denial.message.clone(),
                     time_unix_ms: unix_ms(denial.at),
+                    reason: denial.reason.name().into(),
                 };
                 if sender.send(Ok(message)).await.is_err() {
                     break;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::error::Error;
-use littleghost_sandbox_core::launch::prepare::{Kind, Prepared, ScopeCall};
+use littleghost_sandbox_core::launch::prepare::{Kind, LaunchError, Prepared, ScopeCall};
 use littleghost_sandbox_core::limits::plan::{Plan, ProgramEnd};
 use littleghost_sandbox_core::process::capture::CaptureMode;
 use littleghost_sandbox_core::process::error::SpawnError;
@@ -48,12 +48,31 @@ pub struct Command {
 pub enum Failure {
     /// The core refused the launch (the documented class of its error).
     Refused(Error),
+    /// The working directory the caller wrote is refused (outside the
+    /// root, not a path) or, `missing`, does not exist (B.7); the error
+    /// is worded as the core words it.
+    WorkingDirectory { missing: bool, error: Error },
     /// The runner could not start it.
     Spawn(SpawnError),
     /// The caller's deadline passed; the program was ended.
     TimedOut,
     /// The caller went away; the program was ended.
     Cancelled,
+}
+
+impl From<Box<LaunchError<Error>>> for Failure {
+    fn from(error: Box<LaunchError<Error>>) -> Failure {
+        let working_directory = match *error {
+            LaunchError::CwdRefused { .. } => Some(false),
+            LaunchError::CwdMissing { .. } => Some(true),
+            LaunchError::Rule(_) | LaunchError::Caller(_) => None,
+        };
+        let error = error.into_caller(|core| core);
+        match working_directory {
+            Some(missing) => Failure::WorkingDirectory { missing, error },
+            None => Failure::Refused(error),
+        }
+    }
 }
 
 /// A program running, with what must live as long as it.
@@ -138,7 +157,7 @@ impl Program {
                 command.environment,
                 command.scope,
             )
-            .map_err(Failure::Refused)?;
+            .map_err(Failure::from)?;
         let plan = confinement.limits_plan().map_err(Failure::Refused)?;
         if plan.sampled_memory_bytes.is_some() {
             return Err(Failure::Refused(Error::Capability(

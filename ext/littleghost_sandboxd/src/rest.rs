@@ -19,6 +19,7 @@ use littleghost_sandbox_core::denial::{Denial, Operation, Reason, Refusal};
 use littleghost_sandbox_core::error::kind::Kind;
 use littleghost_sandbox_core::error::Error;
 use littleghost_sandbox_core::fs::{Broker, EntryInfo, Error as FileError};
+use littleghost_sandbox_core::scope::file_operation;
 use littleghost_sandbox_core::workspace::refused_reference;
 use serde_json::json;
 
@@ -68,7 +69,7 @@ pub async fn handle(daemon: Arc<Daemon>, request: Request<Incoming>) -> Response
     let query = request.uri().query().unwrap_or("").to_string();
     let method = request.method().clone();
     match (method.clone(), path.as_str()) {
-        (Method::GET, "/v1/health") => health(&daemon),
+        (Method::GET, "/v1/health") => health(&daemon, true),
         (Method::GET, "/v1/metadata") => metadata(&daemon),
         (Method::GET, "/v1/x-littleghost/denials") => denials(&daemon, &query),
         (Method::POST, _) if path.starts_with(REPLACE_ROUTE) => {
@@ -77,6 +78,16 @@ pub async fn handle(daemon: Arc<Daemon>, request: Request<Incoming>) -> Response
                 Ok(call) => call.replace(request, &query).await,
                 Err(refused) => refused,
             }
+        }
+        _ if path.starts_with(ALLOWS) => {
+            let scope = match request.headers().get(scope::HEADER) {
+                None => None,
+                Some(text) => match scope::narrow(&daemon.confinement, text.as_bytes()) {
+                    Ok(scope) => Some(scope.broker),
+                    Err(refused) => return scope_refused(refused),
+                },
+            };
+            allows(&daemon, scope, &path[ALLOWS.len()..], &query).await
         }
         _ => match path.strip_prefix("/v1/files/").or(
             // `GET /v1/files` lists the root.
@@ -104,7 +115,16 @@ pub const REPLACE_ROUTE: &str = "/v1/x-littleghost/replace/";
 /// Without it, `PUT` keeps the reference's semantics (parents made).
 pub const CREATE_PARENTS_HEADER: &str = "x-littleghost-create-parents";
 
-fn health(daemon: &Daemon) -> Response<Body> {
+/// `GET /v1/health` is the one request that answers without the token:
+/// kubelet's probes carry none, and it says only whether the daemon is
+/// alive or draining (docs/security.md "The daemon").
+pub fn answers_without_token<T>(request: &Request<T>) -> bool {
+    request.method() == Method::GET && request.uri().path() == "/v1/health"
+}
+
+/// 200 while serving, 503 once SIGTERM arrived; the uptime only to a
+/// caller that holds the token (`authorized`).
+pub fn health(daemon: &Daemon, authorized: bool) -> Response<Body> {
     if daemon.stopping() {
         return answer(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -112,29 +132,60 @@ fn health(daemon: &Daemon) -> Response<Body> {
             "sandboxd is shutting down",
         );
     }
+    let body = match authorized {
+        true => json!({"status": "ok", "uptime_seconds": daemon.started.elapsed().as_secs()}),
+        false => json!({"status": "ok"}),
+    };
+    json_response(StatusCode::OK, body)
+}
+
+/// Non-sensitive facts only (the spec's rule): the reference's `env`, and
+/// beside it `x-littleghost`, what the daemon enforces (docs/spec.md RM.6).
+fn metadata(daemon: &Daemon) -> Response<Body> {
+    let confinement = &daemon.confinement;
     json_response(
         StatusCode::OK,
-        json!({"status": "ok", "uptime_seconds": daemon.started.elapsed().as_secs()}),
+        json!({
+            "env": {
+                "SANDBOXD_IMPLEMENTATION": "littleghost-sandboxd",
+                "LITTLEGHOST_BACKEND": confinement.backend_name(),
+                "LITTLEGHOST_NETWORK": confinement.network_mode().name(),
+                "LITTLEGHOST_ROOT_FILESYSTEM": confinement.policy.root_filesystem.name(),
+            },
+            "x-littleghost": confinement.enforced(),
+        }),
     )
 }
 
-/// Non-sensitive facts only (the spec's rule): what confines the programs.
-fn metadata(daemon: &Daemon) -> Response<Body> {
-    let confinement = &daemon.confinement;
-    let network = confinement
-        .policy
-        .network
-        .as_ref()
-        .map_or("none", |n| n.mode.name());
-    json_response(
-        StatusCode::OK,
-        json!({"env": {
-            "SANDBOXD_IMPLEMENTATION": "littleghost-sandboxd",
-            "LITTLEGHOST_BACKEND": confinement.backend_name(),
-            "LITTLEGHOST_NETWORK": network,
-            "LITTLEGHOST_ROOT_FILESYSTEM": confinement.policy.root_filesystem.name(),
-        }}),
-    )
+/// `GET /v1/x-littleghost/allows/{path}?operation=FEATURE`: whether the
+/// broker (the call's scope's, else the policy's) lets the canonical
+/// feature past on `path`, as `allows?` asks locally (docs/spec.md SC.13,
+/// 14.12): `{"allowed": bool}`. A path the workspace refuses is not allowed.
+const ALLOWS: &str = "/v1/x-littleghost/allows/";
+
+async fn allows(
+    daemon: &Arc<Daemon>,
+    scope: Option<Broker>,
+    encoded: &str,
+    query: &str,
+) -> Response<Body> {
+    let (Some(logical), Some(feature)) = (decode(encoded), query_value(query, "operation")) else {
+        return answer(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "allows takes a percent-encoded path and ?operation=FEATURE",
+        );
+    };
+    let daemon = daemon.clone();
+    blocking(move || {
+        let broker = scope.as_ref().unwrap_or(&daemon.confinement.broker);
+        let allowed = match daemon.confinement.workspace.resolve(&logical) {
+            Ok(physical) => broker.allows(file_operation(&feature), &physical),
+            Err(_) => false,
+        };
+        json_response(StatusCode::OK, json!({"allowed": allowed}))
+    })
+    .await
 }
 
 /// The denials as JSON lines, from now on (after those recorded, with `replay=true`).

@@ -14,19 +14,19 @@ async fn with_a_token_every_call_needs_it() {
         ..Options::default()
     });
     for authorization in [None, Some("Bearer wrong"), Some("s3cret-token")] {
-        let (status, body) = http(&daemon.rest, "GET", "/v1/health", authorization, b"");
+        let (status, body) = http(&daemon.rest, "GET", "/v1/metadata", authorization, b"");
         assert_eq!(status, 401, "{authorization:?}");
         assert!(String::from_utf8_lossy(&body).contains("UNAUTHENTICATED"));
         let (status, _) = http(&daemon.rest, "PUT", "/v1/files/x", authorization, b"x");
         assert_eq!(status, 401);
     }
     assert!(!daemon.path("x").exists());
-    assert_eq!(daemon.http("GET", "/v1/health", b"").0, 200);
+    assert_eq!(daemon.http("GET", "/v1/metadata", b"").0, 200);
     // Through the sandbox-router, which takes `authorization` for its own token.
     let routed = "X-Littleghost-Authorization: Bearer s3cret-token";
-    assert_eq!(http_with(&daemon.rest, "GET", "/v1/health", routed), 200);
+    assert_eq!(http_with(&daemon.rest, "GET", "/v1/metadata", routed), 200);
     let wrong = "X-Littleghost-Authorization: Bearer wrong";
-    assert_eq!(http_with(&daemon.rest, "GET", "/v1/health", wrong), 401);
+    assert_eq!(http_with(&daemon.rest, "GET", "/v1/metadata", wrong), 401);
     let mut client = daemon.processes().await;
     let bare = tonic::Request::new(ExecuteRequest {
         config: Some(config(&["true"])),

@@ -74,7 +74,7 @@ async fn a_limit_kills_and_is_streamed_back_as_a_denial() {
         (denial.kind.as_str(), denial.operation.as_str()),
         ("limit", "execute")
     );
-    assert!(denial.reason.contains("CPU time"), "{denial:?}");
+    assert!(denial.message.contains("CPU time"), "{denial:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -98,6 +98,14 @@ module LittleGhost
         connect(addresses[0], addresses[1], token)
       end
 
+      # Whether file mutation is possible: the daemon enforces writes and one of the grants its policy publishes is
+      # read-write (a daemon that publishes no grants: writes alone). See Sandbox#writable?.
+      #
+      #   sandbox.writable?   # => false for a daemon whose --policy has files: {root: read_only}
+      def writable?
+        scoped_writable?(nil)
+      end
+
       # :call-seq:
       #   scope(profile = nil, files: nil, capabilities: nil, network: nil) -> Remote::Scope
       #
@@ -148,6 +156,35 @@ module LittleGhost
         #   sandbox.scope(capabilities: [:read]).supports?(:write)   # => false
         def supports?(feature, value = nil)
           capabilities.supports?(feature, value)
+        end
+
+        # Whether writes are possible through this scope: the daemon's published grants, each at the narrowest access
+        # of the chain (see Remote#writable?).
+        #
+        #   sandbox.scope(files: {root: :read_only}).writable?   # => false
+        def writable?
+          supports?(:filesystem_write) && sandbox.__send__(:scoped_writable?, self)
+        end
+
+        # Whether +operation+ (<tt>:read</tt>, <tt>:list</tt>, <tt>:write</tt>, <tt>:replace</tt>, <tt>:execute</tt> or a
+        # feature name) is allowed through this scope, and with a logical +path+ whether the daemon's broker allows it
+        # there under the scope's narrowings (docs/spec.md SC.13, 14.12: a file not there yet may be written, a symlink
+        # or an escaping path is not). A bad, hidden or escaping path gives false; an unreachable daemon raises
+        # LittleGhost::DependencyError.
+        #
+        #   sandbox.scope(files: {root: :read_only}).allows?(:write, "notes.md")   # => false
+        def allows?(operation, path = nil)
+          unless path.nil? || path.is_a?(String) || (path.respond_to?(:to_path) && path.to_path.is_a?(String))
+            raise TypeError, "path must be a String or respond to to_path (got #{path.class})"
+          end
+
+          feature = Sandbox::Capabilities.normalize(operation)
+          return false unless supports?(feature)
+          return true if path.nil?
+
+          sandbox.__send__(:scoped_allows?, feature.to_s, path, self)
+        rescue PolicyError, ToolError, KeyError, ArgumentError
+          false
         end
 
         # A narrower scope (see Remote#scope); a capability this scope lacks raises LittleGhost::CapabilityError.

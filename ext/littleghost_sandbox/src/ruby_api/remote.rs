@@ -56,6 +56,8 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("capabilities", method!(capabilities, 0))?;
+    class.define_private_method("scoped_allows?", method!(scoped_allows, 3))?;
+    class.define_private_method("scoped_writable?", method!(scoped_writable, 1))?;
     class.define_method("read", method!(file::<0>, -1))?;
     class.define_method("list", method!(file::<1>, -1))?;
     class.define_method("write", method!(file::<2>, -1))?;
@@ -167,12 +169,12 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     Ok(())
 }
 
-/// What the daemon enforces, from its metadata: the file operations and
-/// programs, its network mode, and as isolation its backend's name.
+/// What the daemon enforces, from its metadata (docs/spec.md RM.6): what
+/// it publishes, else what its `env` implies.
 fn capabilities(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
     let metadata = metadata(ruby, connection(ruby, rb_self)?)?;
     let view = metadata.enforced();
-    let symbols = |names: &[&str]| -> RArray {
+    let symbols = |names: &[String]| -> RArray {
         let array = ruby.ary_new();
         names.iter().for_each(|name| {
             let _ = array.push(ruby.to_symbol(name));
@@ -183,11 +185,38 @@ fn capabilities(ruby: &Ruby, rb_self: SandboxObj) -> Result<Value, Error> {
     options.aset(ruby.to_symbol("features"), symbols(&view.features))?;
     options.aset(
         ruby.to_symbol("network_modes"),
-        symbols(&[view.network.as_str()]),
+        symbols(std::slice::from_ref(&view.network)),
     )?;
     options.aset(ruby.to_symbol("isolation"), ruby.to_symbol(&view.isolation))?;
     let class = constants::class(ruby, "LittleGhost::Sandbox::Capabilities")?;
     class.funcall("new", (magnus::KwArgs(options),))
+}
+
+/// `scoped_allows?(feature, path, scope)`, from Remote::Scope#allows?: the
+/// daemon's broker answers for the canonical `feature` on `path` under the
+/// scope's narrowings (docs/spec.md SC.13).
+fn scoped_allows(
+    ruby: &Ruby,
+    rb_self: SandboxObj,
+    feature: RString,
+    path: Value,
+    scope: Value,
+) -> Result<bool, Error> {
+    let feature = convert::text(ruby, feature, "feature")?;
+    let path = convert::lossy(convert::path_string(ruby, path, "path")?);
+    let state = connected(ruby, rb_self)?;
+    let client = client_for(ruby, state, Some(scope))?;
+    wait(ruby, client.allows(feature, path), None)
+}
+
+/// `scoped_writable?(scope)`, from Remote#writable? and
+/// Remote::Scope#writable?: the daemon's published grants, as the scope
+/// (nil: none) narrows them (docs/spec.md SC.11).
+fn scoped_writable(ruby: &Ruby, rb_self: SandboxObj, scope: Value) -> Result<bool, Error> {
+    let state = connection(ruby, rb_self)?;
+    let enforced = metadata(ruby, state)?.enforced();
+    let client = client_for(ruby, state, Some(scope))?;
+    Ok(enforced.writable(client.narrowings()))
 }
 
 /// The client a call goes through: the sandbox's, narrowed by `scope:` (a

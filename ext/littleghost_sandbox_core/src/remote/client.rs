@@ -29,10 +29,12 @@ pub struct Execution {
     pub stderr: Vec<u8>,
 }
 
-/// `/v1/metadata`'s `env`: what the daemon says of itself.
+/// `/v1/metadata`: the reference's `env`, and what littleghost-sandboxd
+/// publishes it enforces (`x-littleghost`; None from a daemon that does not).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Metadata {
     pub env: Vec<(String, String)>,
+    pub published: Option<Enforced>,
 }
 
 impl Metadata {
@@ -57,40 +59,120 @@ impl Metadata {
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.as_str())
     }
+
+    /// `/v1/metadata`'s JSON read: `env`'s string values, and `x-littleghost`
+    /// when present (a malformed one is the daemon's fault).
+    pub fn from_json(value: &serde_json::Value) -> Result<Metadata, Error> {
+        let env = value
+            .get("env")
+            .and_then(|env| env.as_object())
+            .map(|env| {
+                env.iter()
+                    .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let published = match value.get("x-littleghost") {
+            None => None,
+            Some(published) => Some(Enforced::from_json(published).ok_or_else(|| {
+                Error::Protocol(format!(
+                    "a malformed x-littleghost in /v1/metadata: {published}"
+                ))
+            })?),
+        };
+        Ok(Metadata { env, published })
+    }
 }
 
-/// What a daemon says it enforces (`Capabilities`, docs/spec.md §4).
+/// What a daemon says it enforces (`Capabilities`, docs/spec.md §4, RM.6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enforced {
-    pub features: Vec<&'static str>,
+    pub features: Vec<String>,
     /// The one network mode its programs get.
     pub network: String,
     /// Its backend's name (`bubblewrap`, `landlock`), `none` for a daemon
     /// that does not say (agent-sandbox's reference sandboxd confines nothing).
     pub isolation: String,
+    /// The policy's file grants, name and access (`read_only`,
+    /// `read_write`); None when the daemon does not say.
+    pub files: Option<Vec<(String, String)>>,
+}
+
+impl Enforced {
+    /// `x-littleghost` read: `backend`, `features`, `network`, `files`.
+    fn from_json(value: &serde_json::Value) -> Option<Enforced> {
+        let text = |key: &str| Some(value.get(key)?.as_str()?.to_string());
+        let features = value
+            .get("features")?
+            .as_array()?
+            .iter()
+            .map(|feature| Some(feature.as_str()?.to_string()))
+            .collect::<Option<Vec<_>>>()?;
+        let files = value
+            .get("files")?
+            .as_object()?
+            .iter()
+            .map(|(name, access)| Some((name.clone(), access.as_str()?.to_string())))
+            .collect::<Option<Vec<_>>>()?;
+        Some(Enforced {
+            features,
+            network: text("network")?,
+            isolation: text("backend")?,
+            files: Some(files),
+        })
+    }
+
+    /// SC.11 for the daemon, under `narrowings`: writes are a feature and
+    /// some grant the narrowings keep is read-write (each name at the
+    /// narrowest access of the chain). Without published grants, the
+    /// feature alone.
+    pub fn writable(&self, narrowings: &[Narrowing]) -> bool {
+        if !self.features.iter().any(|f| f == "filesystem_write") {
+            return false;
+        }
+        let Some(files) = &self.files else {
+            return true;
+        };
+        let combined = Narrowing::combined(narrowings);
+        let kept = |name: &str| match combined.get("files") {
+            None => true,
+            Some(narrowed) => narrowed.get(name).and_then(|a| a.as_str()) == Some("read_write"),
+        };
+        files
+            .iter()
+            .any(|(name, access)| access == "read_write" && kept(name))
+    }
 }
 
 impl Metadata {
-    /// littleghost-sandboxd's `LITTLEGHOST_*` entries read as capabilities:
-    /// its files go through the broker and its programs run confined; a
-    /// daemon without them is taken to confine nothing, with the network
+    /// What the daemon enforces: what it published, else (a reference
+    /// sandboxd, or an older littleghost-sandboxd) inferred from `env`: the
+    /// file features and `process_execute`, plus `process_spawn` and
+    /// `process_tree_ownership` where `LITTLEGHOST_BACKEND` names a backend;
+    /// a daemon without it is taken to confine nothing, with the network
     /// inherited.
     pub fn enforced(&self) -> Enforced {
+        if let Some(published) = &self.published {
+            return published.clone();
+        }
         let ours = self.get("LITTLEGHOST_BACKEND").is_some();
         let mut features = vec![
             "filesystem_read",
             "filesystem_list",
             "filesystem_write",
-            "filesystem_replace",
             "process_execute",
         ];
+        // A `replace` is refused where the daemon has no atomic one (RM.3).
+        if self.require_atomic_replace().is_ok() {
+            features.push("filesystem_replace");
+        }
         if ours {
             // Each launch owns its process tree (a cgroup, or the helper's supervision).
             features.extend(["process_spawn", "process_tree_ownership"]);
         }
         let default_network = if ours { "none" } else { "inherit" };
         Enforced {
-            features,
+            features: features.into_iter().map(str::to_string).collect(),
             network: self
                 .get("LITTLEGHOST_NETWORK")
                 .unwrap_or(default_network)
@@ -99,6 +181,7 @@ impl Metadata {
                 .get("LITTLEGHOST_BACKEND")
                 .unwrap_or("none")
                 .to_string(),
+            files: None,
         }
     }
 }
@@ -328,16 +411,39 @@ impl Client {
             }
             let value: serde_json::Value = serde_json::from_slice(&answer.body)
                 .map_err(|error| Error::Protocol(format!("metadata that is not JSON: {error}")))?;
-            let env = value
-                .get("env")
-                .and_then(|env| env.as_object())
-                .map(|env| {
-                    env.iter()
-                        .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            Ok(Metadata { env })
+            Metadata::from_json(&value)
+        })
+    }
+
+    /// Whether the daemon's broker lets the canonical `feature` past on
+    /// `logical` under this client's narrowings (docs/spec.md SC.13, 14.12;
+    /// `GET /v1/x-littleghost/allows/{path}`). An absolute or `workspace://`
+    /// path is refused before anything is sent, as for a file call.
+    pub fn allows(&self, feature: String, logical: String) -> Pending<bool> {
+        let grpc = self.grpc.clone();
+        Pending::spawn(&self.runtime, async move {
+            files::relative(&logical)?;
+            let target = format!(
+                "/v1/x-littleghost/allows/{}?operation={}",
+                http::encode(logical.as_bytes()),
+                http::encode(feature.as_bytes())
+            );
+            let answer = http::call(
+                &grpc.endpoint,
+                hyper::Method::GET,
+                &target,
+                grpc.scope.as_deref(),
+                &[],
+                Default::default(),
+            )
+            .await?;
+            if !answer.status.is_success() {
+                return Err(http::failure(&answer));
+            }
+            serde_json::from_slice::<serde_json::Value>(&answer.body)
+                .ok()
+                .and_then(|value| value.get("allowed")?.as_bool())
+                .ok_or_else(|| Error::Protocol("an allows answer without allowed".into()))
         })
     }
 
@@ -369,8 +475,18 @@ mod tests {
     fn only_littleghost_sandboxd_replaces_atomically() {
         let of = |implementation: &str| Metadata {
             env: vec![("SANDBOXD_IMPLEMENTATION".into(), implementation.into())],
+            ..Metadata::default()
         };
         assert_eq!(of("littleghost-sandboxd").require_atomic_replace(), Ok(()));
+        let replace = |metadata: Metadata| {
+            metadata
+                .enforced()
+                .features
+                .iter()
+                .any(|feature| feature == "filesystem_replace")
+        };
+        assert!(replace(of("littleghost-sandboxd")));
+        assert!(!replace(of("sandboxd")));
         let refused = of("sandboxd").require_atomic_replace().unwrap_err();
         assert_eq!(refused.kind(), crate::error::kind::Kind::Capability);
         assert!(Metadata::default().require_atomic_replace().is_err());
@@ -395,5 +511,70 @@ mod tests {
             Narrowing::combined(&only_network),
             serde_json::json!({"network": "none"})
         );
+    }
+
+    #[test]
+    fn published_capabilities_win_over_the_inferred_ones() {
+        let metadata = Metadata::from_json(&serde_json::json!({
+            "env": {"LITTLEGHOST_BACKEND": "landlock", "LITTLEGHOST_NETWORK": "none"},
+            "x-littleghost": {
+                "backend": "landlock",
+                "features": ["filesystem_read", "filesystem_write", "process_execute", "memory_limit"],
+                "network": "inherit",
+                "files": {"root": "read_only"},
+            },
+        }))
+        .unwrap();
+        let enforced = metadata.enforced();
+        assert_eq!(
+            enforced.features,
+            [
+                "filesystem_read",
+                "filesystem_write",
+                "process_execute",
+                "memory_limit"
+            ]
+        );
+        assert_eq!(
+            (enforced.network.as_str(), enforced.isolation.as_str()),
+            ("inherit", "landlock")
+        );
+        assert!(!enforced.writable(&[]), "a read-only root is not writable");
+        let malformed = serde_json::json!({"env": {}, "x-littleghost": {"features": "all"}});
+        assert!(matches!(
+            Metadata::from_json(&malformed),
+            Err(Error::Protocol(_))
+        ));
+    }
+
+    #[test]
+    fn a_daemon_that_publishes_nothing_is_inferred_from_its_env() {
+        let reference =
+            Metadata::from_json(&serde_json::json!({"env": {"SANDBOX_X": "1"}})).unwrap();
+        let enforced = reference.enforced();
+        assert_eq!(
+            (enforced.network.as_str(), enforced.isolation.as_str()),
+            ("inherit", "none")
+        );
+        assert!(!enforced.features.iter().any(|f| f == "process_spawn"));
+        assert!(enforced.writable(&[]));
+    }
+
+    #[test]
+    fn writable_keeps_only_what_every_narrowing_keeps() {
+        let enforced = Enforced {
+            features: vec!["filesystem_write".into()],
+            network: "none".into(),
+            isolation: "bubblewrap".into(),
+            files: Some(vec![("root".into(), "read_write".into())]),
+        };
+        assert!(enforced.writable(&[]));
+        assert!(enforced.writable(&[narrowing(None, Some("none"))]));
+        let read_only = narrowing(Some(&[("root", "read_only")]), None);
+        let read_write = narrowing(Some(&[("root", "read_write")]), None);
+        assert!(!enforced.writable(std::slice::from_ref(&read_only)));
+        assert!(!enforced.writable(&[read_only, read_write.clone()]));
+        assert!(enforced.writable(&[read_write]));
+        assert!(!enforced.writable(&[narrowing(Some(&[]), None)]));
     }
 }

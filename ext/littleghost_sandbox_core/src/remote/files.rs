@@ -50,7 +50,7 @@ const FILES_ROUTE: &str = "/v1/files/";
 
 /// 3.3: an absolute reference is refused before anything is sent (the
 /// daemon would read it as relative to its root).
-fn relative(logical: &str) -> Result<(), Error> {
+pub(super) fn relative(logical: &str) -> Result<(), Error> {
     if logical.starts_with('/') {
         return Err(Error::Refused(
             "workspace paths must be relative or use workspace://".into(),

@@ -23,7 +23,7 @@ pub use grants::{narrow_grants, Narrowed, Request};
 pub use network::{
     narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
 };
-pub use queries::file_feature;
+pub use queries::{file_feature, file_operation};
 pub use refusal::NetworkNarrowing;
 
 use crate::error::Result;

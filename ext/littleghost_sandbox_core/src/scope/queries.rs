@@ -31,13 +31,7 @@ impl Scoped {
         if !self.supports(feature) {
             return false;
         }
-        let operation = match feature {
-            "filesystem_write" => FsOperation::Write,
-            "filesystem_replace" => FsOperation::Replace,
-            "filesystem_list" => FsOperation::List,
-            _ => FsOperation::Read,
-        };
-        physical.is_none_or(|path| self.broker.allows(operation, path))
+        physical.is_none_or(|path| self.broker.allows(file_operation(feature), path))
     }
 
     /// SC.16: every grant root still is the directory captured when the scope was built.
@@ -56,6 +50,18 @@ impl Scoped {
             })
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// The broker operation SC.13 asks about for the canonical `feature`: a
+/// feature that is not a file operation asks only whether the path is
+/// visible (a read).
+pub fn file_operation(feature: &str) -> FsOperation {
+    match feature {
+        "filesystem_write" => FsOperation::Write,
+        "filesystem_replace" => FsOperation::Replace,
+        "filesystem_list" => FsOperation::List,
+        _ => FsOperation::Read,
     }
 }
 

@@ -16,12 +16,19 @@ pub struct Denial {
     /// The path as the caller wrote it, the program or the destination.
     #[prost(string, tag = "3")]
     pub target: ::prost::alloc::string::String,
-    /// Why it was refused, in words that do not name a host path.
+    /// Why it was refused, in words that do not name a host path (field 4
+    /// was named `reason` before the rule's name was carried; the wire is
+    /// unchanged).
     #[prost(string, tag = "4")]
-    pub reason: ::prost::alloc::string::String,
+    pub message: ::prost::alloc::string::String,
     /// When, in milliseconds since the Unix epoch.
     #[prost(int64, tag = "5")]
     pub time_unix_ms: i64,
+    /// The rule that refused it, by name ("escapes_scope", "read_only",
+    /// "cpu_limit", "not_allowed"...): the `reason` of the JSON-lines stream
+    /// `GET /v1/x-littleghost/denials`.
+    #[prost(string, tag = "6")]
+    pub reason: ::prost::alloc::string::String,
 }
 /// Generated client implementations.
 pub mod denial_service_client {
