@@ -346,17 +346,28 @@ pub fn hash_code(value: &impl std::hash::Hash) -> i64 {
     hasher.finish() as i64
 }
 
+/// How a value object reads one of its fields as a Ruby value.
+pub(crate) type Reader<T> = fn(&Ruby, &T) -> Result<Value, Error>;
+
 /// A frozen TypedData value object over a core struct: equality and hashing
 /// are the core value's (`PartialEq`, `Hash`), `inspect` and `to_h` show
-/// [`fields`](ValueObject::fields). [`define_value_methods!`] defines the Ruby methods.
+/// [`fields`](ValueObject::fields), each field is a reader ([`field`]).
+/// [`define_value_methods!`] defines the Ruby methods.
 pub(crate) trait ValueObject: TypedData + Sized + 'static {
     /// The core value compared and hashed.
     type Core: PartialEq + std::hash::Hash;
 
+    /// The labelled readers, in the order `inspect` shows them.
+    const FIELDS: &'static [(&'static str, Reader<Self>)] = &[];
+
     fn core(&self) -> &Self::Core;
 
     /// The labelled values `inspect` shows (and `to_h` returns), in order.
-    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error>;
+    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
+        let read =
+            |(label, reader): &(&'static str, Reader<Self>)| Ok((*label, reader(ruby, self)?));
+        Self::FIELDS.iter().map(read).collect()
+    }
 
     /// Equal to `other` of the same class; `strict` is `eql?` rather than `==`
     /// for the Ruby objects a value holds besides its core value.
@@ -368,6 +379,14 @@ pub(crate) trait ValueObject: TypedData + Sized + 'static {
     fn hash_code(&self, _ruby: &Ruby) -> Result<i64, Error> {
         Ok(hash_code(self.core()))
     }
+}
+
+/// The reader `T::FIELDS[I]` as a Ruby method (see [`define_value_methods!`]).
+pub(crate) fn field<T: ValueObject, const I: usize>(
+    ruby: &Ruby,
+    rb_self: &T,
+) -> Result<Value, Error> {
+    (T::FIELDS[I].1)(ruby, rb_self)
 }
 
 /// `a.eql?(b)` when `strict`, else `a == b`: how a value object compares the
@@ -469,10 +488,23 @@ fn held_fields<T: ValueObject>(
 
 /// Defines `==`, `eql?`, `hash`, `inspect` and `to_s` (and `to_h` when asked)
 /// of a [`ValueObject`] type on a class, in a function returning
-/// `Result<(), Error>`: `vo::define_value_methods!(class, Limits, true)`. (A
-/// macro, as magnus's `method!` wraps its function in a nested `fn`, which
-/// cannot name a generic caller's type parameter; here the type is concrete.)
+/// `Result<(), Error>`: `vo::define_value_methods!(class, Limits, true)`;
+/// `vo::define_value_methods!(class, Limits, true, [0, 1, 2, 3])` also
+/// defines the readers of those [`ValueObject::FIELDS`], named by their
+/// labels. (A macro, as magnus's `method!` wraps its function in a nested
+/// `fn`, which cannot name a generic caller's type parameter; here the type
+/// is concrete.)
 macro_rules! define_value_methods {
+    ($class:expr, $type:ty, $to_h:expr, [$($index:literal),*]) => {{
+        use crate::helpers::value_object::{self as vo, ValueObject};
+        let class: magnus::RClass = $class;
+        $(magnus::Module::define_method(
+            class,
+            <$type as ValueObject>::FIELDS[$index].0,
+            magnus::method!(vo::field::<$type, $index>, 0),
+        )?;)*
+        vo::define_value_methods!(class, $type, $to_h)
+    }};
     ($class:expr, $type:ty, $to_h:expr) => {{
         use crate::helpers::value_object as vo;
         use magnus::{method, Module};
@@ -485,7 +517,7 @@ macro_rules! define_value_methods {
         if $to_h {
             class.define_method("to_h", method!(vo::value_to_h::<$type>, 0))?;
         }
-        Ok(())
+        Ok::<(), magnus::Error>(())
     }};
 }
 pub(crate) use define_value_methods;

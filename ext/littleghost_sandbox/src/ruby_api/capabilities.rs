@@ -35,28 +35,32 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("normalize", function!(normalize, 1))?;
-    class.define_method("features", method!(features, 0))?;
-    class.define_method("network_modes", method!(network_modes, 0))?;
-    class.define_method("isolation", method!(isolation, 0))?;
     class.define_method("supports?", method!(supports, -1))?;
     class.define_method("include?", method!(supports, -1))?;
     class.define_method("intersect", method!(intersect, 1))?;
-    vo::define_value_methods!(class, Capabilities, true)
+    vo::define_value_methods!(class, Capabilities, true, [0, 1, 2])
 }
 
 impl vo::ValueObject for Capabilities {
     type Core = core::Capabilities;
 
+    // features: the supported features; network_modes: the network modes the
+    // backend can enforce (frozen Arrays of Symbols); isolation: a descriptive
+    // Symbol naming the isolation mechanism (:none, :namespace, ...).
+    const FIELDS: &'static [(&'static str, vo::Reader<Self>)] = &[
+        ("features", |ruby, c| {
+            Ok(vo::frozen_symbols(ruby, &c.0.features).as_value())
+        }),
+        ("network_modes", |ruby, c| {
+            Ok(vo::frozen_symbols(ruby, &c.0.network_mode_names()).as_value())
+        }),
+        ("isolation", |ruby, c| {
+            Ok(ruby.to_symbol(&c.0.isolation).as_value())
+        }),
+    ];
+
     fn core(&self) -> &core::Capabilities {
         &self.0
-    }
-
-    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
-        Ok(vec![
-            ("features", features(ruby, self).as_value()),
-            ("network_modes", network_modes(ruby, self).as_value()),
-            ("isolation", isolation(ruby, self).as_value()),
-        ])
     }
 }
 
@@ -117,21 +121,6 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, 
         ),
     )?;
     Ok(vo::frozen_obj(ruby, Capabilities(core), class))
-}
-
-/// features: the supported features, a frozen Array of Symbols.
-fn features(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
-    vo::frozen_symbols(ruby, &rb_self.0.features)
-}
-
-/// network_modes: the network modes the backend can enforce, a frozen Array of Symbols.
-fn network_modes(ruby: &Ruby, rb_self: &Capabilities) -> RArray {
-    vo::frozen_symbols(ruby, &rb_self.0.network_mode_names())
-}
-
-/// isolation: a descriptive Symbol naming the isolation mechanism (:none, :namespace, ...).
-fn isolation(ruby: &Ruby, rb_self: &Capabilities) -> Symbol {
-    ruby.to_symbol(&rb_self.0.isolation)
 }
 
 /// supports?(feature, value = nil): whether the feature (or network mode) is available; aliases are honoured.

@@ -54,26 +54,24 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.undef_default_alloc_func();
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", method!(coerce, 1))?;
-    class.define_method("values", method!(values, 0))?;
-    class.define_method("to_h", method!(values, 0))?;
-    // inherit?: whether processes start from the parent's environment.
-    let inherit = method!(|e: &EnvironmentPolicy| e.core.inherit(), 0);
-    class.define_method("inherit?", inherit)?;
+    class.define_method("inherit?", method!(vo::field::<EnvironmentPolicy, 0>, 0))?;
+    class.define_method("values", method!(vo::field::<EnvironmentPolicy, 1>, 0))?;
+    class.define_alias("to_h", "values")?;
     vo::define_value_methods!(class, EnvironmentPolicy, false)
 }
 
 impl vo::ValueObject for EnvironmentPolicy {
     type Core = core::EnvironmentPolicy;
 
+    // inherit?: whether processes start from the parent's environment;
+    // values: the variables to set, a frozen Hash of frozen Strings.
+    const FIELDS: &'static [(&'static str, vo::Reader<Self>)] = &[
+        ("inherit", |ruby, e| Ok(ruby.into_value(e.core.inherit()))),
+        ("values", |ruby, e| Ok(ruby.get_inner(e.values).as_value())),
+    ];
+
     fn core(&self) -> &core::EnvironmentPolicy {
         &self.core
-    }
-
-    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
-        Ok(vec![
-            ("inherit", ruby.into_value(self.core.inherit())),
-            ("values", values(ruby, self).as_value()),
-        ])
     }
 }
 
@@ -167,9 +165,4 @@ fn wrap_as(
         values: values.into(),
     };
     vo::frozen_obj(ruby, policy, class)
-}
-
-/// values: the variables to set, a frozen Hash of frozen Strings.
-fn values(ruby: &Ruby, rb_self: &EnvironmentPolicy) -> RHash {
-    ruby.get_inner(rb_self.values)
 }

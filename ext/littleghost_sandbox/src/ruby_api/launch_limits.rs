@@ -41,7 +41,8 @@ fn strict(value: Option<Value>) -> Option<Given> {
 /// The three limits from their values (nil or absent: unlimited); each a
 /// positive Integer, else ArgumentError naming it.
 pub fn parse(ruby: &Ruby, values: [Option<Value>; 3]) -> Result<Requested, Error> {
-    keywords::requested(values.map(strict)).map_err(|message| argument_error(ruby, message))
+    keywords::requested(values.map(strict))
+        .map_err(|error| argument_error(ruby, keywords::message(error)))
 }
 
 /// Validates the backend option `process_limits:` (nil, or a Hash with some
@@ -77,7 +78,8 @@ pub fn store_defaults(
                     value: *value,
                 })
                 .collect();
-            keywords::defaults(&entries).map_err(|message| argument_error(ruby, message))?
+            keywords::defaults(&entries)
+                .map_err(|error| argument_error(ruby, keywords::message(error)))?
         }
     };
     launch_defaults(sandbox).borrow_mut().limits = limits;

@@ -29,30 +29,32 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", function!(coerce, 1))?;
-    // read_bytes: the largest file `read` returns, in bytes.
-    class.define_method("read_bytes", method!(|l: &Limits| l.0.read_bytes, 0))?;
-    // write_bytes: the largest content `write` or `replace` accepts, in bytes.
-    class.define_method("write_bytes", method!(|l: &Limits| l.0.write_bytes, 0))?;
-    // list_entries: the most entries `list` returns.
-    class.define_method("list_entries", method!(|l: &Limits| l.0.list_entries, 0))?;
-    // output_bytes: the most bytes of process output captured per stream.
-    class.define_method("output_bytes", method!(|l: &Limits| l.0.output_bytes, 0))?;
-    vo::define_value_methods!(class, Limits, true)
+    vo::define_value_methods!(class, Limits, true, [0, 1, 2, 3])
 }
 
 impl vo::ValueObject for Limits {
     type Core = core::Limits;
 
+    // read_bytes: the largest file `read` returns; write_bytes: the largest
+    // content `write` or `replace` accepts (both in bytes); list_entries: the
+    // most entries `list` returns; output_bytes: the most bytes of process
+    // output captured per stream. In the core's `fields` order.
+    const FIELDS: &'static [(&'static str, vo::Reader<Self>)] = &[
+        ("read_bytes", |ruby, l| Ok(ruby.into_value(l.0.read_bytes))),
+        (
+            "write_bytes",
+            |ruby, l| Ok(ruby.into_value(l.0.write_bytes)),
+        ),
+        ("list_entries", |ruby, l| {
+            Ok(ruby.into_value(l.0.list_entries))
+        }),
+        ("output_bytes", |ruby, l| {
+            Ok(ruby.into_value(l.0.output_bytes))
+        }),
+    ];
+
     fn core(&self) -> &core::Limits {
         &self.0
-    }
-
-    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
-        Ok(self
-            .0
-            .fields()
-            .map(|(name, value)| (name, ruby.into_value(value)))
-            .to_vec())
     }
 }
 

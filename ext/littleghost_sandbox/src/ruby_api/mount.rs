@@ -8,7 +8,7 @@ use littleghost_sandbox_core::grants::{Access, Grant};
 use littleghost_sandbox_core::policy as core;
 use magnus::{
     method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj, Error,
-    RClass, RHash, RString, Ruby, Symbol, TypedData, Value,
+    RClass, RHash, RString, Ruby, TypedData, Value,
 };
 
 use crate::helpers::errors;
@@ -24,37 +24,43 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     class.undef_default_alloc_func();
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", method!(coerce, -1))?;
-    class.define_method("source", method!(source, 0))?;
-    class.define_method("target", method!(target, 0))?;
-    class.define_method("access", method!(access, 0))?;
-    class.define_method("protect_aliases", method!(protect_aliases, 0))?;
-    class.define_method("tools", method!(tools, 0))?;
     // read_only?: true for a `:read_only` mount.
     class.define_method("read_only?", method!(|m: &Mount| !m.0.access.writable(), 0))?;
     // writable?: true for a `:read_write` mount.
     class.define_method("writable?", method!(|m: &Mount| m.0.access.writable(), 0))?;
-    class.define_method("protect_aliases?", method!(protect_aliases, 0))?;
-    class.define_method("tool_visible?", method!(tools, 0))?;
     class.define_method("covers?", method!(covers, 1))?;
     class.define_method("narrow", method!(narrow, -1))?;
-    vo::define_value_methods!(class, Mount, false)
+    vo::define_value_methods!(class, Mount, false, [0, 1, 2, 3, 4])?;
+    class.define_alias("protect_aliases?", "protect_aliases")?;
+    class.define_alias("tool_visible?", "tools")
 }
 
 impl vo::ValueObject for Mount {
     type Core = Grant;
 
+    // source: the host directory, an expanded frozen String; target: where
+    // it appears, a cleaned absolute frozen String; access: `:read_only` or
+    // `:read_write`; tools: whether file tools may see it (false for a
+    // process-only runtime grant); protect_aliases: whether physical aliases
+    // of the directory keep its access.
+    const FIELDS: &'static [(&'static str, vo::Reader<Self>)] = &[
+        ("source", |ruby, m| {
+            Ok(convert::path_to_ruby(ruby, &m.0.source).as_value())
+        }),
+        ("target", |ruby, m| {
+            Ok(convert::path_to_ruby(ruby, &m.0.target).as_value())
+        }),
+        ("access", |ruby, m| {
+            Ok(ruby.to_symbol(m.0.access.name()).as_value())
+        }),
+        ("tools", |ruby, m| Ok(ruby.into_value(m.0.tools))),
+        ("protect_aliases", |ruby, m| {
+            Ok(ruby.into_value(m.0.protect_aliases))
+        }),
+    ];
+
     fn core(&self) -> &Grant {
         &self.0
-    }
-
-    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
-        Ok(vec![
-            ("source", source(ruby, self).as_value()),
-            ("target", target(ruby, self).as_value()),
-            ("access", access(ruby, self).as_value()),
-            ("tools", ruby.into_value(self.0.tools)),
-            ("protect_aliases", ruby.into_value(self.0.protect_aliases)),
-        ])
     }
 
     /// The same real source (its realpath when it exists), target, access and flags.
@@ -151,31 +157,6 @@ fn coerce_value(
         }
     }
     Ok(build(ruby, class, options)?.as_value())
-}
-
-/// source: the host directory, an expanded frozen String.
-fn source(ruby: &Ruby, rb_self: &Mount) -> RString {
-    convert::path_to_ruby(ruby, &rb_self.0.source)
-}
-
-/// target: where the directory appears, a cleaned absolute frozen String.
-fn target(ruby: &Ruby, rb_self: &Mount) -> RString {
-    convert::path_to_ruby(ruby, &rb_self.0.target)
-}
-
-/// access: `:read_only` or `:read_write`.
-fn access(ruby: &Ruby, rb_self: &Mount) -> Symbol {
-    ruby.to_symbol(rb_self.0.access.name())
-}
-
-/// protect_aliases: whether physical aliases of this directory keep its access.
-fn protect_aliases(rb_self: &Mount) -> bool {
-    rb_self.0.protect_aliases
-}
-
-/// tools: whether file tools may see this grant (false for a process-only runtime grant).
-fn tools(rb_self: &Mount) -> bool {
-    rb_self.0.tools
 }
 
 /// covers?(path): whether the normalised path is the target or lies beneath it.

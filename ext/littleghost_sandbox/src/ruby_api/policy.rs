@@ -6,7 +6,7 @@
 use littleghost_sandbox_core::policy::{self as core, GrantTable, RootFilesystem};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::scan_args, typed_data::Obj, value::Opaque,
-    DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, Symbol, TypedData, Value,
+    DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, TypedData, Value,
 };
 
 use crate::helpers::errors;
@@ -73,45 +73,52 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     )?;
     class.define_singleton_method("new", method!(new, -1))?;
     class.define_singleton_method("coerce", method!(coerce, -1))?;
-    class.define_method("files", method!(files, 0))?;
-    class.define_method("runtime_paths", method!(runtime_paths, 0))?;
-    class.define_method("root_filesystem", method!(root_filesystem, 0))?;
-    class.define_method("environment", method!(environment, 0))?;
-    class.define_method("network", method!(network, 0))?;
-    class.define_method("protect", method!(protect, 0))?;
     // workspace_writable?: true iff the workspace root is granted `:read_write` to tools.
     let writable = method!(|p: &Policy| p.core.workspace_writable(), 0);
     class.define_method("workspace_writable?", writable)?;
     class.define_method("process_grants", method!(process_grants, 1))?;
-    vo::define_value_methods!(class, Policy, true)
+    vo::define_value_methods!(class, Policy, true, [0, 1, 2, 3, 4, 5])
 }
 
 impl vo::ValueObject for Policy {
     type Core = core::Policy;
 
+    // files and runtime_paths: the tool-visible and the process-only grants,
+    // frozen Hashes of workspace path name to access Symbol; root_filesystem:
+    // what a process sees outside its grants; environment: the
+    // EnvironmentPolicy; network: the NetworkPolicy, or nil for the backend's
+    // secure default; protect: the paths kept read-only inside every writable
+    // grant, a frozen Array of Strings.
+    const FIELDS: &'static [(&'static str, vo::Reader<Self>)] = &[
+        ("files", |ruby, p| table_to_ruby(ruby, &p.core.files)),
+        ("runtime_paths", |ruby, p| {
+            table_to_ruby(ruby, &p.core.runtime_paths)
+        }),
+        ("root_filesystem", |ruby, p| {
+            Ok(ruby.to_symbol(p.core.root_filesystem.name()).as_value())
+        }),
+        ("environment", |ruby, p| Ok(ruby.get_inner(p.environment))),
+        ("network", |ruby, p| Ok(ruby.get_inner(p.network))),
+        ("protect", |ruby, p| {
+            let entries = p.core.protect.entries().iter();
+            let list = ruby.ary_from_iter(entries.map(|e| ruby.str_new(&e.to_string_lossy())));
+            list.freeze();
+            Ok(list.as_value())
+        }),
+    ];
+
     fn core(&self) -> &core::Policy {
         &self.core
     }
 
-    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
-        Ok(vec![
-            ("files", files(ruby, self)?.as_value()),
-            ("runtime_paths", runtime_paths(ruby, self)?.as_value()),
-            ("root_filesystem", root_filesystem(ruby, self).as_value()),
-            ("environment", environment(ruby, self)),
-            ("network", network(ruby, self)),
-            ("protect", protect(ruby, self)?.as_value()),
-        ])
-    }
-
     /// The core values equal and the network objects (gateway, authorizer) equal under `eql?` or `==`.
     fn same(&self, ruby: &Ruby, other: &Policy, strict: bool) -> Result<bool, Error> {
-        let (mine, theirs) = (network(ruby, self), network(ruby, other));
+        let (mine, theirs) = (ruby.get_inner(self.network), ruby.get_inner(other.network));
         Ok(self.core == other.core && vo::ruby_eq(mine, theirs, strict)?)
     }
 
     fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
-        let network = network(ruby, self).hash()?.to_i64()?;
+        let network = ruby.get_inner(self.network).hash()?.to_i64()?;
         Ok(vo::hash_code(&(&self.core, network)))
     }
 }
@@ -247,48 +254,13 @@ fn protect_list(ruby: &Ruby, value: Value) -> Result<core::ProtectList, Error> {
     errors::core_result(ruby, core::ProtectList::parse(given))
 }
 
-/// protect: the paths kept read-only inside every writable grant, a frozen Array of Strings.
-fn protect(ruby: &Ruby, rb_self: &Policy) -> Result<RArray, Error> {
-    let list = ruby.ary_new();
-    for entry in rb_self.core.protect.entries() {
-        list.push(ruby.str_new(&entry.to_string_lossy()))?;
-    }
-    list.freeze();
-    Ok(list)
-}
-
-fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<RHash, Error> {
+fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<Value, Error> {
     let hash = ruby.hash_new();
     for (name, access) in table.entries() {
         hash.aset(ruby.to_symbol(name), ruby.to_symbol(access.name()))?;
     }
     hash.freeze();
-    Ok(hash)
-}
-
-/// files: the tool-visible grants, a frozen Hash of workspace path name to access Symbol.
-fn files(ruby: &Ruby, rb_self: &Policy) -> Result<RHash, Error> {
-    table_to_ruby(ruby, &rb_self.core.files)
-}
-
-/// runtime_paths: the process-only grants, a frozen Hash of workspace path name to access Symbol.
-fn runtime_paths(ruby: &Ruby, rb_self: &Policy) -> Result<RHash, Error> {
-    table_to_ruby(ruby, &rb_self.core.runtime_paths)
-}
-
-/// root_filesystem: what a process sees outside its grants, `:isolated`, `:read_only` or `:read_write`.
-fn root_filesystem(ruby: &Ruby, rb_self: &Policy) -> Symbol {
-    ruby.to_symbol(rb_self.core.root_filesystem.name())
-}
-
-/// environment: the EnvironmentPolicy for processes.
-fn environment(ruby: &Ruby, rb_self: &Policy) -> Value {
-    ruby.get_inner(rb_self.environment)
-}
-
-/// network: the NetworkPolicy, or nil for the backend's secure default.
-fn network(ruby: &Ruby, rb_self: &Policy) -> Value {
-    ruby.get_inner(rb_self.network)
+    Ok(hash.as_value())
 }
 
 /// process_grants(workspace): a frozen Array of Mounts for every file and runtime grant, longest target first.

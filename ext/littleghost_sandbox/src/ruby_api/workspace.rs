@@ -84,48 +84,40 @@ impl Workspace {
         Some(config.layout.paths.iter().map(|(n, _)| n.clone()).collect())
     }
 
-    /// `resolve` (3.3) in Rust, with core errors so a scope can map them (SC.12).
-    pub(crate) fn resolve_core(&self, reference: &Path) -> CoreResult<PathBuf> {
+    /// The layout once initialized, with the core's error otherwise.
+    fn layout(&self) -> CoreResult<Arc<Config>> {
         let config = self.config.borrow().clone();
-        let Some(config) = config else {
-            return Err(CoreError::Tool("uninitialized workspace".to_owned()));
-        };
-        let recorded = self.recorded_identities();
-        let recorded = recorded.as_deref().map(Vec::as_slice);
-        Ok(config
-            .layout
-            .resolve_checked(recorded, reference.as_os_str())?)
+        config.ok_or_else(|| CoreError::Tool("uninitialized workspace".to_owned()))
     }
 
-    /// The identities `open` recorded, while the workspace is open.
+    /// `resolve` (3.3) in Rust, with core errors so a scope can map them (SC.12).
+    pub(crate) fn resolve_core(&self, reference: &Path) -> CoreResult<PathBuf> {
+        let recorded = self.recorded_identities();
+        let recorded = recorded.as_deref().map(Vec::as_slice);
+        let layout = &self.layout()?.layout;
+        Ok(layout.resolve_checked(recorded, reference.as_os_str())?)
+    }
+
+    /// The identities `open` recorded, while the workspace is open (`reset` drops them).
     pub(crate) fn recorded_identities(&self) -> Option<Recorded> {
-        if !self.active.get() {
-            return None;
-        }
         self.identities.borrow().clone()
     }
 
-    /// The handles `open` took, while the workspace is open.
+    /// The handles `open` took, while the workspace is open (`reset` drops them).
     pub(crate) fn anchors(&self) -> Option<Arc<Anchors>> {
-        if !self.active.get() {
-            return None;
-        }
         self.anchors.borrow().clone()
     }
 
     /// `environment` (3.5) in Rust: one variable per directory, once initialized.
     pub(crate) fn environment_core(&self) -> CoreResult<Vec<(String, PathBuf)>> {
-        let config = self.config.borrow().clone();
-        let config = config.ok_or_else(|| CoreError::Tool("uninitialized workspace".to_owned()))?;
-        Ok(config.layout.environment())
+        Ok(self.layout()?.layout.environment())
     }
 
     /// `validate!` (3.6) in Rust: the recorded identities still hold.
     pub(crate) fn validate_core(&self) -> CoreResult<()> {
-        let config = self.config.borrow().clone();
-        let config = config.ok_or_else(|| CoreError::Tool("uninitialized workspace".to_owned()))?;
+        let layout = &self.layout()?.layout;
         match self.recorded_identities() {
-            Some(recorded) => Ok(config.layout.validate(&recorded)?),
+            Some(recorded) => Ok(layout.validate(&recorded)?),
             None => Ok(()),
         }
     }
@@ -431,10 +423,8 @@ fn run(ruby: &Ruby, rb_self: &Workspace) -> Value {
 
 /// validate!: raises ToolError if root or any path was replaced, moved or removed since `open`; returns self.
 fn validate(ruby: &Ruby, rb_self: Obj<Workspace>) -> Result<Obj<Workspace>, Error> {
-    let config = rb_self.config(ruby)?;
-    if let Some(recorded) = rb_self.recorded_identities() {
-        errors::core_result(ruby, config.layout.validate(&recorded))?;
-    }
+    rb_self.config(ruby)?; // TypeError when uninitialized
+    errors::core_result(ruby, rb_self.validate_core())?;
     Ok(rb_self)
 }
 

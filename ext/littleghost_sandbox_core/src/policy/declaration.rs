@@ -28,8 +28,7 @@ pub const DECLARATION_KEYS: [&str; 9] = [
     "limits",
     "process_limits",
 ];
-/// The keys of `process_limits`.
-pub const PROCESS_LIMIT_KEYS: [&str; 3] = ["memory_bytes", "tasks", "cpu_seconds"];
+pub use super::process_limits::PROCESS_LIMIT_KEYS;
 
 /// A declaration, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,6 +15,7 @@ mod network;
 pub mod network_declaration;
 pub mod network_mode;
 pub mod network_rules;
+pub mod process_limits;
 mod rules;
 
 pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};

@@ -5,13 +5,15 @@
 //! network choice, pinned identities and filesystem broker. Every rule can
 //! only keep or remove authority: a scope can never widen its parent.
 //!
-//! The rules per job: [`grants`] (SC.3–SC.8), [`network`] (SC.10/SC.10b);
+//! The rules per job: [`grants`] (SC.3–SC.8), [`network`] (SC.10/SC.10b) and
+//! what a `network:` keyword asks of it ([`network_request`]);
 //! capabilities (SC.9) and identities (SC.16) are small enough to live here;
 //! what a built scope answers is [`queries`] (SC.11–SC.13). A keyword of the
 //! wrong Ruby shape is refused by the binding before it gets here.
 
 mod grants;
 mod network;
+pub mod network_request;
 mod queries;
 pub mod refusal;
 #[cfg(test)]
@@ -23,6 +25,7 @@ pub use grants::{narrow_grants, Narrowed, Request};
 pub use network::{
     narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
 };
+pub use network_request::{scope_network, secrets_request, MisshapenSecrets, NetworkAsk, Plain};
 pub use queries::{file_feature, file_operation};
 pub use refusal::NetworkNarrowing;
 

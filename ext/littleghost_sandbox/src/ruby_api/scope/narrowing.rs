@@ -6,8 +6,8 @@
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::policy::{self as core_policy, Capabilities as CoreCapabilities};
 use littleghost_sandbox_core::scope::{
-    self as core_scope, CapabilityRequest, NetworkChoice, NetworkMode, NetworkRequest, Parent,
-    Request, ScopeRequest, SecretsRequest,
+    self as core_scope, CapabilityRequest, NetworkAsk, NetworkChoice, NetworkMode, NetworkRequest,
+    Parent, Plain, Request, ScopeRequest, SecretsRequest,
 };
 use magnus::{prelude::*, scan_args::get_kwargs, RArray, Ruby, TypedData, Value};
 use magnus::{value::Opaque, Error, Symbol};
@@ -249,12 +249,9 @@ fn mode_of(ruby: &Ruby, network: Value) -> Result<Option<NetworkMode>, Error> {
 }
 
 /// SC.10: `nil`/`true` keep the parent's network, `false` means `:none`,
-/// anything else is coerced to a NetworkPolicy (returned with the request).
-/// Under an allowlist parent, an allowlist that is not the parent's is
-/// narrowed by the core ([`core_scope::narrow_allowlist`]); a Hash's
-/// `secrets:` names the parent's secrets (`[:github]` or `{github:
-/// {destinations: [...]}}`), and a Hash of only `secrets:` keeps the
-/// parent's allow entries.
+/// anything else is coerced to a NetworkPolicy; [`core_scope::scope_network`]
+/// decides what the scope gets (the requested policy, or an allowlist
+/// narrowed from the parent's, returned with the request).
 fn network_request(
     ruby: &Ruby,
     parent: Value,
@@ -270,55 +267,64 @@ fn network_request(
         }
         Some(value) => value,
     };
-    let theirs = network_policy::borrow(parent).filter(|n| n.core().mode == NetworkMode::Allowlist);
+    let theirs = network_policy::borrow(parent);
     let (value, secrets) = scope_secrets(ruby, value)?;
-    if let (Some(theirs), Some(secrets), None) = (theirs, &secrets, value) {
-        // `{secrets: [...]}` alone: the parent's entries, fewer secrets.
-        let narrowed = core_scope::narrow_allowlist(theirs.core(), theirs.core(), secrets);
-        let narrowed = core_result(ruby, narrowed)?;
-        let policy = network_policy::wrap_like(ruby, narrowed, theirs);
-        return Ok((NetworkRequest::Narrowed, Some(policy)));
-    }
-    let Some(value) = value else {
-        return Err(errors::from_core(ruby, core_scope::widen()));
+    let only_secrets = value.is_none();
+    let policy = match value {
+        Some(value) => network_policy::coerce(ruby, NetworkPolicy::class(ruby), value)?,
+        None => ruby.qnil().as_value(),
     };
-    let policy = network_policy::coerce(ruby, NetworkPolicy::class(ruby), value)?;
-    let ours = network_policy::borrow(policy)
-        .ok_or_else(|| errors::type_error(ruby, "sandbox scope network must be a NetworkPolicy"))?;
-    let same_as_parent = secrets.is_none()
-        && match network_policy::borrow(parent) {
-            Some(theirs) if vo::same_class(policy, parent) => ours.same(ruby, theirs, false)?,
-            _ => false,
-        };
-    let mode = ours.core().mode;
-    if let Some(theirs) = theirs.filter(|_| !same_as_parent && mode == NetworkMode::Allowlist) {
-        // The requested gateway and authorizer: absent, or the parent's.
-        let object = |mine: Value, parents: Value| -> Result<bool, Error> {
-            Ok(mine.is_nil() || vo::ruby_eq(mine, parents, false)?)
-        };
-        if !object(ours.gateway_value(ruby), theirs.gateway_value(ruby))?
-            || !object(ours.authorizer_value(ruby), theirs.authorizer_value(ruby))?
-        {
-            return Err(errors::from_core(ruby, core_scope::widen()));
+    let ask = match (network_policy::borrow(policy), &secrets) {
+        (None, Some(secrets)) if only_secrets => NetworkAsk::Secrets(secrets),
+        (None, _) => {
+            let message = "sandbox scope network must be a NetworkPolicy";
+            return Err(errors::type_error(ruby, message));
         }
-        let secrets = secrets.unwrap_or_default();
-        let narrowed = core_scope::narrow_allowlist(theirs.core(), ours.core(), &secrets);
-        let narrowed = core_result(ruby, narrowed)?;
-        let policy = network_policy::wrap_like(ruby, narrowed, theirs);
-        return Ok((NetworkRequest::Narrowed, Some(policy)));
-    }
-    if secrets.is_some() {
-        return Err(errors::from_core(ruby, core_scope::widen()));
-    }
-    let request = NetworkRequest::Mode {
-        mode,
-        same_as_parent,
+        (Some(ours), _) => NetworkAsk::Policy {
+            requested: ours.core(),
+            secrets: secrets.as_ref(),
+            same_as_parent: secrets.is_none()
+                && match theirs {
+                    Some(theirs) if vo::same_class(policy, parent) => {
+                        ours.same(ruby, theirs, false)?
+                    }
+                    _ => false,
+                },
+            parents_objects: parents_objects(ruby, ours, theirs)?,
+        },
     };
-    Ok((request, Some(policy)))
+    let parent_core = theirs.map(|theirs| theirs.core());
+    let (request, narrowed) = core_result(ruby, core_scope::scope_network(parent_core, ask))?;
+    match (narrowed, theirs) {
+        (Some(narrowed), Some(theirs)) => {
+            let policy = network_policy::wrap_like(ruby, narrowed, theirs);
+            Ok((request, Some(policy)))
+        }
+        _ => Ok((request, Some(policy))),
+    }
+}
+
+/// Whether the gateway and authorizer `ours` names are absent or `theirs`'s.
+fn parents_objects(
+    ruby: &Ruby,
+    ours: &NetworkPolicy,
+    theirs: Option<&NetworkPolicy>,
+) -> Result<bool, Error> {
+    let Some(theirs) = theirs else {
+        return Ok(false);
+    };
+    let object = |mine: Value, parents: Value| -> Result<bool, Error> {
+        Ok(mine.is_nil() || vo::ruby_eq(mine, parents, false)?)
+    };
+    Ok(
+        object(ours.gateway_value(ruby), theirs.gateway_value(ruby))?
+            && object(ours.authorizer_value(ruby), theirs.authorizer_value(ruby))?,
+    )
 }
 
 /// Splits `secrets:` off a scope's network Hash: the rest (None when only
-/// `secrets:` was given) and the secrets it names (None when absent).
+/// `secrets:` was given) and the secrets it names (None when absent, or
+/// when it declares values: then the Hash is a whole declaration).
 fn scope_secrets(
     ruby: &Ruby,
     value: Value,
@@ -328,81 +334,39 @@ fn scope_secrets(
     }
     let copy = vo::symbolize_keys(ruby, value)?;
     let key = ruby.to_symbol("secrets");
-    if copy.get(key).is_none() {
+    let Some(given) = copy.get(key) else {
         return Ok((Some(value), None));
-    }
-    let given: Value = copy.get(key).unwrap_or_else(|| ruby.qnil().as_value());
-    if declares_values(ruby, given)? {
-        // A full declaration (the parent's, or one to compare with it).
-        return Ok((Some(value), None));
-    }
-    let _: Value = copy.delete(key)?;
-    let misshapen = || {
+    };
+    let request = core_scope::secrets_request(&plain(ruby, given)?).map_err(|_| {
         errors::argument_error(
             ruby,
             "sandbox scope network secrets: names the parent's secrets: an Array of names, or name => {destinations: [...]} (no value:)",
         )
+    })?;
+    let Some(request) = request else {
+        return Ok((Some(value), None));
     };
-    let mut named = Vec::new();
-    if let Some(names) = RArray::from_value(given) {
-        for name in names {
-            named.push((vo::string_of(ruby, name)?, None));
-        }
-    } else if vo::is_hash(ruby, given) {
-        for (name, declaration) in vo::hash_pairs(vo::symbolize_keys(ruby, given)?)? {
-            let name = vo::string_of(ruby, name)?;
-            if declaration.is_nil() {
-                named.push((name, None));
-                continue;
-            }
-            if !vo::is_hash(ruby, declaration) {
-                return Err(misshapen());
-            }
-            let declaration = vo::symbolize_keys(ruby, declaration)?;
-            let mut destinations = None;
-            for (key, value) in vo::hash_pairs(declaration)? {
-                match Symbol::from_value(key)
-                    .map(vo::sym_name)
-                    .transpose()?
-                    .as_deref()
-                {
-                    Some("destinations") => {
-                        destinations = Some(
-                            vo::array_items(ruby, Some(value))?
-                                .into_iter()
-                                .map(|d| vo::string_of(ruby, d))
-                                .collect::<Result<Vec<_>, _>>()?,
-                        )
-                    }
-                    _ => return Err(misshapen()),
-                }
-            }
-            named.push((name, destinations));
-        }
-    } else if !given.is_nil() {
-        return Err(misshapen());
-    }
-    let request = if given.is_nil() {
-        SecretsRequest::Reachable
-    } else {
-        SecretsRequest::Named(named)
-    };
+    let _: Value = copy.delete(key)?;
     let rest = (!copy.is_empty()).then_some(copy.as_value());
     Ok((rest, Some(request)))
 }
 
-/// Whether a `secrets:` Hash gives values (a policy's declaration, not a scope's names).
-fn declares_values(ruby: &Ruby, secrets: Value) -> Result<bool, Error> {
-    if !vo::is_hash(ruby, secrets) {
-        return Ok(false);
+/// `value` as plain data: nil, an Array, a Hash (keys as text, as
+/// `symbolize_keys` reads them) or anything else as its text.
+fn plain(ruby: &Ruby, value: Value) -> Result<Plain, Error> {
+    if value.is_nil() {
+        return Ok(Plain::Nil);
     }
-    for (_, declaration) in vo::hash_pairs(vo::symbolize_keys(ruby, secrets)?)? {
-        if vo::is_hash(ruby, declaration) {
-            let declaration = vo::symbolize_keys(ruby, declaration)?;
-            if declaration.get(ruby.to_symbol("value")).is_some() {
-                return Ok(true);
-            }
-        }
+    if let Some(items) = RArray::from_value(value) {
+        let items = items.into_iter().map(|item| plain(ruby, item));
+        return Ok(Plain::List(items.collect::<Result<_, _>>()?));
     }
-    Ok(false)
+    if !vo::is_hash(ruby, value) {
+        return Ok(Plain::Text(vo::string_of(ruby, value)?));
+    }
+    let mut entries = Vec::new();
+    for (key, item) in vo::hash_pairs(vo::symbolize_keys(ruby, value)?)? {
+        entries.push((vo::string_of(ruby, key)?, plain(ruby, item)?));
+    }
+    Ok(Plain::Table(entries))
 }
