@@ -112,7 +112,11 @@ pub fn scope_network(
         NetworkAsk::Parent => return Ok((NetworkRequest::Parent, None)),
         NetworkAsk::Secrets(secrets) => {
             let parent = allowlist.ok_or_else(widen)?;
-            let narrowed = narrow_allowlist(parent, parent, secrets)?;
+            // The parent's allow entries, and only the secrets `secrets:` names
+            // (a parent passed as the request would name all of its own).
+            let mut requested = parent.clone();
+            requested.rules.secrets.clear();
+            let narrowed = narrow_allowlist(parent, &requested, secrets)?;
             return Ok((NetworkRequest::Narrowed, Some(narrowed)));
         }
         NetworkAsk::Policy {
@@ -264,7 +268,12 @@ mod tests {
         let none = SecretsRequest::Named(Vec::new());
         let (request, narrowed) = scope_network(Some(&parent), NetworkAsk::Secrets(&none)).unwrap();
         assert_eq!(request, NetworkRequest::Narrowed);
-        assert_eq!(narrowed.unwrap().destinations(), parent.destinations());
+        let narrowed = narrowed.unwrap();
+        assert_eq!(narrowed.destinations(), parent.destinations());
+        assert!(narrowed.rules.secrets.is_empty(), "secrets: [] keeps none");
+        let token = SecretsRequest::Named(vec![("token".into(), None)]);
+        let (_, kept) = scope_network(Some(&parent), NetworkAsk::Secrets(&token)).unwrap();
+        assert_eq!(kept.unwrap().rules.secrets, parent.rules.secrets);
         let inherit = mode("inherit");
         assert!(widens(scope_network(
             Some(&inherit),
