@@ -15,10 +15,12 @@ use magnus::{
 use crate::helpers::errors;
 use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
+use crate::ruby_api::mount;
 use crate::ruby_api::network_event::{self, NetworkHub};
-use crate::ruby_api::{mount, network_policy};
+use crate::ruby_api::network_policy::{self, Declared};
 use littleghost_sandbox_core::backend::bubblewrap::{Gateway as LaunchGateway, GatewayConnection};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
+use littleghost_sandbox_core::policy::network_requests as requests;
 use littleghost_sandbox_core::policy::{AllowEntry, NetworkRules};
 
 pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -67,8 +69,9 @@ fn new(ruby: &Ruby, class: RClass, rb_args: &[Value]) -> Result<Obj<BuiltinGatew
     let keywords = args::keywords_only(rb_args)?;
     let optional = &["secrets", "upstream_ca", "allow_private_destinations"];
     let values = args::keywords(ruby, keywords, &["allow"], optional)?;
-    let allow = network_policy::allow_requests(ruby, values[0])?;
-    let secrets = network_policy::secret_requests(ruby, values[1])?;
+    let declared = |value: Option<Value>| Declared::given(ruby, value);
+    let allow = requests::allow_requests(declared(values[0]).as_ref())?;
+    let secrets = requests::secret_requests(declared(values[1]).as_ref())?;
     let upstream_ca = convert::expanded_path(ruby, values[2], "network upstream_ca")?;
     let rules = NetworkRules::new(&allow, &secrets, upstream_ca);
     let rules = errors::core_result(ruby, rules)?;
