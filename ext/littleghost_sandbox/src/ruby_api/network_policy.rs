@@ -11,8 +11,8 @@ use littleghost_sandbox_core::policy::{
 };
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, RString, Ruby, Symbol,
-    TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, IntoValue, RArray, RClass, RHash, RString, Ruby,
+    Symbol, TypedData, Value,
 };
 
 use crate::helpers::errors;
@@ -104,9 +104,9 @@ impl vo::ValueObject for NetworkPolicy {
     fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
         Ok(vec![
             ("mode", mode(ruby, self)),
-            ("allow", allow(ruby, self)),
-            ("secrets", secrets(ruby, self)),
-            ("upstream_ca", upstream_ca(ruby, self)),
+            ("allow", allow(ruby, self)?.as_value()),
+            ("secrets", secrets(ruby, self)?.as_value()),
+            ("upstream_ca", upstream_ca(ruby, self).into_value_with(ruby)),
             ("resolve", resolve(ruby, self)),
             ("inspection", inspection(ruby, self)),
             ("gateway", gateway(ruby, self)),
@@ -332,10 +332,10 @@ pub(crate) fn entry_to_ruby(ruby: &Ruby, entry: &AllowEntry) -> Result<Value, Er
     Ok(hash.as_value())
 }
 
-/// The entries of `rules` as Ruby reads them, a frozen Array.
-pub(crate) fn entries_to_ruby(ruby: &Ruby, rules: &core::NetworkRules) -> Result<RArray, Error> {
-    let array = ruby.ary_new_capa(rules.allow.len());
-    for entry in &rules.allow {
+/// Allow entries as Ruby reads them, a frozen Array.
+pub(crate) fn entries_to_ruby(ruby: &Ruby, entries: &[AllowEntry]) -> Result<RArray, Error> {
+    let array = ruby.ary_new_capa(entries.len());
+    for entry in entries {
         array.push(entry_to_ruby(ruby, entry)?)?;
     }
     array.freeze();
@@ -446,25 +446,19 @@ fn mode(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
 /// allow: the allowed destinations, a frozen Array: a down-cased String per
 /// plain entry, a frozen `{destination:, inspect:, methods:, paths:}` Hash
 /// per entry with HTTP rules or inspection.
-fn allow(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
-    entries_to_ruby(ruby, &rb_self.core.rules)
-        .map(|a| a.as_value())
-        .unwrap_or_else(|_| ruby.ary_new().as_value())
+fn allow(ruby: &Ruby, rb_self: &NetworkPolicy) -> Result<RArray, Error> {
+    entries_to_ruby(ruby, &rb_self.core.rules.allow)
 }
 
 /// secrets: a frozen Hash of Symbol name => `{value: "[REDACTED]", destinations: [...]}` (never the value).
-fn secrets(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+fn secrets(ruby: &Ruby, rb_self: &NetworkPolicy) -> Result<RHash, Error> {
     secrets_to_ruby(ruby, &rb_self.core.rules)
-        .map(|h| h.as_value())
-        .unwrap_or_else(|_| ruby.hash_new().as_value())
 }
 
 /// upstream_ca: the expanded path of the PEM file of extra upstream roots, or nil.
-fn upstream_ca(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
-    match &rb_self.core.rules.upstream_ca {
-        Some(path) => convert::path_to_ruby(ruby, path).as_value(),
-        None => ruby.qnil().as_value(),
-    }
+fn upstream_ca(ruby: &Ruby, rb_self: &NetworkPolicy) -> Option<RString> {
+    let path = rb_self.core.rules.upstream_ca.as_ref()?;
+    Some(convert::path_to_ruby(ruby, path))
 }
 
 /// resolve: the names the gateway resolves itself, a frozen Hash of name => address (Strings).

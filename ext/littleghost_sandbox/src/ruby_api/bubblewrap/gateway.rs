@@ -37,10 +37,10 @@ pub(crate) fn open(
         None => {
             let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
             let resolved = resolve(ruby, network, effective, workspace, gateway_options)?;
-            // The gateway's 403s show in this sandbox's `denials`.
-            builtin_gateway::attach_denials(resolved, rb_self.denials().hub());
-            // Its egress events show in `network_log` and reach `on_network`.
-            builtin_gateway::attach_network(resolved, rb_self.network().hub());
+            // The gateway's 403s show in this sandbox's `denials`, its egress
+            // events in `network_log` and reach `on_network`.
+            let (denials, network) = (rb_self.denials().hub(), rb_self.network().hub());
+            builtin_gateway::attach(resolved, denials, network);
             slot.replace(Some(resolved.into()));
             resolved
         }
