@@ -30,7 +30,7 @@ use std::time::SystemTime;
 
 use crate::limits::LimitExceeded;
 use crate::network::denial as gateway;
-use crate::network::log::{capped, Record};
+use crate::network::log::{capped, Field, Fields, Record};
 
 /// What was refused, broadly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -380,6 +380,35 @@ impl Record for Denial {
     }
 }
 
+impl Fields for Denial {
+    const NAMES: &'static [&'static str] = &[
+        "kind",
+        "operation",
+        "target",
+        "reason",
+        "message",
+        "time",
+        "method",
+        "path",
+        "detail",
+    ];
+
+    fn fields(&self) -> Vec<Field<'_>> {
+        let request = self.request.as_ref();
+        vec![
+            Field::Name(self.kind.name()),
+            Field::Name(self.operation.name()),
+            Field::Text(&self.target),
+            Field::Name(self.reason.name()),
+            Field::Text(&self.message),
+            Field::Time(self.at),
+            Field::text(request.map(|(method, _)| method.as_str())),
+            Field::text(request.map(|(_, path)| path.as_str())),
+            Field::text(self.detail.as_deref()),
+        ]
+    }
+}
+
 impl From<gateway::DenialReason> for Reason {
     fn from(reason: gateway::DenialReason) -> Reason {
         match reason {
@@ -482,6 +511,22 @@ impl DenialLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_named_field_has_its_value() {
+        let mut denial = Denial::capability("filesystem_write", "docs/a.md");
+        let fields = denial.fields();
+        assert_eq!(fields.len(), Denial::NAMES.len());
+        assert_eq!(fields[0], Field::Name("filesystem"));
+        assert_eq!(fields[1], Field::Name("write"));
+        assert_eq!(fields[2], Field::Text("docs/a.md"));
+        assert_eq!(fields[6..], [Field::Absent, Field::Absent, Field::Absent]);
+        denial.request = Some(("POST".into(), "/x".into()));
+        assert_eq!(
+            denial.fields()[6..8],
+            [Field::Text("POST"), Field::Text("/x")]
+        );
+    }
 
     #[test]
     fn a_capability_refusal_names_the_feature() {

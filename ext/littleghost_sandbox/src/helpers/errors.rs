@@ -225,6 +225,12 @@ fn ruby_wording(error: &Misshapen) -> String {
         Misshapen::AllowEntryWithoutDestination => {
             "network allow entry Hash needs destination: (\"host:port\")".to_owned()
         }
+        Misshapen::SecretsNotATable => {
+            "network secrets must be a Hash of name => {value:, destinations:}".to_owned()
+        }
+        Misshapen::ResolveNotATable => {
+            "network resolve: must be a Hash of host name => IP address".to_owned()
+        }
         Misshapen::SecretNotATable { name } => {
             format!("network secret {name:?} must be a Hash {{value:, destinations:}}")
         }
@@ -252,6 +258,7 @@ fn ruby_wording(error: &Misshapen) -> String {
             "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)"
                 .to_owned()
         }
+        Misshapen::GatewayProvider { .. } => error.to_string(),
         Misshapen::MountAccess { shown } => {
             format!("mount access must be :read_only or :read_write, got {shown}")
         }

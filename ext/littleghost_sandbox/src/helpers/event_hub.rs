@@ -150,6 +150,21 @@ impl<S: Stream> EventHub<S> {
         self.subscribers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The subscribers copied into a new Ruby Array, which the GC sees. The
+    /// Array is allocated before the lock is taken (an allocation may run the GC).
+    fn subscriber_array(&self, ruby: &Ruby) -> Result<RArray, Error> {
+        let array = ruby.ary_new();
+        let current: Vec<Value> = self
+            .subscribers()
+            .iter()
+            .map(|subscriber| ruby.get_inner(*subscriber))
+            .collect();
+        for subscriber in current {
+            array.push(subscriber)?;
+        }
+        Ok(array)
+    }
+
     /// `on_X { |event| ... }`: subscribes the block; returns it (the handle).
     pub fn subscribe(self: &Arc<Self>, ruby: &Ruby) -> Result<Value, Error> {
         let block = ruby.block_proc().map_err(|_| {
@@ -168,19 +183,10 @@ impl<S: Stream> EventHub<S> {
     /// copy of the list with the lock released; the
     /// subscribers found equal are then removed by identity.
     pub fn unsubscribe(&self, ruby: &Ruby, handler: Value) -> Result<bool, Error> {
-        // Allocated before the lock is taken: an allocation may run the GC.
-        let snapshot = ruby.ary_new();
-        let subscribers: Vec<Value> = self
-            .subscribers()
-            .iter()
-            .map(|subscriber| ruby.get_inner(*subscriber))
-            .collect();
         // Held in a Ruby Array on this stack, so the GC keeps them while `==` runs.
-        for subscriber in &subscribers {
-            snapshot.push(*subscriber)?;
-        }
+        let snapshot = self.subscriber_array(ruby)?;
         let mut matched = Vec::new();
-        for subscriber in subscribers {
+        for subscriber in snapshot.into_iter() {
             if subscriber.as_raw() == handler.as_raw() || subscriber.equal(handler)? {
                 matched.push(subscriber.as_raw());
             }
@@ -198,18 +204,8 @@ impl<S: Stream> EventHub<S> {
 
     /// Calls each subscriber with `event` (see the module docs for errors).
     fn notify(&self, ruby: &Ruby, event: S::Event, event_thread: bool) -> Result<(), Error> {
-        // Copied into a Ruby Array, which the GC sees: a subscriber may
-        // unsubscribe another while this loop still holds it. The Array is
-        // allocated before the lock is taken (an allocation may run the GC).
-        let subscribers = ruby.ary_new();
-        let current: Vec<Value> = self
-            .subscribers()
-            .iter()
-            .map(|subscriber| ruby.get_inner(*subscriber))
-            .collect();
-        for subscriber in current {
-            subscribers.push(subscriber)?;
-        }
+        // A subscriber may unsubscribe another while this loop still holds it.
+        let subscribers = self.subscriber_array(ruby)?;
         if subscribers.is_empty() {
             return Ok(());
         }

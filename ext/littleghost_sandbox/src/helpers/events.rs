@@ -3,13 +3,10 @@
 //! Generic over the event, so a later stream (the network events'
 //! `on_network`) reuses it with its own event type and delivery function.
 //!
-//! - [`EventQueue`] is pure Rust: [`EventQueue::push`] never blocks and never
-//!   calls Ruby, so a producer (the gateway) can never be held up by a slow or
-//!   stuck subscriber. It is bounded ([`CAPACITY`]); when it is full the new
-//!   event is **dropped and counted** (the producer's own record, such as
-//!   `sandbox.denials`, still has it), and the next delivery first warns how
-//!   many were dropped. Dropping the newest keeps what subscribers already
-//!   waited for in order, and bounds memory whatever the producer does.
+//! - [`EventQueue`] is the core's (`network::queue`): pushing never blocks
+//!   and never calls Ruby, so a producer (the gateway) can never be held up
+//!   by a slow or stuck subscriber; when it is full the new event is dropped
+//!   and counted, and the next delivery first warns how many were dropped.
 //! - [`Delivery`] is the Ruby Thread that drains the queue, in order, one
 //!   event at a time. It is started lazily, from a Ruby thread, by
 //!   [`Delivery::ensure`] (a producer thread cannot start a Ruby thread), and
@@ -20,114 +17,18 @@
 //! - The thread waits without the GVL, a bounded slice at a time, so Ruby can
 //!   interrupt it (Thread#kill, interpreter exit) within one slice.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+pub use littleghost_sandbox_core::network::queue::{EventQueue, CAPACITY};
 use magnus::{gc::Marker, prelude::*, value::Opaque, Error, Ruby, Value};
 
 use crate::helpers::nogvl;
-
-/// How many undelivered events a queue holds before it drops new ones.
-pub const CAPACITY: usize = 1024;
 
 /// How long the delivery thread waits without the GVL before it checks for
 /// Ruby's interrupts (Thread#kill, exit); a bound on shutdown latency, not a
 /// poll for events (those wake it at once).
 const SLICE: Duration = Duration::from_millis(50);
-
-struct QueueState<E> {
-    items: VecDeque<E>,
-    /// Events dropped because the queue was full, not yet warned about.
-    dropped: u64,
-    /// Set by [`Delivery::stop`]: deliver what is queued, then end.
-    closing: bool,
-}
-
-/// A bounded FIFO of events from any thread to one Ruby delivery thread.
-pub struct EventQueue<E> {
-    state: Mutex<QueueState<E>>,
-    ready: Condvar,
-    capacity: usize,
-}
-
-impl<E> Default for EventQueue<E> {
-    fn default() -> Self {
-        EventQueue::new(CAPACITY)
-    }
-}
-
-/// What the delivery thread takes from the queue in one go.
-pub struct Batch<E> {
-    pub items: Vec<E>,
-    /// Events dropped since the last batch (the queue was full).
-    pub dropped: u64,
-    /// The queue is closing and this is the last batch.
-    pub last: bool,
-}
-
-impl<E> EventQueue<E> {
-    pub fn new(capacity: usize) -> Self {
-        EventQueue {
-            state: Mutex::new(QueueState {
-                items: VecDeque::new(),
-                dropped: 0,
-                closing: false,
-            }),
-            ready: Condvar::new(),
-            capacity: capacity.max(1),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, QueueState<E>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Queues `event` for delivery; never blocks. Returns false (and counts
-    /// it) when the queue is full.
-    pub fn push(&self, event: E) -> bool {
-        let mut state = self.lock();
-        if state.items.len() >= self.capacity {
-            state.dropped += 1;
-            return false;
-        }
-        state.items.push_back(event);
-        drop(state);
-        self.ready.notify_all();
-        true
-    }
-
-    /// Waits up to `slice` for events (or for closing); `None` if nothing came.
-    fn take(&self, slice: Duration) -> Option<Batch<E>> {
-        let mut state = self.lock();
-        if state.items.is_empty() && state.dropped == 0 && !state.closing {
-            state = self
-                .ready
-                .wait_timeout(state, slice)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-        if state.items.is_empty() && state.dropped == 0 && !state.closing {
-            return None;
-        }
-        Some(Batch {
-            items: state.items.drain(..).collect(),
-            dropped: std::mem::take(&mut state.dropped),
-            last: state.closing,
-        })
-    }
-
-    /// Closes the queue for good (its owner is gone): the thread delivers
-    /// what is queued and ends.
-    pub fn close(&self) {
-        self.set_closing(true);
-    }
-
-    fn set_closing(&self, closing: bool) {
-        self.lock().closing = closing;
-        self.ready.notify_all();
-    }
-}
 
 /// The Ruby Thread draining an [`EventQueue`], and the process that started it.
 ///
@@ -239,36 +140,5 @@ where
         if batch.last {
             return Ok(());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_full_queue_drops_the_newest_and_counts_them() {
-        let queue = EventQueue::new(2);
-        assert!(queue.push(1));
-        assert!(queue.push(2));
-        assert!(!queue.push(3));
-        let batch = queue.take(Duration::ZERO).unwrap();
-        assert_eq!(
-            (batch.items, batch.dropped, batch.last),
-            (vec![1, 2], 1, false)
-        );
-        assert!(queue.take(Duration::ZERO).is_none());
-        assert!(queue.push(4), "room again once drained");
-    }
-
-    #[test]
-    fn closing_hands_over_the_rest_as_the_last_batch() {
-        let queue = EventQueue::new(4);
-        queue.push("a");
-        queue.set_closing(true);
-        let batch = queue.take(Duration::ZERO).unwrap();
-        assert_eq!((batch.items, batch.last), (vec!["a"], true));
-        queue.set_closing(false);
-        assert!(queue.take(Duration::ZERO).is_none());
     }
 }

@@ -9,5 +9,6 @@ pub mod events;
 pub mod limit_keywords;
 pub mod location;
 pub mod nogvl;
+pub mod record;
 pub mod registry;
 pub mod value_object;

@@ -9,16 +9,18 @@ use std::sync::{Arc, Mutex};
 use littleghost_sandbox_core::network as core;
 use magnus::{
     method, prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, RClass, RHash, RModule,
-    Ruby, TypedData, Value,
+    RString, Ruby, TypedData, Value,
 };
 
 use crate::helpers::errors;
 use crate::helpers::{args, convert, nogvl, value_object as vo};
 use crate::ruby_api::denial::DenialHub;
+use crate::ruby_api::mount;
 use crate::ruby_api::network_event::{self, NetworkHub};
-use crate::ruby_api::{mount, network_policy};
+use crate::ruby_api::network_policy::{self, Declared};
 use littleghost_sandbox_core::backend::bubblewrap::{Gateway as LaunchGateway, GatewayConnection};
 use littleghost_sandbox_core::denial::Denial as CoreDenial;
+use littleghost_sandbox_core::policy::network_requests as requests;
 use littleghost_sandbox_core::policy::{AllowEntry, NetworkRules};
 
 pub fn init(_ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -67,8 +69,9 @@ fn new(ruby: &Ruby, class: RClass, rb_args: &[Value]) -> Result<Obj<BuiltinGatew
     let keywords = args::keywords_only(rb_args)?;
     let optional = &["secrets", "upstream_ca", "allow_private_destinations"];
     let values = args::keywords(ruby, keywords, &["allow"], optional)?;
-    let allow = network_policy::allow_requests(ruby, values[0])?;
-    let secrets = network_policy::secret_requests(ruby, values[1])?;
+    let declared = |value: Option<Value>| Declared::given(ruby, value);
+    let allow = requests::allow_requests(declared(values[0]).as_ref())?;
+    let secrets = requests::secret_requests(declared(values[1]).as_ref())?;
     let upstream_ca = convert::expanded_path(ruby, values[2], "network upstream_ca")?;
     let rules = NetworkRules::new(&allow, &secrets, upstream_ca);
     let rules = errors::core_result(ruby, rules)?;
@@ -133,20 +136,18 @@ pub(crate) fn connection(ruby: &Ruby, gateway: Value) -> Result<Option<GatewayCo
     errors::core_result(ruby, LaunchGateway::connection(&builtin.core)).map(Some)
 }
 
-/// Makes `gateway`, if it is a BuiltinGateway, record its 403s in `hub` from
-/// its next `open` on (the sandbox that resolved it attaches its own log).
-pub(crate) fn attach_denials(gateway: Value, hub: Arc<DenialHub>) {
+/// Makes `gateway`, if it is a BuiltinGateway, record its 403s in `denials`
+/// and its egress events in `network` from its next `open` on (the sandbox
+/// that resolved it attaches its own logs).
+pub(crate) fn attach(gateway: Value, denials: Arc<DenialHub>, network: Arc<NetworkHub>) {
     if let Ok(gateway) = <&BuiltinGateway>::try_convert(gateway) {
-        *gateway.denials.lock().unwrap_or_else(|e| e.into_inner()) = Some(hub);
+        *lock(&gateway.denials) = Some(denials);
+        *lock(&gateway.network) = Some(network);
     }
 }
 
-/// Makes `gateway`, if it is a BuiltinGateway, record its egress events in
-/// `hub` from its next `open` on (see [`attach_denials`]).
-pub(crate) fn attach_network(gateway: Value, hub: Arc<NetworkHub>) {
-    if let Ok(gateway) = <&BuiltinGateway>::try_convert(gateway) {
-        *gateway.network.lock().unwrap_or_else(|e| e.into_inner()) = Some(hub);
-    }
+fn lock<T>(slot: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    slot.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl BuiltinGateway {
@@ -158,13 +159,9 @@ impl BuiltinGateway {
     /// allow: the rules, as NetworkPolicy#allow shows them (a String per
     /// plain entry, a frozen Hash per entry with HTTP rules or inspection).
     fn allow(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
-        let array = ruby.ary_new();
-        for rule in rb_self.core.allowlist().rules() {
-            let entry = AllowEntry::of_rule(rule);
-            array.push(network_policy::entry_to_ruby(ruby, &entry)?)?;
-        }
-        array.freeze();
-        Ok(array)
+        let rules = rb_self.core.allowlist().rules();
+        let entries: Vec<AllowEntry> = rules.iter().map(AllowEntry::of_rule).collect();
+        network_policy::entries_to_ruby(ruby, &entries)
     }
 
     /// environment: the variables a child gets from this gateway (G.2): for
@@ -182,11 +179,9 @@ impl BuiltinGateway {
     }
 
     /// upstream_ca: the PEM file of extra upstream roots (read at each open), or nil.
-    fn upstream_ca(ruby: &Ruby, rb_self: &Self) -> Value {
-        match rb_self.core.upstream_ca() {
-            Some(path) => convert::path_to_ruby(ruby, path).as_value(),
-            None => ruby.qnil().as_value(),
-        }
+    fn upstream_ca(ruby: &Ruby, rb_self: &Self) -> Option<RString> {
+        let path = rb_self.core.upstream_ca()?;
+        Some(convert::path_to_ruby(ruby, path))
     }
 
     fn allow_private(rb_self: &Self) -> bool {
@@ -196,11 +191,7 @@ impl BuiltinGateway {
     /// open(run: nil): starts serving on a socket in a fresh private directory; idempotent.
     fn open(ruby: &Ruby, rb_self: Obj<Self>, rb_args: &[Value]) -> Result<Obj<Self>, Error> {
         args::keywords(ruby, args::keywords_only(rb_args)?, &[], &["run"])?;
-        let hub = rb_self
-            .denials
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let hub = lock(&rb_self.denials).clone();
         // Called on a gateway thread without the GVL: the Rust log and queue
         // only; the sandbox's event thread calls the subscribers.
         if let Some(hub) = &hub {
@@ -209,11 +200,7 @@ impl BuiltinGateway {
         let on_denial = hub.map(|hub| -> core::DenialCallback {
             Arc::new(move |denial: &core::Denial| hub.record_async(CoreDenial::from(denial)))
         });
-        let network = rb_self
-            .network
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let network = lock(&rb_self.network).clone();
         if let Some(network) = &network {
             network.expect_async(ruby);
         }
@@ -229,12 +216,12 @@ impl BuiltinGateway {
     }
 
     /// close: stops accepting, ends every connection, removes the socket and its directory; idempotent.
-    fn close(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+    fn close(ruby: &Ruby, rb_self: &Self) -> Result<(), Error> {
         if let Some(gateway) = rb_self.running() {
             let stopped = nogvl::blocking(ruby, move || gateway.stop())?;
             errors::core_result(ruby, stopped)?;
         }
-        Ok(ruby.qnil().as_value())
+        Ok(())
     }
 
     /// validate!: DependencyError unless the gateway is serving.
@@ -253,11 +240,9 @@ impl BuiltinGateway {
         Ok(mounts)
     }
 
-    fn proxy_mount_path(ruby: &Ruby, rb_self: &Self) -> Value {
-        match rb_self.running() {
-            Some(gateway) => convert::path_to_ruby(ruby, gateway.socket_path()).as_value(),
-            None => ruby.qnil().as_value(),
-        }
+    fn proxy_mount_path(ruby: &Ruby, rb_self: &Self) -> Option<RString> {
+        let gateway = rb_self.running()?;
+        Some(convert::path_to_ruby(ruby, gateway.socket_path()))
     }
 
     /// denials: one frozen Sandbox::Denial per refused request, oldest first

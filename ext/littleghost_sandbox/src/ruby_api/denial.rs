@@ -11,13 +11,15 @@ pub mod hub;
 use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::{Denial as CoreDenial, Operation};
-use magnus::{method, prelude::*, Error, IntoValue, RArray, RClass, RString, Ruby, Symbol, Value};
+use littleghost_sandbox_core::network::log::Fields;
+use magnus::{method, prelude::*, Error, RArray, RClass, Ruby, Value};
 
 use hub::Denial;
 pub use hub::{report, DenialHub, Reporter};
 
+use crate::helpers::convert;
 use crate::helpers::errors;
-use crate::helpers::{convert, value_object as vo};
+use crate::helpers::record::define_record_methods;
 use crate::ruby_api::sandbox::state::{self, SandboxObj};
 
 impl Reporter {
@@ -37,22 +39,9 @@ impl Reporter {
 
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let class = sandbox.define_class("Denial", ruby.class_object())?;
-    // `Denial.new` is made private in lib/littleghost/sandbox/base.rb.
+    // `Denial.new` is made private and `to_h` defined in lib/littleghost/sandbox/base.rb.
     class.undef_default_alloc_func();
-    class.define_method("kind", method!(kind, 0))?;
-    class.define_method("operation", method!(operation, 0))?;
-    class.define_method("target", method!(target, 0))?;
-    class.define_method("reason", method!(reason, 0))?;
-    class.define_method("message", method!(message, 0))?;
-    class.define_method("time", method!(time, 0))?;
-    class.define_method("http_method", method!(http_method, 0))?;
-    class.define_method("path", method!(path, 0))?;
-    class.define_method("detail", method!(detail, 0))?;
-    class.define_method("==", method!(equal, 1))?;
-    class.define_method("eql?", method!(equal, 1))?;
-    class.define_method("hash", method!(hash, 0))?;
-    class.define_method("inspect", method!(inspect, 0))?;
-    class.define_method("to_s", method!(inspect, 0))?;
+    define_record_methods!(class, Denial);
     sandbox.define_method("on_denial", method!(on_denial, 0))?;
     sandbox.define_method("off_denial", method!(off_denial, 1))?;
     sandbox.define_method("denials", method!(denials, 0))?;
@@ -121,65 +110,4 @@ fn off_denial(ruby: &Ruby, rb_self: SandboxObj, handler: Value) -> Result<bool, 
 /// denials -> frozen Array of the last (up to 100) Denials, oldest first.
 fn denials(ruby: &Ruby, rb_self: SandboxObj) -> Result<RArray, Error> {
     hub_of(ruby, rb_self)?.to_ruby(ruby)
-}
-
-// ---------------------------------------------------------------------------
-// Denial methods.
-
-fn kind(ruby: &Ruby, rb_self: &Denial) -> Symbol {
-    ruby.to_symbol(rb_self.0.kind.name())
-}
-
-fn operation(ruby: &Ruby, rb_self: &Denial) -> Symbol {
-    ruby.to_symbol(rb_self.0.operation.name())
-}
-
-fn target(ruby: &Ruby, rb_self: &Denial) -> RString {
-    vo::frozen_str(ruby, &rb_self.0.target)
-}
-
-fn reason(ruby: &Ruby, rb_self: &Denial) -> Symbol {
-    ruby.to_symbol(rb_self.0.reason.name())
-}
-
-fn message(ruby: &Ruby, rb_self: &Denial) -> RString {
-    vo::frozen_str(ruby, &rb_self.0.message)
-}
-
-fn time(ruby: &Ruby, rb_self: &Denial) -> Value {
-    let time: Value = rb_self.0.at.into_value_with(ruby);
-    time.freeze();
-    time
-}
-
-/// The refused request's method (`"POST"`), for operation `:request`; else nil.
-fn http_method(ruby: &Ruby, rb_self: &Denial) -> Option<RString> {
-    let (method, _) = rb_self.0.request.as_ref()?;
-    Some(vo::frozen_str(ruby, method))
-}
-
-/// The refused request's origin-form path (`"/repos/x?y=1"`), for operation `:request`; else nil.
-fn path(ruby: &Ruby, rb_self: &Denial) -> Option<RString> {
-    let (_, path) = rb_self.0.request.as_ref()?;
-    Some(vo::frozen_str(ruby, path))
-}
-
-/// What the resolver, the system or the TLS library said when a destination
-/// failed the gateway (`:dns`, `:upstream_certificate`...); else nil.
-fn detail(ruby: &Ruby, rb_self: &Denial) -> Option<RString> {
-    rb_self.0.detail.as_deref().map(|d| vo::frozen_str(ruby, d))
-}
-
-fn equal(rb_self: &Denial, other: Value) -> bool {
-    <&Denial>::try_convert(other).is_ok_and(|other| other.0 == rb_self.0)
-}
-
-fn hash(rb_self: &Denial) -> i64 {
-    vo::hash_code(&rb_self.0)
-}
-
-/// `#<LittleGhost::Sandbox::Denial filesystem write "docs/a.md" read_only>`, with
-/// ` POST "/x"` for a refused request (the core's one-line Display, wrapped).
-fn inspect(rb_self: &Denial) -> String {
-    format!("#<LittleGhost::Sandbox::Denial {}>", rb_self.0)
 }

@@ -66,44 +66,6 @@ impl DataTypeFunctions for ExternalGateway {
     }
 }
 
-/// The keywords of `ExternalGateway.new`, as given.
-struct ExternalOptions {
-    policy: Value,
-    workspace: Value,
-    /// `runtime_paths:`, one name or an Array of them (nil: none).
-    names: Vec<Value>,
-    proxy_mount_path: Value,
-    environment: Option<Value>,
-    validator: Value,
-}
-
-impl ExternalOptions {
-    fn parse(ruby: &Ruby, keywords: RHash) -> Result<ExternalOptions, Error> {
-        let values = args::keywords(
-            ruby,
-            keywords,
-            &["policy", "workspace", "runtime_paths", "proxy_mount_path"],
-            &["environment", "validate"],
-        )?;
-        let value = |i: usize| values[i].unwrap_or_else(|| ruby.qnil().as_value());
-        let names = match value(2) {
-            nil if nil.is_nil() => Vec::new(),
-            value => match RArray::from_value(value) {
-                Some(array) => array.into_iter().collect(),
-                None => vec![value],
-            },
-        };
-        Ok(ExternalOptions {
-            policy: value(0),
-            workspace: value(1),
-            names,
-            proxy_mount_path: value(3),
-            environment: values[4],
-            validator: value(5),
-        })
-    }
-}
-
 /// ExternalGateway.new(policy:, workspace:, runtime_paths:, proxy_mount_path:, environment: {}, validate: nil)
 fn external_new(
     ruby: &Ruby,
@@ -119,33 +81,44 @@ pub(crate) fn external_build(
     class: RClass,
     keywords: RHash,
 ) -> Result<Obj<ExternalGateway>, Error> {
-    let options = ExternalOptions::parse(ruby, keywords)?;
+    let values = args::keywords(
+        ruby,
+        keywords,
+        &["policy", "workspace", "runtime_paths", "proxy_mount_path"],
+        &["environment", "validate"],
+    )?;
+    let value = |i: usize| values[i].unwrap_or_else(|| ruby.qnil().as_value());
+    let (policy, workspace, validator) = (value(0), value(1), value(5));
     let symbols = ruby.ary_new();
     let mut declaration = core::ExternalDeclaration::default();
-    for name in options.names {
+    // `runtime_paths:`, one name or an Array of them (nil: none).
+    let names: Vec<Value> = match RArray::from_value(value(2)) {
+        Some(array) => array.into_iter().collect(),
+        None if value(2).is_nil() => Vec::new(),
+        None => vec![value(2)],
+    };
+    for name in names {
         let symbol = vo::name_to_sym(name, "external gateway runtime path name")?;
         // The workspace a user passed (any duck type with `path`).
         let name = symbol.name()?.into_owned();
-        let directory = crate::ruby_api::workspace::directory(ruby, options.workspace, &name)?;
-        let root = (name, directory);
-        declaration.roots.push(root);
+        let directory = crate::ruby_api::workspace::directory(ruby, workspace, &name)?;
+        declaration.roots.push((name, directory));
         symbols.push(symbol)?;
     }
     symbols.freeze();
-    let proxy = Some(options.proxy_mount_path);
+    let proxy = Some(value(3));
     declaration.proxy_mount_path = convert::expanded_path(ruby, proxy, "proxy_mount_path")?;
-    let validator = options.validator;
     if !validator.is_nil() {
         declaration.validator_callable = Some(validator.respond_to("call", false)?);
     }
     let gateway = errors::core_result(ruby, declaration.build())?;
-    let environment = environment_hash(ruby, options.environment)?;
+    let environment = environment_hash(ruby, values[4])?;
     let path = convert::path_to_ruby(ruby, gateway.proxy_mount_path());
     Ok(ruby.obj_wrap_as(
         ExternalGateway {
             core: Mutex::new(gateway),
-            policy: options.policy.into(),
-            workspace: options.workspace.into(),
+            policy: policy.into(),
+            workspace: workspace.into(),
             runtime_paths: symbols.into(),
             proxy_mount_path: path.into(),
             environment: environment.into(),

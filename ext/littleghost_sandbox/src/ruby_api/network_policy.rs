@@ -4,15 +4,15 @@
 //! Ruby objects the core cannot (gateway, authorizer).
 
 use littleghost_sandbox_core::policy::network_declaration::{self, DeclaredGateway};
+use littleghost_sandbox_core::policy::network_requests as requests;
 use littleghost_sandbox_core::policy::network_rules::REDACTED;
 use littleghost_sandbox_core::policy::{
-    self as core, AllowEntry, AllowRequest, NetworkMode as Mode, NetworkRequest, RuleRequest,
-    SecretRequest,
+    self as core, AllowEntry, NetworkMode as Mode, NetworkRequest,
 };
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, RString, Ruby, Symbol,
-    TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, IntoValue, RArray, RClass, RHash, RString, Ruby,
+    Symbol, TypedData, Value,
 };
 
 use crate::helpers::errors;
@@ -104,9 +104,9 @@ impl vo::ValueObject for NetworkPolicy {
     fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
         Ok(vec![
             ("mode", mode(ruby, self)),
-            ("allow", allow(ruby, self)),
-            ("secrets", secrets(ruby, self)),
-            ("upstream_ca", upstream_ca(ruby, self)),
+            ("allow", allow(ruby, self)?.as_value()),
+            ("secrets", secrets(ruby, self)?.as_value()),
+            ("upstream_ca", upstream_ca(ruby, self).into_value_with(ruby)),
             ("resolve", resolve(ruby, self)),
             ("inspection", inspection(ruby, self)),
             ("gateway", gateway(ruby, self)),
@@ -201,23 +201,18 @@ fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolic
     let nil = ruby.qnil().as_value();
     let gateway = gateway.unwrap_or(nil);
     let authorizer = authorizer.unwrap_or(nil);
-    let forward_headers = vo::array_items(ruby, forward_headers)?;
-    let mutation_headers = vo::array_items(ruby, mutation_headers)?;
-    let texts = |items: magnus::RArray| -> Result<Vec<String>, Error> {
-        items
-            .into_iter()
-            .map(|item| vo::string_of(ruby, item))
-            .collect()
-    };
+    let declared = |value: Option<Value>| Declared::given(ruby, value);
+    let forward_headers = declared(forward_headers);
+    let mutation_headers = declared(mutation_headers);
     let request = NetworkRequest {
         mode: vo::given(mode)?,
         inspection: inspection.map(vo::given).transpose()?,
-        allow: allow_requests(ruby, allow)?,
-        secrets: secret_requests(ruby, secrets)?,
+        allow: requests::allow_requests(declared(allow).as_ref())?,
+        secrets: requests::secret_requests(declared(secrets).as_ref())?,
         upstream_ca: convert::expanded_path(ruby, upstream_ca, "network upstream_ca")?,
-        resolve: resolve_requests(ruby, resolve)?,
-        forward_headers: texts(forward_headers)?,
-        mutation_headers: texts(mutation_headers)?,
+        resolve: requests::resolve_requests(declared(resolve).as_ref())?,
+        forward_headers: requests::texts(forward_headers.as_ref())?,
+        mutation_headers: requests::texts(mutation_headers.as_ref())?,
         gateway: !gateway.is_nil(),
         authorizer: !authorizer.is_nil(),
     };
@@ -239,116 +234,78 @@ fn declared_gateway(ruby: &Ruby, gateway: Value) -> DeclaredGateway {
     }
 }
 
-/// The name of a Hash key: a Symbol's name, otherwise its `inspect`.
-fn key_name(ruby: &Ruby, key: Value) -> Result<String, Error> {
-    match Symbol::from_value(key) {
-        Some(symbol) => vo::sym_name(symbol),
-        None => vo::inspect_value(ruby, key),
+/// A Ruby value of a `network:` declaration, read with Ruby's conversions
+/// (`Array()`, `String()`, `to_sym` keys): the core decides the shapes.
+pub(crate) struct Declared<'r>(pub &'r Ruby, pub Value);
+
+impl Declared<'_> {
+    /// `value` unless it is nil.
+    pub(crate) fn given<'r>(ruby: &'r Ruby, value: Option<Value>) -> Option<Declared<'r>> {
+        value.filter(|v| !v.is_nil()).map(|v| Declared(ruby, v))
+    }
+
+    fn hash(&self) -> Option<RHash> {
+        RHash::from_value(self.1).filter(|_| vo::is_hash(self.0, self.1))
     }
 }
 
-/// `allow:` entries: a Hash is a rule `{destination:, inspect:, methods:,
-/// paths:}` (Symbol or String keys), anything else its `String(entry)`.
-pub(crate) fn allow_requests(
-    ruby: &Ruby,
-    allow: Option<Value>,
-) -> Result<Vec<AllowRequest>, Error> {
-    let mut requests = Vec::new();
-    for entry in vo::array_items(ruby, allow)? {
-        if !vo::is_hash(ruby, entry) {
-            requests.push(AllowRequest::Text(vo::string_of(ruby, entry)?));
-            continue;
-        }
-        let mut rule = RuleRequest::default();
-        for (key, value) in vo::hash_pairs(vo::symbolize_keys(ruby, entry)?)? {
-            let name = key_name(ruby, key)?;
-            match name.as_str() {
-                "destination" => rule.destination = Some(vo::string_of(ruby, value)?),
-                "inspect" => {
-                    rule.inspect = Some(if value.is_kind_of(ruby.class_true_class()) {
-                        Ok(true)
-                    } else if value.is_kind_of(ruby.class_false_class()) {
-                        Ok(false)
-                    } else {
-                        Err(vo::inspect_value(ruby, value)?)
-                    })
-                }
-                "methods" => rule.methods = strings(ruby, Some(value))?,
-                "paths" => rule.paths = strings(ruby, Some(value))?,
-                _ => {}
-            }
-            rule.keys.push(name);
-        }
-        requests.push(AllowRequest::Rule(rule));
-    }
-    Ok(requests)
-}
+impl requests::Declared for Declared<'_> {
+    type Error = Error;
 
-fn strings(ruby: &Ruby, value: Option<Value>) -> Result<Vec<String>, Error> {
-    vo::array_items(ruby, value)?
-        .into_iter()
-        .map(|item| vo::string_of(ruby, item))
-        .collect()
-}
-
-/// `secrets:` as `{name => {value:, destinations: [...]}}`; a value that is
-/// not a String is passed on as absent (and refused), never converted, so
-/// no message can show it.
-pub(crate) fn secret_requests(
-    ruby: &Ruby,
-    secrets: Option<Value>,
-) -> Result<Vec<SecretRequest>, Error> {
-    let Some(secrets) = secrets.filter(|s| !s.is_nil()) else {
-        return Ok(Vec::new());
-    };
-    if !vo::is_hash(ruby, secrets) {
-        return Err(errors::policy_error(
-            ruby,
-            "network secrets must be a Hash of name => {value:, destinations:}",
-        ));
+    fn misshapen(&self, error: core::Error) -> Error {
+        errors::from_core(self.0, error.into())
     }
-    let mut requests = Vec::new();
-    for (name, declaration) in vo::hash_pairs(RHash::try_convert(secrets)?)? {
-        let mut request = SecretRequest {
-            name: vo::string_of(ruby, name)?,
-            ..SecretRequest::default()
+
+    fn items(&self) -> Result<Vec<Self>, Error> {
+        let items = vo::array_items(self.0, Some(self.1))?;
+        Ok(items.into_iter().map(|v| Declared(self.0, v)).collect())
+    }
+
+    fn text(&self) -> Result<String, Error> {
+        vo::string_of(self.0, self.1)
+    }
+
+    fn string(&self) -> Option<String> {
+        RString::from_value(self.1).and_then(|s| s.to_string().ok())
+    }
+
+    fn flag(&self) -> Option<bool> {
+        let ruby = self.0;
+        (self.1.is_kind_of(ruby.class_true_class()) || self.1.is_kind_of(ruby.class_false_class()))
+            .then(|| self.1.to_bool())
+    }
+
+    fn shown(&self) -> Result<String, Error> {
+        vo::inspect_value(self.0, self.1)
+    }
+
+    fn pairs(&self) -> Result<Option<Vec<(Self, Self)>>, Error> {
+        let Some(hash) = self.hash() else {
+            return Ok(None);
         };
-        if vo::is_hash(ruby, declaration) {
-            let mut keys = Vec::new();
-            for (key, value) in vo::hash_pairs(vo::symbolize_keys(ruby, declaration)?)? {
-                let key = key_name(ruby, key)?;
-                match key.as_str() {
-                    "value" => {
-                        request.value = RString::from_value(value).and_then(|s| s.to_string().ok())
-                    }
-                    "destinations" => request.destinations = strings(ruby, Some(value))?,
-                    _ => {}
-                }
-                keys.push(key);
-            }
-            request.keys = Some(keys);
-        }
-        requests.push(request);
+        let pairs = vo::hash_pairs(hash)?.into_iter();
+        Ok(Some(
+            pairs
+                .map(|(k, v)| (Declared(self.0, k), Declared(self.0, v)))
+                .collect(),
+        ))
     }
-    Ok(requests)
-}
 
-/// `resolve:` as `{"name" => "address"}` (String or Symbol keys), each pair
-/// as text; the core checks them. PolicyError when it is not a Hash.
-fn resolve_requests(ruby: &Ruby, resolve: Option<Value>) -> Result<Vec<(String, String)>, Error> {
-    let Some(resolve) = resolve.filter(|r| !r.is_nil()) else {
-        return Ok(Vec::new());
-    };
-    if !vo::is_hash(ruby, resolve) {
-        return Err(errors::policy_error(
-            ruby,
-            "network resolve: must be a Hash of host name => IP address",
-        ));
+    /// The pairs with their keys through `to_sym`, each named by its Symbol's name (else its `inspect`).
+    fn named_pairs(&self) -> Result<Option<Vec<(String, Self)>>, Error> {
+        if self.hash().is_none() {
+            return Ok(None);
+        }
+        let mut pairs = Vec::new();
+        for (key, value) in vo::hash_pairs(vo::symbolize_keys(self.0, self.1)?)? {
+            let name = match Symbol::from_value(key) {
+                Some(symbol) => vo::sym_name(symbol)?,
+                None => vo::inspect_value(self.0, key)?,
+            };
+            pairs.push((name, Declared(self.0, value)));
+        }
+        Ok(Some(pairs))
     }
-    vo::hash_pairs(RHash::try_convert(resolve)?)?
-        .into_iter()
-        .map(|(name, address)| Ok((vo::string_of(ruby, name)?, vo::string_of(ruby, address)?)))
-        .collect()
 }
 
 /// An allow entry as Ruby reads it: a plain entry is its String, a rule a
@@ -375,10 +332,10 @@ pub(crate) fn entry_to_ruby(ruby: &Ruby, entry: &AllowEntry) -> Result<Value, Er
     Ok(hash.as_value())
 }
 
-/// The entries of `rules` as Ruby reads them, a frozen Array.
-pub(crate) fn entries_to_ruby(ruby: &Ruby, rules: &core::NetworkRules) -> Result<RArray, Error> {
-    let array = ruby.ary_new_capa(rules.allow.len());
-    for entry in &rules.allow {
+/// Allow entries as Ruby reads them, a frozen Array.
+pub(crate) fn entries_to_ruby(ruby: &Ruby, entries: &[AllowEntry]) -> Result<RArray, Error> {
+    let array = ruby.ary_new_capa(entries.len());
+    for entry in entries {
         array.push(entry_to_ruby(ruby, entry)?)?;
     }
     array.freeze();
@@ -489,25 +446,19 @@ fn mode(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
 /// allow: the allowed destinations, a frozen Array: a down-cased String per
 /// plain entry, a frozen `{destination:, inspect:, methods:, paths:}` Hash
 /// per entry with HTTP rules or inspection.
-fn allow(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
-    entries_to_ruby(ruby, &rb_self.core.rules)
-        .map(|a| a.as_value())
-        .unwrap_or_else(|_| ruby.ary_new().as_value())
+fn allow(ruby: &Ruby, rb_self: &NetworkPolicy) -> Result<RArray, Error> {
+    entries_to_ruby(ruby, &rb_self.core.rules.allow)
 }
 
 /// secrets: a frozen Hash of Symbol name => `{value: "[REDACTED]", destinations: [...]}` (never the value).
-fn secrets(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
+fn secrets(ruby: &Ruby, rb_self: &NetworkPolicy) -> Result<RHash, Error> {
     secrets_to_ruby(ruby, &rb_self.core.rules)
-        .map(|h| h.as_value())
-        .unwrap_or_else(|_| ruby.hash_new().as_value())
 }
 
 /// upstream_ca: the expanded path of the PEM file of extra upstream roots, or nil.
-fn upstream_ca(ruby: &Ruby, rb_self: &NetworkPolicy) -> Value {
-    match &rb_self.core.rules.upstream_ca {
-        Some(path) => convert::path_to_ruby(ruby, path).as_value(),
-        None => ruby.qnil().as_value(),
-    }
+fn upstream_ca(ruby: &Ruby, rb_self: &NetworkPolicy) -> Option<RString> {
+    let path = rb_self.core.rules.upstream_ca.as_ref()?;
+    Some(convert::path_to_ruby(ruby, path))
 }
 
 /// resolve: the names the gateway resolves itself, a frozen Hash of name => address (Strings).

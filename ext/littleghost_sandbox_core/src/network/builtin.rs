@@ -270,7 +270,7 @@ pub fn read_upstream_ca(path: &Path) -> Result<Vec<u8>> {
         )),
         Bounded::Io(e) => refused(format!("cannot be read: {e}")),
     })?;
-    super::inspect::upstream_roots(&bytes).map_err(refused)?;
+    super::inspect::upstream_roots(&bytes).map_err(|why| refused(why.to_string()))?;
     Ok(bytes)
 }
 

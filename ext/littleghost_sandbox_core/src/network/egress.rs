@@ -6,7 +6,7 @@
 use std::time::{Duration, SystemTime};
 
 use super::denial::DenialReason;
-use super::log::{capped, Callback, Log, Record};
+use super::log::{capped, Callback, Field, Fields, Log, Record};
 
 /// What the gateway did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,6 +104,42 @@ impl Record for EgressEvent {
     }
 }
 
+impl Fields for EgressEvent {
+    const NAMES: &'static [&'static str] = &[
+        "destination",
+        "method",
+        "path",
+        "status",
+        "bytes_sent",
+        "bytes_received",
+        "duration",
+        "decision",
+        "reason",
+        "detail",
+        "inspected",
+        "time",
+    ];
+
+    fn fields(&self) -> Vec<Field<'_>> {
+        let reason = self.reason.map(|r| crate::denial::Reason::from(r).name());
+        vec![
+            Field::Text(&self.destination),
+            Field::text(self.method.as_deref()),
+            Field::text(self.path.as_deref()),
+            self.status
+                .map_or(Field::Absent, |s| Field::Count(s.into())),
+            Field::Count(self.bytes_sent),
+            Field::Count(self.bytes_received),
+            Field::Seconds(self.duration.as_secs_f64()),
+            Field::Name(self.decision.name()),
+            reason.map_or(Field::Absent, Field::Name),
+            Field::text(self.detail.as_deref()),
+            Field::Flag(self.inspected),
+            Field::Time(self.at),
+        ]
+    }
+}
+
 /// Called for every event, on a gateway thread; must not block.
 pub type EgressCallback = Callback<EgressEvent>;
 
@@ -129,6 +165,29 @@ mod tests {
             reason: None,
             detail: None,
         }
+    }
+
+    #[test]
+    fn each_named_field_has_its_value() {
+        let event = event();
+        let fields = event.fields();
+        assert_eq!(fields.len(), EgressEvent::NAMES.len());
+        let field =
+            |name: &str| fields[EgressEvent::NAMES.iter().position(|n| *n == name).unwrap()];
+        assert_eq!(field("method"), Field::Text("GET"));
+        assert_eq!(field("status"), Field::Count(200));
+        assert_eq!(field("decision"), Field::Name("allowed"));
+        assert_eq!(field("reason"), Field::Absent);
+        assert_eq!(field("duration"), Field::Seconds(0.012));
+        assert_eq!(field("time"), Field::Time(SystemTime::UNIX_EPOCH));
+        let refused = EgressEvent {
+            reason: Some(DenialReason::NotAllowed),
+            status: None,
+            ..event
+        };
+        let fields = refused.fields();
+        assert_eq!(fields[8], Field::Name("not_allowed"));
+        assert_eq!(fields[3], Field::Absent);
     }
 
     #[test]

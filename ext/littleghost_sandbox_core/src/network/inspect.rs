@@ -107,24 +107,53 @@ impl std::fmt::Debug for Inspector {
     }
 }
 
+/// Why the inspecting gateway cannot trust, make or use a certificate. The
+/// first four read as the end of a sentence about the `upstream_ca` bundle;
+/// each carries the TLS library's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TlsError {
+    #[error("is not a PEM certificate bundle ({0})")]
+    NotPem(String),
+    #[error("holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")")]
+    NoCertificate,
+    #[error("has an unusable certificate (number {number} in the file): {error}")]
+    UnusableInFile { number: usize, error: String },
+    #[error("has an unusable certificate: {0}")]
+    Unusable(String),
+    #[error("cannot configure TLS: {0}")]
+    Configure(String),
+    #[error("cannot make the CA key: {0}")]
+    CaKey(String),
+    #[error("cannot make the CA certificate: {0}")]
+    CaCertificate(String),
+    #[error("cannot make a leaf key: {0}")]
+    LeafKey(String),
+    #[error("cannot name {name} in a certificate: {error}")]
+    Name { name: String, error: String },
+    #[error("cannot mint a certificate for {host}: {error}")]
+    Mint { host: String, error: String },
+    #[error("cannot use the certificate for {host}: {error}")]
+    Use { host: String, error: String },
+}
+
 /// The certificates of a PEM bundle the gateway is told to trust upstream
 /// (`upstream_ca:`). The error completes a sentence about the bundle:
 /// "is not PEM ...", "holds no certificate", "has an unusable certificate ...".
-pub fn upstream_roots(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+pub fn upstream_roots(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certificates = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("is not a PEM certificate bundle ({e})"))?;
+        .map_err(|e| TlsError::NotPem(e.to_string()))?;
     if certificates.is_empty() {
-        return Err("holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\")".into());
+        return Err(TlsError::NoCertificate);
     }
     let mut store = RootCertStore::empty();
     for (index, certificate) in certificates.iter().enumerate() {
-        store.add(certificate.clone()).map_err(|e| {
-            format!(
-                "has an unusable certificate (number {} in the file): {e}",
-                index + 1
-            )
-        })?;
+        store
+            .add(certificate.clone())
+            .map_err(|e| TlsError::UnusableInFile {
+                number: index + 1,
+                error: e.to_string(),
+            })?;
     }
     Ok(certificates)
 }
@@ -133,7 +162,7 @@ impl Inspector {
     /// Makes the CA (a fresh P-256 key in memory) and the upstream client
     /// configuration: the system's roots (those that parse) plus
     /// `upstream_ca`, a PEM bundle (an error says what is wrong with it).
-    pub fn new(upstream_ca: Option<&[u8]>) -> Result<Inspector, String> {
+    pub fn new(upstream_ca: Option<&[u8]>) -> Result<Inspector, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let extra = match upstream_ca {
             Some(pem) => upstream_roots(pem)?,
@@ -145,11 +174,11 @@ impl Inspector {
         for certificate in extra {
             roots
                 .add(certificate)
-                .map_err(|e| format!("has an unusable certificate: {e}"))?;
+                .map_err(|e| TlsError::Unusable(e.to_string()))?;
         }
         let mut client = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("cannot configure TLS: {e}"))?
+            .map_err(|e| TlsError::Configure(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
         client.alpn_protocols = vec![HTTP_1_1.to_vec()];
@@ -157,7 +186,7 @@ impl Inspector {
         let now = SystemTime::now();
         let not_after = now + CA_VALIDITY;
         let name = format!("LittleGhost sandbox CA {}", hex(&random::<6>()));
-        let ca_key = KeyPair::generate().map_err(|e| format!("cannot make the CA key: {e}"))?;
+        let ca_key = KeyPair::generate().map_err(|e| TlsError::CaKey(e.to_string()))?;
         let mut params = CertificateParams::default();
         params.distinguished_name = DistinguishedName::new();
         params
@@ -177,8 +206,8 @@ impl Inspector {
         params.not_after = not_after.into();
         let ca = params
             .self_signed(&ca_key)
-            .map_err(|e| format!("cannot make the CA certificate: {e}"))?;
-        let leaf_key = KeyPair::generate().map_err(|e| format!("cannot make a leaf key: {e}"))?;
+            .map_err(|e| TlsError::CaCertificate(e.to_string()))?;
+        let leaf_key = KeyPair::generate().map_err(|e| TlsError::LeafKey(e.to_string()))?;
         Ok(Inspector {
             name,
             ca,
@@ -216,7 +245,7 @@ impl Inspector {
     /// The child-side configuration for `host`: a leaf certificate whose only
     /// subject alternative name is `host` (DNS name or IP address), signed by
     /// the CA, minted on first use.
-    pub fn server_config(&self, host: &Host) -> Result<Arc<ServerConfig>, String> {
+    pub fn server_config(&self, host: &Host) -> Result<Arc<ServerConfig>, TlsError> {
         let mut leaves = self.leaves.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(config) = leaves.get(host) {
             return Ok(config.clone());
@@ -229,14 +258,15 @@ impl Inspector {
         Ok(config)
     }
 
-    fn mint(&self, host: &Host) -> Result<ServerConfig, String> {
+    fn mint(&self, host: &Host) -> Result<ServerConfig, TlsError> {
         let (san, common_name) = match host {
             Host::Name(name) => (
-                SanType::DnsName(
-                    name.as_str()
-                        .try_into()
-                        .map_err(|e| format!("cannot name {name} in a certificate: {e}"))?,
-                ),
+                SanType::DnsName(name.as_str().try_into().map_err(|e: rcgen::Error| {
+                    TlsError::Name {
+                        name: name.clone(),
+                        error: e.to_string(),
+                    }
+                })?),
                 name.clone(),
             ),
             Host::Ip(ip) => (SanType::IpAddress(*ip), ip.to_string()),
@@ -256,14 +286,20 @@ impl Inspector {
         params.not_after = self.not_after.into();
         let leaf = params
             .signed_by(&self.leaf_key, &self.ca, &self.ca_key)
-            .map_err(|e| format!("cannot mint a certificate for {host}: {e}"))?;
+            .map_err(|e| TlsError::Mint {
+                host: host.to_string(),
+                error: e.to_string(),
+            })?;
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.leaf_key.serialize_der()));
         let mut config = ServerConfig::builder_with_provider(self.provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("cannot configure TLS: {e}"))?
+            .map_err(|e| TlsError::Configure(e.to_string()))?
             .with_no_client_auth()
             .with_single_cert(vec![leaf.der().clone(), self.ca.der().clone()], key)
-            .map_err(|e| format!("cannot use the certificate for {host}: {e}"))?;
+            .map_err(|e| TlsError::Use {
+                host: host.to_string(),
+                error: e.to_string(),
+            })?;
         config.alpn_protocols = vec![HTTP_1_1.to_vec()];
         Ok(config)
     }
@@ -301,7 +337,7 @@ impl Inspector {
         }
         let config = self
             .server_config(&destination.host)
-            .map_err(AcceptError::Handshake)?;
+            .map_err(|e| AcceptError::Handshake(e.to_string()))?;
         start.into_stream(config).await.map_err(handshake)
     }
 
@@ -432,12 +468,17 @@ pub(crate) mod tests {
     fn a_malformed_upstream_ca_is_refused_with_the_reason() {
         assert!(upstream_roots(b"not pem at all")
             .unwrap_err()
+            .to_string()
             .contains("no PEM certificate"));
         let broken = b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n";
-        assert!(upstream_roots(broken).unwrap_err().contains("not a PEM"));
+        assert!(upstream_roots(broken)
+            .unwrap_err()
+            .to_string()
+            .contains("not a PEM"));
         let garbage = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
         assert!(upstream_roots(garbage.as_bytes())
             .unwrap_err()
+            .to_string()
             .contains("unusable certificate (number 1"));
         let (ca, _) = upstream(&["a.test"]);
         assert_eq!(upstream_roots(ca.as_bytes()).unwrap().len(), 1);

@@ -10,6 +10,7 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 /// The most bytes of one text a record keeps, its cut marker included.
 pub const TEXT_LIMIT: usize = 1024;
@@ -39,6 +40,35 @@ pub fn capped(text: String) -> String {
 pub trait Record: Clone {
     /// The same record with every text it holds [`capped`].
     fn capped(self) -> Self;
+}
+
+/// One field of a kept record as plain data: what its reader returns.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Field<'a> {
+    /// A member of a fixed set (`filesystem`, `allowed`), by its name.
+    Name(&'static str),
+    Text(&'a str),
+    Count(u64),
+    Seconds(f64),
+    Flag(bool),
+    Time(SystemTime),
+    /// Not known for this record (no request was read, no detail given).
+    Absent,
+}
+
+impl<'a> Field<'a> {
+    /// The text, or [`Field::Absent`].
+    pub fn text(text: Option<&'a str>) -> Field<'a> {
+        text.map_or(Field::Absent, Field::Text)
+    }
+}
+
+/// A record shown field by field (`Denial#target`, `NetworkEvent#to_h`).
+pub trait Fields {
+    /// The fields' names, in the order [`Fields::fields`] gives their values.
+    const NAMES: &'static [&'static str];
+    /// The value of each field named in [`Fields::NAMES`], in that order.
+    fn fields(&self) -> Vec<Field<'_>>;
 }
 
 /// Called for every record, on a gateway thread; must not block.

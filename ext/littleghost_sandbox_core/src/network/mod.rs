@@ -24,6 +24,7 @@ pub mod log;
 pub mod memory;
 mod pipe;
 mod proxy;
+pub mod queue;
 pub mod resolve;
 pub mod rules;
 pub mod secrets;

@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use super::destination::{split_authority, Destination, Host};
+use super::destination::{split_authority, Destination, Host, Malformed};
 
 /// The host part of a pattern.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -57,12 +57,43 @@ impl std::fmt::Display for Pattern {
     }
 }
 
+/// Why an allowlist entry's destination is no pattern; each reads as the end
+/// of a sentence starting "network allowlist entry \"..\"".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadPattern {
+    /// What a plain destination may not be either.
+    #[error(transparent)]
+    Destination(#[from] Malformed),
+    #[error("has a wildcard over a single label (write \"*.example.com\", not \"*.com\")")]
+    WildcardOverLabel,
+    #[error("has a wildcard over an IP address (use \"net/len\")")]
+    WildcardOverAddress,
+    #[error("has a '*' that is not a leading \"*.\" label or the whole port")]
+    Star,
+    #[error("has an unterminated '[' (IPv6 networks are written \"[addr/len]:port\")")]
+    UnterminatedBracket,
+    #[error("is missing a port (expected \"[addr/len]:port\")")]
+    BracketedNetworkPort,
+    #[error("has an IPv6 network without brackets (write \"[addr/len]:port\")")]
+    UnbracketedNetwork,
+    #[error("is missing a port (expected \"net/len:port\")")]
+    NetworkPort,
+    #[error("has an invalid network {0:?}")]
+    Network(String),
+    #[error("has an invalid network address {0:?}")]
+    NetworkAddress(String),
+    #[error("has an invalid prefix length {length:?} (0..{bits})")]
+    PrefixLength { length: String, bits: u8 },
+    #[error("has an invalid port {0:?} (expected 1..65535 or *)")]
+    Port(String),
+}
+
 impl Pattern {
     /// Parses an allowlist entry's destination (already stripped and
     /// down-cased): `host:port`, `[v6]:port`, `*.example.com:443`,
     /// `db.internal:*`, `10.1.0.0/16:5432`, `[fd00::/8]:443`. The error is
     /// the end of a sentence starting "network allowlist entry \"..\"".
-    pub fn parse(text: &str) -> Result<Pattern, String> {
+    pub fn parse(text: &str) -> Result<Pattern, BadPattern> {
         if let Some((network, port)) = network_parts(text)? {
             let (address, prefix) = parse_network(network)?;
             return Ok(Pattern {
@@ -73,22 +104,15 @@ impl Pattern {
         let (host_text, port_text) = split_authority(text)?;
         let port = match port_text {
             Some(port) => parse_port_pattern(port)?,
-            None => return Err("is missing a port (expected \"host:port\")".into()),
+            None => return Err(Malformed::MissingPort.into()),
         };
         let host = match host_text.strip_prefix("*.") {
             Some(suffix) => match Destination::parse(&format!("{suffix}:1"), None)?.host {
                 Host::Name(name) if name.contains('.') => HostPattern::Subdomains(name),
-                Host::Name(_) => return Err(
-                    "has a wildcard over a single label (write \"*.example.com\", not \"*.com\")"
-                        .into(),
-                ),
-                Host::Ip(_) => {
-                    return Err("has a wildcard over an IP address (use \"net/len\")".into())
-                }
+                Host::Name(_) => return Err(BadPattern::WildcardOverLabel),
+                Host::Ip(_) => return Err(BadPattern::WildcardOverAddress),
             },
-            None if host_text.contains('*') => {
-                return Err("has a '*' that is not a leading \"*.\" label or the whole port".into())
-            }
+            None if host_text.contains('*') => return Err(BadPattern::Star),
             None => {
                 let named = format!("{}:1", bracket(host_text));
                 HostPattern::Exact(Destination::parse(&named, None)?.host)
@@ -171,57 +195,54 @@ fn bracket(host: &str) -> String {
 
 /// `(network, port)` when `text` is a network pattern (`a.b.c.d/n:port` or
 /// `[v6/n]:port`), `None` when it is not one.
-fn network_parts(text: &str) -> Result<Option<(&str, &str)>, String> {
+fn network_parts(text: &str) -> Result<Option<(&str, &str)>, BadPattern> {
     if !text.contains('/') || text.contains("://") {
         return Ok(None);
     }
     if let Some(rest) = text.strip_prefix('[') {
         let (inside, after) = rest
             .split_once(']')
-            .ok_or("has an unterminated '[' (IPv6 networks are written \"[addr/len]:port\")")?;
+            .ok_or(BadPattern::UnterminatedBracket)?;
         let port = after
             .strip_prefix(':')
-            .ok_or("is missing a port (expected \"[addr/len]:port\")")?;
+            .ok_or(BadPattern::BracketedNetworkPort)?;
         return Ok(Some((inside, port)));
     }
     match text.rsplit_once(':') {
         Some((network, port)) if !network.contains(':') => Ok(Some((network, port))),
-        Some(_) => Err("has an IPv6 network without brackets (write \"[addr/len]:port\")".into()),
-        None => Err("is missing a port (expected \"net/len:port\")".into()),
+        Some(_) => Err(BadPattern::UnbracketedNetwork),
+        None => Err(BadPattern::NetworkPort),
     }
 }
 
-fn parse_network(text: &str) -> Result<(IpAddr, u8), String> {
+fn parse_network(text: &str) -> Result<(IpAddr, u8), BadPattern> {
     let (address, length) = text
         .split_once('/')
-        .ok_or_else(|| format!("has an invalid network {text:?}"))?;
+        .ok_or_else(|| BadPattern::Network(text.to_owned()))?;
     let address: IpAddr = address
         .parse()
-        .map_err(|_| format!("has an invalid network address {address:?}"))?;
+        .map_err(|_| BadPattern::NetworkAddress(address.to_owned()))?;
     let bits = if address.is_ipv4() { 32 } else { 128 };
     let valid =
         !length.is_empty() && length.len() <= 3 && length.bytes().all(|b| b.is_ascii_digit());
     let prefix = match length.parse::<u8>() {
         Ok(prefix) if valid && prefix <= bits => prefix,
         _ => {
-            return Err(format!(
-                "has an invalid prefix length {length:?} (0..{bits})"
-            ))
+            let length = length.to_owned();
+            return Err(BadPattern::PrefixLength { length, bits });
         }
     };
     Ok((mask(address, prefix), prefix))
 }
 
-fn parse_port_pattern(text: &str) -> Result<PortPattern, String> {
+fn parse_port_pattern(text: &str) -> Result<PortPattern, BadPattern> {
     if text == "*" {
         return Ok(PortPattern::Any);
     }
     let valid = !text.is_empty() && text.len() <= 5 && text.bytes().all(|b| b.is_ascii_digit());
     match text.parse::<u32>() {
         Ok(port @ 1..=65535) if valid => Ok(PortPattern::Exact(port as u16)),
-        _ => Err(format!(
-            "has an invalid port {text:?} (expected 1..65535 or *)"
-        )),
+        _ => Err(BadPattern::Port(text.to_owned())),
     }
 }
 
@@ -507,7 +528,7 @@ mod tests {
             ("http://a.com:1", "URL"),
         ] {
             let error = Pattern::parse(text).unwrap_err();
-            assert!(error.contains(why), "{text}: {error}");
+            assert!(error.to_string().contains(why), "{text}: {error}");
         }
     }
 

@@ -30,6 +30,12 @@ pub enum Error {
     /// A network secret declared by `name` without its value.
     #[error("network secret {name:?} needs value: (the value is not shown)")]
     SecretWithoutValue { name: String },
+    /// Network secrets given as something other than a table.
+    #[error("network secrets must be a table of name => {{value, destinations}}")]
+    SecretsNotATable,
+    /// Network `resolve` given as something other than a table.
+    #[error("network resolve must be a table of host name => IP address")]
+    ResolveNotATable,
     /// A network mode that is none of inherit, none and allowlist.
     #[error("network mode must be inherit, none or allowlist, got {shown}")]
     NetworkMode { shown: String },
@@ -45,6 +51,9 @@ pub enum Error {
     HttpWithoutAuthorizer,
     #[error("network mode allowlist requires a non-empty allow list (\"host:port\" entries)")]
     EmptyAllowlist,
+    /// A network gateway provider that is none of builtin, envoy and external.
+    #[error("unknown network gateway provider {shown}")]
+    GatewayProvider { shown: String },
     /// A mount access that is neither read_only nor read_write.
     #[error("mount access must be read_only or read_write, got {shown}")]
     MountAccess { shown: String },

@@ -14,6 +14,7 @@ mod mount;
 mod network;
 pub mod network_declaration;
 pub mod network_mode;
+pub mod network_requests;
 pub mod network_rules;
 pub mod process_limits;
 mod rules;

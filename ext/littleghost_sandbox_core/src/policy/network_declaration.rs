@@ -4,7 +4,7 @@
 //! option of the built-in gateway. Any other key is refused with the list of
 //! the keys that exist, so a typo (`allowlist:`) is never silently ignored.
 
-use super::{NetworkMode, NetworkRules};
+use super::{Given, NetworkMode, NetworkRules};
 use crate::error::{argument, policy, Result};
 
 /// Every key a `network:` Hash (and `NetworkPolicy.new`) takes, in the order
@@ -105,12 +105,76 @@ pub fn check_enforced(rules: &NetworkRules, builtin: bool) -> Result<()> {
     ))
 }
 
+/// The gateway a declared provider name gives (G.3, G.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// The gem's own enforcing gateway (`builtin`; `envoy` is an older name of it).
+    Builtin,
+    /// A proxy the application runs itself (`external`).
+    External,
+}
+
+impl Provider {
+    /// The provider `name` gives (absent: the built-in one). The external
+    /// gateway enforces destinations only, so `rules` that need more are
+    /// refused for it ([`check_enforced`]); an unknown name is a PolicyError.
+    pub fn named(name: Option<&Given<'_>>, rules: &NetworkRules) -> Result<Provider> {
+        let provider = match name.map(|given| given.name()) {
+            None | Some(Some("builtin" | "envoy")) => Provider::Builtin,
+            Some(Some("external")) => Provider::External,
+            Some(_) => {
+                let shown = name.map(Given::shown).unwrap_or_default();
+                return Err(super::Error::GatewayProvider { shown }.into());
+            }
+        };
+        if provider == Provider::External {
+            check_enforced(rules, false)?;
+        }
+        Ok(provider)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn keys(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_provider_name_chooses_the_gateway() {
+        let rules = NetworkRules::default();
+        let named = |name: &str| Provider::named(Some(&Given::symbol(name)), &rules);
+        assert_eq!(Provider::named(None, &rules).unwrap(), Provider::Builtin);
+        assert_eq!(named("builtin").unwrap(), Provider::Builtin);
+        assert_eq!(named("envoy").unwrap(), Provider::Builtin);
+        assert_eq!(named("external").unwrap(), Provider::External);
+        let unknown = named("squid").unwrap_err();
+        assert_eq!(unknown.kind(), crate::error::Kind::Policy);
+        assert_eq!(
+            unknown.to_string(),
+            "unknown network gateway provider :squid"
+        );
+        let no_name = Provider::named(Some(&Given::other("3")), &rules).unwrap_err();
+        assert_eq!(no_name.to_string(), "unknown network gateway provider 3");
+    }
+
+    #[test]
+    fn the_external_gateway_refuses_rules_only_the_built_in_one_enforces() {
+        let allow = [crate::policy::AllowRequest::Text("a.test:443".into())];
+        let mut rules = NetworkRules::new(&allow, &[], None).unwrap();
+        let external = Some(&Given::symbol("external"));
+        assert_eq!(
+            Provider::named(external, &rules).unwrap(),
+            Provider::External
+        );
+        rules.allow[0].inspect = true;
+        let refused = Provider::named(external, &rules).unwrap_err();
+        assert!(refused
+            .to_string()
+            .contains("enforced by the built-in gateway only"));
+        assert_eq!(Provider::named(None, &rules).unwrap(), Provider::Builtin);
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::cell::RefCell;
 
 use littleghost_sandbox_core::backend::bubblewrap::{self as bw, Gateway, GatewayConnection};
 use littleghost_sandbox_core::grants::Grant;
-use littleghost_sandbox_core::policy::{network_declaration, NetworkRules};
+use littleghost_sandbox_core::policy::network_declaration::Provider;
+use littleghost_sandbox_core::policy::NetworkRules;
 use magnus::{prelude::*, value::Opaque, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
@@ -36,10 +37,10 @@ pub(crate) fn open(
         None => {
             let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
             let resolved = resolve(ruby, network, effective, workspace, gateway_options)?;
-            // The gateway's 403s show in this sandbox's `denials`.
-            builtin_gateway::attach_denials(resolved, rb_self.denials().hub());
-            // Its egress events show in `network_log` and reach `on_network`.
-            builtin_gateway::attach_network(resolved, rb_self.network().hub());
+            // The gateway's 403s show in this sandbox's `denials`, its egress
+            // events in `network_log` and reach `on_network`.
+            let (denials, network) = (rb_self.denials().hub(), rb_self.network().hub());
+            builtin_gateway::attach(resolved, denials, network);
             slot.replace(Some(resolved.into()));
             resolved
         }
@@ -146,37 +147,22 @@ fn provider(
         options.aset(key, value)?;
     }
     let given: Value = options.delete(ruby.to_symbol("provider"))?;
-    let name = match vo::try_to_sym(given)? {
-        Some(symbol) => symbol.name()?.into_owned(),
-        None if given.is_nil() => "builtin".to_owned(),
-        None => String::new(),
-    };
-    match name.as_str() {
-        "builtin" | "envoy" => {
+    let name = (!given.is_nil()).then(|| vo::given(given)).transpose()?;
+    let default = Default::default();
+    let rules = network_policy::borrow(network).map_or(&default, |n| &n.core().rules);
+    match errors::core_result(ruby, Provider::named(name.as_ref(), rules))? {
+        Provider::Builtin => {
             // The policy's rules, secrets and upstream roots go to the core
             // gateway directly: a secret's value never becomes a Ruby value.
-            let default = Default::default();
-            let rules = network_policy::borrow(network).map_or(&default, |n| &n.core().rules);
             let class = constants::class(ruby, "LittleGhost::Network::BuiltinGateway")?;
             Ok(builtin_gateway::build_declared(ruby, class, options, rules)?.as_value())
         }
-        "external" => {
-            if let Some(policy) = network_policy::borrow(network) {
-                let enforced = network_declaration::check_enforced(&policy.core().rules, false);
-                errors::core_result(ruby, enforced)?;
-            }
+        Provider::External => {
             options.aset(ruby.to_symbol("policy"), effective_policy)?;
             options.aset(ruby.to_symbol("workspace"), workspace)?;
             let class = constants::class(ruby, "LittleGhost::Network::ExternalGateway")?;
             Ok(crate::ruby_api::gateway::external_build(ruby, class, options)?.as_value())
         }
-        _ => Err(errors::policy_error(
-            ruby,
-            format!(
-                "unknown network gateway provider {}",
-                vo::inspect_value(ruby, given).unwrap_or_default()
-            ),
-        )),
     }
 }
 

@@ -13,9 +13,10 @@
 use std::sync::Arc;
 
 use littleghost_sandbox_core::denial::{Denial as CoreDenial, DEFAULT_CAPACITY};
-use magnus::{prelude::*, typed_data::Obj, DataTypeFunctions, Error, Ruby, TypedData, Value};
+use magnus::{DataTypeFunctions, Error, Ruby, TypedData, Value};
 
 use crate::helpers::event_hub::{EventHub, Events, Stream};
+use crate::helpers::record::{self, RecordObject};
 
 /// The denial stream: `on_denial`, `denials`.
 pub struct DenialStream;
@@ -55,16 +56,25 @@ impl Reporter {
 /// A frozen `LittleGhost::Sandbox::Denial` value.
 #[derive(TypedData)]
 #[magnus(class = "LittleGhost::Sandbox::Denial", free_immediately, size)]
-pub struct Denial(pub(crate) CoreDenial);
+pub struct Denial(CoreDenial);
 
 impl DataTypeFunctions for Denial {}
 
+impl RecordObject for Denial {
+    type Record = CoreDenial;
+
+    fn new(record: CoreDenial) -> Self {
+        Denial(record)
+    }
+
+    fn record(&self) -> &CoreDenial {
+        &self.0
+    }
+}
+
 /// A new frozen Denial for `denial`.
 pub(crate) fn wrap(ruby: &Ruby, denial: CoreDenial) -> Value {
-    let object: Obj<Denial> = ruby.obj_wrap(Denial(denial));
-    let value = object.as_value();
-    value.freeze();
-    value
+    record::wrap::<Denial>(ruby, denial)
 }
 
 /// Records `denial` in `hub` and calls each subscriber with it, in this thread.

@@ -4,11 +4,10 @@
 //! Sandbox's state can hold the stream without depending on them.
 
 use littleghost_sandbox_core::network::EgressEvent;
-use magnus::{
-    prelude::*, typed_data::Obj, DataTypeFunctions, Error, RArray, Ruby, TypedData, Value,
-};
+use magnus::{DataTypeFunctions, Error, RArray, Ruby, TypedData, Value};
 
 use crate::helpers::event_hub::{EventHub, Events, Stream};
+use crate::helpers::record::{self, RecordObject};
 
 /// How many network events a sandbox keeps (like its denials).
 pub const NETWORK_LOG_CAPACITY: usize = littleghost_sandbox_core::denial::DEFAULT_CAPACITY;
@@ -24,7 +23,7 @@ impl Stream for NetworkStream {
     const CAPACITY: usize = NETWORK_LOG_CAPACITY;
 
     fn wrap(ruby: &Ruby, event: EgressEvent) -> Value {
-        wrap(ruby, event)
+        record::wrap::<NetworkEvent>(ruby, event)
     }
 }
 
@@ -37,24 +36,23 @@ pub type NetworkEvents = Events<NetworkStream>;
 /// A frozen `LittleGhost::Sandbox::NetworkEvent` value.
 #[derive(TypedData)]
 #[magnus(class = "LittleGhost::Sandbox::NetworkEvent", free_immediately, size)]
-pub struct NetworkEvent(pub(super) EgressEvent);
+pub struct NetworkEvent(EgressEvent);
 
 impl DataTypeFunctions for NetworkEvent {}
 
-/// A new frozen NetworkEvent for `event`.
-pub(crate) fn wrap(ruby: &Ruby, event: EgressEvent) -> Value {
-    let object: Obj<NetworkEvent> = ruby.obj_wrap(NetworkEvent(event));
-    let value = object.as_value();
-    value.freeze();
-    value
+impl RecordObject for NetworkEvent {
+    type Record = EgressEvent;
+
+    fn new(record: EgressEvent) -> Self {
+        NetworkEvent(record)
+    }
+
+    fn record(&self) -> &EgressEvent {
+        &self.0
+    }
 }
 
 /// A frozen Array of new NetworkEvents, oldest first.
 pub(crate) fn list(ruby: &Ruby, events: Vec<EgressEvent>) -> Result<RArray, Error> {
-    let array = ruby.ary_new_capa(events.len());
-    for event in events {
-        array.push(wrap(ruby, event))?;
-    }
-    array.freeze();
-    Ok(array)
+    record::list::<NetworkEvent>(ruby, events)
 }
