@@ -11,9 +11,11 @@ mod start;
 mod supervise;
 mod waiter;
 
+use std::path::PathBuf;
+
 use littleghost_sandbox_core::process::{
     self as core_process, arguments, capture::DEFAULT_OUTPUT_BYTES, running::StartFailure,
-    supervision::RunEnd, CaptureMode, Exit, Launch, Owner, RunningProcess,
+    supervision::RunEnd, CaptureMode, Exit, Launch, Owner, RunningProcess, SpawnOptions,
 };
 use magnus::{
     function,
@@ -28,7 +30,6 @@ use crate::helpers::convert as value_convert;
 use crate::helpers::errors::{capability_error, core_result};
 use crate::ruby_api::execution::Execution;
 use littleghost_sandbox_core::denial::Denial;
-use littleghost_sandbox_core::launch::prepare::Prepared;
 use littleghost_sandbox_core::limits::{plan::Plan, LimitExceeded};
 use littleghost_sandbox_core::process::procfs::DefaultReader;
 
@@ -43,14 +44,18 @@ pub use waiter::{reap_leader, terminate_group, Waiter};
 
 /// A host argv to run to completion (17.13), as backends hand it over.
 pub struct RunRequest {
-    /// The argv, environment (later entries win; 17.6's double opt-in
-    /// applied) and directory; its `cpu_rlimit` comes from `limits`.
-    pub launch: Launch,
+    pub argv: Vec<String>,
     /// Seconds, already validated by [`validate_timeout`].
     pub timeout: f64,
     /// nil or an object answering `check!`.
     pub context: Option<Value>,
     pub max_output_bytes: u64,
+    /// The explicit environment (later entries win).
+    pub environment: Vec<(String, String)>,
+    /// The caller already applied the double opt-in of 17.6.
+    pub inherit_environment: bool,
+    pub chdir: Option<PathBuf>,
+    pub spawn_options: SpawnOptions,
     /// The sandbox whose `close` terminates the child (H.4), if any.
     pub owner: Option<Owner>,
     /// End the child (17.12) once a stream passes `max_output_bytes`,
@@ -60,9 +65,6 @@ pub struct RunRequest {
     pub limits: Plan,
     /// Where an output-bound kill is reported as a denial.
     pub denials: Option<crate::ruby_api::denial::Reporter>,
-    /// A sandbox's preparation: open until the run ended, and how bwrap's
-    /// own exec failure reads as the shell's (17.4).
-    pub prepared: Option<Prepared>,
 }
 
 /// `LittleGhost::Sandbox::TimeoutError`, defined in [`init`].
@@ -127,28 +129,23 @@ fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     )?;
     let (command, timeout) = kw.required;
     let (context, max_output_bytes, environment, inherit_environment, chdir, kill) = kw.optional;
-    let argv = value_convert::argv(ruby, command)?;
-    let timeout = validate_timeout(ruby, timeout)?;
-    let nil = ruby.qnil().as_value();
-    let max_output_bytes =
-        validate_output_bytes(ruby, max_output_bytes.unwrap_or(nil), DEFAULT_OUTPUT_BYTES)?;
-    let launch = Launch {
-        argv,
+    let request = RunRequest {
+        argv: value_convert::argv(ruby, command)?,
+        timeout: validate_timeout(ruby, timeout)?,
+        context: context.filter(|value| !value.is_nil()),
+        max_output_bytes: validate_output_bytes(
+            ruby,
+            max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
+            DEFAULT_OUTPUT_BYTES,
+        )?,
         environment: value_convert::environment(ruby, environment)?,
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
         chdir: value_convert::expanded_path(ruby, chdir, "chdir")?,
-        ..Launch::default()
-    };
-    let request = RunRequest {
-        launch,
-        timeout,
-        context: context.filter(|value| !value.is_nil()),
-        max_output_bytes,
+        spawn_options: SpawnOptions::default(),
         owner: None,
         kill_on_output_limit: kill.is_some_and(|value| value.to_bool()),
         limits: Plan::default(),
         denials: None,
-        prepared: None,
     };
     run(ruby, request)
 }
@@ -174,26 +171,21 @@ pub fn check_context(context: Option<Value>) -> Result<(), Error> {
 /// still returned. On timeout the raised TimeoutError (a ToolError) carries
 /// the Execution of what was captured before the group was terminated.
 pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
-    let launch = &mut request.launch;
-    core_result(
-        ruby,
-        core_process::validate_launch(&launch.argv, &launch.environment),
-    )?;
-    // L.3: per process where the tree's CPU time cannot be bounded.
-    launch.cpu_rlimit = request.limits.cpu_rlimit();
+    let (argv, environment) = (&request.argv, &request.environment);
+    core_result(ruby, core_process::validate_launch(argv, environment))?;
     check_context(request.context)?;
     // 18.9's reader, chosen before anything is spawned (L.3 fallback).
     let sampler = match request.limits.sampled_memory_bytes {
         Some(limit) => Some((core_result(ruby, DefaultReader::choose())?, limit)),
         None => None,
     };
-    let launch = &request.launch;
+    let launch = launch_of(&mut request);
     let mode = CaptureMode::PerStream {
         limit: usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX),
         stop_at_limit: request.kill_on_output_limit,
     };
     let (owner, cgroup) = (request.owner.as_ref(), &request.limits.cgroup);
-    let started = start_interruptibly(ruby, launch, cgroup, mode, false, owner)?;
+    let started = start_interruptibly(ruby, &launch, cgroup, mode, false, owner)?;
     let process = match started {
         Ok(process) => process,
         Err(error) => return start_failure(ruby, StartFailure::of(&error, &launch.argv[0])),
@@ -217,6 +209,20 @@ pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
     outcome(ruby, &request, &process, ended)
 }
 
+/// The core's launch, taken out of `request` (argv and environment validated).
+fn launch_of(request: &mut RunRequest) -> Launch {
+    Launch {
+        argv: std::mem::take(&mut request.argv),
+        environment: std::mem::take(&mut request.environment),
+        inherit_environment: request.inherit_environment,
+        chdir: request.chdir.take(),
+        // L.3: per process where the tree's CPU time cannot be bounded.
+        cpu_rlimit: request.limits.cpu_rlimit(),
+        file_bytes: None,
+        spawn_options: std::mem::take(&mut request.spawn_options),
+    }
+}
+
 /// The Execution of a supervised run, or the error its end calls for
 /// (a closed sandbox, a limit, a timeout carrying the partial Execution).
 fn outcome(
@@ -225,25 +231,17 @@ fn outcome(
     process: &RunningProcess,
     ended: RunEnd,
 ) -> Result<Value, Error> {
-    let finish = |shown: bool| {
+    let finish = || {
         let exit = process.exit().unwrap_or(Exit::Unknown);
         let (stdout, stderr) = process.take_output();
-        // 17.4: bwrap's own exec failure reads as the shell's, on a finished run.
-        let failure = (request.prepared.as_ref().filter(|_| shown))
-            .and_then(|p| p.exec_failure(exit.code(), stdout.as_bytes(), stderr.as_bytes()));
-        match failure {
-            Some(failure) => {
-                Execution::wrap(ruby, "", &failure.stderr, Some(failure.exit_code), None)
-            }
-            None => Execution::wrap(ruby, &stdout, &stderr, exit.code(), exit.signal()),
-        }
+        Execution::wrap(ruby, &stdout, &stderr, exit.code(), exit.signal())
     };
     let exceeded = match ended {
         RunEnd::ClosedByOwner => {
             let closed = crate::ruby_api::ownership::CLOSED_MESSAGE;
             return Err(crate::helpers::errors::tool_error(ruby, closed));
         }
-        RunEnd::TimedOut => return Err(timeout_error(ruby, request.timeout, finish(false))),
+        RunEnd::TimedOut => return Err(timeout_error(ruby, request.timeout, finish())),
         RunEnd::MemorySampled(bytes) => LimitExceeded::Memory { bytes },
         RunEnd::Finished { .. } => match process.limit_exceeded().or_else(|| {
             // L.3's per-process RLIMIT_CPU kills by signal: the same CPU limit.
@@ -252,7 +250,7 @@ fn outcome(
         }) {
             Some(exceeded) => exceeded,
             None => {
-                let execution = finish(true);
+                let execution = finish();
                 if let Some(reporter) = &request.denials {
                     // A run ended at its output bound is a denial of kind `:limit`.
                     if request.kill_on_output_limit && process.overflowed() {
@@ -269,7 +267,7 @@ fn outcome(
             }
         },
     };
-    let execution = finish(false);
+    let execution = finish();
     Err(limit_kill(
         ruby,
         request.denials.as_ref(),

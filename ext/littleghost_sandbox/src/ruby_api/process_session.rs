@@ -18,7 +18,7 @@ use littleghost_sandbox_core::process::session::{
     self as core_session, Session as SessionState, SessionError, WaitEnd,
 };
 use littleghost_sandbox_core::process::{
-    deadline::Deadline, group::GroupSignal as Signal, Launch, Owner,
+    deadline::Deadline, group::GroupSignal as Signal, Owner, SpawnOptions,
 };
 use magnus::{
     error::ErrorType,
@@ -59,12 +59,13 @@ static CHUNK_CLASS: Lazy<RClass> = Lazy::new(|ruby| {
 
 /// A session launch as backends hand it over (18.1).
 pub struct SessionRequest {
-    /// The argv, environment, directory and `RLIMIT_FSIZE`; its
-    /// `cpu_rlimit` comes from `limits`.
-    pub launch: Launch,
+    pub argv: Vec<String>,
     /// The caller's own argv when `argv` wraps it (bwrap, the supervisor):
     /// what `inspect` shows.
     pub shown_command: Option<Vec<String>>,
+    pub environment: Vec<(String, String)>,
+    pub inherit_environment: bool,
+    pub chdir: Option<std::path::PathBuf>,
     pub output_bytes: u64,
     /// `timeout:`: the session's whole life in seconds (None: unbounded).
     pub timeout: Option<f64>,
@@ -74,6 +75,8 @@ pub struct SessionRequest {
     /// Any callable `(pid) -> bytes` for sampled memory; nil/None picks the
     /// platform reader.
     pub memory_reader: Option<Value>,
+    pub file_bytes: Option<u64>,
+    pub spawn_options: SpawnOptions,
     /// The sandbox whose `close` terminates the session (H.4), if any.
     pub owner: Option<Owner>,
     /// Where a limit kill is reported as a denial.

@@ -5,6 +5,7 @@ use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::process::{
     self as core_process, capture::DEFAULT_OUTPUT_BYTES, procfs::DefaultReader,
     running::session_failure_subject, session::Session as SessionState, Launch, SpawnError,
+    SpawnOptions,
 };
 use magnus::{
     scan_args::{get_kwargs, scan_args},
@@ -79,16 +80,12 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Resul
             return Err(argument_error(ruby, "memory_reader must respond to call"));
         }
     }
-    let launch = Launch {
+    let request = SessionRequest {
         argv: convert::argv(ruby, command)?,
+        shown_command: None,
         environment: convert::environment(ruby, environment)?,
         inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
         chdir: convert::expanded_path(ruby, chdir, "chdir")?,
-        ..Launch::default()
-    };
-    let mut request = SessionRequest {
-        launch,
-        shown_command: None,
         output_bytes: match output_bytes {
             None => DEFAULT_OUTPUT_BYTES,
             Some(value) => positive_integer(ruby, value, "output_bytes")?,
@@ -102,20 +99,17 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Resul
             ..Plan::default()
         },
         memory_reader,
+        file_bytes: optional_positive(file_bytes, "file_bytes")?,
+        spawn_options: SpawnOptions::default(),
         owner: None,
         denials: None,
     };
-    request.launch.file_bytes = optional_positive(file_bytes, "file_bytes")?;
     setup(ruby, rb_self, request)
 }
 
-fn setup(ruby: &Ruby, session: Session, mut request: SessionRequest) -> Result<(), Error> {
-    let launch = &mut request.launch;
-    core_result(
-        ruby,
-        core_process::validate_launch(&launch.argv, &launch.environment),
-    )?;
-    launch.cpu_rlimit = request.limits.cpu_rlimit();
+fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), Error> {
+    let (argv, environment) = (&request.argv, &request.environment);
+    core_result(ruby, core_process::validate_launch(argv, environment))?;
     if session.state.get().is_some() {
         return Err(Error::new(
             ruby.exception_runtime_error(),
@@ -127,11 +121,19 @@ fn setup(ruby: &Ruby, session: Session, mut request: SessionRequest) -> Result<(
         (Some(_), None) => Some(core_result(ruby, DefaultReader::choose())?),
         _ => None,
     };
-    let launch = &request.launch;
+    let launch = Launch {
+        argv: request.argv,
+        environment: request.environment,
+        inherit_environment: request.inherit_environment,
+        chdir: request.chdir,
+        cpu_rlimit: request.limits.cpu_rlimit(),
+        file_bytes: request.file_bytes,
+        spawn_options: request.spawn_options,
+    };
     let (owner, cgroup) = (request.owner.as_ref(), &request.limits.cgroup);
     let output_bytes = request.output_bytes;
     let mode = SessionState::capture_mode(output_bytes);
-    let started = start_interruptibly(ruby, launch, cgroup, mode, true, owner)?;
+    let started = start_interruptibly(ruby, &launch, cgroup, mode, true, owner)?;
     let mut state = match started {
         Ok(process) => {
             let state = SessionState::new(process, launch.argv.clone(), output_bytes);

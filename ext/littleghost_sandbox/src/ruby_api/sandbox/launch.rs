@@ -16,7 +16,7 @@ use littleghost_sandbox_core::launch::prepare::{
 use littleghost_sandbox_core::launch::NetworkMode;
 use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::policy::Policy;
-use magnus::{prelude::*, Error, RArray, Ruby, Value};
+use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
 use crate::helpers::args::command_call;
 use crate::helpers::convert;
@@ -25,7 +25,9 @@ use crate::helpers::value_object as vo;
 use crate::ruby_api::process_runner::{self, positive_integer, validate_timeout, RunRequest};
 use crate::ruby_api::process_session::{self, SessionRequest};
 use crate::ruby_api::sandbox::{self, SandboxObj};
-use crate::ruby_api::{launch_limits, mount, network_policy, ownership, scope, workspace};
+use crate::ruby_api::{
+    execution, launch_limits, mount, network_policy, ownership, scope, workspace,
+};
 
 /// The optional keywords of `execute_program`, after the required `timeout`.
 /// `output_bytes` and `max_output_bytes` are one keyword in two spellings,
@@ -405,26 +407,54 @@ fn require_execute(ruby: &Ruby, owner: SandboxObj, scope: Option<Value>) -> Resu
     errors::core_result(ruby, prepare::require_execute(sandbox_allows, scope_allows))
 }
 
+/// 17.4: bwrap's own execvp failure becomes exit 127/126 with a shell-style message.
+fn reinterpret_exec_failure(
+    ruby: &Ruby,
+    prepared: &Prepared,
+    execution: Value,
+) -> Result<Value, Error> {
+    if prepared.exec_argv0.is_none() {
+        return Ok(execution);
+    }
+    let values = execution::data::values(execution)?;
+    let (stdout, stderr, exit_code) = (values[0], values[1], values[2]);
+    let failure = prepared.exec_failure(
+        Option::<i32>::try_convert(exit_code)?,
+        &convert::bytes(RString::try_convert(stdout)?),
+        &convert::bytes(RString::try_convert(stderr)?),
+    );
+    Ok(match failure {
+        None => execution,
+        Some(failure) => {
+            execution::Execution::wrap(ruby, "", &failure.stderr, Some(failure.exit_code), None)
+        }
+    })
+}
+
 /// Runs a prepared launch through the shared process runner (§17); what
 /// it keeps open is closed once the run is over.
 pub(crate) fn run(
     ruby: &Ruby,
     owner: SandboxObj,
-    mut prepared: Prepared,
+    prepared: Prepared,
     call: ExecuteCall,
 ) -> Result<Value, Error> {
     let request = RunRequest {
-        launch: prepared.take_launch(),
+        argv: prepared.argv.clone(),
         timeout: call.timeout,
         context: call.launch.context,
         max_output_bytes: call.max_output_bytes,
+        environment: prepared.environment.clone(),
+        inherit_environment: prepared.inherit_environment,
+        chdir: prepared.chdir.clone(),
+        spawn_options: prepared.spawn.clone(),
         owner: Some(ownership::owner(ruby, owner)?),
         kill_on_output_limit: call.kill_on_output_limit,
         limits: call.limits,
         denials: crate::ruby_api::denial::Reporter::of(owner, &prepared.program),
-        prepared: Some(prepared),
     };
-    process_runner::run(ruby, request)
+    let execution = process_runner::run(ruby, request)?;
+    reinterpret_exec_failure(ruby, &prepared, execution)
 }
 
 /// Starts a prepared launch as a shared ProcessSession (§18); what it
@@ -435,15 +465,19 @@ pub(crate) fn start(
     mut prepared: Prepared,
     call: StartCall,
 ) -> Result<Value, Error> {
-    let mut launch = prepared.take_launch();
-    launch.file_bytes = call.file_bytes;
+    let launch = prepared.take_launch();
     let request = SessionRequest {
-        launch,
+        argv: launch.argv,
         shown_command: Some(convert::argv(ruby, call.launch.command)?),
+        environment: launch.environment,
+        inherit_environment: launch.inherit_environment,
+        chdir: launch.chdir,
         output_bytes: call.output_bytes,
         timeout: call.timeout,
         limits: call.limits,
         memory_reader: None,
+        file_bytes: call.file_bytes,
+        spawn_options: launch.spawn_options,
         owner: Some(ownership::owner(ruby, owner)?),
         denials: crate::ruby_api::denial::Reporter::of(owner, &prepared.program),
     };
