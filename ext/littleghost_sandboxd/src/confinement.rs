@@ -354,15 +354,10 @@ fn choose_backend(
             Some(reason) => return Err(unavailable("landlock", reason)),
         },
         _ => {
-            let bubblewrap = match bw::probe(PLATFORM, None).unavailable {
-                None => Ok(()),
-                Some(reason) => Err(reason),
-            };
-            let landlock = match ll::host::probe(PLATFORM).unavailable {
-                None => Ok(()),
-                Some(reason) => Err(reason),
-            };
-            native_choice(bubblewrap, landlock, false).map_err(Error::Dependency)?
+            let bubblewrap = bw::probe(PLATFORM, None).unavailable;
+            let landlock = ll::host::probe(PLATFORM).unavailable;
+            let choice = native_choice(bubblewrap, landlock, false);
+            choice.map_err(|reason| Error::Dependency(reason.to_string()))?
         }
     };
     match choice {

@@ -11,28 +11,25 @@
 use std::os::unix::ffi::OsStrExt;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
-use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
 use littleghost_sandbox_core::backend::effective::Backend;
-use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch;
-use littleghost_sandbox_core::launch::prepare::{Kind, Prepared};
+use littleghost_sandbox_core::launch::prepare::{LaunchCall, LaunchError, Prepared};
+use littleghost_sandbox_core::policy::Policy;
 use magnus::{
     function, method, prelude::*, Error, KwArgs, RArray, RHash, RModule, RString, Ruby, TypedData,
     Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only, kwargs};
-use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::errors;
 use crate::helpers::value_object as vo;
-use crate::ruby_api::sandbox::launch::{
-    self as la, core_policy, launch_cwd, policy_grants, ExecuteCall, Launch, StartCall,
-};
+use crate::ruby_api::sandbox::backend::{self, define_launches};
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, Launch, RubyWorkspace};
 use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{capabilities, network_policy, ownership, sandbox, workspace};
+use crate::ruby_api::{network_policy, ownership, sandbox};
 
 pub(crate) mod gateway;
 mod host;
@@ -43,11 +40,7 @@ pub(crate) use options::runtime_roots;
 use options::{initialize, state, State};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
-    let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    let class = sandboxes.define_class(
-        "Bubblewrap",
-        constants::class(ruby, "LittleGhost::Sandbox")?,
-    )?;
+    let class = backend::define_class(ruby, little_ghost, "Bubblewrap")?;
     class.const_set(
         "DEFAULT_EXECUTABLE",
         vo::frozen_str(ruby, bw::DEFAULT_EXECUTABLE),
@@ -60,16 +53,12 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.const_set("DEFAULT_TMPFS_SIZE", bw::DEFAULT_TMPFS_SIZE)?;
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
-    let state = class.define_class("State", ruby.class_object())?;
-    state.undef_default_alloc_func();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("writable?", method!(writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("gateway", method!(gateway_of, 0))?;
     scoped_files::define(class)?;
-    class.define_method("execute_program", method!(execute_program, -1))?;
-    class.define_method("start_program", method!(start_program, -1))?;
+    define_launches!(class, Bubblewrap);
     class.define_method("bubblewrap_args", method!(bubblewrap_args, -1))?;
     Ok(())
 }
@@ -125,14 +114,6 @@ pub(crate) fn probe_hash(ruby: &Ruby, found: bw::Probe) -> Result<RHash, Error> 
     Ok(result)
 }
 
-/// True iff writes are supported and some tool-visible grant is writable (every Rust backend's).
-pub(crate) fn writable(ruby: &Ruby, rb_self: SandboxObj) -> Result<bool, Error> {
-    let capabilities = sandbox::enforced_capabilities(ruby, rb_self.as_value())?;
-    let supports = capabilities::borrow(capabilities)
-        .is_some_and(|capabilities| capabilities.core().supports("filesystem_write"));
-    Ok(supports && has_writable_file_grant(core_policy(ruby, rb_self)?))
-}
-
 // ---------------------------------------------------------------------------
 // Lifecycle (B.5).
 
@@ -150,11 +131,12 @@ fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Error> {
     let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
     let allowlist = gateway::allowlist_network(ruby, effective);
-    errors::core_result(ruby, state.options.check_host(allowlist.is_some()))?;
-    let grants = policy_grants(ruby, rb_self)?;
-    let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
-    let pins = errors::core_result(ruby, state.options.pin(&grants, anchors.as_deref()))?;
-    state.pins.replace(Some(pins));
+    let view = RubyWorkspace::of(ruby, rb_self);
+    let policy = core_policy(ruby, rb_self)?;
+    let pins = state.options.open(policy, &view, allowlist.is_some());
+    state
+        .pins
+        .replace(Some(pins.map_err(|error| la::raised(ruby, error))?));
     if let Some(network) = allowlist {
         // B.5 step 7: on failure `close` runs and the error is re-raised.
         if let Err(error) = open_gateway(ruby, rb_self, state, network, effective) {
@@ -193,42 +175,8 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     gateway::close(ruby, rb_self, &state.gateway)
 }
 
-/// The pins of `open`, taken now when `bubblewrap_args` runs before `open`.
-fn pins(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    state: &State,
-    grants: &[Grant],
-) -> Result<launch::Pins, Error> {
-    if let Some(pins) = state.pins.borrow().as_ref() {
-        return Ok(pins.clone());
-    }
-    let anchors = workspace::anchors_of(sandbox::workspace_of(ruby, rb_self.as_value()));
-    let pins = launch::Pins::capture_from(grants, anchors.as_deref());
-    let pins = errors::core_result(ruby, pins)?;
-    state.pins.replace(Some(pins.clone()));
-    Ok(pins)
-}
-
 // ---------------------------------------------------------------------------
 // The launch: the core plan (16.5, B.7, B.10), then the argv (B.8).
-
-/// The bwrap launch of a plan: the core's, given the workspace root and named paths.
-fn launch_of(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    state: &State,
-    plan: &launch::LaunchPlan,
-) -> Result<bw::Launch, Error> {
-    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    let workspace_paths = la::workspace_directories(ruby, workspace)?;
-    let policy = core_policy(ruby, rb_self)?;
-    let pins = pins(ruby, rb_self, state, &plan.policy_grants)?;
-    let launch = state
-        .options
-        .launch(policy, plan, workspace_paths, (&pins, &bw::RealHost));
-    errors::core_result(ruby, launch)
-}
 
 /// The bwrap options (before `--`) for the given mounts, cwd, environment and network; works before `open`.
 fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<RArray, Error> {
@@ -244,7 +192,7 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
     let [mounts, cwd, environment, inherit, network] =
         [values[0], values[1], values[2], values[3], values[4]].map(|v| v.filter(|v| !v.is_nil()));
     let state = state(ruby, rb_self)?;
-    let given = bw::ArgsRequest {
+    let request = bw::ArgsRequest {
         selected: mounts.map(|m| gateway::grants(ruby, m)).transpose()?,
         environment: environment
             .map(|values| convert::environment(ruby, Some(values)))
@@ -252,14 +200,15 @@ fn bubblewrap_args(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<R
         inherit_environment: inherit.map(|value| value.to_bool()),
         network: network.map(|value| network_mode(ruby, value)).transpose()?,
     };
-    let policy_grants = policy_grants(ruby, rb_self)?;
-    let pins = pins(ruby, rb_self, state, &policy_grants)?;
-    let cwd = launch_cwd(ruby, rb_self, cwd, true)?;
-    let core = core_policy(ruby, rb_self)?;
-    let plan = bw::args_plan(core, policy_grants, &pins, cwd, given);
-    let plan = errors::core_result(ruby, plan)?;
-    let launch = launch_of(ruby, rb_self, state, &plan)?;
-    let options = errors::core_result(ruby, bw::bubblewrap_args(&launch, &bw::RealHost))?;
+    let cwd = cwd.map(|cwd| convert::path_string(ruby, cwd, "cwd").map(convert::path_of));
+    let view = RubyWorkspace::of(ruby, rb_self);
+    let policy = core_policy(ruby, rb_self)?;
+    let cached = state.pins.borrow().clone();
+    let shown = state
+        .options
+        .shown_args(policy, &view, cached, cwd.transpose(), request);
+    let (options, pins) = shown.map_err(|error| la::raised(ruby, error))?;
+    state.pins.replace(Some(pins));
     Ok(ruby.ary_from_iter(options.iter().map(|o| os_to_ruby(ruby, o))))
 }
 
@@ -323,11 +272,8 @@ impl bw::Sandbox<Error> for Owner<'_> {
         if !state.opened.get() {
             open_steps(ruby, rb_self, state)?;
         }
-        if let Some(pins) = state.pins.borrow().as_ref() {
-            return Ok(pins.clone());
-        }
-        let grants = policy_grants(ruby, rb_self)?;
-        pins(ruby, rb_self, state, &grants)
+        let pins = state.pins.borrow().clone();
+        pins.ok_or_else(|| errors::tool_error(ruby, "the bubblewrap sandbox is not open"))
     }
 
     fn gateway(&self) -> Option<Box<dyn bw::Gateway<Error> + '_>> {
@@ -343,30 +289,32 @@ impl bw::Sandbox<Error> for Owner<'_> {
     }
 }
 
-/// One launch of `launch`, prepared by the core (16.5, B.7, B.8, B.10).
-fn prepared(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    launch: &Launch,
-    kind: Kind,
-) -> Result<Prepared, Error> {
-    let call = la::launch_call(ruby, launch, kind, true);
-    let state = state(ruby, rb_self)?;
-    let owner = Owner {
-        ruby,
-        rb_self,
-        state,
-        scope: launch.scope.filter(|v| !v.is_nil()),
-    };
-    let launcher = bw::Launcher {
-        options: &state.options,
-        sandbox: &owner,
-    };
-    let view = la::RubyWorkspace::of(ruby, rb_self);
-    let policy = core_policy(ruby, rb_self)?;
-    launcher
-        .prepare(policy, &view, call)
-        .map_err(|error| la::raised(ruby, error))
+/// The sandbox as its launches are prepared.
+struct Bubblewrap;
+
+impl backend::Backend for Bubblewrap {
+    /// One launch inside bwrap (16.5, B.7, B.8, B.10), by the core; a
+    /// scope without `process_spawn` runs it under the subprocess filter.
+    fn prepare(
+        ruby: &Ruby,
+        rb_self: SandboxObj,
+        launch: &Launch,
+        (policy, view): (&Policy, &RubyWorkspace),
+        call: LaunchCall<Error>,
+    ) -> Result<Prepared, LaunchError<Error>> {
+        let state = state(ruby, rb_self).map_err(LaunchError::Caller)?;
+        let owner = Owner {
+            ruby,
+            rb_self,
+            state,
+            scope: launch.scope.filter(|v| !v.is_nil()),
+        };
+        let launcher = bw::Launcher {
+            options: &state.options,
+            sandbox: &owner,
+        };
+        launcher.prepare(policy, view, call)
+    }
 }
 
 /// The gateway of an opened sandbox.
@@ -375,19 +323,4 @@ fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
     gateway
         .filter(|_| state.opened.get())
         .map(|g| ruby.get_inner(g))
-}
-
-/// Runs `command` (no shell) inside bwrap and returns its Execution; a scope without `process_spawn` runs it under the subprocess filter.
-fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
-    la::run(ruby, rb_self, prepared, call)
-}
-
-/// Starts `command` inside bwrap as an owned ProcessSession; `allow_subprocesses: false` installs the subprocess filter.
-fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = StartCall::parse(ruby, rb_self, args, true)?;
-    crate::ruby_api::process_runner::check_context(call.launch.context)?;
-    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
-    la::start(ruby, rb_self, prepared, call)
 }

@@ -17,22 +17,23 @@ use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::landlock as ll;
 use littleghost_sandbox_core::backend::landlock::host;
-use littleghost_sandbox_core::launch::prepare::{Kind, Prepared};
+use littleghost_sandbox_core::launch::prepare::{LaunchCall, LaunchError, Prepared};
+use littleghost_sandbox_core::policy::Policy;
 use magnus::{
     function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RHash,
     RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
-use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::ruby_api::bubblewrap::gateway::{self, RubyGateway};
 use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
-use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, Launch, StartCall};
+use crate::ruby_api::sandbox::backend::{self, define_launches};
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, Launch, RubyWorkspace};
 use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::SandboxObj;
-use crate::ruby_api::{ownership, process_runner, sandbox};
+use crate::ruby_api::{ownership, sandbox};
 
 /// The backend's own state, reached from the sandbox through one hidden slot
 /// (no `@`: invisible to Ruby; the instance's own data belongs to
@@ -60,11 +61,7 @@ impl DataTypeFunctions for State {
 }
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
-    let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    let class =
-        sandboxes.define_class("Landlock", constants::class(ruby, "LittleGhost::Sandbox")?)?;
-    let state = class.define_class("State", ruby.class_object())?;
-    state.undef_default_alloc_func();
+    let class = backend::define_class(ruby, little_ghost, "Landlock")?;
     class.const_set("MINIMUM_ABI", ll::MINIMUM_ABI)?;
     class.const_set("RUNTIME_ROOTS", frozen_strings(ruby, &bw::RUNTIME_ROOTS))?;
     class.const_set(
@@ -76,14 +73,12 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("writable?", method!(bwrb::writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
     class.define_method("tmpdir", method!(tmpdir, 0))?;
     class.define_method("gateway", method!(gateway_of, 0))?;
     scoped_files::define(class)?;
-    class.define_method("execute_program", method!(execute_program, -1))?;
-    class.define_method("start_program", method!(start_program, -1))?;
+    define_launches!(class, Landlock);
     Ok(())
 }
 
@@ -176,7 +171,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
 /// enforced exactly; creates the private TMPDIR. Idempotent. With a block,
 /// yields self, always closes and returns the block's value (H.4).
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    la::open(ruby, rb_self, args, || open_steps(ruby, rb_self))
+    backend::open(ruby, rb_self, args, || open_steps(ruby, rb_self))
 }
 
 /// The core's `open` of the backend, with the workspace asked through
@@ -230,46 +225,33 @@ fn tmpdir(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
 // ---------------------------------------------------------------------------
 // Launching.
 
-/// One launch of `launch`, prepared by the core (LL.1).
-fn prepared(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    launch: &Launch,
-    kind: Kind,
-) -> Result<Prepared, Error> {
-    let call = la::launch_call(ruby, launch, kind, true);
-    let state = state(ruby, rb_self)?;
-    // Under `:allowlist` a launch opens the sandbox first, its gateway
-    // included (otherwise the core opens it in the promised order).
-    let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
-    if gateway::allowlist_network(ruby, effective).is_some() {
-        open_steps(ruby, rb_self)?;
+/// The sandbox as its launches are prepared.
+struct Landlock;
+
+impl backend::Backend for Landlock {
+    /// One launch under Landlock (LL.1): the rules and the helper's
+    /// `supervise` command, by the core.
+    fn prepare(
+        ruby: &Ruby,
+        rb_self: SandboxObj,
+        _launch: &Launch,
+        (policy, view): (&Policy, &RubyWorkspace),
+        call: LaunchCall<Error>,
+    ) -> Result<Prepared, LaunchError<Error>> {
+        let state = state(ruby, rb_self).map_err(LaunchError::Caller)?;
+        // Under `:allowlist` a launch opens the sandbox first, its gateway
+        // included (otherwise the core opens it in the promised order).
+        let effective = sandbox::enforced_policy(ruby, rb_self.as_value());
+        let effective = effective.map_err(LaunchError::Caller)?;
+        if gateway::allowlist_network(ruby, effective).is_some() {
+            open_steps(ruby, rb_self).map_err(LaunchError::Caller)?;
+        }
+        let value = *state.gateway.borrow();
+        let gateway = value.map(|value| RubyGateway {
+            ruby,
+            value: ruby.get_inner(value),
+        });
+        let gateway = gateway.as_ref().map(|g| g as &dyn bw::Gateway<Error>);
+        state.launcher.prepare(policy, view, call, gateway)
     }
-    let view = la::RubyWorkspace::of(ruby, rb_self);
-    let policy = core_policy(ruby, rb_self)?;
-    let value = *state.gateway.borrow();
-    let gateway = value.map(|value| RubyGateway {
-        ruby,
-        value: ruby.get_inner(value),
-    });
-    let gateway = gateway.as_ref().map(|g| g as &dyn bw::Gateway<Error>);
-    state
-        .launcher
-        .prepare(policy, &view, call, gateway)
-        .map_err(|error| la::raised(ruby, error))
-}
-
-/// Runs `command` (no shell) under Landlock and returns its Execution.
-fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
-    la::run(ruby, rb_self, prepared, call)
-}
-
-/// Starts `command` under Landlock as an owned ProcessSession.
-fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = StartCall::parse(ruby, rb_self, args, true)?;
-    process_runner::check_context(call.launch.context)?;
-    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
-    la::start(ruby, rb_self, prepared, call)
 }

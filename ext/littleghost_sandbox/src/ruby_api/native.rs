@@ -31,7 +31,7 @@ use crate::ruby_api::{capabilities, landlock, seatbelt};
 use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::backend::launch_steps::Platform;
 use littleghost_sandbox_core::backend::native::{
-    linux_report, native_choice, unavailable_on, LinuxReport, NativeChoice, BUBBLEWRAP_OPTIONS,
+    self as native, linux_report, native_choice, unavailable_on, LinuxReport, NativeChoice,
 };
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
@@ -192,37 +192,20 @@ fn forward_backend_only(ruby: &Ruby, rb_self: SandboxObj, backend: Value) -> Res
 }
 
 /// Whether the caller gave an option only Bubblewrap understands.
-fn bubblewrap_configured(ruby: &Ruby, options: RHash) -> Result<bool, Error> {
-    for name in BUBBLEWRAP_OPTIONS {
-        if options.get(ruby.to_symbol(name)).is_some() {
-            return Ok(true);
-        }
-    }
-    Ok(false)
+fn bubblewrap_configured(ruby: &Ruby, options: RHash) -> bool {
+    let given = |name: &&str| options.get(ruby.to_symbol(name)).is_some();
+    native::BUBBLEWRAP_OPTIONS.iter().any(given)
 }
 
-/// What Native runs on Linux (SPEC LL.2), with what Bubblewrap's probe found.
-struct LinuxChoice {
-    choice: Result<NativeChoice, String>,
-    bubblewrap: bw::Probe,
-}
-
-/// Probes Bubblewrap (with the caller's options) and, when needed, Landlock.
-fn linux_choice(ruby: &Ruby, options: RHash, platform: &str) -> Result<LinuxChoice, Error> {
-    let bubblewrap = bubblewrap::probed(ruby, options)?;
-    let available = match &bubblewrap.unavailable {
-        None => Ok(()),
-        Some(reason) => Err(reason.clone()),
-    };
-    let configured = bubblewrap_configured(ruby, options)?;
-    let landlock = match landlock::unavailable_reason(platform) {
-        None => Ok(()),
-        Some(reason) => Err(reason),
-    };
-    Ok(LinuxChoice {
-        choice: native_choice(available, landlock, configured),
-        bubblewrap,
-    })
+/// What Native runs on Linux (SPEC LL.2), from Bubblewrap's probe (with
+/// the caller's options) and Landlock's.
+fn linux_choice(
+    bubblewrap: &bw::Probe,
+    platform: &str,
+    configured: bool,
+) -> Result<NativeChoice, native::Unavailable> {
+    let landlock = landlock::unavailable_reason(platform);
+    native_choice(bubblewrap.unavailable.clone(), landlock, configured)
 }
 
 /// Seatbelt's probe on macOS; on Linux Bubblewrap's, else Landlock's (with
@@ -242,9 +225,10 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
         }
         Platform::Linux => {}
     }
-    let LinuxChoice { choice, bubblewrap } = linux_choice(ruby, options, &platform)?;
+    let configured = bubblewrap_configured(ruby, options);
+    let bubblewrap = bubblewrap::probed(ruby, options)?;
+    let choice = linux_choice(&bubblewrap, &platform, configured);
     let backend = ruby.to_symbol("backend");
-    let configured = bubblewrap_configured(ruby, options)?;
     let result = match linux_report(choice, configured) {
         LinuxReport::Bubblewrap => {
             let result = bubblewrap::probe_hash(ruby, bubblewrap)?;
@@ -280,15 +264,13 @@ fn backend_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, 
             ruby,
             unavailable_on(platform),
         ));
-    } else if bubblewrap_configured(ruby, options)? {
+    } else if bubblewrap_configured(ruby, options) {
         "LittleGhost::Sandboxes::Bubblewrap"
     } else {
-        let probe_options = ruby.hash_new();
-        probe_options.aset(ruby.to_symbol("platform"), platform.as_str())?;
-        match linux_choice(ruby, probe_options, platform)?.choice {
+        match linux_choice(&bw::probe(platform, None), platform, false) {
             Ok(NativeChoice::Bubblewrap) => "LittleGhost::Sandboxes::Bubblewrap",
             Ok(NativeChoice::Landlock { .. }) => "LittleGhost::Sandboxes::Landlock",
-            Err(reason) => return Err(crate::helpers::errors::dependency_error(ruby, reason)),
+            Err(reason) => return Err(errors::dependency_error(ruby, reason.to_string())),
         }
     };
     Ok(constants::class(ruby, name)?.as_value())

@@ -6,6 +6,7 @@
 //! `allows?`, `writable?`, the abstract operations) is
 //! lib/littleghost/sandbox/base.rb.
 
+pub(crate) mod backend;
 mod inspect;
 pub(crate) mod launch;
 pub(crate) mod probe;

@@ -10,42 +10,37 @@ use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::private_tmp;
 use littleghost_sandbox_core::backend::seatbelt as sb;
 use littleghost_sandbox_core::backend::seatbelt::host;
-use littleghost_sandbox_core::launch::prepare::{Kind, Prepared, ScopeCall};
+use littleghost_sandbox_core::launch::prepare::{LaunchCall, LaunchError, Prepared, ScopeCall};
+use littleghost_sandbox_core::policy::Policy;
 use magnus::{
     function, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
-use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::ruby_api::bubblewrap::{self as shared, enforce, option_path};
 use crate::ruby_api::ownership;
-use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, Launch, StartCall};
+use crate::ruby_api::sandbox::backend::{self, define_launches};
+use crate::ruby_api::sandbox::launch::{self as la, core_policy, Launch, RubyWorkspace};
 use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
-    let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    let class =
-        sandboxes.define_class("Seatbelt", constants::class(ruby, "LittleGhost::Sandbox")?)?;
+    let class = backend::define_class(ruby, little_ghost, "Seatbelt")?;
     class.const_set(
         "DEFAULT_EXECUTABLE",
         vo::frozen_str(ruby, sb::DEFAULT_EXECUTABLE),
     )?;
     class.define_singleton_method("probe", function!(probe, -1))?;
     class.define_singleton_method("backend_capabilities", function!(backend_capabilities, 0))?;
-    let state = class.define_class("State", ruby.class_object())?;
-    state.undef_default_alloc_func();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("writable?", method!(shared::writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
     scoped_files::define(class)?;
-    class.define_method("execute_program", method!(execute_program, -1))?;
-    class.define_method("start_program", method!(start_program, -1))?;
+    define_launches!(class, Seatbelt);
     Ok(())
 }
 
@@ -143,7 +138,7 @@ fn temp_dir(rb_self: SandboxObj) -> Result<Option<PathBuf>, Error> {
 
 /// SB.4: checks platform, executable and network, validates the workspace and creates a private temporary directory; idempotent.
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    la::open(ruby, rb_self, args, || match temp_dir(rb_self)? {
+    backend::open(ruby, rb_self, args, || match temp_dir(rb_self)? {
         Some(_) => Ok(()),
         None => open_steps(ruby, rb_self),
     })
@@ -219,38 +214,28 @@ impl sb::Sandbox<Error> for Owner<'_> {
     }
 }
 
-/// One launch of `launch`, prepared by the core (SB.5, SB.6).
-fn prepared(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    launch: &Launch,
-    kind: Kind,
-) -> Result<Prepared, Error> {
-    let call = la::launch_call(ruby, launch, kind, true);
-    let owner = Owner { ruby, rb_self };
-    let state = state(ruby, rb_self)?;
-    let launcher = sb::Launcher {
-        executable: &state.executable,
-        sandbox: &owner,
-    };
-    let view = la::RubyWorkspace::of(ruby, rb_self);
-    let policy = core_policy(ruby, rb_self)?;
-    launcher
-        .prepare(policy, &view, call)
-        .map_err(|error| la::raised(ruby, error))
-}
+/// The sandbox as its launches are prepared.
+struct Seatbelt;
 
-/// Runs `command` (no shell) under sandbox-exec and returns its Execution (SB.7).
-fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = ExecuteCall::parse(ruby, rb_self, args, false)?;
-    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
-    la::run(ruby, rb_self, prepared, call)
-}
+impl backend::Backend for Seatbelt {
+    // No cgroups on macOS.
+    const OWN_TREE: bool = false;
 
-/// Starts `command` under sandbox-exec as an owned ProcessSession; subprocesses are denied unless asked for (SB.5).
-fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = StartCall::parse(ruby, rb_self, args, false)?;
-    crate::ruby_api::process_runner::check_context(call.launch.context)?;
-    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
-    la::start(ruby, rb_self, prepared, call)
+    /// One launch under sandbox-exec (SB.5, SB.6, SB.7): the profile, by
+    /// the core; subprocesses are denied unless asked for.
+    fn prepare(
+        ruby: &Ruby,
+        rb_self: SandboxObj,
+        _launch: &Launch,
+        (policy, view): (&Policy, &RubyWorkspace),
+        call: LaunchCall<Error>,
+    ) -> Result<Prepared, LaunchError<Error>> {
+        let owner = Owner { ruby, rb_self };
+        let state = state(ruby, rb_self).map_err(LaunchError::Caller)?;
+        let launcher = sb::Launcher {
+            executable: &state.executable,
+            sandbox: &owner,
+        };
+        launcher.prepare(policy, view, call)
+    }
 }

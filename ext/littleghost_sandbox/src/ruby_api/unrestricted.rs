@@ -6,19 +6,19 @@ use std::cell::Cell;
 
 use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::unrestricted as host;
-use littleghost_sandbox_core::launch::prepare::{Kind, Prepared};
+use littleghost_sandbox_core::launch::prepare::{LaunchCall, LaunchError, Prepared};
+use littleghost_sandbox_core::policy::Policy;
 use magnus::{
     method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby, TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
-use crate::helpers::constants;
 use crate::helpers::errors;
-use crate::ruby_api::bubblewrap::{claimed, enforce, writable};
+use crate::ruby_api::bubblewrap::{claimed, enforce};
 use crate::ruby_api::launch_limits;
 use crate::ruby_api::ownership;
-use crate::ruby_api::process_runner::check_context;
-use crate::ruby_api::sandbox::launch::{self as la, core_policy, ExecuteCall, StartCall};
+use crate::ruby_api::sandbox::backend::{self, define_launches};
+use crate::ruby_api::sandbox::launch::{self as la, Launch, RubyWorkspace};
 use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::scoped_files;
 use crate::ruby_api::sandbox::{self, assign, SandboxObj};
@@ -45,21 +45,13 @@ fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
 }
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
-    let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
-    let class = sandboxes.define_class(
-        "Unrestricted",
-        constants::class(ruby, "LittleGhost::Sandbox")?,
-    )?;
+    let class = backend::define_class(ruby, little_ghost, "Unrestricted")?;
     class.define_singleton_method("probe", method!(probe, -1))?;
-    let state = class.define_class("State", ruby.class_object())?;
-    state.undef_default_alloc_func();
     class.define_method("initialize", method!(initialize, -1))?;
-    class.define_method("writable?", method!(writable, 0))?;
     class.define_method("open", method!(open, -1))?;
     class.define_method("close", method!(close, 0))?;
     scoped_files::define_through_scope_hook(class)?;
-    class.define_method("execute_program", method!(execute_program, -1))?;
-    class.define_method("start_program", method!(start_program, -1))?;
+    define_launches!(class, Unrestricted);
     Ok(())
 }
 
@@ -125,7 +117,7 @@ fn root_identity(workspace: Value) -> Result<Option<host::Identity>, Error> {
 
 /// Verifies (or first records) the workspace root's identity and returns self; with a block, yields self, always closes and returns the block's value.
 fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    la::open(ruby, rb_self, args, || {
+    backend::open(ruby, rb_self, args, || {
         let current = root_identity(sandbox::workspace_of(ruby, rb_self.as_value()))?;
         let state = state(ruby, rb_self)?;
         let checked = host::check_root(state.root_identity.get(), current);
@@ -147,33 +139,25 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
 // Processes (15.6, 15.7): on the host, in a new process group, with only the
 // explicit environment. Grants are not enforced for processes here.
 
-/// The host launch of a call, prepared by the core (15.6, 15.7).
-fn prepared(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    launch: &la::Launch,
-    kind: Kind,
-) -> Result<Prepared, Error> {
-    let call = la::launch_call(ruby, launch, kind, false);
-    let view = la::RubyWorkspace::of(ruby, rb_self);
-    let policy = core_policy(ruby, rb_self)?;
-    host::Launcher
-        .prepare(policy, &view, call)
-        .map_err(|error| la::raised(ruby, error))
-}
+/// The sandbox as its launches are prepared.
+struct Unrestricted;
 
-/// Runs an argument vector on the host without a shell and returns its Execution; the scope, if any, has already checked process_execute.
-fn execute_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = ExecuteCall::parse(ruby, rb_self, args, true)?;
-    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Run)?;
-    la::run(ruby, rb_self, prepared, call)
-}
-
-/// Starts an owned, duplex ProcessSession on the host; `allow_subprocesses: false` cannot be enforced and raises CapabilityError.
-fn start_program(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error> {
-    let call = StartCall::parse(ruby, rb_self, args, true)?;
-    let prepared = prepared(ruby, rb_self, &call.launch, Kind::Session)?;
+impl backend::Backend for Unrestricted {
+    const CONFINES: bool = false;
     // 2.4: once, before spawning.
-    check_context(call.launch.context)?;
-    la::start(ruby, rb_self, prepared, call)
+    const CONTEXT_FIRST: bool = false;
+
+    /// The host launch of a call (15.6, 15.7): on the host, in a new process
+    /// group, with only the explicit environment; grants are not enforced
+    /// for processes here, and `allow_subprocesses: false` cannot be
+    /// enforced (CapabilityError).
+    fn prepare(
+        _ruby: &Ruby,
+        _rb_self: SandboxObj,
+        _launch: &Launch,
+        (policy, view): (&Policy, &RubyWorkspace),
+        call: LaunchCall<Error>,
+    ) -> Result<Prepared, LaunchError<Error>> {
+        host::Launcher.prepare(policy, view, call)
+    }
 }

@@ -28,27 +28,45 @@ pub const BUBBLEWRAP_OPTIONS: [&str; 11] = [
     "command_wrapper",
 ];
 
+/// Why Native cannot run here (SPEC §22, LL.2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// The caller configured Bubblewrap and its probe failed (the reason).
+    #[error("{0}")]
+    Bubblewrap(String),
+    /// Neither Bubblewrap nor Landlock can run, each for its reason.
+    #[error(
+        "native sandboxing is unavailable: Bubblewrap: {bubblewrap}; Landlock: {landlock}. \
+         Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
+         kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap), \
+         or run a kernel with Landlock ABI {abi} (Linux 6.12 or later)",
+        abi = super::LANDLOCK_MINIMUM_ABI
+    )]
+    Both {
+        bubblewrap: String,
+        landlock: String,
+    },
+}
+
+/// Native's choice from why each backend's probe says it cannot run here
+/// (None: it can).
 pub fn native_choice(
-    bubblewrap: std::result::Result<(), String>,
-    landlock: std::result::Result<(), String>,
+    bubblewrap: Option<String>,
+    landlock: Option<String>,
     bubblewrap_configured: bool,
-) -> std::result::Result<NativeChoice, String> {
-    let bubblewrap_reason = match bubblewrap {
-        Ok(()) => return Ok(NativeChoice::Bubblewrap),
-        Err(reason) => reason,
+) -> std::result::Result<NativeChoice, Unavailable> {
+    let Some(bubblewrap_reason) = bubblewrap else {
+        return Ok(NativeChoice::Bubblewrap);
     };
     if bubblewrap_configured {
-        return Err(bubblewrap_reason);
+        return Err(Unavailable::Bubblewrap(bubblewrap_reason));
     }
     match landlock {
-        Ok(()) => Ok(NativeChoice::Landlock { bubblewrap_reason }),
-        Err(landlock_reason) => Err(format!(
-            "native sandboxing is unavailable: Bubblewrap: {bubblewrap_reason}; Landlock: {landlock_reason}. \
-             Allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, \
-             kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap), \
-             or run a kernel with Landlock ABI {} (Linux 6.12 or later)",
-            super::LANDLOCK_MINIMUM_ABI
-        )),
+        None => Ok(NativeChoice::Landlock { bubblewrap_reason }),
+        Some(landlock) => Err(Unavailable::Both {
+            bubblewrap: bubblewrap_reason,
+            landlock,
+        }),
     }
 }
 
@@ -71,7 +89,7 @@ pub enum LinuxReport {
 
 /// The report of a [`native_choice`].
 pub fn linux_report(
-    choice: std::result::Result<NativeChoice, String>,
+    choice: std::result::Result<NativeChoice, Unavailable>,
     bubblewrap_configured: bool,
 ) -> LinuxReport {
     match choice {
@@ -80,7 +98,7 @@ pub fn linux_report(
             LinuxReport::Landlock { bubblewrap_reason }
         }
         Err(_) if bubblewrap_configured => LinuxReport::Bubblewrap,
-        Err(reason) => LinuxReport::Unavailable(reason),
+        Err(reason) => LinuxReport::Unavailable(reason.to_string()),
     }
 }
 
@@ -103,13 +121,14 @@ mod tests {
                 bubblewrap_reason: "no userns".into()
             }
         );
+        let bubblewrap = || Unavailable::Bubblewrap("no bwrap".into());
         assert_eq!(
-            linux_report(Err("no bwrap".into()), true),
+            linux_report(Err(bubblewrap()), true),
             LinuxReport::Bubblewrap
         );
         assert_eq!(
-            linux_report(Err("both".into()), false),
-            LinuxReport::Unavailable("both".into())
+            linux_report(Err(bubblewrap()), false),
+            LinuxReport::Unavailable("no bwrap".into())
         );
         assert_eq!(
             unavailable_on("x86_64-freebsd"),
@@ -120,20 +139,21 @@ mod tests {
     #[test]
     fn native_prefers_bubblewrap_then_landlock_and_names_both_reasons() {
         assert_eq!(
-            native_choice(Ok(()), Ok(()), false),
+            native_choice(None, None, false),
             Ok(NativeChoice::Bubblewrap)
         );
         assert_eq!(
-            native_choice(Err("no userns".into()), Ok(()), false),
+            native_choice(Some("no userns".into()), None, false),
             Ok(NativeChoice::Landlock {
                 bubblewrap_reason: "no userns".into()
             })
         );
         assert_eq!(
-            native_choice(Err("no bwrap".into()), Ok(()), true),
-            Err("no bwrap".into())
+            native_choice(Some("no bwrap".into()), None, true),
+            Err(Unavailable::Bubblewrap("no bwrap".into()))
         );
-        let both = native_choice(Err("no userns".into()), Err("ABI 4".into()), false).unwrap_err();
+        let both = native_choice(Some("no userns".into()), Some("ABI 4".into()), false);
+        let both = both.unwrap_err().to_string();
         assert!(
             both.contains("Bubblewrap: no userns") && both.contains("Landlock: ABI 4"),
             "{both}"

@@ -262,6 +262,21 @@ impl Prepared {
         }
     }
 
+    /// What the process runner starts (17.1): the host argv, environment
+    /// and directory, taken out of the preparation, which keeps what must
+    /// stay open and how an exec failure is read back.
+    pub fn take_launch(&mut self) -> crate::process::Launch {
+        crate::process::Launch {
+            argv: std::mem::take(&mut self.argv),
+            environment: std::mem::take(&mut self.environment),
+            inherit_environment: self.inherit_environment,
+            chdir: self.chdir.take(),
+            cpu_rlimit: None,
+            file_bytes: None,
+            spawn_options: std::mem::take(&mut self.spawn),
+        }
+    }
+
     /// 17.4: bwrap's own exec failure of the command shown as exit 127 or
     /// 126 with a shell-style message; None for any other outcome.
     pub fn exec_failure(

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use littleghost_sandbox_core::backend::launch_steps as steps;
 use littleghost_sandbox_core::error::Kind as ErrorKind;
 use littleghost_sandbox_core::fs::anchor::Anchors;
-use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::launch::prepare::{
     self, Kind, LaunchCall, LaunchError, Prepared, Refused, ScopeCall, WorkspaceView,
 };
@@ -19,7 +18,7 @@ use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::policy::Policy;
 use magnus::{prelude::*, Error, RArray, RString, Ruby, Value};
 
-use crate::helpers::args::{command_call, keywords, keywords_only};
+use crate::helpers::args::command_call;
 use crate::helpers::convert;
 use crate::helpers::errors;
 use crate::helpers::value_object as vo;
@@ -288,27 +287,8 @@ fn resolve_cwd(ruby: &Ruby, workspace: Value, cwd: &Path) -> Result<PathBuf, Ref
     }
 }
 
-/// `effective_policy.process_grants(workspace)` as core grants.
-pub(crate) fn policy_grants(ruby: &Ruby, rb_self: SandboxObj) -> Result<Vec<Grant>, Error> {
-    let policy = core_policy(ruby, rb_self)?;
-    let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-    vo::require_duck(workspace, "workspace", &["root", "path"])?;
-    let directory = |name: &str| workspace::directory(ruby, workspace, name);
-    policy.process_grants(directory, |error| errors::from_core(ruby, error))
-}
-
-/// A launch's scope as the plan needs it.
-pub(crate) struct ScopeView {
-    pub grants: Vec<Grant>,
-    pub network: Option<NetworkMode>,
-    /// The rules of the scope's allowlist (a narrowed scope's differ from the policy's).
-    pub network_rules: Option<littleghost_sandbox_core::policy::NetworkRules>,
-    /// The scope allows `process_spawn`.
-    pub spawns: bool,
-}
-
-/// The scope of a launch, validated (16.5 step 1), or None.
-pub(crate) fn scope_view(ruby: &Ruby, value: Option<Value>) -> Result<Option<ScopeView>, Error> {
+/// The scope of a launch, validated (16.5 step 1) and converted, or None.
+pub(crate) fn scope_call(ruby: &Ruby, value: Option<Value>) -> Result<Option<ScopeCall>, Error> {
     let Some(value) = value.filter(|v| !v.is_nil()) else {
         return Ok(None);
     };
@@ -318,31 +298,15 @@ pub(crate) fn scope_view(ruby: &Ruby, value: Option<Value>) -> Result<Option<Sco
         .map(|m| mount::grant_from_ruby(ruby, m))
         .collect::<Result<Vec<_>, _>>()?;
     let declared = network_policy::borrow(scope::reader_network(ruby, value)?);
-    let network = declared.map(|n| n.core().mode);
     let network_rules = declared
-        .filter(|n| n.core().mode == littleghost_sandbox_core::policy::NetworkMode::Allowlist)
+        .filter(|n| n.core().mode == NetworkMode::Allowlist)
         .map(|n| n.core().rules.clone());
-    Ok(Some(ScopeView {
+    Ok(Some(ScopeCall {
         grants,
-        network,
+        network: declared.map(|n| n.core().mode),
         network_rules,
         spawns: scope::supports_feature(ruby, value, "process_spawn")?,
     }))
-}
-
-/// The working directory of a launch (B.7), by the core's rule.
-pub(crate) fn launch_cwd(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    cwd: Option<Value>,
-    in_sandbox: bool,
-) -> Result<PathBuf, Error> {
-    let cwd = match cwd.filter(|v| !v.is_nil()) {
-        None => None,
-        Some(cwd) => Some(convert::path_of(convert::path_string(ruby, cwd, "cwd")?)),
-    };
-    let view = RubyWorkspace::of(ruby, rb_self);
-    prepare::working_directory(&view, cwd, in_sandbox).map_err(|e| raised(ruby, e))
 }
 
 // ---------------------------------------------------------------------------
@@ -416,16 +380,6 @@ pub(crate) fn launch_call(
     }
 }
 
-/// The scope of a launch, validated (16.5 step 1) and converted, or None.
-pub(crate) fn scope_call(ruby: &Ruby, value: Option<Value>) -> Result<Option<ScopeCall>, Error> {
-    Ok(scope_view(ruby, value)?.map(|view| ScopeCall {
-        grants: view.grants,
-        network: view.network,
-        network_rules: view.network_rules,
-        spawns: view.spawns,
-    }))
-}
-
 /// A refused launch as the Ruby error it raises.
 pub(crate) fn raised(ruby: &Ruby, error: LaunchError<Error>) -> Error {
     error.into_caller(|core| errors::from_core(ruby, core))
@@ -433,6 +387,25 @@ pub(crate) fn raised(ruby: &Ruby, error: LaunchError<Error>) -> Error {
 
 // ---------------------------------------------------------------------------
 // The shared runner.
+
+/// A Ruby subclass may withdraw `process_execute` from its capabilities; the
+/// sandbox's own launches honour that as its scopes do (SC.14): checked once
+/// the keywords are valid, before any backend prepares the launch. A
+/// capability object that is not ours is left to its provider.
+fn require_execute(ruby: &Ruby, owner: SandboxObj, scope: Option<Value>) -> Result<(), Error> {
+    let capabilities = sandbox::enforced_capabilities(ruby, owner.as_value())?;
+    let sandbox_allows = match crate::ruby_api::capabilities::borrow(capabilities) {
+        Some(report) => report.core().supports("process_execute"),
+        None => true,
+    };
+    // SC.14 however the launch is reached: a Scope handed straight to the
+    // sandbox as `scope:` is held to its own capabilities too.
+    let scope_allows = match scope.filter(|v| <&scope::Scope>::try_convert(*v).is_ok()) {
+        Some(scope) => scope::supports_feature(ruby, scope, "process_execute")?,
+        None => true,
+    };
+    errors::core_result(ruby, prepare::require_execute(sandbox_allows, scope_allows))
+}
 
 /// 17.4: bwrap's own execvp failure becomes exit 127/126 with a shell-style message.
 fn reinterpret_exec_failure(
@@ -456,25 +429,6 @@ fn reinterpret_exec_failure(
             execution::Execution::wrap(ruby, "", &failure.stderr, Some(failure.exit_code), None)
         }
     })
-}
-
-/// A Ruby subclass may withdraw `process_execute` from its capabilities; the
-/// sandbox's own launches honour that as its scopes do (SC.14): checked once
-/// the keywords are valid, before any backend prepares the launch. A
-/// capability object that is not ours is left to its provider.
-fn require_execute(ruby: &Ruby, owner: SandboxObj, scope: Option<Value>) -> Result<(), Error> {
-    let capabilities = sandbox::enforced_capabilities(ruby, owner.as_value())?;
-    let sandbox_allows = match crate::ruby_api::capabilities::borrow(capabilities) {
-        Some(report) => report.core().supports("process_execute"),
-        None => true,
-    };
-    // SC.14 however the launch is reached: a Scope handed straight to the
-    // sandbox as `scope:` is held to its own capabilities too.
-    let scope_allows = match scope.filter(|v| <&scope::Scope>::try_convert(*v).is_ok()) {
-        Some(scope) => scope::supports_feature(ruby, scope, "process_execute")?,
-        None => true,
-    };
-    errors::core_result(ruby, prepare::require_execute(sandbox_allows, scope_allows))
 }
 
 /// Runs a prepared launch through the shared process runner (§17); what
@@ -503,48 +457,29 @@ pub(crate) fn run(
     reinterpret_exec_failure(ruby, &prepared, execution)
 }
 
-/// Starts a prepared launch as a shared ProcessSession (§18).
+/// Starts a prepared launch as a shared ProcessSession (§18); what it
+/// keeps open is closed once the session started.
 pub(crate) fn start(
     ruby: &Ruby,
     owner: SandboxObj,
-    prepared: Prepared,
+    mut prepared: Prepared,
     call: StartCall,
 ) -> Result<Value, Error> {
-    let denials = crate::ruby_api::denial::Reporter::of(owner, &prepared.program);
-    let shown_command = Some(convert::argv(ruby, call.launch.command)?);
-    process_session::start(
-        ruby,
-        SessionRequest {
-            argv: prepared.argv.clone(),
-            shown_command,
-            environment: prepared.environment.clone(),
-            inherit_environment: prepared.inherit_environment,
-            chdir: prepared.chdir.clone(),
-            output_bytes: call.output_bytes,
-            timeout: call.timeout,
-            limits: call.limits,
-            memory_reader: None,
-            file_bytes: call.file_bytes,
-            spawn_options: prepared.spawn.clone(),
-            owner: Some(ownership::owner(ruby, owner)?),
-            denials,
-        },
-    )
-}
-
-// ---------------------------------------------------------------------------
-// The lifecycle and launch methods every Rust backend shares.
-
-/// `open(run: nil)`: the backend's `steps` (idempotent), then with a block
-/// yields self, always closes and returns the block's value (H.4).
-pub(crate) fn open(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    args: &[Value],
-    steps: impl FnOnce() -> Result<(), Error>,
-) -> Result<Value, Error> {
-    keywords(ruby, keywords_only(args)?, &[], &["run"])?;
-    crate::ruby_api::launch_limits::check_defaults(ruby, rb_self)?;
-    steps()?;
-    ownership::yield_and_close(ruby, rb_self.as_value())
+    let launch = prepared.take_launch();
+    let request = SessionRequest {
+        argv: launch.argv,
+        shown_command: Some(convert::argv(ruby, call.launch.command)?),
+        environment: launch.environment,
+        inherit_environment: launch.inherit_environment,
+        chdir: launch.chdir,
+        output_bytes: call.output_bytes,
+        timeout: call.timeout,
+        limits: call.limits,
+        memory_reader: None,
+        file_bytes: call.file_bytes,
+        spawn_options: launch.spawn_options,
+        owner: Some(ownership::owner(ruby, owner)?),
+        denials: crate::ruby_api::denial::Reporter::of(owner, &prepared.program),
+    };
+    process_session::start(ruby, request)
 }

@@ -53,8 +53,61 @@ pub fn resolved(configured: &Path) -> Option<Resolved> {
         .map(|(_, resolved)| resolved.clone())
 }
 
+/// Why a bwrap cannot serve (B.2), in the core's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// A bare name that no absolute directory of `PATH` holds.
+    #[error(
+        "Bubblewrap ({}) was not found in PATH (install it with `apt-get install \
+         bubblewrap`, or pass bubblewrap: PATH)",
+        .0.display()
+    )]
+    NotInPath(PathBuf),
+    /// Nothing executable at the path given.
+    #[error("{}", super::missing_reason(.0))]
+    Missing(PathBuf),
+    /// The file fails the checks the helper's file passes (type, owner, mode).
+    #[error(transparent)]
+    Untrusted(#[from] crate::helper::Error),
+    /// Its directory cannot be read.
+    #[error("{reason}")]
+    DirectoryUnreadable { reason: String },
+    /// Its directory belongs to someone else, who could swap the file.
+    #[error(
+        "the directory {} holding Bubblewrap is owned by uid {uid}, not by root or by this \
+         process's user (uid {euid}); install bwrap where only they can change it",
+        .directory.display()
+    )]
+    DirectoryOwner {
+        directory: PathBuf,
+        uid: u32,
+        euid: u32,
+    },
+    /// Its directory is writable by its group or others.
+    #[error(
+        "the directory {} holding Bubblewrap is writable by its group or others (mode \
+         {mode:04o}); install bwrap where only root or uid {euid} can change it",
+        .directory.display()
+    )]
+    DirectoryWritable {
+        directory: PathBuf,
+        mode: u32,
+        euid: u32,
+    },
+    /// `--version` failed or said something unreadable.
+    #[error(
+        "cannot tell the version of Bubblewrap at {} ({detail}); littleghost-sandbox needs \
+         {MINIMUM_VERSION} or newer",
+        .path.display()
+    )]
+    UnknownVersion { path: PathBuf, detail: String },
+    /// Older than [`MINIMUM_VERSION`].
+    #[error("{}", too_old(.path, *.version))]
+    TooOld { path: PathBuf, version: Version },
+}
+
 /// Resolves and checks `configured` (once per process), or says why it cannot serve.
-pub fn resolve(configured: &Path) -> Result<Resolved, String> {
+pub fn resolve(configured: &Path) -> Result<Resolved, Refused> {
     if let Some(found) = resolved(configured) {
         return Ok(found);
     }
@@ -62,7 +115,7 @@ pub fn resolve(configured: &Path) -> Result<Resolved, String> {
     check_trusted(&path)?;
     let version = version_of(&path)?;
     if version < MINIMUM_VERSION {
-        return Err(too_old(&path, version));
+        return Err(Refused::TooOld { path, version });
     }
     let found = Resolved { path, version };
     remember(configured, found.clone());
@@ -92,7 +145,7 @@ pub fn too_old(path: &Path, version: Version) -> String {
 
 /// An absolute, symlink-free path for `configured`: searched in `PATH`
 /// (this process's) when it is a bare name.
-fn locate(configured: &Path) -> Result<PathBuf, String> {
+fn locate(configured: &Path) -> Result<PathBuf, Refused> {
     let is_bare = configured.components().count() == 1 && !configured.has_root();
     let candidate = if is_bare {
         let search = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
@@ -100,48 +153,46 @@ fn locate(configured: &Path) -> Result<PathBuf, String> {
             .filter(|dir| dir.is_absolute())
             .map(|dir| dir.join(configured))
             .find(|path| super::is_executable_file(path))
-            .ok_or_else(|| {
-                format!(
-                    "Bubblewrap ({}) was not found in PATH (install it with `apt-get install \
-                     bubblewrap`, or pass bubblewrap: PATH)",
-                    configured.display()
-                )
-            })?
+            .ok_or_else(|| Refused::NotInPath(configured.to_path_buf()))?
     } else {
         configured.to_path_buf()
     };
+    let missing = || Refused::Missing(configured.to_path_buf());
     if !super::is_executable_file(&candidate) {
-        return Err(super::missing_reason(configured));
+        return Err(missing());
     }
-    std::fs::canonicalize(&candidate).map_err(|_| super::missing_reason(configured))
+    std::fs::canonicalize(&candidate).map_err(|_| missing())
 }
 
 /// The rule of the gem's helper, for bwrap and the directory holding it.
-fn check_trusted(path: &Path) -> Result<(), String> {
+fn check_trusted(path: &Path) -> Result<(), Refused> {
     let euid = rustix::process::geteuid().as_raw();
     let facts = |meta: &std::fs::Metadata| FileFacts {
         regular: meta.file_type().is_file(),
         uid: meta.uid(),
         mode: meta.mode() & 0o7777,
     };
-    let meta = std::fs::metadata(path).map_err(|_| super::missing_reason(path))?;
+    let meta = std::fs::metadata(path).map_err(|_| Refused::Missing(path.to_path_buf()))?;
     check_executable("Bubblewrap", path, facts(&meta), euid)?;
     let directory = path.parent().unwrap_or(Path::new("/"));
-    let meta = std::fs::metadata(directory).map_err(|e| e.to_string())?;
+    let meta = std::fs::metadata(directory).map_err(|e| Refused::DirectoryUnreadable {
+        reason: e.to_string(),
+    })?;
     let FileFacts { uid, mode, .. } = facts(&meta);
+    let directory = directory.to_path_buf();
     if uid != 0 && uid != euid {
-        return Err(format!(
-            "the directory {} holding Bubblewrap is owned by uid {uid}, not by root or by this \
-             process's user (uid {euid}); install bwrap where only they can change it",
-            directory.display()
-        ));
+        return Err(Refused::DirectoryOwner {
+            directory,
+            uid,
+            euid,
+        });
     }
     if mode & 0o022 != 0 {
-        return Err(format!(
-            "the directory {} holding Bubblewrap is writable by its group or others (mode \
-             {mode:04o}); install bwrap where only root or uid {euid} can change it",
-            directory.display()
-        ));
+        return Err(Refused::DirectoryWritable {
+            directory,
+            mode,
+            euid,
+        });
     }
     Ok(())
 }
@@ -161,13 +212,10 @@ pub fn parse_version(output: &str) -> Option<Version> {
 }
 
 /// Runs `path --version` (5 s, 4 KiB of output) and parses it.
-fn version_of(path: &Path) -> Result<Version, String> {
-    let unknown = |detail: &str| {
-        format!(
-            "cannot tell the version of Bubblewrap at {} ({detail}); littleghost-sandbox needs \
-             {MINIMUM_VERSION} or newer",
-            path.display()
-        )
+fn version_of(path: &Path) -> Result<Version, Refused> {
+    let unknown = |detail: &str| Refused::UnknownVersion {
+        path: path.to_path_buf(),
+        detail: detail.to_string(),
     };
     let mut child = std::process::Command::new(path)
         .arg("--version")
@@ -223,6 +271,15 @@ mod tests {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let old = fake_bwrap(dir.path(), "0.7.0");
         let refused = resolve(&old).unwrap_err();
+        let path = std::fs::canonicalize(&old).unwrap();
+        assert_eq!(
+            refused,
+            Refused::TooOld {
+                path,
+                version: Version(0, 7, 0)
+            }
+        );
+        let refused = refused.to_string();
         assert!(refused.contains("Bubblewrap 0.7.0"), "{refused}");
         assert!(refused.contains("needs 0.8.0 or newer"), "{refused}");
         assert!(resolved(&old).is_none());
@@ -238,26 +295,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bwrap = fake_bwrap(dir.path(), "0.9.0");
         std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o775)).unwrap();
-        let refused = resolve(&bwrap).unwrap_err();
+        let refused = resolve(&bwrap).unwrap_err().to_string();
         assert!(
             refused.contains("writable by its group or others"),
             "{refused}"
         );
         std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let refused = resolve(&bwrap).unwrap_err();
+        let refused = resolve(&bwrap).unwrap_err().to_string();
         assert!(refused.contains("the directory"), "{refused}");
         assert!(refused.contains("(mode 0777)"), "{refused}");
     }
 
     #[test]
     fn a_missing_bwrap_says_where_it_was_looked_for() {
-        let refused = resolve(Path::new("/nonexistent/bwrap")).unwrap_err();
+        let refused = resolve(Path::new("/nonexistent/bwrap"))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             refused,
             super::super::missing_reason(Path::new("/nonexistent/bwrap"))
         );
-        let bare = resolve(Path::new("lg-no-such-bwrap")).unwrap_err();
+        let bare = resolve(Path::new("lg-no-such-bwrap"))
+            .unwrap_err()
+            .to_string();
         assert!(bare.contains("was not found in PATH"), "{bare}");
     }
 }

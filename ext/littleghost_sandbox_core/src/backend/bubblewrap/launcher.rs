@@ -5,10 +5,11 @@
 //! (its opening, its gateway, a command wrapper given as code) comes
 //! through [`Sandbox`].
 
+use std::ffi::OsString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
-use super::{NetworkMode, Options, RealHost, Relay};
+use super::{args_plan, bubblewrap_args, ArgsRequest, NetworkMode, Options, RealHost, Relay};
 use crate::error::{capability, Error};
 use crate::launch::prepare::{
     given, plan, policy_grants, subprocesses, working_directory, Kept, LaunchCall, LaunchError,
@@ -246,6 +247,46 @@ impl<E> Launcher<'_, E> {
             .chain(trust.into_fds())
             .collect();
         Ok((relay, kept))
+    }
+}
+
+impl Options {
+    /// B.5 steps 1-6: the host (bwrap; the relay helper under
+    /// `:allowlist`), then the policy's grants pinned from the workspace's
+    /// handles, then the functional probe.
+    pub fn open<E>(
+        &self,
+        policy: &Policy,
+        view: &dyn WorkspaceView<E>,
+        allowlist: bool,
+    ) -> Result<Pins, LaunchError<E>> {
+        self.check_host(allowlist)?;
+        let grants = policy_grants(policy, view)?;
+        Ok(self.pin(&grants, view.anchors().as_deref())?)
+    }
+
+    /// `bubblewrap_args` (B.8): the bwrap options (before `--`) that
+    /// `given` shows under `policy`, through the pins of `open` (`pins`,
+    /// else taken now from the workspace's handles, and returned for the
+    /// sandbox to keep); works before `open`. `cwd` as in a launch (B.7).
+    pub fn shown_args<E>(
+        &self,
+        policy: &Policy,
+        view: &dyn WorkspaceView<E>,
+        pins: Option<Pins>,
+        cwd: Result<Option<PathBuf>, E>,
+        request: ArgsRequest,
+    ) -> Result<(Vec<OsString>, Pins), LaunchError<E>> {
+        let grants = policy_grants(policy, view)?;
+        let pins = match pins {
+            Some(pins) => pins,
+            None => Pins::capture_from(&grants, view.anchors().as_deref())?,
+        };
+        let cwd = working_directory(view, given(cwd)?, true)?;
+        let plan = args_plan(policy, grants, &pins, cwd, request)?;
+        let workspace_paths = given(view.directories())?;
+        let launch = self.launch(policy, &plan, workspace_paths, (&pins, &RealHost))?;
+        Ok((bubblewrap_args(&launch, &RealHost)?, pins))
     }
 }
 

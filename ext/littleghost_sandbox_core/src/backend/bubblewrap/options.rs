@@ -162,7 +162,7 @@ pub fn probe(platform: &str, executable: Option<&Path>) -> Probe {
     }
     match executable::resolve(executable) {
         Err(reason) => Probe {
-            unavailable: Some(reason),
+            unavailable: Some(reason.to_string()),
             resolved: None,
         },
         Ok(resolved) => Probe {
@@ -208,7 +208,8 @@ impl Options {
     /// bwrap resolved and checked, once per process (B.2); DependencyError
     /// with the reason otherwise.
     pub fn bwrap(&self) -> Result<Resolved> {
-        executable::resolve(&self.executable).map_err(Error::Dependency)
+        executable::resolve(&self.executable)
+            .map_err(|reason| Error::Dependency(reason.to_string()))
     }
 
     /// The relay helper's bytes for one launch (bwrap copies them into the
