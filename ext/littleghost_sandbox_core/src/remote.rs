@@ -18,10 +18,10 @@ pub mod run;
 pub mod session;
 mod stream;
 
-pub use client::{Client, Enforced, Execution, Metadata};
+pub use client::{Client, Enforced, Metadata};
 pub use endpoint::Endpoint;
 pub use error::Error;
 pub use pending::Pending;
-pub use run::{Progress, StreamedRun};
+pub use run::{Execution, Progress, StreamedRun};
 pub use session::Session;
 pub use stream::Watch;

@@ -15,19 +15,10 @@ use super::http;
 use super::pending::Pending;
 pub use super::programs::Command;
 use super::programs::Grpc;
-use super::run::StreamedRun;
+use super::run::{Execution, StreamedRun};
 use super::session::Session;
 use super::stream::{self, Watch};
 use crate::denial::Denial;
-
-/// What a run printed and how it ended (the daemon's exit code: the
-/// status, or 128 + the signal that ended it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Execution {
-    pub exit_code: i32,
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-}
 
 /// `/v1/metadata`: the reference's `env`, and what littleghost-sandboxd
 /// publishes it enforces (`x-littleghost`; None from a daemon that does not).

@@ -7,9 +7,17 @@
 
 use std::time::{Duration, Instant};
 
-use super::client::Execution;
 use super::error::Error;
 use super::session::Session;
+
+/// What a run printed and how it ended (the daemon's exit code: the
+/// status, or 128 + the signal that ended it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub exit_code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
 
 /// What a wait on a run gave.
 #[derive(Debug, PartialEq, Eq)]
