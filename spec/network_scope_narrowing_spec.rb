@@ -37,6 +37,8 @@ RSpec.describe "network scopes narrowing an allowlist" do
     expect(scope.network.inspect).not_to include("ghp_parent_value")
     expect(sandbox.scope(network: { allow: ["api.github.com:8443"], secrets: [] }).network.secrets).to eq({})
     expect(sandbox.scope(network: { secrets: [] }).network.allow).to eq(sandbox.effective_policy.network.allow)
+    # Secrets alone drop what they do not name: the parent's own secrets are not a request for them.
+    expect(sandbox.scope(network: { secrets: [] }).network.secrets).to eq({})
     expect(sandbox.scope(network: { allow: ["10.1.0.0/16:5432"] }).network.secrets).to eq({})
     # A scope of a scope narrows the scope.
     inner = sandbox.scope(network: { allow: ["api.github.com:8443"] })

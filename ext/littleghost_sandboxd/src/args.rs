@@ -1,5 +1,6 @@
-//! The command line: `--root DIR`, `--policy FILE`, `--grpc ADDR`,
-//! `--rest ADDR`, `--token-file FILE` (each also as `--flag=value`).
+//! The command line: `--root DIR`, `--path NAME=DIR` (repeated),
+//! `--policy FILE`, `--grpc ADDR`, `--rest ADDR`, `--token-file FILE` (each
+//! also as `--flag=value`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -8,15 +9,18 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Args {
     pub root: PathBuf,
+    /// The workspace's named paths (docs/spec.md §3), in the order given.
+    pub paths: Vec<(String, PathBuf)>,
     pub policy: Option<PathBuf>,
     pub grpc: String,
     pub rest: String,
     pub token_file: Option<PathBuf>,
 }
 
-pub const USAGE: &str = "usage: littleghost-sandboxd [--root DIR] [--policy FILE] [--grpc ADDR] [--rest ADDR] \
+pub const USAGE: &str = "usage: littleghost-sandboxd [--root DIR] [--path NAME=DIR ...] [--policy FILE] [--grpc ADDR] [--rest ADDR] \
 [--token-file FILE]\n\
   --root DIR         the workspace every file call and program is confined to (default /workspace)\n\
+  --path NAME=DIR    a named workspace path a policy may grant (DIR absolute, or relative to the root)\n\
   --policy FILE      a JSON sandbox declaration (default: the root read-write, no network, native)\n\
   --grpc ADDR        process.v1 and littleghost.v1 (default $SANDBOXD_GRPC_ADDR, else 127.0.0.1:9090)\n\
   --rest ADDR        the filesystem REST API (default $SANDBOXD_REST_ADDR, else 127.0.0.1:8080)\n\
@@ -32,6 +36,7 @@ impl Args {
     ) -> Result<Args, String> {
         let mut args = Args {
             root: PathBuf::from("/workspace"),
+            paths: Vec::new(),
             policy: None,
             grpc: env("SANDBOXD_GRPC_ADDR").unwrap_or_else(|| "127.0.0.1:9090".into()),
             rest: env("SANDBOXD_REST_ADDR").unwrap_or_else(|| "127.0.0.1:8080".into()),
@@ -49,7 +54,15 @@ impl Args {
             if name == "--help" || name == "-h" {
                 return Err(USAGE.to_string());
             }
-            if !["--root", "--policy", "--grpc", "--rest", "--token-file"].contains(&name.as_str())
+            if ![
+                "--root",
+                "--path",
+                "--policy",
+                "--grpc",
+                "--rest",
+                "--token-file",
+            ]
+            .contains(&name.as_str())
             {
                 return Err(format!("unknown argument {flag:?}\n{USAGE}"));
             }
@@ -65,6 +78,7 @@ impl Args {
             };
             match name.as_str() {
                 "--root" => args.root = PathBuf::from(&value),
+                "--path" => args.paths.push(named_path(&text()?)?),
                 "--policy" => args.policy = Some(PathBuf::from(&value)),
                 "--grpc" => args.grpc = text()?,
                 "--rest" => args.rest = text()?,
@@ -72,6 +86,16 @@ impl Args {
             }
         }
         Ok(args)
+    }
+}
+
+/// `NAME=DIR`: both non-empty (the name's own rules are the workspace's).
+fn named_path(value: &str) -> Result<(String, PathBuf), String> {
+    match value.split_once('=') {
+        Some((name, dir)) if !name.is_empty() && !dir.is_empty() => {
+            Ok((name.to_string(), PathBuf::from(dir)))
+        }
+        _ => Err(format!("--path needs NAME=DIR, got {value:?}\n{USAGE}")),
     }
 }
 
@@ -132,6 +156,23 @@ mod tests {
         assert_eq!(args.grpc, "127.0.0.1:0");
         assert_eq!(args.rest, "127.0.0.1:0");
         assert_eq!(args.token_file, Some(PathBuf::from("/t")));
+    }
+
+    #[test]
+    fn named_paths_are_repeated_name_dir_pairs() {
+        let args = parse(&["--path", "docs=/d", "--path=cache=tmp/c"], &[]).unwrap();
+        assert_eq!(
+            args.paths,
+            vec![
+                ("docs".to_string(), PathBuf::from("/d")),
+                ("cache".to_string(), PathBuf::from("tmp/c"))
+            ]
+        );
+        for bad in ["docs", "=/d", "docs="] {
+            assert!(parse(&["--path", bad], &[])
+                .unwrap_err()
+                .starts_with("--path needs NAME=DIR"));
+        }
     }
 
     #[test]

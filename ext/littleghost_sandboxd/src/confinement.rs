@@ -17,7 +17,7 @@ use littleghost_sandbox_core::backend::seccomp;
 use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::error::kind::Kind as ErrorKind;
 use littleghost_sandbox_core::error::Error;
-use littleghost_sandbox_core::fs::{Anchor, Anchors, Broker};
+use littleghost_sandbox_core::fs::{Anchors, Broker};
 use littleghost_sandbox_core::launch::prepare::{
     Kind, LaunchCall, LaunchError, Prepared, Refused, ScopeCall, WorkspaceView,
 };
@@ -26,12 +26,13 @@ use littleghost_sandbox_core::limits::plan::{self, Plan, Requested};
 use littleghost_sandbox_core::network::{self, BuiltinGateway};
 use littleghost_sandbox_core::policy::{Declaration, NetworkMode, Policy};
 use littleghost_sandbox_core::process::running::Owner;
-use littleghost_sandbox_core::workspace::{self, Layout};
+use littleghost_sandbox_core::workspace::{self, Layout, OpenError, PathEntry};
 
 /// The platform the probes are asked about (the gem's spelling).
 const PLATFORM: &str = "x86_64-linux";
 
-/// The workspace of the daemon: its root alone, held by the handle taken at start.
+/// The workspace of the daemon: its root and its `--path` named paths, each
+/// held by the handle taken at start.
 pub struct RootWorkspace {
     layout: Layout,
     anchors: Arc<Anchors>,
@@ -39,16 +40,41 @@ pub struct RootWorkspace {
 
 impl RootWorkspace {
     /// Opens `root` (created if missing; a symlink in the configured path
-    /// is followed once, then the real directory is held by its handle).
-    pub fn open(root: &Path) -> Result<RootWorkspace, Error> {
-        let anchor = Anchor::root(workspace::ROOT_NAME, root)?;
+    /// is followed once, then the real directory is held by its handle) and
+    /// each named path as `Workspace#open` does (docs/spec.md 3.6: a
+    /// relative one created beneath the root from its handle, an absolute
+    /// one opened refusing symlinks; two names for one directory refused).
+    pub fn open(root: &Path, paths: &[(String, PathBuf)]) -> Result<RootWorkspace, Error> {
+        let entries = paths
+            .iter()
+            .map(|(name, dir)| PathEntry {
+                name: name.clone(),
+                given: dir.clone().into_os_string(),
+                expanded: littleghost_sandbox_core::paths::clean(&root.join(dir)),
+            })
+            .collect();
+        let (layout, relative) = workspace::configure(root.to_path_buf(), entries)?;
+        let (_, anchors) = layout.prepare(&relative).map_err(|error| match error {
+            OpenError::Create { name, error } => Error::Dependency(format!(
+                "littleghost-sandboxd could not create the workspace's {}: {error}",
+                name.map_or("root".to_string(), |name| format!("path {name}"))
+            )),
+            OpenError::Rule(error) => error,
+        })?;
+        // Where each directory really is, as its handle was opened.
+        let mut real = anchors.iter().map(|anchor| anchor.path().to_path_buf());
         let layout = Layout {
-            root: anchor.path().to_path_buf(),
-            paths: Vec::new(),
+            root: real.next().unwrap_or_else(|| layout.root.clone()),
+            paths: layout
+                .paths
+                .iter()
+                .map(|(name, _)| name.clone())
+                .zip(real)
+                .collect(),
         };
         Ok(RootWorkspace {
             layout,
-            anchors: Arc::new(Anchors::new(vec![anchor])),
+            anchors: Arc::new(anchors),
         })
     }
 
@@ -70,14 +96,20 @@ impl WorkspaceView<Error> for RootWorkspace {
         if name == workspace::ROOT_NAME {
             return Ok(self.layout.root.clone());
         }
-        Err(Error::Policy(format!(
-            "sandbox policy grants :{name}, which is not a workspace path (littleghost-sandboxd's \
-             workspace has only :root)"
-        )))
+        match self.layout.path(name) {
+            Ok(path) => Ok(path.to_path_buf()),
+            Err(_) => Err(Error::Policy(format!(
+                "sandbox policy grants :{name}, which is not a workspace path (littleghost-sandboxd's \
+                 workspace has :root and the names its --path flags give)"
+            ))),
+        }
     }
 
     fn directories(&self) -> Result<Vec<PathBuf>, Error> {
-        Ok(vec![self.layout.root.clone()])
+        let named = self.layout.paths.iter().map(|(_, path)| path.clone());
+        Ok(std::iter::once(self.layout.root.clone())
+            .chain(named)
+            .collect())
     }
 
     fn environment(&self) -> Result<Vec<(String, String)>, Error> {
@@ -146,7 +178,11 @@ pub struct Confinement {
 impl Confinement {
     /// Opens `root` under `declaration`: Native's choice of backend, its
     /// `open` (the grants pinned through the root's handle), the broker.
-    pub fn open(root: &Path, declaration: Declaration) -> Result<Confinement, Error> {
+    pub fn open(
+        root: &Path,
+        paths: &[(String, PathBuf)],
+        declaration: Declaration,
+    ) -> Result<Confinement, Error> {
         if !PROVIDERS.contains(&declaration.provider.as_str()) {
             return Err(Error::Policy(format!(
                 "littleghost-sandboxd runs the native provider (or one of its backends, \
@@ -156,7 +192,7 @@ impl Confinement {
         }
         let policy = declaration.policy.clone();
         let gateway = BuiltinGateway::for_policy(&policy, declaration.allow_private_destinations)?;
-        let workspace = RootWorkspace::open(root)?;
+        let workspace = RootWorkspace::open(root, paths)?;
         let backend = choose_backend(&declaration.provider, &policy, &workspace)?;
         let grants = policy.process_grants(|name| workspace.directory(name), |e| e)?;
         let (files, runtime): (Vec<_>, Vec<_>) = grants.into_iter().partition(|g| g.tools);

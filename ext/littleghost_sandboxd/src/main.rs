@@ -157,8 +157,8 @@ fn run(args: Args) -> Result<(), String> {
     }
     let declaration = declaration(&args)?;
     let token = token(&args)?;
-    let confinement =
-        Confinement::open(&args.root, declaration).map_err(|error| error.to_string())?;
+    let confinement = Confinement::open(&args.root, &args.paths, declaration)
+        .map_err(|error| error.to_string())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

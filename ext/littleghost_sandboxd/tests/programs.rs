@@ -278,3 +278,85 @@ async fn a_start_asking_for_a_run_is_launched_bounded_and_shown_as_execute() {
     );
     assert_eq!(missing.2, 127);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_named_path_is_granted_as_the_policy_says_and_nothing_more() {
+    // Bubblewrap binds the grant; Landlock grants it by the handle opened at start.
+    for provider in ["bubblewrap", "landlock"] {
+        let outside = tempfile::tempdir().unwrap();
+        let docs = std::fs::canonicalize(outside.path()).unwrap().join("docs");
+        std::fs::create_dir(&docs).unwrap();
+        std::fs::write(docs.join("readme"), "named").unwrap();
+        std::fs::write(outside.path().join("secret"), "no").unwrap();
+        let policy = format!(
+            r#"{{"provider": "{provider}", "files": {{"root": "read_write", "docs": "read_only"}}}}"#
+        );
+        let daemon = Daemon::start(Options {
+            policy: Some(&policy),
+            paths: vec![("docs", docs.clone())],
+            ..Default::default()
+        });
+        let read = daemon
+            .execute(&[
+                "/bin/sh",
+                "-c",
+                "cat \"$LITTLE_GHOST_WORKSPACE_DOCS/readme\"",
+            ])
+            .await
+            .unwrap();
+        assert_eq!(
+            (read.exit_code, read.stdout.as_slice()),
+            (0, &b"named"[..]),
+            "{provider}"
+        );
+        let write = daemon
+            .execute(&[
+                "/bin/sh",
+                "-c",
+                "echo x > \"$LITTLE_GHOST_WORKSPACE_DOCS/planted\"",
+            ])
+            .await
+            .unwrap();
+        assert_ne!(
+            write.exit_code, 0,
+            "{provider} wrote through a read_only grant"
+        );
+        assert!(!docs.join("planted").exists());
+        // The directory beside it, never named, stays out of reach.
+        let beside = daemon
+            .execute(&[
+                "/bin/sh",
+                "-c",
+                "cat \"$LITTLE_GHOST_WORKSPACE_DOCS/../secret\"",
+            ])
+            .await
+            .unwrap();
+        assert_ne!(beside.exit_code, 0, "{provider}");
+        assert!(beside.stdout.is_empty());
+    }
+}
+
+#[test]
+fn a_policy_granting_a_name_no_path_gives_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    std::fs::write(
+        &policy,
+        r#"{"files": {"root": "read_write", "docs": "read_only"}}"#,
+    )
+    .unwrap();
+    let output = std::process::Command::new(support::binary())
+        .arg("--root")
+        .arg(dir.path().join("root"))
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--grpc", "127.0.0.1:0", "--rest", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("grants :docs, which is not a workspace path"),
+        "{said}"
+    );
+}

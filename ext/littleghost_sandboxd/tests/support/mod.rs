@@ -28,6 +28,8 @@ pub struct Daemon {
 pub struct Options<'a> {
     pub policy: Option<&'a str>,
     pub token: Option<&'a str>,
+    /// `--path NAME=DIR` flags.
+    pub paths: Vec<(&'a str, PathBuf)>,
 }
 
 pub fn binary() -> &'static str {
@@ -50,6 +52,9 @@ impl Daemon {
             let path = dir.path().join("policy.json");
             std::fs::write(&path, policy).unwrap();
             command.arg("--policy").arg(path);
+        }
+        for (name, dir) in &options.paths {
+            command.arg(format!("--path={name}={}", dir.display()));
         }
         if let Some(token) = options.token {
             let path = dir.path().join("token");
