@@ -327,8 +327,10 @@ RSpec.describe "LittleGhost::Sandbox :remote" do
       sandbox.close
     end
 
-    it "answers health without the token, and nothing else" do
-      daemon = start_daemon(token: "s3cret-token")
+    it "answers health without the token only when told to, and nothing else" do
+      strict = start_daemon(token: "s3cret-token")
+      expect(Net::HTTP.get_response(URI("http://#{strict.rest}/v1/health")).code).to eq("401")
+      daemon = start_daemon(token: "s3cret-token", health_without_token: true)
       health = Net::HTTP.get_response(URI("http://#{daemon.rest}/v1/health"))
       expect([health.code, JSON.parse(health.body)]).to eq(["200", {"status" => "ok"}])
       expect(Net::HTTP.get_response(URI("http://#{daemon.rest}/v1/metadata")).code).to eq("401")

@@ -25,7 +25,7 @@ module RemoteDaemonHelpers
   end
 
   # Starts the daemon over a new temporary root; +policy+ is its --policy JSON (a Hash), +token+ its token.
-  def start_daemon(policy: nil, token: nil)
+  def start_daemon(policy: nil, token: nil, health_without_token: false)
     directory = Dir.mktmpdir("littleghost-remote")
     @remote_directories = (@remote_directories || []) << directory
     root = File.join(directory, "root")
@@ -35,6 +35,7 @@ module RemoteDaemonHelpers
       File.write(File.join(directory, "policy.json"), JSON.generate(policy))
       arguments += ["--policy", File.join(directory, "policy.json")]
     end
+    arguments << "--health-without-token" if health_without_token
     if token
       File.write(File.join(directory, "token"), "#{token}\n")
       arguments += ["--token-file", File.join(directory, "token")]

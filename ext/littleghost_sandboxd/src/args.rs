@@ -1,6 +1,6 @@
 //! The command line: `--root DIR`, `--path NAME=DIR` (repeated),
 //! `--policy FILE`, `--grpc ADDR`, `--rest ADDR`, `--token-file FILE` (each
-//! also as `--flag=value`).
+//! also as `--flag=value`), `--health-without-token` (no value).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -15,17 +15,21 @@ pub struct Args {
     pub grpc: String,
     pub rest: String,
     pub token_file: Option<PathBuf>,
+    /// `GET /v1/health` answers without the token (for kubelet's probes,
+    /// which cannot carry a Secret's value); every other call still needs it.
+    pub health_without_token: bool,
 }
 
 pub const USAGE: &str = "usage: littleghost-sandboxd [--root DIR] [--path NAME=DIR ...] [--policy FILE] [--grpc ADDR] [--rest ADDR] \
-[--token-file FILE]\n\
+[--token-file FILE] [--health-without-token]\n\
   --root DIR         the workspace every file call and program is confined to (default /workspace)\n\
   --path NAME=DIR    a named workspace path a policy may grant (DIR absolute, or relative to the root)\n\
   --policy FILE      a JSON sandbox declaration (default: the root read-write, no network, native)\n\
   --grpc ADDR        process.v1 and littleghost.v1 (default $SANDBOXD_GRPC_ADDR, else 127.0.0.1:9090)\n\
   --rest ADDR        the filesystem REST API (default $SANDBOXD_REST_ADDR, else 127.0.0.1:8080)\n\
   --token-file FILE  every call must carry `authorization: Bearer <the file's first line>`;\n\
-                     without it the daemon binds loopback addresses only";
+                     without it the daemon binds loopback addresses only\n\
+  --health-without-token  GET /v1/health answers without the token (kubelet's probes); nothing else does";
 
 impl Args {
     /// Parses `argv` (without the program name); `env` reads the defaults
@@ -41,6 +45,7 @@ impl Args {
             grpc: env("SANDBOXD_GRPC_ADDR").unwrap_or_else(|| "127.0.0.1:9090".into()),
             rest: env("SANDBOXD_REST_ADDR").unwrap_or_else(|| "127.0.0.1:8080".into()),
             token_file: None,
+            health_without_token: false,
         };
         let mut argv = argv.into_iter();
         while let Some(flag) = argv.next() {
@@ -53,6 +58,10 @@ impl Args {
             };
             if name == "--help" || name == "-h" {
                 return Err(USAGE.to_string());
+            }
+            if name == "--health-without-token" && inline.is_none() {
+                args.health_without_token = true;
+                continue;
             }
             if ![
                 "--root",
@@ -156,6 +165,19 @@ mod tests {
         assert_eq!(args.grpc, "127.0.0.1:0");
         assert_eq!(args.rest, "127.0.0.1:0");
         assert_eq!(args.token_file, Some(PathBuf::from("/t")));
+    }
+
+    #[test]
+    fn health_without_the_token_is_asked_for_by_a_flag_without_a_value() {
+        assert!(!parse(&[], &[]).unwrap().health_without_token);
+        assert!(
+            parse(&["--health-without-token"], &[])
+                .unwrap()
+                .health_without_token
+        );
+        assert!(parse(&["--health-without-token=yes"], &[])
+            .unwrap_err()
+            .starts_with("unknown argument"));
     }
 
     #[test]

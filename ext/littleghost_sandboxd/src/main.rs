@@ -45,6 +45,8 @@ pub struct Daemon {
     pub started: Instant,
     /// `authorization: Bearer TOKEN`, when a token file was given.
     pub token: Option<String>,
+    /// `--health-without-token`: `GET /v1/health` needs no token.
+    pub health_without_token: bool,
     stopping: AtomicBool,
 }
 
@@ -174,6 +176,7 @@ async fn serve(args: Args, token: Option<String>, confinement: Confinement) -> R
         sessions: Sessions::default(),
         started: Instant::now(),
         token,
+        health_without_token: args.health_without_token,
         stopping: AtomicBool::new(false),
     });
     let grpc_address = grpc.local_addr().map_err(|e| e.to_string())?;
@@ -256,7 +259,10 @@ async fn serve_rest(
                     let headers = request.headers();
                     let authorized =
                         daemon.authorized(|name| headers.get(name).map(|v| v.as_bytes()));
-                    if !authorized && rest::answers_without_token(&request) {
+                    if !authorized
+                        && daemon.health_without_token
+                        && rest::answers_without_token(&request)
+                    {
                         return Ok(rest::health(&daemon, false));
                     }
                     if !authorized {

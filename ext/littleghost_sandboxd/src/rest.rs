@@ -115,9 +115,10 @@ pub const REPLACE_ROUTE: &str = "/v1/x-littleghost/replace/";
 /// Without it, `PUT` keeps the reference's semantics (parents made).
 pub const CREATE_PARENTS_HEADER: &str = "x-littleghost-create-parents";
 
-/// `GET /v1/health` is the one request that answers without the token:
-/// kubelet's probes carry none, and it says only whether the daemon is
-/// alive or draining (docs/security.md "The daemon").
+/// `GET /v1/health` is the one request that may answer without the token
+/// (with `--health-without-token`): kubelet's probes carry none, and it says
+/// only whether the daemon is alive or draining (docs/security.md "The
+/// daemon").
 pub fn answers_without_token<T>(request: &Request<T>) -> bool {
     request.method() == Method::GET && request.uri().path() == "/v1/health"
 }

@@ -105,9 +105,16 @@ fn metadata_publishes_what_the_policy_enforces() {
 }
 
 #[test]
-fn health_answers_without_the_token_and_nothing_else_does() {
+fn health_answers_without_the_token_only_when_asked_and_nothing_else_does() {
+    let strict = Daemon::start(Options {
+        token: Some("s3cret"),
+        ..Options::default()
+    });
+    let (status, _) = support::http(&strict.rest, "GET", "/v1/health", None, b"");
+    assert_eq!(status, 401, "every request needs the token by default");
     let daemon = Daemon::start(Options {
         token: Some("s3cret"),
+        health_without_token: true,
         ..Options::default()
     });
     let (status, body) = support::http(&daemon.rest, "GET", "/v1/health", None, b"");

@@ -30,6 +30,8 @@ pub struct Options<'a> {
     pub token: Option<&'a str>,
     /// `--path NAME=DIR` flags.
     pub paths: Vec<(&'a str, PathBuf)>,
+    /// `--health-without-token`.
+    pub health_without_token: bool,
 }
 
 pub fn binary() -> &'static str {
@@ -52,6 +54,9 @@ impl Daemon {
             let path = dir.path().join("policy.json");
             std::fs::write(&path, policy).unwrap();
             command.arg("--policy").arg(path);
+        }
+        if options.health_without_token {
+            command.arg("--health-without-token");
         }
         for (name, dir) in &options.paths {
             command.arg(format!("--path={name}={}", dir.display()));
