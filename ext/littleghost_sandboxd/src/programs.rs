@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use littleghost_sandbox_core::backend::bubblewrap as bw;
 use littleghost_sandbox_core::denial::Denial;
 use littleghost_sandbox_core::error::Error;
 use littleghost_sandbox_core::launch::prepare::{Kind, LaunchError, Prepared, ScopeCall};
@@ -121,7 +122,7 @@ impl Program {
         let (prepared, plan, mut launch) = Self::prepare(confinement, Kind::Session, command)?;
         // The program's controlling terminal is this one, which only its own
         // launch shares (docs/security.md).
-        terminal::keep_bubblewrap_session(&mut launch.argv);
+        bw::keep_session(&mut launch.argv);
         let terminal = Terminal::open(size).map_err(|error| {
             Failure::Refused(Error::Capability(format!(
                 "cannot open a pseudo-terminal: {error}"

@@ -92,34 +92,6 @@ pub fn end_of_file(master: impl AsFd) -> io::Result<u8> {
     Ok(tcgetattr(master)?.special_codes[SpecialCodeIndex::VEOF])
 }
 
-/// Bubblewrap's `--new-session` calls `setsid` in the sandbox, which leaves
-/// the program without a controlling terminal. It guards a terminal the
-/// program shares with its caller against `TIOCSTI`; a launch on a
-/// [`Terminal`] of its own needs no such guard, so this removes it from the
-/// flags that open a bwrap argv. Any other argv is left as it is.
-pub fn keep_bubblewrap_session(argv: &mut Vec<String>) {
-    let at = argv
-        .iter()
-        .skip(1)
-        .take_while(|arg| NAMESPACE_FLAGS.contains(&arg.as_str()))
-        .position(|arg| arg == "--new-session");
-    if let Some(at) = at {
-        argv.remove(1 + at);
-    }
-}
-
-/// The flags without a value bwrap's argv opens with (B.8 step 1).
-const NAMESPACE_FLAGS: &[&str] = &[
-    "--unshare-user",
-    "--disable-userns",
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--unshare-uts",
-    "--unshare-cgroup-try",
-    "--new-session",
-    "--die-with-parent",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,42 +162,5 @@ mod tests {
         resize(&terminal.master, wider).unwrap();
         assert_eq!(window_size(&terminal.slave).unwrap(), wider);
         assert_eq!(end_of_file(&terminal.master).unwrap(), 4);
-    }
-
-    #[test]
-    fn only_bwraps_leading_new_session_is_removed() {
-        let mut argv = strings(&[
-            "/usr/bin/bwrap",
-            "--unshare-user",
-            "--unshare-pid",
-            "--new-session",
-            "--die-with-parent",
-            "--bind",
-            "/",
-            "/",
-            "--",
-            "--new-session",
-        ]);
-        keep_bubblewrap_session(&mut argv);
-        assert_eq!(
-            argv,
-            strings(&[
-                "/usr/bin/bwrap",
-                "--unshare-user",
-                "--unshare-pid",
-                "--die-with-parent",
-                "--bind",
-                "/",
-                "/",
-                "--",
-                "--new-session",
-            ])
-        );
-        let mut helper = strings(&["helper", "--bind", "--new-session", "sh"]);
-        keep_bubblewrap_session(&mut helper);
-        assert_eq!(helper.len(), 4);
-        let mut empty = Vec::new();
-        keep_bubblewrap_session(&mut empty);
-        assert!(empty.is_empty());
     }
 }

@@ -166,6 +166,34 @@ pub fn bubblewrap_args(launch: &Launch, host: &dyn HostProbe) -> Result<Vec<OsSt
     Ok(argv.args)
 }
 
+/// Bubblewrap's `--new-session` calls `setsid` in the sandbox, which leaves
+/// the program without a controlling terminal. It guards a terminal the
+/// program shares with its caller against `TIOCSTI`; a launch on a
+/// terminal (`process::terminal`) of its own needs no such guard, so this removes it from the
+/// flags that open a bwrap argv. Any other argv is left as it is.
+pub fn keep_session(argv: &mut Vec<String>) {
+    let at = argv
+        .iter()
+        .skip(1)
+        .take_while(|arg| NAMESPACE_FLAGS.contains(&arg.as_str()))
+        .position(|arg| arg == "--new-session");
+    if let Some(at) = at {
+        argv.remove(1 + at);
+    }
+}
+
+/// The flags without a value bwrap's argv opens with (B.8 step 1), in order.
+const NAMESPACE_FLAGS: &[&str] = &[
+    "--unshare-user",
+    "--disable-userns",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--new-session",
+    "--die-with-parent",
+];
+
 /// One step of B.8's emission order each (the steps `bubblewrap_args` does
 /// not write inline).
 impl Argv {
@@ -173,16 +201,7 @@ impl Argv {
     /// the child from creating nested user namespaces, which is where most
     /// kernel attack surface reachable from an unprivileged sandbox lives.
     fn namespaces(&mut self) {
-        for flag in [
-            "--unshare-user",
-            "--disable-userns",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--new-session",
-            "--die-with-parent",
-        ] {
+        for flag in NAMESPACE_FLAGS {
             self.flag(flag);
         }
         self.value("--cap-drop", "ALL");

@@ -21,7 +21,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use args::bubblewrap_args;
+pub use args::{bubblewrap_args, keep_session};
 pub use command::{args_plan, ArgsRequest, HostArgv, Relay, Served, RELAY_PATH};
 pub use exec_failure::{classify_exec_failure, ExecFailure};
 pub use executable::{Resolved, Version, MINIMUM_VERSION};

@@ -450,3 +450,44 @@ fn argv_refuses_a_cwd_outside_the_launch() {
         tool(format!("{CWD_OUTSIDE_SCOPE}: /etc"))
     );
 }
+
+#[test]
+fn only_bwraps_leading_new_session_is_removed() {
+    let mut argv = strings(&[
+        "/usr/bin/bwrap",
+        "--unshare-user",
+        "--unshare-pid",
+        "--new-session",
+        "--die-with-parent",
+        "--bind",
+        "/",
+        "/",
+        "--",
+        "--new-session",
+    ]);
+    keep_session(&mut argv);
+    assert_eq!(
+        argv,
+        strings(&[
+            "/usr/bin/bwrap",
+            "--unshare-user",
+            "--unshare-pid",
+            "--die-with-parent",
+            "--bind",
+            "/",
+            "/",
+            "--",
+            "--new-session",
+        ])
+    );
+    let mut helper = strings(&["helper", "--bind", "--new-session", "sh"]);
+    keep_session(&mut helper);
+    assert_eq!(helper.len(), 4);
+    let mut empty = Vec::new();
+    keep_session(&mut empty);
+    assert!(empty.is_empty());
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|arg| arg.to_string()).collect()
+}
