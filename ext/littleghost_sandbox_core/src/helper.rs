@@ -136,14 +136,6 @@ impl Error {
     }
 }
 
-/// For callers that still carry a reason as text (`backend/bubblewrap`'s
-/// executable checks): the message.
-impl From<Error> for String {
-    fn from(error: Error) -> String {
-        error.to_string()
-    }
-}
-
 static LOADED: OnceLock<std::result::Result<Sealed, Error>> = OnceLock::new();
 
 /// Seals the helper found in `directory` (the extension's); only the first
@@ -233,7 +225,7 @@ fn seal(path: &Path) -> std::result::Result<Sealed, Error> {
 }
 
 #[cfg(target_os = "linux")]
-pub use linux::{memfd_refusal, open_checked, open_verified};
+pub use linux::{memfd_refusal, open_verified};
 
 #[cfg(target_os = "linux")]
 use linux::seal;
@@ -254,17 +246,7 @@ mod linux {
         libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
 
     /// Opens `path` without following a final symlink and checks the file
-    /// it got ([`check_executable`]); returns it and what it was. The reason
-    /// is text for `backend/bubblewrap`, which still words its dependency
-    /// errors so; [`open_verified`] is the same with the typed reason.
-    pub fn open_checked(
-        what: &str,
-        path: &Path,
-    ) -> std::result::Result<(File, std::fs::Metadata), String> {
-        Ok(open_verified(what, path)?)
-    }
-
-    /// See [`open_checked`].
+    /// it got ([`check_executable`]); returns it and what it was.
     pub fn open_verified(
         what: &str,
         path: &Path,

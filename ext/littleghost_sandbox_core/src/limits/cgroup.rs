@@ -177,12 +177,6 @@ pub fn detect_host(explicit: Option<&Path>) -> std::result::Result<Layout, Unava
     detect(&own, &mounts, explicit.or(from_env.as_deref()))
 }
 
-/// [`detect_host`] with the reason as text, for the process runner, whose
-/// `SpawnError::Unenforceable` carries text.
-pub fn host_layout_with(explicit: Option<&Path>) -> std::result::Result<Layout, String> {
-    detect_host(explicit).map_err(|reason| reason.to_string())
-}
-
 /// Picks the layout from the text of `/proc/self/cgroup` and
 /// `/proc/self/mountinfo` (paths in them are real paths; tests point them at
 /// a fake tree). `delegated` is a v2 directory to use when the own cgroup

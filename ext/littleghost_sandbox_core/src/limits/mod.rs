@@ -177,27 +177,16 @@ pub fn probe_with(explicit: Option<&std::path::Path>) -> Enforcement {
 /// `LITTLEGHOST_CGROUP` is read on the first call).
 pub fn probe() -> &'static Enforcement {
     static PROBED: OnceLock<Enforcement> = OnceLock::new();
-    PROBED.get_or_init(|| match detected_layout() {
+    PROBED.get_or_init(|| match host_layout() {
         Ok(layout) => layout.enforcement(),
         Err(reason) => Enforcement::none(reason.clone()),
     })
 }
 
 /// This host's layout for this process, detected once (see [`cgroup::detect`]).
-fn detected_layout() -> &'static std::result::Result<cgroup::Layout, Unavailable> {
+pub fn host_layout() -> &'static std::result::Result<cgroup::Layout, Unavailable> {
     static LAYOUT: OnceLock<std::result::Result<cgroup::Layout, Unavailable>> = OnceLock::new();
     LAYOUT.get_or_init(|| cgroup::detect_host(None))
-}
-
-/// [`detected_layout`] with the reason as text, for the process runner
-/// (its `SpawnError::Unenforceable` carries text).
-pub fn host_layout() -> &'static std::result::Result<cgroup::Layout, String> {
-    static LAYOUT: OnceLock<std::result::Result<cgroup::Layout, String>> = OnceLock::new();
-    LAYOUT.get_or_init(|| {
-        detected_layout()
-            .clone()
-            .map_err(|reason| reason.to_string())
-    })
 }
 
 impl Enforcement {

@@ -83,7 +83,7 @@ pub(in crate::network) use engine::*;
 pub(in crate::network) use event::*;
 pub(in crate::network) use forward::*;
 pub(in crate::network) use fuzz::*;
-pub use fuzz::{Forwarded, ReadRequest};
+pub use fuzz::{Forwarded, NotForwarded, ReadRequest};
 pub(in crate::network) use head::*;
 pub(in crate::network) use read::*;
 pub(in crate::network) use scan::*;

@@ -58,12 +58,14 @@ pub fn fuzz_forward(
     raw: &[u8],
     allowlist: Option<&Allowlist>,
     secrets: &Secrets,
-) -> Result<FuzzForwarded, String> {
+) -> Result<FuzzForwarded, FuzzNotForwarded> {
     http::forward_request(raw, allowlist, secrets)
 }
 
 #[doc(hidden)]
-pub use http::{Forwarded as FuzzForwarded, Framing as FuzzFraming};
+pub use http::{
+    Forwarded as FuzzForwarded, Framing as FuzzFraming, NotForwarded as FuzzNotForwarded,
+};
 
 /// For the fuzz target `request_hyper`: the first request of `bytes` as the
 /// engine reads it from a child (head and decoded body, and how many bytes

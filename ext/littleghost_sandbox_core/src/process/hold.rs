@@ -102,10 +102,23 @@ impl Pipes {
 /// Why a held launch must not go on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// The sandbox's port start could not be lowered (or bwrap not read).
-    Ports(String),
+    /// bwrap's report of its sandbox could not be read.
+    Report(ReportError),
+    /// The sandbox's port start could not be lowered.
+    Ports(super::low_ports::LowerError),
     /// A mount is not what the launch asked for where it asked for it.
-    Mounts(String),
+    Mounts(mount_check::CheckError),
+}
+
+/// Why bwrap's report of its sandbox could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    #[error("bubblewrap did not report its sandbox in time")]
+    TimedOut,
+    #[error("cannot wait for bubblewrap: {0}")]
+    Wait(rustix::io::Errno),
+    #[error("cannot read bubblewrap's report: {0}")]
+    Read(rustix::io::Errno),
 }
 
 /// Prepares and checks the held bwrap process `bwrap` (the spawner's
@@ -113,7 +126,7 @@ pub enum Refusal {
 /// before reporting); Err says why it must not go on, and bwrap is still
 /// held: the caller kills it.
 pub fn prepare(bwrap: i32, held: &Held) -> Result<(), Refusal> {
-    let Some(report) = read_report(bwrap, held.info).map_err(Refusal::Ports)? else {
+    let Some(report) = read_report(bwrap, held.info).map_err(Refusal::Report)? else {
         release(held.release);
         return Ok(());
     };
@@ -141,7 +154,7 @@ fn release(fd: RawFd) {
     unsafe { libc::write(fd, b"1".as_ptr().cast(), 1) };
 }
 
-fn read_report(bwrap: i32, info: RawFd) -> Result<Option<Report>, String> {
+fn read_report(bwrap: i32, info: RawFd) -> Result<Option<Report>, ReportError> {
     use rustix::event::{PollFd, PollFlags, Timespec};
     use std::os::fd::BorrowedFd;
     // SAFETY: the caller keeps `info` open until this returns.
@@ -159,7 +172,7 @@ fn read_report(bwrap: i32, info: RawFd) -> Result<Option<Report>, String> {
         }
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
-            return Err("bubblewrap did not report its sandbox in time".into());
+            return Err(ReportError::TimedOut);
         }
         // Slices, so a missing pidfd (Linux < 5.3) still notices an exit.
         let slice = left.min(std::time::Duration::from_millis(100));
@@ -170,7 +183,7 @@ fn read_report(bwrap: i32, info: RawFd) -> Result<Option<Report>, String> {
         }
         match rustix::event::poll(&mut fds, Some(&timeout)) {
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(errno) => return Err(format!("cannot wait for bubblewrap: {errno}")),
+            Err(errno) => return Err(ReportError::Wait(errno)),
         }
         let readable = !fds[0].revents().is_empty();
         let gone = fds.get(1).is_some_and(|fd| !fd.revents().is_empty())
@@ -180,7 +193,7 @@ fn read_report(bwrap: i32, info: RawFd) -> Result<Option<Report>, String> {
                 Ok(0) => return Ok(parse_report(&text)),
                 Ok(n) => text.extend_from_slice(&buffer[..n]),
                 Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
-                Err(errno) => return Err(format!("cannot read bubblewrap's report: {errno}")),
+                Err(errno) => return Err(ReportError::Read(errno)),
             }
         } else if gone {
             return Ok(parse_report(&text));

@@ -30,6 +30,30 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::bwrap_report::Report;
 
+/// Why the sandbox's port start could not be lowered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LowerError {
+    /// `step` failed with `errno`.
+    #[error("{step}: {errno}")]
+    Step {
+        step: &'static str,
+        errno: rustix::io::Errno,
+    },
+    #[error("the sandbox's process is gone (its pid names another network namespace)")]
+    OtherNamespace,
+    #[error("the process that enters the sandbox's namespaces ended with status {0}")]
+    EntryEnded(i32),
+    #[error("lowering ip_unprivileged_port_start needs Linux")]
+    NotLinux,
+}
+
+impl LowerError {
+    fn step(step: &'static str, error: &io::Error) -> LowerError {
+        let errno = rustix::io::Errno::from_io_error(error).unwrap_or(rustix::io::Errno::IO);
+        LowerError::Step { step, errno }
+    }
+}
+
 /// The sysctl written, relative to the writer's `/proc`.
 pub const SYSCTL_PATH: &str = "/proc/sys/net/ipv4/ip_unprivileged_port_start";
 
@@ -56,10 +80,10 @@ const NS_GET_USERNS: libc::c_ulong = 0xb701;
 /// Steps 1 and 2: the reported network namespace, checked, then the child
 /// that writes `start` into its sysctl.
 #[cfg(target_os = "linux")]
-pub(super) fn lower(report: Report, start: u16) -> Result<(), String> {
+pub(super) fn lower(report: Report, start: u16) -> Result<(), LowerError> {
     use std::os::fd::FromRawFd;
     use std::os::unix::fs::MetadataExt;
-    let failed = |what: &str, error: io::Error| format!("{what}: {error}");
+    let failed = |what: &'static str, error: io::Error| LowerError::step(what, &error);
     let path = format!("/proc/{}/ns/net", report.pid);
     let net = std::fs::File::open(&path)
         .map_err(|e| failed("cannot open the sandbox's network namespace", e))?;
@@ -71,9 +95,7 @@ pub(super) fn lower(report: Report, start: u16) -> Result<(), String> {
     if report.net.is_some_and(|reported| reported != inode)
         || own.as_ref().is_ok_and(|own| *own == inode)
     {
-        return Err(
-            "the sandbox's process is gone (its pid names another network namespace)".into(),
-        );
+        return Err(LowerError::OtherNamespace);
     }
     // SAFETY: an ioctl on a namespace descriptor we own; the result is a new descriptor.
     let user = unsafe { libc::ioctl(net.as_raw_fd(), NS_GET_USERNS as _) };
@@ -100,8 +122,8 @@ pub(super) fn lower(report: Report, start: u16) -> Result<(), String> {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub(super) fn lower(_report: Report, _start: u16) -> Result<(), String> {
-    Err("lowering ip_unprivileged_port_start needs Linux".into())
+pub(super) fn lower(_report: Report, _start: u16) -> Result<(), LowerError> {
+    Err(LowerError::NotLinux)
 }
 
 /// What the entering child needs, prepared before it exists (it shares our
@@ -121,7 +143,7 @@ struct Entry {
 /// Runs [`enter`] in a child sharing our memory (the caller waits, as
 /// `vfork` does) and reports its outcome.
 #[cfg(target_os = "linux")]
-fn run_entry(entry: &Entry) -> Result<(), String> {
+fn run_entry(entry: &Entry) -> Result<(), LowerError> {
     use std::sync::atomic::Ordering;
     let mut stack = vec![0u8; 64 * 1024];
     // SAFETY: the top of `stack`, aligned down to 16 bytes, stays inside it.
@@ -138,9 +160,9 @@ fn run_entry(entry: &Entry) -> Result<(), String> {
     // `stack`) until the child is gone.
     let pid = unsafe { libc::clone(enter, top.cast(), flags, arg) };
     if pid < 0 {
-        return Err(format!(
-            "cannot start the process that enters the sandbox's namespaces: {}",
-            io::Error::last_os_error()
+        return Err(LowerError::step(
+            "cannot start the process that enters the sandbox's namespaces",
+            &io::Error::last_os_error(),
         ));
     }
     let mut status = 0;
@@ -148,8 +170,9 @@ fn run_entry(entry: &Entry) -> Result<(), String> {
     while unsafe { libc::waitpid(pid, &mut status, libc::__WALL) } < 0 {
         let error = io::Error::last_os_error();
         if error.kind() != io::ErrorKind::Interrupted {
-            return Err(format!(
-                "cannot wait for the process that enters the sandbox's namespaces: {error}"
+            return Err(LowerError::step(
+                "cannot wait for the process that enters the sandbox's namespaces",
+                &error,
             ));
         }
     }
@@ -157,17 +180,13 @@ fn run_entry(entry: &Entry) -> Result<(), String> {
     let error = io::Error::from_raw_os_error(entry.errno.load(Ordering::SeqCst));
     let step = match entry.stage.load(Ordering::SeqCst) {
         0 if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 => return Ok(()),
-        0 => {
-            return Err(format!(
-                "the process that enters the sandbox's namespaces ended with status {status}"
-            ))
-        }
+        0 => return Err(LowerError::EntryEnded(status)),
         1 => "cannot enter the user namespace owning the sandbox's network",
         2 => "cannot enter the sandbox's network namespace",
         3 => "cannot open net.ipv4.ip_unprivileged_port_start in the sandbox",
         _ => "cannot write net.ipv4.ip_unprivileged_port_start in the sandbox",
     };
-    Err(format!("{step}: {error}"))
+    Err(LowerError::step(step, &error))
 }
 
 /// The child of [`run_entry`]: enters the user namespace, then the network
@@ -223,7 +242,7 @@ mod tests {
             mnt: None,
         };
         let refused = lower(report, 443).unwrap_err();
-        assert!(refused.contains("another network namespace"), "{refused}");
+        assert_eq!(refused, LowerError::OtherNamespace);
         // A reported inode that is not the pid's namespace is refused too.
         let report = Report {
             pid: std::process::id() as i32,

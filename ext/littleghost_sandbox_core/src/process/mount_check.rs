@@ -31,7 +31,33 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use rustix::io::Errno;
+
 use super::bwrap_report::Report;
+
+/// Why a held sandbox failed the check: it must not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    #[error("cannot read the sandbox's mount namespace: {0}")]
+    NamespaceUnreadable(Errno),
+    #[error("the sandbox's process is gone (its pid names another mount namespace)")]
+    OtherNamespace,
+    #[error("cannot tell whether the sandbox is set up: {0}")]
+    SetupUnreadable(Errno),
+    #[error("bubblewrap did not finish setting up the sandbox in time")]
+    SetupTimedOut,
+    #[error("cannot reach the sandbox's root: {0}")]
+    RootUnreachable(Errno),
+    #[error("{} cannot be checked ({errno}): it was moved while the sandbox was set up", path.display())]
+    Uncheckable { path: PathBuf, errno: Errno },
+    #[error("{} was moved while the sandbox was set up: {why}", path.display())]
+    Moved { path: PathBuf, why: &'static str },
+}
+
+/// The errno of an I/O error (EIO when it carries none).
+fn errno_of(error: &std::io::Error) -> Errno {
+    Errno::from_io_error(error).unwrap_or(Errno::IO)
+}
 
 /// What a launch's mount at one destination must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +114,7 @@ pub fn judge(expected: &ExpectedMount, observed: &Observed) -> Result<(), &'stat
 /// failed on its own, before anything of the launch ran: its own failure is
 /// what the caller reports). Err when it is not bwrap's sandbox (another
 /// mount namespace than reported, or ours), or on time out.
-pub fn wait_until_held(report: Report, block: i32, wait: Duration) -> Result<bool, String> {
+pub fn wait_until_held(report: Report, block: i32, wait: Duration) -> Result<bool, CheckError> {
     let proc = format!("/proc/{}", report.pid);
     let gone = |e: &std::io::Error| {
         e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ESRCH)
@@ -97,13 +123,13 @@ pub fn wait_until_held(report: Report, block: i32, wait: Duration) -> Result<boo
     let theirs = match namespace(&format!("{proc}/ns/mnt")) {
         Ok(theirs) => theirs,
         Err(e) if gone(&e) => return Ok(false),
-        Err(e) => return Err(format!("cannot read the sandbox's mount namespace: {e}")),
+        Err(e) => return Err(CheckError::NamespaceUnreadable(errno_of(&e))),
     };
     let ours = namespace("/proc/thread-self/ns/mnt");
     if report.mnt.is_some_and(|reported| reported != theirs)
         || ours.is_ok_and(|ours| ours == theirs)
     {
-        return Err("the sandbox's process is gone (its pid names another mount namespace)".into());
+        return Err(CheckError::OtherNamespace);
     }
     let deadline = Instant::now() + wait;
     let syscall = format!("{proc}/syscall");
@@ -111,13 +137,13 @@ pub fn wait_until_held(report: Report, block: i32, wait: Duration) -> Result<boo
         let text = match std::fs::read_to_string(&syscall) {
             Ok(text) => text,
             Err(e) if gone(&e) => return Ok(false),
-            Err(e) => return Err(format!("cannot tell whether the sandbox is set up: {e}")),
+            Err(e) => return Err(CheckError::SetupUnreadable(errno_of(&e))),
         };
         if blocked_reading(&text, block) {
             return Ok(true);
         }
         if Instant::now() >= deadline {
-            return Err("bubblewrap did not finish setting up the sandbox in time".into());
+            return Err(CheckError::SetupTimedOut);
         }
         std::thread::sleep(Duration::from_micros(200));
     }
@@ -141,26 +167,21 @@ fn inode(meta: &std::fs::Metadata) -> u64 {
 }
 
 /// Step 2: every one of `mounts`, looked at from the held process's root.
-pub fn verify(report: Report, mounts: &[ExpectedMount]) -> Result<(), String> {
+pub fn verify(report: Report, mounts: &[ExpectedMount]) -> Result<(), CheckError> {
     use rustix::fs::{Mode, OFlags};
     let root = rustix::fs::open(
         format!("/proc/{}/root", report.pid),
         OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("cannot reach the sandbox's root: {e}"))?;
+    .map_err(CheckError::RootUnreachable)?;
     for expected in mounts {
-        let observed = observe(&root, &expected.path).map_err(|e| {
-            format!(
-                "{} cannot be checked ({e}): it was moved while the sandbox was set up",
-                expected.path.display()
-            )
-        })?;
-        judge(expected, &observed).map_err(|why| {
-            format!(
-                "{} was moved while the sandbox was set up: {why}",
-                expected.path.display()
-            )
+        let path = expected.path.clone();
+        let observed = observe(&root, &expected.path)
+            .map_err(|errno| CheckError::Uncheckable { path, errno })?;
+        judge(expected, &observed).map_err(|why| CheckError::Moved {
+            path: expected.path.clone(),
+            why,
         })?;
     }
     Ok(())

@@ -209,6 +209,10 @@ fn spawn_in_with(
             // Nothing of the launch has run: bwrap holds its child.
             kill_and_reap(pid);
             return Err(match refusal {
+                // Read before either check: it is not the ports' failure alone.
+                super::hold::Refusal::Report(why) => SpawnError::Unenforceable(format!(
+                    "the sandbox cannot be checked before it runs: {why}"
+                )),
                 super::hold::Refusal::Ports(why) => SpawnError::Unenforceable(format!(
                     "the relay cannot listen on an allowlisted port below 1024: {why}"
                 )),
@@ -299,14 +303,14 @@ fn launch_cgroup(wanted: &ProcessLimits) -> Result<Option<LaunchCgroup>, SpawnEr
     let explicit;
     let layout = match &wanted.cgroup_dir {
         Some(dir) => {
-            explicit = limits::cgroup::host_layout_with(Some(dir));
+            explicit = limits::cgroup::detect_host(Some(dir));
             &explicit
         }
         None => limits::host_layout(),
     };
     let layout = layout
         .as_ref()
-        .map_err(|why| SpawnError::Unenforceable(why.clone()))?;
+        .map_err(|why| SpawnError::Unenforceable(why.to_string()))?;
     if let Some(why) = layout.enforcement().refusal(wanted) {
         return Err(SpawnError::Unenforceable(why));
     }

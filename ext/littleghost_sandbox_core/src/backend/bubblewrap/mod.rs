@@ -29,9 +29,7 @@ pub(crate) use launcher::narrowed_rules;
 pub use launcher::{Gateway, GatewayConnection, Launcher, Sandbox};
 pub use options::{default_tmpfs, probe, unavailable_reason, Keywords, Number, Options, Probe};
 pub use overlays::{launch_grants, scope_masks};
-pub use probe::{
-    functional_probe, is_executable_file, missing_reason, probe_argv, probe_failure_reason,
-};
+pub use probe::{functional_probe, is_executable_file, missing_reason, probe_argv, ProbeFailure};
 pub use validate::{validate_cwd, validate_environment};
 
 use std::os::fd::RawFd;

@@ -166,7 +166,9 @@ pub fn probe(platform: &str, executable: Option<&Path>) -> Probe {
             resolved: None,
         },
         Ok(resolved) => Probe {
-            unavailable: functional_probe(&resolved.path).err(),
+            unavailable: functional_probe(&resolved.path)
+                .err()
+                .map(|e| e.to_string()),
             resolved: Some(resolved),
         },
     }
@@ -201,7 +203,7 @@ impl Options {
             ));
         }
         let pins = Pins::capture_from(grants, anchors)?;
-        functional_probe(&self.bwrap()?.path).map_err(Error::Dependency)?;
+        functional_probe(&self.bwrap()?.path).map_err(|e| Error::Dependency(e.to_string()))?;
         Ok(pins)
     }
 
@@ -223,8 +225,7 @@ impl Options {
         let Some(path) = &self.relay else {
             return Ok(helper::sealed()?.reopen()?);
         };
-        helper::open_checked("the relay helper", path)
-            .map(|(file, _)| file.into())
-            .map_err(Error::Dependency)
+        let (file, _) = helper::open_verified("the relay helper", path)?;
+        Ok(file.into())
     }
 }

@@ -42,29 +42,49 @@ pub fn missing_reason(executable: &Path) -> String {
     )
 }
 
-/// B.2: the reason for a failed functional probe: bwrap's first stderr line,
-/// or a generic phrase, followed by the remedy: the container one when bwrap
+/// B.2: why the functional probe failed: bwrap's first stderr line, or a
+/// generic phrase, followed by the remedy: the container one when bwrap
 /// tripped over a read-only or masked /proc (what a container runtime sets
 /// up by default), else the usual user-namespace one.
-pub fn probe_failure_reason(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let first = text.lines().map(str::trim).find(|line| !line.is_empty());
-    let remedy = match first {
-        Some(line) if line.contains("/proc/sys/user/max_user_namespaces") || line.contains("mount proc") => {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "Bubblewrap is installed but unavailable: {} ({})",
+    .first_line.as_deref().unwrap_or("the namespace probe failed"),
+    self.remedy()
+)]
+pub struct ProbeFailure {
+    /// bwrap's first non-empty stderr line, trimmed.
+    pub first_line: Option<String>,
+}
+
+impl ProbeFailure {
+    /// The failure bwrap described on `stderr`.
+    pub fn from_stderr(stderr: &[u8]) -> ProbeFailure {
+        let text = String::from_utf8_lossy(stderr);
+        let first = text.lines().map(str::trim).find(|line| !line.is_empty());
+        ProbeFailure {
+            first_line: first.map(str::to_owned),
+        }
+    }
+
+    /// bwrap met a read-only or masked /proc, as inside a container.
+    pub fn in_container(&self) -> bool {
+        self.first_line.as_deref().is_some_and(|line| {
+            line.contains("/proc/sys/user/max_user_namespaces") || line.contains("mount proc")
+        })
+    }
+
+    fn remedy(&self) -> &'static str {
+        if self.in_container() {
             "inside a container, /proc is read-only or partly masked: run it with \
              --security-opt systempaths=unconfined (Docker also needs seccomp=unconfined and \
              apparmor=unconfined; Kubernetes: securityContext.procMount: Unmasked), or let Native use Landlock"
-        }
-        _ => {
+        } else {
             "enable unprivileged user namespaces: \
              sysctl -w kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0, \
              or allow bwrap in the AppArmor/SELinux policy"
         }
-    };
-    format!(
-        "Bubblewrap is installed but unavailable: {} ({remedy})",
-        first.unwrap_or("the namespace probe failed")
-    )
+    }
 }
 
 /// True iff `path` is a regular file this process may execute.
@@ -91,9 +111,9 @@ fn probe_key(executable: &Path) -> Option<ProbeKey> {
 
 /// B.2 and B.5 step 6: runs the functional probe (5 s, 16 KiB of stderr)
 /// unless it already passed for this executable in this process, and
-/// returns the failure reason otherwise. The probe takes milliseconds; the
+/// returns why it failed otherwise. The probe takes milliseconds; the
 /// bound only guards against a wedged kernel.
-pub fn functional_probe(executable: &Path) -> std::result::Result<(), String> {
+pub fn functional_probe(executable: &Path) -> std::result::Result<(), ProbeFailure> {
     let key = probe_key(executable);
     let cached = |key: &ProbeKey| {
         PROBED
@@ -113,7 +133,7 @@ pub fn functional_probe(executable: &Path) -> std::result::Result<(), String> {
         .stderr(std::process::Stdio::piped())
         .spawn();
     let Ok(mut child) = spawned else {
-        return Err(probe_failure_reason(b""));
+        return Err(ProbeFailure::from_stderr(b""));
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     let status = loop {
@@ -138,6 +158,6 @@ pub fn functional_probe(executable: &Path) -> std::result::Result<(), String> {
             }
             Ok(())
         }
-        _ => Err(probe_failure_reason(&stderr)),
+        _ => Err(ProbeFailure::from_stderr(&stderr)),
     }
 }

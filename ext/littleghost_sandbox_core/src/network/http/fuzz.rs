@@ -92,6 +92,22 @@ pub struct Forwarded {
     pub framing: Framing,
 }
 
+/// Why [`forward_request`] would not forward a request head.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotForwarded {
+    /// The head, its target or its framing is refused (the answer's reason).
+    #[error("{0}")]
+    Malformed(String),
+    #[error("CONNECT opens a tunnel")]
+    Connect,
+    /// `Connection` names a header that frames the request.
+    #[error("Connection names {0}")]
+    ConnectionNames(String),
+    /// The destination or the HTTP rules deny it.
+    #[error("{0:?}")]
+    Denied(DenialReason),
+}
+
 /// The head the plain-HTTP proxy would forward for the request head `raw`
 /// (without its blank line), or why it refuses it: the engine's own steps
 /// in its order (parse, target, framing, destination, [`decide`],
@@ -101,16 +117,17 @@ pub(in crate::network) fn forward_request(
     raw: &[u8],
     allowlist: Option<&Allowlist>,
     secrets: &Secrets,
-) -> Result<Forwarded, String> {
-    let head = parse_head(raw).map_err(|refused| refused.reason)?;
+) -> Result<Forwarded, NotForwarded> {
+    let malformed = |refused: Refusal| NotForwarded::Malformed(refused.reason);
+    let head = parse_head(raw).map_err(malformed)?;
     if head.method.eq_ignore_ascii_case("CONNECT") {
-        return Err("CONNECT opens a tunnel".to_owned());
+        return Err(NotForwarded::Connect);
     }
-    let (destination, path) = absolute_form(&head.target).map_err(|refused| refused.reason)?;
+    let (destination, path) = absolute_form(&head.target).map_err(malformed)?;
     if let Some(named) = names_framing_header(&head.headers) {
-        return Err(format!("Connection names {named}"));
+        return Err(NotForwarded::ConnectionNames(named.to_string()));
     }
-    let framing = request_framing(&head).map_err(|refused| refused.reason)?;
+    let framing = request_framing(&head).map_err(malformed)?;
     let open = Rule::destination(Pattern {
         host: HostPattern::Exact(destination.host.clone()),
         port: PortPattern::Exact(destination.port),
@@ -119,7 +136,7 @@ pub(in crate::network) fn forward_request(
         Some(allowlist) => decide::destination(allowlist, &destination),
         None => Access::new(vec![&open]).ok_or(DenialReason::NotAllowed),
     }
-    .map_err(|reason| format!("{reason:?}"))?;
+    .map_err(NotForwarded::Denied)?;
     let upgrade = requested_upgrade(&head);
     let (path, headers) = decide(
         &head,
@@ -129,7 +146,7 @@ pub(in crate::network) fn forward_request(
         upgrade.as_deref(),
         secrets,
     )
-    .map_err(|reason| format!("{reason:?}"))?;
+    .map_err(NotForwarded::Denied)?;
     let head = origin_form(
         &head,
         &headers,

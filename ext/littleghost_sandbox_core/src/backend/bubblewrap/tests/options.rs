@@ -2,7 +2,7 @@
 //! `tmpfs_size:`, and the host checks of the probe and `open`.
 
 use super::*;
-use crate::error::Error;
+use crate::error::{Error, Kind};
 use std::os::unix::fs::PermissionsExt;
 
 fn number(integer: i128) -> Option<Number> {
@@ -171,9 +171,9 @@ fn open_checks_the_platform_then_bwrap_then_the_relay_helper() {
         "the relay helper is missing or not executable at {} (",
         dir.path().join("relay").display()
     );
-    assert!(
-        matches!(options.check_host(true), Err(Error::Dependency(m)) if m.starts_with(&message))
-    );
+    let refused = options.check_host(true).unwrap_err();
+    assert_eq!(refused.kind(), Kind::Dependency);
+    assert!(refused.to_string().starts_with(&message), "{refused}");
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn a_configured_relay_helper_must_be_an_executable_file_only_its_owner_can_chang
         .message()
         .contains("writable by its group or others"));
     std::fs::set_permissions(&relay, std::fs::Permissions::from_mode(0o644)).unwrap();
-    assert!(matches!(options.relay_data(), Err(Error::Dependency(_))));
+    assert_eq!(options.relay_data().unwrap_err().kind(), Kind::Dependency);
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(&relay, &link).unwrap();
     options.relay = Some(link);
@@ -206,7 +206,7 @@ fn a_configured_relay_helper_must_be_an_executable_file_only_its_owner_can_chang
         .message()
         .contains("is a symlink"));
     options.relay = Some(dir.path().to_path_buf());
-    assert!(matches!(options.relay_data(), Err(Error::Dependency(_))));
+    assert_eq!(options.relay_data().unwrap_err().kind(), Kind::Dependency);
 }
 
 #[test]
@@ -236,7 +236,7 @@ fn pinning_ends_with_the_functional_probe() {
     let failing = fake_bwrap(dir.path());
     let options = on_linux(&failing);
     let result = options.pin(&[rw(dir.path().to_str().unwrap())], None);
-    let failed = Error::Dependency(super::super::probe_failure_reason(b""));
+    let failed = Error::Dependency(super::super::ProbeFailure::from_stderr(b"").to_string());
     assert_eq!(result.map(|_| ()), Err(failed));
 }
 

@@ -27,7 +27,9 @@ fn the_functional_probe_passes_here_and_fails_for_a_non_bwrap() {
     require_bwrap();
     assert_eq!(functional_probe(Path::new(DEFAULT_EXECUTABLE)), Ok(()));
     // /bin/false "probes" unsuccessfully: the reason names the generic failure.
-    let reason = functional_probe(Path::new("/bin/false")).unwrap_err();
+    let reason = functional_probe(Path::new("/bin/false"))
+        .unwrap_err()
+        .to_string();
     assert!(
         reason.contains("installed but unavailable: the namespace probe failed"),
         "{reason}"
@@ -42,10 +44,14 @@ fn probe_reasons_say_what_to_do() {
     let missing = missing_reason(Path::new("/nonexistent/bwrap"));
     assert!(missing.starts_with("Bubblewrap is not installed at /nonexistent/bwrap"));
     assert!(missing.contains("apt-get install bubblewrap"));
-    let failed = probe_failure_reason(b"\nbwrap: No permissions to creating new namespace\nmore\n");
+    let failed =
+        ProbeFailure::from_stderr(b"\nbwrap: No permissions to creating new namespace\nmore\n")
+            .to_string();
     assert!(failed.starts_with("Bubblewrap is installed but unavailable: bwrap: No permissions to creating new namespace ("));
     assert!(failed.contains("user namespaces"));
-    assert!(probe_failure_reason(b"").contains("unavailable: the namespace probe failed"));
+    assert!(ProbeFailure::from_stderr(b"")
+        .to_string()
+        .contains("unavailable: the namespace probe failed"));
 }
 
 #[test]
@@ -57,7 +63,9 @@ fn a_container_masked_proc_gets_the_container_remedy() {
         &b"bwrap: cannot open /proc/sys/user/max_user_namespaces: Read-only file system\n"[..],
         &b"bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n"[..],
     ] {
-        let reason = probe_failure_reason(stderr);
+        let failure = ProbeFailure::from_stderr(stderr);
+        assert!(failure.in_container());
+        let reason = failure.to_string();
         assert!(
             reason.starts_with("Bubblewrap is installed but unavailable: bwrap: "),
             "{reason}"
