@@ -159,11 +159,13 @@ RSpec.describe "Kernel-enforced process limits (L.1-L.3)" do
       eventually(5) { (output << session.read(timeout: 0.1).stdout).include?("\n") }
       daemon = output.to_i
       expect(process_alive?(daemon)).to be(true)
-      before = Dir.glob(File.join("/sys/fs/cgroup/pids", own.to_s, "littleghost-#{Process.pid}-*"))
+      # The daemon's own launch cgroup, not a count of them all: an earlier launch's cgroup may be
+      # removed by its background cleanup at the same time.
+      launch_cgroup = File.read("/proc/#{daemon}/cgroup")[/^\d+:pids:(.*)$/, 1]
+      expect(File.basename(launch_cgroup.to_s)).to start_with("littleghost-#{Process.pid}-") if own
       session.close
       expect(process_alive?(daemon)).to be(false)
-      after = Dir.glob(File.join("/sys/fs/cgroup/pids", own.to_s, "littleghost-#{Process.pid}-*"))
-      expect(after.size).to eq(before.size - 1) if own
+      expect(Dir.exist?(File.join("/sys/fs/cgroup/pids", launch_cgroup))).to be(false) if own
     end
 
     it "kills a setsid daemon under Unrestricted when its launch ends" do
