@@ -370,10 +370,7 @@ fn open_steps(ruby: &Ruby, rb_self: Obj<Workspace>, run: Value) -> Result<(), Er
     let (identities, anchors) = match config.layout.prepare(&config.relative) {
         Ok(prepared) => prepared,
         Err(OpenError::Create { name, error }) => {
-            let what = match name {
-                None => "could not create the workspace root".to_owned(),
-                Some(name) => format!("could not create workspace path :{name}"),
-            };
+            let what = OpenError::not_created(name.as_deref(), &errors::symbol);
             return Err(system_call_error(ruby, error, what));
         }
         Err(OpenError::Rule(error)) => return Err(errors::from_core(ruby, error)),
