@@ -195,13 +195,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 }
 
 /// The provider registry shared by `Workspace` and its subclasses.
-static PROVIDERS: Registry = Registry {
-    base: "LittleGhost::Workspace",
-    label: "workspace",
-    table: &WORKSPACE_PROVIDERS,
-};
-static WORKSPACE_PROVIDERS: magnus::value::Lazy<RHash> =
-    magnus::value::Lazy::new(|ruby| ruby.hash_new());
+static PROVIDERS: Registry = Registry::new("LittleGhost::Workspace", "workspace");
 
 /// Workspace.register_provider(name, klass): registers a Workspace class under `name`.
 fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
