@@ -8,8 +8,6 @@ use magnus::{Error, Ruby};
 
 #[magnus::init(name = "littleghost_sandbox")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
-    if let Some(directory) = helpers::location::library_directory() {
-        littleghost_sandbox_core::helper::load(&directory);
-    }
+    littleghost_sandbox_core::helper::load_beside_library();
     ruby_api::init(ruby)
 }

@@ -82,6 +82,16 @@ pub enum Error {
 /// Result alias used throughout the core.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// How the caller shows a name an error carries (a path's, a mode's, a
+/// provider's): a message is worded once, here, and each caller shows the
+/// names in it as its own language writes them.
+pub type ShowName<'a> = &'a dyn Fn(&str) -> String;
+
+/// A name shown as it is (what `Display` does).
+pub fn plain(name: &str) -> String {
+    name.to_owned()
+}
+
 impl Error {
     /// Which documented class this failure is.
     pub fn kind(&self) -> Kind {
@@ -124,6 +134,20 @@ impl Error {
     /// The message the user sees (the error's `Display`).
     pub fn message(&self) -> String {
         self.to_string()
+    }
+
+    /// The message with each name it carries shown by `name`; the other
+    /// errors carry no name and read as their `Display`.
+    pub fn worded(&self, name: ShowName) -> String {
+        match self {
+            Error::Workspace(error) => error.worded(name),
+            Error::Anchor(error) => error.worded(name),
+            Error::Unenforceable(error) => error.worded(name),
+            Error::Sandbox(error) => error.worded(name),
+            Error::Declaration(error) => error.worded(name),
+            Error::NetworkNarrowing(error) => error.worded(name),
+            other => other.message(),
+        }
     }
 }
 
@@ -171,4 +195,139 @@ pub fn capability(message: impl Into<String>) -> Error {
 /// See [`tool`].
 pub fn argument(message: impl Into<String>) -> Error {
     Error::Argument(message.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::anchor::Refusal;
+    use crate::policy::network_mode::{NetworkMode, Unenforceable};
+    use crate::scope::refusal::NetworkNarrowing;
+    use crate::workspace::error::Error as Workspace;
+
+    fn symbol(name: &str) -> String {
+        format!(":{name}")
+    }
+
+    #[test]
+    fn worded_shows_every_carried_name_its_callers_way() {
+        let unknown = Error::from(Workspace::UnknownGrant {
+            category: "files".into(),
+            name: "docs".into(),
+            known: vec!["src".into(), "out".into()],
+        });
+        assert_eq!(
+            unknown.worded(&symbol),
+            "sandbox policy files grants :docs, which is not a workspace path \
+             (workspace paths: :src, :out)"
+        );
+        assert_eq!(
+            unknown.to_string(),
+            "sandbox policy files grants docs, which is not a workspace path \
+             (workspace paths: src, out)"
+        );
+        let reserved = Error::from(Workspace::ReservedRoot);
+        assert!(reserved
+            .worded(&symbol)
+            .starts_with("workspace path :root is reserved"));
+        let missing = Error::from(Refusal::Missing {
+            name: "src".into(),
+            relative: "a/b".into(),
+            at: "/w/a".into(),
+        });
+        assert_eq!(
+            missing.worded(&symbol),
+            "workspace path :src (a/b) does not exist: /w/a is missing"
+        );
+        let mode = Error::from(Unenforceable::Unrestricted(NetworkMode::None));
+        assert_eq!(
+            mode.worded(&symbol),
+            "the unrestricted sandbox cannot enforce network mode :none"
+        );
+        let landlock = Error::from(Unenforceable::LandlockAllowlist {
+            missing: "no seccomp".into(),
+        });
+        assert_eq!(
+            landlock.to_string(),
+            "the landlock sandbox cannot enforce network mode allowlist here: no seccomp"
+        );
+        let scoped = Error::from(NetworkNarrowing::Unsupported(NetworkMode::Allowlist));
+        assert!(scoped
+            .worded(&symbol)
+            .ends_with("scoped network mode :allowlist"));
+    }
+
+    #[test]
+    fn worded_shows_provider_names_but_not_a_profile_name() {
+        let provider = Error::from(crate::sandbox::Error::UnknownProvider {
+            label: "sandbox".into(),
+            name: "bwrap".into(),
+            registered: vec!["native".into(), "unrestricted".into()],
+        });
+        assert_eq!(
+            provider.worded(&symbol),
+            "sandbox provider :bwrap is not available; it is not a registered sandbox provider \
+             (registered: :native, :unrestricted)"
+        );
+        let none = crate::sandbox::Error::UnknownProvider {
+            label: "workspace".into(),
+            name: "x".into(),
+            registered: vec![],
+        };
+        assert!(none.worded(&symbol).ends_with("(registered: none)"));
+        let profile = crate::sandbox::Error::UnknownProfile { name: "ro".into() };
+        assert_eq!(profile.worded(&symbol), "unknown sandbox scope profile: ro");
+        let options = crate::sandbox::Error::UnknownProfileOptions {
+            names: vec!["bogus".into()],
+        };
+        assert_eq!(
+            options.worded(&symbol),
+            "unknown sandbox scope profile options: :bogus"
+        );
+    }
+
+    #[test]
+    fn a_misshapen_declaration_shows_the_names_it_lists() {
+        use crate::policy::error::Error as Misshapen;
+        let mode = Error::from(Misshapen::NetworkMode {
+            shown: "\"x\"".into(),
+        });
+        assert_eq!(
+            mode.worded(&symbol),
+            "network mode must be :inherit, :none or :allowlist, got \"x\""
+        );
+        assert_eq!(
+            mode.to_string(),
+            "network mode must be inherit, none or allowlist, got \"x\""
+        );
+        let access = Misshapen::GrantAccess {
+            category: "files".into(),
+            name: "src".into(),
+            shown: ":rw".into(),
+        };
+        assert_eq!(
+            access.worded(&symbol),
+            "sandbox files access for :src must be :read_only or :read_write, got :rw"
+        );
+        let modes = Misshapen::UnsupportedNetworkModes(vec!["open".into(), "all".into()]);
+        assert_eq!(
+            modes.to_string(),
+            "unsupported network modes: open, all (use inherit, none or allowlist)"
+        );
+        assert_eq!(
+            Misshapen::HttpWithoutAuthorizer.worded(&symbol),
+            "network inspection :http requires an authorizer"
+        );
+        // A shape keeps the core's words; only a caller knows its types.
+        assert_eq!(
+            Misshapen::ResolveNotATable.worded(&symbol),
+            Misshapen::ResolveNotATable.to_string()
+        );
+    }
+
+    #[test]
+    fn errors_without_names_read_as_their_display() {
+        let error = Error::Policy("bad".into());
+        assert_eq!(error.worded(&symbol), "bad");
+    }
 }

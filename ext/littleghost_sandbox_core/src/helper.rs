@@ -144,6 +144,41 @@ pub fn load(directory: &Path) {
     LOADED.get_or_init(|| seal(&directory.join(EXECUTABLE)));
 }
 
+/// [`load`] from the directory of the shared library this code is linked
+/// into (the extension's, where the helper is installed beside it); nothing
+/// when the dynamic loader cannot say.
+pub fn load_beside_library() {
+    if let Some(directory) = library_directory() {
+        load(&directory);
+    }
+}
+
+/// The loaded library's directory, from the dynamic loader's record of one
+/// of its own functions.
+fn library_directory() -> Option<PathBuf> {
+    use std::ffi::{c_void, CStr, OsStr};
+    use std::os::unix::ffi::OsStrExt;
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let address = library_directory as *const c_void;
+    // SAFETY: `address` points into this library's code and `info` is a
+    // writable Dl_info; dladdr only fills it in.
+    let found = unsafe { libc::dladdr(address, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: dladdr returned non-zero, so `info` is initialised.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated path owned by the loader for the
+    // life of the mapping; we copy it at once.
+    let file = unsafe { CStr::from_ptr(info.dli_fname) };
+    let path = PathBuf::from(OsStr::from_bytes(file.to_bytes()));
+    let path = std::fs::canonicalize(&path).unwrap_or(path);
+    path.parent().map(PathBuf::from)
+}
+
 /// The sealed helper, or why there is none (DependencyError).
 pub fn sealed() -> Result<&'static Sealed> {
     match LOADED.get() {
@@ -433,6 +468,13 @@ mod linux {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_library_directory_is_where_the_loaded_code_lives() {
+        // A test binary is its own "library": the loader names the executable.
+        let executable = std::env::current_exe().unwrap().canonicalize().unwrap();
+        assert_eq!(library_directory().as_deref(), executable.parent());
+    }
 
     fn facts(uid: u32, mode: u32) -> FileFacts {
         FileFacts {

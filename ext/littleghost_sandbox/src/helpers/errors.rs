@@ -3,11 +3,7 @@
 //! `ruby_api/errors.rs` defines, and the Ruby wording of a typed core error.
 
 use littleghost_sandbox_core::error::Kind;
-use littleghost_sandbox_core::fs::anchor::{shown_real, Refusal as AnchorRefusal};
-use littleghost_sandbox_core::policy::{Error as Misshapen, Unenforceable};
-use littleghost_sandbox_core::sandbox::Error as SandboxRefusal;
-use littleghost_sandbox_core::scope::NetworkNarrowing;
-use littleghost_sandbox_core::workspace::Error as WorkspaceRefusal;
+use littleghost_sandbox_core::policy::Error as Misshapen;
 use littleghost_sandbox_core::Error as CoreError;
 use magnus::{prelude::*, value::Lazy, Error, ExceptionClass, RModule, Ruby};
 
@@ -76,141 +72,24 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
     }
 }
 
-/// The message a core error is raised with: the core's, with the names and
-/// shapes it carries as values worded as Ruby shows them (`:name`).
+/// The message a core error is raised with: the core's, with the names it
+/// carries shown as Ruby symbols (`:name`), and a misshapen declaration
+/// worded in the Ruby types the caller gave.
 pub fn ruby_message(error: &CoreError) -> String {
     match error {
         CoreError::Declaration(misshapen) => ruby_wording(misshapen),
-        CoreError::Sandbox(refused) => sandbox_wording(refused),
-        CoreError::Workspace(refused) => workspace_wording(refused),
-        CoreError::Anchor(refused) => anchor_wording(refused),
-        CoreError::Unenforceable(unenforceable) => unenforceable_wording(unenforceable),
-        CoreError::NetworkNarrowing(NetworkNarrowing::Unsupported(mode)) => {
-            format!(
-                "sandbox backend cannot enforce scoped network mode :{}",
-                mode.name()
-            )
-        }
-        other => other.message(),
+        other => other.worded(&symbol),
     }
 }
 
-/// A workspace refusal with the path names it carries shown as symbols.
-fn workspace_wording(error: &WorkspaceRefusal) -> String {
-    use WorkspaceRefusal as W;
-    match error {
-        W::ReservedRoot => "workspace path :root is reserved for the workspace root; give the \
-             path another name"
-            .to_owned(),
-        W::RootVariable { name, variable } => format!(
-            "workspace path :{name} maps to {variable}, which is reserved for the workspace \
-             root; give it another name"
-        ),
-        W::SameVariable {
-            first,
-            second,
-            variable,
-        } => format!(
-            "workspace paths :{first} and :{second} both map to {variable}; rename one of them"
-        ),
-        W::RelativeOutside(name) => {
-            format!("relative workspace path :{name} must remain beneath the workspace root")
-        }
-        W::EmptyPath(name) => format!("workspace path :{name} must not be empty"),
-        W::UnknownName(name) => format!("key not found: :{name} (no workspace path of that name)"),
-        W::UnknownGrant {
-            category,
-            name,
-            known,
-        } => {
-            let known: Vec<String> = known.iter().map(|name| format!(":{name}")).collect();
-            format!(
-                "sandbox policy {category} grants :{name}, which is not a workspace path \
-                 (workspace paths: {})",
-                known.join(", ")
-            )
-        }
-        W::Inaccessible(name) => {
-            format!("workspace path :{name} is not an accessible directory")
-        }
-        other => other.to_string(),
-    }
+/// A name as Ruby shows a Symbol in a message (`:name`).
+pub fn symbol(name: &str) -> String {
+    format!(":{name}")
 }
 
-/// A network mode a backend cannot enforce, shown as a symbol.
-fn unenforceable_wording(error: &Unenforceable) -> String {
-    match error {
-        Unenforceable::Unrestricted(mode) => format!(
-            "the unrestricted sandbox cannot enforce network mode :{}",
-            mode.name()
-        ),
-        Unenforceable::LandlockAllowlist { missing } => {
-            format!("the landlock sandbox cannot enforce network mode :allowlist here: {missing}")
-        }
-        Unenforceable::AllowlistWithoutGateway => {
-            "sandbox backend cannot enforce network mode :allowlist".to_owned()
-        }
-    }
-}
-
-/// A workspace directory that cannot be pinned, its name shown as a symbol.
-fn anchor_wording(error: &AnchorRefusal) -> String {
-    use AnchorRefusal as A;
-    match error {
-        A::AbsoluteThroughSymlink {
-            name,
-            path,
-            link,
-            target,
-            real,
-        } => format!(
-            "workspace path :{name} ({}) passes through the symlink {}{target}{}",
-            path.display(),
-            link.display(),
-            shown_real(real)
-        ),
-        A::AbsoluteMissing(name) => format!(
-            "absolute workspace path :{name} must already exist (as a directory; it is never \
-             created)"
-        ),
-        A::AbsoluteUnopenable { name, errno } => {
-            format!("workspace path :{name} cannot be opened: {errno}")
-        }
-        A::ThroughSymlink {
-            name,
-            relative,
-            at,
-            target,
-        } => format!(
-            "workspace path :{name} ({}) passes through the symlink {}{target}: a workspace path \
-             is never followed through a symlink; replace the link with a directory",
-            relative.display(),
-            at.display()
-        ),
-        A::Missing { name, relative, at } => format!(
-            "workspace path :{name} ({}) does not exist: {} is missing",
-            relative.display(),
-            at.display()
-        ),
-        A::NotADirectory { name, relative, at } => format!(
-            "workspace path :{name} ({}) is not a directory: {} is not one",
-            relative.display(),
-            at.display()
-        ),
-        A::Unopenable {
-            name,
-            relative,
-            errno,
-        } => format!(
-            "workspace path :{name} ({}) cannot be opened: {errno}",
-            relative.display()
-        ),
-        other => other.to_string(),
-    }
-}
-
-/// A misshapen declaration in the words of the Ruby types the caller gave
-/// (the core names the shape, not the type).
+/// A misshapen declaration in the words of the Ruby types and keywords the
+/// caller gave (the core names the shape, not the type); the names it lists
+/// are shown as symbols.
 fn ruby_wording(error: &Misshapen) -> String {
     match error {
         Misshapen::FeatureNotAName { shown } => {
@@ -237,12 +116,6 @@ fn ruby_wording(error: &Misshapen) -> String {
         Misshapen::SecretWithoutValue { name } => {
             format!("network secret {name:?} needs value: a String (the value is not shown)")
         }
-        Misshapen::NetworkMode { shown } => {
-            format!("network mode must be :inherit, :none or :allowlist, got {shown}")
-        }
-        Misshapen::Inspection { shown } => {
-            format!("network inspection must be :connect or :http, got {shown}")
-        }
         Misshapen::OptionsWithoutAllowlist(mode) => format!(
             "network mode :{} does not take allow, secrets, upstream_ca, resolve, gateway, \
              authorizer or headers; use mode: :allowlist",
@@ -251,59 +124,7 @@ fn ruby_wording(error: &Misshapen) -> String {
         Misshapen::HttpWithoutAllowlist => {
             "network inspection :http requires mode: :allowlist".to_owned()
         }
-        Misshapen::HttpWithoutAuthorizer => {
-            "network inspection :http requires an authorizer".to_owned()
-        }
-        Misshapen::EmptyAllowlist => {
-            "network mode :allowlist requires a non-empty allow list (\"host:port\" entries)"
-                .to_owned()
-        }
-        Misshapen::GatewayProvider { .. } => error.to_string(),
-        Misshapen::MountAccess { shown } => {
-            format!("mount access must be :read_only or :read_write, got {shown}")
-        }
-        Misshapen::RootFilesystem { shown } => format!(
-            "sandbox root_filesystem must be :isolated, :read_only or :read_write, got {shown}"
-        ),
-        Misshapen::GrantAccess {
-            category,
-            name,
-            shown,
-        } => format!(
-            "sandbox {category} access for :{name} must be :read_only or :read_write, got {shown}"
-        ),
-        Misshapen::RelativeDirectory(name) => format!("workspace path :{name} must be absolute"),
-        Misshapen::UnsupportedNetworkModes(names) => {
-            let shown: Vec<String> = names.iter().map(|name| format!(":{name}")).collect();
-            format!(
-                "unsupported network modes: {} (use :inherit, :none or :allowlist)",
-                shown.join(", ")
-            )
-        }
-    }
-}
-
-/// A refusal of the sandbox rules with the names it gives shown as Ruby
-/// symbols (`:bogus`, `:bwrap`).
-fn sandbox_wording(error: &SandboxRefusal) -> String {
-    match error {
-        SandboxRefusal::UnknownProfileOptions { names } => {
-            let shown: Vec<String> = names.iter().map(|name| format!(":{name}")).collect();
-            format!(
-                "unknown sandbox scope profile options: {}",
-                shown.join(", ")
-            )
-        }
-        SandboxRefusal::UnknownProvider {
-            label,
-            name,
-            registered,
-        } => format!(
-            "{label} provider :{name} is not available; it is not a registered {label} provider \
-             (registered: {})",
-            littleghost_sandbox_core::sandbox::registered_list(registered, ":")
-        ),
-        other => other.to_string(),
+        other => other.worded(&symbol),
     }
 }
 

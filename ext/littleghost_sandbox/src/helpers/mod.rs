@@ -7,7 +7,6 @@ pub mod errors;
 pub mod event_hub;
 pub mod events;
 pub mod limit_keywords;
-pub mod location;
 pub mod nogvl;
 pub mod record;
 pub mod registry;

@@ -130,40 +130,25 @@ fn open(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<Value, Error
 
 fn open_steps(ruby: &Ruby, rb_self: SandboxObj, state: &State) -> Result<(), Error> {
     let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
-    let allowlist = gateway::allowlist_network(ruby, effective);
+    let allowlist = gateway::allowlist_network(ruby, effective).is_some();
     let view = RubyWorkspace::of(ruby, rb_self);
     let policy = core_policy(ruby, rb_self)?;
-    let pins = state.options.open(policy, &view, allowlist.is_some());
+    let pins = state.options.open(policy, &view, allowlist);
     state
         .pins
         .replace(Some(pins.map_err(|error| la::raised(ruby, error))?));
-    if let Some(network) = allowlist {
-        // B.5 step 7: on failure `close` runs and the error is re-raised.
-        if let Err(error) = open_gateway(ruby, rb_self, state, network, effective) {
-            let _ = close(ruby, rb_self);
-            return Err(error);
-        }
-    }
+    let options = state.gateway_options.map(|o| ruby.get_inner(o));
+    let close = || close(ruby, rb_self);
+    state
+        .gateway
+        .open((ruby, rb_self), effective, options, close)?;
     state.opened.set(true);
     Ok(())
 }
 
-/// Resolves the gateway once (G.3) and opens it.
-fn open_gateway(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    state: &State,
-    network: Value,
-    effective: Value,
-) -> Result<(), Error> {
-    let options = state.gateway_options.map(|o| ruby.get_inner(o));
-    gateway::open(ruby, rb_self, &state.gateway, options, network, effective)
-}
-
 /// The gateway enforcing this sandbox's allowlist (resolved at the first `open`), or nil.
 fn gateway_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
-    let gateway = *state(ruby, rb_self)?.gateway.borrow();
-    Ok(gateway.map(|g| ruby.get_inner(g)))
+    Ok(state(ruby, rb_self)?.gateway.value(ruby))
 }
 
 /// Terminates every program and session the sandbox or its scopes started (H.4), then marks it unopened; idempotent.
@@ -172,7 +157,7 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     let state = state(ruby, rb_self)?;
     state.opened.set(false);
     state.pins.replace(None);
-    gateway::close(ruby, rb_self, &state.gateway)
+    state.gateway.close(ruby, rb_self)
 }
 
 // ---------------------------------------------------------------------------
@@ -277,11 +262,8 @@ impl bw::Sandbox<Error> for Owner<'_> {
     }
 
     fn gateway(&self) -> Option<Box<dyn bw::Gateway<Error> + '_>> {
-        let value = open_gateway_value(self.ruby, self.state)?;
-        Some(Box::new(gateway::RubyGateway {
-            ruby: self.ruby,
-            value,
-        }))
+        let gateway = self.state.gateway.launch(self.ruby);
+        Some(Box::new(gateway.filter(|_| self.state.opened.get())?))
     }
 
     fn wrap_command(&self, argv: Vec<String>) -> Result<Vec<String>, Error> {
@@ -315,12 +297,4 @@ impl backend::Backend for Bubblewrap {
         };
         launcher.prepare(policy, view, call)
     }
-}
-
-/// The gateway of an opened sandbox.
-fn open_gateway_value(ruby: &Ruby, state: &State) -> Option<Value> {
-    let gateway = *state.gateway.borrow();
-    gateway
-        .filter(|_| state.opened.get())
-        .map(|g| ruby.get_inner(g))
 }

@@ -10,7 +10,6 @@
 //! Bubblewrap does (`bubblewrap/gateway.rs`); each launch's supervisor makes
 //! the child's connections to it; `close` closes it.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::backend::bubblewrap as bw;
@@ -20,13 +19,13 @@ use littleghost_sandbox_core::backend::landlock::host;
 use littleghost_sandbox_core::launch::prepare::{LaunchCall, LaunchError, Prepared};
 use littleghost_sandbox_core::policy::Policy;
 use magnus::{
-    function, gc::Marker, method, prelude::*, value::Opaque, DataTypeFunctions, Error, RHash,
-    RModule, Ruby, TypedData, Value,
+    function, gc::Marker, method, prelude::*, DataTypeFunctions, Error, RHash, RModule, Ruby,
+    TypedData, Value,
 };
 
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::convert;
-use crate::ruby_api::bubblewrap::gateway::{self, RubyGateway};
+use crate::ruby_api::bubblewrap::gateway;
 use crate::ruby_api::bubblewrap::{self as bwrb, enforce, frozen_strings, platform_or_host};
 use crate::ruby_api::sandbox::backend::{self, define_launches};
 use crate::ruby_api::sandbox::launch::{self as la, core_policy, Launch, RubyWorkspace};
@@ -47,16 +46,12 @@ use crate::ruby_api::{ownership, sandbox};
 )]
 struct State {
     launcher: ll::Launcher,
-    /// The gateway resolved at the first `open` under `:allowlist` (G.3),
-    /// opened and closed with the sandbox.
-    gateway: RefCell<Option<Opaque<Value>>>,
+    gateway: gateway::Slot,
 }
 
 impl DataTypeFunctions for State {
     fn mark(&self, marker: &Marker) {
-        if let Some(gateway) = *self.gateway.borrow() {
-            marker.mark(gateway);
-        }
+        self.gateway.mark(marker);
     }
 }
 
@@ -91,11 +86,6 @@ fn state(ruby: &Ruby, rb_self: SandboxObj) -> Result<&'static State, Error> {
 
 fn backend_capabilities(ruby: &Ruby) -> Result<Value, Error> {
     bwrb::claimed(ruby, Backend::Landlock, None)
-}
-
-/// Why this host cannot run the backend, if it cannot.
-pub(crate) fn unavailable_reason(platform: &str) -> Option<String> {
-    host::probe(platform).unavailable
 }
 
 /// `{available:, reason:, capabilities:, abi:, helper:, allowlist_unavailable:}`: the kernel's Landlock ABI (nil
@@ -153,15 +143,10 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         Some(roots) => bwrb::runtime_roots(ruby, roots)?,
         None => bw::RUNTIME_ROOTS.iter().map(PathBuf::from).collect(),
     };
-    enforce(
-        ruby,
-        rb_self,
-        Backend::Landlock,
-        "LittleGhost::Sandboxes::Landlock",
-    )?;
+    enforce(ruby, rb_self, Backend::Landlock)?;
     let state = State {
         launcher: ll::Launcher::new(convert::platform(ruby, platform)?, runtime_roots),
-        gateway: RefCell::new(None),
+        gateway: Default::default(),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
     Ok(())
@@ -189,19 +174,13 @@ fn open_steps(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
         .open(policy, &view)
         .map_err(|error| la::raised(ruby, error))?;
     let effective = sandbox::enforced_policy(ruby, rb_self.as_value())?;
-    if let Some(network) = gateway::allowlist_network(ruby, effective) {
-        if let Err(error) = gateway::open(ruby, rb_self, &state.gateway, None, network, effective) {
-            let _ = close(ruby, rb_self);
-            return Err(error);
-        }
-    }
-    Ok(())
+    let close = || close(ruby, rb_self);
+    state.gateway.open((ruby, rb_self), effective, None, close)
 }
 
 /// The gateway enforcing this sandbox's allowlist (resolved at the first `open`), or nil.
 fn gateway_of(ruby: &Ruby, rb_self: SandboxObj) -> Result<Option<Value>, Error> {
-    let gateway = *state(ruby, rb_self)?.gateway.borrow();
-    Ok(gateway.map(|g| ruby.get_inner(g)))
+    Ok(state(ruby, rb_self)?.gateway.value(ruby))
 }
 
 /// Terminates every program and session the sandbox or its scopes started
@@ -211,7 +190,7 @@ fn close(ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
     ownership::terminate_children(ruby, rb_self)?;
     let state = state(ruby, rb_self)?;
     state.launcher.close();
-    gateway::close(ruby, rb_self, &state.gateway)
+    state.gateway.close(ruby, rb_self)
 }
 
 /// The private TMPDIR while open, else nil.
@@ -246,11 +225,7 @@ impl backend::Backend for Landlock {
         if gateway::allowlist_network(ruby, effective).is_some() {
             open_steps(ruby, rb_self).map_err(LaunchError::Caller)?;
         }
-        let value = *state.gateway.borrow();
-        let gateway = value.map(|value| RubyGateway {
-            ruby,
-            value: ruby.get_inner(value),
-        });
+        let gateway = state.gateway.launch(ruby);
         let gateway = gateway.as_ref().map(|g| g as &dyn bw::Gateway<Error>);
         state.launcher.prepare(policy, view, call, gateway)
     }

@@ -21,11 +21,6 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     Ok(())
 }
 
-/// Why this host cannot run the backend.
-pub(crate) fn unavailable_reason(_platform: &str) -> Option<String> {
-    Some(REASON.into())
-}
-
 fn probe(ruby: &Ruby, args: &[Value]) -> Result<RHash, Error> {
     probe_options(ruby, keywords_only(args)?)
 }

@@ -25,14 +25,13 @@ use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::errors;
 use crate::ruby_api::bubblewrap::{self, platform_or_host};
+use crate::ruby_api::sandbox::backend::class_path;
 use crate::ruby_api::sandbox::probe;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{capabilities, landlock, seatbelt};
-use littleghost_sandbox_core::backend::bubblewrap as bw;
+use littleghost_sandbox_core::backend::effective::Backend;
 use littleghost_sandbox_core::backend::launch_steps::Platform;
-use littleghost_sandbox_core::backend::native::{
-    self as native, linux_report, native_choice, unavailable_on, LinuxReport, NativeChoice,
-};
+use littleghost_sandbox_core::backend::native::{self as native, unavailable_on, LinuxReport};
 
 pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
     let sandboxes: RModule = little_ghost.const_get("Sandboxes")?;
@@ -197,17 +196,6 @@ fn bubblewrap_configured(ruby: &Ruby, options: RHash) -> bool {
     native::BUBBLEWRAP_OPTIONS.iter().any(given)
 }
 
-/// What Native runs on Linux (SPEC LL.2), from Bubblewrap's probe (with
-/// the caller's options) and Landlock's.
-fn linux_choice(
-    bubblewrap: &bw::Probe,
-    platform: &str,
-    configured: bool,
-) -> Result<NativeChoice, native::Unavailable> {
-    let landlock = landlock::unavailable_reason(platform);
-    native_choice(bubblewrap.unavailable.clone(), landlock, configured)
-}
-
 /// Seatbelt's probe on macOS; on Linux Bubblewrap's, else Landlock's (with
 /// `backend:` naming the choice and `bubblewrap_reason:` why Bubblewrap was
 /// passed over), else unavailable naming both reasons; unavailable elsewhere.
@@ -227,9 +215,8 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
     }
     let configured = bubblewrap_configured(ruby, options);
     let bubblewrap = bubblewrap::probed(ruby, options)?;
-    let choice = linux_choice(&bubblewrap, &platform, configured);
     let backend = ruby.to_symbol("backend");
-    let result = match linux_report(choice, configured) {
+    let result = match native::linux_probe(&platform, configured, &bubblewrap) {
         LinuxReport::Bubblewrap => {
             let result = bubblewrap::probe_hash(ruby, bubblewrap)?;
             result.aset(backend, ruby.to_symbol("bubblewrap"))?;
@@ -257,23 +244,9 @@ fn probe(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
 /// DependencyError naming both reasons; UnsupportedPlatformError elsewhere.
 fn backend_class(ruby: &Ruby, platform: Value, options: RHash) -> Result<Value, Error> {
     let platform = &convert::platform(ruby, platform)?;
-    let name = if Platform::of(platform) == Platform::MacOs {
-        "LittleGhost::Sandboxes::Seatbelt"
-    } else if Platform::of(platform) == Platform::Other {
-        return Err(crate::helpers::errors::unsupported_platform_error(
-            ruby,
-            unavailable_on(platform),
-        ));
-    } else if bubblewrap_configured(ruby, options) {
-        "LittleGhost::Sandboxes::Bubblewrap"
-    } else {
-        match linux_choice(&bw::probe(platform, None), platform, false) {
-            Ok(NativeChoice::Bubblewrap) => "LittleGhost::Sandboxes::Bubblewrap",
-            Ok(NativeChoice::Landlock { .. }) => "LittleGhost::Sandboxes::Landlock",
-            Err(reason) => return Err(errors::dependency_error(ruby, reason.to_string())),
-        }
-    };
-    Ok(constants::class(ruby, name)?.as_value())
+    let chosen = native::chosen(platform, bubblewrap_configured(ruby, options));
+    let chosen = errors::core_result(ruby, chosen)?;
+    Ok(constants::class(ruby, class_path(chosen))?.as_value())
 }
 
 /// `adopt(backend)`: this sandbox shares the backend's workspace, policy and
@@ -287,10 +260,10 @@ fn adopt(ruby: &Ruby, rb_self: SandboxObj, backend: Value) -> Result<(), Error> 
             "native sandbox is already initialized",
         ));
     }
-    let chosen = ["Bubblewrap", "Landlock", "Seatbelt"].iter().any(|name| {
-        constants::class(ruby, &format!("LittleGhost::Sandboxes::{name}"))
-            .is_ok_and(|class| backend.class().equal(class).unwrap_or(false))
-    });
+    let chosen = [Backend::Bubblewrap, Backend::Landlock, Backend::Seatbelt]
+        .map(|chosen| constants::class(ruby, class_path(chosen)))
+        .into_iter()
+        .any(|class| class.is_ok_and(|class| backend.class().equal(class).unwrap_or(false)));
     if !chosen {
         return Err(errors::type_error(
             ruby,

@@ -31,7 +31,7 @@ use magnus::{
     Error, KwArgs, RClass, RHash, Ruby, Symbol, Value,
 };
 
-use crate::helpers::args::{keywords_only, kwargs};
+use crate::helpers::args::{keywords, keywords_only, kwargs};
 use crate::helpers::errors;
 use crate::helpers::{constants, value_object as vo};
 
@@ -64,17 +64,11 @@ pub(crate) fn error_message(error: &Error) -> String {
 
 /// Binds the sandbox to `workspace`, normalising `policy`, `profiles` and `limits`; performs no filesystem I/O.
 fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Error> {
-    let keywords = keywords_only(args)?;
     let optional = ["policy", "profiles", "limits"];
-    crate::helpers::args::refuse_unknown(ruby, keywords, &["workspace"], &optional)?;
-    let parsed = get_kwargs::<_, (Value,), (Option<Value>, Option<Value>, Option<Value>), ()>(
-        keywords,
-        &["workspace"],
-        &optional,
-    )?;
-    let (workspace,) = parsed.required;
-    let (policy, profiles, limits) = parsed.optional;
-    assign(ruby, rb_self, workspace, policy, profiles, limits)
+    let values = keywords(ruby, keywords_only(args)?, &["workspace"], &optional)?;
+    // An explicit nil means the same as an absent keyword.
+    let [policy, profiles, limits] = [1, 2, 3].map(|i| values[i].filter(|v| !v.is_nil()));
+    assign(ruby, rb_self, values[0].unwrap(), policy, profiles, limits)
 }
 
 /// Stores the normalised state of 10.1; backends written in Rust call it from their own `initialize`.
@@ -243,7 +237,7 @@ fn inspect(ruby: &Ruby, rb_self: Value) -> Result<String, Error> {
     // The object's class, not a singleton class (a Native forwarding a backend-only method has one).
     // SAFETY: rb_obj_class of a live object never raises.
     let class = unsafe { Value::from_raw(rb_sys::rb_obj_class(rb_self.as_raw())) };
-    let provider = PROVIDERS.name_of(ruby, class)?;
+    let provider = PROVIDERS.name_of(ruby, class);
     // A user's workspace object may be any duck type with `root`.
     let root = match workspace_of(ruby, rb_self).funcall::<_, _, Value>("root", ()) {
         Ok(root) => Some(vo::inspect_value(ruby, root)?),

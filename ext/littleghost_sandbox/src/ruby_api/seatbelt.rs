@@ -115,12 +115,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get(6))?;
     let platform = convert::platform(ruby, shared::platform_or_host(ruby, get(5))?)?;
     // SB.2: no `process_spawn` under an isolated root.
-    enforce(
-        ruby,
-        rb_self,
-        Backend::Seatbelt,
-        "LittleGhost::Sandboxes::Seatbelt",
-    )?;
+    enforce(ruby, rb_self, Backend::Seatbelt)?;
     let state = State {
         executable,
         platform,

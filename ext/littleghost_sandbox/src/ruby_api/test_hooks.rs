@@ -45,8 +45,8 @@ fn provider_snapshot(ruby: &Ruby) -> Result<RHash, Error> {
 }
 
 /// Puts back a registry saved by `provider_snapshot`.
-fn restore_providers(ruby: &Ruby, snapshot: RHash) -> Result<(), Error> {
-    crate::ruby_api::sandbox::PROVIDERS.restore(ruby, snapshot)
+fn restore_providers(snapshot: RHash) -> Result<(), Error> {
+    crate::ruby_api::sandbox::PROVIDERS.restore(snapshot)
 }
 
 /// A Denial as the gateway makes it: `gateway_denial("a.test:80", "secret_exfiltration",
@@ -59,24 +59,11 @@ fn gateway_denial(
     reason: String,
     request: Option<(String, String)>,
 ) -> Result<magnus::Value, Error> {
-    use littleghost_sandbox_core::network::DenialReason as R;
-    let reason = match reason.as_str() {
-        "not_allowed" => R::NotAllowed,
-        "private_destination" => R::PrivateDestination,
-        "descriptor_budget" => R::DescriptorBudget,
-        "memory_budget" => R::MemoryBudget,
-        "request_not_allowed" => R::RequestNotAllowed,
-        "secret_exfiltration" => R::SecretExfiltration,
-        "inspection_required" => R::InspectionRequired,
-        "host_mismatch" => R::HostMismatch,
-        "malformed_request" => R::MalformedRequest,
-        "secret_placement" => R::SecretPlacement,
-        other => {
-            return Err(crate::helpers::errors::argument_error(
-                ruby,
-                format!("unknown gateway reason {other}"),
-            ))
-        }
+    let Some(reason) = littleghost_sandbox_core::network::DenialReason::from_name(&reason) else {
+        return Err(crate::helpers::errors::argument_error(
+            ruby,
+            format!("unknown gateway reason {reason}"),
+        ));
     };
     let record = littleghost_sandbox_core::network::Denial {
         at: std::time::SystemTime::UNIX_EPOCH,

@@ -83,12 +83,7 @@ fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Result<(), Er
         None => default_policy(ruby)?.as_value(),
     };
     assign(ruby, rb_self, workspace, Some(policy), values[2], values[3])?;
-    enforce(
-        ruby,
-        rb_self,
-        Backend::Unrestricted,
-        "LittleGhost::Sandboxes::Unrestricted",
-    )?;
+    enforce(ruby, rb_self, Backend::Unrestricted)?;
     let state = State {
         root_identity: Cell::new(root_identity(workspace)?),
     };

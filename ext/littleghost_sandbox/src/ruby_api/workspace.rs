@@ -195,13 +195,7 @@ pub fn init(ruby: &Ruby, little_ghost: RModule) -> Result<(), Error> {
 }
 
 /// The provider registry shared by `Workspace` and its subclasses.
-static PROVIDERS: Registry = Registry {
-    base: "LittleGhost::Workspace",
-    label: "workspace",
-    table: &WORKSPACE_PROVIDERS,
-};
-static WORKSPACE_PROVIDERS: magnus::value::Lazy<RHash> =
-    magnus::value::Lazy::new(|ruby| ruby.hash_new());
+static PROVIDERS: Registry = Registry::new("LittleGhost::Workspace", "workspace");
 
 /// Workspace.register_provider(name, klass): registers a Workspace class under `name`.
 fn register_provider(ruby: &Ruby, name: Value, implementation: Value) -> Result<Value, Error> {
@@ -370,10 +364,7 @@ fn open_steps(ruby: &Ruby, rb_self: Obj<Workspace>, run: Value) -> Result<(), Er
     let (identities, anchors) = match config.layout.prepare(&config.relative) {
         Ok(prepared) => prepared,
         Err(OpenError::Create { name, error }) => {
-            let what = match name {
-                None => "could not create the workspace root".to_owned(),
-                Some(name) => format!("could not create workspace path :{name}"),
-            };
+            let what = OpenError::not_created(name.as_deref(), &errors::symbol);
             return Err(system_call_error(ruby, error, what));
         }
         Err(OpenError::Rule(error)) => return Err(errors::from_core(ruby, error)),

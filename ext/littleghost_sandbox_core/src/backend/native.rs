@@ -2,6 +2,11 @@
 //! Plain decisions on probe results, so it is compiled (and tested) on every
 //! platform; the probes themselves live with their backends.
 
+use super::bubblewrap::Probe;
+use super::effective::Backend;
+use super::launch_steps::Platform;
+use crate::error::Error;
+
 /// Which backend Native uses on Linux (SPEC LL.2): Bubblewrap when its probe
 /// passed, else Landlock when its probe passed (and the caller did not
 /// configure Bubblewrap explicitly), else an error naming both reasons.
@@ -102,6 +107,45 @@ pub fn linux_report(
     }
 }
 
+/// The backend Native builds (LL.2) on `platform`: Seatbelt on macOS; on Linux Bubblewrap when the
+/// caller gave an option only it understands (`configured`), else as
+/// [`native_choice`] decides from both probes (DependencyError naming both
+/// reasons); UnsupportedPlatformError anywhere else.
+pub fn chosen(platform: &str, configured: bool) -> crate::Result<Backend> {
+    match Platform::of(platform) {
+        Platform::MacOs => Ok(Backend::Seatbelt),
+        Platform::Other => Err(Error::UnsupportedPlatform(unavailable_on(platform))),
+        Platform::Linux if configured => Ok(Backend::Bubblewrap),
+        Platform::Linux => {
+            let bubblewrap = super::bubblewrap::probe(platform, None).unavailable;
+            match native_choice(bubblewrap, landlock_unavailable(platform), false) {
+                Ok(NativeChoice::Bubblewrap) => Ok(Backend::Bubblewrap),
+                Ok(NativeChoice::Landlock { .. }) => Ok(Backend::Landlock),
+                Err(reason) => Err(Error::Dependency(reason.to_string())),
+            }
+        }
+    }
+}
+
+/// What Native's probe reports on Linux, from Bubblewrap's probe (run
+/// with the caller's options) and Landlock's.
+pub fn linux_probe(platform: &str, configured: bool, bubblewrap: &Probe) -> LinuxReport {
+    let landlock = landlock_unavailable(platform);
+    let choice = native_choice(bubblewrap.unavailable.clone(), landlock, configured);
+    linux_report(choice, configured)
+}
+
+/// Why the Landlock backend cannot run on `platform`, if it cannot.
+pub fn landlock_unavailable(platform: &str) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    return super::landlock::host::probe(platform).unavailable;
+    #[cfg(not(target_os = "linux"))]
+    return {
+        let _ = platform;
+        Some("Landlock is supported only on Linux".to_owned())
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +177,39 @@ mod tests {
         assert_eq!(
             unavailable_on("x86_64-freebsd"),
             "native sandboxing is unavailable on x86_64-freebsd"
+        );
+    }
+
+    #[test]
+    fn native_builds_seatbelt_on_macos_a_configured_bubblewrap_on_linux_and_nothing_elsewhere() {
+        assert_eq!(chosen("arm64-darwin23", false), Ok(Backend::Seatbelt));
+        assert_eq!(chosen("x86_64-linux", true), Ok(Backend::Bubblewrap));
+        let elsewhere = chosen("x86_64-freebsd", false).unwrap_err();
+        assert_eq!(elsewhere.kind(), crate::error::Kind::UnsupportedPlatform);
+        assert_eq!(elsewhere.message(), unavailable_on("x86_64-freebsd"));
+        assert_eq!(
+            landlock_unavailable("arm64-darwin23").as_deref(),
+            Some("Landlock is supported only on Linux")
+        );
+    }
+
+    #[test]
+    fn native_probe_on_linux_reports_a_configured_bubblewrap_even_when_it_cannot_run() {
+        let missing = Probe {
+            unavailable: Some("no bwrap here".into()),
+            resolved: None,
+        };
+        assert_eq!(
+            linux_probe("x86_64-linux", true, &missing),
+            LinuxReport::Bubblewrap
+        );
+        let passed = Probe {
+            unavailable: None,
+            resolved: None,
+        };
+        assert_eq!(
+            linux_probe("x86_64-linux", false, &passed),
+            LinuxReport::Bubblewrap
         );
     }
 

@@ -22,6 +22,7 @@ use rustix::io::Errno;
 
 use super::walk::{self, Failure, DIR_HANDLE};
 use crate::error::kind::Kind;
+use crate::error::{plain, ShowName};
 use crate::grants::Identity;
 
 /// A grant's pinned directory: handle, identity, route and name.
@@ -68,7 +69,7 @@ pub enum Refusal {
     /// An absolute path (by name) through a symlink: the `link` on its
     /// route, where it points (`" -> target"` or empty) and, when known,
     /// the real path to name instead.
-    #[error("workspace path {name} ({}) passes through the symlink {}{target}{}", .path.display(), .link.display(), shown_real(.real))]
+    #[error("{}", self.worded(&plain))]
     AbsoluteThroughSymlink {
         name: String,
         path: PathBuf,
@@ -77,15 +78,13 @@ pub enum Refusal {
         real: Option<PathBuf>,
     },
     /// An absolute path (by name) that is missing or not a directory.
-    #[error(
-        "absolute workspace path {0} must already exist (as a directory; it is never created)"
-    )]
+    #[error("{}", self.worded(&plain))]
     AbsoluteMissing(String),
     /// An absolute path (by name) the OS would not open.
-    #[error("workspace path {name} cannot be opened: {errno}")]
+    #[error("{}", self.worded(&plain))]
     AbsoluteUnopenable { name: String, errno: Errno },
     /// A relative path (by name) through a symlink at `at`.
-    #[error("workspace path {name} ({}) passes through the symlink {}{target}: a workspace path is never followed through a symlink; replace the link with a directory", .relative.display(), .at.display())]
+    #[error("{}", self.worded(&plain))]
     ThroughSymlink {
         name: String,
         relative: PathBuf,
@@ -93,21 +92,21 @@ pub enum Refusal {
         target: String,
     },
     /// A relative path (by name) whose component `at` is missing.
-    #[error("workspace path {name} ({}) does not exist: {} is missing", .relative.display(), .at.display())]
+    #[error("{}", self.worded(&plain))]
     Missing {
         name: String,
         relative: PathBuf,
         at: PathBuf,
     },
     /// A relative path (by name) whose component `at` is not a directory.
-    #[error("workspace path {name} ({}) is not a directory: {} is not one", .relative.display(), .at.display())]
+    #[error("{}", self.worded(&plain))]
     NotADirectory {
         name: String,
         relative: PathBuf,
         at: PathBuf,
     },
     /// A relative path (by name) the OS would not open.
-    #[error("workspace path {name} ({}) cannot be opened: {errno}", .relative.display())]
+    #[error("{}", self.worded(&plain))]
     Unopenable {
         name: String,
         relative: PathBuf,
@@ -121,6 +120,75 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The message with the path's name shown by `name`.
+    pub fn worded(&self, name: ShowName) -> String {
+        match self {
+            Refusal::AbsoluteThroughSymlink {
+                name: path_name,
+                path,
+                link,
+                target,
+                real,
+            } => format!(
+                "workspace path {} ({}) passes through the symlink {}{target}{}",
+                name(path_name),
+                path.display(),
+                link.display(),
+                shown_real(real)
+            ),
+            Refusal::AbsoluteMissing(path) => format!(
+                "absolute workspace path {} must already exist (as a directory; it is never \
+                 created)",
+                name(path)
+            ),
+            Refusal::AbsoluteUnopenable { name: path, errno } => {
+                format!("workspace path {} cannot be opened: {errno}", name(path))
+            }
+            Refusal::ThroughSymlink {
+                name: path,
+                relative,
+                at,
+                target,
+            } => format!(
+                "workspace path {} ({}) passes through the symlink {}{target}: a workspace path \
+                 is never followed through a symlink; replace the link with a directory",
+                name(path),
+                relative.display(),
+                at.display()
+            ),
+            Refusal::Missing {
+                name: path,
+                relative,
+                at,
+            } => format!(
+                "workspace path {} ({}) does not exist: {} is missing",
+                name(path),
+                relative.display(),
+                at.display()
+            ),
+            Refusal::NotADirectory {
+                name: path,
+                relative,
+                at,
+            } => format!(
+                "workspace path {} ({}) is not a directory: {} is not one",
+                name(path),
+                relative.display(),
+                at.display()
+            ),
+            Refusal::Unopenable {
+                name: path,
+                relative,
+                errno,
+            } => format!(
+                "workspace path {} ({}) cannot be opened: {errno}",
+                name(path),
+                relative.display()
+            ),
+            other => other.to_string(),
+        }
+    }
+
     /// A missing absolute path is a bad argument; the rest a policy that
     /// names directories the workspace cannot stand for.
     pub fn kind(&self) -> Kind {

@@ -49,6 +49,31 @@ pub enum DenialReason {
 }
 
 impl DenialReason {
+    pub const ALL: [DenialReason; 16] = [
+        DenialReason::NotAllowed,
+        DenialReason::PrivateDestination,
+        DenialReason::DescriptorBudget,
+        DenialReason::MemoryBudget,
+        DenialReason::RequestNotAllowed,
+        DenialReason::SecretExfiltration,
+        DenialReason::InspectionRequired,
+        DenialReason::HostMismatch,
+        DenialReason::MalformedRequest,
+        DenialReason::SecretPlacement,
+        DenialReason::Dns,
+        DenialReason::UpstreamUnreachable,
+        DenialReason::UpstreamCertificate,
+        DenialReason::UpstreamTls,
+        DenialReason::UpstreamFailed,
+        DenialReason::UpstreamTimeout,
+    ];
+
+    /// The reason a denial record names `name` ([`crate::denial::Reason::name`]).
+    pub fn from_name(name: &str) -> Option<DenialReason> {
+        let named = |reason: &DenialReason| crate::denial::Reason::from(*reason).name() == name;
+        DenialReason::ALL.into_iter().find(named)
+    }
+
     /// Short text, used in the 403 body and in Ruby.
     pub fn text(self) -> &'static str {
         match self {
@@ -202,6 +227,19 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+
+    #[test]
+    fn every_reason_is_found_by_the_name_its_record_shows() {
+        for reason in DenialReason::ALL {
+            let name = crate::denial::Reason::from(reason).name();
+            assert_eq!(DenialReason::from_name(name), Some(reason));
+        }
+        assert_eq!(
+            DenialReason::from_name("secret_exfiltration"),
+            Some(DenialReason::SecretExfiltration)
+        );
+        assert_eq!(DenialReason::from_name("outside_scope"), None);
+    }
 
     #[test]
     fn both_budgets_answer_503_each_with_its_own_text() {

@@ -6,6 +6,7 @@
 //! Ruby's (its `helpers/errors.rs`).
 
 use crate::error::kind::Kind;
+use crate::error::{plain, ShowName};
 use crate::policy::network_mode::NetworkMode;
 
 /// A misshapen value in a policy declaration.
@@ -37,45 +38,102 @@ pub enum Error {
     #[error("network resolve must be a table of host name => IP address")]
     ResolveNotATable,
     /// A network mode that is none of inherit, none and allowlist.
-    #[error("network mode must be inherit, none or allowlist, got {shown}")]
+    #[error("{}", self.worded(&plain))]
     NetworkMode { shown: String },
     /// A network inspection that is neither connect nor http.
-    #[error("network inspection must be connect or http, got {shown}")]
+    #[error("{}", self.worded(&plain))]
     Inspection { shown: String },
     /// Allowlist options given with another network mode.
     #[error("network mode {} does not take allow, secrets, upstream_ca, resolve, gateway, authorizer or headers; use mode allowlist", .0.name())]
     OptionsWithoutAllowlist(NetworkMode),
     #[error("network inspection http requires mode allowlist")]
     HttpWithoutAllowlist,
-    #[error("network inspection http requires an authorizer")]
+    #[error("{}", self.worded(&plain))]
     HttpWithoutAuthorizer,
-    #[error("network mode allowlist requires a non-empty allow list (\"host:port\" entries)")]
+    #[error("{}", self.worded(&plain))]
     EmptyAllowlist,
     /// A network gateway provider that is none of builtin, envoy and external.
     #[error("unknown network gateway provider {shown}")]
     GatewayProvider { shown: String },
     /// A mount access that is neither read_only nor read_write.
-    #[error("mount access must be read_only or read_write, got {shown}")]
+    #[error("{}", self.worded(&plain))]
     MountAccess { shown: String },
     /// A root filesystem mode that is none of isolated, read_only and read_write.
-    #[error("sandbox root_filesystem must be isolated, read_only or read_write, got {shown}")]
+    #[error("{}", self.worded(&plain))]
     RootFilesystem { shown: String },
     /// The access of grant `name` in `category` (`files`, `runtime_paths`).
-    #[error("sandbox {category} access for {name} must be read_only or read_write, got {shown}")]
+    #[error("{}", self.worded(&plain))]
     GrantAccess {
         category: String,
         name: String,
         shown: String,
     },
     /// A workspace directory (by name) a grant stands for that is not absolute.
-    #[error("workspace path {0} must be absolute")]
+    #[error("{}", self.worded(&plain))]
     RelativeDirectory(String),
     /// Capability network modes that are no network mode, by name.
-    #[error("unsupported network modes: {} (use inherit, none or allowlist)", .0.join(", "))]
+    #[error("{}", self.worded(&plain))]
     UnsupportedNetworkModes(Vec<String>),
 }
 
 impl Error {
+    /// The message with each name it lists or carries (a mode, an access, a
+    /// grant's) shown by `name`; the shapes stay in the core's words.
+    pub fn worded(&self, name: ShowName) -> String {
+        let modes = || {
+            let [inherit, none, allowlist] = ["inherit", "none", "allowlist"].map(name);
+            format!("{inherit}, {none} or {allowlist}")
+        };
+        let accesses = || format!("{} or {}", name("read_only"), name("read_write"));
+        match self {
+            Error::NetworkMode { shown } => {
+                format!("network mode must be {}, got {shown}", modes())
+            }
+            Error::Inspection { shown } => format!(
+                "network inspection must be {} or {}, got {shown}",
+                name("connect"),
+                name("http")
+            ),
+            Error::HttpWithoutAuthorizer => {
+                format!("network inspection {} requires an authorizer", name("http"))
+            }
+            Error::EmptyAllowlist => format!(
+                "network mode {} requires a non-empty allow list (\"host:port\" entries)",
+                name("allowlist")
+            ),
+            Error::MountAccess { shown } => {
+                format!("mount access must be {}, got {shown}", accesses())
+            }
+            Error::RootFilesystem { shown } => format!(
+                "sandbox root_filesystem must be {}, {} or {}, got {shown}",
+                name("isolated"),
+                name("read_only"),
+                name("read_write")
+            ),
+            Error::GrantAccess {
+                category,
+                name: grant,
+                shown,
+            } => format!(
+                "sandbox {category} access for {} must be {}, got {shown}",
+                name(grant),
+                accesses()
+            ),
+            Error::RelativeDirectory(path) => {
+                format!("workspace path {} must be absolute", name(path))
+            }
+            Error::UnsupportedNetworkModes(names) => {
+                let shown: Vec<String> = names.iter().map(|n| name(n)).collect();
+                format!(
+                    "unsupported network modes: {} (use {})",
+                    shown.join(", "),
+                    modes()
+                )
+            }
+            other => other.to_string(),
+        }
+    }
+
     /// Misuse of a constructor is an argument error; a bad declaration a policy error.
     pub fn kind(&self) -> Kind {
         match self {

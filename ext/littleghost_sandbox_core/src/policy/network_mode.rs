@@ -2,24 +2,43 @@
 //! a leaf the errors that carry a mode can name.
 
 use crate::error::kind::Kind;
+use crate::error::{plain, ShowName};
 
 /// A network mode a backend cannot enforce (docs/spec.md §15.1, §16.1):
 /// carried as the mode, which the binding shows as the caller wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unenforceable {
     /// Unrestricted inherits the host's network; any other mode is refused.
-    #[error("the unrestricted sandbox cannot enforce network mode {}", .0.name())]
+    #[error("{}", self.worded(&plain))]
     Unrestricted(NetworkMode),
     /// The kernel lacks what the Landlock supervisor needs to make the
     /// child's connections (`missing` names it).
-    #[error("the landlock sandbox cannot enforce network mode allowlist here: {missing}")]
+    #[error("{}", self.worded(&plain))]
     LandlockAllowlist { missing: String },
     /// An allowlist launch on a backend without a gateway.
-    #[error("sandbox backend cannot enforce network mode allowlist")]
+    #[error("{}", self.worded(&plain))]
     AllowlistWithoutGateway,
 }
 
 impl Unenforceable {
+    /// The message with the mode shown by `name`.
+    pub fn worded(&self, name: ShowName) -> String {
+        match self {
+            Unenforceable::Unrestricted(mode) => format!(
+                "the unrestricted sandbox cannot enforce network mode {}",
+                name(mode.name())
+            ),
+            Unenforceable::LandlockAllowlist { missing } => format!(
+                "the landlock sandbox cannot enforce network mode {} here: {missing}",
+                name("allowlist")
+            ),
+            Unenforceable::AllowlistWithoutGateway => format!(
+                "sandbox backend cannot enforce network mode {}",
+                name("allowlist")
+            ),
+        }
+    }
+
     /// Always [`Kind::Capability`](Kind::Capability).
     pub fn kind(&self) -> Kind {
         Kind::Capability

@@ -3,6 +3,7 @@
 //! them as Ruby symbols (its `helpers/errors.rs`).
 
 use crate::error::kind::Kind;
+use crate::error::{plain, ShowName};
 
 /// A refusal of the sandbox base class's rules (docs/spec.md §10, §12).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -14,15 +15,11 @@ pub enum Error {
     #[error("unknown sandbox scope profile: {name}")]
     UnknownProfile { name: String },
     /// A profile's options that are not among `PROFILE_KEYS`.
-    #[error("unknown sandbox scope profile options: {}", .names.join(", "))]
+    #[error("{}", self.worded(&plain))]
     UnknownProfileOptions { names: Vec<String> },
     /// A provider name nothing is registered under (`label`: "sandbox" or
     /// "workspace"); `registered` is sorted.
-    #[error(
-        "{label} provider {name} is not available; it is not a registered {label} provider \
-         (registered: {})",
-        registered_list(.registered, "")
-    )]
+    #[error("{}", self.worded(&plain))]
     UnknownProvider {
         label: String,
         name: String,
@@ -31,6 +28,31 @@ pub enum Error {
 }
 
 impl Error {
+    /// The message with the option and provider names shown by `name` (a
+    /// profile's name is shown as given).
+    pub fn worded(&self, name: ShowName) -> String {
+        match self {
+            Error::UnknownProfileOptions { names } => {
+                let shown: Vec<String> = names.iter().map(|n| name(n)).collect();
+                format!(
+                    "unknown sandbox scope profile options: {}",
+                    shown.join(", ")
+                )
+            }
+            Error::UnknownProvider {
+                label,
+                name: given,
+                registered,
+            } => format!(
+                "{label} provider {} is not available; it is not a registered {label} provider \
+                 (registered: {})",
+                name(given),
+                registered_list(registered, name)
+            ),
+            other => other.to_string(),
+        }
+    }
+
     /// Which documented class each refusal is.
     pub fn kind(&self) -> Kind {
         match self {
@@ -41,14 +63,11 @@ impl Error {
     }
 }
 
-/// The registered names, each behind `prefix`, joined; "none" for no name.
-pub fn registered_list(registered: &[String], prefix: &str) -> String {
+/// The registered names, each shown by `name`, joined; "none" for no name.
+pub fn registered_list(registered: &[String], name: ShowName) -> String {
     if registered.is_empty() {
         return "none".to_string();
     }
-    registered
-        .iter()
-        .map(|name| format!("{prefix}{name}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let shown: Vec<String> = registered.iter().map(|n| name(n)).collect();
+    shown.join(", ")
 }

@@ -2,6 +2,7 @@
 //! cross-mechanism error can carry.
 
 use crate::error::kind::Kind;
+use crate::error::{plain, ShowName};
 use crate::policy::network_mode::NetworkMode;
 
 /// Why a scope cannot have the network it asked for (SC.10, SC.10b).
@@ -12,7 +13,7 @@ pub enum NetworkNarrowing {
     Widens,
     /// A mode the backend cannot enforce for a scope (the binding names it
     /// as the caller wrote it).
-    #[error("sandbox backend cannot enforce scoped network mode {}", .0.name())]
+    #[error("{}", self.worded(&plain))]
     Unsupported(NetworkMode),
     /// A named secret none of whose destinations the scope may reach.
     #[error("network secret {0:?} has no destination in the scope's allow list (it could never be sent)")]
@@ -20,6 +21,17 @@ pub enum NetworkNarrowing {
 }
 
 impl NetworkNarrowing {
+    /// The message with the mode shown by `name`.
+    pub fn worded(&self, name: ShowName) -> String {
+        match self {
+            NetworkNarrowing::Unsupported(mode) => format!(
+                "sandbox backend cannot enforce scoped network mode {}",
+                name(mode.name())
+            ),
+            other => other.to_string(),
+        }
+    }
+
     /// A secret that could never be sent is a declaration error; the rest are
     /// refusals to widen.
     pub fn kind(&self) -> Kind {

@@ -3,18 +3,19 @@
 //! shows it the way the caller wrote it.
 
 use crate::error::kind::Kind;
+use crate::error::{plain, ShowName};
 
 /// A workspace refusal. [`Error::kind`] says which documented class it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// A path named `root` (3.5, W17).
-    #[error("workspace path root is reserved for the workspace root; give the path another name")]
+    #[error("{}", self.worded(&plain))]
     ReservedRoot,
     /// A path whose variable is the root's (W17).
-    #[error("workspace path {name} maps to {variable}, which is reserved for the workspace root; give it another name")]
+    #[error("{}", self.worded(&plain))]
     RootVariable { name: String, variable: String },
     /// Two paths whose variables are the same (W17).
-    #[error("workspace paths {first} and {second} both map to {variable}; rename one of them")]
+    #[error("{}", self.worded(&plain))]
     SameVariable {
         first: String,
         second: String,
@@ -29,24 +30,24 @@ pub enum Error {
     #[error("environment variable {0} must not contain a NUL byte")]
     VariableValue(String),
     /// A relative path (by name) that leaves the root (3.1).
-    #[error("relative workspace path {0} must remain beneath the workspace root")]
+    #[error("{}", self.worded(&plain))]
     RelativeOutside(String),
     /// A path (by name) given as the empty text.
-    #[error("workspace path {0} must not be empty")]
+    #[error("{}", self.worded(&plain))]
     EmptyPath(String),
     /// No path of that name (3.3).
-    #[error("key not found: {0} (no workspace path of that name)")]
+    #[error("{}", self.worded(&plain))]
     UnknownName(String),
     /// A policy grant naming a path the workspace lacks: the category
     /// (`files`, `runtime_paths`), the name, and the names there are.
-    #[error("sandbox policy {category} grants {name}, which is not a workspace path (workspace paths: {})", .known.join(", "))]
+    #[error("{}", self.worded(&plain))]
     UnknownGrant {
         category: String,
         name: String,
         known: Vec<String>,
     },
     /// A path (by name) that is not a directory one can enter (3.6).
-    #[error("workspace path {0} is not an accessible directory")]
+    #[error("{}", self.worded(&plain))]
     Inaccessible(String),
     /// Two entries that are one directory (3.6).
     #[error("workspace paths must not alias the same directory: {0}, {1}")]
@@ -77,6 +78,62 @@ pub enum Error {
 }
 
 impl Error {
+    /// The message with each path name shown by `name`.
+    pub fn worded(&self, name: ShowName) -> String {
+        match self {
+            Error::ReservedRoot => format!(
+                "workspace path {} is reserved for the workspace root; give the path another name",
+                name("root")
+            ),
+            Error::RootVariable {
+                name: path,
+                variable,
+            } => format!(
+                "workspace path {} maps to {variable}, which is reserved for the workspace root; \
+                 give it another name",
+                name(path)
+            ),
+            Error::SameVariable {
+                first,
+                second,
+                variable,
+            } => format!(
+                "workspace paths {} and {} both map to {variable}; rename one of them",
+                name(first),
+                name(second)
+            ),
+            Error::RelativeOutside(path) => format!(
+                "relative workspace path {} must remain beneath the workspace root",
+                name(path)
+            ),
+            Error::EmptyPath(path) => format!("workspace path {} must not be empty", name(path)),
+            Error::UnknownName(path) => {
+                format!(
+                    "key not found: {} (no workspace path of that name)",
+                    name(path)
+                )
+            }
+            Error::UnknownGrant {
+                category,
+                name: path,
+                known,
+            } => {
+                let known: Vec<String> = known.iter().map(|n| name(n)).collect();
+                format!(
+                    "sandbox policy {category} grants {}, which is not a workspace path \
+                     (workspace paths: {})",
+                    name(path),
+                    known.join(", ")
+                )
+            }
+            Error::Inaccessible(path) => format!(
+                "workspace path {} is not an accessible directory",
+                name(path)
+            ),
+            other => other.to_string(),
+        }
+    }
+
     /// Which documented class this refusal is: a bad argument, an unknown
     /// name (`KeyError`), a policy naming what is not there, or a directory
     /// that moved since `open` (a per-operation `ToolError`).

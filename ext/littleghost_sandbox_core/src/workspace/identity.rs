@@ -23,6 +23,16 @@ pub enum OpenError {
     Rule(crate::Error),
 }
 
+impl OpenError {
+    /// What [`OpenError::Create`] could not create, the path's name shown by `show`.
+    pub fn not_created(name: Option<&str>, show: crate::error::ShowName) -> String {
+        match name {
+            None => "could not create the workspace root".to_owned(),
+            Some(name) => format!("could not create workspace path {}", show(name)),
+        }
+    }
+}
+
 impl Layout {
     /// Steps 3–6 of `open` (3.6): pins the root (created when
     /// missing; symlinks the user configured in its path are followed once),

@@ -442,3 +442,16 @@ fn a_named_reference_is_relative_after_its_name() {
         PathBuf::from("/w/src/x")
     );
 }
+
+#[test]
+fn a_directory_not_created_is_named_as_the_caller_shows_names() {
+    let symbol = |name: &str| format!(":{name}");
+    assert_eq!(
+        OpenError::not_created(Some("cache"), &symbol),
+        "could not create workspace path :cache"
+    );
+    assert_eq!(
+        OpenError::not_created(None, &symbol),
+        "could not create the workspace root"
+    );
+}

@@ -11,7 +11,7 @@ use littleghost_sandbox_core::backend::bubblewrap::{self as bw, Gateway, Gateway
 use littleghost_sandbox_core::grants::Grant;
 use littleghost_sandbox_core::policy::network_declaration::Provider;
 use littleghost_sandbox_core::policy::NetworkRules;
-use magnus::{prelude::*, value::Opaque, Error, KwArgs, RArray, RHash, Ruby, Value};
+use magnus::{gc::Marker, prelude::*, value::Opaque, Error, KwArgs, RArray, RHash, Ruby, Value};
 
 use crate::helpers::args::kwargs;
 use crate::helpers::constants;
@@ -21,50 +21,86 @@ use crate::helpers::value_object as vo;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{builtin_gateway, mount, network_policy};
 
-/// Resolves the gateway into `slot` once (G.3), attaching the sandbox's
-/// denial and network logs, and opens it.
-pub(crate) fn open(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    slot: &RefCell<Option<Opaque<Value>>>,
-    gateway_options: Option<Value>,
-    network: Value,
-    effective: Value,
-) -> Result<(), Error> {
-    let existing = *slot.borrow();
-    let resolved = match existing {
-        Some(gateway) => ruby.get_inner(gateway),
-        None => {
-            let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
-            let resolved = resolve(ruby, network, effective, workspace, gateway_options)?;
-            // The gateway's 403s show in this sandbox's `denials`, its egress
-            // events in `network_log` and reach `on_network`.
-            let (denials, network) = (rb_self.denials().hub(), rb_self.network().hub());
-            builtin_gateway::attach(resolved, denials, network);
-            slot.replace(Some(resolved.into()));
-            resolved
-        }
-    };
-    let kw = kwargs(ruby, &[("run", ruby.qnil().as_value())])?;
-    let _: Value = resolved.funcall("open", (KwArgs(kw),))?;
-    Ok(())
-}
+/// The gateway a sandbox resolves at its first `open` under `:allowlist`
+/// (G.3), opened and closed with the sandbox; Bubblewrap and Landlock hold one.
+#[derive(Default)]
+pub(crate) struct Slot(RefCell<Option<Opaque<Value>>>);
 
-/// Closes the gateway in `slot`, if any, then delivers its last denials and
-/// network events and ends the event threads (both are stopped even if one
-/// fails).
-pub(crate) fn close(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    slot: &RefCell<Option<Opaque<Value>>>,
-) -> Result<(), Error> {
-    let gateway = *slot.borrow();
-    if let Some(gateway) = gateway {
-        let _: Value = ruby.get_inner(gateway).funcall("close", ())?;
+impl Slot {
+    pub(crate) fn mark(&self, marker: &Marker) {
+        if let Some(gateway) = *self.0.borrow() {
+            marker.mark(gateway);
+        }
     }
-    let denials = rb_self.denials().hub().stop_delivery(ruby);
-    let network = rb_self.network().hub().stop_delivery(ruby);
-    denials.and(network)
+
+    /// The gateway, once resolved (what `sandbox.gateway` answers).
+    pub(crate) fn value(&self, ruby: &Ruby) -> Option<Value> {
+        self.0.borrow().map(|gateway| ruby.get_inner(gateway))
+    }
+
+    /// The gateway as a launch asks it, once resolved.
+    pub(crate) fn launch<'r>(&self, ruby: &'r Ruby) -> Option<RubyGateway<'r>> {
+        let value = self.value(ruby)?;
+        Some(RubyGateway { ruby, value })
+    }
+
+    /// Under the `:allowlist` of the `effective` policy, resolves the
+    /// gateway once, attaching the sandbox's denial and network logs, and
+    /// opens it; on failure the sandbox's `close` runs and the error is
+    /// re-raised (B.5 step 7).
+    pub(crate) fn open(
+        &self,
+        (ruby, rb_self): (&Ruby, SandboxObj),
+        effective: Value,
+        gateway_options: Option<Value>,
+        close: impl FnOnce() -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let Some(network) = allowlist_network(ruby, effective) else {
+            return Ok(());
+        };
+        let opened = self.resolve((ruby, rb_self), effective, gateway_options, network);
+        let opened = opened.and_then(|gateway| {
+            let kw = kwargs(ruby, &[("run", ruby.qnil().as_value())])?;
+            gateway.funcall::<_, _, Value>("open", (KwArgs(kw),))
+        });
+        if let Err(error) = opened {
+            let _ = close();
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    fn resolve(
+        &self,
+        (ruby, rb_self): (&Ruby, SandboxObj),
+        effective: Value,
+        gateway_options: Option<Value>,
+        network: Value,
+    ) -> Result<Value, Error> {
+        if let Some(gateway) = self.value(ruby) {
+            return Ok(gateway);
+        }
+        let workspace = sandbox::workspace_of(ruby, rb_self.as_value());
+        let resolved = resolve(ruby, network, effective, workspace, gateway_options)?;
+        // The gateway's 403s show in this sandbox's `denials`, its egress
+        // events in `network_log` and reach `on_network`.
+        let (denials, network) = (rb_self.denials().hub(), rb_self.network().hub());
+        builtin_gateway::attach(resolved, denials, network);
+        self.0.replace(Some(resolved.into()));
+        Ok(resolved)
+    }
+
+    /// Closes the gateway, if any, then delivers the sandbox's last denials
+    /// and network events and ends the event threads (both are stopped even
+    /// if one fails).
+    pub(crate) fn close(&self, ruby: &Ruby, rb_self: SandboxObj) -> Result<(), Error> {
+        if let Some(gateway) = self.value(ruby) {
+            let _: Value = gateway.funcall("close", ())?;
+        }
+        let denials = rb_self.denials().hub().stop_delivery(ruby);
+        let network = rb_self.network().hub().stop_delivery(ruby);
+        denials.and(network)
+    }
 }
 
 /// The effective policy's network when its mode is `:allowlist`.

@@ -12,6 +12,7 @@ use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::errors;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::sandbox::backend::class_path;
 use crate::ruby_api::sandbox::{self, SandboxObj};
 use crate::ruby_api::{capabilities, launch_limits, policy};
 
@@ -70,19 +71,14 @@ fn landlock_allowlist() -> bool {
 /// Settles what `backend` enforces for the requested policy (the core's
 /// rule) and stores it with the capabilities it claims for it,
 /// so the binding reads both without Ruby dispatch.
-pub(crate) fn enforce(
-    ruby: &Ruby,
-    rb_self: SandboxObj,
-    backend: Backend,
-    class_name: &str,
-) -> Result<(), Error> {
+pub(crate) fn enforce(ruby: &Ruby, rb_self: SandboxObj, backend: Backend) -> Result<(), Error> {
     let requested = sandbox::requested_policy(ruby, rb_self.as_value());
     let requested = policy::borrow(requested)
         .ok_or_else(|| errors::policy_error(ruby, "unsupported sandbox policy"))?;
     let core = errors::core_result(ruby, effective::effective_policy(backend, requested.core()))?;
     let capabilities = claimed(ruby, backend, Some(&core))?;
     let effective = policy::wrap(ruby, core, requested)?;
-    let class = constants::class(ruby, class_name)?;
+    let class = constants::class(ruby, class_path(backend))?;
     sandbox::set_enforced(rb_self, class, effective, capabilities);
     Ok(())
 }

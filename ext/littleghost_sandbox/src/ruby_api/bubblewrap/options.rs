@@ -59,9 +59,7 @@ pub(super) struct State {
     pub(super) pins: RefCell<Option<launch::Pins>>,
     /// `gateway_options:` (G.7), merged under the gateway declaration.
     pub(super) gateway_options: Option<Opaque<Value>>,
-    /// The gateway resolved at the first `open` under `:allowlist` (G.3),
-    /// opened and closed with the sandbox.
-    pub(super) gateway: RefCell<Option<Opaque<Value>>>,
+    pub(super) gateway: super::gateway::Slot,
 }
 
 impl DataTypeFunctions for State {
@@ -72,9 +70,7 @@ impl DataTypeFunctions for State {
         if let Some(options) = self.gateway_options {
             marker.mark(options);
         }
-        if let Some(gateway) = *self.gateway.borrow() {
-            marker.mark(gateway);
-        }
+        self.gateway.mark(marker);
     }
 }
 
@@ -142,12 +138,7 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
     let mut options = errors::core_result(ruby, bw::Options::try_from(keywords))?;
     crate::ruby_api::launch_limits::store_defaults(ruby, rb_self, get("process_limits"))?;
     crate::ruby_api::launch_limits::store_cgroup(ruby, rb_self, get("cgroup"))?;
-    enforce(
-        ruby,
-        rb_self,
-        Backend::Bubblewrap,
-        "LittleGhost::Sandboxes::Bubblewrap",
-    )?;
+    enforce(ruby, rb_self, Backend::Bubblewrap)?;
     options.relay = get("relay").map(|v| option_path(ruby, v)).transpose()?;
     let gateway_options = gateway_options(ruby, get("gateway_options"))?;
     let state = State {
@@ -156,7 +147,7 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: SandboxObj, args: &[Value]) -> Re
         opened: Cell::new(false),
         pins: RefCell::new(None),
         gateway_options,
-        gateway: RefCell::new(None),
+        gateway: Default::default(),
     };
     crate::ruby_api::sandbox::set_backend(rb_self, ruby.obj_wrap(state).as_value());
     Ok(())

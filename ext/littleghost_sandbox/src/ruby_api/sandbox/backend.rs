@@ -4,14 +4,14 @@
 //! convert the call ([`launch`]), let the backend's core `Launcher` prepare
 //! it ([`Backend::prepare`]) and run the result.
 
-use littleghost_sandbox_core::backend::effective::has_writable_file_grant;
+use littleghost_sandbox_core::backend::effective::{
+    has_writable_file_grant, Backend as CoreBackend,
+};
 use littleghost_sandbox_core::launch::prepare::{Kind, LaunchCall, LaunchError, Prepared};
 use littleghost_sandbox_core::policy::Policy;
 use magnus::{prelude::*, Error, RClass, RModule, Ruby, Value};
 
-use super::launch::{
-    core_policy, launch_call, raised, run, start, ExecuteCall, Launch, RubyWorkspace, StartCall,
-};
+use super::launch::{core_policy, launch_call, raised, run, start, Call, Launch, RubyWorkspace};
 use super::SandboxObj;
 use crate::helpers::args::{keywords, keywords_only};
 use crate::helpers::constants;
@@ -29,6 +29,16 @@ pub(crate) fn define_class(
     let state = class.define_class("State", ruby.class_object())?;
     state.undef_default_alloc_func();
     Ok(class)
+}
+
+/// The class of a Rust backend.
+pub(crate) fn class_path(backend: CoreBackend) -> &'static str {
+    match backend {
+        CoreBackend::Unrestricted => "LittleGhost::Sandboxes::Unrestricted",
+        CoreBackend::Bubblewrap => "LittleGhost::Sandboxes::Bubblewrap",
+        CoreBackend::Landlock => "LittleGhost::Sandboxes::Landlock",
+        CoreBackend::Seatbelt => "LittleGhost::Sandboxes::Seatbelt",
+    }
 }
 
 /// True iff writes are supported and some tool-visible grant is writable.
@@ -96,7 +106,7 @@ pub(crate) fn execute_program<B: Backend>(
     rb_self: SandboxObj,
     args: &[Value],
 ) -> Result<Value, Error> {
-    let call = ExecuteCall::parse(ruby, rb_self, args, B::OWN_TREE)?;
+    let call = Call::parse(ruby, rb_self, args, Kind::Run, B::OWN_TREE)?;
     let prepared = prepared::<B>(ruby, rb_self, &call.launch, Kind::Run)?;
     run(ruby, rb_self, prepared, call)
 }
@@ -108,7 +118,7 @@ pub(crate) fn start_program<B: Backend>(
     rb_self: SandboxObj,
     args: &[Value],
 ) -> Result<Value, Error> {
-    let call = StartCall::parse(ruby, rb_self, args, B::OWN_TREE)?;
+    let call = Call::parse(ruby, rb_self, args, Kind::Session, B::OWN_TREE)?;
     if B::CONTEXT_FIRST {
         process_runner::check_context(call.launch.context)?;
     }

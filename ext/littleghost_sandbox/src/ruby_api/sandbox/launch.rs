@@ -93,22 +93,14 @@ pub(crate) struct Launch {
     pub allow_subprocesses: Option<bool>,
 }
 
-/// `execute_program(command, timeout:, ...)`, validated before anything is
-/// opened or spawned (17.3).
-pub(crate) struct ExecuteCall {
+/// `execute_program(command, timeout:, ...)` or `start_program(command,
+/// ...)`, validated before anything is opened or spawned (17.3).
+pub(crate) struct Call {
     pub launch: Launch,
-    pub timeout: f64,
-    pub max_output_bytes: u64,
-    pub kill_on_output_limit: bool,
-    pub limits: Plan,
-}
-
-/// `start_program(command, ...)`, validated likewise.
-pub(crate) struct StartCall {
-    pub launch: Launch,
-    /// `timeout:`, the session's whole life in seconds; None: unbounded.
+    /// `timeout:` in seconds; None: unbounded (a session's whole life).
     pub timeout: Option<f64>,
     pub output_bytes: u64,
+    pub kill_on_output_limit: bool,
     pub file_bytes: Option<u64>,
     pub limits: Plan,
 }
@@ -140,60 +132,44 @@ fn default_output_bytes(ruby: &Ruby, rb_self: SandboxObj) -> Result<u64, Error> 
         .ok_or_else(|| errors::tool_error(ruby, "sandbox is not initialized"))
 }
 
-impl ExecuteCall {
-    /// Parses and validates the call; `own_tree` runs it in a cgroup even
-    /// without limits wherever the host allows (every Linux backend, so a
-    /// supervisor killed from outside leaves nothing behind: `close` ends
-    /// the cgroup).
+impl Call {
+    /// Parses and validates an `execute_program` (`Kind::Run`, whose
+    /// `timeout:` is required) or `start_program` call; `own_tree` runs it
+    /// in a cgroup even without limits wherever the host allows (every Linux
+    /// backend, so a supervisor killed from outside leaves nothing behind:
+    /// `close` ends the cgroup).
     pub(crate) fn parse(
         ruby: &Ruby,
         rb_self: SandboxObj,
         args: &[Value],
+        kind: Kind,
         own_tree: bool,
-    ) -> Result<ExecuteCall, Error> {
-        let (command, values) = command_call(ruby, args, &["timeout"], &EXECUTE_KEYS)?;
-        let get = |name: &str| lookup(&EXECUTE_KEYS, &values[1..], name);
-        let timeout = validate_timeout(ruby, values[0].unwrap())?;
-        let max_output_bytes = output_bound(ruby, rb_self, &get)?;
-        let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
-        require_execute(ruby, rb_self, get("scope"))?;
-        Ok(ExecuteCall {
-            timeout,
-            max_output_bytes,
-            kill_on_output_limit: get("kill_on_output_limit").is_some_and(|v| v.to_bool()),
-            limits,
-            launch: Launch::parse(command, &get),
-        })
-    }
-}
-
-impl StartCall {
-    /// Parses and validates the call (see [`ExecuteCall::parse`]).
-    pub(crate) fn parse(
-        ruby: &Ruby,
-        rb_self: SandboxObj,
-        args: &[Value],
-        own_tree: bool,
-    ) -> Result<StartCall, Error> {
-        let (command, values) = command_call(ruby, args, &[], &START_KEYS)?;
-        let get = |name: &str| lookup(&START_KEYS, &values, name);
-        let optional = |name: &str| -> Result<Option<u64>, Error> {
-            get(name)
-                .map(|v| positive_integer(ruby, v, name))
-                .transpose()
+    ) -> Result<Call, Error> {
+        let (required, keys): (&[&str], &[&str]) = match kind {
+            Kind::Run => (&["timeout"], &EXECUTE_KEYS),
+            Kind::Session => (&[], &START_KEYS),
         };
-        let timeout = get("timeout")
+        let (command, values) = command_call(ruby, args, required, keys)?;
+        let get = |name: &str| lookup(keys, &values[required.len()..], name);
+        let timeout = match kind {
+            Kind::Run => values[0],
+            Kind::Session => get("timeout"),
+        };
+        let timeout = timeout
             .map(|value| validate_timeout(ruby, value))
             .transpose()?;
         let output_bytes = output_bound(ruby, rb_self, &get)?;
         let limits = launch_limits::for_call(ruby, rb_self, &get, own_tree)?;
-        let file_bytes = optional("file_bytes")?;
+        let file_bytes = get("file_bytes")
+            .map(|value| positive_integer(ruby, value, "file_bytes"))
+            .transpose()?;
         require_execute(ruby, rb_self, get("scope"))?;
-        Ok(StartCall {
+        Ok(Call {
             timeout,
             output_bytes,
-            limits,
+            kill_on_output_limit: get("kill_on_output_limit").is_some_and(|v| v.to_bool()),
             file_bytes,
+            limits,
             launch: Launch::parse(command, &get),
         })
     }
@@ -437,13 +413,14 @@ pub(crate) fn run(
     ruby: &Ruby,
     owner: SandboxObj,
     prepared: Prepared,
-    call: ExecuteCall,
+    call: Call,
 ) -> Result<Value, Error> {
     let request = RunRequest {
         argv: prepared.argv.clone(),
-        timeout: call.timeout,
+        // `execute_program`'s `timeout:` is a required keyword.
+        timeout: call.timeout.expect("execute_program has a timeout"),
         context: call.launch.context,
-        max_output_bytes: call.max_output_bytes,
+        max_output_bytes: call.output_bytes,
         environment: prepared.environment.clone(),
         inherit_environment: prepared.inherit_environment,
         chdir: prepared.chdir.clone(),
@@ -463,7 +440,7 @@ pub(crate) fn start(
     ruby: &Ruby,
     owner: SandboxObj,
     mut prepared: Prepared,
-    call: StartCall,
+    call: Call,
 ) -> Result<Value, Error> {
     let launch = prepared.take_launch();
     let request = SessionRequest {

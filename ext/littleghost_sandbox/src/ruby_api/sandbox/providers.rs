@@ -11,13 +11,7 @@ use crate::ruby_api::capabilities;
 use crate::ruby_api::sandbox::probe;
 
 /// The one provider registry shared by `Sandbox` and all its subclasses.
-pub(crate) static PROVIDERS: Registry = Registry {
-    base: "LittleGhost::Sandbox",
-    label: "sandbox",
-    table: &SANDBOX_PROVIDERS,
-};
-static SANDBOX_PROVIDERS: magnus::value::Lazy<RHash> =
-    magnus::value::Lazy::new(|ruby| ruby.hash_new());
+pub(crate) static PROVIDERS: Registry = Registry::new("LittleGhost::Sandbox", "sandbox");
 
 pub(super) fn init(sandbox: RClass) -> Result<(), Error> {
     sandbox.define_singleton_method("register_provider", function!(register_provider, 2))?;
@@ -71,7 +65,7 @@ fn probe(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<RHash, Error> {
 /// The answer for a registered provider that defines no `probe` of its own;
 /// the base class (or an unregistered class) still needs the name.
 fn probe_without_hook(ruby: &Ruby, class: Value, options: RHash) -> Result<RHash, Error> {
-    let Some(name) = PROVIDERS.name_of(ruby, class)? else {
+    let Some(name) = PROVIDERS.name_of(ruby, class) else {
         return Err(errors::argument_error(
             ruby,
             "wrong number of arguments (given 0, expected 1)",
