@@ -197,6 +197,17 @@ pub fn argument(message: impl Into<String>) -> Error {
     Error::Argument(message.into())
 }
 
+/// What a caller reports for a panic caught at its boundary (a panic never
+/// unwinds into a foreign runtime): the panic's own text where it has one.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let detail = panic
+        .downcast_ref::<&str>()
+        .map(|text| text.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string());
+    format!("littleghost-sandbox internal error: {detail}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +340,19 @@ mod tests {
     fn errors_without_names_read_as_their_display() {
         let error = Error::Policy("bad".into());
         assert_eq!(error.worded(&symbol), "bad");
+    }
+
+    #[test]
+    fn a_caught_panic_reads_as_an_internal_error_with_its_text() {
+        let caught = |work: fn()| std::panic::catch_unwind(work).unwrap_err();
+        let text = caught(|| panic!("static text"));
+        let formatted = caught(|| panic!("formatted {}", 7));
+        let other = caught(|| std::panic::panic_any(7_u8));
+        let expected = "littleghost-sandbox internal error: static text";
+        assert_eq!(panic_message(&*text), expected);
+        let expected = "littleghost-sandbox internal error: formatted 7";
+        assert_eq!(panic_message(&*formatted), expected);
+        let expected = "littleghost-sandbox internal error: panic";
+        assert_eq!(panic_message(&*other), expected);
     }
 }

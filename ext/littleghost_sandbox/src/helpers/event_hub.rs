@@ -27,10 +27,13 @@ use magnus::{
 
 use crate::helpers::errors;
 use crate::helpers::events::{Delivery, EventQueue, CAPACITY};
+use crate::helpers::record::{self, RecordObject};
 
 /// What one event stream carries and how Ruby names it.
 pub trait Stream: 'static {
     type Event: Record + Send + 'static;
+    /// The frozen Ruby value made for each event.
+    type Object: RecordObject<Record = Self::Event>;
     /// The subscribing method, as warnings name it (`"on_denial"`).
     const SUBSCRIBE: &'static str;
     /// The method listing the log, as warnings name it (`"denials"`).
@@ -39,8 +42,6 @@ pub trait Stream: 'static {
     const NOUN: &'static str;
     /// How many events the log keeps.
     const CAPACITY: usize;
-    /// A new frozen Ruby value for `event`.
-    fn wrap(ruby: &Ruby, event: Self::Event) -> Value;
 }
 
 /// One stream of a sandbox: the bounded log and the subscribed callables.
@@ -77,13 +78,7 @@ impl<S: Stream> EventHub<S> {
     /// The log as a frozen Array of new frozen values, oldest first.
     pub fn to_ruby(&self, ruby: &Ruby) -> Result<RArray, Error> {
         // The log is copied (and its lock released) before any allocation.
-        let events = self.list();
-        let array = ruby.ary_new_capa(events.len());
-        for event in events {
-            array.push(S::wrap(ruby, event))?;
-        }
-        array.freeze();
-        Ok(array)
+        record::list::<S::Object>(ruby, self.list())
     }
 
     /// Records `event` made where Ruby cannot run (a gateway's thread,
@@ -209,7 +204,7 @@ impl<S: Stream> EventHub<S> {
         if subscribers.is_empty() {
             return Ok(());
         }
-        let value = S::wrap(ruby, event);
+        let value = record::wrap::<S::Object>(ruby, event);
         for subscriber in subscribers.into_iter() {
             // The user's block.
             if let Err(error) = subscriber.funcall::<_, _, Value>("call", (value,)) {

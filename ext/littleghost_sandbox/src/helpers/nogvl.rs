@@ -108,23 +108,14 @@ fn call_without_gvl<W: FnOnce() -> R, R>(
     }
     match call.result {
         Some(Ok(value)) => Ok(Ran::Done(value)),
-        Some(Err(panic)) => Err(panic_error(ruby, panic)),
+        Some(Err(panic)) => {
+            let message = littleghost_sandbox_core::error::panic_message(&*panic);
+            Err(Error::new(ruby.exception_runtime_error(), message))
+        }
         None => Ok(Ran::NotRun(
             call.work.take().expect("work not run is still present"),
         )),
     }
-}
-
-fn panic_error(ruby: &Ruby, panic: Box<dyn Any + Send>) -> Error {
-    let detail = panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "panic".to_string());
-    Error::new(
-        ruby.exception_runtime_error(),
-        format!("littleghost-sandbox internal error: {detail}"),
-    )
 }
 
 /// Runs `work` without the GVL, waking it through `waker` when Ruby wants the

@@ -26,6 +26,8 @@
 
 use std::cell::OnceCell;
 
+use littleghost_sandbox_core::process::ending::Outcome;
+
 use magnus::{
     gc::Marker,
     method,
@@ -155,6 +157,12 @@ impl Execution {
         let _ = values.push(nil);
         let _ = values.push(number(signal));
         DataObject::wrap(ruby, ruby.get_inner(&EXECUTION_CLASS), values)
+    }
+
+    /// A frozen Execution of what an ended program wrote and how it ended.
+    pub fn of(ruby: &Ruby, outcome: &Outcome) -> Value {
+        let (stdout, stderr) = (&outcome.stdout, &outcome.stderr);
+        Execution::wrap(ruby, stdout, stderr, outcome.code(), outcome.signal())
     }
 }
 

@@ -10,10 +10,6 @@ use magnus::{prelude::*, Error, Ruby, Value};
 use crate::helpers::nogvl;
 use crate::ruby_api::sandbox::state::{self, SandboxObj};
 
-/// The message a child's next operation raises (ToolError) once `close`
-/// terminated it.
-pub use littleghost_sandbox_core::process::session::CLOSED_BY_OWNER as CLOSED_MESSAGE;
-
 /// The registry of `sandbox`.
 pub fn owner(ruby: &Ruby, sandbox: SandboxObj) -> Result<Owner, Error> {
     state::borrow(sandbox.as_value())
@@ -24,7 +20,7 @@ pub fn owner(ruby: &Ruby, sandbox: SandboxObj) -> Result<Owner, Error> {
 /// `close`'s part: terminates (TERM, grace, KILL) every child `sandbox`
 /// started that is still running, and returns once they ended. Runs without
 /// the GVL, so another thread's `execute_program` sees its child end and
-/// raises ToolError [`CLOSED_MESSAGE`].
+/// raises ToolError [`CLOSED_BY_OWNER`](littleghost_sandbox_core::process::session::CLOSED_BY_OWNER).
 pub fn terminate_children(ruby: &Ruby, sandbox: SandboxObj) -> Result<(), Error> {
     let Some(sandbox) = state::borrow(sandbox.as_value()) else {
         return Ok(());

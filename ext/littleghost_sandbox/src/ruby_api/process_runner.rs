@@ -14,33 +14,26 @@ mod waiter;
 use std::path::PathBuf;
 
 use littleghost_sandbox_core::process::{
-    self as core_process, arguments, capture::DEFAULT_OUTPUT_BYTES, running::StartFailure,
-    supervision::RunEnd, CaptureMode, Exit, Launch, Owner, RunningProcess, SpawnOptions,
+    self as core_process, capture::DEFAULT_OUTPUT_BYTES, ending::Ending, running::StartFailure,
+    supervision::RunEnd, CaptureMode, Launch, Owner, RunningProcess, SpawnOptions,
 };
-use magnus::{
-    function,
-    prelude::*,
-    scan_args::{get_kwargs, scan_args},
-    value::{Lazy, ReprValue},
-    Attr, Error, Exception, ExceptionClass, RClass, RHash, Ruby, Value,
-};
+use magnus::{function, prelude::*, value::ReprValue, Attr, Error, Exception, RClass, Ruby, Value};
 
 use crate::helpers::constants;
 use crate::helpers::convert as value_convert;
-use crate::helpers::errors::{capability_error, core_result};
+use crate::helpers::errors::{capability_error, core_result, tool_error};
 use crate::ruby_api::execution::Execution;
-use littleghost_sandbox_core::denial::Denial;
-use littleghost_sandbox_core::limits::{plan::Plan, LimitExceeded};
+use littleghost_sandbox_core::limits::plan::Plan;
 use littleghost_sandbox_core::process::procfs::DefaultReader;
 
 use convert::with_errno_cause;
 pub use convert::{
-    errno_exception, error_with_cause, kernel_float, kernel_integer, positive_integer,
+    errno_exception, error_with_cause, kernel_float, kernel_integer, keywords, positive_integer,
     validate_output_bytes, validate_timeout,
 };
 pub use start::start_interruptibly;
-use supervise::{supervise, Streamer, Supervision};
-pub use waiter::{reap_leader, terminate_group, Waiter};
+use supervise::{supervise, Streamer};
+pub use waiter::{terminate_group, Waiter};
 
 /// A host argv to run to completion (17.13), as backends hand it over.
 pub struct RunRequest {
@@ -67,79 +60,45 @@ pub struct RunRequest {
     pub denials: Option<crate::ruby_api::denial::Reporter>,
 }
 
-/// `LittleGhost::Sandbox::TimeoutError`, defined in [`init`].
-static TIMEOUT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| {
-    constants::class(ruby, "LittleGhost::Sandbox::TimeoutError")
-        .ok()
-        .and_then(|class| ExceptionClass::from_value(class.as_value()))
-        .expect("LittleGhost::Sandbox::TimeoutError is defined at load")
-});
-
-/// `LittleGhost::Sandbox::LimitError`, defined in [`init`].
-static LIMIT_ERROR: Lazy<ExceptionClass> = Lazy::new(|ruby| {
-    constants::class(ruby, "LittleGhost::Sandbox::LimitError")
-        .ok()
-        .and_then(|class| ExceptionClass::from_value(class.as_value()))
-        .expect("LittleGhost::Sandbox::LimitError is defined at load")
-});
-
 pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
     let runner = sandbox.define_module("ProcessRunner")?;
     runner.define_singleton_method("run", function!(ruby_run, -1))?;
-    // A ToolError (same message as before) that carries the partial Execution.
+    // ToolErrors (so existing rescues hold) carrying the Execution of what
+    // the program wrote before its timeout (17.10) or a limit (L.2) ended it.
     let tool = constants::class(ruby, "LittleGhost::ToolError")?;
-    let timeout = sandbox.define_class("TimeoutError", tool)?;
-    timeout.define_attr("execution", Attr::Read)?;
-    let _ = ruby.get_inner(&TIMEOUT_ERROR);
-    // A ToolError (the L.2 message) for a program a limit
-    // ended, carrying what it wrote before (nil for a session: its output
-    // is read from the session).
-    let limit = sandbox.define_class("LimitError", tool)?;
-    limit.define_attr("execution", Attr::Read)?;
-    let _ = ruby.get_inner(&LIMIT_ERROR);
+    for name in ["TimeoutError", "LimitError"] {
+        let class = sandbox.define_class(name, tool)?;
+        class.define_attr("execution", Attr::Read)?;
+    }
     Ok(())
 }
 
 /// Runs `command` without a shell and returns its Execution, raising ToolError on timeout.
 fn ruby_run(ruby: &Ruby, args: &[Value]) -> Result<Value, Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kw = get_kwargs::<
-        _,
-        (Value, Value),
-        (
-            Option<Value>,
-            Option<Value>,
-            Option<Value>,
-            Option<Value>,
-            Option<Value>,
-            Option<Value>,
-        ),
-        (),
-    >(
-        args.keywords,
-        &["command", "timeout"],
-        &[
-            "context",
-            "max_output_bytes",
-            "environment",
-            "inherit_environment",
-            "chdir",
-            "kill_on_output_limit",
-        ],
-    )?;
-    let (command, timeout) = kw.required;
-    let (context, max_output_bytes, environment, inherit_environment, chdir, kill) = kw.optional;
+    let names = [
+        "command",
+        "timeout",
+        "context",
+        "max_output_bytes",
+        "environment",
+        "inherit_environment",
+        "chdir",
+        "kill_on_output_limit",
+    ];
+    let [command, timeout, context, max_output_bytes, environment, inherit, chdir, kill] =
+        keywords(ruby, args, names, 2)?;
+    let nil = ruby.qnil().as_value();
     let request = RunRequest {
-        argv: value_convert::argv(ruby, command)?,
-        timeout: validate_timeout(ruby, timeout)?,
+        argv: value_convert::argv(ruby, command.unwrap_or(nil))?,
+        timeout: validate_timeout(ruby, timeout.unwrap_or(nil))?,
         context: context.filter(|value| !value.is_nil()),
         max_output_bytes: validate_output_bytes(
             ruby,
-            max_output_bytes.unwrap_or_else(|| ruby.qnil().as_value()),
+            max_output_bytes.unwrap_or(nil),
             DEFAULT_OUTPUT_BYTES,
         )?,
         environment: value_convert::environment(ruby, environment)?,
-        inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
+        inherit_environment: inherit.is_some_and(|value| value.to_bool()),
         chdir: value_convert::expanded_path(ruby, chdir, "chdir")?,
         spawn_options: SpawnOptions::default(),
         owner: None,
@@ -175,15 +134,19 @@ pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
     core_result(ruby, core_process::validate_launch(argv, environment))?;
     check_context(request.context)?;
     // 18.9's reader, chosen before anything is spawned (L.3 fallback).
-    let sampler = match request.limits.sampled_memory_bytes {
-        Some(limit) => Some((core_result(ruby, DefaultReader::choose())?, limit)),
-        None => None,
+    let sampler = DefaultReader::sampling(request.limits.sampled_memory_bytes);
+    let sampler = core_result(ruby, sampler)?;
+    let launch = Launch {
+        argv: std::mem::take(&mut request.argv),
+        environment: std::mem::take(&mut request.environment),
+        inherit_environment: request.inherit_environment,
+        chdir: request.chdir.take(),
+        // L.3: per process where the tree's CPU time cannot be bounded.
+        cpu_rlimit: request.limits.cpu_rlimit(),
+        file_bytes: None,
+        spawn_options: std::mem::take(&mut request.spawn_options),
     };
-    let launch = launch_of(&mut request);
-    let mode = CaptureMode::PerStream {
-        limit: usize::try_from(request.max_output_bytes).unwrap_or(usize::MAX),
-        stop_at_limit: request.kill_on_output_limit,
-    };
+    let mode = CaptureMode::per_stream(request.max_output_bytes, request.kill_on_output_limit);
     let (owner, cgroup) = (request.owner.as_ref(), &request.limits.cgroup);
     let started = start_interruptibly(ruby, &launch, cgroup, mode, false, owner)?;
     let process = match started {
@@ -200,117 +163,54 @@ pub fn run(ruby: &Ruby, mut request: RunRequest) -> Result<Value, Error> {
     if stream.is_some() {
         process.stream_output();
     }
-    let supervision = Supervision {
-        timeout: request.timeout,
-        context: request.context,
-        sampler,
-    };
-    let ended = supervise(ruby, &process, supervision, &mut stream)?;
+    let (timeout, context) = (request.timeout, request.context);
+    let ended = supervise(ruby, &process, timeout, context, sampler, &mut stream)?;
     outcome(ruby, &request, &process, ended)
 }
 
-/// The core's launch, taken out of `request` (argv and environment validated).
-fn launch_of(request: &mut RunRequest) -> Launch {
-    Launch {
-        argv: std::mem::take(&mut request.argv),
-        environment: std::mem::take(&mut request.environment),
-        inherit_environment: request.inherit_environment,
-        chdir: request.chdir.take(),
-        // L.3: per process where the tree's CPU time cannot be bounded.
-        cpu_rlimit: request.limits.cpu_rlimit(),
-        file_bytes: None,
-        spawn_options: std::mem::take(&mut request.spawn_options),
-    }
-}
-
 /// The Execution of a supervised run, or the error its end calls for
-/// (a closed sandbox, a limit, a timeout carrying the partial Execution).
+/// (a closed sandbox, a limit, a timeout carrying the partial Execution);
+/// a limit kill, an output-bound kill and a refused process are reported
+/// as denials first.
 fn outcome(
     ruby: &Ruby,
     request: &RunRequest,
     process: &RunningProcess,
     ended: RunEnd,
 ) -> Result<Value, Error> {
-    let finish = || {
-        let exit = process.exit().unwrap_or(Exit::Unknown);
-        let (stdout, stderr) = process.take_output();
-        Execution::wrap(ruby, &stdout, &stderr, exit.code(), exit.signal())
-    };
-    let exceeded = match ended {
-        RunEnd::ClosedByOwner => {
-            let closed = crate::ruby_api::ownership::CLOSED_MESSAGE;
-            return Err(crate::helpers::errors::tool_error(ruby, closed));
+    let ending = process.ending(ended, request.timeout, &request.limits);
+    let execution = Execution::of(ruby, &process.outcome());
+    if let Some(reporter) = &request.denials {
+        let output_kill = request
+            .kill_on_output_limit
+            .then_some(request.max_output_bytes);
+        for denial in process.run_denials(ending.as_ref(), &reporter.program, output_kill) {
+            reporter.report(ruby, denial)?;
         }
-        RunEnd::TimedOut => return Err(timeout_error(ruby, request.timeout, finish())),
-        RunEnd::MemorySampled(bytes) => LimitExceeded::Memory { bytes },
-        RunEnd::Finished { .. } => match process.limit_exceeded().or_else(|| {
-            // L.3's per-process RLIMIT_CPU kills by signal: the same CPU limit.
-            let end = process.exit().map(Exit::program_end).unwrap_or_default();
-            request.limits.rlimit_kill(end)
-        }) {
-            Some(exceeded) => exceeded,
-            None => {
-                let execution = finish();
-                if let Some(reporter) = &request.denials {
-                    // A run ended at its output bound is a denial of kind `:limit`.
-                    if request.kill_on_output_limit && process.overflowed() {
-                        let bytes = request.max_output_bytes;
-                        reporter.report(ruby, Denial::output_kill(&reporter.program, bytes))?;
-                    }
-                    // So is a process the kernel refused at `tasks` (nothing
-                    // was killed: the program's own exit stands).
-                    if let Some(tasks) = process.tasks_refused() {
-                        reporter.report(ruby, Denial::tasks_refused(&reporter.program, tasks))?;
-                    }
-                }
-                return Ok(execution);
-            }
-        },
-    };
-    let execution = finish();
-    Err(limit_kill(
-        ruby,
-        request.denials.as_ref(),
-        exceeded,
-        execution,
-    )?)
-}
-
-/// A run or session a limit ended (L.2): reported as a denial where the
-/// launch has a reporter; returns the LimitError to raise (a ToolError with
-/// the L.2 message), carrying `execution` (the run's output so far).
-pub fn limit_kill(
-    ruby: &Ruby,
-    denials: Option<&crate::ruby_api::denial::Reporter>,
-    exceeded: LimitExceeded,
-    execution: Value,
-) -> Result<Error, Error> {
-    if let Some(reporter) = denials {
-        reporter.report(ruby, Denial::limit_kill(&reporter.program, &exceeded))?;
     }
-    Ok(limit_error(ruby, exceeded, execution))
+    match ending {
+        Some(ending) => Err(ending_error(ruby, &ending, execution)),
+        None => Ok(execution),
+    }
 }
 
-/// The LimitError of `exceeded` carrying `execution`.
-pub fn limit_error(ruby: &Ruby, exceeded: LimitExceeded, execution: Value) -> Error {
-    with_execution(ruby, &LIMIT_ERROR, exceeded.message(), execution)
-}
-
-/// An exception of `class` (TimeoutError, LimitError) with `message` whose
-/// `execution` is `execution`. An exception is an ordinary Ruby object made
-/// by Exception's allocator (it must stay a ToolError for existing rescues),
-/// so the Execution is its one instance variable, read by the `attr_reader`
-/// defined in [`init`].
-fn with_execution(
-    ruby: &Ruby,
-    class: &'static Lazy<ExceptionClass>,
-    message: String,
-    execution: Value,
-) -> Error {
+/// The error a run or a session that ended as `ending` raises: ToolError
+/// for a closed sandbox (H.4); TimeoutError or LimitError (ToolErrors, the
+/// message of 17.10 or L.2) carrying `execution`, what the program wrote
+/// before it was ended and how it ended.
+pub fn ending_error(ruby: &Ruby, ending: &Ending, execution: Value) -> Error {
+    let class = match ending {
+        Ending::ClosedByOwner => return tool_error(ruby, ending.message()),
+        Ending::TimedOut(_) => "LittleGhost::Sandbox::TimeoutError",
+        Ending::Limit(_) => "LittleGhost::Sandbox::LimitError",
+    };
+    // An exception is an ordinary Ruby object made by Exception's allocator
+    // (it must stay a ToolError for existing rescues), so the Execution is
+    // its one instance variable, read by the `attr_reader` of [`init`].
     let build = || -> Result<Error, Error> {
-        let error: Exception = ruby.get_inner(class).new_instance((message,))?;
-        magnus::RObject::try_convert(error.as_value())?.ivar_set("@execution", execution)?;
-        Ok(Error::from(error))
+        let error = constants::class(ruby, class)?.new_instance((ending.message(),))?;
+        magnus::RObject::try_convert(error)?.ivar_set("@execution", execution)?;
+        Ok(Error::from(Exception::try_convert(error)?))
     };
     build().unwrap_or_else(|error| error)
 }
@@ -325,21 +225,4 @@ fn start_failure(ruby: &Ruby, failure: StartFailure) -> Result<Value, Error> {
         StartFailure::Unenforceable { reason } => Err(capability_error(ruby, reason)),
         StartFailure::Checked(error) => Err(crate::helpers::errors::from_core(ruby, error)),
     }
-}
-
-/// TimeoutError with `message` whose `execution` is `execution` (a
-/// session's `timeout:`, worded as [`timeout_error`] words it).
-pub fn timeout_error_message(ruby: &Ruby, message: String, execution: Value) -> Error {
-    with_execution(ruby, &TIMEOUT_ERROR, message, execution)
-}
-
-/// TimeoutError "Command timed out after SECONDS seconds" whose `execution`
-/// holds what the child wrote before it was terminated.
-fn timeout_error(ruby: &Ruby, timeout: f64, execution: Value) -> Error {
-    with_execution(
-        ruby,
-        &TIMEOUT_ERROR,
-        arguments::run_timed_out(timeout),
-        execution,
-    )
 }

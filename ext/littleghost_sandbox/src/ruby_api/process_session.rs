@@ -10,10 +10,14 @@
 //! reported by the next `alive?`, `read` or `wait`, like a memory error.
 //!
 //! Ruby values the session needs (the recorded resource error, the monitor
-//! thread, the memory reader) are held by the TypedData struct and marked.
+//! thread, which holds the memory reader) are held by the TypedData struct
+//! and marked. Which error ends the session, its wording and its one denial
+//! are the core's (`process::ending`, `process::session`).
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
+use littleghost_sandbox_core::limits::LimitExceeded;
+use littleghost_sandbox_core::process::ending::Ending;
 use littleghost_sandbox_core::process::session::{
     self as core_session, Session as SessionState, SessionError, WaitEnd,
 };
@@ -25,18 +29,17 @@ use magnus::{
     gc::Marker,
     method,
     prelude::*,
-    scan_args::{get_kwargs, scan_args},
     typed_data::Obj,
     value::{Lazy, Opaque, ReprValue},
-    DataTypeFunctions, Error, Exception, RClass, RHash, RString, Ruby, TypedData, Value,
+    DataTypeFunctions, Error, Exception, RClass, RString, Ruby, TypedData, Value,
 };
 
 use crate::helpers::constants;
 use crate::helpers::errors::tool_error;
 use crate::helpers::nogvl;
-use crate::ruby_api::execution::{define_data_class, DataShape};
+use crate::ruby_api::execution::{define_data_class, DataShape, Execution};
 use crate::ruby_api::process_runner::{
-    check_context, reap_leader, terminate_group, validate_timeout, Waiter,
+    check_context, ending_error, keywords, terminate_group, validate_timeout, Waiter,
 };
 use littleghost_sandbox_core::limits::plan::Plan;
 
@@ -92,17 +95,6 @@ impl DataShape for ChunkShape {
     const EXTRAS: &'static [&'static str] = &[];
 }
 
-/// Ruby objects a session holds: kept in Rust and marked for the GC (no
-/// hidden instance variables).
-#[derive(Default)]
-struct RubyRefs {
-    /// The first resource error (memory, output bound, supervisor failure).
-    resource_error: Option<Opaque<Value>>,
-    /// The memory monitor thread and the reader it calls (18.9).
-    monitor: Option<Opaque<Value>>,
-    memory_reader: Option<Opaque<Value>>,
-}
-
 #[derive(Default, TypedData)]
 #[magnus(
     class = "LittleGhost::Sandbox::ProcessSession",
@@ -114,65 +106,52 @@ pub struct ProcessSession {
     state: OnceLock<SessionState>,
     /// Where a limit kill is reported as a denial.
     denials: OnceLock<crate::ruby_api::denial::Reporter>,
-    /// The limit kill's one denial was reported (by the memory monitor as
-    /// it acted, or with the error): never a second.
-    kill_reported: std::sync::atomic::AtomicBool,
-    /// Only touched with the GVL held; the lock is never contended.
-    refs: Mutex<RubyRefs>,
+    /// Ruby objects the session holds, set once each and marked for the GC
+    /// (no hidden instance variables): the first resource error (a limit,
+    /// the timeout, the memory supervisor's failure), and the memory
+    /// monitor thread (18.9), which holds the reader it calls.
+    resource_error: OnceLock<Opaque<Value>>,
+    monitor: OnceLock<Opaque<Value>>,
 }
 
 impl DataTypeFunctions for ProcessSession {
     fn mark(&self, marker: &Marker) {
-        let refs = self
-            .refs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        for value in [refs.resource_error, refs.monitor, refs.memory_reader]
+        for value in [self.resource_error.get(), self.monitor.get()]
             .into_iter()
             .flatten()
         {
-            marker.mark(value);
+            marker.mark(*value);
         }
     }
 }
 
 impl ProcessSession {
-    fn refs(&self) -> std::sync::MutexGuard<'_, RubyRefs> {
-        self.refs
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// True for the one caller that reports the limit kill's denial.
-    pub(super) fn claim_kill_report(&self) -> bool {
-        !self
-            .kill_reported
-            .swap(true, std::sync::atomic::Ordering::SeqCst)
-    }
-
     /// The recorded resource error, if any.
-    fn resource_error(&self, ruby: &Ruby) -> Option<Value> {
-        self.refs()
-            .resource_error
-            .map(|value| ruby.get_inner(value))
+    fn recorded(&self, ruby: &Ruby) -> Option<Error> {
+        let recorded = ruby.get_inner(*self.resource_error.get()?);
+        Exception::from_value(recorded).map(Error::from)
+    }
+
+    /// Reports the kill of `ending` as a denial where the launch has a
+    /// reporter, once per session (the core decides which call does).
+    pub(super) fn report_kill(
+        &self,
+        ruby: &Ruby,
+        state: &SessionState,
+        ending: &Ending,
+    ) -> Result<(), Error> {
+        let Some(reporter) = self.denials.get() else {
+            return Ok(());
+        };
+        match state.kill_denial(ending, &reporter.program) {
+            Some(denial) => reporter.report(ruby, denial),
+            None => Ok(()),
+        }
     }
 
     /// The monitor thread, if one was started.
     pub(super) fn monitor_thread(&self, ruby: &Ruby) -> Option<Value> {
-        self.refs().monitor.map(|value| ruby.get_inner(value))
-    }
-
-    /// The memory reader given to the session, if any.
-    pub(super) fn memory_reader(&self, ruby: &Ruby) -> Option<Value> {
-        let reader = self.refs().memory_reader.map(|value| ruby.get_inner(value));
-        reader.filter(|value| !value.is_nil())
-    }
-
-    /// Keeps the monitor thread and its reader reachable.
-    pub(super) fn set_monitor(&self, thread: Value, reader: Value) {
-        let mut refs = self.refs();
-        refs.monitor = Some(thread.into());
-        refs.memory_reader = Some(reader.into());
+        self.monitor.get().map(|value| ruby.get_inner(*value))
     }
 }
 
@@ -254,119 +233,78 @@ fn is_closed(rb_self: Session) -> bool {
     rb_self.state.get().is_none_or(SessionState::is_closed)
 }
 
-/// Raises a recorded resource error (memory, output bound), if any, or
-/// ToolError once the sandbox's `close` terminated the session (H.4).
+/// Raises the error that ended the session, if any (see [`end_session`]).
 fn raise_resource_error(ruby: &Ruby, session: Session, state: &SessionState) -> Result<(), Error> {
-    if let Some(recorded) = session.resource_error(ruby) {
-        return Err(Error::from(Exception::try_convert(recorded)?));
+    if let Some(recorded) = session.recorded(ruby) {
+        return Err(recorded);
     }
-    let error = match state.resource_problem() {
-        None => return Ok(()),
-        // L.2, reached once: the recorded error answers every later call.
-        Some(SessionError::Limit(exceeded)) => {
-            limit_end_error(ruby, session, state, exceeded, Default::default())?
-        }
-        Some(SessionError::ClosedByOwner) => {
-            return Err(session_error(ruby, SessionError::ClosedByOwner))
-        }
-        Some(SessionError::TimedOut(message)) => timed_out(ruby, state, message)?,
-        Some(SessionError::OutputExceeded(bytes)) => {
-            let exceeded = littleghost_sandbox_core::limits::LimitExceeded::Output { bytes };
-            limit_end_error(ruby, session, state, exceeded, Default::default())?
-        }
-        Some(problem) => session_error(ruby, problem),
-    };
-    match record(ruby, session, &error) {
-        Some(exception) => Err(Error::from(Exception::try_convert(exception)?)),
-        None => Err(error),
+    match state.ending() {
+        None => Ok(()),
+        Some(ending) => Err(end_session(
+            ruby,
+            session,
+            state,
+            ending,
+            Default::default(),
+        )?),
     }
 }
 
-/// The session's `timeout:` passed: once the background termination has
-/// ended its tree (finished here, so no output is still on its way), the
-/// TimeoutError `execute_program` raises, carrying what the session wrote and
-/// nobody read yet and how it ended. Not a denial, as for `execute_program`.
-fn timed_out(ruby: &Ruby, state: &SessionState, message: String) -> Result<Error, Error> {
-    let process = state.process();
-    let mut waiter = Waiter::new(process);
-    if process.alive() {
-        terminate_group(ruby, &mut waiter, process)?;
-    }
-    state.settle_output(|slice| waiter.wait(ruby, slice))?;
-    let unread = process.read_chunk(usize::MAX);
-    let render = |bytes: &[u8]| littleghost_sandbox_core::process::capture::render(bytes, false);
-    let exit = process.exit();
-    let execution = crate::ruby_api::execution::Execution::wrap(
-        ruby,
-        &render(&unread.stdout),
-        &render(&unread.stderr),
-        exit.and_then(|exit| exit.code()),
-        exit.and_then(|exit| exit.signal()),
-    );
-    Ok(crate::ruby_api::process_runner::timeout_error_message(
-        ruby, message, execution,
-    ))
-}
-
-/// A limit ended the session: memory (a cgroup's or the
-/// sampled one, 18.9), CPU (a cgroup's or the per-process `RLIMIT_CPU`), or
-/// its combined output bound (18.5). One outcome for all three, as for
-/// `execute_program`: the tree is terminated (17.12) and the error is a
-/// LimitError with the L.2 message carrying an Execution of the output no
-/// `read` handed out (`taken`, what the read that passed an output bound
-/// took, then what is left, up to the bound) and how the program ended; the
-/// sandbox that started it records one denial for the kill (none if the
-/// memory monitor already reported it). Returns the error to record; an
+/// The error that ends the session as `ending` (the core decides which and
+/// words it), raised by every later call: the recorded one if any; ToolError
+/// once the sandbox's `close` terminated it (H.4); otherwise, once the tree
+/// is terminated (17.12) and output on its way has arrived, the TimeoutError
+/// of its `timeout:` or the LimitError of a limit (memory, CPU, the combined
+/// output bound, as for `execute_program`), carrying an Execution of the
+/// output no `read` handed out (`taken`, what the read that passed an
+/// output bound took, then what is left) and how it ended. A limit's kill
+/// is reported as one denial (none if the memory monitor already did). An
 /// interrupt during the termination comes back as `Err`.
-pub(super) fn limit_end_error(
+pub(super) fn end_session(
     ruby: &Ruby,
     session: Session,
     state: &SessionState,
-    exceeded: littleghost_sandbox_core::limits::LimitExceeded,
+    ending: Ending,
     taken: (Vec<u8>, Vec<u8>),
 ) -> Result<Error, Error> {
+    if let Some(recorded) = session.recorded(ruby) {
+        return Ok(recorded);
+    }
+    if ending == Ending::ClosedByOwner {
+        return Ok(ending_error(ruby, &ending, ruby.qnil().as_value()));
+    }
     let process = state.process();
     let mut waiter = Waiter::new(process);
+    // Terminating reaps the leader; a session no longer alive was reaped.
     if process.alive() {
         terminate_group(ruby, &mut waiter, process)?;
     }
-    reap_leader(ruby, &mut waiter, process);
-    if !matches!(
-        exceeded,
-        littleghost_sandbox_core::limits::LimitExceeded::Output { .. }
-    ) {
-        // Output the program wrote before it was ended is still on its way
-        // (past an output bound nothing more is pulled: nothing to wait for).
+    if ending.output_pending() {
         state.settle_output(|slice| waiter.wait(ruby, slice))?;
     }
-    let (mut stdout, mut stderr) = taken;
-    let (rest_out, rest_err) = state.unread_output();
-    stdout.extend_from_slice(&rest_out);
-    stderr.extend_from_slice(&rest_err);
-    let exit = process.exit();
-    let execution = crate::ruby_api::execution::Execution::wrap(
-        ruby,
-        &String::from_utf8_lossy(&stdout),
-        &String::from_utf8_lossy(&stderr),
-        exit.and_then(|exit| exit.code()),
-        exit.and_then(|exit| exit.signal()),
-    );
-    let denials = session
-        .denials
-        .get()
-        .filter(|_| session.claim_kill_report());
-    crate::ruby_api::process_runner::limit_kill(ruby, denials, exceeded, execution)
+    let execution = Execution::of(ruby, &state.outcome(taken));
+    session.report_kill(ruby, state, &ending)?;
+    let error = ending_error(ruby, &ending, execution);
+    Ok(record(ruby, session, state, Some(ending), error))
 }
 
-/// Stores the first resource error (later ones are dropped) and returns
-/// that first one's exception object.
-pub(super) fn record(ruby: &Ruby, session: Session, error: &Error) -> Option<Value> {
-    let exception = exception_of(ruby, error)?;
-    let first = *session
-        .refs()
-        .resource_error
-        .get_or_insert_with(|| exception.into());
-    Some(ruby.get_inner(first))
+/// Stores `error` as the session's first resource error (with its ending
+/// in the core; None for a failure that is none), unless one was recorded
+/// before; returns the first one.
+pub(super) fn record(
+    ruby: &Ruby,
+    session: Session,
+    state: &SessionState,
+    ending: Option<Ending>,
+    error: Error,
+) -> Error {
+    let Some(exception) = exception_of(ruby, &error) else {
+        return error;
+    };
+    if session.resource_error.set(exception.into()).is_ok() {
+        state.record(ending);
+    }
+    session.recorded(ruby).unwrap_or(error)
 }
 
 /// The exception object behind an error (instantiating Rust-made ones).
@@ -381,36 +319,15 @@ pub(super) fn exception_of(ruby: &Ruby, error: &Error) -> Option<Value> {
     }
 }
 
-fn alive_checked(ruby: &Ruby, session: Session, state: &SessionState) -> Result<bool, Error> {
-    raise_resource_error(ruby, session, state)?;
-    Ok(state.process().alive())
-}
-
 /// True while the leader is unreaped or any member of its group lives; raises a recorded resource error first.
 /// A session the sandbox's `close` ended (H.4) or whose `timeout:` passed is simply not alive:
 /// `read` and `wait` say why.
 fn alive(ruby: &Ruby, rb_self: Session) -> Result<bool, Error> {
     let state = rb_self.state(ruby)?;
-    let ended_from_outside = matches!(
-        state.resource_problem(),
-        Some(SessionError::ClosedByOwner | SessionError::TimedOut(_))
-    );
-    if ended_from_outside && !recorded_other_than_timeout(ruby, rb_self) {
-        return Ok(state.process().alive());
+    if !state.ended_from_outside() {
+        raise_resource_error(ruby, rb_self, state)?;
     }
-    alive_checked(ruby, rb_self, state)
-}
-
-/// A resource error other than the session's own TimeoutError was recorded
-/// (a memory limit that ended it first): `alive?` still raises that one.
-fn recorded_other_than_timeout(ruby: &Ruby, session: Session) -> bool {
-    let timeout = constants::class(ruby, "LittleGhost::Sandbox::TimeoutError");
-    session
-        .resource_error(ruby)
-        .is_some_and(|recorded| match timeout {
-            Ok(timeout) => !recorded.is_kind_of(timeout),
-            Err(_) => true,
-        })
+    Ok(state.process().alive())
 }
 
 fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
@@ -419,20 +336,16 @@ fn status_of(ruby: &Ruby, state: &SessionState) -> Option<Obj<SessionStatus>> {
     Some(ruby.obj_wrap(SessionStatus(core_session::SessionStatus { pid, exit })))
 }
 
-/// The timeout as given, as `to_s` shows it (a caller's own object answers itself).
+/// The timeout as given, as `to_s` shows it: a number as `inspect` shows
+/// it, a String as it is, a caller's own object (a Rational) answers itself.
 fn shown_timeout(value: Value) -> Result<String, Error> {
-    if let Some(number) = magnus::Fixnum::from_value(value) {
-        return Ok(number.to_i64().to_string());
-    }
-    if let Some(number) = magnus::Float::from_value(value) {
-        return Ok(littleghost_sandbox_core::process::arguments::float_text(
-            number.to_f64(),
-        ));
-    }
     if let Some(text) = RString::from_value(value) {
         return text.to_string();
     }
-    value.funcall::<_, _, RString>("to_s", ())?.to_string()
+    match crate::ruby_api::execution::show_plain(value)? {
+        Some(shown) => Ok(shown),
+        None => value.funcall::<_, _, RString>("to_s", ())?.to_string(),
+    }
 }
 
 /// Waits while the session is alive, calling `context.check!` about every 10 ms; terminates on timeout or error when `terminate` is true.
@@ -441,13 +354,8 @@ fn wait(
     rb_self: Session,
     args: &[Value],
 ) -> Result<Option<Obj<SessionStatus>>, Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kw = get_kwargs::<_, (), (Option<Value>, Option<Value>, Option<Value>), ()>(
-        args.keywords,
-        &[],
-        &["timeout", "context", "terminate"],
-    )?;
-    let (timeout, context, terminate) = kw.optional;
+    let [timeout, context, terminate] =
+        keywords(ruby, args, ["timeout", "context", "terminate"], 0)?;
     let timeout = timeout.filter(|value| !value.is_nil());
     let context = context.filter(|value| !value.is_nil());
     let terminate = terminate.is_none_or(|value| value.to_bool());
@@ -470,11 +378,13 @@ fn wait(
             // RLIMIT_CPU kills by signal) raises as the
             // cgroup's does, rather than reading as an ordinary exit.
             // So does a `timeout:` whose termination ended it just now.
-            let problem = state.resource_problem();
-            if matches!(
-                problem,
-                Some(SessionError::Limit(_) | SessionError::TimedOut(_))
-            ) {
+            // (An output bound passed meanwhile is the next call's to raise.)
+            let raises = match state.ending() {
+                Some(Ending::TimedOut(_)) => true,
+                Some(Ending::Limit(exceeded)) => !matches!(exceeded, LimitExceeded::Output { .. }),
+                _ => false,
+            };
+            if raises {
                 raise_resource_error(ruby, rb_self, state)?;
             }
             Ok(status_of(ruby, state))
@@ -501,10 +411,10 @@ fn terminate(ruby: &Ruby, rb_self: Session) -> Result<Option<Obj<SessionStatus>>
         return Ok(None);
     };
     let mut waiter = Waiter::new(state.process());
+    // Terminating reaps the leader; a session no longer alive was reaped.
     if state.process().alive() {
         terminate_group(ruby, &mut waiter, state.process())?;
     }
-    reap_leader(ruby, &mut waiter, state.process());
     Ok(status_of(ruby, state))
 }
 
@@ -530,7 +440,6 @@ fn close(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
             }
         }
     }
-    state.stop_monitor();
     if let Err(error) = stop_monitor(ruby, rb_self) {
         process.signal_group(Signal::KILL);
         interruption.get_or_insert(error);
@@ -550,19 +459,12 @@ fn record_unreported_kill(
     session: Session,
     state: &SessionState,
 ) -> Result<(), Error> {
-    if session.resource_error(ruby).is_some() {
-        return Ok(());
-    }
     // Reaps a leader that already ended, so an RLIMIT_CPU kill shows.
     let _ = state.process().alive();
-    let exceeded = match state.resource_problem() {
-        Some(SessionError::Limit(exceeded)) => exceeded,
-        Some(SessionError::OutputExceeded(bytes)) => {
-            littleghost_sandbox_core::limits::LimitExceeded::Output { bytes }
+    match state.ending() {
+        Some(ending @ Ending::Limit(_)) => {
+            end_session(ruby, session, state, ending, (vec![], vec![])).map(drop)
         }
-        _ => return Ok(()),
-    };
-    let error = limit_end_error(ruby, session, state, exceeded, Default::default())?;
-    record(ruby, session, &error);
-    Ok(())
+        _ => Ok(()),
+    }
 }

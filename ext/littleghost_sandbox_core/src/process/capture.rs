@@ -30,6 +30,18 @@ pub enum CaptureMode {
     Combined { limit: u64 },
 }
 
+impl CaptureMode {
+    /// A run's capture (17.9): each stream bounded by `max_output_bytes`
+    /// (a bound past the address space keeps everything); with
+    /// `stop_at_limit` the run ends at the bound rather than dropping the excess.
+    pub fn per_stream(max_output_bytes: u64, stop_at_limit: bool) -> CaptureMode {
+        CaptureMode::PerStream {
+            limit: usize::try_from(max_output_bytes).unwrap_or(usize::MAX),
+            stop_at_limit,
+        }
+    }
+}
+
 /// Bytes of one stream waiting to be taken.
 #[derive(Debug, Default)]
 pub struct StreamBuffer {
@@ -165,6 +177,16 @@ pub fn render(bytes: &[u8], truncated: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_bounds_each_stream_at_its_max_output_bytes() {
+        let mode = CaptureMode::per_stream(5, true);
+        let expected = CaptureMode::PerStream {
+            limit: 5,
+            stop_at_limit: true,
+        };
+        assert_eq!(mode, expected);
+    }
 
     #[test]
     fn per_stream_bound_keeps_the_prefix_and_marks_truncation() {

@@ -33,6 +33,7 @@ pub mod arguments;
 pub mod bwrap_report;
 pub mod capture;
 pub mod deadline;
+pub mod ending;
 pub mod error;
 pub mod group;
 pub mod hold;

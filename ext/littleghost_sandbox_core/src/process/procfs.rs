@@ -189,6 +189,16 @@ pub enum DefaultReader {
 }
 
 impl DefaultReader {
+    /// For memory sampled at `limit` bytes (18.9, the L.3 fallback): the
+    /// platform's reader with the limit, chosen before anything is spawned;
+    /// None when nothing is sampled.
+    pub fn sampling(limit: Option<u64>) -> Result<Option<(Self, u64)>> {
+        match limit {
+            Some(limit) => Ok(Some((DefaultReader::choose()?, limit))),
+            None => Ok(None),
+        }
+    }
+
     /// Picks the reader for this platform or says why there is none.
     pub fn choose() -> Result<Self> {
         if cfg!(target_os = "linux") {
@@ -232,6 +242,15 @@ impl DefaultReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_sampled_memory_needs_a_reader() {
+        assert_eq!(DefaultReader::sampling(None).unwrap(), None);
+        if cfg!(target_os = "linux") {
+            let chosen = DefaultReader::sampling(Some(64)).unwrap();
+            assert_eq!(chosen, Some((DefaultReader::Proc, 64)));
+        }
+    }
 
     fn status(ppid: u32, rss_kb: u64) -> String {
         format!(

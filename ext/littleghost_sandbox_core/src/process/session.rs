@@ -10,13 +10,15 @@
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use super::deadline::Deadline;
+use super::ending::{Ending, Outcome};
 use super::running::{write_stdin, Exit, Owner, RunningProcess};
 use super::{CaptureMode, Launch, SpawnError};
-use crate::limits::plan::rlimit_cpu_kill;
+use crate::denial::Denial;
+use crate::limits::plan::{rlimit_cpu_kill, Plan};
 use crate::limits::{LimitExceeded, ProcessLimits};
 
 pub mod monitor;
@@ -50,26 +52,12 @@ pub enum SessionError {
     ChildExited,
     /// The sandbox's `close` terminated the child (H.4).
     ClosedByOwner,
-    /// The kernel (memory) or the CPU watcher stopped the tree (L.2).
-    Limit(LimitExceeded),
-    /// Combined output passed `output_bytes` (18.5).
-    OutputExceeded(u64),
-    /// The session's `timeout:` passed and its tree was terminated; the
-    /// message, as `execute_program`'s timeout words it.
-    TimedOut(String),
 }
 
 impl SessionError {
     /// Whether the error is an IOError (misuse of the session), not a ToolError.
     pub fn is_io(&self) -> bool {
-        matches!(
-            self,
-            SessionError::NotStarted
-                | SessionError::Foreign
-                | SessionError::Closed
-                | SessionError::StdinClosed
-                | SessionError::ChildExited
-        )
+        !matches!(self, SessionError::ClosedByOwner)
     }
 
     /// The message users see.
@@ -83,11 +71,6 @@ impl SessionError {
             SessionError::StdinClosed => "process session stdin is closed".into(),
             SessionError::ChildExited => "sandboxed process has exited".into(),
             SessionError::ClosedByOwner => CLOSED_BY_OWNER.into(),
-            SessionError::Limit(exceeded) => exceeded.message(),
-            SessionError::OutputExceeded(bytes) => {
-                LimitExceeded::Output { bytes: *bytes }.message()
-            }
-            SessionError::TimedOut(message) => message.clone(),
         }
     }
 }
@@ -116,7 +99,14 @@ pub struct Session {
     /// `start_program(timeout:)`, in seconds as validated (17.3).
     timeout: Option<f64>,
     /// The sampled memory limit (18.9) the monitor saw passed, in bytes.
-    memory_sampled_over: std::sync::OnceLock<u64>,
+    memory_sampled_over: OnceLock<u64>,
+    /// The limit kill's one denial was claimed (by the memory monitor as it
+    /// acted, or with the error): never a second.
+    kill_reported: AtomicBool,
+    /// The first error that ended the session as its caller recorded it:
+    /// an [`Ending`], or None for a failure that is not one (the memory
+    /// supervisor's). Every later call raises that one.
+    recorded: OnceLock<Option<Ending>>,
 }
 
 /// How a [`Session::wait_for_exit`] ended.
@@ -142,7 +132,9 @@ impl Session {
             writing: AtomicBool::new(false),
             rlimit_cpu_seconds: None,
             timeout: None,
-            memory_sampled_over: std::sync::OnceLock::new(),
+            memory_sampled_over: OnceLock::new(),
+            kill_reported: AtomicBool::new(false),
+            recorded: OnceLock::new(),
         }
     }
 
@@ -171,17 +163,27 @@ impl Session {
         Ok(Session::new(process, launch.argv.clone(), output_bytes))
     }
 
-    /// The session, shown in `inspect` as `command` (the caller's argv)
-    /// rather than the wrapper's (bwrap, the Landlock supervisor).
-    pub fn shown_as(mut self, command: Vec<String>) -> Session {
-        self.command = command;
+    /// The session as its launch asked: shown in `inspect` as `shown` (the
+    /// caller's argv) rather than the wrapper's (bwrap, the Landlock
+    /// supervisor); the leader's kill by the launch's `RLIMIT_CPU` is the
+    /// CPU limit where it stands in for a whole-tree `cpu_seconds` (L.3);
+    /// its life bounded by `timeout` seconds (see [`expire_after`](Self::expire_after)).
+    pub fn launched_as(
+        mut self,
+        shown: Option<Vec<String>>,
+        limits: &Plan,
+        timeout: Option<f64>,
+    ) -> Session {
+        if let Some(command) = shown {
+            self.command = command;
+        }
+        if limits.cpu_fallback {
+            self.rlimit_cpu_seconds = limits.rlimit_cpu_seconds;
+        }
+        if let Some(seconds) = timeout {
+            self.expire_after(seconds);
+        }
         self
-    }
-
-    /// The launch's `RLIMIT_CPU` of `seconds` stands in for a whole-tree
-    /// `cpu_seconds` (L.3): the leader's kill by it is the CPU limit.
-    pub fn report_rlimit_cpu_kills(&mut self, seconds: Option<u64>) {
-        self.rlimit_cpu_seconds = seconds;
     }
 
     /// How a session's output is captured: combined, bounded by `output_bytes`
@@ -238,31 +240,34 @@ impl Session {
         }
     }
 
-    /// The memory monitor saw the tree above `bytes` (18.9) and ended it:
-    /// from now on that is the session's resource problem (the first such
-    /// call counts).
-    pub fn memory_sampled_over(&self, bytes: u64) {
-        let _ = self.memory_sampled_over.set(bytes);
+    /// `Err` for a write refused before it starts (18.4): `close` was
+    /// called, or the sandbox's `close` terminated the child (H.4).
+    pub fn check_writable(&self) -> Result<(), SessionError> {
+        self.check_open()?;
+        match self.process.terminated_by_owner() {
+            true => Err(SessionError::ClosedByOwner),
+            false => Ok(()),
+        }
     }
 
-    /// The first of: the memory monitor ended the tree (18.9, it acts
-    /// before anything else can), the sandbox closed the session (H.4), its
-    /// `timeout:` passed, a kernel limit stopped the tree (L.2), output
-    /// passed its bound (18.5).
-    pub fn resource_problem(&self) -> Option<SessionError> {
+    /// How the session ended other than by its program's own exit, the
+    /// first of: the memory monitor ended the tree (18.9, it acts before
+    /// anything else can), the sandbox closed the session (H.4), its
+    /// `timeout:` passed, a kernel limit stopped the tree (L.2), the
+    /// per-process `RLIMIT_CPU` standing in for it killed the leader (L.3),
+    /// output passed its bound (18.5).
+    pub fn ending(&self) -> Option<Ending> {
         if let Some(&bytes) = self.memory_sampled_over.get() {
-            return Some(SessionError::Limit(LimitExceeded::Memory { bytes }));
+            return Some(Ending::Limit(LimitExceeded::Memory { bytes }));
         }
         if self.process.terminated_by_owner() {
-            return Some(SessionError::ClosedByOwner);
+            return Some(Ending::ClosedByOwner);
         }
         if let Some(seconds) = self.timeout.filter(|_| self.process.timed_out()) {
-            return Some(SessionError::TimedOut(super::arguments::run_timed_out(
-                seconds,
-            )));
+            return Some(Ending::TimedOut(seconds));
         }
         if let Some(exceeded) = self.process.limit_exceeded() {
-            return Some(SessionError::Limit(exceeded));
+            return Some(Ending::Limit(exceeded));
         }
         let end = self
             .process
@@ -270,11 +275,72 @@ impl Session {
             .map(Exit::program_end)
             .unwrap_or_default();
         if let Some(exceeded) = rlimit_cpu_kill(self.rlimit_cpu_seconds, end) {
-            return Some(SessionError::Limit(exceeded));
+            return Some(Ending::Limit(exceeded));
         }
-        self.process
+        let bytes = self.output_bytes;
+        let output = self
+            .process
             .overflowed()
-            .then_some(SessionError::OutputExceeded(self.output_bytes))
+            .then_some(LimitExceeded::Output { bytes });
+        output.map(Ending::Limit)
+    }
+
+    /// 18.9: the memory monitor saw the tree above `limit`: from now on
+    /// that is how the session ended (its next call raises it, with the
+    /// output), and the group is handed to the one termination protocol
+    /// (17.12) in the background.
+    pub fn end_at_sampled_memory(&self, limit: u64) -> Ending {
+        // The first such call counts.
+        let _ = self.memory_sampled_over.set(limit);
+        self.process.terminate_detached();
+        Ending::Limit(LimitExceeded::Memory { bytes: limit })
+    }
+
+    /// The denial of `ending` for the session of `program`, for the one
+    /// caller that reports the kill (the memory monitor as it acts, or the
+    /// call that raises the error): None for every later one, and for an
+    /// end that is no denial.
+    pub fn kill_denial(&self, ending: &Ending, program: &str) -> Option<Denial> {
+        let denial = ending.denial(program)?;
+        (!self.kill_reported.swap(true, Ordering::SeqCst)).then_some(denial)
+    }
+
+    /// Records the error that ended the session (an [`Ending`], or None for
+    /// the memory supervisor's failure); the first one counts.
+    pub fn record(&self, ending: Option<Ending>) {
+        let _ = self.recorded.set(ending);
+    }
+
+    /// Whether an error that ended the session was recorded.
+    pub fn recorded(&self) -> bool {
+        self.recorded.get().is_some()
+    }
+
+    /// `alive?` answers without raising: the sandbox's close (H.4) or the
+    /// `timeout:` ended the session from outside (`read` and `wait` say
+    /// why), and no other error (a memory limit that ended it first) was
+    /// recorded.
+    pub fn ended_from_outside(&self) -> bool {
+        let outside = matches!(
+            self.ending(),
+            Some(Ending::ClosedByOwner | Ending::TimedOut(_))
+        );
+        outside && matches!(self.recorded.get(), None | Some(Some(Ending::TimedOut(_))))
+    }
+
+    /// What the ended session wrote that no `read` handed out: `taken`
+    /// (what the read that passed an output bound took), then what is left
+    /// (up to the bound); and how it ended.
+    pub fn outcome(&self, taken: (Vec<u8>, Vec<u8>)) -> Outcome {
+        let (mut stdout, mut stderr) = taken;
+        let (rest_out, rest_err) = self.unread_output();
+        stdout.extend_from_slice(&rest_out);
+        stderr.extend_from_slice(&rest_err);
+        Outcome {
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+            exit: self.process.exit(),
+        }
     }
 
     /// Marks the session closed; true for the one call that must clean up

@@ -23,14 +23,11 @@ pub struct DenialStream;
 
 impl Stream for DenialStream {
     type Event = CoreDenial;
+    type Object = Denial;
     const SUBSCRIBE: &'static str = "on_denial";
     const LOG: &'static str = "denials";
     const NOUN: &'static str = "gateway denials";
     const CAPACITY: usize = DEFAULT_CAPACITY;
-
-    fn wrap(ruby: &Ruby, event: CoreDenial) -> Value {
-        wrap(ruby, event)
-    }
 }
 
 /// A sandbox's denials: the bounded log and the subscribed callables.

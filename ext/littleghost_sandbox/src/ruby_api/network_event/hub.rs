@@ -4,7 +4,7 @@
 //! Sandbox's state can hold the stream without depending on them.
 
 use littleghost_sandbox_core::network::EgressEvent;
-use magnus::{DataTypeFunctions, Error, RArray, Ruby, TypedData, Value};
+use magnus::{DataTypeFunctions, Error, RArray, Ruby, TypedData};
 
 use crate::helpers::event_hub::{EventHub, Events, Stream};
 use crate::helpers::record::{self, RecordObject};
@@ -17,14 +17,11 @@ pub struct NetworkStream;
 
 impl Stream for NetworkStream {
     type Event = EgressEvent;
+    type Object = NetworkEvent;
     const SUBSCRIBE: &'static str = "on_network";
     const LOG: &'static str = "network_log";
     const NOUN: &'static str = "network events";
     const CAPACITY: usize = NETWORK_LOG_CAPACITY;
-
-    fn wrap(ruby: &Ruby, event: EgressEvent) -> Value {
-        record::wrap::<NetworkEvent>(ruby, event)
-    }
 }
 
 /// A sandbox's egress record and its `on_network` subscribers.

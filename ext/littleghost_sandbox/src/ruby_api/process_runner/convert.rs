@@ -11,8 +11,8 @@ use magnus::{
     Error, Exception, Fixnum, Float, Integer, KwArgs, RClass, Ruby, Value,
 };
 
-use crate::helpers::constants;
 use crate::helpers::errors::argument_error;
+use crate::helpers::{args, constants};
 use crate::ruby_api::launch_limits::integer_given;
 
 /// `Float(value)`: Integers and Floats directly, anything else through
@@ -62,6 +62,21 @@ pub fn validate_output_bytes(ruby: &Ruby, value: Value, default: u64) -> Result<
 pub fn positive_integer(ruby: &Ruby, value: Value, name: &str) -> Result<u64, Error> {
     let given = kernel_integer(value).unwrap_or(Given::NotInteger);
     keywords::positive(name, given).map_err(|message| argument_error(ruby, message))
+}
+
+/// A keywords-only call checked as Ruby checks one (ArgumentError for an
+/// unknown keyword, listing the valid ones, or a missing one of the first
+/// `required` of `names`): the value of each of `names` in order, None
+/// when absent, `Some(nil)` when given as nil.
+pub fn keywords<const N: usize>(
+    ruby: &Ruby,
+    args: &[Value],
+    names: [&str; N],
+    required: usize,
+) -> Result<[Option<Value>; N], Error> {
+    let hash = args::keywords_only(args)?;
+    args::keywords(ruby, hash, &names[..required], &names[required..])?;
+    Ok(names.map(|name| hash.get(ruby.to_symbol(name))))
 }
 
 /// The `SystemCallError` subclass instance (`Errno::EXXX`) for `errno`.

@@ -50,10 +50,7 @@ pub fn start_interruptibly(
                 Err(interrupt) => Err(undo(ruby, started, interrupt)),
             };
         }
-        wake.reset();
-        let notifier = starting.notifier();
-        let slice = core_process::POLL_INTERVAL;
-        nogvl::without_gvl(ruby, || notifier.wait(slice, None), &wake)?;
+        wait_slice(ruby, &starting, &wake)?;
         if let Err(interrupt) = nogvl::check_interrupts(ruby) {
             if starting.cancel() {
                 // Still queued: withdrawn, nothing was started.
@@ -75,15 +72,21 @@ fn finish_quietly(ruby: &Ruby, starting: &Starting) -> Result<RunningProcess, Sp
         if let Some(started) = starting.try_finish() {
             return started;
         }
-        wake.reset();
-        let notifier = starting.notifier();
-        let slice = core_process::POLL_INTERVAL;
-        match nogvl::without_gvl(ruby, || notifier.wait(slice, None), &wake) {
+        match wait_slice(ruby, starting, &wake) {
             Ok(Some(())) => {}
             // Another interrupt is pending, so Ruby keeps the GVL: do not spin.
             Ok(None) | Err(_) => std::thread::sleep(Duration::from_millis(1)),
         }
     }
+}
+
+/// Waits one slice without the GVL for the spawner's answer; `Ok(None)`
+/// when an interrupt was pending (see [`nogvl::without_gvl`]).
+fn wait_slice(ruby: &Ruby, starting: &Starting, wake: &Wake) -> Result<Option<()>, Error> {
+    wake.reset();
+    let notifier = starting.notifier();
+    let slice = core_process::POLL_INTERVAL;
+    nogvl::without_gvl(ruby, || notifier.wait(slice, None), wake)
 }
 
 /// Terminates a child started for a caller that was interrupted (17.12: its

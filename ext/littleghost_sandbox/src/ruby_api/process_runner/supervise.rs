@@ -13,44 +13,32 @@ use super::check_context;
 use super::waiter::{reap_leader, terminate_group, Waiter};
 use crate::helpers::nogvl;
 
-/// What [`supervise`] watches besides the child's exit.
-pub(super) struct Supervision {
-    pub(super) timeout: f64,
-    pub(super) context: Option<Value>,
-    /// The reader and limit of sampled memory (L.3), read every
-    /// [`SAMPLE_PERIOD`](littleghost_sandbox_core::process::supervision::SAMPLE_PERIOD).
-    pub(super) sampler: Option<(DefaultReader, u64)>,
-}
-
 /// Whether the tree of `pid` uses more than `limit` bytes now (a failed
 /// read counts as not over: the child may just have exited).
-fn over_memory(ruby: &Ruby, pid: i32, reader: Option<DefaultReader>, limit: u64) -> bool {
-    let Some(reader) = reader else {
-        return false;
-    };
+fn over_memory(ruby: &Ruby, pid: i32, reader: DefaultReader, limit: u64) -> bool {
     let sampled = nogvl::blocking(ruby, || reader.sample(pid as u32));
     matches!(sampled, Ok(Ok(bytes)) if bytes > limit)
 }
 
-/// Waits until the child finished (17.8), polling `context` and streaming
-/// output every slice; terminates the group on timeout (17.10), at a
-/// sampled memory limit, or on any error (17.11), which it returns.
+/// Waits until the child finished (17.8) or `timeout` seconds passed,
+/// polling `context` and streaming output every slice; terminates the group
+/// on timeout (17.10), past a sampled memory limit (`sampler`: the reader
+/// and the limit, read every
+/// [`SAMPLE_PERIOD`](littleghost_sandbox_core::process::supervision::SAMPLE_PERIOD),
+/// L.3), or on any error (17.11), which it returns.
 pub(super) fn supervise(
     ruby: &Ruby,
     process: &RunningProcess,
-    Supervision {
-        timeout,
-        context,
-        sampler,
-    }: Supervision,
+    timeout: f64,
+    context: Option<Value>,
+    sampler: Option<(DefaultReader, u64)>,
     stream: &mut Option<Streamer>,
 ) -> Result<RunEnd, Error> {
     let mut waiter = Waiter::new(process);
-    let (reader, limit) = (sampler.map(|(reader, _)| reader), sampler.map(|(_, l)| l));
     let ended = process.supervise(
         Deadline::after_secs(timeout),
-        limit,
-        |limit| over_memory(ruby, process.pid(), reader, limit),
+        sampler.map(|(_, limit)| limit),
+        |limit| sampler.is_some_and(|(reader, _)| over_memory(ruby, process.pid(), reader, limit)),
         |slice| {
             waiter.wait(ruby, slice)?;
             check_context(context)?;

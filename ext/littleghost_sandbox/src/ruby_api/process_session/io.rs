@@ -4,23 +4,20 @@
 use std::os::fd::AsFd;
 use std::time::Duration;
 
+use littleghost_sandbox_core::limits::LimitExceeded;
 use littleghost_sandbox_core::process::{
-    self as core_process, arguments, deadline::Deadline, session::SessionError, PollFlags,
+    self as core_process, arguments, deadline::Deadline, ending::Ending, PollFlags,
 };
 use magnus::{
     prelude::*,
     rb_sys::{protect, AsRawValue, FromRawValue},
-    scan_args::{get_kwargs, scan_args},
-    Error, RHash, RString, Ruby, Value,
+    Error, RString, Ruby, Value,
 };
 
-use super::{
-    alive_checked, limit_end_error, raise_resource_error, record, session_error, Session,
-    CHUNK_CLASS,
-};
+use super::{end_session, raise_resource_error, session_error, Session, CHUNK_CLASS};
 use crate::helpers::errors::argument_error;
 use crate::ruby_api::execution::{frozen_text, DataObject};
-use crate::ruby_api::process_runner::{kernel_float, Waiter};
+use crate::ruby_api::process_runner::{kernel_float, keywords, Waiter};
 
 /// `String(value)`: a String as it is, anything else through Ruby's own
 /// conversion (`rb_String`: the caller's `to_str` or `to_s`).
@@ -38,10 +35,7 @@ fn kernel_string(value: Value) -> Result<RString, Error> {
 pub(super) fn write(ruby: &Ruby, rb_self: Session, value: Value) -> Result<usize, Error> {
     let state = rb_self.state(ruby)?;
     let refused = |error| session_error(ruby, error);
-    state.check_open().map_err(refused)?;
-    if state.process().terminated_by_owner() {
-        return Err(refused(SessionError::ClosedByOwner));
-    }
+    state.check_writable().map_err(refused)?;
     let text = kernel_string(value)?;
     // SAFETY: copied before any other Ruby call.
     let bytes = unsafe { text.as_slice() }.to_vec();
@@ -65,21 +59,7 @@ pub(super) fn close_write(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
 
 /// `Float(timeout)`, finite and ≥ 0 (ArgumentError otherwise); nil or absent means 0 (one pass).
 fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
-    let timeout = match args {
-        [] => None,
-        // `read(timeout: x)`, the polling call, without the general keyword
-        // parser; anything else (a positional Hash, other keys) goes through
-        // it for the usual errors.
-        // SAFETY: plain C API call with the GVL held, inside this method call.
-        [hash] if unsafe { rb_sys::rb_keyword_given_p() } != 0 => match RHash::from_value(*hash) {
-            Some(hash) if hash.len() == 1 => match hash.get(ruby.to_symbol("timeout")) {
-                Some(value) => Some(value),
-                None => parse_timeout_keyword(args)?,
-            },
-            _ => parse_timeout_keyword(args)?,
-        },
-        _ => parse_timeout_keyword(args)?,
-    };
+    let [timeout] = keywords(ruby, args, ["timeout"], 0)?;
     let seconds = match timeout.filter(|value| !value.is_nil()) {
         None => 0.0,
         // `Float()`; Integers and Floats without a Ruby call (round trips poll with 0).
@@ -105,13 +85,6 @@ fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
     // H.6: like `wait`, a timeout that can never pass (infinite, NaN) or is
     // negative is misuse, not a request to block forever or poll once.
     arguments::read_timeout_seconds(seconds).map_err(|message| argument_error(ruby, message))
-}
-
-/// The `timeout:` keyword of `read`, through magnus's keyword parser.
-fn parse_timeout_keyword(args: &[Value]) -> Result<Option<Value>, Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let kw = get_kwargs::<_, (), (Option<Value>,), ()>(args.keywords, &[], &["timeout"])?;
-    Ok(kw.optional.0)
 }
 
 /// A frozen Chunk, as `Chunk.new(stdout:, stderr:, eof:)` would build it from
@@ -141,17 +114,11 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
     if output.past_bound {
         // 18.5: terminate, then raise the LimitError carrying what this
         // read took and what is left (the background already sent TERM).
-        if let Some(recorded) = rb_self.resource_error(ruby) {
-            return Err(Error::from(magnus::Exception::try_convert(recorded)?));
-        }
-        let bytes = state.output_bytes();
-        let taken = (output.stdout, output.stderr);
-        let exceeded = littleghost_sandbox_core::limits::LimitExceeded::Output { bytes };
-        let error = limit_end_error(ruby, rb_self, state, exceeded, taken)?;
-        return Err(match record(ruby, rb_self, &error) {
-            Some(exception) => Error::from(magnus::Exception::try_convert(exception)?),
-            None => error,
+        let ending = Ending::Limit(LimitExceeded::Output {
+            bytes: state.output_bytes(),
         });
+        let taken = (output.stdout, output.stderr);
+        return Err(end_session(ruby, rb_self, state, ending, taken)?);
     }
     // Output read just as the `timeout:` ended the session is handed over
     // first (not eof): the next `read` raises the TimeoutError.
@@ -159,6 +126,9 @@ pub(super) fn read(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<Valu
     if fresh && state.process().timed_out() {
         return Ok(new_chunk(ruby, &output.stdout, &output.stderr, false));
     }
-    let eof = output.both_closed && !alive_checked(ruby, rb_self, state)?;
+    if output.both_closed {
+        raise_resource_error(ruby, rb_self, state)?;
+    }
+    let eof = output.both_closed && !state.process().alive();
     Ok(new_chunk(ruby, &output.stdout, &output.stderr, eof))
 }

@@ -7,18 +7,16 @@ use littleghost_sandbox_core::process::{
     running::session_failure_subject, session::Session as SessionState, Launch, SpawnError,
     SpawnOptions,
 };
-use magnus::{
-    scan_args::{get_kwargs, scan_args},
-    value::ReprValue,
-    Error, RHash, Ruby, Value,
-};
+use magnus::{value::ReprValue, Error, Ruby, Value};
 
 use super::monitor::start_monitor;
 use super::{ProcessSession, Session, SessionRequest};
 use crate::helpers::constants;
 use crate::helpers::convert;
 use crate::helpers::errors::{argument_error, core_result};
-use crate::ruby_api::process_runner::{errno_exception, positive_integer, start_interruptibly};
+use crate::ruby_api::process_runner::{
+    errno_exception, keywords, positive_integer, start_interruptibly,
+};
 
 /// Starts a session from Rust (backends' `start_program`). The caller has
 /// already called `context&.check!` (2.4; see `process_runner::check_context`).
@@ -32,61 +30,38 @@ pub fn start(ruby: &Ruby, request: SessionRequest) -> Result<Value, Error> {
 
 /// Spawns `command` in a new process group with pipes, limits and optional memory supervision (18.1).
 pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Result<(), Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    type Optional = (
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-        Option<Value>,
-    );
-    let kw = get_kwargs::<_, (Value,), Optional, ()>(
-        args.keywords,
-        &["command"],
-        &[
-            "environment",
-            "inherit_environment",
-            "chdir",
-            "output_bytes",
-            "memory_bytes",
-            "memory_reader",
-            "cpu_seconds",
-            "file_bytes",
-        ],
-    )?;
-    let (command,) = kw.required;
-    let (
-        environment,
-        inherit_environment,
-        chdir,
-        output_bytes,
-        memory_bytes,
-        memory_reader,
-        cpu_seconds,
-        file_bytes,
-    ) = kw.optional;
+    let names = [
+        "command",
+        "environment",
+        "inherit_environment",
+        "chdir",
+        "output_bytes",
+        "memory_bytes",
+        "memory_reader",
+        "cpu_seconds",
+        "file_bytes",
+    ];
+    let [command, environment, inherit, chdir, output, memory, reader, cpu, file] =
+        keywords(ruby, args, names, 1)?;
     let optional_positive = |value: Option<Value>, name: &str| -> Result<Option<u64>, Error> {
         match value.filter(|value| !value.is_nil()) {
             None => Ok(None),
             Some(value) => positive_integer(ruby, value, name).map(Some),
         }
     };
-    let memory_reader = memory_reader.filter(|value| !value.is_nil());
+    let memory_reader = reader.filter(|value| !value.is_nil());
     if let Some(reader) = memory_reader {
         if !reader.respond_to("call", false)? {
             return Err(argument_error(ruby, "memory_reader must respond to call"));
         }
     }
     let request = SessionRequest {
-        argv: convert::argv(ruby, command)?,
+        argv: convert::argv(ruby, command.unwrap_or_else(|| ruby.qnil().as_value()))?,
         shown_command: None,
         environment: convert::environment(ruby, environment)?,
-        inherit_environment: inherit_environment.is_some_and(|value| value.to_bool()),
+        inherit_environment: inherit.is_some_and(|value| value.to_bool()),
         chdir: convert::expanded_path(ruby, chdir, "chdir")?,
-        output_bytes: match output_bytes {
+        output_bytes: match output {
             None => DEFAULT_OUTPUT_BYTES,
             Some(value) => positive_integer(ruby, value, "output_bytes")?,
         },
@@ -94,12 +69,12 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Resul
         // This private constructor keeps 18.9's sampled memory and
         // per-process CPU rlimit; backends pass whole-tree limits.
         limits: Plan {
-            sampled_memory_bytes: optional_positive(memory_bytes, "memory_bytes")?,
-            rlimit_cpu_seconds: optional_positive(cpu_seconds, "cpu_seconds")?,
+            sampled_memory_bytes: optional_positive(memory, "memory_bytes")?,
+            rlimit_cpu_seconds: optional_positive(cpu, "cpu_seconds")?,
             ..Plan::default()
         },
         memory_reader,
-        file_bytes: optional_positive(file_bytes, "file_bytes")?,
+        file_bytes: optional_positive(file, "file_bytes")?,
         spawn_options: SpawnOptions::default(),
         owner: None,
         denials: None,
@@ -110,17 +85,18 @@ pub(super) fn initialize(ruby: &Ruby, rb_self: Session, args: &[Value]) -> Resul
 fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), Error> {
     let (argv, environment) = (&request.argv, &request.environment);
     core_result(ruby, core_process::validate_launch(argv, environment))?;
+    let started_before = || {
+        let message = "process session already started";
+        Err(Error::new(ruby.exception_runtime_error(), message))
+    };
     if session.state.get().is_some() {
-        return Err(Error::new(
-            ruby.exception_runtime_error(),
-            "process session already started",
-        ));
+        return started_before();
     }
     // 18.9: the reader is chosen before anything is spawned.
-    let default_reader = match (request.limits.sampled_memory_bytes, request.memory_reader) {
-        (Some(_), None) => Some(core_result(ruby, DefaultReader::choose())?),
-        _ => None,
-    };
+    let sampled = request.limits.sampled_memory_bytes;
+    let sampled = sampled.filter(|_| request.memory_reader.is_none());
+    let default_reader =
+        core_result(ruby, DefaultReader::sampling(sampled))?.map(|(reader, _)| reader);
     let launch = Launch {
         argv: request.argv,
         environment: request.environment,
@@ -134,14 +110,8 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
     let output_bytes = request.output_bytes;
     let mode = SessionState::capture_mode(output_bytes);
     let started = start_interruptibly(ruby, &launch, cgroup, mode, true, owner)?;
-    let mut state = match started {
-        Ok(process) => {
-            let state = SessionState::new(process, launch.argv.clone(), output_bytes);
-            match request.shown_command {
-                Some(command) => state.shown_as(command),
-                None => state,
-            }
-        }
+    let state = match started {
+        Ok(process) => SessionState::new(process, launch.argv.clone(), output_bytes),
         Err(SpawnError::Unenforceable(reason)) => {
             return Err(crate::helpers::errors::capability_error(ruby, reason))
         }
@@ -154,30 +124,16 @@ fn setup(ruby: &Ruby, session: Session, request: SessionRequest) -> Result<(), E
             return Err(Error::from(errno));
         }
     };
-    if request.limits.cpu_fallback {
-        state.report_rlimit_cpu_kills(request.limits.rlimit_cpu_seconds);
-    }
-    if let Some(seconds) = request.timeout {
-        state.expire_after(seconds);
-    }
+    let state = state.launched_as(request.shown_command, &request.limits, request.timeout);
     if session.state.set(state).is_err() {
-        return Err(Error::new(
-            ruby.exception_runtime_error(),
-            "process session already started",
-        ));
+        // Another thread's `initialize` won while this one spawned.
+        return started_before();
     }
     if let Some(reporter) = &request.denials {
         let _ = session.denials.set(reporter.clone());
     }
     if let Some(limit) = request.limits.sampled_memory_bytes {
-        let denials = (limit, request.denials);
-        start_monitor(
-            ruby,
-            session,
-            request.memory_reader,
-            default_reader,
-            denials,
-        )?;
+        start_monitor(ruby, session, request.memory_reader, default_reader, limit)?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! 18.9: the memory monitor of a session samples every 100 ms while the
 //! session is alive; past the limit the caller marks the kill
-//! ([`Session::memory_sampled_over`]) and hands the group to the one
+//! ([`Session::end_at_sampled_memory`]) and hands the group to the one
 //! termination protocol
 //! ([`RunningProcess::terminate_detached`](crate::process::RunningProcess::terminate_detached)).
 //! Three consecutive reader failures fail closed.
@@ -20,6 +20,16 @@ pub const FAILURE_LIMIT: u32 = 3;
 pub const STOP_WAIT: Duration = Duration::from_secs(1);
 /// The nap between looks at whether the monitor ended.
 const STOP_NAP: Duration = Duration::from_millis(1);
+
+/// The error the session records when its memory supervisor fails closed,
+/// naming the failure's kind (`cause`, the class of what the reader
+/// raised) but not its message, which may carry what the reader saw (1.2).
+pub fn supervisor_failed(cause: Option<&str>) -> String {
+    format!(
+        "Program memory supervisor failed ({})",
+        cause.unwrap_or("unknown")
+    )
+}
 
 /// One sample of the tree's memory.
 #[derive(Debug, PartialEq, Eq)]

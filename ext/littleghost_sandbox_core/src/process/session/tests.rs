@@ -47,16 +47,7 @@ fn errors_say_what_users_see_and_which_are_io_errors() {
     assert!(SessionError::Closed.is_io());
     assert!(SessionError::Foreign.is_io());
     assert!(!SessionError::ClosedByOwner.is_io());
-    assert!(!SessionError::OutputExceeded(5).is_io());
-    assert_eq!(
-        SessionError::OutputExceeded(5).message(),
-        "Program output exceeded 5 bytes"
-    );
     assert_eq!(SessionError::ClosedByOwner.message(), CLOSED_BY_OWNER);
-    assert_eq!(
-        SessionError::Limit(LimitExceeded::Memory { bytes: 64 }).message(),
-        "Program memory exceeded 64 bytes"
-    );
     assert_eq!(
         SessionError::StdinClosed.message(),
         "process session stdin is closed"
@@ -81,7 +72,7 @@ fn a_round_trip_writes_reads_and_reaches_eof() {
     assert_eq!(output.stdout, b"ping\n");
     assert!(output.stderr.is_empty());
     assert!(output.both_closed);
-    assert_eq!(session.resource_problem(), None);
+    assert_eq!(session.ending(), None);
 }
 
 #[test]
@@ -136,7 +127,7 @@ fn a_wait_times_out_and_checks_end_it_early() {
 }
 
 #[test]
-fn output_past_the_bound_ends_a_read_and_is_a_resource_problem() {
+fn output_past_the_bound_ends_a_read_and_the_session() {
     let session = session(&["head", "-c", "100000", "/dev/zero"], 1000);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !session.process().overflowed() {
@@ -148,16 +139,16 @@ fn output_past_the_bound_ends_a_read_and_is_a_resource_problem() {
         .unwrap();
     assert!(read.past_bound);
     assert_eq!(
-        session.resource_problem(),
-        Some(SessionError::OutputExceeded(1000))
+        session.ending(),
+        Some(Ending::Limit(LimitExceeded::Output { bytes: 1000 }))
     );
     // What the program wrote up to the bound is kept for the error: the
     // read's share plus what no read took, 1000 zero bytes at most.
-    let (stdout, stderr) = session.unread_output();
-    let kept = read.stdout.len() + stdout.len();
+    let outcome = session.outcome((read.stdout, read.stderr));
+    let kept = outcome.stdout.len();
     assert!(kept > 0 && kept <= 1000, "{kept} bytes kept");
-    assert!(read.stdout.iter().chain(&stdout).all(|&b| b == 0));
-    assert!(read.stderr.is_empty() && stderr.is_empty());
+    assert!(outcome.stdout.bytes().all(|b| b == 0));
+    assert!(outcome.stderr.is_empty());
 }
 
 #[test]
@@ -222,6 +213,15 @@ fn the_memory_monitor_fails_closed_after_consecutive_failures_only() {
     assert!(session.monitor_stopped());
     let stopped = session.watch_memory(|| Ok(Sample::<()>::Over), sleep);
     assert_eq!(stopped, Ok(Watched::Ended));
+    // The failure's kind is named, never its message (1.2).
+    assert_eq!(
+        super::monitor::supervisor_failed(Some("IOError")),
+        "Program memory supervisor failed (IOError)"
+    );
+    assert_eq!(
+        super::monitor::supervisor_failed(None),
+        "Program memory supervisor failed (unknown)"
+    );
     assert!(!session.monitor_finished());
     let started = Instant::now();
     let nap = |pause| -> Result<(), ()> {
@@ -280,13 +280,7 @@ fn a_session_past_its_timeout_loses_its_whole_tree_and_says_it_timed_out() {
     assert_eq!(wait_exit(&session, 30.0), WaitEnd::Exited);
     assert!(session.process().timed_out());
     assert!(!session.process().group_alive());
-    assert_eq!(
-        session.resource_problem(),
-        Some(SessionError::TimedOut(
-            "Command timed out after 0.3 seconds".into()
-        ))
-    );
-    assert!(!SessionError::TimedOut(String::new()).is_io());
+    assert_eq!(session.ending(), Some(Ending::TimedOut(0.3)));
 }
 
 #[test]
@@ -296,18 +290,54 @@ fn a_session_that_ends_before_its_timeout_did_not_time_out() {
     assert_eq!(wait_exit(&session, 30.0), WaitEnd::Exited);
     std::thread::sleep(Duration::from_millis(400));
     assert!(!session.process().timed_out());
-    assert_eq!(session.resource_problem(), None);
+    assert_eq!(session.ending(), None);
 }
 
 #[test]
-fn a_sampled_memory_kill_is_the_session_resource_problem_first_seen_counting() {
+fn a_sampled_memory_kill_ends_the_session_first_seen_counting() {
     let session = session(&["head", "-c", "100000", "/dev/zero"], 1000);
     assert_eq!(wait_exit(&session, 30.0), WaitEnd::Exited);
     // Output passed its bound too, but the monitor's kill came first.
-    session.memory_sampled_over(64);
-    session.memory_sampled_over(128);
-    assert_eq!(
-        session.resource_problem(),
-        Some(SessionError::Limit(LimitExceeded::Memory { bytes: 64 }))
-    );
+    let memory = Ending::Limit(LimitExceeded::Memory { bytes: 64 });
+    assert_eq!(session.end_at_sampled_memory(64), memory);
+    session.end_at_sampled_memory(128);
+    assert_eq!(session.ending(), Some(memory));
+}
+
+#[test]
+fn a_limit_kill_is_one_denial_whoever_reports_it() {
+    let session = session(&["sleep", "5"], 1000);
+    assert_eq!(session.kill_denial(&Ending::TimedOut(1.0), "app"), None);
+    let memory = session.end_at_sampled_memory(64);
+    let denial = session.kill_denial(&memory, "app").unwrap();
+    assert_eq!(denial.message, "Program memory exceeded 64 bytes");
+    assert_eq!(session.kill_denial(&memory, "app"), None);
+}
+
+/// A session of a sandbox that was closed (H.4).
+fn closed_by_owner() -> Session {
+    let owner = Owner::new();
+    let launch = Launch {
+        argv: vec!["sleep".into(), "5".into()],
+        environment: vec![("PATH".into(), "/usr/bin:/bin".into())],
+        ..Launch::default()
+    };
+    let session = Session::start(&launch, &ProcessLimits::default(), 1000, Some(&owner)).unwrap();
+    owner.terminate_all();
+    session
+}
+
+#[test]
+fn a_session_ended_from_outside_stays_quiet_unless_another_error_was_recorded() {
+    let session = closed_by_owner();
+    assert_eq!(session.check_writable(), Err(SessionError::ClosedByOwner));
+    assert_eq!(session.ending(), Some(Ending::ClosedByOwner));
+    assert!(session.ended_from_outside() && !session.recorded());
+    session.record(Some(Ending::TimedOut(1.0)));
+    assert!(session.ended_from_outside() && session.recorded());
+    // The memory supervisor's failure (or a limit) recorded first speaks.
+    let session = closed_by_owner();
+    session.record(None);
+    assert!(!session.ended_from_outside());
+    assert!(!self::session(&["sleep", "5"], 1000).ended_from_outside());
 }
