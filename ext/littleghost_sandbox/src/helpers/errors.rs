@@ -273,6 +273,13 @@ fn ruby_wording(error: &Misshapen) -> String {
             "sandbox {category} access for :{name} must be :read_only or :read_write, got {shown}"
         ),
         Misshapen::RelativeDirectory(name) => format!("workspace path :{name} must be absolute"),
+        Misshapen::NotATable { what } => format!("sandbox {what} must be a Hash"),
+        Misshapen::ProtectNotAList => "sandbox protect must be an Array of relative paths \
+             (protect: [] protects nothing)"
+            .to_owned(),
+        Misshapen::UnknownKeywords { unknown, known } => {
+            crate::helpers::args::unknown_keywords(unknown, known)
+        }
         Misshapen::UnsupportedNetworkModes(names) => {
             let shown: Vec<String> = names.iter().map(|name| format!(":{name}")).collect();
             format!(

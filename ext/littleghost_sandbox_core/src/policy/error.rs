@@ -73,6 +73,19 @@ pub enum Error {
     /// Capability network modes that are no network mode, by name.
     #[error("unsupported network modes: {} (use inherit, none or allowlist)", .0.join(", "))]
     UnsupportedNetworkModes(Vec<String>),
+    /// A declaration's `what` (`files`, `runtime_paths`, `environment`) given as something other than a table.
+    #[error("sandbox {what} must be a table")]
+    NotATable { what: &'static str },
+    /// `protect` given as something other than a list.
+    #[error("sandbox protect must be a list of relative paths (protect: [] protects nothing)")]
+    ProtectNotAList,
+    /// Keys of a keyword table that name none of the `known` keywords, each
+    /// as it reads.
+    #[error("unknown keywords: {} (known: {})", unknown.join(", "), known.join(", "))]
+    UnknownKeywords {
+        unknown: Vec<String>,
+        known: Vec<&'static str>,
+    },
 }
 
 impl Error {
@@ -83,6 +96,7 @@ impl Error {
             | Error::IsolationNotAName
             | Error::AllowEntryWithoutDestination
             | Error::UnsupportedNetworkModes(_)
+            | Error::UnknownKeywords { .. }
             | Error::RelativeDirectory(_) => Kind::Argument,
             _ => Kind::Policy,
         }
