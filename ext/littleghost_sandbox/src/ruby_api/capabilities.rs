@@ -104,17 +104,9 @@ pub(crate) fn supports(ruby: &Ruby, rb_self: &Capabilities, args: &[Value]) -> R
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (feature,) = args.required;
     let (value,) = args.optional;
-    let feature = errors::core_result(ruby, core::normalize_feature(&vo::given(feature)?))?;
-    if feature != "network" {
-        return Ok(rb_self.0.supports(&feature));
-    }
-    match value.filter(|v| !v.is_nil()) {
-        None => Ok(rb_self.0.supports_network(None)),
-        Some(mode) => match vo::try_to_sym(mode)? {
-            Some(mode) => Ok(rb_self.0.supports_network(Some(&vo::sym_name(mode)?))),
-            None => Ok(false),
-        },
-    }
+    rb_self
+        .0
+        .supports_declared(&Declared(ruby, feature), value.map(|v| Declared(ruby, v)))
 }
 
 /// The names of the Symbols in `list` (other items never match a Symbol).

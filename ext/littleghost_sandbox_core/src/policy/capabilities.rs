@@ -111,6 +111,27 @@ impl Capabilities {
         capabilities.map_err(|error| keywords.misshapen(error))
     }
 
+    /// Whether `feature` (any alias) is supported; for `network`, whether the
+    /// mode `mode` names is (any mode when it is absent or nothing; none
+    /// when it is no name).
+    pub fn supports_declared<D: Declared>(
+        &self,
+        feature: &D,
+        mode: Option<D>,
+    ) -> std::result::Result<bool, D::Error> {
+        let feature = normalize_feature(&feature.given()?).map_err(|e| feature.misshapen(e))?;
+        if feature != "network" {
+            return Ok(self.supports(&feature));
+        }
+        match declared::present(mode) {
+            None => Ok(self.supports_network(None)),
+            Some(mode) => Ok(mode
+                .given()?
+                .name()
+                .is_some_and(|name| self.supports_network(Some(name)))),
+        }
+    }
+
     /// A report from names a backend knows to be valid (no aliases, no duplicates expected).
     pub fn of(features: &[&str], network_modes: &[NetworkMode], isolation: &str) -> Capabilities {
         let mut out = Capabilities {
@@ -284,5 +305,24 @@ mod tests {
             error,
             crate::Error::Declaration(Error::IsolationNotAName)
         ));
+    }
+
+    #[test]
+    fn a_declared_feature_or_network_mode_is_looked_up_by_name() {
+        use crate::policy::network_requests::tests::Json;
+        use serde_json::json;
+        let caps = Capabilities::of(&["filesystem_read"], &[NetworkMode::None], "none");
+        let supports = |feature, mode: Option<serde_json::Value>| {
+            caps.supports_declared(&Json(feature), mode.map(Json))
+                .unwrap()
+        };
+        assert!(supports(json!("read"), None));
+        assert!(!supports(json!("write"), None));
+        assert!(supports(json!("network"), None));
+        assert!(supports(json!("network"), Some(json!(null))));
+        assert!(supports(json!("network"), Some(json!("none"))));
+        assert!(!supports(json!("network"), Some(json!("inherit"))));
+        assert!(!supports(json!("network"), Some(json!(1))));
+        assert!(caps.supports_declared(&Json(json!(1)), None).is_err());
     }
 }
