@@ -59,22 +59,29 @@ pub fn refuse_unknown(
     let unknown = unknown_keys(hash, |name| {
         required.contains(&name) || optional.contains(&name)
     })?;
-    if !unknown.is_empty() {
-        let noun = if unknown.len() == 1 {
-            "keyword"
-        } else {
-            "keywords"
-        };
-        return Err(errors::argument_error(
-            ruby,
-            format!(
-                "unknown {noun}: {}; valid keywords: {}",
-                unknown.join(", "),
-                valid_list(required, optional)
-            ),
-        ));
+    if unknown.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let known: Vec<&str> = required.iter().chain(optional).copied().collect();
+    Err(errors::argument_error(
+        ruby,
+        unknown_keywords(&unknown, &known),
+    ))
+}
+
+/// "unknown keyword: :a; valid keywords: :b, :c": the message for the
+/// keys `unknown` (each as it reads) when only `known` are taken.
+pub fn unknown_keywords(unknown: &[String], known: &[&str]) -> String {
+    let noun = if unknown.len() == 1 {
+        "keyword"
+    } else {
+        "keywords"
+    };
+    format!(
+        "unknown {noun}: {}; valid keywords: {}",
+        unknown.join(", "),
+        valid_list(known, &[])
+    )
 }
 
 /// The accepted keywords as `:a, :b, :c`, sorted, for an unknown keyword's message (docs/spec.md: an

@@ -124,6 +124,13 @@ fn ruby_wording(error: &Misshapen) -> String {
         Misshapen::HttpWithoutAllowlist => {
             "network inspection :http requires mode: :allowlist".to_owned()
         }
+        Misshapen::NotATable { what } => format!("sandbox {what} must be a Hash"),
+        Misshapen::ProtectNotAList => "sandbox protect must be an Array of relative paths \
+             (protect: [] protects nothing)"
+            .to_owned(),
+        Misshapen::UnknownKeywords { unknown, known } => {
+            crate::helpers::args::unknown_keywords(unknown, known)
+        }
         other => other.worded(&symbol),
     }
 }

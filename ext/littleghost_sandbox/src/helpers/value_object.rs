@@ -350,8 +350,9 @@ pub fn hash_code(value: &impl std::hash::Hash) -> i64 {
 pub(crate) type Reader<T> = fn(&Ruby, &T) -> Result<Value, Error>;
 
 /// A frozen TypedData value object over a core struct: equality and hashing
-/// are the core value's (`PartialEq`, `Hash`), `inspect` and `to_h` show
-/// [`fields`](ValueObject::fields), each field is a reader ([`field`]).
+/// are the core value's (`PartialEq`, `Hash`) and the Ruby objects it
+/// [holds](ValueObject::held) besides; `inspect` and `to_h` show
+/// [`FIELDS`](ValueObject::FIELDS), each field a reader ([`field`]).
 /// [`define_value_methods!`] defines the Ruby methods.
 pub(crate) trait ValueObject: TypedData + Sized + 'static {
     /// The core value compared and hashed.
@@ -362,22 +363,33 @@ pub(crate) trait ValueObject: TypedData + Sized + 'static {
 
     fn core(&self) -> &Self::Core;
 
-    /// The labelled values `inspect` shows (and `to_h` returns), in order.
-    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
-        let read =
-            |(label, reader): &(&'static str, Reader<Self>)| Ok((*label, reader(ruby, self)?));
-        Self::FIELDS.iter().map(read).collect()
+    /// The Ruby objects it holds besides its core value (none by default),
+    /// compared with `==`, or `eql?` for `eql?`.
+    fn held(&self, _ruby: &Ruby) -> Vec<Value> {
+        Vec::new()
     }
 
-    /// Equal to `other` of the same class; `strict` is `eql?` rather than `==`
-    /// for the Ruby objects a value holds besides its core value.
-    fn same(&self, _ruby: &Ruby, other: &Self, _strict: bool) -> Result<bool, Error> {
-        Ok(self.core() == other.core())
+    /// Equal to `other` of the same class; `strict` is `eql?` rather than `==`.
+    fn same(&self, ruby: &Ruby, other: &Self, strict: bool) -> Result<bool, Error> {
+        if self.core() != other.core() {
+            return Ok(false);
+        }
+        for (mine, theirs) in self.held(ruby).into_iter().zip(other.held(ruby)) {
+            if !ruby_eq(mine, theirs, strict)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A hash code consistent with `same(other, true)`.
-    fn hash_code(&self, _ruby: &Ruby) -> Result<i64, Error> {
-        Ok(hash_code(self.core()))
+    fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
+        let held = self
+            .held(ruby)
+            .into_iter()
+            .map(|value| value.hash()?.to_i64());
+        let held = held.collect::<Result<Vec<i64>, Error>>()?;
+        Ok(hash_code(&(self.core(), held)))
     }
 }
 
@@ -416,34 +428,11 @@ pub(crate) fn value_same<T: ValueObject>(
     }
 }
 
-/// `==` of a value object.
-pub(crate) fn value_eq<T: ValueObject>(
-    ruby: &Ruby,
-    rb_self: Obj<T>,
-    other: Value,
-) -> Result<bool, Error> {
-    value_same(ruby, rb_self, other, false)
-}
-
-/// `eql?` of a value object.
-pub(crate) fn value_eql<T: ValueObject>(
-    ruby: &Ruby,
-    rb_self: Obj<T>,
-    other: Value,
-) -> Result<bool, Error> {
-    value_same(ruby, rb_self, other, true)
-}
-
-/// `hash` of a value object.
-pub(crate) fn value_hash<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<i64, Error> {
-    rb_self.hash_code(ruby)
-}
-
 /// `inspect` of a value object: `#<Class label=value ...>`.
 pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Result<String, Error> {
     let mut out = format!("#<{}", class_name(rb_self.as_value()));
-    let (labels, values) = held_fields(ruby, &*rb_self)?;
-    for (label, value) in labels.into_iter().zip(values) {
+    let values = field_values(ruby, &*rb_self)?;
+    for ((label, _), value) in T::FIELDS.iter().zip(values) {
         out.push_str(&format!(" {label}={}", inspect_value(ruby, value)?));
     }
     out.push('>');
@@ -453,37 +442,22 @@ pub(crate) fn value_inspect<T: ValueObject>(ruby: &Ruby, rb_self: Obj<T>) -> Res
 /// `to_h` of a value object: its fields in a frozen Symbol-keyed Hash.
 pub(crate) fn value_to_h<T: ValueObject>(ruby: &Ruby, rb_self: &T) -> Result<RHash, Error> {
     let hash = ruby.hash_new();
-    let (labels, values) = held_fields(ruby, rb_self)?;
-    for (label, value) in labels.into_iter().zip(values) {
+    let values = field_values(ruby, rb_self)?;
+    for ((label, _), value) in T::FIELDS.iter().zip(values) {
         hash.aset(ruby.to_symbol(label), value)?;
     }
     hash.freeze();
     Ok(hash)
 }
 
-/// The labels and values of [`ValueObject::fields`], the values held in a
-/// Ruby Array. `fields` collects them in a Rust `Vec`, which the GC does not
-/// see, so it runs with the GC paused: a collection while it made a later
-/// value could free an earlier one (a crash found under `GC.stress`).
-fn held_fields<T: ValueObject>(
-    ruby: &Ruby,
-    value: &T,
-) -> Result<(Vec<&'static str>, magnus::RArray), Error> {
-    let already_paused = ruby.gc_disable();
-    let fields = value.fields(ruby);
-    let held = fields.and_then(|fields| {
-        let values = ruby.ary_new_capa(fields.len());
-        let mut labels = Vec::with_capacity(fields.len());
-        for (label, field) in fields {
-            labels.push(label);
-            values.push(field)?;
-        }
-        Ok((labels, values))
-    });
-    if !already_paused {
-        ruby.gc_enable();
+/// The values of [`ValueObject::FIELDS`], in a Ruby Array, which keeps each
+/// marked for the GC while the next is made.
+fn field_values<T: ValueObject>(ruby: &Ruby, value: &T) -> Result<RArray, Error> {
+    let values = ruby.ary_new_capa(T::FIELDS.len());
+    for (_, reader) in T::FIELDS {
+        values.push(reader(ruby, value)?)?;
     }
-    held
+    Ok(values)
 }
 
 /// Defines `==`, `eql?`, `hash`, `inspect` and `to_s` (and `to_h` when asked)
@@ -509,9 +483,19 @@ macro_rules! define_value_methods {
         use crate::helpers::value_object as vo;
         use magnus::{method, Module};
         let class: magnus::RClass = $class;
-        class.define_method("==", method!(vo::value_eq::<$type>, 1))?;
-        class.define_method("eql?", method!(vo::value_eql::<$type>, 1))?;
-        class.define_method("hash", method!(vo::value_hash::<$type>, 0))?;
+        use magnus::{typed_data::Obj, Ruby, Value};
+        class.define_method(
+            "==",
+            method!(|ruby: &Ruby, obj: Obj<$type>, other: Value| vo::value_same(ruby, obj, other, false), 1),
+        )?;
+        class.define_method(
+            "eql?",
+            method!(|ruby: &Ruby, obj: Obj<$type>, other: Value| vo::value_same(ruby, obj, other, true), 1),
+        )?;
+        class.define_method(
+            "hash",
+            method!(|ruby: &Ruby, obj: &$type| vo::ValueObject::hash_code(obj, ruby), 0),
+        )?;
         class.define_method("inspect", method!(vo::value_inspect::<$type>, 0))?;
         class.define_alias("to_s", "inspect")?;
         if $to_h {

@@ -1,14 +1,15 @@
 //! `LittleGhost::Sandbox::Capabilities` (SPEC §4): what a backend can enforce.
 //! Aliases, validation and `intersect` are the core's `policy::Capabilities`.
 
-use littleghost_sandbox_core::policy::{self as core, Given};
+use littleghost_sandbox_core::policy as core;
 use magnus::{
     function, method, prelude::*, scan_args::scan_args, typed_data::Obj, Error, RArray, RClass,
-    RHash, Ruby, Symbol, TypedData, Value,
+    Ruby, Symbol, TypedData, Value,
 };
 
 use crate::helpers::errors;
 use crate::helpers::{args, value_object as vo};
+use crate::ruby_api::network_policy::Declared;
 
 /// A frozen capability report holding the core's value.
 #[magnus::wrap(class = "LittleGhost::Sandbox::Capabilities", free_immediately, size)]
@@ -91,35 +92,10 @@ fn normalize(ruby: &Ruby, feature: Value) -> Result<Symbol, Error> {
     Ok(ruby.to_symbol(name))
 }
 
-fn givens(ruby: &Ruby, list: Option<Value>) -> Result<Option<Vec<Given<'static>>>, Error> {
-    list.map(|list| {
-        vo::array_items(ruby, Some(list))?
-            .into_iter()
-            .map(vo::given)
-            .collect()
-    })
-    .transpose()
-}
-
 /// Capabilities.new(features: DEFAULT_FEATURES, network_modes: [:inherit], isolation: :none): a frozen capability report.
 fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Capabilities>, Error> {
-    let args = scan_args::<(), (), (), (), RHash, ()>(args)?;
-    let [features, network_modes, isolation] = args::optional(
-        ruby,
-        args.keywords,
-        ["features", "network_modes", "isolation"],
-    )?;
-    let features = givens(ruby, features)?;
-    let network_modes = givens(ruby, network_modes)?;
-    let isolation = isolation.map(vo::given).transpose()?;
-    let core = errors::core_result(
-        ruby,
-        core::Capabilities::new(
-            features.as_deref(),
-            network_modes.as_deref(),
-            isolation.as_ref(),
-        ),
-    )?;
+    let keywords = Declared(ruby, args::keywords_only(args)?.as_value());
+    let core = core::Capabilities::declared(&keywords)?;
     Ok(vo::frozen_obj(ruby, Capabilities(core), class))
 }
 
@@ -128,17 +104,9 @@ pub(crate) fn supports(ruby: &Ruby, rb_self: &Capabilities, args: &[Value]) -> R
     let args = scan_args::<(Value,), (Option<Value>,), (), (), (), ()>(args)?;
     let (feature,) = args.required;
     let (value,) = args.optional;
-    let feature = errors::core_result(ruby, core::normalize_feature(&vo::given(feature)?))?;
-    if feature != "network" {
-        return Ok(rb_self.0.supports(&feature));
-    }
-    match value.filter(|v| !v.is_nil()) {
-        None => Ok(rb_self.0.supports_network(None)),
-        Some(mode) => match vo::try_to_sym(mode)? {
-            Some(mode) => Ok(rb_self.0.supports_network(Some(&vo::sym_name(mode)?))),
-            None => Ok(false),
-        },
-    }
+    rb_self
+        .0
+        .supports_declared(&Declared(ruby, feature), value.map(|v| Declared(ruby, v)))
 }
 
 /// The names of the Symbols in `list` (other items never match a Symbol).

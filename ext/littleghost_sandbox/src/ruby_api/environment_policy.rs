@@ -12,6 +12,7 @@ use magnus::{
 use crate::helpers::errors;
 use crate::helpers::value_object as vo;
 use crate::helpers::{args, convert};
+use crate::ruby_api::network_policy::Declared;
 
 /// A frozen environment policy: the core value and its frozen Ruby Hash.
 #[derive(TypedData)]
@@ -80,36 +81,14 @@ pub fn coerce(ruby: &Ruby, class: RClass, value: Value) -> Result<Value, Error> 
     if value.is_kind_of(class) {
         return Ok(value);
     }
-    let Some(hash) = RHash::from_value(value).filter(|_| vo::is_hash(ruby, value)) else {
+    let Some(declared) = core::EnvironmentDeclaration::read(&Declared(ruby, value))? else {
         return Err(errors::policy_error(
             ruby,
             "sandbox environment must be a Hash",
         ));
     };
-    let symbol = |name: &str| ruby.to_symbol(name).as_value();
-    let string = |name: &str| ruby.str_new(name).as_value();
-    // `key?`: present even when the value is nil or false (no default applies).
-    let has = |key: Value| hash.get(key).is_some();
-    let has_key = |name: &str| has(symbol(name)) || has(string(name));
-    let (values, inherit) = if has_key("set") || has_key("inherit") {
-        // `h[:set] || h["set"]`: the first truthy of the two spellings.
-        let by_symbol: Value = hash.aref(symbol("set"))?;
-        let values = if by_symbol.to_bool() {
-            Some(by_symbol)
-        } else {
-            Some(hash.aref::<_, Value>(string("set"))?).filter(|v| v.to_bool())
-        };
-        // `h[:inherit]` when the key is present (even if false), else `h["inherit"]`.
-        let inherit: Value = if has(symbol("inherit")) {
-            hash.aref(symbol("inherit"))?
-        } else {
-            hash.aref(string("inherit"))?
-        };
-        (values, inherit.to_bool())
-    } else {
-        (Some(hash.as_value()), false)
-    };
-    Ok(build(ruby, class, inherit, values)?.as_value())
+    let values = declared.values.map(|values| values.1);
+    Ok(build(ruby, class, declared.inherit, values)?.as_value())
 }
 
 /// EnvironmentPolicy.new(inherit: false, values: {}): a frozen set of String variables.

@@ -2,14 +2,15 @@
 //! operations and captured output. Names, defaults and rules are the core's
 //! `policy::Limits`; this file converts each value with Ruby's `Integer()`.
 
-use littleghost_sandbox_core::policy::{self as core, Given, LimitValue};
+use littleghost_sandbox_core::policy::{self as core, LimitValue};
 use magnus::{
     function, method, prelude::*, scan_args::scan_args, typed_data::Obj, Error, RClass, RHash,
-    Ruby, Symbol, TypedData, Value,
+    Ruby, TypedData, Value,
 };
 
 use crate::helpers::errors;
 use crate::helpers::value_object as vo;
+use crate::ruby_api::network_policy::Declared;
 
 /// A frozen set of limits holding the core's value.
 #[magnus::wrap(class = "LittleGhost::Sandbox::Limits", free_immediately, size)]
@@ -85,16 +86,8 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Limits>, Error>
 }
 
 fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Limits>, Error> {
-    let mut given = Vec::with_capacity(keywords.len());
-    for (key, value) in vo::hash_pairs(keywords)? {
-        let name = match Symbol::from_value(key) {
-            Some(symbol) => Given::symbol(&vo::sym_name(symbol)?),
-            None => Given::other(&vo::inspect_value(ruby, key)?),
-        };
-        given.push((name, value));
-    }
-    let limits = core::Limits::parse(given, |value| integer(ruby, value))?;
-    let limits = errors::core_result(ruby, limits)?;
+    let keywords = Declared(ruby, keywords.as_value());
+    let limits = core::Limits::declared(&keywords, |value| integer(ruby, value.1))?;
     Ok(vo::frozen_obj(ruby, Limits(limits), class))
 }
 

@@ -3,20 +3,21 @@
 //! core's `policy::NetworkPolicy`; this file converts and holds the two
 //! Ruby objects the core cannot (gateway, authorizer).
 
-use littleghost_sandbox_core::policy::network_declaration::{self, DeclaredGateway};
+use std::path::PathBuf;
+
+use littleghost_sandbox_core::policy::network_declaration::{self, GatewayValue};
 use littleghost_sandbox_core::policy::network_requests as requests;
 use littleghost_sandbox_core::policy::network_rules::REDACTED;
-use littleghost_sandbox_core::policy::{
-    self as core, AllowEntry, NetworkMode as Mode, NetworkRequest,
-};
+use littleghost_sandbox_core::policy::{self as core, AllowEntry, Given, NetworkMode as Mode};
+use littleghost_sandbox_core::Error as CoreError;
 use magnus::{
-    gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, typed_data::Obj,
-    value::Opaque, DataTypeFunctions, Error, IntoValue, RArray, RClass, RHash, RString, Ruby,
-    Symbol, TypedData, Value,
+    gc::Marker, method, prelude::*, scan_args::scan_args, typed_data::Obj, value::Opaque,
+    DataTypeFunctions, Error, IntoValue, RArray, RClass, RHash, RString, Ruby, Symbol, TypedData,
+    Value,
 };
 
 use crate::helpers::errors;
-use crate::helpers::{convert, value_object as vo};
+use crate::helpers::{args, convert, value_object as vo};
 
 /// A frozen network rule: the core's validated policy plus the gateway and authorizer objects.
 #[derive(TypedData)]
@@ -97,37 +98,28 @@ pub fn init(ruby: &Ruby, sandbox: RClass) -> Result<(), Error> {
 impl vo::ValueObject for NetworkPolicy {
     type Core = core::NetworkPolicy;
 
+    const FIELDS: &'static [(&'static str, vo::Reader<Self>)] = &[
+        ("mode", |ruby, n| Ok(mode(ruby, n))),
+        ("allow", |ruby, n| Ok(allow(ruby, n)?.as_value())),
+        ("secrets", |ruby, n| Ok(secrets(ruby, n)?.as_value())),
+        ("upstream_ca", |ruby, n| {
+            Ok(upstream_ca(ruby, n).into_value_with(ruby))
+        }),
+        ("resolve", |ruby, n| Ok(resolve(ruby, n))),
+        ("inspection", |ruby, n| Ok(inspection(ruby, n))),
+        ("gateway", |ruby, n| Ok(gateway(ruby, n))),
+        ("authorizer", |ruby, n| Ok(authorizer(ruby, n))),
+        ("forward_headers", |ruby, n| Ok(forward_headers(ruby, n))),
+        ("mutation_headers", |ruby, n| Ok(mutation_headers(ruby, n))),
+    ];
+
     fn core(&self) -> &core::NetworkPolicy {
         &self.core
     }
 
-    fn fields(&self, ruby: &Ruby) -> Result<Vec<(&'static str, Value)>, Error> {
-        Ok(vec![
-            ("mode", mode(ruby, self)),
-            ("allow", allow(ruby, self)?.as_value()),
-            ("secrets", secrets(ruby, self)?.as_value()),
-            ("upstream_ca", upstream_ca(ruby, self).into_value_with(ruby)),
-            ("resolve", resolve(ruby, self)),
-            ("inspection", inspection(ruby, self)),
-            ("gateway", gateway(ruby, self)),
-            ("authorizer", authorizer(ruby, self)),
-            ("forward_headers", forward_headers(ruby, self)),
-            ("mutation_headers", mutation_headers(ruby, self)),
-        ])
-    }
-
-    /// The core rules equal, and the gateway and authorizer under `eql?` (strict) or `==`.
-    fn same(&self, ruby: &Ruby, other: &NetworkPolicy, strict: bool) -> Result<bool, Error> {
-        let compare = |a: Value, b: Value| vo::ruby_eq(a, b, strict);
-        Ok(self.core == other.core
-            && compare(self.gateway_value(ruby), other.gateway_value(ruby))?
-            && compare(authorizer(ruby, self), authorizer(ruby, other))?)
-    }
-
-    fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
-        let gateway = self.gateway_value(ruby).hash()?.to_i64()?;
-        let authorizer = authorizer(ruby, self).hash()?.to_i64()?;
-        Ok(vo::hash_code(&(&self.core, gateway, authorizer)))
+    /// The gateway and authorizer objects.
+    fn held(&self, ruby: &Ruby) -> Vec<Value> {
+        vec![self.gateway_value(ruby), authorizer(ruby, self)]
     }
 }
 
@@ -157,85 +149,34 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<NetworkPolicy>,
     build(ruby, class, args.keywords)
 }
 
-type Optional = (
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-    Option<Value>,
-);
-
 fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<NetworkPolicy>, Error> {
-    let keywords = complete_declaration(ruby, keywords)?;
-    let kwargs = get_kwargs::<_, (Value,), Optional, ()>(
-        keywords,
-        &["mode"],
-        &[
-            "allow",
-            "secrets",
-            "upstream_ca",
-            "resolve",
-            "inspection",
-            "gateway",
-            "authorizer",
-            "forward_headers",
-            "mutation_headers",
-        ],
-    )?;
-    let (mode,) = kwargs.required;
-    let (
-        allow,
-        secrets,
-        upstream_ca,
-        resolve,
-        inspection,
-        gateway,
-        authorizer,
-        forward_headers,
-        mutation_headers,
-    ) = kwargs.optional;
+    let declared = network_declaration::declared(&Declared(ruby, keywords.as_value()))?;
     let nil = ruby.qnil().as_value();
-    let gateway = gateway.unwrap_or(nil);
-    let authorizer = authorizer.unwrap_or(nil);
-    let declared = |value: Option<Value>| Declared::given(ruby, value);
-    let forward_headers = declared(forward_headers);
-    let mutation_headers = declared(mutation_headers);
-    let request = NetworkRequest {
-        mode: vo::given(mode)?,
-        inspection: inspection.map(vo::given).transpose()?,
-        allow: requests::allow_requests(declared(allow).as_ref())?,
-        secrets: requests::secret_requests(declared(secrets).as_ref())?,
-        upstream_ca: convert::expanded_path(ruby, upstream_ca, "network upstream_ca")?,
-        resolve: requests::resolve_requests(declared(resolve).as_ref())?,
-        forward_headers: requests::texts(forward_headers.as_ref())?,
-        mutation_headers: requests::texts(mutation_headers.as_ref())?,
-        gateway: !gateway.is_nil(),
-        authorizer: !authorizer.is_nil(),
+    let gateway = match declared.gateway {
+        GatewayValue::Declared(gateway) => gateway.map_or(nil, |gateway| gateway.1),
+        // The built-in gateway's options: its Hash, or `{provider: name}`.
+        GatewayValue::WithPrivateDestinations { options, allow } => {
+            let hash = match options {
+                Some(Declared(_, hash)) if vo::is_hash(ruby, hash) => {
+                    vo::symbolize_keys(ruby, hash)?
+                }
+                Some(Declared(_, name)) => args::kwargs(ruby, &[("provider", name)])?,
+                None => ruby.hash_new(),
+            };
+            hash.aset(
+                ruby.to_symbol(network_declaration::PRIVATE_DESTINATIONS),
+                allow.1,
+            )?;
+            hash.as_value()
+        }
     };
-    let core = errors::core_result(ruby, core::NetworkPolicy::new(request))?;
-    let builtin = declared_gateway(ruby, gateway) != DeclaredGateway::Object;
-    let enforced = network_declaration::check_enforced(&core.rules, builtin);
-    errors::core_result(ruby, enforced)?;
-    Ok(wrap_as(ruby, class, core, gateway, authorizer))
-}
-
-/// What kind of gateway `gateway:` declares.
-fn declared_gateway(ruby: &Ruby, gateway: Value) -> DeclaredGateway {
-    if gateway.is_nil() {
-        DeclaredGateway::Absent
-    } else if vo::is_hash(ruby, gateway) || Symbol::from_value(gateway).is_some() {
-        DeclaredGateway::Options
-    } else {
-        DeclaredGateway::Object
-    }
+    let authorizer = declared.authorizer.map_or(nil, |authorizer| authorizer.1);
+    Ok(wrap_as(ruby, class, declared.policy, gateway, authorizer))
 }
 
 /// A Ruby value of a `network:` declaration, read with Ruby's conversions
 /// (`Array()`, `String()`, `to_sym` keys): the core decides the shapes.
+#[derive(Clone)]
 pub(crate) struct Declared<'r>(pub &'r Ruby, pub Value);
 
 impl Declared<'_> {
@@ -252,7 +193,7 @@ impl Declared<'_> {
 impl requests::Declared for Declared<'_> {
     type Error = Error;
 
-    fn misshapen(&self, error: core::Error) -> Error {
+    fn misshapen(&self, error: impl Into<CoreError>) -> Error {
         errors::from_core(self.0, error.into())
     }
 
@@ -277,6 +218,32 @@ impl requests::Declared for Declared<'_> {
 
     fn shown(&self) -> Result<String, Error> {
         vo::inspect_value(self.0, self.1)
+    }
+
+    fn is_nothing(&self) -> bool {
+        self.1.is_nil()
+    }
+
+    fn truthy(&self) -> bool {
+        self.1.to_bool()
+    }
+
+    fn keyword(&self) -> Option<String> {
+        Symbol::from_value(self.1).and_then(|symbol| vo::sym_name(symbol).ok())
+    }
+
+    fn given(&self) -> Result<Given<'static>, Error> {
+        vo::given(self.1)
+    }
+
+    fn expanded_path(&self, what: &str) -> Result<PathBuf, Error> {
+        let path = convert::expanded_path(self.0, Some(self.1), what)?;
+        Ok(path.expect("a value that is not nil"))
+    }
+
+    fn list(&self) -> Option<Vec<Self>> {
+        let items = RArray::from_value(self.1)?.into_iter();
+        Some(items.map(|item| Declared(self.0, item)).collect())
     }
 
     fn pairs(&self) -> Result<Option<Vec<(Self, Self)>>, Error> {
@@ -358,48 +325,6 @@ pub(crate) fn secrets_to_ruby(ruby: &Ruby, rules: &core::NetworkRules) -> Result
     }
     hash.freeze();
     Ok(hash)
-}
-
-/// The user's shorthand (core `network_declaration`): `allow:` alone means
-/// `mode: :allowlist`, `allow_private_destinations:` moves into the built-in
-/// gateway's options, and an unknown key is an ArgumentError listing the
-/// valid ones. Works on a copy: the caller's Hash is never changed.
-fn complete_declaration(ruby: &Ruby, keywords: RHash) -> Result<RHash, Error> {
-    let copy = ruby.hash_new();
-    let mut names = Vec::new();
-    for (key, value) in vo::hash_pairs(keywords)? {
-        names.push(match Symbol::from_value(key) {
-            Some(symbol) => vo::sym_name(symbol)?,
-            None => vo::inspect_value(ruby, key)?,
-        });
-        copy.aset(key, value)?;
-    }
-    let gateway: Value = copy
-        .get(ruby.to_symbol("gateway"))
-        .unwrap_or(ruby.qnil().as_value());
-    let declared = declared_gateway(ruby, gateway);
-    let completion = errors::core_result(ruby, network_declaration::complete(&names, declared))?;
-    if let Some(mode) = completion.implied_mode {
-        copy.aset(ruby.to_symbol("mode"), ruby.to_symbol(mode.name()))?;
-    }
-    if completion.private_destinations_to_gateway {
-        let key = ruby.to_symbol(network_declaration::PRIVATE_DESTINATIONS);
-        let value: Value = copy.delete(key)?;
-        let options = match declared {
-            DeclaredGateway::Options if vo::is_hash(ruby, gateway) => {
-                vo::symbolize_keys(ruby, gateway)?
-            }
-            DeclaredGateway::Options => {
-                let options = ruby.hash_new();
-                options.aset(ruby.to_symbol("provider"), gateway)?;
-                options
-            }
-            _ => ruby.hash_new(),
-        };
-        options.aset(key, value)?;
-        copy.aset(ruby.to_symbol("gateway"), options)?;
-    }
-    Ok(copy)
 }
 
 fn wrap_as(

@@ -3,14 +3,15 @@
 //! names, root modes, grant ordering) are the core's `policy::Policy`; this
 //! file converts and keeps the environment and network objects Ruby reads.
 
-use littleghost_sandbox_core::policy::{self as core, GrantTable, RootFilesystem};
+use littleghost_sandbox_core::policy::{self as core, GrantTable};
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::scan_args, typed_data::Obj, value::Opaque,
     DataTypeFunctions, Error, RArray, RClass, RHash, Ruby, TypedData, Value,
 };
 
 use crate::helpers::errors;
-use crate::helpers::{args, value_object as vo};
+use crate::helpers::value_object as vo;
+use crate::ruby_api::network_policy::Declared;
 use crate::ruby_api::{environment_policy, mount, network_policy};
 
 /// A frozen policy: the core value plus the EnvironmentPolicy and NetworkPolicy (or nil) objects.
@@ -111,15 +112,9 @@ impl vo::ValueObject for Policy {
         &self.core
     }
 
-    /// The core values equal and the network objects (gateway, authorizer) equal under `eql?` or `==`.
-    fn same(&self, ruby: &Ruby, other: &Policy, strict: bool) -> Result<bool, Error> {
-        let (mine, theirs) = (ruby.get_inner(self.network), ruby.get_inner(other.network));
-        Ok(self.core == other.core && vo::ruby_eq(mine, theirs, strict)?)
-    }
-
-    fn hash_code(&self, ruby: &Ruby) -> Result<i64, Error> {
-        let network = ruby.get_inner(self.network).hash()?.to_i64()?;
-        Ok(vo::hash_code(&(&self.core, network)))
+    /// The NetworkPolicy object (its gateway and authorizer are compared).
+    fn held(&self, ruby: &Ruby) -> Vec<Value> {
+        vec![ruby.get_inner(self.network)]
     }
 }
 
@@ -163,63 +158,32 @@ fn new(ruby: &Ruby, class: RClass, args: &[Value]) -> Result<Obj<Policy>, Error>
     build(ruby, class, args.keywords)
 }
 
-/// The grant table of `files:` or `runtime_paths:` (anything with `each_pair`).
-fn grant_table(ruby: &Ruby, value: Value, label: &str) -> Result<GrantTable, Error> {
-    if !vo::responds(value, "each_pair") {
-        return Err(errors::policy_error(
-            ruby,
-            format!("sandbox {label} must be a Hash"),
-        ));
-    }
-    let pairs = vo::pairs(value)?;
-    let mut given = Vec::with_capacity(pairs.len());
-    for (name, access) in pairs.iter() {
-        given.push((vo::given(*name)?, vo::given(*access)?));
-    }
-    let table = errors::core_result(ruby, GrantTable::parse(label, given));
-    drop(pairs);
-    table
-}
-
 fn build(ruby: &Ruby, class: RClass, keywords: RHash) -> Result<Obj<Policy>, Error> {
-    let [files, runtime_paths, root_filesystem, environment, network, protect] =
-        args::optional(ruby, keywords, core::COMMON_KEYS)?;
-    let defaults = core::Policy::default();
-    let protect = match protect {
-        Some(value) => protect_list(ruby, value)?,
-        None => defaults.protect.clone(),
-    };
-    let files = match files {
-        Some(value) => grant_table(ruby, value, "files")?,
-        None => defaults.files,
-    };
-    let runtime_paths = match runtime_paths {
-        Some(value) => grant_table(ruby, value, "runtime_paths")?,
-        None => defaults.runtime_paths,
-    };
-    let root_filesystem = match root_filesystem {
-        Some(value) => errors::core_result(ruby, RootFilesystem::parse(&vo::given(value)?))?,
-        None => defaults.root_filesystem,
-    };
+    // A grant table may be anything with `each_pair` (a Struct, ENV): read
+    // as a Hash, which keeps the pairs it yields.
+    for name in ["files", "runtime_paths"] {
+        let key = ruby.to_symbol(name);
+        let table = keywords.get(key).filter(|table| !vo::is_hash(ruby, *table));
+        if let Some(table) = table.filter(|table| vo::responds(*table, "each_pair")) {
+            keywords.aset(key, ruby.hash_from_iter(vo::pairs(table)?))?;
+        }
+    }
+    let declared = core::Policy::declared(&Declared(ruby, keywords.as_value()))?;
+    let environment = declared
+        .environment
+        .map_or_else(|| ruby.hash_new().as_value(), |e| e.1);
     let environment_class = environment_policy::EnvironmentPolicy::class(ruby);
-    let environment = environment_policy::coerce(
-        ruby,
-        environment_class,
-        environment.unwrap_or_else(|| ruby.hash_new().as_value()),
-    )?;
+    let environment = environment_policy::coerce(ruby, environment_class, environment)?;
     // NetworkPolicy.coerce passes nil through.
-    let network = network.unwrap_or_else(|| ruby.qnil().as_value());
+    let network = declared.network.map_or(ruby.qnil().as_value(), |n| n.1);
     let network =
         network_policy::coerce(ruby, network_policy::NetworkPolicy::class(ruby), network)?;
     let core = core::Policy {
-        files,
-        runtime_paths,
-        root_filesystem,
         environment: environment_policy::borrow(environment)
             .map(|e| e.core().clone())
             .unwrap_or_default(),
         network: network_policy::borrow(network).map(|n| n.core().clone()),
-        protect,
+        ..declared.policy
     };
     Ok(wrap_as(ruby, class, core, environment, network))
 }
@@ -237,21 +201,6 @@ fn wrap_as(
         network: network.into(),
     };
     vo::frozen_obj(ruby, policy, class)
-}
-
-/// The entries of `protect:` (an Array of Strings or Symbols).
-fn protect_list(ruby: &Ruby, value: Value) -> Result<core::ProtectList, Error> {
-    let Some(items) = RArray::from_value(value) else {
-        return Err(errors::policy_error(
-            ruby,
-            "sandbox protect must be an Array of relative paths (protect: [] protects nothing)",
-        ));
-    };
-    let mut given = Vec::with_capacity(items.len());
-    for item in items.into_iter() {
-        given.push(vo::given(item)?);
-    }
-    errors::core_result(ruby, core::ProtectList::parse(given))
 }
 
 fn table_to_ruby(ruby: &Ruby, table: &GrantTable) -> Result<Value, Error> {

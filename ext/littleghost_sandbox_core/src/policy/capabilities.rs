@@ -1,12 +1,16 @@
 //! Capabilities (SPEC §4): what a backend can enforce, with the feature
 //! aliases of 4.3 and the intersection a scope narrows by.
 
+use super::declared::{self, givens, Declared};
 use super::Error;
 use super::{Given, NetworkMode};
 use crate::error::Result;
 
 /// The features a backend reports when it is not told otherwise (4.1).
 pub const DEFAULT_FEATURES: [&str; 3] = ["filesystem_read", "filesystem_list", "process_execute"];
+
+/// The keywords a declaration of capabilities takes.
+pub const KEYWORDS: [&str; 3] = ["features", "network_modes", "isolation"];
 
 /// Short names accepted wherever a feature is named (4.3).
 const ALIASES: [(&str, &str); 6] = [
@@ -90,6 +94,42 @@ impl Capabilities {
             network_modes,
             isolation,
         })
+    }
+
+    /// [`Capabilities::new`] from its keywords `features`, `network_modes`
+    /// (lists of names) and `isolation` (a name).
+    pub fn declared<D: Declared>(keywords: &D) -> std::result::Result<Capabilities, D::Error> {
+        let [features, network_modes, isolation] = declared::keywords(keywords, KEYWORDS)?;
+        let features = features.as_ref().map(givens).transpose()?;
+        let network_modes = network_modes.as_ref().map(givens).transpose()?;
+        let isolation = isolation.map(|name| name.given()).transpose()?;
+        let capabilities = Capabilities::new(
+            features.as_deref(),
+            network_modes.as_deref(),
+            isolation.as_ref(),
+        );
+        capabilities.map_err(|error| keywords.misshapen(error))
+    }
+
+    /// Whether `feature` (any alias) is supported; for `network`, whether the
+    /// mode `mode` names is (any mode when it is absent or nothing; none
+    /// when it is no name).
+    pub fn supports_declared<D: Declared>(
+        &self,
+        feature: &D,
+        mode: Option<D>,
+    ) -> std::result::Result<bool, D::Error> {
+        let feature = normalize_feature(&feature.given()?).map_err(|e| feature.misshapen(e))?;
+        if feature != "network" {
+            return Ok(self.supports(&feature));
+        }
+        match declared::present(mode) {
+            None => Ok(self.supports_network(None)),
+            Some(mode) => Ok(mode
+                .given()?
+                .name()
+                .is_some_and(|name| self.supports_network(Some(name)))),
+        }
     }
 
     /// A report from names a backend knows to be valid (no aliases, no duplicates expected).
@@ -248,5 +288,41 @@ mod tests {
         assert_eq!(both.features, ["process_execute", "filesystem_write"]);
         assert_eq!(both.network_modes, [NetworkMode::None]);
         assert_eq!(both.isolation, "namespace");
+    }
+
+    #[test]
+    fn a_declaration_gives_lists_of_names_and_an_isolation_name() {
+        use crate::policy::network_requests::tests::Json;
+        use serde_json::json;
+        let keywords = Json(json!({":features": ["read", "read"], ":network_modes": null}));
+        let caps = Capabilities::declared(&keywords).unwrap();
+        assert_eq!(caps.features, ["filesystem_read"]);
+        assert!(caps.network_modes.is_empty());
+        assert_eq!(caps.isolation, "none");
+        let no_name = Json(json!({":isolation": 1}));
+        let error = Capabilities::declared(&no_name).unwrap_err();
+        assert!(matches!(
+            error,
+            crate::Error::Declaration(Error::IsolationNotAName)
+        ));
+    }
+
+    #[test]
+    fn a_declared_feature_or_network_mode_is_looked_up_by_name() {
+        use crate::policy::network_requests::tests::Json;
+        use serde_json::json;
+        let caps = Capabilities::of(&["filesystem_read"], &[NetworkMode::None], "none");
+        let supports = |feature, mode: Option<serde_json::Value>| {
+            caps.supports_declared(&Json(feature), mode.map(Json))
+                .unwrap()
+        };
+        assert!(supports(json!("read"), None));
+        assert!(!supports(json!("write"), None));
+        assert!(supports(json!("network"), None));
+        assert!(supports(json!("network"), Some(json!(null))));
+        assert!(supports(json!("network"), Some(json!("none"))));
+        assert!(!supports(json!("network"), Some(json!("inherit"))));
+        assert!(!supports(json!("network"), Some(json!(1))));
+        assert!(caps.supports_declared(&Json(json!(1)), None).is_err());
     }
 }

@@ -74,6 +74,19 @@ pub enum Error {
     /// Capability network modes that are no network mode, by name.
     #[error("{}", self.worded(&plain))]
     UnsupportedNetworkModes(Vec<String>),
+    /// A declaration's `what` (`files`, `runtime_paths`, `environment`) given as something other than a table.
+    #[error("sandbox {what} must be a table")]
+    NotATable { what: &'static str },
+    /// `protect` given as something other than a list.
+    #[error("sandbox protect must be a list of relative paths (protect: [] protects nothing)")]
+    ProtectNotAList,
+    /// Keys of a keyword table that name none of the `known` keywords, each
+    /// as it reads.
+    #[error("unknown keywords: {} (known: {})", unknown.join(", "), known.join(", "))]
+    UnknownKeywords {
+        unknown: Vec<String>,
+        known: Vec<&'static str>,
+    },
 }
 
 impl Error {
@@ -141,6 +154,7 @@ impl Error {
             | Error::IsolationNotAName
             | Error::AllowEntryWithoutDestination
             | Error::UnsupportedNetworkModes(_)
+            | Error::UnknownKeywords { .. }
             | Error::RelativeDirectory(_) => Kind::Argument,
             _ => Kind::Policy,
         }

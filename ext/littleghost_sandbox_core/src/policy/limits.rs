@@ -3,6 +3,7 @@
 //! the binding only turns each Ruby value into a [`LimitValue`] with Ruby's
 //! `Integer()`.
 
+use super::declared::Declared;
 use super::Given;
 use crate::error::{policy, Result};
 use crate::fs::FsLimits;
@@ -124,6 +125,26 @@ impl Limits {
     }
 }
 
+impl Limits {
+    /// [`Limits::parse`] of the keyword table `keywords`: each key named by
+    /// its keyword (another key by how it reads), each value converted by
+    /// `convert`.
+    pub fn declared<D: Declared>(
+        keywords: &D,
+        convert: impl FnMut(D) -> std::result::Result<LimitValue, D::Error>,
+    ) -> std::result::Result<Limits, D::Error> {
+        let mut given = Vec::new();
+        for (key, value) in keywords.pairs()?.unwrap_or_default() {
+            let name = match key.keyword() {
+                Some(name) => Given::symbol(&name),
+                None => Given::other(&key.shown()?),
+            };
+            given.push((name, value));
+        }
+        Limits::parse(given, convert)?.map_err(|error| keywords.misshapen(error))
+    }
+}
+
 /// `value` as a count for the limit `name`, or the PolicyError Ruby shows.
 fn check(name: &str, value: LimitValue) -> Result<u64> {
     match value {
@@ -242,5 +263,29 @@ mod tests {
     fn a_conversion_error_is_passed_through() {
         let given = vec![(Given::symbol("read_bytes"), 1)];
         assert_eq!(Limits::parse(given, |_| Err("interrupt")), Err("interrupt"));
+    }
+
+    #[test]
+    fn a_declaration_names_its_keys_and_converts_each_value() {
+        use crate::policy::network_requests::tests::Json;
+        use serde_json::json;
+        let integer = |value: Json| {
+            Ok(value
+                .0
+                .as_i64()
+                .map_or(LimitValue::NotInteger, LimitValue::Integer))
+        };
+        let limits = Limits::declared(&Json(json!({":read_bytes": 5})), integer).unwrap();
+        assert_eq!(limits.read_bytes, 5);
+        assert_eq!(limits.list_entries, Limits::default().list_entries);
+        let error = Limits::declared(&Json(json!({":reads": 1, "plain": 2})), integer).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("unknown sandbox limits: reads, \"plain\""),
+            "{error}"
+        );
+        let error = Limits::declared(&Json(json!({":tasks": 1})), integer).unwrap_err();
+        assert_eq!(error.kind(), crate::error::Kind::Policy);
     }
 }

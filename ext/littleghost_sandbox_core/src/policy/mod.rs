@@ -6,6 +6,7 @@
 mod capabilities;
 mod compare;
 pub mod declaration;
+pub mod declared;
 mod environment;
 pub mod error;
 mod given;
@@ -22,7 +23,7 @@ mod rules;
 pub use capabilities::{canonical_feature, normalize_feature, Capabilities, DEFAULT_FEATURES};
 pub use compare::GrantIdentity;
 pub use declaration::Declaration;
-pub use environment::EnvironmentPolicy;
+pub use environment::{EnvironmentDeclaration, EnvironmentPolicy};
 pub use error::Error;
 pub use given::Given;
 pub use limits::{LimitValue, Limits, LIMIT_NAMES};
@@ -34,6 +35,6 @@ pub use network_rules::{
     AllowEntry, AllowRequest, NetworkRules, RuleRequest, SecretEntry, SecretRequest,
 };
 pub use rules::{
-    GrantTable, Policy, ProtectList, RootFilesystem, ACCESS_MODES, COMMON_KEYS, DEFAULT_PROTECTED,
-    ROOT_FILESYSTEM_MODES,
+    GrantTable, Policy, PolicyDeclaration, ProtectList, RootFilesystem, ACCESS_MODES, COMMON_KEYS,
+    DEFAULT_PROTECTED, ROOT_FILESYSTEM_MODES,
 };

@@ -4,7 +4,9 @@
 //! option of the built-in gateway. Any other key is refused with the list of
 //! the keys that exist, so a typo (`allowlist:`) is never silently ignored.
 
-use super::{Given, NetworkMode, NetworkRules};
+use super::declared::{present, Declared};
+use super::network_requests::{allow_requests, resolve_requests, secret_requests, texts};
+use super::{Given, NetworkMode, NetworkPolicy, NetworkRequest, NetworkRules};
 use crate::error::{argument, policy, Result};
 
 /// Every key a `network:` Hash (and `NetworkPolicy.new`) takes, in the order
@@ -134,6 +136,99 @@ impl Provider {
     }
 }
 
+/// A `network:` declaration read out of its keyword table and validated:
+/// the policy, and the gateway and authorizer values only the caller can
+/// hold (the core learns whether they were given).
+#[derive(Debug)]
+pub struct NetworkDeclaration<D> {
+    pub policy: NetworkPolicy,
+    pub gateway: GatewayValue<D>,
+    /// The authorizer, unless absent or nothing.
+    pub authorizer: Option<D>,
+}
+
+/// The `gateway:` a declaration keeps.
+#[derive(Debug)]
+pub enum GatewayValue<D> {
+    /// As declared (`None`: absent or nothing, the built-in one).
+    Declared(Option<D>),
+    /// The declared provider options (a table, a provider name, or `None`),
+    /// with `allow_private_destinations` given beside `allow:` moved in.
+    WithPrivateDestinations { options: Option<D>, allow: D },
+}
+
+/// Reads a `network:` declaration (`NetworkPolicy.new`'s keywords) as the
+/// user means it ([`complete`]), then validates it ([`NetworkPolicy::new`],
+/// [`check_enforced`]), converting each value in the order 7.2 checks them.
+pub fn declared<D: Declared>(keywords: &D) -> std::result::Result<NetworkDeclaration<D>, D::Error> {
+    let mut values: Vec<(String, D)> = Vec::new();
+    for (key, value) in keywords.pairs()?.unwrap_or_default() {
+        let name = match key.keyword() {
+            Some(name) => name,
+            None => key.shown()?,
+        };
+        values.push((name, value));
+    }
+    let names: Vec<String> = values.iter().map(|(name, _)| name.clone()).collect();
+    let mut take = |name: &str| {
+        let index = values.iter().position(|(key, _)| key == name)?;
+        Some(values.remove(index).1)
+    };
+    let gateway = present(take("gateway"));
+    let kind = match &gateway {
+        None => DeclaredGateway::Absent,
+        Some(value) if value.keyword().is_some() || value.pairs()?.is_some() => {
+            DeclaredGateway::Options
+        }
+        Some(_) => DeclaredGateway::Object,
+    };
+    complete(&names, kind).map_err(|error| keywords.misshapen(error))?;
+    // `allow:` without `mode:` is an allowlist (complete refused neither).
+    let mode = match take("mode") {
+        Some(mode) => mode.given()?,
+        None => Given::symbol(NetworkMode::Allowlist.name()),
+    };
+    let inspection = take("inspection").map(|value| value.given()).transpose()?;
+    let allow = allow_requests(present(take("allow")).as_ref())?;
+    let secrets = secret_requests(present(take("secrets")).as_ref())?;
+    let upstream_ca = present(take("upstream_ca"))
+        .map(|path| path.expanded_path("network upstream_ca"))
+        .transpose()?;
+    let resolve = resolve_requests(present(take("resolve")).as_ref())?;
+    let forward_headers = texts(present(take("forward_headers")).as_ref())?;
+    let mutation_headers = texts(present(take("mutation_headers")).as_ref())?;
+    let authorizer = present(take("authorizer"));
+    let private_destinations = take(PRIVATE_DESTINATIONS);
+    let request = NetworkRequest {
+        mode,
+        inspection,
+        allow,
+        secrets,
+        upstream_ca,
+        resolve,
+        forward_headers,
+        mutation_headers,
+        // Private destinations make the built-in gateway's options a gateway.
+        gateway: gateway.is_some() || private_destinations.is_some(),
+        authorizer: authorizer.is_some(),
+    };
+    let policy = NetworkPolicy::new(request).map_err(|error| keywords.misshapen(error))?;
+    let builtin = kind != DeclaredGateway::Object;
+    check_enforced(&policy.rules, builtin).map_err(|error| keywords.misshapen(error))?;
+    let gateway = match private_destinations {
+        Some(allow) => GatewayValue::WithPrivateDestinations {
+            options: gateway,
+            allow,
+        },
+        None => GatewayValue::Declared(gateway),
+    };
+    Ok(NetworkDeclaration {
+        policy,
+        gateway,
+        authorizer,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +323,55 @@ mod tests {
                 .private_destinations_to_gateway
         );
         assert!(complete(&keys, DeclaredGateway::Object).is_err());
+    }
+
+    #[test]
+    fn a_declaration_reads_as_the_user_means_it() {
+        use crate::policy::network_requests::tests::Json;
+        use serde_json::json;
+        let allow = Json(json!({":allow": ["a.test:443"], ":authorizer": null}));
+        let read = declared(&allow).unwrap();
+        assert_eq!(read.policy.mode, NetworkMode::Allowlist);
+        assert!(matches!(read.gateway, GatewayValue::Declared(None)));
+        assert!(read.authorizer.is_none() && !read.policy.authorizer);
+        let private = Json(json!({
+            ":allow": ["a.test:443"],
+            ":allow_private_destinations": true,
+            ":gateway": ":builtin"
+        }));
+        let read = declared(&private).unwrap();
+        let GatewayValue::WithPrivateDestinations { options, allow } = read.gateway else {
+            panic!("{:?}", read.gateway)
+        };
+        assert_eq!(
+            (options.unwrap().0, allow.0),
+            (json!(":builtin"), json!(true))
+        );
+        assert!(read.policy.gateway);
+        // The moved option is a gateway, which mode none does not take.
+        let none = Json(json!({":mode": ":none", ":allow_private_destinations": true}));
+        assert_eq!(
+            declared(&none).unwrap_err().kind(),
+            crate::error::Kind::Policy
+        );
+        let unknown = Json(json!({":allowlist": []})).0;
+        let error = declared(&Json(unknown)).unwrap_err();
+        assert_eq!(error.kind(), crate::error::Kind::Argument);
+        assert!(error.to_string().contains(":allowlist"), "{error}");
+    }
+
+    #[test]
+    fn a_gateway_object_cannot_carry_rules_only_the_built_in_one_enforces() {
+        use crate::policy::network_requests::tests::Json;
+        use serde_json::json;
+        let object = Json(json!({
+            ":allow": [{"destination": "a.test:443", "methods": ["GET"]}],
+            ":gateway": 42
+        }));
+        let error = declared(&object).unwrap_err();
+        assert!(
+            error.to_string().contains("built-in gateway only"),
+            "{error}"
+        );
     }
 }

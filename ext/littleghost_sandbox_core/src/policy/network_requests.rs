@@ -4,15 +4,17 @@
 //! binding: Ruby's `String()` and `Array()`), and the shapes are decided
 //! here, once, before [`super::NetworkPolicy::new`] validates the values.
 
+use std::path::PathBuf;
+
 use super::network_rules::{AllowRequest, RuleRequest, SecretRequest};
-use super::Error as Misshapen;
+use super::{Error as Misshapen, Given};
 
 /// A value of a declaration, as the caller's language holds it.
 pub trait Declared: Sized {
     /// A conversion the caller's language refused.
     type Error;
     /// `error` as the caller raises it.
-    fn misshapen(&self, error: Misshapen) -> Self::Error;
+    fn misshapen(&self, error: impl Into<crate::Error>) -> Self::Error;
     /// Its items, as the caller's language lists a value (nil: none).
     fn items(&self) -> Result<Vec<Self>, Self::Error>;
     /// Its text, as the caller's language converts a value to text.
@@ -23,6 +25,19 @@ pub trait Declared: Sized {
     fn flag(&self) -> Option<bool>;
     /// How it reads in a message.
     fn shown(&self) -> Result<String, Self::Error>;
+    /// Whether it is the language's "no value" (given, but nil).
+    fn is_nothing(&self) -> bool;
+    /// Whether the language counts it as yes (anything but nothing and false).
+    fn truthy(&self) -> bool;
+    /// Its name only when it is a name already (a keyword; never converted).
+    fn keyword(&self) -> Option<String>;
+    /// As a name-ish value: its name when it converts to one, and how it reads.
+    fn given(&self) -> Result<Given<'static>, Self::Error>;
+    /// A path made absolute, as the caller's language expands one; `what`
+    /// names it in a refusal.
+    fn expanded_path(&self, what: &str) -> Result<PathBuf, Self::Error>;
+    /// Its items only when it is a list already (never converted).
+    fn list(&self) -> Option<Vec<Self>>;
     /// Its pairs as given, when it is a table.
     fn pairs(&self) -> Result<Option<Vec<(Self, Self)>>, Self::Error>;
     /// Its pairs keyed by name (a key that is no name by how it reads), when it is a table.
@@ -121,24 +136,29 @@ pub fn resolve_requests<D: Declared>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::{json, Value};
 
     /// JSON as a declaration whose conversions never fail: a list is its
-    /// items, anything else one item; text is a string's own or the JSON.
-    struct Json(Value);
+    /// items (null: none), anything else one item; text is a string's own
+    /// or the JSON; a keyword is a string starting with `:` (JSON has none).
+    #[derive(Debug, Clone)]
+    pub(crate) struct Json(pub Value);
+
+    type Misshapen = crate::Error;
 
     impl Declared for Json {
         type Error = Misshapen;
 
-        fn misshapen(&self, error: Misshapen) -> Misshapen {
-            error
+        fn misshapen(&self, error: impl Into<Misshapen>) -> Misshapen {
+            error.into()
         }
 
         fn items(&self) -> Result<Vec<Json>, Misshapen> {
             Ok(match &self.0 {
                 Value::Array(items) => items.iter().cloned().map(Json).collect(),
+                Value::Null => Vec::new(),
                 other => vec![Json(other.clone())],
             })
         }
@@ -159,11 +179,38 @@ mod tests {
             Ok(self.0.to_string())
         }
 
+        fn is_nothing(&self) -> bool {
+            self.0.is_null()
+        }
+
+        fn truthy(&self) -> bool {
+            !matches!(self.0, Value::Null | Value::Bool(false))
+        }
+
+        fn keyword(&self) -> Option<String> {
+            self.0.as_str()?.strip_prefix(':').map(str::to_owned)
+        }
+
+        fn given(&self) -> Result<Given<'static>, Misshapen> {
+            Ok(match self.0.as_str() {
+                Some(text) => Given::symbol(text.trim_start_matches(':')),
+                None => Given::other(&self.0.to_string()),
+            })
+        }
+
+        fn expanded_path(&self, _what: &str) -> Result<PathBuf, Misshapen> {
+            Ok(PathBuf::from("/base").join(self.text()?))
+        }
+
+        fn list(&self) -> Option<Vec<Json>> {
+            let items = self.0.as_array()?;
+            Some(items.iter().cloned().map(Json).collect())
+        }
+
         fn pairs(&self) -> Result<Option<Vec<(Json, Json)>>, Misshapen> {
-            Ok(self.named_pairs()?.map(|pairs| {
-                pairs
-                    .into_iter()
-                    .map(|(key, value)| (Json(Value::String(key)), value))
+            Ok(self.0.as_object().map(|map| {
+                map.iter()
+                    .map(|(key, value)| (Json(Value::String(key.clone())), Json(value.clone())))
                     .collect()
             }))
         }
@@ -171,7 +218,10 @@ mod tests {
         fn named_pairs(&self) -> Result<Option<Vec<(String, Json)>>, Misshapen> {
             Ok(self.0.as_object().map(|map| {
                 map.iter()
-                    .map(|(key, value)| (key.clone(), Json(value.clone())))
+                    .map(|(key, value)| {
+                        let name = key.trim_start_matches(':').to_owned();
+                        (name, Json(value.clone()))
+                    })
                     .collect()
             }))
         }
@@ -218,11 +268,15 @@ mod tests {
         let list = Json(json!(["a"]));
         assert!(matches!(
             secret_requests(Some(&list)),
-            Err(Misshapen::SecretsNotATable)
+            Err(crate::Error::Declaration(
+                super::Misshapen::SecretsNotATable
+            ))
         ));
         assert!(matches!(
             resolve_requests(Some(&list)),
-            Err(Misshapen::ResolveNotATable)
+            Err(crate::Error::Declaration(
+                super::Misshapen::ResolveNotATable
+            ))
         ));
         let resolve = Json(json!({"a.test": "10.0.0.1"}));
         assert_eq!(

@@ -5,7 +5,8 @@
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
-use super::{EnvironmentPolicy, Given, NetworkPolicy};
+use super::declared::{self, Declared};
+use super::{EnvironmentPolicy, Error as Misshapen, Given, NetworkPolicy};
 use crate::error::{policy, Error, Result};
 use crate::grants::{Access, Grant};
 use crate::paths;
@@ -333,6 +334,69 @@ pub fn sort_grants(grants: &mut [Grant]) {
     grants.sort_by_key(|grant| std::cmp::Reverse(grant.target.as_os_str().len()));
 }
 
+/// A policy declaration (docs/spec.md §8.1's keywords) read and validated,
+/// but for `environment` and `network`, which the caller turns into the
+/// objects it keeps.
+#[derive(Debug)]
+pub struct PolicyDeclaration<D> {
+    /// The policy, with the default environment and no network.
+    pub policy: Policy,
+    pub environment: Option<D>,
+    pub network: Option<D>,
+}
+
+impl Policy {
+    /// The defaults with the keywords `keywords` gives over them, checked in
+    /// the order `protect`, `files`, `runtime_paths`, `root_filesystem`.
+    pub fn declared<D: Declared>(
+        keywords: &D,
+    ) -> std::result::Result<PolicyDeclaration<D>, D::Error> {
+        let [files, runtime_paths, root_filesystem, environment, network, protect] =
+            declared::keywords(keywords, COMMON_KEYS)?;
+        let misshapen = |error: Error| keywords.misshapen(error);
+        let mut policy = Policy::default();
+        if let Some(protect) = protect {
+            let Some(items) = protect.list() else {
+                return Err(misshapen(Misshapen::ProtectNotAList.into()));
+            };
+            let given = items
+                .iter()
+                .map(D::given)
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            policy.protect = ProtectList::parse(given).map_err(misshapen)?;
+        }
+        if let Some(files) = files {
+            policy.files = declared_grants(&files, "files")?;
+        }
+        if let Some(paths) = runtime_paths {
+            policy.runtime_paths = declared_grants(&paths, "runtime_paths")?;
+        }
+        if let Some(root) = root_filesystem {
+            policy.root_filesystem = RootFilesystem::parse(&root.given()?).map_err(misshapen)?;
+        }
+        Ok(PolicyDeclaration {
+            policy,
+            environment,
+            network,
+        })
+    }
+}
+
+/// The grant table `table` declares as `label` (`files`, `runtime_paths`).
+fn declared_grants<D: Declared>(
+    table: &D,
+    label: &'static str,
+) -> std::result::Result<GrantTable, D::Error> {
+    let Some(pairs) = table.pairs()? else {
+        return Err(table.misshapen(Misshapen::NotATable { what: label }));
+    };
+    let mut given = Vec::with_capacity(pairs.len());
+    for (name, access) in &pairs {
+        given.push((name.given()?, access.given()?));
+    }
+    GrantTable::parse(label, given).map_err(|error| table.misshapen(error))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,5 +560,38 @@ mod tests {
             crate::policy::Error::RelativeDirectory("root".into()).into()
         );
         assert!(Path::new("/w").is_absolute());
+    }
+
+    #[test]
+    fn a_declaration_checks_protect_and_grant_tables_and_leaves_environment_and_network() {
+        use crate::policy::network_requests::tests::Json;
+        use serde_json::json;
+        let keywords = Json(json!({
+            ":files": {"root": "read_write"},
+            ":protect": [],
+            ":environment": {"A": "1"},
+            ":root_filesystem": "read_only"
+        }));
+        let read = Policy::declared(&keywords).unwrap();
+        assert!(read.policy.workspace_writable());
+        assert!(read.policy.protect.entries().is_empty());
+        assert_eq!(read.policy.root_filesystem, RootFilesystem::ReadOnly);
+        assert_eq!(read.environment.unwrap().0, json!({"A": "1"}));
+        assert!(read.network.is_none());
+        let refused = |value: serde_json::Value| Policy::declared(&Json(value)).unwrap_err();
+        assert!(matches!(
+            refused(json!({":runtime_paths": ["a"]})),
+            Error::Declaration(Misshapen::NotATable {
+                what: "runtime_paths"
+            })
+        ));
+        assert!(matches!(
+            refused(json!({":protect": ".git"})),
+            Error::Declaration(Misshapen::ProtectNotAList)
+        ));
+        assert_eq!(
+            refused(json!({":filez": {}})).kind(),
+            crate::error::Kind::Argument
+        );
     }
 }
