@@ -397,7 +397,11 @@ pub(crate) fn narrowed(
     sandbox: Value,
     options: [Option<Value>; 4],
 ) -> Result<Value, Error> {
-    let keywords = narrowing::Keywords::new(sandbox, None, options);
+    let keywords = narrowing::Keywords {
+        sandbox,
+        parent_scope: None,
+        asked: options,
+    };
     let state = narrowing::build(ruby, &keywords)?;
     let scope = Scope {
         state: RefCell::new(Some(Arc::new(state))),
