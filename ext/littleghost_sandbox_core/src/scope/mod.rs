@@ -28,7 +28,7 @@ pub use network::{
     narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
 };
 pub use network_request::{scope_network, secrets_request, MisshapenSecrets, NetworkAsk, Plain};
-pub use queries::{file_feature, file_operation};
+pub use queries::{file_arguments, file_feature, file_operation};
 pub use refusal::NetworkNarrowing;
 
 use std::path::PathBuf;

@@ -1,7 +1,9 @@
 //! What a built scope answers (SC.11–SC.13): which features it allows, whether
 //! it can write, whether an operation is allowed on a path, whether its roots
-//! are unchanged, and how `inspect` lists its grants. Also which capability each file operation needs.
+//! are unchanged, and how `inspect` lists its grants. Also which capability each file operation needs
+//! and how many arguments it takes.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::Scoped;
@@ -73,6 +75,18 @@ pub fn file_feature(operation: Operation) -> Option<&'static str> {
         Operation::Write => Some("filesystem_write"),
         Operation::Replace => Some("filesystem_replace"),
         Operation::Execute | Operation::Connect | Operation::Request => None,
+    }
+}
+
+/// How many arguments a file operation takes (SC.12): `read(path)`,
+/// `list(path = ".")`, `write(path, content)` and `replace(path, old_text,
+/// new_text)`; the path comes first, the texts after it.
+pub fn file_arguments(operation: Operation) -> RangeInclusive<usize> {
+    match operation {
+        Operation::List => 0..=1,
+        Operation::Write => 2..=2,
+        Operation::Replace => 3..=3,
+        _ => 1..=1,
     }
 }
 
