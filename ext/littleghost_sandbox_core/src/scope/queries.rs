@@ -98,6 +98,14 @@ mod tests {
     use crate::scope::tests::{caps, grant, limits};
     use crate::scope::{narrow, Parent, ScopeRequest};
 
+    #[test]
+    fn list_alone_may_omit_its_path_and_write_and_replace_take_texts() {
+        assert_eq!(file_arguments(Operation::Read), 1..=1);
+        assert_eq!(file_arguments(Operation::List), 0..=1);
+        assert_eq!(file_arguments(Operation::Write), 2..=2);
+        assert_eq!(file_arguments(Operation::Replace), 3..=3);
+    }
+
     /// A scope of `root` (tools, `access`) and `root/cache` (runtime, read-write).
     fn scoped(root: &Path, access: Access, features: &[&str], modes: &[NetworkMode]) -> Scoped {
         let cache = root.join("cache");
