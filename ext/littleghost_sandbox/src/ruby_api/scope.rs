@@ -22,7 +22,8 @@ use littleghost_sandbox_core::scope::{self as core_scope, Scoped};
 use littleghost_sandbox_core::workspace as workspace_core;
 use magnus::{
     gc::Marker, method, prelude::*, scan_args::get_kwargs, scan_args::scan_args, value::LazyId,
-    value::Opaque, DataTypeFunctions, Error, RClass, RHash, RString, Ruby, TypedData, Value,
+    value::Opaque, DataTypeFunctions, Error, RArray, RClass, RHash, RString, Ruby, TypedData,
+    Value,
 };
 
 use crate::helpers::errors::message as error_message;
@@ -307,32 +308,22 @@ impl FileArguments {
         operation: Operation,
         args: &[Value],
     ) -> Result<FileArguments, Error> {
-        let (path, texts, keywords) = match operation {
-            Operation::Read => {
-                let args = scan_args::<(Value,), (), (), (), RHash, ()>(args)?;
-                (args.required.0, [None, None], args.keywords)
-            }
-            Operation::List => {
-                let args = scan_args::<(), (Option<Value>,), (), (), RHash, ()>(args)?;
-                let path = args.optional.0;
-                let path = path.unwrap_or_else(|| ruby.str_new(".").as_value());
-                (path, [None, None], args.keywords)
-            }
-            Operation::Write => {
-                let args = scan_args::<(Value, Value), (), (), (), RHash, ()>(args)?;
-                let (path, content) = args.required;
-                (path, [Some(content), None], args.keywords)
-            }
-            _ => {
-                let args = scan_args::<(Value, Value, Value), (), (), (), RHash, ()>(args)?;
-                let (path, old_text, new_text) = args.required;
-                (path, [Some(old_text), Some(new_text)], args.keywords)
-            }
+        let args = scan_args::<(), (), RArray, (), RHash, ()>(args)?;
+        let given = args.splat;
+        ruby.check_arity(given.len(), core_scope::file_arguments(operation))?;
+        let path = if given.is_empty() {
+            ruby.str_new(".").as_value() // `list`'s default, the only path that may be absent
+        } else {
+            given.entry(0)?
+        };
+        let text = |index: usize| {
+            let given = (index < given.len()).then(|| given.entry(index as isize));
+            given.transpose()
         };
         Ok(FileArguments {
             path,
-            texts,
-            keywords,
+            texts: [text(1)?, text(2)?],
+            keywords: args.keywords,
         })
     }
 
@@ -397,7 +388,11 @@ pub(crate) fn narrowed(
     sandbox: Value,
     options: [Option<Value>; 4],
 ) -> Result<Value, Error> {
-    let keywords = narrowing::Keywords::new(sandbox, None, options);
+    let keywords = narrowing::Keywords {
+        sandbox,
+        parent_scope: None,
+        asked: options,
+    };
     let state = narrowing::build(ruby, &keywords)?;
     let scope = Scope {
         state: RefCell::new(Some(Arc::new(state))),

@@ -8,10 +8,12 @@
 //! The rules per job: [`grants`] (SC.3–SC.8), [`network`] (SC.10/SC.10b) and
 //! what a `network:` keyword asks of it ([`network_request`]);
 //! capabilities (SC.9) and identities (SC.16) are small enough to live here;
-//! what a built scope answers is [`queries`] (SC.11–SC.13). A keyword of the
-//! wrong Ruby shape is refused by the binding before it gets here.
+//! what a built scope answers is [`queries`] (SC.11–SC.13). The request is
+//! read out of the caller's values by [`keywords`], which refuses a value
+//! of the wrong shape.
 
 mod grants;
+pub mod keywords;
 mod network;
 pub mod network_request;
 mod queries;
@@ -26,14 +28,16 @@ pub use network::{
     narrow_allowlist, narrow_network, widen, NetworkChoice, NetworkRequest, SecretsRequest,
 };
 pub use network_request::{scope_network, secrets_request, MisshapenSecrets, NetworkAsk, Plain};
-pub use queries::{file_feature, file_operation};
+pub use queries::{file_arguments, file_feature, file_operation};
 pub use refusal::NetworkNarrowing;
 
-use crate::error::Result;
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
 use crate::fs::anchor::Anchors;
 use crate::fs::{Broker, FsLimits};
 use crate::grants::{Grant, Identity, Narrowing};
-use crate::policy::Capabilities;
+use crate::policy::{Capabilities, Policy};
 
 /// What the parent has: a sandbox's process grants (no markers), or an
 /// enclosing scope's grants and deny markers; its capabilities; and the mode
@@ -44,6 +48,51 @@ pub struct Parent<'a> {
     pub deny_markers: &'a [Grant],
     pub capabilities: &'a Capabilities,
     pub network: Option<NetworkMode>,
+}
+
+/// What a parent hands a scope, owned; [`Inherited::parent`] lends it to [`narrow`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Inherited {
+    pub grants: Vec<Grant>,
+    pub deny_markers: Vec<Grant>,
+    pub capabilities: Capabilities,
+}
+
+impl Inherited {
+    /// SC.2: an enclosing scope hands on what it was built with.
+    pub fn of_scope(scoped: &Scoped) -> Inherited {
+        Inherited {
+            grants: scoped.grants.clone(),
+            deny_markers: scoped.deny_markers.clone(),
+            capabilities: scoped.capabilities.clone(),
+        }
+    }
+
+    /// SC.2: a sandbox hands on the process grants of the policy it
+    /// enforces (no deny markers; `directory` finds a grant's directory by
+    /// name) and the capabilities it reports.
+    pub fn of_sandbox<E>(
+        policy: &Policy,
+        capabilities: &Capabilities,
+        directory: impl FnMut(&str) -> std::result::Result<PathBuf, E>,
+        core_error: impl Fn(Error) -> E,
+    ) -> std::result::Result<Inherited, E> {
+        Ok(Inherited {
+            grants: policy.process_grants(directory, core_error)?,
+            deny_markers: Vec::new(),
+            capabilities: capabilities.clone(),
+        })
+    }
+
+    /// The parent [`narrow`] reads, whose network has `network`'s mode.
+    pub fn parent(&self, network: Option<NetworkMode>) -> Parent<'_> {
+        Parent {
+            grants: &self.grants,
+            deny_markers: &self.deny_markers,
+            capabilities: &self.capabilities,
+            network,
+        }
+    }
 }
 
 /// SC.9: what the scope asks of the parent's capabilities.

@@ -1,7 +1,9 @@
 //! What a built scope answers (SC.11–SC.13): which features it allows, whether
 //! it can write, whether an operation is allowed on a path, whether its roots
-//! are unchanged, and how `inspect` lists its grants. Also which capability each file operation needs.
+//! are unchanged, and how `inspect` lists its grants. Also which capability each file operation needs
+//! and how many arguments it takes.
 
+use std::ops::RangeInclusive;
 use std::path::Path;
 
 use super::Scoped;
@@ -76,6 +78,18 @@ pub fn file_feature(operation: Operation) -> Option<&'static str> {
     }
 }
 
+/// How many arguments a file operation takes (SC.12): `read(path)`,
+/// `list(path = ".")`, `write(path, content)` and `replace(path, old_text,
+/// new_text)`; the path comes first, the texts after it.
+pub fn file_arguments(operation: Operation) -> RangeInclusive<usize> {
+    match operation {
+        Operation::List => 0..=1,
+        Operation::Write => 2..=2,
+        Operation::Replace => 3..=3,
+        _ => 1..=1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +97,14 @@ mod tests {
     use crate::policy::NetworkMode;
     use crate::scope::tests::{caps, grant, limits};
     use crate::scope::{narrow, Parent, ScopeRequest};
+
+    #[test]
+    fn list_alone_may_omit_its_path_and_write_and_replace_take_texts() {
+        assert_eq!(file_arguments(Operation::Read), 1..=1);
+        assert_eq!(file_arguments(Operation::List), 0..=1);
+        assert_eq!(file_arguments(Operation::Write), 2..=2);
+        assert_eq!(file_arguments(Operation::Replace), 3..=3);
+    }
 
     /// A scope of `root` (tools, `access`) and `root/cache` (runtime, read-write).
     fn scoped(root: &Path, access: Access, features: &[&str], modes: &[NetworkMode]) -> Scoped {

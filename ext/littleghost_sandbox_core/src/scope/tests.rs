@@ -549,3 +549,51 @@ fn narrow_checks_the_roots_against_the_workspace_pins() {
         .unwrap();
     assert_eq!(err.message(), "workspace path changed after opening: root");
 }
+
+#[test]
+fn a_parent_hands_on_its_grants_capabilities_and_markers() {
+    use crate::policy::GrantTable;
+    let l = layout();
+    let policy = Policy {
+        files: GrantTable::of(&[("root", RW), ("source", RO)]),
+        runtime_paths: GrantTable::of(&[("home", RW)]),
+        ..Policy::default()
+    };
+    let capabilities = caps(&["filesystem_read"], &[NetworkMode::Inherit]);
+    let directory = |name: &str| -> std::result::Result<PathBuf, Error> {
+        Ok(match name {
+            "root" => l.root.clone(),
+            "source" => l.source.clone(),
+            _ => l.home.clone(),
+        })
+    };
+    let sandbox = Inherited::of_sandbox(&policy, &capabilities, directory, |e| e).unwrap();
+    let mut grants = summary(&sandbox.grants);
+    grants.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut expected = vec![
+        (l.source.clone(), RO, true),
+        (l.root.clone(), RW, true),
+        (l.home.clone(), RW, false),
+    ];
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(grants, expected);
+    assert!(sandbox.deny_markers.is_empty());
+    assert_eq!(sandbox.capabilities, capabilities);
+
+    let request = ScopeRequest {
+        files: Some(vec![Request::new(&l.root, Some(RO))]),
+        runtime_paths: Some(vec![Request::new(&l.home, None)]),
+        ..ScopeRequest::default()
+    };
+    let parent = sandbox.parent(Some(NetworkMode::Inherit));
+    let scoped = narrow(parent, &request, limits(), Option::None).unwrap();
+    let enclosing = Inherited::of_scope(&scoped);
+    assert_eq!(enclosing.grants, scoped.grants);
+    assert_eq!(enclosing.deny_markers, scoped.deny_markers);
+    assert_eq!(enclosing.capabilities, scoped.capabilities);
+    assert_eq!(enclosing.parent(None).network, None);
+
+    let unknown = |_: &str| Err(Error::Argument("no such directory".into()));
+    let refused = Inherited::of_sandbox(&policy, &capabilities, unknown, |e| e).unwrap_err();
+    assert_eq!(refused.message(), "no such directory");
+}

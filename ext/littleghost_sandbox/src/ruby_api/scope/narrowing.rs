@@ -1,54 +1,37 @@
-//! `Scope.new` (SC.1–SC.10): parses the keywords into the core's
-//! [`ScopeRequest`], reads the parent's state in Rust (a parent scope's
-//! struct, or the sandbox's enforced policy and capabilities) and hands both
-//! to [`core_scope::narrow`], which holds every narrowing rule.
+//! `Scope.new` (SC.1–SC.10): has the core read the keywords into its
+//! [`ScopeRequest`] (`scope::keywords`, through [`Keyword`] on a Ruby
+//! value), gathers the parent's state (a parent scope's struct, or the
+//! sandbox's enforced policy and capabilities) as the core's [`Inherited`],
+//! and hands both to [`core_scope::narrow`], which holds every narrowing rule.
 
-use littleghost_sandbox_core::grants::Grant;
-use littleghost_sandbox_core::policy::{self as core_policy, Capabilities as CoreCapabilities};
-use littleghost_sandbox_core::scope::{
-    self as core_scope, CapabilityRequest, NetworkAsk, NetworkChoice, NetworkMode, NetworkRequest,
-    Parent, Plain, Request, ScopeRequest, SecretsRequest,
+use littleghost_sandbox_core::error::Error as CoreError;
+use littleghost_sandbox_core::policy::Capabilities as CoreCapabilities;
+use littleghost_sandbox_core::scope::keywords::{
+    self as asked, network_keyword, Keyword, Misshapen,
 };
-use magnus::{prelude::*, scan_args::get_kwargs, RArray, Ruby, TypedData, Value};
-use magnus::{value::Opaque, Error, Symbol};
+use littleghost_sandbox_core::scope::{
+    self as core_scope, keywords::NetworkKeyword, Inherited, NetworkAsk, NetworkChoice,
+    NetworkMode, NetworkRequest, ScopeRequest, SecretsRequest,
+};
+use magnus::{prelude::*, scan_args::get_kwargs, Ruby, TypedData, Value};
+use magnus::{value::Opaque, Error};
 
 use super::{ScopeState, CAPABILITIES, NETWORK};
 use crate::helpers::args::keywords_only;
 use crate::helpers::errors::{self, core_result};
 use crate::helpers::value_object::{self as vo, ValueObject};
-use crate::ruby_api::mount::{grant_to_ruby, parse_access};
-use crate::ruby_api::network_policy::{self, NetworkPolicy};
+use crate::ruby_api::mount::grant_to_ruby;
+use crate::ruby_api::network_policy::{self, Declared, NetworkPolicy};
 use crate::ruby_api::sandbox::state as sandbox;
 use crate::ruby_api::{capabilities, limits, policy, workspace};
 
-/// The keywords of `Scope.new`; an explicit nil means the same as an absent keyword.
+/// The keywords of `Scope.new`: the sandbox, the scope it narrows (if
+/// any) and what it asks for, `[files, runtime_paths, capabilities,
+/// network]`, where nil means the same as an absent keyword.
 pub(super) struct Keywords {
-    sandbox: Value,
-    files: Option<Value>,
-    runtime_paths: Option<Value>,
-    capabilities: Option<Value>,
-    network: Option<Value>,
-    parent_scope: Option<Value>,
-}
-
-impl Keywords {
-    /// A scope of `sandbox` (or of `parent_scope`) asking for `[files,
-    /// runtime_paths, capabilities, network]`.
-    pub(super) fn new(
-        sandbox: Value,
-        parent_scope: Option<Value>,
-        [files, runtime_paths, capabilities, network]: [Option<Value>; 4],
-    ) -> Keywords {
-        let present = |value: Option<Value>| value.filter(|v| !v.is_nil());
-        Keywords {
-            sandbox,
-            files: present(files),
-            runtime_paths: present(runtime_paths),
-            capabilities: present(capabilities),
-            network, // nil, true and false differ only in how they are coerced
-            parent_scope: present(parent_scope),
-        }
-    }
+    pub(super) sandbox: Value,
+    pub(super) parent_scope: Option<Value>,
+    pub(super) asked: [Option<Value>; 4],
 }
 
 /// Scope.new(sandbox:, files: nil, runtime_paths: nil, capabilities: nil, network: nil, parent_scope: nil).
@@ -70,16 +53,17 @@ pub(super) fn keywords(args: &[Value]) -> Result<Keywords, Error> {
     let parsed =
         get_kwargs::<_, (Value,), Optional, ()>(keywords_only(args)?, &["sandbox"], &names)?;
     let (files, runtime_paths, capabilities, network, parent_scope) = parsed.optional;
-    let narrowing = [files, runtime_paths, capabilities, network];
-    Ok(Keywords::new(parsed.required.0, parent_scope, narrowing))
+    Ok(Keywords {
+        sandbox: parsed.required.0,
+        parent_scope: parent_scope.filter(|v| !v.is_nil()),
+        asked: [files, runtime_paths, capabilities, network],
+    })
 }
 
-/// What the parent has, as core values plus the Ruby objects a scope hands on.
+/// What the parent hands on, plus the Ruby objects a scope keeps of it.
 struct ParentState {
-    grants: Vec<Grant>,
-    deny_markers: Vec<Grant>,
-    capabilities: CoreCapabilities,
-    capabilities_value: Value,
+    inherited: Inherited,
+    capabilities: Value,
     network: Value,
 }
 
@@ -88,28 +72,26 @@ fn parent_state(ruby: &Ruby, keywords: &Keywords, workspace: Value) -> Result<Pa
     if let Some(parent) = keywords.parent_scope {
         let parent = super::state(ruby, parent)?;
         return Ok(ParentState {
-            grants: parent.scoped.grants.clone(),
-            deny_markers: parent.scoped.deny_markers.clone(),
-            capabilities: parent.scoped.capabilities.clone(),
-            capabilities_value: ruby.get_inner(parent.values[CAPABILITIES]),
+            inherited: Inherited::of_scope(&parent.scoped),
+            capabilities: ruby.get_inner(parent.values[CAPABILITIES]),
             network: ruby.get_inner(parent.values[NETWORK]),
         });
     }
     let policy_value = sandbox::enforced_policy(ruby, keywords.sandbox)?;
     let policy = policy::borrow(policy_value)
         .ok_or_else(|| errors::type_error(ruby, "sandbox effective_policy must be a Policy"))?;
-    let grants = policy.core().process_grants(
+    let capabilities = sandbox::enforced_capabilities(ruby, keywords.sandbox)?;
+    let reported = capabilities::borrow(capabilities)
+        .ok_or_else(|| errors::type_error(ruby, "sandbox capabilities must be a Capabilities"))?;
+    let inherited = Inherited::of_sandbox(
+        policy.core(),
+        reported.core(),
         |name| workspace::directory(ruby, workspace, name),
         |error| errors::from_core(ruby, error),
     )?;
-    let capabilities_value = sandbox::enforced_capabilities(ruby, keywords.sandbox)?;
-    let capabilities = capabilities::borrow(capabilities_value)
-        .ok_or_else(|| errors::type_error(ruby, "sandbox capabilities must be a Capabilities"))?;
     Ok(ParentState {
-        grants,
-        deny_markers: Vec::new(),
-        capabilities: capabilities.core().clone(),
-        capabilities_value,
+        inherited,
+        capabilities,
         network: policy.network_value(ruby),
     })
 }
@@ -124,11 +106,18 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
     }
     let workspace = sandbox::workspace_of(ruby, keywords.sandbox);
     let parent = parent_state(ruby, keywords, workspace)?;
-    let (network, coerced) = network_request(ruby, parent.network, keywords.network)?;
+    let [files, runtime_paths, capabilities, network] = keywords.asked;
+    let (network, coerced) = network_request(ruby, parent.network, network)?;
+    let given = |value: Option<Value>| value.map(|value| Declared(ruby, value));
+    let directory = |name: &str| workspace::directory(ruby, workspace, name);
     let request = ScopeRequest {
-        files: requests(ruby, workspace, keywords.files, "files")?,
-        runtime_paths: requests(ruby, workspace, keywords.runtime_paths, "runtime_paths")?,
-        capabilities: capability_request(ruby, keywords.capabilities)?,
+        files: asked::grant_requests(given(files).as_ref(), "files", directory)?,
+        runtime_paths: asked::grant_requests(
+            given(runtime_paths).as_ref(),
+            "runtime_paths",
+            directory,
+        )?,
+        capabilities: asked::capability_request(given(capabilities).as_ref())?,
         network,
     };
     let limits = sandbox::limits_of(ruby, keywords.sandbox);
@@ -137,12 +126,7 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
         .fs();
     let pins = workspace::borrow(workspace).and_then(|w| w.recorded_identities());
     let anchors = workspace::anchors_of(workspace);
-    let core_parent = Parent {
-        grants: &parent.grants,
-        deny_markers: &parent.deny_markers,
-        capabilities: &parent.capabilities,
-        network: mode_of(ruby, parent.network)?,
-    };
+    let core_parent = parent.inherited.parent(mode_of(ruby, parent.network)?);
     let pins = pins.as_deref().map(Vec::as_slice);
     let scoped = core_result(
         ruby,
@@ -152,8 +136,8 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
         (NetworkChoice::Requested, Some(policy)) => policy,
         _ => parent.network,
     };
-    let capabilities = if scoped.capabilities == parent.capabilities {
-        parent.capabilities_value
+    let capabilities = if scoped.capabilities == parent.inherited.capabilities {
+        parent.capabilities
     } else {
         capabilities::wrap(ruby, scoped.capabilities.clone())
     };
@@ -168,74 +152,6 @@ pub(super) fn build(ruby: &Ruby, keywords: &Keywords) -> Result<ScopeState, Erro
         scoped,
         values: values.map(Opaque::from),
     })
-}
-
-/// SC.3: nil keeps the category; a Hash, an Array of names or of `[name, access]` pairs replaces it.
-fn requests(
-    ruby: &Ruby,
-    workspace: Value,
-    value: Option<Value>,
-    category: &str,
-) -> Result<Option<Vec<Request>>, Error> {
-    let Some(value) = value else { return Ok(None) };
-    let request = |name: Value, access: Option<Value>| -> Result<Request, Error> {
-        let name: Symbol = vo::name_to_sym(name, "sandbox scope grant name")?;
-        let access = access.map(|a| parse_access(ruby, a)).transpose()?;
-        let directory = workspace::directory(ruby, workspace, &name.name()?)?;
-        Ok(Request::new(directory, access))
-    };
-    if vo::responds(value, "each_pair") {
-        // `pairs` keeps a duck's pairs alive while they are converted.
-        let pairs = vo::pairs(value)?;
-        return pairs
-            .into_iter()
-            .map(|(n, a)| request(n, Some(a)))
-            .collect::<Result<_, _>>()
-            .map(Some);
-    }
-    let Some(array) = RArray::from_value(value) else {
-        return Err(errors::policy_error(
-            ruby,
-            format!("sandbox scope {category} must be a Hash or an Array"),
-        ));
-    };
-    let mut requests = Vec::with_capacity(array.len());
-    for entry in array {
-        requests.push(match RArray::from_value(entry) {
-            Some(pair) if pair.len() == 2 => request(pair.entry(0)?, Some(pair.entry(1)?))?,
-            Some(_) => {
-                return Err(errors::policy_error(
-                    ruby,
-                    format!(
-                        "sandbox scope {category} entries must be names or [name, access] pairs"
-                    ),
-                ))
-            }
-            None => request(entry, None)?,
-        });
-    }
-    Ok(Some(requests))
-}
-
-/// SC.9: nil keeps the parent's; a Capabilities intersects; an Array keeps the parent's features it names.
-fn capability_request(ruby: &Ruby, requested: Option<Value>) -> Result<CapabilityRequest, Error> {
-    let Some(requested) = requested else {
-        return Ok(CapabilityRequest::Parent);
-    };
-    if let Some(theirs) = capabilities::borrow(requested) {
-        return Ok(CapabilityRequest::intersecting(theirs.core()));
-    }
-    let Some(list) = RArray::from_value(requested) else {
-        return Err(errors::policy_error(
-            ruby,
-            "sandbox scope capabilities must be an Array or Sandbox::Capabilities",
-        ));
-    };
-    let features = list
-        .into_iter()
-        .map(|feature| core_result(ruby, core_policy::normalize_feature(&vo::given(feature)?)))
-        .collect::<Result<Vec<String>, Error>>()?;
-    Ok(CapabilityRequest::Features(features))
 }
 
 /// The mode of a NetworkPolicy, `None` for nil; anything else is a TypeError.
@@ -257,15 +173,10 @@ fn network_request(
     parent: Value,
     requested: Option<Value>,
 ) -> Result<(NetworkRequest, Option<Value>), Error> {
-    let value = match requested {
-        None => return Ok((NetworkRequest::Parent, None)),
-        Some(value) if value.is_nil() || value.is_kind_of(ruby.class_true_class()) => {
-            return Ok((NetworkRequest::Parent, None))
-        }
-        Some(value) if value.is_kind_of(ruby.class_false_class()) => {
-            ruby.to_symbol("none").as_value()
-        }
-        Some(value) => value,
+    let value = match network_keyword(requested.map(|v| Declared(ruby, v)).as_ref()) {
+        NetworkKeyword::Parent => return Ok((NetworkRequest::Parent, None)),
+        NetworkKeyword::Off => ruby.to_symbol("none").as_value(),
+        NetworkKeyword::Declared => requested.expect("declared"),
     };
     let theirs = network_policy::borrow(parent);
     let (value, secrets) = scope_secrets(ruby, value)?;
@@ -295,13 +206,11 @@ fn network_request(
     };
     let parent_core = theirs.map(|theirs| theirs.core());
     let (request, narrowed) = core_result(ruby, core_scope::scope_network(parent_core, ask))?;
-    match (narrowed, theirs) {
-        (Some(narrowed), Some(theirs)) => {
-            let policy = network_policy::wrap_like(ruby, narrowed, theirs);
-            Ok((request, Some(policy)))
-        }
-        _ => Ok((request, Some(policy))),
-    }
+    let policy = match (narrowed, theirs) {
+        (Some(narrowed), Some(theirs)) => network_policy::wrap_like(ruby, narrowed, theirs),
+        _ => policy,
+    };
+    Ok((request, Some(policy)))
 }
 
 /// Whether the gateway and authorizer `ours` names are absent or `theirs`'s.
@@ -329,44 +238,65 @@ fn scope_secrets(
     ruby: &Ruby,
     value: Value,
 ) -> Result<(Option<Value>, Option<SecretsRequest>), Error> {
-    if !vo::is_hash(ruby, value) {
+    let Some(request) = asked::secrets_asked(&Declared(ruby, value))? else {
         return Ok((Some(value), None));
-    }
+    };
     let copy = vo::symbolize_keys(ruby, value)?;
-    let key = ruby.to_symbol("secrets");
-    let Some(given) = copy.get(key) else {
-        return Ok((Some(value), None));
-    };
-    let request = core_scope::secrets_request(&plain(ruby, given)?).map_err(|_| {
-        errors::argument_error(
-            ruby,
-            "sandbox scope network secrets: names the parent's secrets: an Array of names, or name => {destinations: [...]} (no value:)",
-        )
-    })?;
-    let Some(request) = request else {
-        return Ok((Some(value), None));
-    };
-    let _: Value = copy.delete(key)?;
+    let _: Option<Value> = copy.delete(ruby.to_symbol("secrets"))?;
     let rest = (!copy.is_empty()).then_some(copy.as_value());
     Ok((rest, Some(request)))
 }
 
-/// `value` as plain data: nil, an Array, a Hash (keys as text, as
-/// `symbolize_keys` reads them) or anything else as its text.
-fn plain(ruby: &Ruby, value: Value) -> Result<Plain, Error> {
-    if value.is_nil() {
-        return Ok(Plain::Nil);
+/// A scope's request values as the core reads them: Ruby's own types
+/// (`Array`, `Hash` or anything with `each_pair`, `Sandbox::Capabilities`),
+/// and the core's refusals worded in them.
+impl Keyword for Declared<'_> {
+    fn misshapen_request(&self, error: Misshapen) -> Error {
+        let ruby = self.0;
+        match error {
+            Misshapen::Grants { category } => errors::policy_error(
+                ruby,
+                format!("sandbox scope {category} must be a Hash or an Array"),
+            ),
+            Misshapen::GrantEntry { category } => errors::policy_error(
+                ruby,
+                format!("sandbox scope {category} entries must be names or [name, access] pairs"),
+            ),
+            Misshapen::Capabilities => errors::policy_error(
+                ruby,
+                "sandbox scope capabilities must be an Array or Sandbox::Capabilities",
+            ),
+            Misshapen::Secrets => errors::argument_error(
+                ruby,
+                "sandbox scope network secrets: names the parent's secrets: an Array of names, or name => {destinations: [...]} (no value:)",
+            ),
+        }
     }
-    if let Some(items) = RArray::from_value(value) {
-        let items = items.into_iter().map(|item| plain(ruby, item));
-        return Ok(Plain::List(items.collect::<Result<_, _>>()?));
+
+    fn refused(&self, error: CoreError) -> Error {
+        errors::from_core(self.0, error)
     }
-    if !vo::is_hash(ruby, value) {
-        return Ok(Plain::Text(vo::string_of(ruby, value)?));
+
+    fn each_pair(
+        &self,
+        each: &mut dyn FnMut(Self, Self) -> Result<(), Error>,
+    ) -> Result<bool, Error> {
+        if !vo::responds(self.1, "each_pair") {
+            return Ok(false);
+        }
+        // `pairs` keeps a duck's pairs alive while they are converted.
+        for (key, value) in vo::pairs(self.1)? {
+            each(Declared(self.0, key), Declared(self.0, value))?;
+        }
+        Ok(true)
     }
-    let mut entries = Vec::new();
-    for (key, item) in vo::hash_pairs(vo::symbolize_keys(ruby, value)?)? {
-        entries.push((vo::string_of(ruby, key)?, plain(ruby, item)?));
+
+    fn name(&self) -> Result<String, Error> {
+        let name = vo::name_to_sym(self.1, "sandbox scope grant name")?;
+        Ok(name.name()?.into_owned())
     }
-    Ok(Plain::Table(entries))
+
+    fn capabilities(&self) -> Option<CoreCapabilities> {
+        capabilities::borrow(self.1).map(|theirs| theirs.core().clone())
+    }
 }
