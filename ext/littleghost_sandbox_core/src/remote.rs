@@ -8,10 +8,12 @@
 //! slices, so a binding can let its threads run and give up a call at once.
 
 pub mod client;
+pub mod connection;
 pub mod endpoint;
 pub mod error;
 mod files;
 mod http;
+pub mod launch;
 pub mod pending;
 mod programs;
 pub mod run;
@@ -19,8 +21,10 @@ pub mod session;
 mod stream;
 
 pub use client::{Client, Enforced, Metadata};
+pub use connection::Connection;
 pub use endpoint::Endpoint;
 pub use error::Error;
+pub use launch::Launch;
 pub use pending::Pending;
 pub use run::{Execution, Progress, StreamedRun};
 pub use session::Session;

@@ -19,6 +19,8 @@ use super::run::{Execution, StreamedRun};
 use super::session::Session;
 use super::stream::{self, Watch};
 use crate::denial::Denial;
+use crate::policy::network_requests::Declared;
+use crate::policy::Capabilities;
 
 /// `/v1/metadata`: the reference's `env`, and what littleghost-sandboxd
 /// publishes it enforces (`x-littleghost`; None from a daemon that does not).
@@ -90,6 +92,13 @@ pub struct Enforced {
 }
 
 impl Enforced {
+    /// The report a caller shows (docs/spec.md §4): these features, the one
+    /// network mode, the isolation, validated as any report is.
+    pub fn capabilities(&self) -> crate::error::Result<Capabilities> {
+        let features: Vec<&str> = self.features.iter().map(String::as_str).collect();
+        Capabilities::named(&features, &[self.network.as_str()], &self.isolation)
+    }
+
     /// `x-littleghost` read: `backend`, `features`, `network`, `files`.
     fn from_json(value: &serde_json::Value) -> Option<Enforced> {
         let text = |key: &str| Some(value.get(key)?.as_str()?.to_string());
@@ -178,16 +187,52 @@ impl Metadata {
 }
 
 /// One narrowing of a scope, as the daemon reads it: grants by workspace
-/// name (`"root"` is the daemon's root) and access, the capabilities kept,
-/// the network mode kept. `None` keeps the parent's.
+/// name (`"root"` is the daemon's root) and access, the network mode kept.
+/// `None` keeps the parent's. The capabilities a scope keeps stay on the
+/// caller's side (the scope checks them before it sends a call).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Narrowing {
     pub files: Option<Vec<(String, String)>>,
-    pub capabilities: Option<Vec<String>>,
     pub network: Option<String>,
 }
 
 impl Narrowing {
+    /// A scope's chain of narrowings, outermost first, read through the
+    /// caller's conversions: each a table of `files` (grant name => access)
+    /// and `network` (a mode); any other key is the caller's (`capabilities`).
+    /// A narrowing or `files` that is no table is refused with `misshapen`,
+    /// never taken for no narrowing at all.
+    pub fn chain<D: Declared>(
+        narrowings: &D,
+        misshapen: impl Fn(Error) -> D::Error,
+    ) -> Result<Vec<Narrowing>, D::Error> {
+        let refused = |what: &str| misshapen(Error::Narrowing(format!("{what} must be a table")));
+        let mut chain = Vec::new();
+        for given in narrowings.items()? {
+            let Some(pairs) = given.named_pairs()? else {
+                return Err(refused("a remote scope's narrowing"));
+            };
+            let mut narrowing = Narrowing::default();
+            for (key, value) in pairs {
+                match key.as_str() {
+                    "files" => {
+                        let Some(grants) = value.pairs()? else {
+                            return Err(refused("a remote scope's files"));
+                        };
+                        let grants = grants
+                            .iter()
+                            .map(|(name, access)| Ok((name.text()?, access.text()?)));
+                        narrowing.files = Some(grants.collect::<Result<_, _>>()?);
+                    }
+                    "network" => narrowing.network = Some(value.text()?),
+                    _ => {}
+                }
+            }
+            chain.push(narrowing);
+        }
+        Ok(chain)
+    }
+
     /// The one scope the daemon reads (`{"files": {...}, "network": "..."}`)
     /// for a chain of narrowings, outermost first: each name keeps the
     /// narrowest access any of them gives it, a name a later narrowing leaves
@@ -269,10 +314,9 @@ impl Client {
         })
     }
 
-    /// The same daemon, every call narrowed by `narrowing` too.
-    pub fn narrowed(&self, narrowing: Narrowing) -> Client {
-        let mut narrowings = (*self.narrowings).clone();
-        narrowings.push(narrowing);
+    /// The same daemon, every call narrowed by `chain` too (outermost first).
+    pub fn narrowed(&self, chain: Vec<Narrowing>) -> Client {
+        let narrowings = [&self.narrowings[..], &chain].concat();
         let header = Narrowing::combined(&narrowings);
         Client {
             runtime: self.runtime.clone(),
@@ -363,12 +407,8 @@ impl Client {
 
     /// Starts `command` as a run within `timeout` seconds whose output is
     /// handed on as it is printed, each stream within `bound` bytes.
-    pub fn run_streamed(
-        &self,
-        command: Command,
-        timeout: f64,
-        bound: usize,
-    ) -> Pending<StreamedRun> {
+    pub fn run_streamed(&self, command: Command, timeout: f64, bound: u64) -> Pending<StreamedRun> {
+        let bound = usize::try_from(bound).unwrap_or(usize::MAX);
         let grpc = self.grpc.clone();
         let runtime = self.runtime.clone();
         let started = std::time::Instant::now();
@@ -386,24 +426,15 @@ impl Client {
 
     /// `/v1/metadata`.
     pub fn metadata(&self) -> Pending<Metadata> {
-        let endpoint = self.grpc.endpoint.clone();
-        Pending::spawn(&self.runtime, async move {
-            let answer = http::call(
-                &endpoint,
-                hyper::Method::GET,
-                "/v1/metadata",
-                None,
-                &[],
-                Default::default(),
-            )
-            .await?;
-            if !answer.status.is_success() {
-                return Err(http::failure(&answer));
-            }
-            let value: serde_json::Value = serde_json::from_slice(&answer.body)
-                .map_err(|error| Error::Protocol(format!("metadata that is not JSON: {error}")))?;
-            Metadata::from_json(&value)
-        })
+        Pending::spawn(&self.runtime, fetch_metadata(self.grpc.endpoint.clone()))
+    }
+
+    /// Runs `call` on this client's runtime.
+    pub(super) fn spawn<T: Send + 'static>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, Error>> + Send + 'static,
+    ) -> Pending<T> {
+        Pending::spawn(&self.runtime, call)
     }
 
     /// Whether the daemon's broker lets the canonical `feature` past on
@@ -445,6 +476,25 @@ impl Client {
     }
 }
 
+/// `/v1/metadata`, read.
+pub(super) async fn fetch_metadata(endpoint: Endpoint) -> Result<Metadata, Error> {
+    let answer = http::call(
+        &endpoint,
+        hyper::Method::GET,
+        "/v1/metadata",
+        None,
+        &[],
+        Default::default(),
+    )
+    .await?;
+    if !answer.status.is_success() {
+        return Err(http::failure(&answer));
+    }
+    let value: serde_json::Value = serde_json::from_slice(&answer.body)
+        .map_err(|error| Error::Protocol(format!("metadata that is not JSON: {error}")))?;
+    Metadata::from_json(&value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -457,9 +507,100 @@ mod tests {
                     .map(|(name, access)| (name.to_string(), access.to_string()))
                     .collect()
             }),
-            capabilities: None,
             network: network.map(str::to_string),
         }
+    }
+
+    /// A declared value as JSON holds it.
+    struct Json(serde_json::Value);
+
+    impl Declared for Json {
+        type Error = Error;
+
+        fn misshapen(&self, error: crate::policy::Error) -> Error {
+            Error::Protocol(error.to_string())
+        }
+
+        fn items(&self) -> Result<Vec<Json>, Error> {
+            let items = self.0.as_array().cloned().unwrap_or_default();
+            Ok(items.into_iter().map(Json).collect())
+        }
+
+        fn text(&self) -> Result<String, Error> {
+            Ok(self.string().unwrap_or_else(|| self.0.to_string()))
+        }
+
+        fn string(&self) -> Option<String> {
+            self.0.as_str().map(str::to_owned)
+        }
+
+        fn flag(&self) -> Option<bool> {
+            self.0.as_bool()
+        }
+
+        fn shown(&self) -> Result<String, Error> {
+            Ok(self.0.to_string())
+        }
+
+        fn pairs(&self) -> Result<Option<Vec<(Json, Json)>>, Error> {
+            let pairs = self.named_pairs()?;
+            Ok(pairs.map(|pairs| {
+                pairs
+                    .into_iter()
+                    .map(|(k, v)| (Json(k.into()), v))
+                    .collect()
+            }))
+        }
+
+        fn named_pairs(&self) -> Result<Option<Vec<(String, Json)>>, Error> {
+            let object = self.0.as_object();
+            Ok(object.map(|o| {
+                o.iter()
+                    .map(|(k, v)| (k.clone(), Json(v.clone())))
+                    .collect()
+            }))
+        }
+    }
+
+    #[test]
+    fn a_scope_chain_is_read_from_its_tables_and_anything_else_refused() {
+        let given = Json(serde_json::json!([
+            {"files": {"root": "read_only"}, "capabilities": ["filesystem_read"]},
+            {"network": "none"},
+        ]));
+        let chain = Narrowing::chain(&given, |error| error).unwrap();
+        let expected = [
+            narrowing(Some(&[("root", "read_only")]), None),
+            narrowing(None, Some("none")),
+        ];
+        assert_eq!(chain, expected);
+        for misshapen in [
+            serde_json::json!(["files"]),
+            serde_json::json!([{"files": ["root"]}]),
+        ] {
+            let refused = Narrowing::chain(&Json(misshapen), |error| error).unwrap_err();
+            assert!(matches!(refused, Error::Narrowing(_)), "{refused:?}");
+            assert_eq!(refused.kind(), crate::error::kind::Kind::Argument);
+        }
+    }
+
+    #[test]
+    fn what_a_daemon_enforces_is_reported_as_capabilities() {
+        let enforced = Enforced {
+            features: vec!["filesystem_read".into(), "process_execute".into()],
+            network: "none".into(),
+            isolation: "landlock".into(),
+            files: None,
+        };
+        let report = enforced.capabilities().unwrap();
+        assert_eq!(report.features, ["filesystem_read", "process_execute"]);
+        assert_eq!(report.network_modes, [crate::policy::NetworkMode::None]);
+        assert_eq!(report.isolation, "landlock");
+        let unknown = Enforced {
+            network: "everywhere".into(),
+            ..enforced
+        };
+        assert!(unknown.capabilities().is_err());
     }
 
     #[test]

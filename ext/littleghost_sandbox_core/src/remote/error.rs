@@ -30,6 +30,9 @@ pub enum Error {
     /// The daemon answered something the protocol does not allow (ToolError).
     #[error("littleghost-sandboxd answered unexpectedly: {0}")]
     Protocol(String),
+    /// A scope's narrowings are not shaped as the daemon reads them (ArgumentError).
+    #[error("{0}")]
+    Narrowing(String),
     /// A session's stream is closed (IOError).
     #[error("{0}")]
     Closed(String),
@@ -44,7 +47,7 @@ impl Error {
     /// Which documented class this failure is.
     pub fn kind(&self) -> Kind {
         match self {
-            Error::Endpoint(_) => Kind::Argument,
+            Error::Endpoint(_) | Error::Narrowing(_) => Kind::Argument,
             Error::Unreachable { .. } | Error::Unauthenticated(_) => Kind::Dependency,
             Error::Unsupported(_) => Kind::Capability,
             Error::Refused(_) | Error::TimedOut(_) | Error::Protocol(_) => Kind::Tool,

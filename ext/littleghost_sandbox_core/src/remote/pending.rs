@@ -15,7 +15,8 @@ use super::error::Error;
 /// The answer of a call that may not have arrived yet.
 pub struct Pending<T> {
     answer: mpsc::Receiver<Result<T, Error>>,
-    task: AbortHandle,
+    /// None for an answer known at once.
+    task: Option<AbortHandle>,
 }
 
 impl<T: Send + 'static> Pending<T> {
@@ -30,7 +31,20 @@ impl<T: Send + 'static> Pending<T> {
                 let _ = sender.send(call.await);
             })
             .abort_handle();
-        Pending { answer, task }
+        Pending {
+            answer,
+            task: Some(task),
+        }
+    }
+
+    /// An answer known already (nothing to send, or refused before sending).
+    pub(crate) fn ready(answer: Result<T, Error>) -> Pending<T> {
+        let (sender, receiver) = mpsc::sync_channel(1);
+        let _ = sender.send(answer);
+        Pending {
+            answer: receiver,
+            task: None,
+        }
     }
 
     /// The answer, if it arrives within `slice`.
@@ -57,6 +71,8 @@ impl<T: Send + 'static> Pending<T> {
 impl<T> Drop for Pending<T> {
     /// A call nobody waits for is dropped, connection and all.
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }

@@ -19,6 +19,22 @@ pub struct Execution {
     pub stderr: Vec<u8>,
 }
 
+impl Execution {
+    /// Each stream as the caller shows it (docs/spec.md 17.9): at most
+    /// `limit` bytes, scrubbed UTF-8, and the marker if any were dropped.
+    pub fn bounded(&self, limit: u64) -> (String, String) {
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let shown = |bytes: &[u8]| {
+            let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(limit)]).into_owned();
+            if bytes.len() > limit {
+                text.push_str(crate::process::TRUNCATION_MARKER);
+            }
+            text
+        };
+        (shown(&self.stdout), shown(&self.stderr))
+    }
+}
+
 /// What a wait on a run gave.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Progress {
@@ -107,7 +123,23 @@ fn keep(kept: &mut Vec<u8>, bound: usize, bytes: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::keep;
+    use super::{keep, Execution};
+
+    #[test]
+    fn a_run_is_shown_within_its_bound_with_the_marker_when_cut() {
+        let execution = Execution {
+            exit_code: 0,
+            stdout: b"abcdef".to_vec(),
+            stderr: b"ab\xff".to_vec(),
+        };
+        let marker = crate::process::TRUNCATION_MARKER;
+        assert_eq!(
+            execution.bounded(5),
+            (format!("abcde{marker}"), "ab\u{fffd}".to_owned())
+        );
+        assert_eq!(execution.bounded(6).0, "abcdef");
+        assert_eq!(execution.bounded(0).1, marker);
+    }
 
     #[test]
     fn each_stream_is_handed_on_within_its_bound_and_kept_one_past_it() {
