@@ -511,56 +511,7 @@ mod tests {
         }
     }
 
-    /// A declared value as JSON holds it.
-    struct Json(serde_json::Value);
-
-    impl Declared for Json {
-        type Error = Error;
-
-        fn misshapen(&self, error: crate::policy::Error) -> Error {
-            Error::Protocol(error.to_string())
-        }
-
-        fn items(&self) -> Result<Vec<Json>, Error> {
-            let items = self.0.as_array().cloned().unwrap_or_default();
-            Ok(items.into_iter().map(Json).collect())
-        }
-
-        fn text(&self) -> Result<String, Error> {
-            Ok(self.string().unwrap_or_else(|| self.0.to_string()))
-        }
-
-        fn string(&self) -> Option<String> {
-            self.0.as_str().map(str::to_owned)
-        }
-
-        fn flag(&self) -> Option<bool> {
-            self.0.as_bool()
-        }
-
-        fn shown(&self) -> Result<String, Error> {
-            Ok(self.0.to_string())
-        }
-
-        fn pairs(&self) -> Result<Option<Vec<(Json, Json)>>, Error> {
-            let pairs = self.named_pairs()?;
-            Ok(pairs.map(|pairs| {
-                pairs
-                    .into_iter()
-                    .map(|(k, v)| (Json(k.into()), v))
-                    .collect()
-            }))
-        }
-
-        fn named_pairs(&self) -> Result<Option<Vec<(String, Json)>>, Error> {
-            let object = self.0.as_object();
-            Ok(object.map(|o| {
-                o.iter()
-                    .map(|(k, v)| (k.clone(), Json(v.clone())))
-                    .collect()
-            }))
-        }
-    }
+    use crate::policy::network_requests::tests::Json;
 
     #[test]
     fn a_scope_chain_is_read_from_its_tables_and_anything_else_refused() {
@@ -568,7 +519,7 @@ mod tests {
             {"files": {"root": "read_only"}, "capabilities": ["filesystem_read"]},
             {"network": "none"},
         ]));
-        let chain = Narrowing::chain(&given, |error| error).unwrap();
+        let chain = Narrowing::chain(&given, crate::Error::from).unwrap();
         let expected = [
             narrowing(Some(&[("root", "read_only")]), None),
             narrowing(None, Some("none")),
@@ -578,8 +529,11 @@ mod tests {
             serde_json::json!(["files"]),
             serde_json::json!([{"files": ["root"]}]),
         ] {
-            let refused = Narrowing::chain(&Json(misshapen), |error| error).unwrap_err();
-            assert!(matches!(refused, Error::Narrowing(_)), "{refused:?}");
+            let refused = Narrowing::chain(&Json(misshapen), crate::Error::from).unwrap_err();
+            assert!(
+                matches!(refused, crate::Error::Remote(Error::Narrowing(_))),
+                "{refused:?}"
+            );
             assert_eq!(refused.kind(), crate::error::kind::Kind::Argument);
         }
     }
