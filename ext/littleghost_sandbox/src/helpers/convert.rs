@@ -97,13 +97,21 @@ fn to_s(ruby: &Ruby, value: Value) -> Result<RString, Error> {
     })
 }
 
+/// The advice a String command line gets (17.1).
+const ARGV_ADVICE: &str = "pass an argv Array, or use execute for shell syntax";
+
 /// 17.1, 17.2, H.6: `Array(command).map(&:to_s)` as UTF-8 text. A String
-/// command with whitespace raises ArgumentError ([`core_process::ARGV_ADVICE`]); an empty
+/// command with whitespace raises ArgumentError with [`ARGV_ADVICE`]; an empty
 /// argv or argv[0] ToolError "Command must contain an executable"; a NUL
 /// byte ArgumentError.
 pub fn argv(ruby: &Ruby, command: Value) -> Result<Vec<String>, Error> {
     if let Some(line) = RString::from_value(command) {
-        errors::core_result(ruby, core_process::check_string_command(&bytes(line)))?;
+        if core_process::is_command_line(&bytes(line)) {
+            return Err(errors::argument_error(
+                ruby,
+                format!("a String command is one program name, not a command line: {ARGV_ADVICE}"),
+            ));
+        }
     }
     let array = RArray::try_convert(vo::kernel(ruby, "Array", command)?)?;
     let mut argv = Vec::with_capacity(array.len());

@@ -108,8 +108,12 @@ pub(crate) fn external_build(
     symbols.freeze();
     let proxy = Some(value(3));
     declaration.proxy_mount_path = convert::expanded_path(ruby, proxy, "proxy_mount_path")?;
-    if !validator.is_nil() {
-        declaration.validator_callable = Some(validator.respond_to("call", false)?);
+    // A validator that cannot be called is refused before the gateway's own rules.
+    if !validator.is_nil() && !validator.respond_to("call", false)? {
+        return Err(errors::policy_error(
+            ruby,
+            "external gateway validate must be nil or respond to call",
+        ));
     }
     let gateway = errors::core_result(ruby, declaration.build())?;
     let environment = environment_hash(ruby, values[4])?;

@@ -25,20 +25,12 @@ pub struct ExternalDeclaration {
     pub roots: Vec<(String, PathBuf)>,
     /// The expanded proxy socket path; None when nil was given.
     pub proxy_mount_path: Option<PathBuf>,
-    /// None without a validator, else whether it answers `call`.
-    pub validator_callable: Option<bool>,
 }
 
 impl ExternalDeclaration {
-    /// The declared gateway (not yet open), or the PolicyError the
-    /// declaration earns: a validator that cannot be called first, then the
-    /// rules of [`ExternalGateway::new`].
+    /// The declared gateway (not yet open), or the PolicyError the rules of
+    /// [`ExternalGateway::new`] give it.
     pub fn build(self) -> Result<ExternalGateway> {
-        if self.validator_callable == Some(false) {
-            return Err(policy(
-                "external gateway validate must be nil or respond to call",
-            ));
-        }
         ExternalGateway::new(self.roots, self.proxy_mount_path.unwrap_or_default())
     }
 }
@@ -204,25 +196,17 @@ mod tests {
     }
 
     #[test]
-    fn a_declaration_checks_its_validator_first() {
+    fn a_declaration_needs_its_proxy_inside_a_runtime_path() {
         let dir = tempfile::tempdir().unwrap();
-        let declared = |validator_callable, proxy: Option<PathBuf>| ExternalDeclaration {
+        let declared = |proxy: Option<PathBuf>| ExternalDeclaration {
             roots: roots(dir.path()),
             proxy_mount_path: proxy,
-            validator_callable,
         };
         assert_eq!(
-            declared(Some(false), None).build().unwrap_err(),
-            policy("external gateway validate must be nil or respond to call")
-        );
-        let missing = declared(Some(true), None).build().unwrap_err();
-        assert_eq!(
-            missing,
+            declared(None).build().unwrap_err(),
             policy("external gateway proxy_mount_path  must be inside a runtime path")
         );
-        let proxy = Some(dir.path().join("proxy/s"));
-        assert!(declared(None, proxy.clone()).build().is_ok());
-        assert!(declared(Some(true), proxy).build().is_ok());
+        assert!(declared(Some(dir.path().join("proxy/s"))).build().is_ok());
         assert!(ExternalDeclaration::default().build().is_err());
     }
 

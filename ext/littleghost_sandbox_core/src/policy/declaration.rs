@@ -94,7 +94,7 @@ impl Declaration {
         if let Some(protect) = object.get("protect") {
             let Value::Array(items) = protect else {
                 return Err(policy(
-                    "sandbox protect must be an Array of relative paths (protect: [] protects nothing)",
+                    "sandbox protect must be an array of relative paths (protect: [] protects nothing)",
                 ));
             };
             policy_value.protect = ProtectList::parse(items.iter().map(given))?;
@@ -104,7 +104,7 @@ impl Declaration {
             Some(Value::String(name)) => name.clone(),
             Some(other) => {
                 return Err(policy(format!(
-                    "sandbox provider must be a String, got {}",
+                    "sandbox provider must be a string, got {}",
                     kind(other)
                 )))
             }
@@ -181,7 +181,7 @@ fn strings(value: Option<&Value>, label: &str) -> Result<Vec<String>> {
 fn grant_table(value: &Value, label: &str) -> Result<GrantTable> {
     let map = match value {
         Value::Object(map) => map,
-        _ => return Err(policy(format!("sandbox {label} must be a Hash"))),
+        _ => return Err(policy(format!("sandbox {label} must be an object"))),
     };
     GrantTable::parse(
         label,
@@ -492,7 +492,7 @@ mod tests {
         assert!(message("{").contains("not valid JSON"));
         assert!(message(r#"{"file": {}}"#).contains("unknown sandbox declaration keys: file"));
         assert!(message(r#"{"files": {"root": "rw"}}"#).contains("must be read_only or read_write"));
-        assert!(message(r#"{"files": []}"#).contains("files must be a Hash"));
+        assert!(message(r#"{"files": []}"#).contains("files must be an object"));
         assert!(message(r#"{"root_filesystem": 1}"#).contains("root_filesystem must be"));
         assert!(message(r#"{"network": "open"}"#).contains("network"));
         assert!(
@@ -503,7 +503,7 @@ mod tests {
             .contains("unknown sandbox process_limits key: memory"));
         assert!(message(r#"{"process_limits": {"tasks": 0}}"#).contains("positive integer"));
         assert!(message(r#"{"limits": {"read_bytes": "x"}}"#).contains("must be an integer"));
-        assert!(message(r#"{"protect": ".git"}"#).contains("protect must be an Array"));
+        assert!(message(r#"{"protect": ".git"}"#).contains("protect must be an array"));
         assert!(message(r#"{"environment": {"A": 1}}"#).contains("environment value of A"));
     }
 }

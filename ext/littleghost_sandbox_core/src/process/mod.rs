@@ -69,7 +69,7 @@ pub use running::{
     write_stdin, Exit, OutputChunk, Owner, RunningProcess, Starting, Termination, TerminationStep,
 };
 pub use rustix::event::PollFlags;
-pub use string_command::{check_string_command, ARGV_ADVICE};
+pub use string_command::is_command_line;
 
 /// How often waiters poll (17.8, 18.6): a bound on how late a timeout,
 /// cancellation or interrupt is noticed.
