@@ -74,6 +74,12 @@ pub enum Error {
     /// A refusal of the sandbox base class's rules.
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::error::Error),
+    /// A read-only grant Landlock cannot enforce inside a writable one.
+    #[error(transparent)]
+    NestedReadOnly(#[from] crate::backend::landlock::NestedReadOnly),
+    /// An external gateway's runtime paths refused.
+    #[error(transparent)]
+    ExternalGateway(#[from] crate::network::external::Refusal),
     /// A call to littleghost-sandboxd that failed (the remote provider).
     #[error(transparent)]
     Remote(#[from] crate::remote::Error),
@@ -116,6 +122,8 @@ impl Error {
             Error::Workspace(error) => error.kind(),
             Error::Anchor(error) => error.kind(),
             Error::Unenforceable(error) => error.kind(),
+            Error::NestedReadOnly(_) => Kind::Capability,
+            Error::ExternalGateway(error) => error.kind(),
         }
     }
 
@@ -146,6 +154,8 @@ impl Error {
             Error::Sandbox(error) => error.worded(name),
             Error::Declaration(error) => error.worded(name),
             Error::NetworkNarrowing(error) => error.worded(name),
+            Error::NestedReadOnly(error) => error.worded(name),
+            Error::ExternalGateway(error) => error.worded(name),
             other => other.message(),
         }
     }

@@ -19,7 +19,7 @@ pub enum Backend {
 
 /// A network rule of `mode` with nothing else set.
 fn plain_network(mode: NetworkMode) -> NetworkPolicy {
-    NetworkPolicy::new(NetworkRequest::mode(Given::symbol(mode.name())))
+    NetworkPolicy::new(NetworkRequest::mode(Given::named(mode.name())))
         .expect("a network of a mode alone is valid")
 }
 

@@ -6,7 +6,61 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::error::{policy, Error, Result};
+use crate::error::{plain, policy, Error, Kind, Result, ShowName};
+
+/// What an external gateway's runtime paths are refused for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.worded(&plain))]
+pub enum Refusal {
+    /// Runtime paths (by name) that are not the launch's process grants.
+    NotGrants(Vec<String>),
+    /// A runtime path (by name) whose directory `path` is missing, or
+    /// (`directory: true`) is there but no directory.
+    RuntimePath {
+        name: String,
+        path: PathBuf,
+        directory: bool,
+    },
+}
+
+impl Refusal {
+    /// A missing directory is a DependencyError, anything else a PolicyError.
+    pub fn kind(&self) -> Kind {
+        match self {
+            Refusal::RuntimePath {
+                directory: false, ..
+            } => Kind::Dependency,
+            _ => Kind::Policy,
+        }
+    }
+
+    /// The refusal with each runtime path's name shown by `name`.
+    pub fn worded(&self, name: ShowName) -> String {
+        match self {
+            Refusal::NotGrants(names) => {
+                let names: Vec<String> = names.iter().map(|n| name(n)).collect();
+                format!(
+                    "external gateway runtime paths are not process grants: {}",
+                    names.join(", ")
+                )
+            }
+            Refusal::RuntimePath {
+                name: path_name,
+                path,
+                directory,
+            } => format!(
+                "external gateway runtime path {} is {}: {}",
+                name(path_name),
+                if *directory {
+                    "not a directory"
+                } else {
+                    "missing"
+                },
+                path.display()
+            ),
+        }
+    }
+}
 use crate::grants::Identity;
 
 /// A declared external gateway: runtime path names with their directories,
@@ -89,14 +143,7 @@ impl ExternalGateway {
         if missing.is_empty() {
             return Ok(());
         }
-        Err(policy(format!(
-            "external gateway runtime paths are not process grants: {}",
-            missing
-                .iter()
-                .map(|n| format!(":{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )))
+        Err(Refusal::NotGrants(missing.into_iter().map(str::to_owned).collect()).into())
     }
 
     /// Pins each root's (realpath, dev, ino). A missing root is a
@@ -104,17 +151,14 @@ impl ExternalGateway {
     pub fn open(&mut self) -> Result<()> {
         let mut pinned = Vec::with_capacity(self.roots.len());
         for (name, root) in &self.roots {
-            let metadata = std::fs::metadata(root).map_err(|_| {
-                Error::Dependency(format!(
-                    "external gateway runtime path :{name} is missing: {}",
-                    root.display()
-                ))
-            })?;
+            let refused = |directory| Refusal::RuntimePath {
+                name: name.clone(),
+                path: root.clone(),
+                directory,
+            };
+            let metadata = std::fs::metadata(root).map_err(|_| refused(false))?;
             if !metadata.is_dir() {
-                return Err(policy(format!(
-                    "external gateway runtime path :{name} is not a directory: {}",
-                    root.display()
-                )));
+                return Err(refused(true).into());
             }
             pinned.push(Identity::capture(root).ok_or_else(changed)?);
         }
@@ -189,9 +233,12 @@ mod tests {
             ExternalGateway::new(roots(dir.path()), dir.path().join("proxy/./s.sock")).unwrap();
         assert_eq!(gateway.proxy_mount_path(), dir.path().join("proxy/s.sock"));
         assert!(gateway.check_grants(["proxy", "other"]).is_ok());
+        let refused = gateway.check_grants(["other"]).unwrap_err();
+        assert_eq!(refused, Refusal::NotGrants(vec!["proxy".into()]).into());
+        assert_eq!(refused.kind(), Kind::Policy);
         assert_eq!(
-            gateway.check_grants(["other"]).unwrap_err(),
-            policy("external gateway runtime paths are not process grants: :proxy")
+            refused.worded(&|name| format!(":{name}")),
+            "external gateway runtime paths are not process grants: :proxy"
         );
     }
 
@@ -215,12 +262,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut gateway =
             ExternalGateway::new(roots(dir.path()), dir.path().join("proxy/s")).unwrap();
+        let missing = gateway.open().unwrap_err();
+        assert_eq!(missing.kind(), Kind::Dependency);
         assert!(
-            matches!(gateway.open().unwrap_err(), Error::Dependency(m) if m.contains("is missing"))
+            missing.message().contains("runtime path proxy is missing"),
+            "{missing}"
         );
         std::fs::write(dir.path().join("proxy"), "").unwrap();
+        let not_a_directory = gateway.open().unwrap_err();
+        assert_eq!(not_a_directory.kind(), Kind::Policy);
         assert!(
-            matches!(gateway.open().unwrap_err(), Error::Policy(m) if m.contains("not a directory"))
+            not_a_directory
+                .worded(&|name| format!(":{name}"))
+                .contains("runtime path :proxy is not a directory"),
+            "{not_a_directory}"
         );
         std::fs::remove_file(dir.path().join("proxy")).unwrap();
         std::fs::create_dir(dir.path().join("proxy")).unwrap();

@@ -17,7 +17,6 @@ impl ExternalGateway {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::policy;
     use crate::grants::Access;
     use crate::policy::GrantTable;
 
@@ -35,7 +34,7 @@ mod tests {
         granted.runtime_paths = GrantTable::default();
         assert_eq!(
             gateway.check_policy(&granted).unwrap_err(),
-            policy("external gateway runtime paths are not process grants: :proxy")
+            super::super::external::Refusal::NotGrants(vec!["proxy".into()]).into()
         );
     }
 }

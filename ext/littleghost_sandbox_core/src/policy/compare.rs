@@ -51,11 +51,11 @@ impl Capabilities {
         network_modes: &[&str],
         isolation: &str,
     ) -> Result<Capabilities> {
-        let givens = |names: &[&str]| names.iter().map(|n| Given::symbol(n)).collect::<Vec<_>>();
+        let givens = |names: &[&str]| names.iter().map(|n| Given::named(n)).collect::<Vec<_>>();
         Capabilities::new(
             Some(&givens(features)),
             Some(&givens(network_modes)),
-            Some(&Given::symbol(isolation)),
+            Some(&Given::named(isolation)),
         )
     }
 

@@ -80,6 +80,14 @@ pub enum Error {
     /// `protect` given as something other than a list.
     #[error("sandbox protect must be a list of relative paths (protect: [] protects nothing)")]
     ProtectNotAList,
+    /// Keys of `what`'s table (a network policy, an allow entry, a secret)
+    /// that are none of `valid`, each as it reads.
+    #[error("{}", self.worded(&plain))]
+    UnknownKeys {
+        what: String,
+        unknown: Vec<String>,
+        valid: Vec<&'static str>,
+    },
     /// Keys of a keyword table that name none of the `known` keywords, each
     /// as it reads.
     #[error("unknown keywords: {} (known: {})", unknown.join(", "), known.join(", "))]
@@ -143,6 +151,20 @@ impl Error {
                     modes()
                 )
             }
+            Error::UnknownKeys {
+                what,
+                unknown,
+                valid,
+            } => {
+                let unknown: Vec<String> = unknown.iter().map(|key| name(key)).collect();
+                let valid: Vec<String> = valid.iter().map(|key| name(key)).collect();
+                format!(
+                    "unknown {what} {}: {} (valid keys: {})",
+                    if unknown.len() == 1 { "key" } else { "keys" },
+                    unknown.join(", "),
+                    valid.join(", ")
+                )
+            }
             other => other.to_string(),
         }
     }
@@ -155,6 +177,7 @@ impl Error {
             | Error::AllowEntryWithoutDestination
             | Error::UnsupportedNetworkModes(_)
             | Error::UnknownKeywords { .. }
+            | Error::UnknownKeys { .. }
             | Error::RelativeDirectory(_) => Kind::Argument,
             _ => Kind::Policy,
         }

@@ -135,10 +135,8 @@ impl Limits {
     ) -> std::result::Result<Limits, D::Error> {
         let mut given = Vec::new();
         for (key, value) in keywords.pairs()?.unwrap_or_default() {
-            let name = match key.keyword() {
-                Some(name) => Given::symbol(&name),
-                None => Given::other(&key.shown()?),
-            };
+            let shown = key.shown()?;
+            let name = Given::new(key.keyword(), move || shown.clone());
             given.push((name, value));
         }
         Limits::parse(given, convert)?.map_err(|error| keywords.misshapen(error))

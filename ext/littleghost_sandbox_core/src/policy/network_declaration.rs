@@ -55,18 +55,12 @@ pub fn complete(keys: &[String], gateway: DeclaredGateway) -> Result<Completion>
         .filter(|key| !KEYS.contains(&key.as_str()))
         .collect();
     if !unknown.is_empty() {
-        let shown = |names: &mut dyn Iterator<Item = &str>| {
-            names
-                .map(|n| format!(":{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        return Err(argument(format!(
-            "unknown network policy {}: {} (valid keys: {})",
-            if unknown.len() == 1 { "key" } else { "keys" },
-            shown(&mut unknown.iter().map(|k| k.as_str())),
-            shown(&mut KEYS.iter().copied())
-        )));
+        return Err(super::Error::UnknownKeys {
+            what: "network policy".to_owned(),
+            unknown: unknown.into_iter().cloned().collect(),
+            valid: KEYS.to_vec(),
+        }
+        .into());
     }
     let has = |name: &str| keys.iter().any(|key| key == name);
     // Keys that only an allowlist takes, given without `allow:` or `mode:`:
@@ -186,7 +180,7 @@ pub fn declared<D: Declared>(keywords: &D) -> std::result::Result<NetworkDeclara
     // `allow:` without `mode:` is an allowlist (complete refused neither).
     let mode = match take("mode") {
         Some(mode) => mode.given()?,
-        None => Given::symbol(NetworkMode::Allowlist.name()),
+        None => Given::named(NetworkMode::Allowlist.name()),
     };
     let inspection = take("inspection").map(|value| value.given()).transpose()?;
     let allow = allow_requests(present(take("allow")).as_ref())?;
@@ -285,7 +279,11 @@ mod tests {
     #[test]
     fn an_unknown_key_is_refused_with_the_valid_keys() {
         let error = complete(&keys(&["allowlist", "allow"]), DeclaredGateway::Absent).unwrap_err();
-        let text = error.to_string();
+        assert_eq!(error.kind(), crate::error::Kind::Argument);
+        assert!(error
+            .to_string()
+            .starts_with("unknown network policy key: allowlist (valid keys: mode, allow,"));
+        let text = error.worded(&|name| format!(":{name}"));
         assert!(
             text.contains("unknown network policy key: :allowlist"),
             "{text}"
@@ -295,7 +293,7 @@ mod tests {
             "{text}"
         );
         let two = complete(&keys(&["a", "b"]), DeclaredGateway::Absent).unwrap_err();
-        assert!(two.to_string().contains("keys: :a, :b"), "{two}");
+        assert!(two.to_string().contains("keys: a, b"), "{two}");
     }
 
     #[test]
@@ -357,7 +355,8 @@ mod tests {
         let unknown = Json(json!({":allowlist": []})).0;
         let error = declared(&Json(unknown)).unwrap_err();
         assert_eq!(error.kind(), crate::error::Kind::Argument);
-        assert!(error.to_string().contains(":allowlist"), "{error}");
+        let worded = error.worded(&|name| format!(":{name}"));
+        assert!(worded.contains("key: :allowlist"), "{worded}");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use crate::error::{argument, policy, Result};
+use crate::error::{policy, Result};
 use crate::network::allowlist::parse_pattern;
 use crate::network::allowlist::{Destination, Host};
 use crate::network::rules::{clean_path, is_token, Pattern, PortPattern, Rule};
@@ -272,22 +272,21 @@ fn destination_text(text: &str) -> Result<String> {
     Ok(normalized.remove(0))
 }
 
-fn unknown_keys(what: &str, keys: &[String], valid: &[&str]) -> Result<()> {
+fn unknown_keys(what: &str, keys: &[String], valid: &[&'static str]) -> Result<()> {
     let unknown: Vec<String> = keys
         .iter()
         .filter(|key| !valid.contains(&key.as_str()))
-        .map(|key| format!(":{key}"))
+        .cloned()
         .collect();
     if unknown.is_empty() {
         return Ok(());
     }
-    let listed: Vec<String> = valid.iter().map(|k| format!(":{k}")).collect();
-    Err(argument(format!(
-        "unknown {what} {}: {} (valid keys: {})",
-        if unknown.len() == 1 { "key" } else { "keys" },
-        unknown.join(", "),
-        listed.join(", ")
-    )))
+    Err(super::Error::UnknownKeys {
+        what: what.to_owned(),
+        unknown,
+        valid: valid.to_vec(),
+    }
+    .into())
 }
 
 fn rule_entry(request: &RuleRequest) -> Result<AllowEntry> {
@@ -576,10 +575,14 @@ mod tests {
         let mut typo = rule("a.test:1", &[], &[]);
         typo.keys.push("method".into());
         let error = allow_entries(&[AllowRequest::Rule(typo)]).unwrap_err();
-        assert!(matches!(error, crate::Error::Argument(_)));
+        assert_eq!(error.kind(), crate::error::Kind::Argument);
+        assert_eq!(
+            error.worded(&|name| format!(":{name}")),
+            "unknown network allow entry key: :method (valid keys: :destination, :inspect, :methods, :paths)"
+        );
         assert_eq!(
             message(error),
-            "unknown network allow entry key: :method (valid keys: :destination, :inspect, :methods, :paths)"
+            "unknown network allow entry key: method (valid keys: destination, inspect, methods, paths)"
         );
         let mut odd = rule("a.test:1", &[], &[]);
         odd.inspect = Some(Err("\"yes\"".into()));
@@ -734,7 +737,7 @@ mod tests {
         let mut typo = secret("github", "ghp_value_3", &["api.github.com:443"]);
         typo.keys = Some(vec!["value".into(), "destination".into()]);
         let error = NetworkRules::new(&allow, &[typo], None).unwrap_err();
-        assert!(matches!(error, crate::Error::Argument(_)));
+        assert_eq!(error.kind(), crate::error::Kind::Argument);
         assert!(!message(error).contains("ghp_value_3"));
         let twice = [
             secret("github", "a1", &["api.github.com:443"]),

@@ -33,8 +33,7 @@ impl Endpoint {
         if let Some(token) = token {
             if token.is_empty() || token.chars().any(|c| c.is_control() || c == ' ') {
                 return Err(Error::Endpoint(
-                    "remote token must be non-empty, without spaces or control characters"
-                        .into(),
+                    "remote token must be non-empty, without spaces or control characters".into(),
                 ));
             }
         }

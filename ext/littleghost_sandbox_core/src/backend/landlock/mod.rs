@@ -200,29 +200,48 @@ fn refuse_holding_gateways(grants: &[Grant]) -> Result<()> {
 /// CapabilityError instead, naming both and what to do.
 fn refuse_narrowed(root: RootMode, grants: &[Grant]) -> Result<()> {
     for inner in grants.iter().filter(|grant| !grant.writable) {
-        let outer = grants
-            .iter()
-            .find(|outer| {
-                outer.writable && outer.path != inner.path && inner.path.starts_with(&outer.path)
-            })
-            .map(|outer| format!("the writable grant {}", outer.path.display()))
-            .or_else(|| {
-                (root == RootMode::ReadWrite).then(|| "the :read_write root filesystem".to_string())
-            });
-        if let Some(outer) = outer {
-            return Err(capability(format!(
-                "the landlock sandbox cannot enforce the :read_only grant {} inside {outer}: a Landlock \
-                 rule holds for everything beneath its directory, so the directories above {} could not \
-                 stay writable (create, remove or rename entries in them) while it stays read-only. Grant \
-                 the outer directory :read_only and its writable subdirectories :read_write one by one \
-                 (for example files: {{root: :read_only, source: :read_only, out: :read_write}}), or use \
-                 Bubblewrap, which mounts the read-only grant over the writable one",
-                inner.path.display(),
-                inner.path.display()
-            )));
+        let outer = grants.iter().find(|outer| {
+            outer.writable && outer.path != inner.path && inner.path.starts_with(&outer.path)
+        });
+        if outer.is_some() || root == RootMode::ReadWrite {
+            return Err(NestedReadOnly {
+                inner: inner.path.clone(),
+                outer: outer.map(|outer| outer.path.clone()),
+            }
+            .into());
         }
     }
     Ok(())
+}
+
+/// A read-only grant inside something writable, which Landlock cannot
+/// enforce (see [`refuse_narrowed`]): CapabilityError.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.worded(&crate::error::plain))]
+pub struct NestedReadOnly {
+    pub inner: PathBuf,
+    /// The writable grant around it; None: the read-write root filesystem.
+    pub outer: Option<PathBuf>,
+}
+
+impl NestedReadOnly {
+    /// The refusal with the access names shown by `name`.
+    pub fn worded(&self, name: crate::error::ShowName) -> String {
+        let (read_only, read_write) = (name("read_only"), name("read_write"));
+        let outer = match &self.outer {
+            Some(outer) => format!("the writable grant {}", outer.display()),
+            None => format!("the {read_write} root filesystem"),
+        };
+        let inner = self.inner.display();
+        format!(
+            "the landlock sandbox cannot enforce the {read_only} grant {inner} inside {outer}: a Landlock \
+             rule holds for everything beneath its directory, so the directories above {inner} could not \
+             stay writable (create, remove or rename entries in them) while it stays read-only. Grant \
+             the outer directory {read_only} and its writable subdirectories {read_write} one by one \
+             (for example files: {{root: {read_only}, source: {read_only}, out: {read_write}}}), or use \
+             Bubblewrap, which mounts the read-only grant over the writable one"
+        )
+    }
 }
 
 /// Whether `a` grants less than `b` somewhere.
