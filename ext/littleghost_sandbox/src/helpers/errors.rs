@@ -78,6 +78,8 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
 pub fn ruby_message(error: &CoreError) -> String {
     match error {
         CoreError::Declaration(misshapen) => ruby_wording(misshapen),
+        // Ruby raises an exhausted errno as `Errno::EMFILE` and so on.
+        CoreError::File(error) => error.worded(&|name| format!("Errno::{name}")),
         other => other.worded(&symbol),
     }
 }
@@ -125,6 +127,9 @@ fn ruby_wording(error: &Misshapen) -> String {
             "network inspection :http requires mode: :allowlist".to_owned()
         }
         Misshapen::NotATable { what } => format!("sandbox {what} must be a Hash"),
+        Misshapen::NotAPositiveSize { what, shown } => {
+            format!("{what} must be a positive Integer (bytes), got {shown}")
+        }
         Misshapen::ProtectNotAList => "sandbox protect must be an Array of relative paths \
              (protect: [] protects nothing)"
             .to_owned(),

@@ -76,6 +76,10 @@ pub enum Error {
     /// caller can act on (": no space left on the host filesystem"), or is empty.
     #[error("Sandbox filesystem operation failed{0}")]
     Host(&'static str),
+    /// The host ran out of descriptors or memory (`errno`): reported as
+    /// itself, with the errno's name, never as "changed" or "missing".
+    #[error("{}", self.worded(&crate::error::plain))]
+    Exhausted(rustix::io::Errno),
     #[cfg(test)]
     #[error("injected failure before rename")]
     Injected,
@@ -111,6 +115,22 @@ impl Error {
         })
     }
 
+    /// The message with the errno name an exhaustion carries shown by
+    /// `errno` (`EMFILE` as it is; Ruby names its exception class).
+    pub fn worded(&self, errno: crate::error::ShowName) -> String {
+        let failed = "Sandbox filesystem operation failed";
+        match self {
+            Error::Exhausted(code) => format!("{failed}: {}", exhaustion(*code, errno)),
+            Error::OnPath { error, logical } => match &**error {
+                Error::Exhausted(code) => {
+                    format!("{failed} on {logical}: {}", exhaustion(*code, errno))
+                }
+                _ => self.to_string(),
+            },
+            other => other.to_string(),
+        }
+    }
+
     /// This failure named by the caller's logical path (W10: never a host path).
     pub(crate) fn on(self, logical: &str) -> Error {
         match self {
@@ -123,6 +143,18 @@ impl Error {
     }
 }
 
+/// What running out of `code` (EMFILE, ENFILE or ENOMEM) means, with its
+/// name shown by `show`.
+fn exhaustion(code: rustix::io::Errno, show: crate::error::ShowName) -> String {
+    use rustix::io::Errno;
+    let (what, name) = match code {
+        Errno::MFILE => ("the host process has too many open files", "EMFILE"),
+        Errno::NFILE => ("the host system has too many open files", "ENFILE"),
+        _ => ("the host is out of memory", "ENOMEM"),
+    };
+    format!("{what} ({})", show(name))
+}
+
 /// A failure as named by [`Error::on`]: today's wording stays the prefix, a
 /// limit is named with its value, and failures that already name the path
 /// ("Text was not found in ...") or are about a grant, not the path, are
@@ -133,6 +165,10 @@ fn on_path(error: &Error, logical: &str) -> String {
         Error::WriteLimit(limit) => format!("{error} of {limit} bytes: {logical}"),
         Error::ListLimit(limit) => format!("{error} of {limit} entries: {logical}"),
         Error::Host(reason) => format!("Sandbox filesystem operation failed on {logical}{reason}"),
+        Error::Exhausted(errno) => format!(
+            "Sandbox filesystem operation failed on {logical}: {}",
+            exhaustion(*errno, &crate::error::plain)
+        ),
         Error::Outside
         | Error::Escapes
         | Error::NotAnEntry

@@ -74,13 +74,13 @@ pub(super) fn exhausted(errno: Errno) -> bool {
 /// An OS failure no rule of §14 names, in our own words: the OS's error text
 /// is never embedded (1.2), but the model still learns what it can act on.
 pub(super) fn io_error(errno: Errno) -> Error {
+    if exhausted(errno) {
+        return Error::Exhausted(errno);
+    }
     Error::Host(match errno {
         Errno::NOSPC | Errno::DQUOT => ": no space left on the host filesystem",
         Errno::ROFS => ": the host filesystem is read-only",
         Errno::ACCESS | Errno::PERM => ": the host refused access",
-        Errno::MFILE => ": the host process has too many open files (Errno::EMFILE)",
-        Errno::NFILE => ": the host system has too many open files (Errno::ENFILE)",
-        Errno::NOMEM => ": the host is out of memory (Errno::ENOMEM)",
         _ => "",
     })
 }
@@ -94,13 +94,16 @@ mod tests {
     #[test]
     fn exhaustion_keeps_its_errno() {
         for (errno, name) in [
-            (Errno::MFILE, "Errno::EMFILE"),
-            (Errno::NFILE, "Errno::ENFILE"),
-            (Errno::NOMEM, "Errno::ENOMEM"),
+            (Errno::MFILE, "EMFILE"),
+            (Errno::NFILE, "ENFILE"),
+            (Errno::NOMEM, "ENOMEM"),
         ] {
             assert!(exhausted(errno));
             for error in [io_error(errno), errno_error(errno)] {
                 assert!(error.to_string().ends_with(&format!("({name})")), "{error}");
+                let ruby = error.on("a.txt").worded(&|name| format!("Errno::{name}"));
+                assert!(ruby.ends_with(&format!("(Errno::{name})")), "{ruby}");
+                assert!(ruby.contains("failed on a.txt: the host"), "{ruby}");
             }
         }
         assert!(!exhausted(Errno::NOENT));

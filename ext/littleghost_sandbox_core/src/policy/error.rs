@@ -77,6 +77,9 @@ pub enum Error {
     /// A declaration's `what` (`files`, `runtime_paths`, `environment`) given as something other than a table.
     #[error("sandbox {what} must be a table")]
     NotATable { what: &'static str },
+    /// A size (`what`, in bytes) that is not a positive integer.
+    #[error("{what} must be a positive integer (bytes), got {shown}")]
+    NotAPositiveSize { what: &'static str, shown: String },
     /// `protect` given as something other than a list.
     #[error("sandbox protect must be a list of relative paths (protect: [] protects nothing)")]
     ProtectNotAList,

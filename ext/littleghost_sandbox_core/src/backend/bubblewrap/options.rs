@@ -122,17 +122,18 @@ fn id_option(name: &str, value: Option<&Number>) -> Result<Option<u32>> {
     }
 }
 
-/// `tmpfs_size:` (H.3) must be a positive Integer (bytes); absent means the default.
+/// `tmpfs_size:` (H.3) must be a positive integer (bytes); absent means the default.
 fn tmpfs_size_option(value: Option<&Number>) -> Result<u64> {
     let Some(value) = value else {
         return Ok(DEFAULT_TMPFS_SIZE);
     };
     match value.integer.and_then(|i| u64::try_from(i).ok()) {
         Some(size) if size > 0 => Ok(size),
-        _ => Err(Error::Policy(format!(
-            "bubblewrap tmpfs_size must be a positive Integer (bytes), got {}",
-            value.shown
-        ))),
+        _ => Err(crate::policy::Error::NotAPositiveSize {
+            what: "bubblewrap tmpfs_size",
+            shown: value.shown.clone(),
+        }
+        .into()),
     }
 }
 

@@ -106,9 +106,15 @@ fn tmpfs_size_must_be_a_positive_integer_and_shows_what_was_given() {
             ..Keywords::default()
         })
         .unwrap_err();
+        let misshapen = crate::policy::Error::NotAPositiveSize {
+            what: "bubblewrap tmpfs_size",
+            shown: shown.to_owned(),
+        };
+        assert_eq!(error, misshapen.into());
+        assert_eq!(error.kind(), Kind::Policy);
         let message =
-            format!("bubblewrap tmpfs_size must be a positive Integer (bytes), got {shown}");
-        assert_eq!(error, policy(message));
+            format!("bubblewrap tmpfs_size must be a positive integer (bytes), got {shown}");
+        assert_eq!(error.to_string(), message);
     }
 }
 
