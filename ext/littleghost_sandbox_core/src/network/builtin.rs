@@ -521,11 +521,11 @@ mod tests {
 
     #[test]
     fn inspected_entries_are_inspected_the_others_are_not() {
-        use crate::policy::{AllowRequest, RuleRequest};
+        use crate::policy::{AllowRequest, InspectRequest, RuleRequest};
         let rule = RuleRequest {
             keys: vec!["destination".into(), "inspect".into()],
             destination: Some("B.test:443".into()),
-            inspect: Some(Ok(true)),
+            inspect: Some(InspectRequest::Flag(true)),
             ..RuleRequest::default()
         };
         let allow = [

@@ -9,8 +9,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    AllowRequest, EnvironmentPolicy, GrantTable, Limits, NetworkPolicy, NetworkRequest, Policy,
-    ProtectList, RootFilesystem, RuleRequest, SecretRequest,
+    AllowRequest, EnvironmentPolicy, GrantTable, InspectRequest, Limits, NetworkPolicy,
+    NetworkRequest, Policy, ProtectList, RootFilesystem, RuleRequest, SecretRequest,
 };
 use super::{Given, LimitValue};
 use crate::error::{policy, Result};
@@ -325,8 +325,10 @@ fn allow_request(entry: &Value) -> Result<AllowRequest> {
                 });
             }
             rule.inspect = map.get("inspect").map(|value| match value {
-                Value::Bool(flag) => Ok(*flag),
-                other => Err(other.to_string()),
+                Value::Bool(flag) => InspectRequest::Flag(*flag),
+                other => InspectRequest::Other {
+                    shown: other.to_string(),
+                },
             });
             rule.methods = strings(map.get("methods"), "network allow methods")?;
             rule.paths = strings(map.get("paths"), "network allow paths")?;

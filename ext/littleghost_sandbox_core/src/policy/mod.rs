@@ -32,7 +32,7 @@ pub(crate) use network::allow_entries;
 pub use network::{Inspection, NetworkPolicy, NetworkRequest};
 pub use network_mode::{NetworkMode, Unenforceable};
 pub use network_rules::{
-    AllowEntry, AllowRequest, NetworkRules, RuleRequest, SecretEntry, SecretRequest,
+    AllowEntry, AllowRequest, InspectRequest, NetworkRules, RuleRequest, SecretEntry, SecretRequest,
 };
 pub use rules::{
     GrantTable, Policy, PolicyDeclaration, ProtectList, RootFilesystem, ACCESS_MODES, COMMON_KEYS,

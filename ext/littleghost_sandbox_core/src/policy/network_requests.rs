@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use super::network_rules::{AllowRequest, RuleRequest, SecretRequest};
+use super::network_rules::{AllowRequest, InspectRequest, RuleRequest, SecretRequest};
 use super::{Error as Misshapen, Given};
 
 /// A value of a declaration, as the caller's language holds it.
@@ -70,8 +70,10 @@ pub fn allow_requests<D: Declared>(allow: Option<&D>) -> Result<Vec<AllowRequest
                 "destination" => rule.destination = Some(value.text()?),
                 "inspect" => {
                     rule.inspect = Some(match value.flag() {
-                        Some(flag) => Ok(flag),
-                        None => Err(value.shown()?),
+                        Some(flag) => InspectRequest::Flag(flag),
+                        None => InspectRequest::Other {
+                            shown: value.shown()?,
+                        },
                     })
                 }
                 "methods" => rule.methods = texts(Some(&value))?,
@@ -240,7 +242,12 @@ pub(crate) mod tests {
         };
         assert_eq!(rule.keys, ["destination", "extra", "inspect", "methods"]);
         assert_eq!(rule.destination.as_deref(), Some("b.test:443"));
-        assert_eq!(rule.inspect, Some(Err("\"yes\"".into())));
+        assert_eq!(
+            rule.inspect,
+            Some(InspectRequest::Other {
+                shown: "\"yes\"".into()
+            })
+        );
         assert_eq!(rule.methods, ["GET"]);
         assert!(allow_requests::<Json>(None).unwrap().is_empty());
     }

@@ -81,14 +81,20 @@ pub enum AllowRequest {
     Rule(RuleRequest),
 }
 
+/// An allow entry's `inspect` as given: a flag, or another value (as it reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InspectRequest {
+    Flag(bool),
+    Other { shown: String },
+}
+
 /// An allow entry written as a Hash, before validation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RuleRequest {
     /// Every key the Hash has (names of Symbols, `inspect` of other keys).
     pub keys: Vec<String>,
     pub destination: Option<String>,
-    /// `Ok(flag)` for true/false, `Err(shown)` for any other value.
-    pub inspect: Option<std::result::Result<bool, String>>,
+    pub inspect: Option<InspectRequest>,
     pub methods: Vec<String>,
     pub paths: Vec<String>,
 }
@@ -298,9 +304,9 @@ fn rule_entry(request: &RuleRequest) -> Result<AllowEntry> {
     // A Hash entry is new: its destination must be a pattern now.
     parse_pattern(&destination)?;
     let inspect = match &request.inspect {
-        None | Some(Ok(false)) => false,
-        Some(Ok(true)) => true,
-        Some(Err(shown)) => {
+        None | Some(InspectRequest::Flag(false)) => false,
+        Some(InspectRequest::Flag(true)) => true,
+        Some(InspectRequest::Other { shown }) => {
             return Err(policy(format!(
                 "network allow entry {destination:?} inspect: must be true or false, got {shown}"
             )))
@@ -585,7 +591,9 @@ mod tests {
             "unknown network allow entry key: method (valid keys: destination, inspect, methods, paths)"
         );
         let mut odd = rule("a.test:1", &[], &[]);
-        odd.inspect = Some(Err("\"yes\"".into()));
+        odd.inspect = Some(InspectRequest::Other {
+            shown: "\"yes\"".into(),
+        });
         let error = allow_entries(&[AllowRequest::Rule(odd)]).unwrap_err();
         assert!(message(error).contains("inspect: must be true or false, got \"yes\""));
         let mut missing = rule("a.test:1", &[], &[]);
@@ -599,7 +607,7 @@ mod tests {
         AllowRequest::Rule(RuleRequest {
             keys: vec!["destination".into(), "inspect".into()],
             destination: Some(destination.into()),
-            inspect: Some(Ok(true)),
+            inspect: Some(InspectRequest::Flag(true)),
             ..RuleRequest::default()
         })
     }
