@@ -162,6 +162,13 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// The gateway's reason whose record names `name` (the test hooks inject
+    /// a gateway denial by its name).
+    pub fn gateway_named(name: &str) -> Option<gateway::DenialReason> {
+        let named = |reason: &gateway::DenialReason| Reason::from(*reason).name() == name;
+        gateway::DenialReason::ALL.into_iter().find(named)
+    }
+
     /// Every reason, so a name read back (a daemon's denial stream) finds its reason.
     pub const ALL: [Reason; 29] = [
         Reason::OutsideScope,
@@ -511,6 +518,19 @@ impl DenialLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_gateway_reason_is_found_by_the_name_its_record_shows() {
+        for reason in gateway::DenialReason::ALL {
+            let name = Reason::from(reason).name();
+            assert_eq!(Reason::gateway_named(name), Some(reason));
+        }
+        assert_eq!(
+            Reason::gateway_named("secret_exfiltration"),
+            Some(gateway::DenialReason::SecretExfiltration)
+        );
+        assert_eq!(Reason::gateway_named("outside_scope"), None);
+    }
 
     #[test]
     fn each_named_field_has_its_value() {

@@ -8,7 +8,9 @@
 use crate::denial::{Reason, Refusal};
 
 pub mod kind;
+pub mod show;
 pub use kind::Kind;
+pub use show::{plain, ShowName};
 
 /// A failure the caller can act on; its `Display` is what the user sees.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,10 +78,10 @@ pub enum Error {
     Sandbox(#[from] crate::sandbox::error::Error),
     /// A read-only grant Landlock cannot enforce inside a writable one.
     #[error(transparent)]
-    NestedReadOnly(#[from] crate::backend::landlock::NestedReadOnly),
+    NestedReadOnly(#[from] crate::backend::landlock::nested::NestedReadOnly),
     /// An external gateway's runtime paths refused.
     #[error(transparent)]
-    ExternalGateway(#[from] crate::network::external::Refusal),
+    ExternalGateway(#[from] crate::network::external_refusal::Refusal),
     /// A call to littleghost-sandboxd that failed (the remote provider).
     #[error(transparent)]
     Remote(#[from] crate::remote::Error),
@@ -87,16 +89,6 @@ pub enum Error {
 
 /// Result alias used throughout the core.
 pub type Result<T> = std::result::Result<T, Error>;
-
-/// How the caller shows a name an error carries (a path's, a mode's, a
-/// provider's): a message is worded once, here, and each caller shows the
-/// names in it as its own language writes them.
-pub type ShowName<'a> = &'a dyn Fn(&str) -> String;
-
-/// A name shown as it is (what `Display` does).
-pub fn plain(name: &str) -> String {
-    name.to_owned()
-}
 
 impl Error {
     /// Which documented class this failure is.

@@ -65,36 +65,8 @@ pub fn refuse_unknown(
     let known: Vec<&str> = required.iter().chain(optional).copied().collect();
     Err(errors::argument_error(
         ruby,
-        unknown_keywords(&unknown, &known),
+        errors::unknown_keywords(&unknown, &known),
     ))
-}
-
-/// "unknown keyword: :a; valid keywords: :b, :c": the message for the
-/// keys `unknown` (each as it reads) when only `known` are taken.
-pub fn unknown_keywords(unknown: &[String], known: &[&str]) -> String {
-    let noun = if unknown.len() == 1 {
-        "keyword"
-    } else {
-        "keywords"
-    };
-    format!(
-        "unknown {noun}: {}; valid keywords: {}",
-        unknown.join(", "),
-        valid_list(known, &[])
-    )
-}
-
-/// The accepted keywords as `:a, :b, :c`, sorted, for an unknown keyword's message (docs/spec.md: an
-/// unknown key lists the valid ones).
-pub fn valid_list(required: &[&str], optional: &[&str]) -> String {
-    let mut names: Vec<&str> = required.iter().chain(optional).copied().collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-        .iter()
-        .map(|name| format!(":{name}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Optional keywords only, as magnus's `get_kwargs` takes them: ArgumentError

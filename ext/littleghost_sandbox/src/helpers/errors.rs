@@ -133,9 +133,7 @@ fn ruby_wording(error: &Misshapen) -> String {
         Misshapen::ProtectNotAList => "sandbox protect must be an Array of relative paths \
              (protect: [] protects nothing)"
             .to_owned(),
-        Misshapen::UnknownKeywords { unknown, known } => {
-            crate::helpers::args::unknown_keywords(unknown, known)
-        }
+        Misshapen::UnknownKeywords { unknown, known } => unknown_keywords(unknown, known),
         other => other.worded(&symbol),
     }
 }
@@ -144,4 +142,32 @@ fn ruby_wording(error: &Misshapen) -> String {
 /// for the cross-mechanism error or any mechanism's own.
 pub fn core_result<T, E: Into<CoreError>>(ruby: &Ruby, result: Result<T, E>) -> Result<T, Error> {
     result.map_err(|error| from_core(ruby, error.into()))
+}
+
+/// "unknown keyword: :a; valid keywords: :b, :c": the message for the
+/// keys `unknown` (each as it reads) when only `known` are taken.
+pub fn unknown_keywords(unknown: &[String], known: &[&str]) -> String {
+    let noun = if unknown.len() == 1 {
+        "keyword"
+    } else {
+        "keywords"
+    };
+    format!(
+        "unknown {noun}: {}; valid keywords: {}",
+        unknown.join(", "),
+        valid_list(known, &[])
+    )
+}
+
+/// The accepted keywords as `:a, :b, :c`, sorted, for an unknown keyword's message (docs/spec.md: an
+/// unknown key lists the valid ones).
+pub fn valid_list(required: &[&str], optional: &[&str]) -> String {
+    let mut names: Vec<&str> = required.iter().chain(optional).copied().collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .iter()
+        .map(|name| format!(":{name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

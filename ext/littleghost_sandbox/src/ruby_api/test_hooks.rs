@@ -59,7 +59,7 @@ fn gateway_denial(
     reason: String,
     request: Option<(String, String)>,
 ) -> Result<magnus::Value, Error> {
-    let Some(reason) = littleghost_sandbox_core::network::DenialReason::from_name(&reason) else {
+    let Some(reason) = littleghost_sandbox_core::denial::Reason::gateway_named(&reason) else {
         return Err(crate::helpers::errors::argument_error(
             ruby,
             format!("unknown gateway reason {reason}"),

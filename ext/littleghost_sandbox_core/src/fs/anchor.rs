@@ -22,7 +22,7 @@ use rustix::io::Errno;
 
 use super::walk::{self, Failure, DIR_HANDLE};
 use crate::error::kind::Kind;
-use crate::error::{plain, ShowName};
+use crate::error::show::{plain, ShowName};
 use crate::grants::Identity;
 
 /// A grant's pinned directory: handle, identity, route and name.

@@ -78,7 +78,7 @@ pub enum Error {
     Host(&'static str),
     /// The host ran out of descriptors or memory (`errno`): reported as
     /// itself, with the errno's name, never as "changed" or "missing".
-    #[error("{}", self.worded(&crate::error::plain))]
+    #[error("{}", self.worded(&crate::error::show::plain))]
     Exhausted(rustix::io::Errno),
     #[cfg(test)]
     #[error("injected failure before rename")]
@@ -117,7 +117,7 @@ impl Error {
 
     /// The message with the errno name an exhaustion carries shown by
     /// `errno` (`EMFILE` as it is; Ruby names its exception class).
-    pub fn worded(&self, errno: crate::error::ShowName) -> String {
+    pub fn worded(&self, errno: crate::error::show::ShowName) -> String {
         let failed = "Sandbox filesystem operation failed";
         match self {
             Error::Exhausted(code) => format!("{failed}: {}", exhaustion(*code, errno)),
@@ -145,7 +145,7 @@ impl Error {
 
 /// What running out of `code` (EMFILE, ENFILE or ENOMEM) means, with its
 /// name shown by `show`.
-fn exhaustion(code: rustix::io::Errno, show: crate::error::ShowName) -> String {
+fn exhaustion(code: rustix::io::Errno, show: crate::error::show::ShowName) -> String {
     use rustix::io::Errno;
     let (what, name) = match code {
         Errno::MFILE => ("the host process has too many open files", "EMFILE"),
@@ -167,7 +167,7 @@ fn on_path(error: &Error, logical: &str) -> String {
         Error::Host(reason) => format!("Sandbox filesystem operation failed on {logical}{reason}"),
         Error::Exhausted(errno) => format!(
             "Sandbox filesystem operation failed on {logical}: {}",
-            exhaustion(*errno, &crate::error::plain)
+            exhaustion(*errno, &crate::error::show::plain)
         ),
         Error::Outside
         | Error::Escapes

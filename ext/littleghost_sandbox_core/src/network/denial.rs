@@ -68,12 +68,6 @@ impl DenialReason {
         DenialReason::UpstreamTimeout,
     ];
 
-    /// The reason a denial record names `name` ([`crate::denial::Reason::name`]).
-    pub fn from_name(name: &str) -> Option<DenialReason> {
-        let named = |reason: &DenialReason| crate::denial::Reason::from(*reason).name() == name;
-        DenialReason::ALL.into_iter().find(named)
-    }
-
     /// Short text, used in the 403 body and in Ruby.
     pub fn text(self) -> &'static str {
         match self {
@@ -227,19 +221,6 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
-
-    #[test]
-    fn every_reason_is_found_by_the_name_its_record_shows() {
-        for reason in DenialReason::ALL {
-            let name = crate::denial::Reason::from(reason).name();
-            assert_eq!(DenialReason::from_name(name), Some(reason));
-        }
-        assert_eq!(
-            DenialReason::from_name("secret_exfiltration"),
-            Some(DenialReason::SecretExfiltration)
-        );
-        assert_eq!(DenialReason::from_name("outside_scope"), None);
-    }
 
     #[test]
     fn both_budgets_answer_503_each_with_its_own_text() {

@@ -34,7 +34,7 @@ mod tests {
         granted.runtime_paths = GrantTable::default();
         assert_eq!(
             gateway.check_policy(&granted).unwrap_err(),
-            super::super::external::Refusal::NotGrants(vec!["proxy".into()]).into()
+            super::super::external_refusal::Refusal::NotGrants(vec!["proxy".into()]).into()
         );
     }
 }

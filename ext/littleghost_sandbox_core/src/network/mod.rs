@@ -16,6 +16,7 @@ pub mod destination;
 pub mod egress;
 pub mod external;
 mod external_grants;
+pub mod external_refusal;
 pub mod folder;
 pub mod gateway;
 mod http;

@@ -6,7 +6,7 @@
 //! Ruby's (its `helpers/errors.rs`).
 
 use crate::error::kind::Kind;
-use crate::error::{plain, ShowName};
+use crate::error::show::{plain, ShowName};
 use crate::policy::network_mode::NetworkMode;
 
 /// A misshapen value in a policy declaration.

@@ -2,7 +2,7 @@
 //! a leaf the errors that carry a mode can name.
 
 use crate::error::kind::Kind;
-use crate::error::{plain, ShowName};
+use crate::error::show::{plain, ShowName};
 
 /// A network mode a backend cannot enforce (docs/spec.md §15.1, §16.1):
 /// carried as the mode, which the binding shows as the caller wrote it.

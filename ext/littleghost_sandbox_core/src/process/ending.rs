@@ -7,10 +7,13 @@
 
 use super::arguments;
 use super::running::{Exit, RunningProcess};
-use super::session::CLOSED_BY_OWNER;
 use super::supervision::RunEnd;
 use crate::denial::Denial;
 use crate::limits::{plan::Plan, LimitExceeded};
+
+/// The message a child's next operation raises (ToolError) once its
+/// sandbox's `close` terminated it (H.4).
+pub const CLOSED_BY_OWNER: &str = "Program was terminated because the sandbox was closed";
 
 /// Why a run or a session ended other than by its program's own exit.
 #[derive(Debug, Clone, PartialEq)]

@@ -32,9 +32,7 @@ pub const READ_PASS_BYTES: usize = 16 * 1024;
 /// How long output may take to reach EOF once the whole group is gone.
 const SETTLE_OUTPUT: Duration = Duration::from_millis(100);
 
-/// The message a child's next operation raises (ToolError) once its
-/// sandbox's `close` terminated it (H.4).
-pub const CLOSED_BY_OWNER: &str = "Program was terminated because the sandbox was closed";
+pub use super::ending::CLOSED_BY_OWNER;
 
 /// Why a session refuses an operation. [`is_io`](Self::is_io) errors are
 /// IOError; the rest are ToolError.

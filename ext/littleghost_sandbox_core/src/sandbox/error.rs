@@ -3,7 +3,7 @@
 //! them as Ruby symbols (its `helpers/errors.rs`).
 
 use crate::error::kind::Kind;
-use crate::error::{plain, ShowName};
+use crate::error::show::{plain, ShowName};
 
 /// A refusal of the sandbox base class's rules (docs/spec.md §10, §12).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! cross-mechanism error can carry.
 
 use crate::error::kind::Kind;
-use crate::error::{plain, ShowName};
+use crate::error::show::{plain, ShowName};
 use crate::policy::network_mode::NetworkMode;
 
 /// Why a scope cannot have the network it asked for (SC.10, SC.10b).

@@ -3,7 +3,7 @@
 //! shows it the way the caller wrote it.
 
 use crate::error::kind::Kind;
-use crate::error::{plain, ShowName};
+use crate::error::show::{plain, ShowName};
 
 /// A workspace refusal. [`Error::kind`] says which documented class it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

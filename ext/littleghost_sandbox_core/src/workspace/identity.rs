@@ -25,7 +25,7 @@ pub enum OpenError {
 
 impl OpenError {
     /// What [`OpenError::Create`] could not create, the path's name shown by `show`.
-    pub fn not_created(name: Option<&str>, show: crate::error::ShowName) -> String {
+    pub fn not_created(name: Option<&str>, show: crate::error::show::ShowName) -> String {
         match name {
             None => "could not create the workspace root".to_owned(),
             Some(name) => format!("could not create workspace path {}", show(name)),
