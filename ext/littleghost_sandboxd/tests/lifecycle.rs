@@ -86,7 +86,8 @@ async fn sigterm_answers_503_ends_the_programs_and_exits_0() {
             _ => {}
         }
     }
-    assert!(process_with("27.1828"));
+    // "ready" comes before the shell execs the marked program.
+    assert!(eventually(|| process_with("27.1828")));
     daemon.terminate();
     assert!(
         eventually(|| daemon.http("GET", "/v1/health", b"").0 == 503),
