@@ -11,7 +11,7 @@ use littleghost_sandbox_core::process::{
 use magnus::{
     prelude::*,
     rb_sys::{protect, AsRawValue, FromRawValue},
-    Error, RString, Ruby, Value,
+    Error, RHash, RString, Ruby, Value,
 };
 
 use super::{end_session, raise_resource_error, session_error, Session, CHUNK_CLASS};
@@ -57,9 +57,29 @@ pub(super) fn close_write(ruby: &Ruby, rb_self: Session) -> Result<(), Error> {
     Ok(())
 }
 
+/// `read(timeout: x)`, the polling call, without the general keyword
+/// parser (it is on every poll of a round trip); None for anything else (no
+/// keywords, a positional Hash, other keys), which the parser takes with its
+/// usual errors.
+fn polling_timeout(ruby: &Ruby, args: &[Value]) -> Option<Value> {
+    let [hash] = args else { return None };
+    // SAFETY: plain C API call with the GVL held, inside this method call.
+    if unsafe { rb_sys::rb_keyword_given_p() } == 0 {
+        return None;
+    }
+    let hash = RHash::from_value(*hash).filter(|hash| hash.len() == 1)?;
+    hash.get(ruby.to_symbol("timeout"))
+}
+
 /// `Float(timeout)`, finite and ≥ 0 (ArgumentError otherwise); nil or absent means 0 (one pass).
 fn read_timeout(ruby: &Ruby, args: &[Value]) -> Result<f64, Error> {
-    let [timeout] = keywords(ruby, args, ["timeout"], 0)?;
+    let timeout = match polling_timeout(ruby, args) {
+        Some(timeout) => Some(timeout),
+        None => {
+            let [timeout] = keywords(ruby, args, ["timeout"], 0)?;
+            timeout
+        }
+    };
     let seconds = match timeout.filter(|value| !value.is_nil()) {
         None => 0.0,
         // `Float()`; Integers and Floats without a Ruby call (round trips poll with 0).
