@@ -118,13 +118,10 @@ impl Error {
     /// The message with the errno name an exhaustion carries shown by
     /// `errno` (`EMFILE` as it is; Ruby names its exception class).
     pub fn worded(&self, errno: crate::error::show::ShowName) -> String {
-        let failed = "Sandbox filesystem operation failed";
         match self {
-            Error::Exhausted(code) => format!("{failed}: {}", exhaustion(*code, errno)),
-            Error::OnPath { error, logical } => match &**error {
-                Error::Exhausted(code) => {
-                    format!("{failed} on {logical}: {}", exhaustion(*code, errno))
-                }
+            Error::Exhausted(code) => exhausted(None, *code, errno),
+            Error::OnPath { error, logical } => match **error {
+                Error::Exhausted(code) => exhausted(Some(logical), code, errno),
                 _ => self.to_string(),
             },
             other => other.to_string(),
@@ -143,16 +140,26 @@ impl Error {
     }
 }
 
-/// What running out of `code` (EMFILE, ENFILE or ENOMEM) means, with its
-/// name shown by `show`.
-fn exhaustion(code: rustix::io::Errno, show: crate::error::show::ShowName) -> String {
+/// The message of running out of `code` (EMFILE, ENFILE or ENOMEM), on
+/// `logical` when it is named, with the errno's name shown by `show`.
+fn exhausted(
+    logical: Option<&str>,
+    code: rustix::io::Errno,
+    show: crate::error::show::ShowName,
+) -> String {
     use rustix::io::Errno;
     let (what, name) = match code {
         Errno::MFILE => ("the host process has too many open files", "EMFILE"),
         Errno::NFILE => ("the host system has too many open files", "ENFILE"),
         _ => ("the host is out of memory", "ENOMEM"),
     };
-    format!("{what} ({})", show(name))
+    let on = logical
+        .map(|logical| format!(" on {logical}"))
+        .unwrap_or_default();
+    format!(
+        "Sandbox filesystem operation failed{on}: {what} ({})",
+        show(name)
+    )
 }
 
 /// A failure as named by [`Error::on`]: today's wording stays the prefix, a
@@ -165,10 +172,7 @@ fn on_path(error: &Error, logical: &str) -> String {
         Error::WriteLimit(limit) => format!("{error} of {limit} bytes: {logical}"),
         Error::ListLimit(limit) => format!("{error} of {limit} entries: {logical}"),
         Error::Host(reason) => format!("Sandbox filesystem operation failed on {logical}{reason}"),
-        Error::Exhausted(errno) => format!(
-            "Sandbox filesystem operation failed on {logical}: {}",
-            exhaustion(*errno, &crate::error::show::plain)
-        ),
+        Error::Exhausted(code) => exhausted(Some(logical), *code, &crate::error::show::plain),
         Error::Outside
         | Error::Escapes
         | Error::NotAnEntry
