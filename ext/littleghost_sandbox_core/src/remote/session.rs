@@ -17,6 +17,7 @@ use super::pending::Pending;
 use super::programs::Grpc;
 use crate::process::running::Exit;
 use crate::process::session::SessionStatus;
+use crate::process::TERMINATION_GRACE;
 
 /// What arrived since the last read.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -37,9 +38,6 @@ struct Inbox {
 
 /// The inbox, and its two bells: one for threads, one for the runtime's tasks.
 type Shared = Arc<(Mutex<Inbox>, Condvar, Notify)>;
-
-/// docs/spec.md 17.12: how long `terminate` lets TERM work before KILL.
-const GRACE: Duration = Duration::from_millis(500);
 
 /// One started program.
 pub struct Session {
@@ -213,7 +211,7 @@ impl Session {
             let mut end = ended(&inbox, Some(Duration::ZERO)).await;
             if end.is_none() {
                 grpc.signal(pid, pb::Signal::Sigterm).await?;
-                end = ended(&inbox, Some(GRACE)).await;
+                end = ended(&inbox, Some(TERMINATION_GRACE)).await;
             }
             if end.is_none() {
                 grpc.signal(pid, pb::Signal::Sigkill).await?;
